@@ -1,0 +1,87 @@
+"""The one door between mmcheck and something that runs kernels.
+
+A backend compiles a spec's source for one dtype and one set of defines, moves buffers to and from its
+memory and launches.  It knows nothing of shapes, references, tolerances or pytest: the runner drives it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from ..spec import KernelSpec
+
+__all__ = ["Backend", "BackendOptions", "Kernel", "DeviceBuffer", "Arg", "Dim3"]
+
+Dim3 = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """Settings a user chooses for a run; each backend reads those that apply to it."""
+
+    sanitize: bool = False          # compute-sanitizer on the GPU, AddressSanitizer on the emulator
+    timeout: float = 20.0           # seconds one launch may take before it counts as a hang
+    strict_barriers: bool = True    # emulator: barrier divergence is an error (False: a warning)
+    cache_dir: str | None = None    # where compiled modules are kept; None: the user cache dir
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A compiled kernel for one (spec, dtype, defines).
+
+    ``schedules`` lists the execution orders the backend can run it in; the runner checks every one, so
+    a race that one order hides is exposed by another.  ``handle`` is the backend's own object.
+    """
+
+    spec: KernelSpec
+    dtype: str
+    symbol: str
+    schedules: tuple[str, ...]
+    handle: object = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class DeviceBuffer:
+    """A buffer in the backend's memory holding ``size`` elements of ``dtype``.
+
+    The kernel sees a pointer ``offset`` elements into it; what lies before and after is a guard band the
+    runner filled and checks.  (In sanitizer mode the runner asks for no guard band.)
+    """
+
+    size: int
+    dtype: np.dtype
+    offset: int
+    handle: object = field(repr=False, compare=False)
+
+
+Arg = DeviceBuffer | np.generic
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str
+
+    def compile(self, spec: KernelSpec, dtype: str, defines: dict[str, str]) -> Kernel:
+        """Compile (or fetch from cache) ``spec`` for ``dtype``; raise CompileError or Unsupported."""
+        ...
+
+    def upload(self, host: np.ndarray, offset: int) -> DeviceBuffer:
+        """Copy a 1-d host array (guard bands included) into a new buffer."""
+        ...
+
+    def download(self, buf: DeviceBuffer) -> np.ndarray:
+        """The whole buffer, guard bands included, as a new 1-d host array."""
+        ...
+
+    def launch(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
+               schedule: str) -> None:
+        """Run the kernel to completion.
+
+        Raises LaunchError (refused), KernelFault (crashed), KernelTimeout (hung) or Unsupported; after a
+        KernelFault or KernelTimeout the backend must still be usable for the next launch.
+        """
+        ...

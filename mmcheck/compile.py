@@ -1,0 +1,59 @@
+"""What both backends need to turn a spec into a loadable kernel: the source text to compile, the name
+of the symbol to look up, and the key under which to cache the result.
+
+Templates are instantiated by taking the kernel's address at namespace scope, which needs no knowledge
+of the parameter list; nvcc and g++ then both emit the Itanium-mangled name
+``_Z<len><entry>I<type>E...``, which we find in the compiled binary's string table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+
+from .errors import CompileError
+from .spec import KernelSpec
+
+__all__ = ["CTYPES", "unit_source", "find_symbol", "cache_key", "macro_flags"]
+
+CTYPES = {"int32": "int", "float32": "float", "float64": "double"}
+_MANGLE = {"int32": "i", "float32": "f", "float64": "d"}
+
+
+def unit_source(spec: KernelSpec, dtype: str) -> str:
+    """The text both backends compile: a plain kernel file wrapped in ``extern "C"`` (as PyCUDA does by
+    default, so the symbol is the entry's own name), or a template's file plus its instantiation."""
+    if spec.template is None:
+        return f'extern "C" {{\n{spec.source}\n}}\n'
+    return (
+        f"{spec.source}\n\n// mmcheck: instantiate {spec.entry}<{CTYPES[dtype]}>\n"
+        f"void* mmcheck_instance_{spec.entry}_{dtype} = (void*)&{spec.entry}<{CTYPES[dtype]}>;\n"
+    )
+
+
+def find_symbol(binary: bytes, spec: KernelSpec, dtype: str) -> str:
+    """The name under which ``spec.entry`` (instantiated for ``dtype``) is found in ``binary``."""
+    if spec.template is None:
+        return spec.entry
+    prefix = f"_Z{len(spec.entry)}{spec.entry}I{_MANGLE[dtype]}E".encode()
+    names = set(re.findall(re.escape(prefix) + rb"[A-Za-z0-9_]*", binary))
+    if len(names) != 1:
+        found = ", ".join(sorted(n.decode() for n in names)) or "none"
+        raise CompileError(f"{spec.path}: cannot find one symbol for {spec.entry}<{CTYPES[dtype]}> "
+                           f"(looked for {prefix.decode()}...; found {found})")
+    return names.pop().decode()
+
+
+def macro_flags(defines: Mapping[str, str]) -> list[str]:
+    """``-DNAME=VALUE`` arguments; values are evaluated integers, so nothing here can inject a flag."""
+    return [f"-D{k}={v}" for k, v in sorted(defines.items())]
+
+
+def cache_key(*parts: object) -> str:
+    """A stable hash of everything that decides a compile's output."""
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(repr(p).encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]

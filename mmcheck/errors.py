@@ -1,0 +1,55 @@
+"""The exceptions mmcheck raises.  Each carries enough context to be printed to a user as it is."""
+
+from __future__ import annotations
+
+__all__ = [
+    "MmcheckError",
+    "SpecError",
+    "CompileError",
+    "LaunchError",
+    "KernelFault",
+    "KernelTimeout",
+    "Unsupported",
+    "BackendUnavailable",
+]
+
+
+class MmcheckError(Exception):
+    """Base class: everything mmcheck raises on purpose."""
+
+
+class SpecError(MmcheckError):
+    """A missing or malformed kernel spec.  The message names the file, kernel and key."""
+
+    def __init__(self, path: object, message: str, kernel: str | None = None, key: str | None = None) -> None:
+        self.path, self.kernel, self.key = path, kernel, key
+        where = str(path)
+        if kernel:
+            where += f": kernel {kernel!r}"
+        if key:
+            where += f": key {key!r}"
+        super().__init__(f"{where}: {message}")
+
+
+class CompileError(MmcheckError):
+    """The compiler rejected a kernel file; the message holds the compiler's own output."""
+
+
+class LaunchError(MmcheckError):
+    """A launch was refused before the kernel ran (bad configuration, argument mismatch)."""
+
+
+class KernelFault(MmcheckError):
+    """The kernel crashed while running (illegal address, trap, segfault)."""
+
+
+class KernelTimeout(MmcheckError):
+    """The kernel did not finish within the allowed time."""
+
+
+class Unsupported(MmcheckError):
+    """The backend cannot run this kernel faithfully (e.g. inline PTX on the emulator)."""
+
+
+class BackendUnavailable(MmcheckError):
+    """The requested backend cannot be used on this machine."""

@@ -1,0 +1,175 @@
+"""A small, safe evaluator for the expressions a kernel spec may hold.
+
+Grid sizes, ``requires`` constraints, shape-dependent ``defines`` and ``smem`` are written as Python-like
+expressions over the shape names.  They come from files users hand us, so they are parsed with ``ast``
+and only a whitelist of nodes is evaluated; ``eval`` is never called.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+
+__all__ = ["ExprError", "SHAPE_NAMES", "Expr", "cdiv"]
+
+SHAPE_NAMES = ("M", "N", "K", "batch")
+
+
+class ExprError(ValueError):
+    """An expression that is malformed, uses something not allowed, or cannot be evaluated."""
+
+
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division, the usual grid-size helper."""
+    return -(-a // b)
+
+
+_BINOPS: dict[type, Callable[[int, int], int]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_CMPOPS: dict[type, Callable[[int, int], bool]] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+}
+_FUNCS: dict[str, Callable[..., int]] = {"cdiv": cdiv, "min": min, "max": max}
+# Exponents are bounded so that a spec cannot ask for a gigantic integer.
+_MAX_POW = 64
+
+
+class Expr:
+    """A parsed expression; ``Expr("cdiv(N, 16)").eval({"N": 33})`` is 3.
+
+    ``sizeof()`` (or ``sizeof(T)``, ``sizeof(float)``: the argument is only a label) is the byte size of the
+    current dtype.
+    """
+
+    def __init__(self, text: str | int) -> None:
+        self.text = str(text)
+        self._tree = _parse(self.text)
+        self.names = frozenset(
+            n.id for n in ast.walk(self._tree) if isinstance(n, ast.Name) and n.id in SHAPE_NAMES
+        )
+
+    def __repr__(self) -> str:
+        return f"Expr({self.text!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Expr) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    @property
+    def tree(self) -> ast.expr:
+        return self._tree
+
+    def eval(self, env: Mapping[str, int], sizeof: int | None = None) -> int:
+        return _Evaluator(env, sizeof).visit(self._tree)
+
+
+@lru_cache(maxsize=1024)
+def _parse(text: str) -> ast.expr:
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError as e:
+        raise ExprError(f"cannot parse {text!r}: {e.msg}") from None
+    # ``sizeof(T)`` and ``sizeof(float)`` read naturally; the argument is only a label for the current dtype.
+    labels = {id(a) for n in ast.walk(tree) if _is_sizeof(n) for a in n.args if isinstance(a, ast.Name)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and id(node) not in labels and node.id not in (*SHAPE_NAMES, *_FUNCS, "sizeof"):
+            raise ExprError(f"unknown name {node.id!r} in {text!r} (allowed: {', '.join(SHAPE_NAMES)})")
+        if not isinstance(node, _ALLOWED_NODES):
+            raise ExprError(f"{type(node).__name__} is not allowed in {text!r}")
+        if isinstance(node, ast.Constant) and (isinstance(node.value, bool) or not isinstance(node.value, int)):
+            raise ExprError(f"only integer constants are allowed in {text!r}, not {node.value!r}")
+        if isinstance(node, ast.Call) and (node.keywords or not isinstance(node.func, ast.Name)):
+            raise ExprError(f"only plain calls of cdiv/min/max/sizeof are allowed in {text!r}")
+    return tree
+
+
+def _is_sizeof(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "sizeof"
+
+
+_ALLOWED_NODES = (
+    ast.Expression, ast.Constant, ast.Name, ast.Load, ast.BinOp, ast.UnaryOp, ast.USub, ast.UAdd,
+    ast.Not, ast.BoolOp, ast.And, ast.Or, ast.Compare, ast.Call, *_BINOPS, *_CMPOPS,
+)
+
+
+class _Evaluator(ast.NodeVisitor):
+    def __init__(self, env: Mapping[str, int], sizeof: int | None) -> None:
+        self.env = env
+        self.sizeof = sizeof
+
+    def visit_Constant(self, node: ast.Constant) -> int:
+        return node.value
+
+    def visit_Name(self, node: ast.Name) -> int:
+        if node.id == "sizeof":
+            raise ExprError("sizeof must be called: sizeof()")
+        try:
+            return int(self.env[node.id])
+        except KeyError:
+            raise ExprError(f"{node.id} has no value here") from None
+
+    def visit_BinOp(self, node: ast.BinOp) -> int:
+        left, right = self.visit(node.left), self.visit(node.right)
+        if isinstance(node.op, (ast.FloorDiv, ast.Mod)) and right == 0:
+            raise ExprError("division by zero")
+        if isinstance(node.op, ast.Pow) and not 0 <= right <= _MAX_POW:
+            raise ExprError(f"exponent {right} out of range 0..{_MAX_POW}")
+        return _BINOPS[type(node.op)](left, right)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> int:
+        value = self.visit(node.operand)
+        if isinstance(node.op, ast.Not):
+            return int(not value)
+        return -value if isinstance(node.op, ast.USub) else value
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> int:
+        values = (self.visit(v) for v in node.values)
+        return int(all(values) if isinstance(node.op, ast.And) else any(values))
+
+    def visit_Compare(self, node: ast.Compare) -> int:
+        left = self.visit(node.left)
+        for op, comparator in zip(node.ops, node.comparators):
+            right = self.visit(comparator)
+            if not _CMPOPS[type(op)](left, right):
+                return 0
+            left = right
+        return 1
+
+    def visit_Call(self, node: ast.Call) -> int:
+        name = node.func.id  # type: ignore[attr-defined]  # _parse admits only Name callees
+        if name == "sizeof":
+            if len(node.args) > 1 or (node.args and not isinstance(node.args[0], ast.Name)):
+                raise ExprError("sizeof takes at most one type name")
+            if self.sizeof is None:
+                raise ExprError("sizeof() needs a dtype")
+            return self.sizeof
+        if name not in _FUNCS:
+            raise ExprError(f"{name} is not callable")
+        args = [self.visit(a) for a in node.args]
+        if name == "cdiv":
+            if len(args) != 2:
+                raise ExprError("cdiv takes two arguments")
+            if args[1] == 0:
+                raise ExprError("division by zero")
+        elif not args:
+            raise ExprError(f"{name} needs arguments")
+        return _FUNCS[name](*args)
+
+    def generic_visit(self, node: ast.AST) -> int:
+        raise ExprError(f"{type(node).__name__} is not allowed")
