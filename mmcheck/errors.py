@@ -8,6 +8,7 @@ __all__ = [
     "CompileError",
     "LaunchError",
     "KernelFault",
+    "BarrierError",
     "KernelTimeout",
     "Unsupported",
     "BackendUnavailable",
@@ -53,3 +54,8 @@ class Unsupported(MmcheckError):
 
 class BackendUnavailable(MmcheckError):
     """The requested backend cannot be used on this machine."""
+
+
+class BarrierError(KernelFault):
+    """Threads of a block disagreed at a barrier: some exited while others waited, or they met at
+    different ``__syncthreads`` call sites."""

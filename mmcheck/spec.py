@@ -6,6 +6,7 @@ to second-guess a spec.  Every error is a :class:`SpecError` naming the file, th
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import tomllib
 from collections.abc import Iterable, Sequence
@@ -26,6 +27,8 @@ __all__ = [
     "parse_specs",
     "load_specs",
     "find_sources",
+    "Catalog",
+    "collect",
 ]
 
 DTYPES = ("int32", "float32", "float64")
@@ -139,6 +142,45 @@ def find_sources(paths: Iterable[Path | str]) -> list[Path]:
         else:
             raise SpecError(p, "no such file or directory")
     return sorted(found)
+
+
+@dataclass
+class Catalog:
+    """The kernels found in some files, and the files whose specs could not be used (one error each)."""
+
+    specs: list[KernelSpec] = field(default_factory=list)
+    errors: list[SpecError] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+
+    def select(self, names: Sequence[str] = (), dtypes: Sequence[str] = ()) -> list[tuple[KernelSpec, str]]:
+        """(spec, dtype) pairs whose name matches one of the globs ``names`` (all if empty), restricted to
+        ``dtypes`` (all declared if empty)."""
+        return [(s, d) for s in self.specs if not names or any(fnmatch.fnmatchcase(s.name, g) for g in names)
+                for d in s.dtypes if not dtypes or d in dtypes]
+
+    def error_for(self, path: Path) -> SpecError | None:
+        return next((e for e in self.errors if e.path == path), None)
+
+
+def collect(paths: Iterable[Path | str]) -> Catalog:
+    """Load every ``.cu`` file under ``paths``.  A broken file costs one error and loses none of the
+    others; a kernel name already used in an earlier file is an error of the later file."""
+    catalog = Catalog()
+    owner: dict[str, Path] = {}
+    for path in find_sources(paths):
+        catalog.files.append(path)
+        try:
+            specs = load_specs(path)
+            for s in specs:
+                if s.name in owner:
+                    raise SpecError(path, f"the name is already used in {owner[s.name]}", kernel=s.name,
+                                    key="name")
+        except SpecError as e:
+            catalog.errors.append(e)
+            continue
+        owner.update((s.name, path) for s in specs)
+        catalog.specs.extend(specs)
+    return catalog
 
 
 def _check_unique(specs: Sequence[KernelSpec]) -> None:

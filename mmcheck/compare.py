@@ -1,0 +1,95 @@
+"""Comparing a kernel's result with the reference: exactly, or within a bound derived for the dtype and K.
+
+For a dot product of length K evaluated in floating point with unit roundoff u, in ANY order of
+summation and with or without fused multiply-adds, Higham (Accuracy and Stability of Numerical
+Algorithms, Thm. 3.1 and eq. 3.5) gives
+
+    |fl(a . b) - a . b| <= gamma_K * (|a| . |b|),   gamma_K = K u / (1 - K u).
+
+One more rounding, of a result accumulated in higher precision, is covered by using gamma_{K+1}. The bound
+is per element, so it is tight where the data is small and loose only where it must be; a correct kernel
+cannot exceed it, while a dropped term, a float accumulator in a double kernel or a truncating int
+accumulator exceeds it by orders of magnitude.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["unit_roundoff", "tolerance", "Mismatch", "compare"]
+
+
+def unit_roundoff(dtype: str) -> float:
+    return float(np.finfo(dtype).eps) / 2
+
+
+def tolerance(dtype: str, k: int, magnitude: np.ndarray) -> np.ndarray:
+    """The per-element bound for a length-``k`` dot product whose ``|a| . |b|`` is ``magnitude``.
+
+    A small absolute term (``k`` times the smallest normal) covers underflow to subnormals."""
+    u = unit_roundoff(dtype)
+    n = k + 1
+    if n * u >= 1:
+        raise ValueError(f"K={k} is too long for a meaningful {dtype} error bound")
+    gamma = n * u / (1 - n * u)
+    return gamma * magnitude + n * float(np.finfo(dtype).tiny)
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """Where and by how much a result differs from its reference."""
+
+    count: int
+    total: int
+    worst_index: tuple[int, ...]
+    got: float
+    want: float
+    abs_err: float
+    rel_err: float
+    bound: float | None  # None: compared exactly
+    mask: np.ndarray = field(repr=False, compare=False)
+
+    @property
+    def fraction(self) -> float:
+        return self.count / self.total
+
+    def describe(self, buffer: str = "C") -> str:
+        where = ", ".join(map(str, self.worst_index))
+        bound = "exact comparison" if self.bound is None else f"bound {self.bound:.3g}"
+        return (f"{self.count} of {self.total} elements ({100 * self.fraction:.1f}%) differ; worst at "
+                f"{buffer}[{where}]: got {self.got!r}, expected {self.want!r} (abs err {self.abs_err:.3g}, "
+                f"rel err {self.rel_err:.3g}; {bound})")
+
+
+def compare(got: np.ndarray, want: np.ndarray, bound: np.ndarray | None = None) -> Mismatch | None:
+    """``None`` if ``got`` matches ``want`` (exactly when ``bound`` is None), else the mismatch.
+
+    NaN never matches, so an element left holding the NaN poison fails."""
+    if bound is None:
+        bad = got != want
+    else:
+        bad = ~(np.abs(got.astype(np.float64) - want) <= bound)
+    count = int(np.count_nonzero(bad))
+    if count == 0:
+        return None
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    # Rank NaN and inf as the worst, then the largest error among the mismatches.
+    score = np.where(bad, np.nan_to_num(err, nan=np.inf, posinf=np.inf), -1.0)
+    flat = int(np.argmax(score))
+    index = tuple(int(i) for i in np.unravel_index(flat, got.shape))
+    g, w, e = got.flat[flat], want.flat[flat], float(err.flat[flat])
+    scale = abs(float(w))
+    return Mismatch(
+        count=count,
+        total=got.size,
+        worst_index=index,
+        got=g.item(),
+        want=w.item(),
+        abs_err=e,
+        rel_err=e / scale if scale else float("inf"),
+        bound=None if bound is None else float(bound.flat[flat]),
+        mask=bad,
+    )

@@ -1,0 +1,132 @@
+"""The pytest plugin: options, parametrization and fixtures.  The only module that knows pytest.
+
+Test functions ask for what they need and say which kernels they are about with a marker:
+
+    @pytest.mark.mmcheck(expect="pass")
+    def test_kernel(runner, judge, kernel, dtype, shape):
+        judge(runner.run(runner.case(kernel, dtype, shape)))
+
+``kernel, dtype, shape`` is parametrized over every kernel x dtype x generated shape; ``kernel, dtype``
+alone over every kernel x dtype; ``source`` over the kernel files.  Known-bad kernels (``expect =
+"fail"``) are strict xfails: their test fails unless mmcheck catches them, by the check their spec names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from .options import OPTIONS, Settings
+from .spec import Catalog, collect
+
+__all__ = ["KernelCaught"]
+
+_SETTINGS = pytest.StashKey[Settings]()
+_CATALOG = pytest.StashKey[Catalog]()
+
+
+class KernelCaught(AssertionError):
+    """Raised for a known-bad kernel that mmcheck caught; the strict xfail expects exactly this."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mmcheck", "CUDA matrix-multiplication kernel checks")
+    for o in OPTIONS:
+        kwargs: dict = {"dest": "mmcheck_" + o.name.replace("-", "_"), "help": o.help}
+        if o.flag:
+            kwargs.update(action="store_true", default=False)
+        else:
+            kwargs.update(action="append" if o.multiple else "store", type=o.type, default=o.default,
+                          choices=o.choices)
+        group.addoption(f"--mmcheck-{o.name}", **kwargs)
+    group.addoption("--mmcheck-kernel", dest="mmcheck_kernel", action="append", default=[],
+                    help="only kernels whose name matches this glob (repeatable)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "mmcheck(expect): parametrize over the kernels whose expect is given")
+    settings = Settings.read(lambda name: config.getoption("mmcheck_" + name.replace("-", "_")),
+                             kernel=tuple(config.getoption("mmcheck_kernel")))
+    if not settings.src:
+        default = Path(config.rootpath, "cuda_src")
+        settings = Settings(**{**settings.__dict__, "src": (str(default),) if default.is_dir() else ()})
+    config.stash[_SETTINGS] = settings
+    config.stash[_CATALOG] = collect(settings.src)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    from .shapes import shapes_for
+
+    config = metafunc.config
+    settings, catalog = config.stash[_SETTINGS], config.stash[_CATALOG]
+    names = metafunc.fixturenames
+    if "source" in names:
+        metafunc.parametrize("source", catalog.files, ids=[str(f) for f in catalog.files])
+    marker = metafunc.definition.get_closest_marker("mmcheck")
+    if marker is None or "kernel" not in names:
+        return
+    expect = marker.kwargs.get("expect", "pass")
+    pairs = [(s, d) for s, d in catalog.select(settings.kernel, settings.dtype) if s.expect == expect]
+    if "shape" in names:
+        params = [pytest.param(s, d, shape, id=f"{s.name}-{d}-{shape}") for s, d in pairs
+                  for shape in shapes_for(s, settings.seed, settings.budget, extra=settings.shape)]
+        metafunc.parametrize("kernel,dtype,shape", params)
+    else:
+        marks = [pytest.mark.xfail(strict=True, raises=KernelCaught, reason="known-bad kernel")] \
+            if expect == "fail" else []
+        metafunc.parametrize("kernel,dtype", [pytest.param(s, d, id=f"{s.name}-{d}", marks=marks)
+                                              for s, d in pairs])
+
+
+@pytest.fixture(scope="session")
+def mmcheck_settings(request: pytest.FixtureRequest) -> Settings:
+    return request.config.stash[_SETTINGS]
+
+
+@pytest.fixture(scope="session")
+def mmcheck_catalog(request: pytest.FixtureRequest) -> Catalog:
+    return request.config.stash[_CATALOG]
+
+
+@pytest.fixture(scope="session")
+def backend(mmcheck_settings: Settings):
+    """The backend chosen by --mmcheck-backend; the test is skipped, with the reason, if none is usable."""
+    from .backends import get_backend
+    from .errors import BackendUnavailable
+
+    try:
+        return get_backend(mmcheck_settings.backend, mmcheck_settings.backend_options())
+    except BackendUnavailable as e:
+        pytest.skip(f"no kernel backend: {e}")
+
+
+@pytest.fixture(scope="session")
+def runner(backend, mmcheck_settings: Settings):
+    from .runner import Runner
+
+    return Runner(backend, seed=mmcheck_settings.seed, guards=not mmcheck_settings.sanitize)
+
+
+@pytest.fixture(scope="session")
+def judge() -> Callable[[object], None]:
+    """Turn a runner Result into the test's outcome (pass, skip, or a failure with mmcheck's message)."""
+
+    def judge(result) -> None:
+        spec = result.case.spec
+        if result.outcome == "skip":
+            pytest.skip(result.message)
+        if result.outcome == "error":
+            pytest.fail(result.message, pytrace=False)
+        if spec.expect == "fail":
+            if result.outcome != "fail":
+                return  # not caught: the strict xfail turns this into a failure
+            if spec.catch and result.check not in spec.catch:
+                pytest.fail(f"caught by the {result.check} check, but the spec expects "
+                            f"{' or '.join(spec.catch)}:\n{result.message}", pytrace=False)
+            raise KernelCaught(f"caught by the {result.check} check:\n{result.message}")
+        if result.outcome == "fail":
+            pytest.fail(result.message, pytrace=False)
+
+    return judge

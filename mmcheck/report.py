@@ -1,0 +1,83 @@
+"""Presenting results: the terminal table and the JSON document tools read."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from .errors import SpecError
+from .runner import Result
+from .spec import KernelSpec
+
+__all__ = ["table", "kernel_list", "json_document", "write_json"]
+
+
+def _grid(rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def _verdict(r: Result) -> str:
+    if r.outcome == "fail" and r.case.spec.expect == "fail":
+        return f"caught ({r.check})"
+    return {"pass": "ok", "fail": f"FAIL ({r.check})", "skip": "skip", "error": "ERROR"}[r.outcome] + (
+        "" if r.as_expected or r.outcome in ("skip", "error") else " (expected to fail!)")
+
+
+def table(results: Sequence[Result]) -> str:
+    """One row per kernel x dtype: shapes tried, verdict, worst error or the failing shape."""
+    rows = [("kernel", "dtype", "shapes", "result", "detail")]
+    for r in results:
+        if r.mismatch is not None:
+            detail = f"{r.case.shape}: worst abs err {r.mismatch.abs_err:.3g}"
+        elif r.outcome == "pass":
+            detail = f"up to {r.case.shape}"
+        else:
+            detail = f"{r.case.shape}: {r.message.splitlines()[0][:100]}" if r.message else ""
+        rows.append((r.case.spec.name, r.case.dtype, str(r.shapes_tried), _verdict(r), detail))
+    return _grid(rows)
+
+
+def kernel_list(specs: Sequence[KernelSpec], errors: Sequence[SpecError]) -> str:
+    """Kernels grouped by file, one line each: name, op, dtypes, requires and what it does."""
+    out: list[str] = []
+    for path in sorted({s.path for s in specs}):
+        group = [s for s in specs if s.path == path]
+        out.append(f"{path}")
+        rows = [("  " + s.name, s.op, ",".join(s.dtypes), " and ".join(r.text for r in s.requires) or "any shape",
+                 ("[known bad] " if s.expect == "fail" else "") + s.about) for s in group]
+        out.append(_grid(rows))
+    out += [f"ERROR {e}" for e in errors]
+    return "\n".join(out)
+
+
+def json_document(results: Sequence[Result], errors: Sequence[SpecError]) -> dict:
+    """``{"ok": bool, "results": [...]}``, one row per kernel x dtype (schema documented in README)."""
+    rows = [{
+        "kernel": r.case.spec.name,
+        "file": str(r.case.spec.path),
+        "dtype": r.case.dtype,
+        "outcome": r.outcome,
+        "expect": r.case.spec.expect,
+        "shape": r.case.shape.as_dict() if r.outcome != "pass" else None,
+        "message": r.message,
+    } for r in results]
+    rows += [{"kernel": e.kernel, "file": str(e.path), "dtype": None, "outcome": "error", "expect": None,
+              "shape": None, "message": str(e)} for e in errors]
+    # A skip (the backend cannot run the kernel here, and says why) is shown but does not fail the run.
+    ok = not errors and all(r.as_expected or r.outcome == "skip" for r in results)
+    return {"ok": ok, "results": rows}
+
+
+def write_json(path: str | Path, document: dict) -> None:
+    """Write atomically, so a killed run never leaves a half-written file behind."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(document, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)

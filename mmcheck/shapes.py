@@ -1,0 +1,286 @@
+"""Problem shapes: the edge cases and seeded random shapes each kernel is checked on.
+
+Generation reads a spec's ``requires`` for the constraints it can solve directly (``M == N``,
+``N % 16 == 0``, ``K <= 64``), so that a kernel restricted to multiples of 128 is handed multiples of 128
+rather than thousands of rejected draws; every shape is still filtered through all of ``requires``.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import random
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from hypothesis import strategies as st
+
+from .expr import SHAPE_NAMES, Expr, ExprError
+from .spec import KernelSpec
+
+__all__ = ["Shape", "Domain", "domains", "tiles", "edge_shapes", "random_shapes", "shapes_for",
+           "shape_strategy", "satisfies", "DEFAULT_BUDGET"]
+
+# Multiply-adds per case in a default run: enough for several tiles in every dimension while the CPU
+# reference (and the emulator) stay in the milliseconds.
+DEFAULT_BUDGET = 1 << 20
+
+
+@dataclass(frozen=True, order=True)
+class Shape:
+    """C[M,N] = A[M,K] @ B[K,N], ``batch`` times (``mv`` has N == 1)."""
+
+    M: int
+    N: int
+    K: int
+    batch: int = 1
+
+    @property
+    def macs(self) -> int:
+        return self.M * self.N * self.K * self.batch
+
+    def env(self) -> dict[str, int]:
+        return {"M": self.M, "N": self.N, "K": self.K, "batch": self.batch}
+
+    def __str__(self) -> str:
+        return f"{self.M}x{self.N}x{self.K}" + (f"b{self.batch}" if self.batch != 1 else "")
+
+    @classmethod
+    def parse(cls, text: str) -> Shape:
+        """Inverse of ``str``: ``17x33x5`` or ``17x33x5b4``."""
+        m = re.fullmatch(r"(\d+)x(\d+)x(\d+)(?:b(\d+))?", text.strip())
+        if not m or 0 in (values := [int(g) for g in m.groups(default="1")]):
+            raise ValueError(f"not a shape: {text!r} (expected MxNxK or MxNxKbBATCH with positive sizes)")
+        return cls(*values)
+
+    def as_dict(self) -> dict[str, int]:
+        return self.env()
+
+
+@dataclass(frozen=True)
+class Domain:
+    """The values one group of sizes that ``requires`` makes equal may take: multiples of ``mod``
+    between ``lo`` and ``hi``."""
+
+    names: tuple[str, ...]
+    mod: int = 1
+    lo: int = 1
+    hi: int | None = None
+
+    def clip(self, values: Iterable[int]) -> list[int]:
+        return sorted({v for v in values if v >= self.lo and v % self.mod == 0
+                       and (self.hi is None or v <= self.hi)})
+
+
+def satisfies(spec: KernelSpec, shape: Shape) -> bool:
+    """Whether ``shape`` meets every ``requires`` of ``spec`` (and the op's fixed sizes)."""
+    if (spec.op == "mv" and shape.N != 1) or (spec.op != "bmm" and shape.batch != 1):
+        return False
+    try:
+        return all(r.eval(shape.env()) for r in spec.requires)
+    except ExprError:
+        return False
+
+
+def free_names(spec: KernelSpec) -> tuple[str, ...]:
+    """The sizes a shape varies for this op (``mv`` fixes N; only ``bmm`` batches)."""
+    return {"mm": ("M", "N", "K"), "bmm": ("M", "N", "K", "batch"), "mv": ("M", "K")}[spec.op]
+
+
+def domains(spec: KernelSpec) -> list[Domain]:
+    """Solve the simple constraints of ``requires``: equal groups, divisibility and bounds."""
+    names = free_names(spec)
+    parent = {n: n for n in names}
+
+    def find(n: str) -> str:
+        while parent[n] != n:
+            n = parent[n]
+        return n
+
+    mod = {n: 1 for n in names}
+    lo = {n: 1 for n in names}
+    hi: dict[str, int | None] = {n: None for n in names}
+    for left, op, right in _atoms(spec.requires):
+        if isinstance(op, ast.Eq) and _name(left) in names and _name(right) in names:
+            parent[find(_name(left))] = find(_name(right))
+        elif (m := _modulus(left, right)) or (m := _modulus(right, left)):
+            if m[0] in names:
+                mod[m[0]] = math.lcm(mod[m[0]], m[1])
+        elif (b := _bound(left, op, right)) and b[0] in names:
+            name, low, high = b
+            lo[name] = max(lo[name], low)
+            if high is not None:
+                hi[name] = high if hi[name] is None else min(hi[name], high)
+    groups: dict[str, list[str]] = {}
+    for n in names:
+        groups.setdefault(find(n), []).append(n)
+    result = []
+    for members in groups.values():
+        his = [hi[n] for n in members if hi[n] is not None]
+        result.append(Domain(tuple(members), mod=math.lcm(*(mod[n] for n in members)),
+                             lo=max(lo[n] for n in members), hi=min(his) if his else None))
+    return result
+
+
+def tiles(spec: KernelSpec) -> list[int]:
+    """Tile-like sizes a kernel's boundary handling depends on: constant block sizes, constant defines
+    and the divisors in grid expressions (``cdiv(N, 128)``)."""
+    found: set[int] = set()
+    for e in (*spec.block, *(v for _, v in spec.defines)):
+        if not e.names:
+            try:
+                found.add(e.eval({}, sizeof=4))
+            except ExprError:
+                pass
+    for e in spec.grid:
+        found.update(n.value for n in ast.walk(e.tree) if isinstance(n, ast.Constant))
+    return sorted(t for t in found if isinstance(t, int) and 2 <= t <= 1024)
+
+
+_SMALL = (1, 2, 3, 5, 7, 13)
+_BATCHES = (1, 2, 3, 7)
+
+
+def _candidates(domain: Domain, tile_sizes: list[int]) -> list[int]:
+    if "batch" in domain.names:
+        return domain.clip(_BATCHES) or domain.clip([domain.mod * k for k in (1, 2, 3)])
+    near_tiles = {v for t in tile_sizes for v in (t - 1, t, t + 1, 2 * t + 1)}
+    if domain.mod == 1:
+        values = set(_SMALL) | near_tiles | {17, 33}
+    else:
+        values = {domain.mod * k for k in (1, 2, 3)} | {t for t in near_tiles if t % domain.mod == 0}
+    if domain.lo > 1:
+        first = -(-domain.lo // domain.mod) * domain.mod
+        values |= {first, first + domain.mod, first + 2 * domain.mod}
+    return domain.clip(values)
+
+
+def _assemble(spec: KernelSpec, choice: dict[str, int]) -> Shape:
+    size = {"N": 1, "batch": 1} | choice
+    return Shape(size["M"], size["N"], size["K"], size["batch"])
+
+
+def edge_shapes(spec: KernelSpec) -> list[Shape]:
+    """Deterministic edge cases: small sizes and primes, tile-1/tile/tile+1, unequal M, N, K, and
+    batches (1, odd, many tiny matrices)."""
+    doms = domains(spec)
+    cands = [_candidates(d, tiles(spec)) for d in doms]
+    if any(not c for c in cands):
+        return []
+    choices: list[list[int]] = []
+    longest = max(map(len, cands))
+    # Diagonal: every group walks through its candidates together.
+    choices += [[c[min(i, len(c) - 1)] for c in cands] for i in range(longest)]
+    # One group at a time (its smallest, a middle and its largest value) around a base just past a
+    # tile, so that a bug in one dimension's handling shows while the others are ordinary.
+    base = [c[min(len(c) - 1, len(c) // 2)] for c in cands]
+    for g, c in enumerate(cands):
+        choices += [base[:g] + [v] + base[g + 1:] for v in (c[0], c[len(c) // 3], c[-1])]
+    # Staggered: each group at a different candidate, so that M != N != K.
+    for shift in (1, 2, 3):
+        choices.append([c[(g * shift + shift) % len(c)] for g, c in enumerate(cands)])
+    if spec.op == "bmm":
+        # Many tiny matrices: a batch offset error shows as soon as batch > 1.
+        batch = next(i for i, d in enumerate(doms) if "batch" in d.names)
+        smallest = [c[min(1, len(c) - 1)] for c in cands]
+        choices += [smallest[:batch] + [v] + smallest[batch + 1:] for v in doms[batch].clip((5, 64))]
+    return _finish(spec, doms, choices)
+
+
+def random_shapes(spec: KernelSpec, seed: int, count: int, max_dim: int = 160) -> list[Shape]:
+    """``count`` seeded random shapes, each size a multiple of its group's modulus up to ``max_dim``."""
+    doms = domains(spec)
+    rng = random.Random(f"{spec.name}:{seed}")
+    choices = []
+    for _ in range(count * 8):
+        row = []
+        for d in doms:
+            top = d.hi if d.hi is not None else max(max_dim, d.lo + 2 * d.mod)
+            ks = range(-(-d.lo // d.mod), top // d.mod + 1)
+            row.append(rng.choice(ks) * d.mod if ks else 0)
+        choices.append(row)
+    return _finish(spec, doms, choices)[:count]
+
+
+def _finish(spec: KernelSpec, doms: list[Domain], choices: list[list[int]]) -> list[Shape]:
+    shapes = []
+    for row in choices:
+        if 0 in row:
+            continue
+        shape = _assemble(spec, {n: v for d, v in zip(doms, row) for n in d.names})
+        if shape not in shapes and satisfies(spec, shape):
+            shapes.append(shape)
+    return shapes
+
+
+def shapes_for(spec: KernelSpec, seed: int = 0, budget: int = DEFAULT_BUDGET, random_count: int = 4,
+               extra: Iterable[Shape] = ()) -> list[Shape]:
+    """Edge cases plus random shapes, smallest first, cheap enough for the default run.
+
+    The budget is raised to cover the smallest valid shapes, so that a kernel restricted to large
+    multiples still gets checked."""
+    shapes = edge_shapes(spec)
+    shapes += [s for s in random_shapes(spec, seed, random_count) if s not in shapes]
+    shapes += [s for s in extra if s not in shapes and satisfies(spec, s)]
+    if not shapes:
+        return []
+    limit = max(budget, 8 * min(s.macs for s in shapes))
+    return sorted((s for s in shapes if s.macs <= limit), key=lambda s: (s.macs, s.M, s.N, s.K, s.batch))
+
+
+def shape_strategy(spec: KernelSpec, max_dim: int = 160) -> st.SearchStrategy[Shape]:
+    """Hypothesis strategy over valid shapes; shrinking moves towards the smallest multiples."""
+    parts = []
+    for d in domains(spec):
+        top = d.hi if d.hi is not None else max(max_dim, d.lo + 2 * d.mod)
+        k_lo, k_hi = -(-d.lo // d.mod), top // d.mod
+        parts.append(st.integers(k_lo, max(k_lo, k_hi)).map(lambda k, m=d.mod, names=d.names: (names, k * m)))
+    doms_strategy = st.tuples(*parts)
+    return doms_strategy.map(
+        lambda groups: _assemble(spec, {n: v for names, v in groups for n in names})
+    ).filter(lambda s: satisfies(spec, s))
+
+
+# --- reading simple constraints out of the requires expressions -------------------------------------
+
+def _atoms(requires: Iterable[Expr]) -> Iterable[tuple[ast.expr, ast.cmpop, ast.expr]]:
+    """Top-level conjuncts as (left, op, right) comparisons; a chain ``a == b == c`` gives two."""
+    stack = [r.tree for r in requires]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+            stack.extend(node.values)
+        elif isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            yield from zip(operands, node.ops, operands[1:])
+
+
+def _name(node: ast.expr) -> str | None:
+    return node.id if isinstance(node, ast.Name) and node.id in SHAPE_NAMES else None
+
+
+def _const(node: ast.expr) -> int | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, int) else None
+
+
+def _modulus(expr: ast.expr, zero: ast.expr) -> tuple[str, int] | None:
+    """``NAME % c == 0`` -> (NAME, c)."""
+    if (_const(zero) == 0 and isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mod)
+            and _name(expr.left) and (c := _const(expr.right)) and c > 0):
+        return _name(expr.left), c  # type: ignore[return-value]
+    return None
+
+
+def _bound(left: ast.expr, op: ast.cmpop, right: ast.expr) -> tuple[str, int, int | None] | None:
+    """``NAME <= c``, ``c < NAME``, ``NAME == c``, ... -> (NAME, low, high)."""
+    flip = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE, ast.Eq: ast.Eq}
+    if _name(right) and _const(left) is not None:
+        left, right, op = right, left, flip.get(type(op), type(op))()
+    name, c = _name(left), _const(right)
+    if name is None or c is None:
+        return None
+    return {
+        ast.Lt: (name, 1, c - 1), ast.LtE: (name, 1, c), ast.Gt: (name, c + 1, None),
+        ast.GtE: (name, c, None), ast.Eq: (name, c, c),
+    }.get(type(op))
