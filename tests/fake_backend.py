@@ -1,0 +1,106 @@
+"""A backend test double: "kernels" are numpy functions over the flat buffers, chosen by the spec's entry,
+so the runner's checks can be tested exactly and without a compiler."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mmcheck.backends.base import BackendOptions, DeviceBuffer, Kernel
+from mmcheck.errors import CompileError, KernelFault, KernelTimeout
+
+
+def _payload(buf: DeviceBuffer) -> np.ndarray:
+    return buf.handle[buf.offset:buf.size - buf.offset]
+
+
+def _mm(a, b, c, m, n, k, drop_last_k=False):
+    kk = k - 1 if drop_last_k else k
+    wide = np.int64 if c.dtype.kind == "i" else np.float64  # int64 wraps like int32 once cast back
+    A = _payload(a).reshape(m, k)[:, :kk].astype(wide)
+    B = _payload(b).reshape(k, n)[:kk].astype(wide)
+    _payload(c)[:] = (A @ B).reshape(-1).astype(c.dtype)
+
+
+def good(a, b, c, m, n, k, schedule):
+    _mm(a, b, c, m, n, k)
+
+
+def drops_last_k(a, b, c, m, n, k, schedule):
+    _mm(a, b, c, m, n, k, drop_last_k=True)
+
+
+def writes_past_end(a, b, c, m, n, k, schedule):
+    _mm(a, b, c, m, n, k)
+    c.handle[c.size - c.offset] = 0  # one element into the trailing guard band
+
+
+def leaves_last_row(a, b, c, m, n, k, schedule):
+    saved = _payload(c)[-n:].copy()
+    _mm(a, b, c, m, n, k)
+    _payload(c)[-n:] = saved
+
+
+def writes_input(a, b, c, m, n, k, schedule):
+    _mm(a, b, c, m, n, k)
+    _payload(a)[0] += 1
+
+
+def racy(a, b, c, m, n, k, schedule):
+    _mm(a, b, c, m, n, k, drop_last_k=schedule == "reverse")
+
+
+def float_accumulator(a, b, c, m, n, k, schedule):
+    A = _payload(a).reshape(m, k).astype(np.float32)
+    B = _payload(b).reshape(k, n).astype(np.float32)
+    _payload(c)[:] = (A @ B).reshape(-1).astype(c.dtype)
+
+
+def crashes(*args):
+    raise KernelFault("illegal address in block (0,0,0) thread (3,0,0)")
+
+
+def hangs(*args):
+    raise KernelTimeout("still running after 1 s")
+
+
+class FakeBackend:
+    name = "fake"
+
+    def __init__(self, options: BackendOptions = BackendOptions(), schedules=("forward", "reverse")):
+        self.schedules = schedules
+        self.compiles = 0
+
+    def compile(self, spec, dtype, defines):
+        self.compiles += 1
+        function = globals().get(spec.entry)
+        if function is None:
+            raise CompileError(f"{spec.path}:3: error: '{spec.entry}' was not declared")
+        return Kernel(spec, dtype, spec.entry, self.schedules, function)
+
+    def upload(self, host, offset):
+        return DeviceBuffer(host.size, host.dtype, offset, host.copy())
+
+    def download(self, buf):
+        return buf.handle.copy()
+
+    def launch(self, kernel, args, grid, block, smem, schedule):
+        kernel.handle(*[a if isinstance(a, DeviceBuffer) else int(a) for a in args], schedule)
+
+
+def spec_for(entry: str, dtypes=("int32", "float32", "float64"), expect="pass"):
+    from mmcheck.spec import parse_specs
+
+    text = f"""/* mmcheck
+[[kernel]]
+name = "fake.{entry}"
+entry = "{entry}"
+template = "T"
+op = "mm"
+dtypes = {list(dtypes)!r}
+params = ["A", "B", "C", "M", "N", "K"]
+block = [16, 16]
+grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
+expect = "{expect}"
+*/"""
+    (spec,) = parse_specs(text.replace("'", '"'), "cuda_src/fake.cu")
+    return spec

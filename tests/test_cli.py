@@ -1,0 +1,95 @@
+"""The CLI's contract: exit codes 0/1/2, the table and the JSON schema tools read."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+import mmcheck.backends
+from mmcheck.cli import main
+
+from .fake_backend import FakeBackend
+
+KERNEL = """/* mmcheck
+[[kernel]]
+name = "{name}"
+entry = "{entry}"
+template = "T"
+op = "mm"
+dtypes = ["int32", "float32"]
+params = ["A", "B", "C", "M", "N", "K"]
+block = [16, 16]
+grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
+expect = "{expect}"
+about = "{entry} kernel"
+*/
+"""
+
+
+@pytest.fixture
+def kernels(tmp_path: Path, monkeypatch) -> Path:
+    monkeypatch.setattr(mmcheck.backends, "get_backend", lambda name, options: FakeBackend(options))
+    (tmp_path / "good.cu").write_text(KERNEL.format(name="k.good", entry="good", expect="pass"))
+    (tmp_path / "bad.cu").write_text(KERNEL.format(name="k.bad", entry="drops_last_k", expect="fail"))
+    return tmp_path
+
+
+def test_check_exits_0_when_every_outcome_matches_its_expect(kernels, tmp_path, capsys):
+    out = tmp_path / "out" / "r.json"
+    assert main(["check", str(kernels), "--json", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "k.good" in table and "ok" in table and "caught (mismatch)" in table
+    doc = json.loads(out.read_text())
+    assert doc["ok"] is True
+    rows = {(r["kernel"], r["dtype"]): r for r in doc["results"]}
+    assert set(rows) == {("k.good", "int32"), ("k.good", "float32"), ("k.bad", "int32"), ("k.bad", "float32")}
+    good, bad = rows["k.good", "float32"], rows["k.bad", "int32"]
+    assert set(good) == {"kernel", "file", "dtype", "outcome", "expect", "shape", "message"}
+    assert (good["outcome"], good["expect"], good["shape"]) == ("pass", "pass", None)
+    assert (bad["outcome"], bad["expect"]) == ("fail", "fail")
+    assert bad["shape"] == {"M": 1, "N": 1, "K": 1, "batch": 1}, "the smallest failing shape"
+    assert bad["file"].endswith("bad.cu") and "reproduce: mmcheck check k.bad" in bad["message"]
+
+
+def test_check_exits_1_when_a_good_kernel_fails(kernels, capsys):
+    (kernels / "bad.cu").write_text(KERNEL.format(name="k.bad", entry="drops_last_k", expect="pass"))
+    assert main(["check", str(kernels)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL (mismatch)" in out and "reproduce: mmcheck check k.bad" in out
+
+
+def test_check_exits_2_for_a_spec_error_and_still_reports_the_rest(kernels, tmp_path, capsys):
+    (kernels / "broken.cu").write_text(KERNEL.format(name="k.x", entry="good", expect="maybe"))
+    out = tmp_path / "r.json"
+    assert main(["check", str(kernels), "--json", str(out)]) == 2
+    assert "broken.cu: kernel 'k.x': key 'expect'" in capsys.readouterr().err
+    doc = json.loads(out.read_text())
+    assert doc["ok"] is False
+    assert {r["outcome"] for r in doc["results"] if r["kernel"] == "k.good"} == {"pass"}
+
+
+@pytest.mark.parametrize("argv", [["check", "no/such/dir.cu"], ["check", "zzz*"]])
+def test_usage_errors_exit_2(kernels, argv, monkeypatch, capsys):
+    monkeypatch.chdir(kernels)
+    assert main(argv + ["--src", "."]) == 2
+    assert capsys.readouterr().err.startswith("mmcheck: ")
+
+
+def test_an_unknown_command_exits_2():
+    with pytest.raises(SystemExit) as info:
+        main(["frobnicate"])
+    assert info.value.code == 2
+
+
+def test_replay_of_one_shape_and_seed(kernels, capsys):
+    assert main(["check", "k.bad", "--src", str(kernels), "--dtype", "int32", "--shape", "17x33x5",
+                 "--seed", "1234"]) == 0
+    out = capsys.readouterr().out
+    assert "17x33x5" in out and "float32" not in out
+
+
+def test_list_groups_kernels_by_file(kernels, capsys):
+    assert main(["list", str(kernels)]) == 0
+    out = capsys.readouterr().out
+    assert out.index("bad.cu") < out.index("k.bad") < out.index("good.cu") < out.index("k.good")
+    assert "[known bad] drops_last_k kernel" in out

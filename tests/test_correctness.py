@@ -1,0 +1,37 @@
+"""Every kernel in the kernel folders (default ./cuda_src, or --mmcheck-src), on the chosen backend."""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mmcheck.shapes import shape_strategy
+from mmcheck.spec import load_specs
+
+
+def test_spec(source, mmcheck_catalog):
+    """Each kernel file's spec parses; a broken one costs exactly this one failure."""
+    error = mmcheck_catalog.error_for(source)
+    if error:
+        pytest.fail(str(error), pytrace=False)
+    assert load_specs(source), f"{source} declares no kernel"
+
+
+@pytest.mark.mmcheck(expect="pass")
+def test_kernel(runner, judge, kernel, dtype, shape):
+    judge(runner.run(runner.case(kernel, dtype, shape)))
+
+
+@pytest.mark.mmcheck(expect="fail")
+def test_known_bad_is_caught(runner, judge, mmcheck_settings, kernel, dtype):
+    from mmcheck.shapes import shapes_for
+
+    judge(runner.sweep(kernel, dtype, shapes_for(kernel, mmcheck_settings.seed, mmcheck_settings.budget)))
+
+
+@pytest.mark.mmcheck(expect="pass")
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_kernel_property(runner, judge, kernel, dtype, data):
+    """Random valid shapes; on a failure hypothesis shrinks to the smallest failing shape."""
+    shape = data.draw(shape_strategy(kernel), label="shape")
+    judge(runner.run(runner.case(kernel, dtype, shape)))

@@ -1,0 +1,109 @@
+"""The runner's checks, each against a fake kernel with exactly one defect."""
+
+import numpy as np
+import pytest
+
+from mmcheck.runner import Runner, plan
+from mmcheck.shapes import Shape
+
+from .fake_backend import FakeBackend, spec_for
+
+SHAPE = Shape(17, 33, 5)
+
+
+@pytest.fixture
+def runner():
+    return Runner(FakeBackend(), seed=1234)
+
+
+def run(runner, entry, dtype="float32", shape=SHAPE):
+    return runner.run(runner.case(spec_for(entry), dtype, shape))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32", "float64"])
+def test_a_correct_kernel_passes(runner, dtype):
+    result = run(runner, "good", dtype)
+    assert result.outcome == "pass", result.message
+
+
+@pytest.mark.parametrize("entry, check, words", [
+    ("drops_last_k", "mismatch", "elements"),
+    ("writes_past_end", "guard", "wrote 1 element(s) past the end of C (first at offset +0"),
+    ("leaves_last_row", "unwritten", "33 of 561 elements of C were never written (first at C[0, 16, 0])"),
+    ("writes_input", "input", "wrote into 1 element(s) of input A"),
+    ("racy", "race", "right result under schedule forward"),
+    ("crashes", "fault", "block (0,0,0) thread (3,0,0)"),
+    ("hangs", "timeout", "still running"),
+])
+def test_each_defect_is_caught_by_its_check(runner, entry, check, words):
+    result = run(runner, entry)
+    assert result.outcome == "fail" and result.check == check, result.message
+    assert words in result.message
+
+
+def test_a_failure_message_says_what_where_and_how_to_reproduce(runner):
+    message = run(runner, "drops_last_k").message
+    assert message.startswith("fake.drops_last_k float32 17x33x5 (inputs ints, seed 1234, schedule forward): ")
+    assert "% )" not in message and "worst at C[0, " in message and "exact comparison" in message
+    assert message.endswith("reproduce: mmcheck check fake.drops_last_k --dtype float32 --shape 17x33x5 "
+                            "--seed 1234 --backend fake")
+
+
+def test_exact_patterns_catch_a_single_dropped_term_at_large_k(runner):
+    result = run(runner, "drops_last_k", "float32", Shape(1, 1, 4096))
+    assert result.check == "mismatch" and result.mismatch.bound is None
+
+
+def test_a_float_accumulator_in_a_double_kernel_is_caught_by_gaussian_data(runner):
+    result = run(runner, "float_accumulator", "float64", Shape(8, 8, 64))
+    assert result.check == "mismatch" and "inputs normal" in result.message
+    assert result.mismatch.bound is not None and result.mismatch.abs_err > 100 * result.mismatch.bound
+
+
+def test_compile_errors_are_reported_and_compiled_once(runner):
+    first = run(runner, "no_such_kernel")
+    second = run(runner, "no_such_kernel", shape=Shape(2, 2, 2))
+    assert first.outcome == second.outcome == "error"
+    assert "cuda_src/fake.cu:3: error" in first.message
+    assert runner.backend.compiles == 1
+
+
+def test_sweep_stops_at_the_smallest_failing_shape(runner):
+    shapes = [Shape(1, 1, 1), Shape(2, 2, 1), Shape(3, 3, 2), Shape(4, 4, 4)]
+    result = runner.sweep(spec_for("drops_last_k"), "int32", shapes)
+    # K == 1 drops the only term: caught at the first shape.
+    assert result.case.shape == Shape(1, 1, 1) and result.shapes_tried == 1
+    assert runner.sweep(spec_for("good"), "int32", shapes).shapes_tried == 4
+
+
+def test_plan_evaluates_grid_block_defines_and_smem():
+    from mmcheck.spec import parse_specs
+
+    (spec,) = parse_specs("""/* mmcheck
+[[kernel]]
+name = "p"
+entry = "k"
+op = "bmm"
+dtypes = ["float64"]
+params = ["A", "B", "C"]
+block = [16, 8]
+grid = ["cdiv(N, 128)", "cdiv(M, 16)", "batch"]
+defines = {DIM = "N", TILE = 16}
+smem = "16 * 17 * sizeof(T)"
+*/""", "k.cu")
+    p = plan(spec, "float64", Shape(33, 129, 7, 3))
+    assert p.grid == (2, 3, 3) and p.block == (16, 8, 1)
+    assert p.defines == {"DIM": "129", "TILE": "16"} and p.smem == 16 * 17 * 8
+
+
+def test_guard_bands_hold_a_nan_that_arithmetic_cannot_make():
+    from mmcheck import data
+
+    for dtype in ("float32", "float64"):
+        padded = data.pad(np.zeros(4, dtype), 8, dtype)
+        guard = padded[:1]
+        assert np.isnan(guard[0])
+        with np.errstate(invalid="ignore"):
+            computed = guard * np.array(1, dtype)  # arithmetic on a signalling NaN yields a quiet one
+        assert not data.same_bits(computed, data.GUARD[dtype], dtype)[0]
+        assert not data.same_bits(guard, data.POISON[dtype], dtype)[0]

@@ -1,0 +1,90 @@
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mmcheck.shapes import Shape, domains, satisfies, shape_strategy, shapes_for, tiles
+from mmcheck.spec import parse_specs
+
+
+def make(op="mm", requires=(), block=(16, 16), grid=("cdiv(N, 16)", "cdiv(M, 16)"), defines="{}"):
+    params = {"mm": '["A", "B", "C", "M", "N", "K"]', "bmm": '["A", "B", "C", "M", "N", "K", "batch"]',
+              "mv": '["A", "x", "y", "M", "K"]'}[op]
+    (spec,) = parse_specs(f"""/* mmcheck
+[[kernel]]
+name = "s"
+entry = "k"
+op = "{op}"
+dtypes = ["float32"]
+params = {params}
+block = {list(block)}
+grid = {list(grid)!r}
+requires = {list(requires)!r}
+defines = {defines}
+*/""".replace("'", '"'), "k.cu")
+    return spec
+
+
+def test_shape_text_round_trips():
+    for s in (Shape(17, 33, 5), Shape(2, 3, 4, 7)):
+        assert Shape.parse(str(s)) == s
+    assert str(Shape(17, 33, 5)) == "17x33x5" and str(Shape(1, 2, 3, 4)) == "1x2x3b4"
+    for bad in ("17x33", "0x1x1", "axbxc", "1x1x1b0"):
+        with pytest.raises(ValueError):
+            Shape.parse(bad)
+
+
+def test_general_kernel_gets_edges_around_its_tile_and_unequal_sizes():
+    shapes = shapes_for(make())
+    sizes = {v for s in shapes for v in (s.M, s.N, s.K)}
+    assert {1, 2, 15, 16, 17, 33} <= sizes
+    assert any(len({s.M, s.N, s.K}) == 3 for s in shapes)
+    assert any(s.K % 16 not in (0,) and s.K > 16 for s in shapes), "a K tail past a full tile"
+    assert shapes == sorted(shapes, key=lambda s: (s.macs, s.M, s.N, s.K, s.batch))
+    assert 10 <= len(shapes) <= 40
+
+
+def test_divisibility_and_equality_are_solved_not_filtered():
+    spec = make(requires=["M == N", "N == K", "N % 128 == 0"])
+    (domain,) = domains(spec)
+    assert set(domain.names) == {"M", "N", "K"} and domain.mod == 128
+    shapes = shapes_for(spec)
+    assert shapes and all(s.M == s.N == s.K and s.M % 128 == 0 for s in shapes)
+
+
+def test_bounds_and_unrecognised_constraints_are_respected():
+    spec = make(requires=["K <= 8", "M * N <= 200", "2 < M"])
+    shapes = shapes_for(spec)
+    assert shapes and all(s.K <= 8 and s.M * s.N <= 200 and s.M > 2 for s in shapes)
+
+
+def test_bmm_gets_batches_incl_many_tiny_matrices_and_mv_fixes_n():
+    shapes = shapes_for(make("bmm", grid=("cdiv(N, 16)", "cdiv(M, 16)", "batch")))
+    assert {1, 2, 3, 7, 64} <= {s.batch for s in shapes}
+    assert any(s.batch == 64 and s.macs <= 64 * 27 for s in shapes)
+    assert all(s.N == 1 and s.batch == 1 for s in shapes_for(make("mv", grid=("cdiv(M, 256)",), block=(256,))))
+
+
+def test_tiles_come_from_block_defines_and_grid_divisors():
+    spec = make(block=(16, 8), grid=("cdiv(N, 128)", "cdiv(M, 16)"), defines="{TILE = 32, DIM = \"N\"}")
+    assert tiles(spec) == [8, 16, 32, 128]
+
+
+def test_budget_caps_cost_but_not_below_the_smallest_valid_shape():
+    assert all(s.macs <= 5000 for s in shapes_for(make(), budget=5000))
+    big = shapes_for(make(requires=["M == N", "N == K", "N % 256 == 0"]), budget=10)
+    assert big[0] == Shape(256, 256, 256)
+
+
+def test_random_shapes_depend_on_the_seed_only():
+    spec = make()
+    assert shapes_for(spec, seed=1) == shapes_for(spec, seed=1)
+    assert shapes_for(spec, seed=1) != shapes_for(spec, seed=2)
+
+
+@settings(max_examples=50, deadline=None)
+@given(data=st.data(), mod=st.sampled_from([1, 4, 16, 128]), square=st.booleans())
+def test_strategy_draws_only_valid_shapes(data, mod, square):
+    requires = [f"N % {mod} == 0"] + (["M == N", "N == K"] if square else [])
+    spec = make(requires=requires)
+    shape = data.draw(shape_strategy(spec))
+    assert satisfies(spec, shape) and shape.N % mod == 0

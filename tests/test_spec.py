@@ -1,0 +1,126 @@
+from pathlib import Path
+
+import pytest
+
+from mmcheck.errors import SpecError
+from mmcheck.spec import collect, parse_specs
+
+GOOD = """
+/* mmcheck
+[[kernel]]
+name = "t.mm"
+entry = "mm_kernel"
+template = "T"
+op = "mm"
+dtypes = ["int32", "float32", "float64"]
+params = ["A", "B", "C", "M:size_t", "K:size_t", "N:size_t"]
+block = [32, 32]
+grid = ["cdiv(N, 32)", "cdiv(M, 32)"]
+requires = ["K >= 1"]
+defines = {TILE = 32, DIM = "N"}
+smem = "2 * 32 * 32 * sizeof(T)"
+about = "a test kernel"
+*/
+template <typename T> __global__ void mm_kernel(T const*, T const*, T*, size_t, size_t, size_t) {}
+"""
+
+
+def spec_text(**changes: str) -> str:
+    """GOOD with some `key = value` lines replaced or added (value None: the line removed)."""
+    added = [f"{k} = {v}" for k, v in changes.items() if v is not None and f"\n{k} =" not in GOOD]
+    lines = []
+    for line in GOOD.splitlines():
+        key = line.split("=")[0].strip()
+        if key in changes:
+            if changes[key] is not None:
+                lines.append(f"{key} = {changes[key]}")
+        else:
+            lines.append(line)
+            if line == "[[kernel]]":
+                lines += added
+    return "\n".join(lines)
+
+
+def test_parses_every_key():
+    (spec,) = parse_specs(GOOD, "k.cu")
+    assert spec.name == "t.mm" and spec.entry == "mm_kernel" and spec.template == "T"
+    assert spec.dtypes == ("int32", "float32", "float64")
+    assert [(p.name, p.ctype) for p in spec.params] == [
+        ("A", None), ("B", None), ("C", None), ("M", "size_t"), ("K", "size_t"), ("N", "size_t")]
+    assert [e.text for e in spec.grid] == ["cdiv(N, 32)", "cdiv(M, 32)"]
+    assert dict((k, v.text) for k, v in spec.defines) == {"TILE": "32", "DIM": "N"}
+    assert spec.smem.eval({}, sizeof=8) == 16384
+    assert spec.layout == "row" and spec.expect == "pass" and spec.about == "a test kernel"
+    assert spec.sizes == {"M", "N", "K"}
+
+
+def test_size_type_defaults_to_int():
+    (spec,) = parse_specs(spec_text(params='["A", "B", "C", "M", "N", "K:long"]'), "k.cu")
+    assert [p.ctype for p in spec.params[3:]] == ["int", "int", "long"]
+
+
+@pytest.mark.parametrize("changes, key, message", [
+    ({"colour": '"red"'}, None, None),  # placeholder replaced below
+    ({"op": '"gemm"'}, "op", "must be one of"),
+    ({"dtypes": '["float16"]'}, "dtypes", "non-empty list"),
+    ({"params": '["A", "B", "M"]'}, "params", "missing buffer parameter"),
+    ({"params": '["A", "B", "C", "M:float"]'}, "params", "size M has type 'float'"),
+    ({"params": '["A", "B", "C", "Q"]'}, "params", "unknown parameter 'Q'"),
+    ({"block": "[]"}, "block", "1 to 3"),
+    ({"grid": '["cdiv(N, 32)", "open(1)"]'}, "grid", "unknown name 'open'"),
+    ({"requires": '["M ==="]'}, "requires", "cannot parse"),
+    ({"entry": '"mm kernel; rm -rf"'}, "entry", "not a valid identifier"),
+    ({"name": '"a b"'}, "name", "not a valid identifier"),
+    ({"template": None}, "dtypes", "several dtypes need a template"),
+    ({"grid": None}, "grid", "missing required key"),
+    ({"defines": '{"-DX" = 1}'}, "defines", "not a valid macro name"),
+    ({"defines": '{X = "1.5"}'}, "defines", "only integer constants"),
+    ({"catch": '["mismatch"]'}, "catch", "only a kernel with expect"),
+    ({"layout": '"diagonal"'}, "layout", "must be one of"),
+])
+def test_each_error_names_file_kernel_and_key(changes, key, message):
+    if key is None:  # an unknown key, added rather than replaced
+        text, key, message = GOOD.replace('about =', 'colour = "red"\nabout ='), "colour", "unknown key"
+    else:
+        text = spec_text(**changes)
+    with pytest.raises(SpecError, match=message) as info:
+        parse_specs(text, "dir/k.cu")
+    assert str(info.value).startswith(f"dir/k.cu: kernel {'a b' if key == 'name' else 't.mm'!r}: ")
+    assert info.value.key == key and f"key {key!r}" in str(info.value)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("__global__ void k() {}", "no /\\* mmcheck"),
+    ("/* mmcheck\n[[kernel]\nname = 1\n*/", "not valid TOML"),
+    ("/* mmcheck\ntitle = 'x'\n*/", "only \\[\\[kernel\\]\\] tables"),
+    ("/* mmcheck\n*/", "no \\[\\[kernel\\]\\] table"),
+])
+def test_file_level_errors(text, message):
+    with pytest.raises(SpecError, match=message):
+        parse_specs(text, "k.cu")
+
+
+def test_a_name_used_twice_in_one_file():
+    text = GOOD.replace("*/", GOOD.split("/* mmcheck")[1].split("*/")[0] + "*/", 1)
+    with pytest.raises(SpecError, match="the same name is used twice"):
+        parse_specs(text, "k.cu")
+
+
+def test_collect_keeps_good_files_and_reports_each_bad_one_once(tmp_path: Path):
+    (tmp_path / "a_good.cu").write_text(GOOD)
+    (tmp_path / "bad.cu").write_text(spec_text(op='"gemm"').replace("t.mm", "t.other"))
+    (tmp_path / "b_dup.cu").write_text(GOOD)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "none.cu").write_text("__global__ void k() {}")
+    catalog = collect([tmp_path])
+    assert [s.name for s in catalog.specs] == ["t.mm"]
+    assert sorted(e.path.name for e in catalog.errors) == ["b_dup.cu", "bad.cu", "none.cu"]
+    dup = catalog.error_for(tmp_path / "b_dup.cu")
+    assert "already used in" in str(dup) and "a_good.cu" in str(dup)
+
+
+def test_select_by_glob_and_dtype(tmp_path: Path):
+    (tmp_path / "good.cu").write_text(GOOD)
+    catalog = collect([tmp_path])
+    assert [(s.name, d) for s, d in catalog.select(["t.*"], ["float64"])] == [("t.mm", "float64")]
+    assert catalog.select(["other.*"]) == []
