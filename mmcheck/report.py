@@ -36,7 +36,7 @@ def table(results: Sequence[Result]) -> str:
         elif r.outcome == "pass":
             detail = f"up to {r.case.shape}"
         else:
-            detail = f"{r.case.shape}: {r.message.splitlines()[0][:100]}" if r.message else ""
+            detail = f"{r.case.shape or '-'}: {r.message.splitlines()[0][:100]}" if r.message else ""
         rows.append((r.case.spec.name, r.case.dtype, str(r.shapes_tried), _verdict(r), detail))
     return _grid(rows)
 
@@ -62,7 +62,7 @@ def json_document(results: Sequence[Result], errors: Sequence[SpecError]) -> dic
         "dtype": r.case.dtype,
         "outcome": r.outcome,
         "expect": r.case.spec.expect,
-        "shape": r.case.shape.as_dict() if r.outcome != "pass" else None,
+        "shape": r.case.shape.as_dict() if r.outcome != "pass" and r.case.shape else None,
         "message": r.message,
     } for r in results]
     rows += [{"kernel": e.kernel, "file": str(e.path), "dtype": None, "outcome": "error", "expect": None,

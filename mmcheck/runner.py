@@ -32,7 +32,7 @@ OUTCOMES = ("pass", "fail", "skip", "error")
 class Case:
     spec: KernelSpec
     dtype: str
-    shape: Shape
+    shape: Shape | None  # None only in the result of a sweep that had no shape to try
     seed: int = 0
 
     @property
@@ -156,7 +156,8 @@ class Runner:
             if not result.ok:
                 break
         if result is None:
-            raise MmcheckError(f"{spec.path}: kernel {spec.name!r}: no shape satisfies its requires")
+            return Result(Case(spec, dtype, None, self.seed), "error", f"{spec.path}: kernel {spec.name!r}: "
+                          "no shape within the budget satisfies its requires", shapes_tried=0)
         return Result(result.case, result.outcome, result.message, result.check, result.mismatch, tried)
 
     def reproduce(self, case: Case) -> str:

@@ -104,7 +104,7 @@ def domains(spec: KernelSpec) -> list[Domain]:
     for left, op, right in _atoms(spec.requires):
         if isinstance(op, ast.Eq) and _name(left) in names and _name(right) in names:
             parent[find(_name(left))] = find(_name(right))
-        elif (m := _modulus(left, right)) or (m := _modulus(right, left)):
+        elif isinstance(op, ast.Eq) and ((m := _modulus(left, right)) or (m := _modulus(right, left))):
             if m[0] in names:
                 mod[m[0]] = math.lcm(mod[m[0]], m[1])
         elif (b := _bound(left, op, right)) and b[0] in names:

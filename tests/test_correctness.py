@@ -4,16 +4,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mmcheck.shapes import shape_strategy
+from mmcheck.shapes import shape_strategy, shapes_for
 from mmcheck.spec import load_specs
 
 
-def test_spec(source, mmcheck_catalog):
-    """Each kernel file's spec parses; a broken one costs exactly this one failure."""
+def test_spec(source, mmcheck_catalog, mmcheck_settings):
+    """Each kernel file's spec parses and admits shapes; a broken one costs exactly this one failure."""
     error = mmcheck_catalog.error_for(source)
     if error:
         pytest.fail(str(error), pytrace=False)
-    assert load_specs(source), f"{source} declares no kernel"
+    for spec in load_specs(source):
+        assert shapes_for(spec, mmcheck_settings.seed, mmcheck_settings.budget), (
+            f"{source}: kernel {spec.name!r}: no shape within the budget satisfies its requires")
 
 
 @pytest.mark.mmcheck(expect="pass")
@@ -23,8 +25,6 @@ def test_kernel(runner, judge, kernel, dtype, shape):
 
 @pytest.mark.mmcheck(expect="fail")
 def test_known_bad_is_caught(runner, judge, mmcheck_settings, kernel, dtype):
-    from mmcheck.shapes import shapes_for
-
     judge(runner.sweep(kernel, dtype, shapes_for(kernel, mmcheck_settings.seed, mmcheck_settings.budget)))
 
 

@@ -107,3 +107,9 @@ def test_guard_bands_hold_a_nan_that_arithmetic_cannot_make():
             computed = guard * np.array(1, dtype)  # arithmetic on a signalling NaN yields a quiet one
         assert not data.same_bits(computed, data.GUARD[dtype], dtype)[0]
         assert not data.same_bits(guard, data.POISON[dtype], dtype)[0]
+
+
+def test_a_sweep_with_no_shape_is_an_error_not_a_crash(runner):
+    result = runner.sweep(spec_for("good"), "float32", [])
+    assert result.outcome == "error" and "no shape within the budget" in result.message
+    assert result.case.shape is None and result.shapes_tried == 0

@@ -51,6 +51,11 @@ def test_divisibility_and_equality_are_solved_not_filtered():
     assert shapes and all(s.M == s.N == s.K and s.M % 128 == 0 for s in shapes)
 
 
+def test_a_negated_divisibility_is_filtered_not_solved():
+    shapes = shapes_for(make(requires=["N % 16 != 0", "N > 16"]))
+    assert shapes and all(s.N % 16 and s.N > 16 for s in shapes)
+
+
 def test_bounds_and_unrecognised_constraints_are_respected():
     spec = make(requires=["K <= 8", "M * N <= 200", "2 < M"])
     shapes = shapes_for(spec)
