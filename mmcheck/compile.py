@@ -23,13 +23,23 @@ _MANGLE = {"int32": "i", "float32": "f", "float64": "d"}
 
 def unit_source(spec: KernelSpec, dtype: str) -> str:
     """The text both backends compile: a plain kernel file wrapped in ``extern "C"`` (as PyCUDA does by
-    default, so the symbol is the entry's own name), or a template's file plus its instantiation."""
+    default, so the symbol is the entry's own name), or a template's file plus its instantiation.
+
+    A ``#line`` directive makes compiler messages, sanitizer reports and line info name the user's file
+    and line, not a temporary copy."""
+    origin = f"#line 1 {_c_string(str(spec.path))}\n"
     if spec.template is None:
-        return f'extern "C" {{\n{spec.source}\n}}\n'
+        return f'extern "C" {{\n{origin}{spec.source}\n}}\n'
     return (
-        f"{spec.source}\n\n// mmcheck: instantiate {spec.entry}<{CTYPES[dtype]}>\n"
+        f"{origin}{spec.source}\n\n#line 1 \"mmcheck-instantiation\"\n"
         f"void* mmcheck_instance_{spec.entry}_{dtype} = (void*)&{spec.entry}<{CTYPES[dtype]}>;\n"
     )
+
+
+def _c_string(text: str) -> str:
+    """A C string literal for ``text``; control characters are dropped so a path cannot end the line."""
+    clean = "".join(c for c in text if c.isprintable())
+    return '"' + clean.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def find_symbol(binary: bytes, spec: KernelSpec, dtype: str) -> str:
