@@ -104,3 +104,16 @@ expect = "{expect}"
 */"""
     (spec,) = parse_specs(text.replace("'", '"'), "cuda_src/fake.cu")
     return spec
+
+
+def kills_its_process(*args):
+    """What an illegal address does to a CUDA context, done to the whole process."""
+    import os
+
+    os._exit(3)
+
+
+def never_returns(*args):
+    import time
+
+    time.sleep(3600)

@@ -1,0 +1,229 @@
+"""Any backend, run in a worker process, so that one kernel cannot take the rest of the run down.
+
+An illegal memory access leaves a CUDA context unusable for the rest of its process, and a kernel that
+never returns cannot be stopped from inside it.  Here the real backend lives in a child process; when a
+launch crashes or hangs, the child is killed and the next call starts a fresh one, so the fault costs
+exactly one case.  Kernels are recompiled in the new child on demand (the compile caches make that cheap).
+
+With ``sanitize`` the child runs under compute-sanitizer: one child per tool (memcheck for every kernel;
+racecheck and synccheck too for kernels that use shared memory), each tool a *schedule* of the kernel,
+and every report read from the tool's log right after the launch that caused it.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import BackendUnavailable, KernelFault, KernelTimeout, LaunchError, MmcheckError
+from ..spec import KernelSpec
+from .base import Arg, BackendOptions, DeviceBuffer, Dim3, Kernel
+
+__all__ = ["ProcessBackend", "SanitizerError"]
+
+# Seconds a child may take to start (import the backend, create a context) or to compile.
+_START_TIMEOUT = 120.0
+_COMPILE_TIMEOUT = 600.0
+# Past the launch timeout the backend in the child reports a hang itself; this much later the parent
+# stops waiting and kills the child (a kernel stuck in a driver call cannot report anything).
+_GRACE = 5.0
+_SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck")
+
+
+class SanitizerError(KernelFault):
+    """compute-sanitizer reported an error for the launch; the message holds its report."""
+
+
+class _Worker:
+    """One child process hosting the real backend, optionally under a compute-sanitizer tool."""
+
+    def __init__(self, inner: str, options: BackendOptions, tool: str | None) -> None:
+        parent_in, child_out = os.pipe()
+        child_in, parent_out = os.pipe()
+        command = [sys.executable, "-m", "mmcheck.backends.process", inner, str(child_in), str(child_out)]
+        self.log: Path | None = None
+        if tool:
+            fd, log = tempfile.mkstemp(prefix=f"mmcheck-{tool}-", suffix=".log")
+            os.close(fd)
+            self.log = Path(log)
+            command = [shutil.which("compute-sanitizer") or "compute-sanitizer", "--tool", tool,
+                       "--log-file", log, "--print-limit", "20", *command]
+        self.process = subprocess.Popen(command, pass_fds=(child_in, child_out))
+        os.close(child_in)
+        os.close(child_out)
+        self.conn_in, self.conn_out = Connection(parent_in, writable=False), Connection(parent_out, readable=False)
+        self.read_log = 0
+        try:
+            self.call("hello", options, timeout=_START_TIMEOUT)
+        except BaseException:
+            self.close()
+            raise
+
+    def call(self, method: str, *args: object, timeout: float | None) -> object:
+        try:
+            self.conn_out.send((method, args))
+            if not self.conn_in.poll(timeout):
+                raise KernelTimeout(f"no answer after {timeout:g} s")
+            status, value = self.conn_in.recv()
+        except (EOFError, OSError, BrokenPipeError):
+            code = self.process.wait(timeout=10)
+            raise KernelFault(f"the worker process died (exit status {code})") from None
+        if status == "err":
+            raise value
+        return value
+
+    def sanitizer_report(self) -> str:
+        """What the tool logged since the last look, minus its banner and summary lines."""
+        if self.log is None:
+            return ""
+        text = self.log.read_text(errors="replace")
+        new, self.read_log = text[self.read_log:], len(text)
+        lines = [ln for ln in new.splitlines() if ln.startswith("=========") and not re.match(
+            r"=+ (COMPUTE-SANITIZER|ERROR SUMMARY: 0|RACECHECK SUMMARY: 0|Saved host backtrace)", ln)]
+        return "\n".join(ln for ln in lines if ln.strip("= "))
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait()
+        for c in (self.conn_in, self.conn_out):
+            c.close()
+        if self.log:
+            self.log.unlink(missing_ok=True)
+
+
+class ProcessBackend:
+    """The ``inner`` backend behind a process boundary (see the module docstring)."""
+
+    def __init__(self, inner: str, options: BackendOptions = BackendOptions()) -> None:
+        self.inner, self.options = inner, options
+        if options.sanitize and inner == "gpu" and not shutil.which("compute-sanitizer"):
+            raise BackendUnavailable("--sanitize needs compute-sanitizer on PATH, and it is not there")
+        self._workers: dict[str | None, _Worker] = {}
+        self.name = self._worker(self._tools[0]).call("name", timeout=_START_TIMEOUT)
+
+    @property
+    def _tools(self) -> tuple[str | None, ...]:
+        return _SANITIZER_TOOLS if self.options.sanitize and self.inner == "gpu" else (None,)
+
+    def _worker(self, tool: str | None) -> _Worker:
+        if tool not in self._workers:
+            self._workers[tool] = _Worker(self.inner, self.options, tool)
+        return self._workers[tool]
+
+    def _restart(self, tool: str | None) -> None:
+        worker = self._workers.pop(tool, None)
+        if worker:
+            worker.close()
+
+    def compile(self, spec: KernelSpec, dtype: str, defines: dict[str, str]) -> Kernel:
+        symbol, schedules = self._worker(self._tools[0]).call("compile", spec, dtype, defines,
+                                                              timeout=_COMPILE_TIMEOUT)
+        if self.options.sanitize and self.inner == "gpu":
+            # racecheck and synccheck have nothing to look at without shared memory.
+            schedules = _SANITIZER_TOOLS if "__shared__" in spec.source else _SANITIZER_TOOLS[:1]
+        return Kernel(spec, dtype, symbol, tuple(schedules), (spec, dtype, dict(defines)))
+
+    def upload(self, host: np.ndarray, offset: int) -> DeviceBuffer:
+        return DeviceBuffer(host.size, host.dtype, offset, _Remote(host))
+
+    def download(self, buf: DeviceBuffer) -> np.ndarray:
+        remote: _Remote = buf.handle  # type: ignore[assignment]
+        return remote.result if remote.result is not None else remote.host.copy()
+
+    def launch(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
+               schedule: str) -> None:
+        """Upload, launch and download in one round trip to the worker; on a crash or hang the worker is
+        replaced, so the next launch runs in a healthy process."""
+        tool = schedule if schedule in _SANITIZER_TOOLS else None
+        inner_schedule = None if tool else schedule
+        buffers = [a for a in args if isinstance(a, DeviceBuffer)]
+        # By position, not equality: two buffers of one size compare equal.
+        slots = iter(range(len(buffers)))
+        packed = [("buffer", next(slots)) if isinstance(a, DeviceBuffer) else a for a in args]
+        hosts = [(b.handle.host, b.offset) for b in buffers]  # type: ignore[union-attr]
+        worker = self._worker(tool)
+        try:
+            results = worker.call("launch", kernel.handle, hosts, packed, grid, block, smem, inner_schedule,
+                                  timeout=self.options.timeout + _GRACE)
+        except (KernelFault, KernelTimeout):
+            report = worker.sanitizer_report()
+            self._restart(tool)
+            if report:
+                raise SanitizerError(f"compute-sanitizer {tool}:\n{report}") from None
+            raise
+        report = worker.sanitizer_report()
+        if report:
+            raise SanitizerError(f"compute-sanitizer {tool}:\n{report}")
+        for buf, result in zip(buffers, results):
+            buf.handle.result = result  # type: ignore[union-attr]
+
+    def close(self) -> None:
+        for tool in list(self._workers):
+            self._restart(tool)
+
+
+class _Remote:
+    """A buffer's host copy until a launch sends it to the worker, and what came back."""
+
+    def __init__(self, host: np.ndarray) -> None:
+        self.host = host.copy()
+        self.result: np.ndarray | None = None
+
+
+# --- the child ---------------------------------------------------------------------------------------
+
+def _serve(inner: str, conn_in: Connection, conn_out: Connection) -> None:
+    from . import get_backend
+
+    backend = None
+    kernels: dict[bytes, Kernel] = {}
+
+    def kernel(spec: KernelSpec, dtype: str, defines: dict[str, str]) -> Kernel:
+        key = pickle.dumps((spec.path, spec.name, dtype, sorted(defines.items())))
+        if key not in kernels:
+            kernels[key] = backend.compile(spec, dtype, defines)
+        return kernels[key]
+
+    while True:
+        try:
+            method, args = conn_in.recv()
+        except EOFError:
+            return
+        try:
+            if method == "hello":
+                backend = get_backend(inner, args[0], isolated=False)
+                value: object = None
+            elif method == "name":
+                value = backend.name
+            elif method == "compile":
+                k = kernel(*args)
+                value = (k.symbol, k.schedules)
+            elif method == "launch":
+                request, hosts, packed, grid, block, smem, schedule = args
+                k = kernel(*request)
+                bufs = [backend.upload(h, off) for h, off in hosts]
+                call = [bufs[a[1]] if isinstance(a, tuple) else a for a in packed]
+                backend.launch(k, call, grid, block, smem, schedule or k.schedules[0])
+                value = [backend.download(b) for b in bufs]
+            else:
+                raise LaunchError(f"unknown request {method!r}")
+            conn_out.send(("ok", value))
+        except MmcheckError as e:
+            conn_out.send(("err", e))
+            if isinstance(e, (KernelFault, KernelTimeout)):
+                return  # the context may be unusable: let the parent start a fresh process
+
+
+if __name__ == "__main__":
+    # The worker's own stdout stays free for the backend (and the sanitizer); requests use the pipes.
+    _serve(sys.argv[1], Connection(int(sys.argv[2]), writable=False), Connection(int(sys.argv[3]), readable=False))
