@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -> int:
     from .backends import get_backend
     from .report import json_document, table, write_json
-    from .runner import Result, Runner
+    from .runner import Result
     from .shapes import satisfies, shapes_for
 
     settings = Settings.read(lambda name: getattr(args, name.replace("-", "_"), None))
@@ -82,7 +82,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     except BackendUnavailable as e:
         print(f"mmcheck: {e}", file=sys.stderr)
         return EXIT_USAGE
-    runner = Runner(backend, seed=settings.seed, guards=not settings.sanitize)
+    runner = settings.runner(backend)
     results = []
     for spec, dtype in pairs:
         # --shape replaces the generated shapes: the replay of one reported case.

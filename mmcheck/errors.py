@@ -9,6 +9,7 @@ __all__ = [
     "LaunchError",
     "KernelFault",
     "BarrierError",
+    "SanitizerError",
     "KernelTimeout",
     "Unsupported",
     "BackendUnavailable",
@@ -59,3 +60,7 @@ class BackendUnavailable(MmcheckError):
 class BarrierError(KernelFault):
     """Threads of a block disagreed at a barrier: some exited while others waited, or they met at
     different ``__syncthreads`` call sites."""
+
+
+class SanitizerError(KernelFault):
+    """compute-sanitizer (or AddressSanitizer) reported an error for the launch; the message holds the report."""

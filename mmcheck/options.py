@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .backends.base import BackendOptions
 from .shapes import DEFAULT_BUDGET, Shape
 from .spec import DTYPES
+
+if TYPE_CHECKING:
+    from .backends.base import Backend
+    from .runner import Runner
 
 __all__ = ["Option", "OPTIONS", "Settings"]
 
@@ -38,6 +43,8 @@ OPTIONS = (
     Option("budget", "largest problem, in multiply-adds, of the generated shapes", type=int,
            default=DEFAULT_BUDGET),
     Option("timeout", "seconds a launch may run before it counts as hung", type=float, default=20.0),
+    Option("results", "folder where failing cases are saved (.npz arrays; .png heat map with matplotlib)",
+           default="mmcheck-results"),
     Option("sanitize", "run under compute-sanitizer (GPU) or AddressSanitizer (emulator)", type=None,
            default=False),
     Option("barrier-warnings", "emulator: report barrier divergence as a warning, not an error", type=None,
@@ -54,6 +61,7 @@ class Settings:
     backend: str = "auto"
     budget: int = DEFAULT_BUDGET
     timeout: float = 20.0
+    results: str = "mmcheck-results"
     sanitize: bool = False
     barrier_warnings: bool = False
     kernel: tuple[str, ...] = field(default=())  # name globs (pytest: --mmcheck-kernel; CLI: positional)
@@ -67,6 +75,12 @@ class Settings:
             if value not in (None, [], ()):
                 values[o.name.replace("-", "_")] = tuple(value) if o.multiple else value
         return cls(**values, **extra)
+
+    def runner(self, backend: Backend) -> Runner:
+        """The runner these settings describe (guard bands off under a sanitizer: it needs exact sizes)."""
+        from .runner import Runner
+
+        return Runner(backend, seed=self.seed, guards=not self.sanitize, results=Path(self.results))
 
     def backend_options(self) -> BackendOptions:
         return BackendOptions(sanitize=self.sanitize, timeout=self.timeout,

@@ -104,9 +104,7 @@ def backend(mmcheck_settings: Settings):
 
 @pytest.fixture(scope="session")
 def runner(backend, mmcheck_settings: Settings):
-    from .runner import Runner
-
-    return Runner(backend, seed=mmcheck_settings.seed, guards=not mmcheck_settings.sanitize)
+    return mmcheck_settings.runner(backend)
 
 
 @pytest.fixture(scope="session")

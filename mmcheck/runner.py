@@ -15,12 +15,14 @@ import numpy as np
 
 from . import data
 from .backends.base import Backend, Kernel
+from .artifacts import save_failure
 from .compare import Mismatch, compare, tolerance
+from .diagnose import Evidence, diagnose, tile_map
 from .errors import (BarrierError, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError,
-                     Unsupported)
+                     SanitizerError, Unsupported)
 from .expr import ExprError
 from .reference import magnitude, reference
-from .shapes import Shape
+from .shapes import Shape, tiles
 from .spec import SIZE_CTYPES, KernelSpec
 
 __all__ = ["Case", "Result", "Plan", "plan", "Runner"]
@@ -109,10 +111,14 @@ class _Caught(Exception):
 class Runner:
     """Runs cases on one backend, compiling each (spec, dtype, defines) once per process."""
 
-    def __init__(self, backend: Backend, seed: int = 0, guards: bool = True) -> None:
+    def __init__(self, backend: Backend, seed: int = 0, guards: bool = True,
+                 results: Path | None = None) -> None:
+        """``guards``: surround buffers with guard bands (off under a sanitizer, which needs exact-size
+        allocations to see an out-of-bounds access); ``results``: where failing cases are saved."""
         self.backend = backend
         self.seed = seed
         self.guards = guards
+        self.results = results
         self._kernels: dict[tuple[Path, str, str, tuple[tuple[str, str], ...]], Kernel | MmcheckError] = {}
 
     def compile(self, spec: KernelSpec, dtype: str, defines: dict[str, str]) -> Kernel:
@@ -178,28 +184,73 @@ class Runner:
         passed: list[str] = []
         for schedule in kernel.schedules:
             try:
-                self._launch_and_check(case, kernel, p, inputs, want, bound, schedule)
+                got = self._launch(case, kernel, p, inputs, schedule)
+                self._judge(case, kernel, p, pattern, inputs, want, bound, got, schedule, passed)
             except _Caught as c:
-                race = passed and c.check in ("mismatch", "unwritten")
                 context = (f"{spec.name} {dtype} {shape} (inputs {pattern}, seed {case.seed}"
                            + (f", schedule {schedule}" if len(kernel.schedules) > 1 else "") + ")")
-                message = f"{context}: {c.args[0]}"
-                if race:
-                    message += (f"\n  the same inputs gave the right result under schedule {passed[0]}: the "
-                                "result depends on thread order (a race, e.g. a missing __syncthreads)")
-                message += f"\n  reproduce: {self.reproduce(case)}"
-                raise _Caught("race" if race else c.check, message, c.mismatch) from None
+                message = f"{context}: {c.args[0]}\n  reproduce: {self.reproduce(case)}"
+                raise _Caught(c.check, message, c.mismatch) from None
             passed.append(schedule)
 
-    def _launch_and_check(self, case: Case, kernel: Kernel, p: Plan, inputs: data.Inputs,
-                          want: np.ndarray, bound: np.ndarray | None, schedule: str) -> None:
+    def _judge(self, case: Case, kernel: Kernel, p: Plan, pattern: str, inputs: data.Inputs, want: np.ndarray,
+               bound: np.ndarray | None, got: np.ndarray, schedule: str, passed: list[str]) -> None:
+        """Compare ``got``; on a difference, find out whether it is a race and say what it looks like."""
+        dtype = case.dtype
+        # An element whose correct value happens to equal the poison's bits is not counted as unwritten.
+        unwritten = data.same_bits(got, data.POISON[dtype], dtype)
+        unwritten &= ~data.same_bits(np.ascontiguousarray(want.astype(dtype)), data.POISON[dtype], dtype)
+        mismatch = compare(got, want, bound)
+        if mismatch is None:
+            return
+        out = case.spec.buffers[2]
+        if unwritten.any():
+            first = ", ".join(str(int(i)) for i in np.argwhere(unwritten)[0])
+            check, what = "unwritten", (f"{int(unwritten.sum())} of {got.size} elements of {out} were never "
+                                        f"written (first at {out}[{first}])")
+            if mismatch.count > unwritten.sum():
+                what += f"; {mismatch.describe(out)}"
+        else:
+            check, what = "mismatch", mismatch.describe(out)
+            if not np.any(got) and np.any(want):
+                what += " (the result is all zeros)"
+        lines = [what]
+        if passed:
+            check = "race"
+            lines.append(f"the same inputs gave the right result under schedule {passed[0]}: the result "
+                         "depends on thread order (a race, e.g. a missing __syncthreads)")
+        elif bound is None:
+            again = self._launch(case, kernel, p, inputs, schedule)
+            if not np.array_equal(data.bits(np.ascontiguousarray(again), dtype),
+                                  data.bits(np.ascontiguousarray(got), dtype)):
+                check = "race"
+                lines.append("a second run of the same inputs gave a different result: a race")
+        evidence = Evidence(inputs.a, inputs.b, got, want, mismatch.mask | unwritten, unwritten, dtype,
+                            exact=bound is None, tiles=tuple(tiles(case.spec)))
+        lines += diagnose(evidence)
+        lines.append(tile_map(evidence))
+        if self.results is not None:
+            files = self._save(case, pattern, inputs, got, want)
+            lines.append("saved: " + ", ".join(map(str, files)))
+        raise _Caught(check, "\n".join(lines).replace("\n", "\n  "), mismatch)
+
+    def _save(self, case: Case, pattern: str, inputs: data.Inputs, got: np.ndarray, want: np.ndarray) -> list[Path]:
+        stem = f"{case.spec.name}-{case.dtype}-{case.shape}-{pattern}-seed{case.seed}"
+        meta = {"kernel": case.spec.name, "file": str(case.spec.path), "dtype": case.dtype,
+                "shape": str(case.shape), "seed": case.seed, "pattern": pattern, "backend": self.backend.name,
+                "reproduce": self.reproduce(case)}
+        return save_failure(self.results, stem, {"A": inputs.a, "B": inputs.b, "C": got, "reference": want}, meta)
+
+    def _launch(self, case: Case, kernel: Kernel, p: Plan, inputs: data.Inputs, schedule: str) -> np.ndarray:
+        """One launch on fresh buffers; the logical result, after the guard and input checks."""
         spec, dtype, shape = case.spec, case.dtype, case.shape
         first, second, out = spec.buffers
         guard = data.guard_width(shape) if self.guards else 0
+        size_out = shape.batch * shape.M * (1 if spec.op == "mv" else shape.N)
         hosts = {
             first: data.pad(data.to_buffer(inputs.a, spec.layout), guard, dtype),
             second: data.pad(data.to_buffer(inputs.b, spec.layout), guard, dtype),
-            out: data.pad(data.poisoned(want.size, dtype), guard, dtype),
+            out: data.pad(data.poisoned(size_out, dtype), guard, dtype),
         }
         buffers = {name: self.backend.upload(host, guard) for name, host in hosts.items()}
         env = shape.env()
@@ -210,7 +261,8 @@ class Runner:
         except BarrierError as e:
             raise _Caught("barrier", str(e)) from None
         except KernelFault as e:
-            raise _Caught("fault", f"the kernel crashed: {e}") from None
+            raise _Caught("sanitizer" if isinstance(e, SanitizerError) else "fault",
+                          f"the kernel crashed: {e}") from None
         except KernelTimeout as e:
             raise _Caught("timeout", f"the kernel did not finish: {e}") from None
         except LaunchError as e:
@@ -220,12 +272,8 @@ class Runner:
         _check_guards(out, after[out], guard, dtype)
         for name in (first, second):
             _check_unchanged(name, hosts[name], after[name], guard, dtype)
-        got = data.from_buffer(data.unpad(after[out], guard)[1], want.shape, spec.layout)
-        _check_written(out, got, want, dtype)
-        mismatch = compare(got, want, bound)
-        if mismatch:
-            zero = " (the result is all zeros)" if not np.any(got) and np.any(want) else ""
-            raise _Caught("mismatch", mismatch.describe(out) + zero, mismatch)
+        dims = (shape.batch, shape.M, 1 if spec.op == "mv" else shape.N)
+        return np.ascontiguousarray(data.from_buffer(data.unpad(after[out], guard)[1], dims, spec.layout))
 
 
 def _check_guards(name: str, padded: np.ndarray, guard: int, dtype: str) -> None:
@@ -247,17 +295,6 @@ def _check_unchanged(name: str, sent: np.ndarray, back: np.ndarray, guard: int, 
         what = f"{inside.size} element(s) of input {name}" if inside.size else f"the guard band of input {name}"
         raise _Caught("input", f"the kernel wrote into {what} (first at buffer offset "
                                f"{int(changed[0]) - guard}); inputs must stay unchanged")
-
-
-def _check_written(name: str, got: np.ndarray, want: np.ndarray, dtype: str) -> None:
-    # An element whose correct value happens to equal the poison's bits is not counted as unwritten.
-    unwritten = data.same_bits(np.ascontiguousarray(got), data.POISON[dtype], dtype)
-    unwritten &= ~data.same_bits(np.ascontiguousarray(want.astype(dtype)), data.POISON[dtype], dtype)
-    count = int(np.count_nonzero(unwritten))
-    if count:
-        first = ", ".join(str(int(i)) for i in np.argwhere(unwritten)[0])
-        raise _Caught("unwritten", f"{count} of {got.size} elements of {name} were never written "
-                                   f"(first at {name}[{first}])")
 
 
 def _under(path: Path, folder: Path) -> bool:

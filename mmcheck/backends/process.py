@@ -25,11 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import BackendUnavailable, KernelFault, KernelTimeout, LaunchError, MmcheckError
+from ..errors import BackendUnavailable, KernelFault, KernelTimeout, LaunchError, MmcheckError, SanitizerError
 from ..spec import KernelSpec
 from .base import Arg, BackendOptions, DeviceBuffer, Dim3, Kernel
 
-__all__ = ["ProcessBackend", "SanitizerError"]
+__all__ = ["ProcessBackend"]
 
 # Seconds a child may take to start (import the backend, create a context) or to compile.
 _START_TIMEOUT = 120.0
@@ -38,10 +38,6 @@ _COMPILE_TIMEOUT = 600.0
 # stops waiting and kills the child (a kernel stuck in a driver call cannot report anything).
 _GRACE = 5.0
 _SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck")
-
-
-class SanitizerError(KernelFault):
-    """compute-sanitizer reported an error for the launch; the message holds its report."""
 
 
 class _Worker:

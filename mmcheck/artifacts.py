@@ -1,0 +1,58 @@
+"""What a failure leaves behind for the user: the case's arrays as ``.npz`` and, with matplotlib (the
+``plot`` extra), a PNG heat map of where C is wrong.  Files are written atomically (temp file + rename)
+and named by the case, so a rerun replaces them and a killed run leaves nothing half-written."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["save_failure"]
+
+
+def save_failure(folder: Path, stem: str, arrays: dict[str, np.ndarray], meta: dict) -> list[Path]:
+    """Write ``stem.npz`` (the arrays plus ``meta`` as JSON) and, if possible, ``stem.png``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = [_atomic(folder / f"{stem}.npz",
+                       lambda f: np.savez_compressed(f, meta=np.array(json.dumps(meta)), **arrays))]
+    png = _heat_map(folder / f"{stem}.png", arrays["C"], arrays["reference"], meta)
+    return written + ([png] if png else [])
+
+
+def _atomic(path: Path, write) -> Path:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _heat_map(path: Path, got: np.ndarray, want: np.ndarray, meta: dict) -> Path | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(got[0].astype(np.float64) - want[0])
+    err = np.where(np.isnan(err), np.inf, err)
+    fig, ax = plt.subplots(figsize=(6, 5))
+    image = ax.imshow(np.log10(np.minimum(err, 1e300) + 1e-300), cmap="magma", interpolation="nearest")
+    fig.colorbar(image, ax=ax, label="log10 |C - reference| (white: NaN/unwritten)")
+    ax.set_title(f"{meta['kernel']} {meta['dtype']} {meta['shape']} ({meta['pattern']})", fontsize=9)
+    ax.set_xlabel("column j")
+    ax.set_ylabel("row i")
+    try:
+        return _atomic(path, lambda f: fig.savefig(f, format="png", dpi=100))
+    finally:
+        plt.close(fig)

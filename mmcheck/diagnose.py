@@ -1,0 +1,188 @@
+"""Putting a wrong result into words that point at the bug.
+
+Each classifier looks at one kind of evidence (where the wrong elements are, by how much they are off,
+what they look like) and returns a sentence or nothing; ``diagnose`` collects the sentences.  ``tile_map``
+draws where the errors are, one character per tile of C.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .compare import tolerance
+
+__all__ = ["Evidence", "diagnose", "tile_map"]
+
+# The exact-term classifiers build (batch, M, K, N) arrays; above this they are skipped.
+_MAX_TERMS = 1 << 22
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A failing launch: logical inputs ``a`` (batch, M, K) and ``b`` (batch, K, N), the result ``got`` and
+    reference ``want`` (batch, M, N), which elements are wrong (``bad``) or never written
+    (``unwritten``), the tile sizes the spec suggests, and whether the data was exact."""
+
+    a: np.ndarray
+    b: np.ndarray
+    got: np.ndarray
+    want: np.ndarray
+    bad: np.ndarray
+    unwritten: np.ndarray
+    dtype: str
+    exact: bool
+    tiles: tuple[int, ...] = ()
+
+
+def diagnose(e: Evidence) -> list[str]:
+    return [s for classify in _CLASSIFIERS if (s := classify(e))]
+
+
+def tile_map(e: Evidence, max_cells: int = 48) -> str:
+    """One character per tile of C (batch 0 unless only later batches fail): ``.`` right, ``x`` wrong,
+    ``u`` never written, ``#`` both."""
+    batch = int(np.flatnonzero((e.bad | e.unwritten).any(axis=(1, 2)))[0]) if (e.bad | e.unwritten).any() else 0
+    m, n = e.got.shape[1:]
+    tile = next((t for t in sorted(e.tiles, reverse=True) if t <= max(m, n)), 1)
+    tile = max(tile, -(-max(m, n) // max_cells))
+    rows = []
+    for r in range(0, m, tile):
+        line = ""
+        for c in range(0, n, tile):
+            unwritten = e.unwritten[batch, r:r + tile, c:c + tile]
+            wrong = (e.bad[batch, r:r + tile, c:c + tile] & ~unwritten).any()
+            unwritten = unwritten.any()
+            line += "#" if wrong and unwritten else "u" if unwritten else "x" if wrong else "."
+        rows.append(line)
+    header = f"C[{batch}] in {tile}x{tile} tiles ({m}x{n}): . right, x wrong, u unwritten"
+    return "\n".join([header, *rows])
+
+
+# --- where --------------------------------------------------------------------------------------------
+
+def _edge(mask: np.ndarray, axis_len: int, other: dict[str, int], axis: str, tiles: tuple[int, ...],
+          what: str) -> str | None:
+    """``mask`` per index along one axis of C; a sentence if every hit lies at or past some index."""
+    hits = np.flatnonzero(mask)
+    if hits.size == 0 or hits[0] == 0 or not mask[hits[0]:].all():
+        return None
+    start, dim = int(hits[0]), {"rows": "M", "columns": "N"}[axis]
+    says = f"all {what} are in {axis} >= {start}"
+    names = [k for k, v in other.items() if v == start]
+    if names:
+        return f"{says} = {names[0]}: the bound on {dim} uses {names[0]} ({dim} and {names[0]} confused)"
+    if start == axis_len - 1:
+        return f"{says}, the last one: an off-by-one in the bound or loop over {dim}"
+    tile = next((t for t in tiles if start % t == 0 and start + t > axis_len), None)
+    if tile:
+        return f"{says} (the last partial tile, tile {tile}): boundary handling in {dim}"
+    return says
+
+
+def _where(e: Evidence, mask: np.ndarray, what: str) -> str | None:
+    batch, m, n = e.got.shape
+    k = e.a.shape[2]
+    if not mask.any():
+        return None
+    rows = _edge(mask.any(axis=(0, 2)), m, {"N": n, "K": k}, "rows", e.tiles, what)
+    cols = _edge(mask.any(axis=(0, 1)), n, {"M": m, "K": k}, "columns", e.tiles, what)
+    return "; ".join(s for s in (rows, cols) if s) or None
+
+
+def _wrong_region(e: Evidence) -> str | None:
+    return _where(e, e.bad & ~e.unwritten, f"{int((e.bad & ~e.unwritten).sum())} wrong elements")
+
+
+def _unwritten_region(e: Evidence) -> str | None:
+    return _where(e, e.unwritten, f"{int(e.unwritten.sum())} unwritten elements")
+
+
+def _batch(e: Evidence) -> str | None:
+    per_batch = (e.bad | e.unwritten).any(axis=(1, 2))
+    if per_batch.size > 1 and not per_batch[0] and per_batch[1:].any():
+        return "only batch >= 1 is wrong, batch 0 is right: the batch offset (matrix size or stride per batch)"
+    return None
+
+
+# --- by how much ---------------------------------------------------------------------------------------
+
+def _terms(e: Evidence) -> np.ndarray | None:
+    """Every product A[b,i,k] * B[b,k,j] as (batch, M, K, N) float64, if small enough."""
+    if not e.exact or e.a.size * e.b.shape[2] > _MAX_TERMS:
+        return None
+    return e.a.astype(np.float64)[:, :, :, None] * e.b.astype(np.float64)[:, None, :, :]
+
+
+def _dropped_terms(e: Evidence) -> str | None:
+    terms = _terms(e)
+    if terms is None:
+        return None
+    bad = e.bad & ~e.unwritten
+    if not bad.any():
+        return None
+    missing = (e.want - e.got.astype(np.float64))[bad]
+    k = e.a.shape[2]
+    for index, name in ((k - 1, "last"), (0, "first")):
+        if np.array_equal(missing, terms[:, :, index, :][bad]):
+            return (f"every wrong element is off by exactly A[i,{index}]*B[{index},j]: the {name} k term is dropped "
+                    "(a loop bound off by one?)")
+    suffix = np.cumsum(terms[:, :, ::-1, :], axis=2)[:, :, ::-1, :]  # suffix[..., k0, :] = sum over k >= k0
+    for k0 in range(k - 1, 0, -1):
+        if np.array_equal(missing, suffix[:, :, k0, :][bad]):
+            tile = next((t for t in e.tiles if k0 % t == 0), None)
+            why = f" (K % {tile} = {k % tile}: the last partial K tile is skipped)" if tile else ""
+            return f"every wrong element lacks exactly the terms k >= {k0}{why}"
+    return None
+
+
+def _transposed(e: Evidence) -> str | None:
+    batch, m, n = e.want.shape
+    if m == 1 or n == 1:
+        return None
+    stored = e.got.reshape(batch, n, m).transpose(0, 2, 1)
+    if np.allclose(stored, e.want, rtol=1e-5, atol=1e-6, equal_nan=False):
+        return "the result is stored transposed: C[j][i] was written where C[i][j] belongs"
+    return None
+
+
+def _precision(e: Evidence) -> str | None:
+    if e.exact or e.dtype == "int32":
+        return None
+    bad = e.bad & ~e.unwritten
+    got = e.got.astype(np.float64)
+    if e.dtype == "float32" and np.all(got[bad] == np.round(got[bad])) and not np.all(e.want == np.round(e.want)):
+        return "every wrong result is a whole number: an integer accumulator (or conversion) in a float kernel"
+    if e.dtype == "float64":
+        magnitude = np.abs(e.a.astype(np.float64)) @ np.abs(e.b.astype(np.float64))
+        single = tolerance("float32", e.a.shape[2], magnitude)
+        if np.all(np.abs(got - e.want) <= single):
+            return ("the errors are of float32 size: a float accumulator or float intermediate in a double "
+                    "kernel")
+    return None
+
+
+# --- what they look like ---------------------------------------------------------------------------
+
+def _nan(e: Evidence) -> str | None:
+    if e.dtype == "int32":
+        return None
+    nan = np.isnan(e.got) & ~e.unwritten & np.isfinite(e.want)
+    if nan.any():
+        return (f"{int(nan.sum())} results are NaN although the inputs are finite: the kernel read a guard band "
+                "(an out-of-bounds read of A or B) or uninitialised memory")
+    return None
+
+
+def _zeros(e: Evidence) -> str | None:
+    bad = e.bad & ~e.unwritten
+    if bad.any() and np.all(e.got[bad] == 0):
+        return "every wrong element is 0: those elements were skipped or zeroed rather than computed"
+    return None
+
+
+_CLASSIFIERS: tuple[Callable[[Evidence], str | None], ...] = (
+    _unwritten_region, _wrong_region, _batch, _dropped_terms, _transposed, _precision, _nan, _zeros,
+)

@@ -1,0 +1,102 @@
+"""Each classifier on a synthetic wrong result built to show exactly one pattern."""
+
+import numpy as np
+import pytest
+
+from mmcheck.data import make_inputs
+from mmcheck.diagnose import Evidence, diagnose, tile_map
+from mmcheck.reference import reference
+from mmcheck.shapes import Shape
+
+
+def evidence(shape, got_from, dtype="float32", pattern="ints", unwritten=None, tiles=(16,)):
+    inputs = make_inputs("bmm", shape, dtype, pattern, seed=11)
+    want = reference(inputs, dtype)
+    got = got_from(inputs.a.astype(np.float64), inputs.b.astype(np.float64), want).astype(dtype)
+    unwritten = np.zeros(want.shape, bool) if unwritten is None else unwritten
+    got[unwritten] = np.nan
+    bad = (got != want) | unwritten
+    return Evidence(inputs.a, inputs.b, got, want, bad, unwritten, dtype, pattern != "normal", tiles)
+
+
+def says(e, words):
+    found = diagnose(e)
+    assert any(words in s for s in found), found
+
+
+def test_last_k_dropped():
+    says(evidence(Shape(5, 6, 7), lambda a, b, w: a[..., :-1] @ b[:, :-1]), "the last k term is dropped")
+
+
+def test_last_partial_k_tile_skipped():
+    says(evidence(Shape(5, 6, 37), lambda a, b, w: a[..., :32] @ b[:, :32]),
+         "lacks exactly the terms k >= 32 (K % 16 = 5: the last partial K tile is skipped)")
+
+
+def test_rows_past_the_last_full_tile():
+    def got(a, b, w):
+        out = w.copy()
+        out[:, 32:, :] += 1
+        return out
+    says(evidence(Shape(40, 20, 3), got), "rows >= 32 (the last partial tile, tile 16): boundary handling in M")
+
+
+def test_columns_bounded_by_m_are_unwritten():
+    mask = np.zeros((1, 9, 20), bool)
+    mask[:, :, 9:] = True
+    says(evidence(Shape(9, 20, 4), lambda a, b, w: w, unwritten=mask),
+         "columns >= 9 = M: the bound on N uses M (N and M confused)")
+
+
+def test_only_later_batches_wrong():
+    def got(a, b, w):
+        out = w.copy()
+        out[1:] = a[:1] @ b[:1]
+        return out
+    says(evidence(Shape(3, 3, 3, 4), got), "only batch >= 1 is wrong")
+
+
+def test_transposed_store():
+    def got(a, b, w):
+        return np.ascontiguousarray(w.transpose(0, 2, 1)).reshape(w.shape)
+    says(evidence(Shape(4, 6, 5), got), "stored transposed")
+
+
+def test_float_accumulator_in_a_double_kernel():
+    def got(a, b, w):
+        return (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float64)
+    says(evidence(Shape(6, 6, 100), got, "float64", "normal"), "a float accumulator")
+
+
+def test_integer_accumulator_in_a_float_kernel():
+    says(evidence(Shape(6, 6, 30), lambda a, b, w: np.trunc(w), "float32", "normal"), "integer accumulator")
+
+
+def test_nan_from_a_guard_read():
+    def got(a, b, w):
+        out = w.copy()
+        out[0, -1, -1] = np.nan
+        return out
+    says(evidence(Shape(4, 4, 4), got), "read a guard band")
+
+
+def test_nothing_is_claimed_for_scattered_errors():
+    def got(a, b, w):
+        out = w.copy()
+        out[0, 3, 7] += 2
+        out[0, 0, 1] += 5
+        return out
+    assert diagnose(evidence(Shape(10, 10, 10), got)) == []
+
+
+def test_tile_map_marks_wrong_and_unwritten_tiles():
+    mask = np.zeros((1, 40, 40), bool)
+    mask[:, 32:, :] = True
+
+    def got(a, b, w):
+        out = w.copy()
+        out[0, 0, 20] += 1
+        return out
+    lines = tile_map(evidence(Shape(40, 40, 3), got, unwritten=mask)).splitlines()
+    assert lines[0].startswith("C[0] in 16x16 tiles (40x40)")
+    assert lines[1:] == [".x.", "...", "uuu"]
