@@ -12,6 +12,7 @@ __all__ = [
     "SanitizerError",
     "KernelTimeout",
     "Unsupported",
+    "OutOfMemory",
     "BackendUnavailable",
 ]
 
@@ -51,6 +52,10 @@ class KernelTimeout(MmcheckError):
 
 class Unsupported(MmcheckError):
     """The backend cannot run this kernel faithfully (e.g. inline PTX on the emulator)."""
+
+
+class OutOfMemory(MmcheckError):
+    """The buffers of a shape do not fit in the backend's memory; the case is skipped, not failed."""
 
 
 class BackendUnavailable(MmcheckError):

@@ -13,6 +13,7 @@ alone over every kernel x dtype; ``source`` over the kernel files.  Known-bad ke
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -43,10 +44,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         group.addoption(f"--mmcheck-{o.name}", **kwargs)
     group.addoption("--mmcheck-kernel", dest="mmcheck_kernel", action="append", default=[],
                     help="only kernels whose name matches this glob (repeatable)")
+    group.addoption("--mmcheck-profile", dest="mmcheck_profile", choices=tuple(PROFILES),
+                    default=os.environ.get("MMCHECK_PROFILE") or ("ci" if os.environ.get("CI") else "dev"),
+                    help="hypothesis profile of the property tests: ci (few, derandomized), dev, thorough "
+                         "(default: $MMCHECK_PROFILE, else ci under CI, else dev)")
+
+
+# Property-test budgets.  Failing examples are kept in hypothesis' example database (.hypothesis/), so a
+# rerun starts from the last known failure; "ci" is derandomized so a CI failure replays identically.
+PROFILES = {"ci": {"max_examples": 4, "derandomize": True, "print_blob": True},
+            "dev": {"max_examples": 10}, "thorough": {"max_examples": 200}}
+
+
+def _load_profile(name: str) -> None:
+    from hypothesis import HealthCheck
+    from hypothesis import settings as hypothesis_settings
+
+    for profile, values in PROFILES.items():
+        hypothesis_settings.register_profile(
+            profile, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+            **values)
+    hypothesis_settings.load_profile(name)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "mmcheck(expect): parametrize over the kernels whose expect is given")
+    _load_profile(config.getoption("mmcheck_profile"))
     settings = Settings.read(lambda name: config.getoption("mmcheck_" + name.replace("-", "_")),
                              kernel=tuple(config.getoption("mmcheck_kernel")))
     if not settings.src:

@@ -19,7 +19,7 @@ from .artifacts import save_failure
 from .compare import Mismatch, compare, tolerance
 from .diagnose import Evidence, diagnose, tile_map
 from .errors import (BarrierError, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError,
-                     SanitizerError, Unsupported)
+                     OutOfMemory, SanitizerError, Unsupported)
 from .expr import ExprError
 from .reference import magnitude, reference
 from .shapes import Shape, tiles
@@ -120,10 +120,11 @@ class Runner:
         self.guards = guards
         self.results = results
         self._kernels: dict[tuple[Path, str, str, tuple[tuple[str, str], ...]], Kernel | MmcheckError] = {}
+        self._reported: set[tuple[Path, str]] = set()
 
     def compile(self, spec: KernelSpec, dtype: str, defines: dict[str, str]) -> Kernel:
-        """The backend's compile, memoised, failures included (a compile error is reported once, not
-        re-run for every shape)."""
+        """The backend's compile, memoised, failures included.  The compiler's messages are reported in
+        full once per kernel; its later cases (other dtypes, other defines) point back to that."""
         key = (spec.path, spec.name, dtype, tuple(sorted(defines.items())))
         if key not in self._kernels:
             try:
@@ -131,6 +132,11 @@ class Runner:
             except (CompileError, Unsupported) as e:
                 self._kernels[key] = e
         found = self._kernels[key]
+        if isinstance(found, CompileError):
+            if (spec.path, spec.name) in self._reported:
+                first = str(found).splitlines()[0]
+                raise CompileError(f"{first} (the compiler's messages are in this kernel's first failure)")
+            self._reported.add((spec.path, spec.name))
         if isinstance(found, MmcheckError):
             raise found
         return found
@@ -148,6 +154,8 @@ class Runner:
             return Result(case, "fail", c.args[0], check=c.check, mismatch=c.mismatch)
         except Unsupported as e:
             return Result(case, "skip", f"{case.spec.path}: {e}")
+        except OutOfMemory as e:
+            return Result(case, "skip", f"{case.spec.name} {case.dtype} {case.shape}: does not fit: {e}")
         except MmcheckError as e:
             return Result(case, "error", str(e))
         return Result(case, "pass")

@@ -1,7 +1,7 @@
 """Every kernel in the kernel folders (default ./cuda_src, or --mmcheck-src), on the chosen backend."""
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from mmcheck.shapes import shape_strategy, shapes_for
@@ -28,10 +28,20 @@ def test_known_bad_is_caught(runner, judge, mmcheck_settings, kernel, dtype):
     judge(runner.sweep(kernel, dtype, shapes_for(kernel, mmcheck_settings.seed, mmcheck_settings.budget)))
 
 
-@pytest.mark.mmcheck(expect="pass")
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data())
-def test_kernel_property(runner, judge, kernel, dtype, data):
-    """Random valid shapes; on a failure hypothesis shrinks to the smallest failing shape."""
+def check_random_shapes(runner, judge, kernel, dtype, data):
     shape = data.draw(shape_strategy(kernel), label="shape")
     judge(runner.run(runner.case(kernel, dtype, shape)))
+
+
+@pytest.mark.mmcheck(expect="pass")
+@given(data=st.data())
+def test_kernel_property(runner, judge, kernel, dtype, data):
+    """Random valid shapes (budget: --mmcheck-profile); a failure is shrunk to the smallest failing shape."""
+    check_random_shapes(runner, judge, kernel, dtype, data)
+
+
+@pytest.mark.mmcheck(expect="fail")
+@given(data=st.data())
+def test_known_bad_property(runner, judge, kernel, dtype, data):
+    """Hypothesis must find the bug of a known-bad kernel within the profile's budget, and shrinks it."""
+    check_random_shapes(runner, judge, kernel, dtype, data)

@@ -63,9 +63,11 @@ def test_a_float_accumulator_in_a_double_kernel_is_caught_by_gaussian_data(runne
 def test_compile_errors_are_reported_and_compiled_once(runner):
     first = run(runner, "no_such_kernel")
     second = run(runner, "no_such_kernel", shape=Shape(2, 2, 2))
-    assert first.outcome == second.outcome == "error"
+    other_dtype = run(runner, "no_such_kernel", dtype="float64")
+    assert first.outcome == second.outcome == other_dtype.outcome == "error"
     assert "cuda_src/fake.cu:3: error" in first.message
-    assert runner.backend.compiles == 1
+    assert "first failure" in second.message and "first failure" in other_dtype.message
+    assert runner.backend.compiles == 2  # once per dtype, not per shape
 
 
 def test_sweep_stops_at_the_smallest_failing_shape(runner):

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..compile import find_symbol, macro_flags, unit_source
-from ..errors import BackendUnavailable, CompileError, KernelFault, KernelTimeout, LaunchError
+from ..errors import BackendUnavailable, CompileError, KernelFault, KernelTimeout, LaunchError, OutOfMemory
 from ..spec import KernelSpec
 from .base import Arg, BackendOptions, DeviceBuffer, Dim3, Kernel
 
@@ -63,7 +63,10 @@ class PyCudaBackend:
         return Kernel(spec, dtype, symbol, ("device",), (module, function))
 
     def upload(self, host: np.ndarray, offset: int) -> DeviceBuffer:
-        return DeviceBuffer(host.size, host.dtype, offset, self.cuda.to_device(host))
+        try:
+            return DeviceBuffer(host.size, host.dtype, offset, self.cuda.to_device(host))
+        except self.cuda.MemoryError as e:
+            raise OutOfMemory(f"{host.nbytes} bytes: {e}") from None
 
     def download(self, buf: DeviceBuffer) -> np.ndarray:
         out = np.empty(buf.size, dtype=buf.dtype)

@@ -1,0 +1,95 @@
+// The binary interface between the three parts of the CPU emulator:
+//   kernel modules  (a user's .cu file compiled by g++ with shim.h force-included),
+//   the runtime     (runtime.cpp -> libmmemu.so: scheduler, fibers, rendezvous, fault capture),
+//   the worker      (worker.cpp -> mmemu-worker: buffers, module loading, one forked child per launch).
+// It declares plain C types only, so that it can be pulled into a kernel's translation unit without
+// bringing in any name a kernel might use.  Numbers marked "wire" are also spelled in worker.py.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#define MMEMU_ABI 1
+#define MMEMU_EXPORT extern "C" __attribute__((visibility("default")))
+// The largest dynamic shared memory a launch may ask for: 227 KiB, the opt-in limit on sm_90.
+#define MMEMU_MAX_DYNAMIC_SMEM 232448
+
+// ---- kernel module -> runtime --------------------------------------------------------------------
+
+struct mmemu_dim3 {
+    unsigned x, y, z;
+};
+
+// One kernel parameter as g++ sees it.  kind: 'p' pointer, 'i' signed, 'u' unsigned, 'f' floating,
+// 's' anything else (structs); for pointers elem_kind/elem_size describe the pointee ('v' for void).
+struct mmemu_param {  // wire: 12 bytes
+    char kind, elem_kind;
+    uint16_t reserved;
+    uint32_t size, elem_size;
+};
+
+// What a kernel module exports, through its one visible function mmemu_kernel_info().
+struct mmemu_kernel {
+    unsigned abi;
+    unsigned nparams;
+    const mmemu_param* params;
+    void (*invoke)(void* const* args);   // calls the kernel with *(P_i*)args[i]
+    unsigned char* (*dynamic_smem)();    // this thread's instance of the extern __shared__ storage
+};
+
+// Block-level rendezvous kinds (the result of mmemu_rv_barrier depends on it).
+enum { MMEMU_BAR_SYNC, MMEMU_BAR_COUNT, MMEMU_BAR_AND, MMEMU_BAR_OR };
+// Warp-level rendezvous kinds.
+enum {
+    MMEMU_SHFL_IDX, MMEMU_SHFL_UP, MMEMU_SHFL_DOWN, MMEMU_SHFL_XOR,
+    MMEMU_BALLOT, MMEMU_ANY, MMEMU_ALL, MMEMU_SYNCWARP,
+};
+
+// Every function that parks a thread starts with mmemu_rv_: the Python side looks for that prefix in a
+// module's dynamic symbols to decide whether the kernel needs fibers and several schedules.
+MMEMU_EXPORT int mmemu_rv_barrier(int kind, int pred, int site, int line);
+MMEMU_EXPORT uint64_t mmemu_rv_warp(int kind, unsigned mask, uint64_t value, int arg, int width, int line);
+MMEMU_EXPORT unsigned mmemu_rv_activemask(int site, int line);
+MMEMU_EXPORT __attribute__((noreturn)) void mmemu_trap(int line);
+
+// ---- worker -> runtime ---------------------------------------------------------------------------
+
+enum { MMEMU_FORWARD, MMEMU_REVERSE, MMEMU_SHUFFLE };  // wire: schedule codes
+
+// How a launch ended, as the child leaves it in the shared status page.  wire
+enum {
+    MMEMU_RUNNING,     // never finished: the child died (signal, sanitizer exit) or was killed
+    MMEMU_DONE,
+    MMEMU_FAULT,       // a signal: signo, code, addr, is_write
+    MMEMU_SANITIZER,   // AddressSanitizer reported addr, is_write, access_size (report on stderr)
+    MMEMU_BARRIER,     // barrier / warp-collective misuse; message says what
+    MMEMU_TRAP,        // __trap() at line `code`
+    MMEMU_TIMEOUT,     // set by the worker, never by the child
+};
+// Extra detail for MMEMU_FAULT, in `code` when the runtime knows better than si_code.  wire
+enum { MMEMU_STACK_OVERFLOW = 1000 };
+
+struct mmemu_status {
+    int state;
+    mmemu_dim3 block, thread;  // where the child was last; kept current at every switch
+    int in_kernel;             // 0 while the runtime itself runs (set-up, scheduling)
+    int signo, code, is_write; // is_write: 1, 0, or -1 unknown
+    uint64_t addr;
+    uint32_t access_size;
+    char message[4096];
+    char warnings[4096];       // one line per distinct warning
+};
+
+struct mmemu_launch {
+    const mmemu_kernel* kernel;
+    void* const* args;
+    mmemu_dim3 grid, block;
+    size_t smem;
+    int schedule;
+    int fibers;  // 0: the kernel has no rendezvous, so each thread runs as a plain call
+    int strict;
+    uint64_t seed;
+};
+
+// Runs a whole launch in the calling (forked) process, reporting through `status`; never returns.
+MMEMU_EXPORT __attribute__((noreturn)) void mmemu_child_run(const mmemu_launch* launch, mmemu_status* status);
