@@ -7,23 +7,27 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
-__all__ = ["save_failure"]
+__all__ = ["save_failure", "atomic_write"]
 
 
 def save_failure(folder: Path, stem: str, arrays: dict[str, np.ndarray], meta: dict) -> list[Path]:
     """Write ``stem.npz`` (the arrays plus ``meta`` as JSON) and, if possible, ``stem.png``."""
     folder.mkdir(parents=True, exist_ok=True)
-    written = [_atomic(folder / f"{stem}.npz",
+    written = [atomic_write(folder / f"{stem}.npz",
                        lambda f: np.savez_compressed(f, meta=np.array(json.dumps(meta)), **arrays))]
     png = _heat_map(folder / f"{stem}.png", arrays["C"], arrays["reference"], meta)
     return written + ([png] if png else [])
 
 
-def _atomic(path: Path, write) -> Path:
+def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> Path:
+    """Call ``write`` on a temporary file beside ``path`` and rename it into place; on any failure the
+    temporary file is removed and ``path`` is untouched."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -53,6 +57,6 @@ def _heat_map(path: Path, got: np.ndarray, want: np.ndarray, meta: dict) -> Path
     ax.set_xlabel("column j")
     ax.set_ylabel("row i")
     try:
-        return _atomic(path, lambda f: fig.savefig(f, format="png", dpi=100))
+        return atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=100))
     finally:
         plt.close(fig)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
+from .artifacts import atomic_write
 from .errors import SpecError
 from .runner import Result
 from .spec import KernelSpec
@@ -76,8 +77,12 @@ def write_json(path: str | Path, document: dict) -> None:
     """Write atomically, so a killed run never leaves a half-written file behind."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(document, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
+
+    def write(f: BinaryIO) -> None:
+        text = io.TextIOWrapper(f, encoding="utf-8")
+        json.dump(document, text, indent=2)
+        text.write("\n")
+        text.flush()
+        text.detach()
+
+    atomic_write(path, write)

@@ -1,0 +1,613 @@
+// The emulator's execution engine (libmmemu.so).  It runs one launch inside a forked child of the
+// worker: blocks one after another; within a block, either each thread as a plain call (kernels with no
+// rendezvous) or every thread as a cooperative fiber that parks at __syncthreads and warp intrinsics
+// until the scheduler completes the rendezvous.  The order in which threads (and blocks) run is the
+// launch's schedule, so a race that one order hides another exposes.  Every outcome, a fault included,
+// is written to the shared status page before the child exits.
+#include "mmemu.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+MMEMU_EXPORT mmemu_dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+namespace {
+
+constexpr size_t kStackSize = 256 * 1024;  // per fiber; reported in stack-overflow messages
+constexpr unsigned char kPoison = 0xff;    // shared memory at block start: NaN for floats, -1 for ints
+constexpr uint64_t kPoisonValue = ~0ull;   // a shuffle from a lane that is not taking part
+
+// ---- context switching: a hand-written switch on x86-64 (~10x faster than swapcontext) -----------
+#if defined(__x86_64__) && !defined(MMEMU_UCONTEXT)
+extern "C" __attribute__((visibility("hidden"))) void mmemu_switch(void** save_sp, void* to_sp);
+asm(R"(
+    .text
+    .globl mmemu_switch
+    .hidden mmemu_switch
+    .type mmemu_switch, @function
+mmemu_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size mmemu_switch, .-mmemu_switch
+)");
+
+struct Context {
+    void* sp = nullptr;
+};
+
+void context_make(Context& c, char* lo, size_t size, void (*entry)()) {
+    void** sp = reinterpret_cast<void**>(reinterpret_cast<uintptr_t>(lo + size) & ~uintptr_t(15));
+    *--sp = nullptr;                               // entry's return address: keeps the ABI alignment
+    *--sp = reinterpret_cast<void*>(entry);        // where mmemu_switch's ret goes
+    for (int i = 0; i < 6; ++i) *--sp = nullptr;   // rbp rbx r12-r15
+    c.sp = sp;
+}
+
+void context_switch(Context& from, Context& to) { mmemu_switch(&from.sp, to.sp); }
+#else
+struct Context {
+    ucontext_t uc;
+};
+
+void context_make(Context& c, char* lo, size_t size, void (*entry)()) {
+    getcontext(&c.uc);
+    c.uc.uc_stack.ss_sp = lo;
+    c.uc.uc_stack.ss_size = size;
+    c.uc.uc_link = nullptr;
+    makecontext(&c.uc, entry, 0);
+}
+
+void context_switch(Context& from, Context& to) { swapcontext(&from.uc, &to.uc); }
+#endif
+
+// ---- an order over [0, n): identity, reversed, or a keyed pseudo-random bijection -----------------
+class Order {
+public:
+    Order(uint64_t n, int schedule, uint64_t key) : n_(n), schedule_(schedule), key_(key | 1) {
+        while (mask_ < n - 1 && n > 1) mask_ = mask_ << 1 | 1;
+    }
+    uint64_t operator[](uint64_t i) const {
+        if (schedule_ == MMEMU_FORWARD) return i;
+        if (schedule_ == MMEMU_REVERSE) return n_ - 1 - i;
+        do i = mix(i); while (i >= n_);  // cycle-walking keeps it a bijection on [0, n)
+        return i;
+    }
+
+private:
+    uint64_t mix(uint64_t x) const {  // each step is invertible on mask_+1 values
+        for (int round = 0; round < 3; ++round) {
+            x = (x ^ (key_ >> (7 * round))) & mask_;
+            x = (x * (key_ | 1)) & mask_;
+            x ^= x >> (mask_ > 0xff ? 5 : 1);
+        }
+        return x;
+    }
+    uint64_t n_, mask_ = 0;
+    int schedule_;
+    uint64_t key_;
+};
+
+uint64_t splitmix(uint64_t& state) {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+// ---- the per-launch state of the child ----------------------------------------------------------
+enum State : unsigned char { kReady, kBarrier, kWarp, kActiveMask, kExited };
+
+struct Thread {
+    Context ctx;
+    mmemu_dim3 idx;
+    State state;
+    int kind, site, line, arg, width;
+    unsigned mask;
+    uint64_t value, result;
+    void* fake_stack;  // AddressSanitizer's, while the fiber is switched out
+};
+
+struct Warning {
+    char text[384];
+    mmemu_dim3 block;
+    unsigned blocks;
+};
+
+struct Engine {
+    const mmemu_launch* launch;
+    mmemu_status* status;
+    unsigned nthreads, exited, waiting[5];  // waiting: how many threads are in each State
+    std::vector<Thread> threads;
+    unsigned current;
+    Context scheduler;
+    void* scheduler_fake_stack;
+    const void* scheduler_stack;
+    size_t scheduler_stack_size;
+    char* stacks;   // nthreads * (guard page + kStackSize)
+    size_t stack_stride, page;
+    uint64_t rng;
+    unsigned char *tls, *tls_end, *dynamic;  // the kernel module's shared-memory TLS block
+    std::vector<Warning> warnings;
+};
+Engine E;
+
+mmemu_dim3 unlinear(uint64_t i, mmemu_dim3 d) {
+    return {unsigned(i % d.x), unsigned(i / d.x % d.y), unsigned(i / d.x / d.y)};
+}
+
+void append(char* buf, size_t cap, const char* fmt, ...) {
+    size_t used = strnlen(buf, cap);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + used, cap - used, fmt, ap);
+    va_end(ap);
+}
+
+const char* warp_name(int kind) {
+    static const char* const names[] = {"__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync",
+                                        "__ballot_sync", "__any_sync", "__all_sync", "__syncwarp"};
+    return names[kind];
+}
+
+const char* barrier_name(int kind) {
+    static const char* const names[] = {"__syncthreads", "__syncthreads_count", "__syncthreads_and",
+                                        "__syncthreads_or"};
+    return names[kind];
+}
+
+[[noreturn]] void finish(int state, int exit_code) {
+    for (const Warning& w : E.warnings)
+        append(E.status->warnings, sizeof E.status->warnings, "%s (first in block (%u,%u,%u); %u block%s)\n",
+               w.text, w.block.x, w.block.y, w.block.z, w.blocks, w.blocks == 1 ? "" : "s");
+    E.status->state = state;
+    fflush(nullptr);
+    _exit(exit_code);
+}
+
+[[noreturn]] void fail(const char* message) {
+    snprintf(E.status->message, sizeof E.status->message, "%s", message);
+    finish(MMEMU_BARRIER, 4);
+}
+
+// Barrier misuse: an error under strict barriers, otherwise a warning counted once per block.
+void misuse(const char* message) {
+    if (E.launch->strict) fail(message);
+    for (Warning& w : E.warnings)
+        if (strcmp(w.text, message) == 0) {
+            if (memcmp(&w.block, &blockIdx, sizeof blockIdx) != 0) ++w.blocks;  // rough: counts changes
+            return;
+        }
+    if (E.warnings.size() < 16) {
+        Warning w{};
+        snprintf(w.text, sizeof w.text, "%s", message);
+        w.block = blockIdx;
+        w.blocks = 1;
+        E.warnings.push_back(w);
+    }
+}
+
+// ---- faults ---------------------------------------------------------------------------------------
+void on_signal(int signo, siginfo_t* info, void* context) {
+    mmemu_status* s = E.status;
+    s->signo = signo;
+    s->code = info->si_code;
+    s->addr = reinterpret_cast<uint64_t>(info->si_addr);
+    s->is_write = -1;
+#if defined(__x86_64__)
+    if (signo == SIGSEGV && info->si_code != SI_KERNEL)  // bit 1 of the page-fault error code: a write
+        s->is_write = (static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_ERR] & 2) ? 1 : 0;
+#else
+    (void)context;
+#endif
+    uintptr_t a = reinterpret_cast<uintptr_t>(info->si_addr), lo = reinterpret_cast<uintptr_t>(E.stacks);
+    if (E.stacks && a >= lo && a < lo + E.nthreads * E.stack_stride && (a - lo) % E.stack_stride < E.page)
+        s->code = MMEMU_STACK_OVERFLOW;
+    s->state = MMEMU_FAULT;
+    _exit(2);
+}
+
+#ifdef __SANITIZE_ADDRESS__
+void on_asan_report(const char*) {
+    mmemu_status* s = E.status;
+    s->state = MMEMU_SANITIZER;
+    s->addr = reinterpret_cast<uint64_t>(__asan_get_report_address());
+    s->is_write = __asan_get_report_access_type();
+    s->access_size = static_cast<uint32_t>(__asan_get_report_access_size());
+}
+#endif
+
+void install_fault_handlers() {
+    static char altstack[64 * 1024];
+    stack_t ss{};
+    ss.ss_sp = altstack;
+    ss.ss_size = sizeof altstack;
+    sigaltstack(&ss, nullptr);  // a fiber's stack overflow must not kill the handler too
+    struct sigaction sa{};
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    for (int signo : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) sigaction(signo, &sa, nullptr);
+#ifdef __SANITIZE_ADDRESS__
+    __asan_set_error_report_callback(on_asan_report);
+#endif
+}
+
+// ---- shared memory: poisoned at the start of every block, as a GPU leaves it undefined -----------
+int find_tls(dl_phdr_info* info, size_t, void* module_name) {
+    if (!info->dlpi_name || strcmp(info->dlpi_name, static_cast<const char*>(module_name)) != 0) return 0;
+    for (int i = 0; i < info->dlpi_phnum; ++i)
+        if (info->dlpi_phdr[i].p_type == PT_TLS && info->dlpi_tls_data) {
+            E.tls = static_cast<unsigned char*>(info->dlpi_tls_data);
+            E.tls_end = E.tls + info->dlpi_phdr[i].p_memsz;
+        }
+    return 1;
+}
+
+void locate_shared_memory() {
+    E.dynamic = E.launch->kernel->dynamic_smem();  // also makes this thread's TLS block exist
+    Dl_info module;
+    if (dladdr(reinterpret_cast<void*>(E.launch->kernel->invoke), &module))
+        dl_iterate_phdr(find_tls, const_cast<char*>(module.dli_fname));
+    // Dynamic shared memory past the launch's size is out of bounds; only AddressSanitizer can tell.
+    ASAN_POISON_MEMORY_REGION(E.dynamic + E.launch->smem, MMEMU_MAX_DYNAMIC_SMEM - E.launch->smem);
+}
+
+void poison_shared_memory() {
+    if (!E.tls) return;
+    unsigned char* dyn_end = E.dynamic + MMEMU_MAX_DYNAMIC_SMEM;
+    memset(E.tls, kPoison, size_t(E.dynamic - E.tls));
+    memset(dyn_end, kPoison, size_t(E.tls_end - dyn_end));
+    memset(E.dynamic, kPoison, E.launch->smem);
+}
+
+// ---- fibers -----------------------------------------------------------------------------------------
+void set_current(unsigned t) {
+    E.current = t;
+    threadIdx = E.threads[t].idx;
+    E.status->thread = threadIdx;
+}
+
+// Scheduler -> fiber t, until it parks or exits.
+void resume(unsigned t) {
+    set_current(t);
+    E.status->in_kernel = 1;
+#ifdef __SANITIZE_ADDRESS__
+    __sanitizer_start_switch_fiber(&E.scheduler_fake_stack, E.stacks + t * E.stack_stride + E.page, kStackSize);
+#endif
+    context_switch(E.scheduler, E.threads[t].ctx);
+#ifdef __SANITIZE_ADDRESS__
+    __sanitizer_finish_switch_fiber(E.scheduler_fake_stack, nullptr, nullptr);
+#endif
+    E.status->in_kernel = 0;
+}
+
+// Fiber -> scheduler.  Returns when the scheduler resumes this fiber (never, when it has exited).
+void yield(Thread& t, bool exiting) {
+#ifdef __SANITIZE_ADDRESS__
+    __sanitizer_start_switch_fiber(exiting ? nullptr : &t.fake_stack, E.scheduler_stack, E.scheduler_stack_size);
+#else
+    (void)exiting;
+#endif
+    context_switch(t.ctx, E.scheduler);
+#ifdef __SANITIZE_ADDRESS__
+    __sanitizer_finish_switch_fiber(t.fake_stack, &E.scheduler_stack, &E.scheduler_stack_size);
+#endif
+}
+
+void fiber_main() {
+#ifdef __SANITIZE_ADDRESS__
+    __sanitizer_finish_switch_fiber(nullptr, &E.scheduler_stack, &E.scheduler_stack_size);
+#endif
+    E.launch->kernel->invoke(E.launch->args);
+    Thread& t = E.threads[E.current];
+    t.state = kExited;
+    ++E.exited;
+    yield(t, true);
+    abort();  // an exited fiber is never resumed
+}
+
+uint64_t park(State state) {
+    Thread& t = E.threads[E.current];
+    t.state = state;
+    ++E.waiting[state];
+    yield(t, false);
+    return t.result;
+}
+
+void release(Thread& t, uint64_t result) {
+    --E.waiting[t.state];
+    t.state = kReady;
+    t.result = result;
+}
+
+unsigned warp_lanes(unsigned warp) {  // the lanes of a warp that exist (the last warp may be partial)
+    unsigned n = E.nthreads - warp * 32;
+    return n >= 32 ? ~0u : (1u << n) - 1;
+}
+
+// The value lane `lane` receives from a shuffle completed by the lanes in `group`.
+uint64_t shuffle(unsigned base, unsigned lane, unsigned group) {
+    const Thread& t = E.threads[base + lane];
+    unsigned width = unsigned(t.width), seg = lane & ~(width - 1), arg = unsigned(t.arg), src = lane;
+    switch (t.kind) {
+        case MMEMU_SHFL_IDX: src = seg + (arg & (width - 1)); break;
+        case MMEMU_SHFL_UP: src = lane - seg >= arg ? lane - arg : lane; break;
+        case MMEMU_SHFL_DOWN: src = lane - seg + arg < width ? lane + arg : lane; break;
+        case MMEMU_SHFL_XOR: src = (lane ^ arg) < seg + width ? lane ^ arg : lane; break;
+    }
+    return (group >> src & 1) ? E.threads[base + src].value : kPoisonValue;
+}
+
+void complete_warp_op(unsigned base, unsigned group, int kind) {
+    unsigned ballot = 0;
+    for (unsigned l = 0; l < 32; ++l)
+        if ((group >> l & 1) && E.threads[base + l].value) ballot |= 1u << l;
+    uint64_t results[32];
+    for (unsigned l = 0; l < 32; ++l) {
+        if (!(group >> l & 1)) continue;
+        switch (kind) {
+            case MMEMU_BALLOT: results[l] = ballot; break;
+            case MMEMU_ANY: results[l] = ballot != 0; break;
+            case MMEMU_ALL: results[l] = ballot == group; break;
+            case MMEMU_SYNCWARP: results[l] = 0; break;
+            default: results[l] = shuffle(base, l, group);
+        }
+    }
+    for (unsigned l = 0; l < 32; ++l)
+        if (group >> l & 1) release(E.threads[base + l], results[l]);
+}
+
+// Completes every warp operation whose mask lanes have all arrived at it; with `exited_arrive`, lanes
+// that have exited count as arrived (they take no part).  Returns whether any completed.
+bool complete_warp_ops(bool exited_arrive) {
+    bool progress = false;
+    for (unsigned base = 0; base < E.nthreads && E.waiting[kWarp]; base += 32) {
+        unsigned lanes = warp_lanes(base / 32);
+        for (unsigned l = 0; l < 32; ++l) {
+            const Thread& t = E.threads[base + l];
+            if (!(lanes >> l & 1) || t.state != kWarp) continue;
+            unsigned want = t.mask & lanes, arrived = 0, gone = 0;
+            for (unsigned j = 0; j < 32; ++j) {
+                const Thread& u = E.threads[base + j];
+                if (!(want >> j & 1)) continue;
+                if (u.state == kWarp && u.mask == t.mask && u.kind == t.kind) arrived |= 1u << j;
+                else if (u.state == kExited) gone |= 1u << j;
+            }
+            if (arrived != want && !(exited_arrive && (arrived | gone) == want)) continue;
+            if (gone) {
+                char text[256];
+                snprintf(text, sizeof text, "%s at line %d: mask 0x%08x names lanes 0x%08x of warp %u, which had exited",
+                         warp_name(t.kind), t.line, t.mask, gone, base / 32);
+                misuse(text);
+            }
+            complete_warp_op(base, arrived, t.kind);
+            progress = true;
+        }
+    }
+    return progress;
+}
+
+// __activemask(): the lanes of a warp parked at the same __activemask() call are the converged ones.
+bool complete_activemasks() {
+    bool progress = false;
+    for (unsigned base = 0; base < E.nthreads && E.waiting[kActiveMask]; base += 32) {
+        for (unsigned l = 0; l < 32 && base + l < E.nthreads; ++l) {
+            int site = E.threads[base + l].site;
+            if (E.threads[base + l].state != kActiveMask) continue;
+            unsigned group = 0;
+            for (unsigned j = l; j < 32 && base + j < E.nthreads; ++j)
+                if (E.threads[base + j].state == kActiveMask && E.threads[base + j].site == site) group |= 1u << j;
+            for (unsigned j = l; j < 32; ++j)
+                if (group >> j & 1) release(E.threads[base + j], group);
+            progress = true;
+        }
+    }
+    return progress;
+}
+
+// An example thread in `state` (and at `site`, if not -1), for messages.
+const Thread* example(State state, int site) {
+    for (const Thread& t : E.threads)
+        if (t.state == state && (site < 0 || t.site == site)) return &t;
+    return nullptr;
+}
+
+void complete_barrier() {
+    const Thread* first = example(kBarrier, -1);
+    char text[1024] = "";
+    for (const Thread& t : E.threads) {  // every distinct call site, with how many threads wait there
+        if (t.state != kBarrier || t.site == first->site || &t != example(kBarrier, t.site)) continue;
+        if (!text[0])
+            snprintf(text, sizeof text, "different barriers met: %s at line %d (thread (%u,%u,%u))",
+                     barrier_name(first->kind), first->line, first->idx.x, first->idx.y, first->idx.z);
+        append(text, sizeof text, " and %s at line %d (thread (%u,%u,%u))", barrier_name(t.kind), t.line,
+               t.idx.x, t.idx.y, t.idx.z);
+    }
+    if (text[0]) misuse(text);
+    if (E.exited) {
+        const Thread* gone = example(kExited, -1);
+        snprintf(text, sizeof text,
+                 "barrier divergence: %s at line %d was reached by %u of %u threads; the others had exited "
+                 "(e.g. thread (%u,%u,%u))",
+                 barrier_name(first->kind), first->line, E.nthreads - E.exited, E.nthreads, gone->idx.x,
+                 gone->idx.y, gone->idx.z);
+        misuse(text);
+    }
+    unsigned count = 0, arrived = E.waiting[kBarrier];
+    for (const Thread& t : E.threads)
+        if (t.state == kBarrier && t.value) ++count;
+    for (Thread& t : E.threads) {
+        if (t.state != kBarrier) continue;
+        uint64_t r = t.kind == MMEMU_BAR_COUNT ? count
+                     : t.kind == MMEMU_BAR_AND ? count == arrived
+                     : t.kind == MMEMU_BAR_OR  ? count > 0
+                                               : 0;
+        release(t, r);
+    }
+}
+
+[[noreturn]] void fail_deadlock() {
+    char text[sizeof E.status->message];
+    snprintf(text, sizeof text, "deadlock: no thread can proceed;");
+    int groups = 0;
+    for (const Thread& t : E.threads) {  // one line per distinct (state, kind, line, mask)
+        if (t.state == kExited || groups >= 8) continue;
+        bool seen = false;
+        for (const Thread* u = E.threads.data(); u != &t && !seen; ++u)
+            seen = u->state == t.state && u->kind == t.kind && u->line == t.line && u->mask == t.mask;
+        if (seen) continue;
+        ++groups;
+        if (t.state == kWarp)
+            append(text, sizeof text, " thread (%u,%u,%u) waits at %s at line %d (mask 0x%08x);", t.idx.x, t.idx.y,
+                   t.idx.z, warp_name(t.kind), t.line, t.mask);
+        else
+            append(text, sizeof text, " thread (%u,%u,%u) waits at %s at line %d;", t.idx.x, t.idx.y, t.idx.z,
+                   t.state == kBarrier ? barrier_name(t.kind) : "__activemask", t.line);
+    }
+    if (E.exited) append(text, sizeof text, " %u thread(s) had exited", E.exited);
+    fail(text);
+}
+
+// Called when no thread is ready: complete whatever rendezvous can complete, or report why none can.
+void resolve() {
+    if (complete_warp_ops(false) || complete_activemasks()) return;
+    if (E.waiting[kBarrier] && E.waiting[kBarrier] == E.nthreads - E.exited) return complete_barrier();
+    if (!E.launch->strict && complete_warp_ops(true)) return;
+    fail_deadlock();
+}
+
+void run_block_fibers() {
+    for (unsigned t = 0; t < E.nthreads; ++t) {
+        Thread& th = E.threads[t];
+        th.state = kReady;
+        context_make(th.ctx, E.stacks + t * E.stack_stride + E.page, kStackSize, fiber_main);
+    }
+    E.exited = 0;
+    while (E.exited < E.nthreads) {
+        Order order(E.nthreads, E.launch->schedule, splitmix(E.rng));  // reshuffled every phase
+        for (unsigned i = 0; i < E.nthreads; ++i) {
+            unsigned t = unsigned(order[i]);
+            if (E.threads[t].state == kReady) resume(t);
+        }
+        if (E.exited < E.nthreads) resolve();
+    }
+}
+
+void run_block_plain() {
+    Order order(E.nthreads, E.launch->schedule, splitmix(E.rng));
+    for (unsigned i = 0; i < E.nthreads; ++i) {
+        set_current(unsigned(order[i]));
+        E.status->in_kernel = 1;
+        E.launch->kernel->invoke(E.launch->args);
+        E.status->in_kernel = 0;
+    }
+}
+
+void allocate_fiber_stacks() {
+    E.stack_stride = E.page + kStackSize;
+    void* p = mmap(nullptr, E.nthreads * E.stack_stride, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) fail("cannot allocate fiber stacks");
+    E.stacks = static_cast<char*>(p);
+    for (unsigned t = 0; t < E.nthreads; ++t) mprotect(E.stacks + t * E.stack_stride, E.page, PROT_NONE);
+}
+
+}  // namespace
+
+// ---- what kernels call ------------------------------------------------------------------------------
+MMEMU_EXPORT int mmemu_rv_barrier(int kind, int pred, int site, int line) {
+    Thread& t = E.threads[E.current];
+    t.kind = kind;
+    t.value = unsigned(pred);
+    t.site = site;
+    t.line = line;
+    return int(park(kBarrier));
+}
+
+MMEMU_EXPORT uint64_t mmemu_rv_warp(int kind, unsigned mask, uint64_t value, int arg, int width, int line) {
+    Thread& t = E.threads[E.current];
+    unsigned lane = E.current % 32;
+    char text[256];
+    if (!(mask >> lane & 1)) {
+        snprintf(text, sizeof text, "%s at line %d: the calling lane %u is not in mask 0x%08x", warp_name(kind),
+                 line, lane, mask);
+        fail(text);
+    }
+    if (width < 1 || width > 32 || (width & (width - 1))) {
+        snprintf(text, sizeof text, "%s at line %d: width %d is not a power of two from 1 to 32", warp_name(kind),
+                 line, width);
+        fail(text);
+    }
+    t.kind = kind;
+    t.mask = mask;
+    t.value = value;
+    t.arg = arg;
+    t.width = width;
+    t.line = line;
+    return park(kWarp);
+}
+
+MMEMU_EXPORT unsigned mmemu_rv_activemask(int site, int line) {
+    Thread& t = E.threads[E.current];
+    t.site = site;
+    t.line = line;
+    return unsigned(park(kActiveMask));
+}
+
+MMEMU_EXPORT void mmemu_trap(int line) {
+    E.status->code = line;
+    finish(MMEMU_TRAP, 5);
+}
+
+MMEMU_EXPORT void mmemu_child_run(const mmemu_launch* launch, mmemu_status* status) {
+    E.launch = launch;
+    E.status = status;
+    E.page = size_t(sysconf(_SC_PAGESIZE));
+    E.rng = launch->seed;
+    install_fault_handlers();
+    blockDim = launch->block;
+    gridDim = launch->grid;
+    E.nthreads = launch->block.x * launch->block.y * launch->block.z;
+    E.threads.resize(E.nthreads);
+    for (unsigned t = 0; t < E.nthreads; ++t) E.threads[t].idx = unlinear(t, launch->block);
+    if (launch->fibers) allocate_fiber_stacks();
+    locate_shared_memory();
+
+    uint64_t nblocks = uint64_t(launch->grid.x) * launch->grid.y * launch->grid.z;
+    Order blocks(nblocks, launch->schedule, splitmix(E.rng));
+    for (uint64_t i = 0; i < nblocks; ++i) {
+        blockIdx = unlinear(blocks[i], launch->grid);
+        status->block = blockIdx;
+        poison_shared_memory();
+        if (launch->fibers) run_block_fibers();
+        else run_block_plain();
+    }
+    finish(MMEMU_DONE, 0);
+}

@@ -1,0 +1,88 @@
+"""Spec values cannot inject flags or commands; results are written atomically."""
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mmcheck.artifacts import save_failure
+from mmcheck.compile import macro_flags, unit_source
+from mmcheck.errors import SpecError
+from mmcheck.report import write_json
+from mmcheck.spec import parse_specs
+
+from .test_spec import spec_text
+
+PACKAGE = Path(__file__).resolve().parent.parent / "mmcheck"
+
+
+@pytest.mark.parametrize("key, value", [
+    ("name", '"--output=/tmp/pwned"'),
+    ("name", '"$(touch /tmp/pwned)"'),
+    ("entry", '"k; rm -rf /"'),
+    ("entry", '"-Xcompiler=-fplugin=evil.so"'),
+    ("template", '"T> void f(); //"'),
+    ("defines", '{"X -o /tmp/pwned" = 1}'),
+    ("defines", '{X = "1 -o /tmp/pwned"}'),
+    ("defines", '{X = "__import__(\\"os\\")"}'),
+    ("params", '["A", "B", "C", "M:int; system(\\"id\\")"]'),
+])
+def test_hostile_spec_values_are_rejected(key, value):
+    with pytest.raises(SpecError, match=f"key {key!r}"):
+        parse_specs(spec_text(**{key: value}), "k.cu")
+
+
+def test_defines_reach_the_compiler_as_evaluated_integers_only():
+    (spec,) = parse_specs(spec_text(defines='{TILE = "cdiv(N, 2)"}'), "k.cu")
+    values = {k: str(v.eval({"N": 33})) for k, v in spec.defines}
+    assert macro_flags(values) == ["-DTILE=17"]
+
+
+def test_a_hostile_path_cannot_break_out_of_the_line_directive(tmp_path):
+    path = tmp_path / 'a"b\\c\nd.cu'
+    (spec,) = parse_specs(spec_text(), path)
+    line = unit_source(spec, "float32").splitlines()[0]
+    assert line.startswith('#line 1 "') and line.count('"') - line.count('\\"') == 2 and "\n" not in line
+
+
+@pytest.mark.skipif(not __import__("shutil").which("g++"), reason="needs a C++ compiler")
+def test_the_line_directive_names_the_users_file_in_compiler_errors(tmp_path):
+    (spec,) = parse_specs(spec_text().replace("{}", "{ undeclared_name; }"), "cuda_src/user file.cu")
+    unit = tmp_path / "unit.cpp"
+    unit.write_text("#define __global__\n" + unit_source(spec, "float32"))
+    result = subprocess.run(["g++", "-fsyntax-only", "-include", "cstddef", str(unit)], capture_output=True, text=True)
+    assert re.search(r"cuda_src/user file\.cu:\d+:\d+: error: .undeclared_name", result.stderr), result.stderr
+
+
+def test_no_subprocess_takes_a_shell_string():
+    for source in PACKAGE.rglob("*.py"):
+        text = source.read_text()
+        for forbidden in ("shell=True", "os.system(", "os.popen(", "getoutput("):
+            assert forbidden not in text, f"{source}: {forbidden}"
+
+
+def test_a_json_write_that_dies_leaves_no_file(tmp_path, monkeypatch):
+    target = tmp_path / "results.json"
+
+    def broken(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(json, "dump", broken)
+    with pytest.raises(KeyboardInterrupt):
+        write_json(target, {"ok": True})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_saved_arrays_load_back_with_their_metadata(tmp_path):
+    a = np.arange(6.0).reshape(1, 2, 3)
+    files = save_failure(tmp_path, "k-float64-2x3x3-ints-seed0",
+                         {"A": a, "B": a.transpose(0, 2, 1), "C": a[:, :, :2], "reference": a[:, :, :2]},
+                         {"kernel": "k", "dtype": "float64", "shape": "2x2x3", "pattern": "ints"})
+    assert files[0].name == "k-float64-2x3x3-ints-seed0.npz"
+    with np.load(files[0]) as saved:
+        assert json.loads(str(saved["meta"]))["kernel"] == "k"
+        np.testing.assert_array_equal(saved["A"], a)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
