@@ -68,4 +68,12 @@ class BarrierError(KernelFault):
 
 
 class SanitizerError(KernelFault):
-    """compute-sanitizer (or AddressSanitizer) reported an error for the launch; the message holds the report."""
+    """A sanitizer reported an error for the launch; the message holds its report.  ``tool`` is the
+    compute-sanitizer tool (memcheck, racecheck, synccheck) or "asan"."""
+
+    def __init__(self, message: str, tool: str = "memcheck") -> None:
+        super().__init__(message)
+        self.tool = tool
+
+    def __reduce__(self):  # keep ``tool`` across the process boundary
+        return (type(self), (str(self), self.tool))

@@ -268,9 +268,12 @@ class Runner:
             self.backend.launch(kernel, args, p.grid, p.block, p.smem, schedule)
         except BarrierError as e:
             raise _Caught("barrier", str(e)) from None
+        except SanitizerError as e:
+            # racecheck reports a race and synccheck a barrier error, whatever tool found them.
+            check = {"racecheck": "race", "synccheck": "barrier"}.get(e.tool, "sanitizer")
+            raise _Caught(check, f"the sanitizer reported: {e}") from None
         except KernelFault as e:
-            raise _Caught("sanitizer" if isinstance(e, SanitizerError) else "fault",
-                          f"the kernel crashed: {e}") from None
+            raise _Caught("fault", f"the kernel crashed: {e}") from None
         except KernelTimeout as e:
             raise _Caught("timeout", f"the kernel did not finish: {e}") from None
         except LaunchError as e:

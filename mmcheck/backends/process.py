@@ -5,9 +5,11 @@ never returns cannot be stopped from inside it.  Here the real backend lives in 
 launch crashes or hangs, the child is killed and the next call starts a fresh one, so the fault costs
 exactly one case.  Kernels are recompiled in the new child on demand (the compile caches make that cheap).
 
-With ``sanitize`` the child runs under compute-sanitizer: one child per tool (memcheck for every kernel;
-racecheck and synccheck too for kernels that use shared memory), each tool a *schedule* of the kernel,
-and every report read from the tool's log right after the launch that caused it.
+On the GPU, a kernel with barriers also runs under compute-sanitizer's racecheck, as a second
+*schedule*: a GPU usually runs a tiled kernel that lacks a ``__syncthreads`` correctly, so only racecheck
+can see the race.  With ``sanitize`` every kernel runs under memcheck, and kernels with shared memory under
+racecheck and synccheck too.  Each tool has its own child; its reports are read from the tool's log right
+after the launch that caused them.
 """
 
 from __future__ import annotations
@@ -124,10 +126,9 @@ class ProcessBackend:
     def compile(self, spec: KernelSpec, dtype: str, defines: dict[str, str]) -> Kernel:
         symbol, schedules = self._worker(self._tools[0]).call("compile", spec, dtype, defines,
                                                               timeout=_COMPILE_TIMEOUT)
-        if self.options.sanitize and self.inner == "gpu":
-            # racecheck and synccheck have nothing to look at without shared memory.
-            schedules = _SANITIZER_TOOLS if "__shared__" in spec.source else _SANITIZER_TOOLS[:1]
-        return Kernel(spec, dtype, symbol, tuple(schedules), (spec, dtype, dict(defines)))
+        if self.inner == "gpu":
+            schedules = _gpu_schedules(spec.source, tuple(schedules), self.options.sanitize)
+        return Kernel(spec, dtype, symbol, schedules, (spec, dtype, dict(defines)))
 
     def upload(self, host: np.ndarray, offset: int) -> DeviceBuffer:
         return DeviceBuffer(host.size, host.dtype, offset, _Remote(host))
@@ -155,17 +156,25 @@ class ProcessBackend:
             report = worker.sanitizer_report()
             self._restart(tool)
             if report:
-                raise SanitizerError(f"compute-sanitizer {tool}:\n{report}") from None
+                raise SanitizerError(f"compute-sanitizer {tool}:\n{report}", tool) from None
             raise
         report = worker.sanitizer_report()
         if report:
-            raise SanitizerError(f"compute-sanitizer {tool}:\n{report}")
+            raise SanitizerError(f"compute-sanitizer {tool}:\n{report}", tool)
         for buf, result in zip(buffers, results):
             buf.handle.result = result  # type: ignore[union-attr]
 
     def close(self) -> None:
         for tool in list(self._workers):
             self._restart(tool)
+
+
+def _gpu_schedules(source: str, device: tuple[str, ...], sanitize: bool) -> tuple[str, ...]:
+    """racecheck and synccheck have nothing to look at without shared memory and barriers."""
+    shared = "__shared__" in source
+    if sanitize:
+        return _SANITIZER_TOOLS if shared else _SANITIZER_TOOLS[:1]
+    return device + (("racecheck",) if shared and "__syncthreads" in source else ())
 
 
 class _Remote:
@@ -217,7 +226,9 @@ def _serve(inner: str, conn_in: Connection, conn_out: Connection) -> None:
         except MmcheckError as e:
             conn_out.send(("err", e))
             if isinstance(e, (KernelFault, KernelTimeout)):
-                return  # the context may be unusable: let the parent start a fresh process
+                # The context may be unusable: leave at once (no clean-up in a dead context) and let the
+                # parent start a fresh process.
+                os._exit(0)
 
 
 if __name__ == "__main__":

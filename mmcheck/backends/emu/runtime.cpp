@@ -19,12 +19,15 @@
 #include <cstring>
 #include <vector>
 
+#include <sanitizer/asan_interface.h>  // ASAN_POISON_MEMORY_REGION does nothing without -fsanitize=address
 #ifdef __SANITIZE_ADDRESS__
-#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
-MMEMU_EXPORT mmemu_dim3 threadIdx, blockIdx, blockDim, gridDim;
+// The built-in variables kernels read; set before each thread runs.
+extern "C" {
+mmemu_dim3 threadIdx, blockIdx, blockDim, gridDim;
+}
 
 namespace {
 
@@ -137,7 +140,8 @@ struct Thread {
 
 struct Warning {
     char text[384];
-    mmemu_dim3 block;
+    mmemu_dim3 first;
+    uint64_t last;  // number (in launch order) of the last block that gave it
     unsigned blocks;
 };
 
@@ -155,6 +159,7 @@ struct Engine {
     size_t stack_stride, page;
     uint64_t rng;
     unsigned char *tls, *tls_end, *dynamic;  // the kernel module's shared-memory TLS block
+    uint64_t block_number;                   // how many blocks ran before this one
     std::vector<Warning> warnings;
 };
 Engine E;
@@ -186,7 +191,7 @@ const char* barrier_name(int kind) {
 [[noreturn]] void finish(int state, int exit_code) {
     for (const Warning& w : E.warnings)
         append(E.status->warnings, sizeof E.status->warnings, "%s (first in block (%u,%u,%u); %u block%s)\n",
-               w.text, w.block.x, w.block.y, w.block.z, w.blocks, w.blocks == 1 ? "" : "s");
+               w.text, w.first.x, w.first.y, w.first.z, w.blocks, w.blocks == 1 ? "" : "s");
     E.status->state = state;
     fflush(nullptr);
     _exit(exit_code);
@@ -202,13 +207,15 @@ void misuse(const char* message) {
     if (E.launch->strict) fail(message);
     for (Warning& w : E.warnings)
         if (strcmp(w.text, message) == 0) {
-            if (memcmp(&w.block, &blockIdx, sizeof blockIdx) != 0) ++w.blocks;  // rough: counts changes
+            w.blocks += w.last != E.block_number;
+            w.last = E.block_number;
             return;
         }
     if (E.warnings.size() < 16) {
         Warning w{};
         snprintf(w.text, sizeof w.text, "%s", message);
-        w.block = blockIdx;
+        w.first = blockIdx;
+        w.last = E.block_number;
         w.blocks = 1;
         E.warnings.push_back(w);
     }
@@ -603,6 +610,7 @@ MMEMU_EXPORT void mmemu_child_run(const mmemu_launch* launch, mmemu_status* stat
     uint64_t nblocks = uint64_t(launch->grid.x) * launch->grid.y * launch->grid.z;
     Order blocks(nblocks, launch->schedule, splitmix(E.rng));
     for (uint64_t i = 0; i < nblocks; ++i) {
+        E.block_number = i;
         blockIdx = unlinear(blocks[i], launch->grid);
         status->block = blockIdx;
         poison_shared_memory();

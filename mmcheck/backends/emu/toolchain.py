@@ -1,0 +1,116 @@
+"""Building for the emulator with the host C++ compiler: the runtime library and worker (once per
+compiler and mode) and one shared library per kernel unit, all kept in a content-addressed cache that is
+written atomically, so that concurrent runs can share it."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from ...compile import cache_key, macro_flags
+from ...errors import BackendUnavailable
+from ...spec import KernelSpec
+from .unit import compile_failure, compile_unit
+
+__all__ = ["Toolchain"]
+
+_HERE = Path(__file__).resolve().parent
+_BASE = ["-std=c++17", "-pipe", "-fdiagnostics-color=never"]
+# What kernel code means: integers wrap as on the GPU, a*b+c is not fused behind the kernel's back,
+# pointers may be reinterpreted (float* as float4*), and math functions never touch errno.
+_SEMANTICS = ["-fwrapv", "-ffp-contract=off", "-fno-strict-aliasing", "-fno-math-errno"]
+# Kernel modules: hidden symbols (a kernel called `read` must not bind to libc's, nor libc's to it), no
+# init hooks on extern thread_local (extern __shared__), every symbol resolved when linked.
+_MODULE = ["-shared", "-fPIC", "-fvisibility=hidden", "-fno-extern-tls-init", "-Wl,--no-undefined"]
+_C_LOCALE = {**os.environ, "LC_ALL": "C"}  # plain quotes in diagnostics, which unit.py matches
+
+
+class Toolchain:
+    """The compiler, the built runtime, and the kernel-module cache for one mode (plain or sanitized)."""
+
+    def __init__(self, sanitize: bool, cache_dir: str | None) -> None:
+        cxx = shutil.which(os.environ.get("CXX", "g++"))
+        if cxx is None:
+            raise BackendUnavailable(f"the emulator needs a C++ compiler; {os.environ.get('CXX', 'g++')!r} "
+                                     "is not on PATH (set CXX to choose one)")
+        self.cxx = cxx
+        self.version = _run([cxx, "--version"], "ask the compiler its version").splitlines()[0]
+        self.mode = (["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address"] if sanitize else ["-O2"])
+        # Sanitized kernels also check array indices (shared-memory tiles are not covered by ASan).
+        self.module_mode = self.mode + (["-fsanitize=bounds", "-fno-sanitize-recover=all"] if sanitize else [])
+        self.cache = Path(cache_dir) if cache_dir else _user_cache()
+        self.cache.mkdir(parents=True, exist_ok=True)
+        self.runtime = self._build_runtime()
+
+    @property
+    def worker(self) -> Path:
+        return self.runtime / "mmemu-worker"
+
+    def build_kernel(self, spec: KernelSpec, dtype: str, defines: Mapping[str, str]) -> Path:
+        """The kernel module for (spec, dtype, defines), compiled unless cached; raises CompileError or
+        Unsupported when the compiler rejects the file."""
+        unit = compile_unit(spec, dtype)
+        flags = [*_BASE, *self.module_mode, *_SEMANTICS, *_MODULE, *macro_flags(defines)]
+        key = cache_key("emu-kernel", unit, flags, _shim_digest(), self.version, self.runtime.name)
+        path = self.cache / f"{key}.so"
+        if path.exists():
+            return path
+        fd, tmp = tempfile.mkstemp(dir=self.cache, prefix=f".{key}-", suffix=".so")
+        os.close(fd)
+        try:
+            proc = subprocess.run(
+                [self.cxx, *flags, "-include", str(_HERE / "shim.h"), "-isystem", str(_HERE / "include"),
+                 "-x", "c++", "-", "-o", tmp, "-L", str(self.runtime), "-lmmemu", f"-Wl,-rpath,{self.runtime}"],
+                input=unit, capture_output=True, text=True, env=_C_LOCALE)
+            if proc.returncode != 0:
+                raise compile_failure(spec, dtype, proc.stderr.strip())
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        return path
+
+    def _build_runtime(self) -> Path:
+        sources = [_HERE / name for name in ("mmemu.h", "runtime.cpp", "worker.cpp")]
+        key = cache_key("emu-runtime", [p.read_bytes() for p in sources], _BASE, self.mode, self.version)
+        final = self.cache / f"runtime-{key}"
+        if (final / "mmemu-worker").exists():
+            return final
+        tmp = Path(tempfile.mkdtemp(dir=self.cache, prefix=".runtime-"))
+        try:
+            _run([self.cxx, *_BASE, *self.mode, "-shared", "-fPIC", "-Wl,-soname,libmmemu.so",
+                  str(_HERE / "runtime.cpp"), "-o", str(tmp / "libmmemu.so"), "-ldl"], "build the emulator runtime")
+            _run([self.cxx, *_BASE, *self.mode, str(_HERE / "worker.cpp"), "-o", str(tmp / "mmemu-worker"),
+                  "-L", str(tmp), "-lmmemu", "-Wl,-rpath,$ORIGIN", "-ldl"], "build the emulator worker")
+            try:
+                os.rename(tmp, final)
+            except OSError:
+                if not (final / "mmemu-worker").exists():  # not merely another process publishing first
+                    raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return final
+
+
+def _run(argv: list[str], what: str) -> str:
+    proc = subprocess.run(argv, capture_output=True, text=True, env=_C_LOCALE)
+    if proc.returncode != 0:
+        raise BackendUnavailable(f"cannot {what} with {argv[0]}:\n{proc.stderr.strip()}")
+    return proc.stdout
+
+
+def _user_cache() -> Path:
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "mmcheck" / "emu"
+
+
+@functools.cache
+def _shim_digest() -> str:
+    """What every kernel module is compiled against, besides its own text."""
+    files = [_HERE / "shim.h", _HERE / "mmemu.h", *sorted((_HERE / "include").iterdir())]
+    return cache_key(*((p.name, p.read_bytes()) for p in files))

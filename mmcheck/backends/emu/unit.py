@@ -1,0 +1,75 @@
+"""A kernel file as the emulator compiles it: the compile unit's text, the constructs that cannot be
+emulated, and what the compiler's complaints mean."""
+
+from __future__ import annotations
+
+import re
+
+from ...compile import CTYPES, unit_source
+from ...errors import CompileError, MmcheckError, Unsupported
+from ...spec import KernelSpec
+
+__all__ = ["compile_unit", "check_supported", "compile_failure"]
+
+# Comments and string/char literals, blanked out before any scan so that prose cannot trigger a match.
+_NOT_CODE = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
+# (pattern whose group 1 names the construct, what it is)
+_UNSUPPORTED = (
+    (re.compile(r"\b(asm|__asm__|__asm)\b"), "inline assembly"),
+    (re.compile(r"\b(tex1Dfetch|tex[123]D\w*|texCubemap\w*|surf[123]D\w*|cudaTextureObject_t|cudaSurfaceObject_t"
+                r"|texture\s*<)"), "textures and surfaces"),
+    (re.compile(r"\b(this_grid|grid_group|this_multi_grid|multi_grid_group)\b"),
+     "cooperative-groups grid synchronization"),
+    (re.compile(r"\b(clock64|clock|__globaltimer)\s*\("), "clock-based timing"),
+    (re.compile(r"(<<<)"), "kernel launches from a kernel (dynamic parallelism)"),
+)
+_EXTERN_SHARED = re.compile(r"\b(?:extern\s+__shared__|__shared__\s+extern)\b[^;]*?\b([A-Za-z_]\w*)\s*\[\s*\]")
+_MISSING_HEADER = re.compile(r"fatal error: (\S+): No such file or directory")
+_CUDA_HEADER = re.compile(r"(cuda|cu[a-z]|mma|sm_\d|device_|math_constants|cooperative_groups|crt/|cub/|thrust/)")
+# nvcc's own names all start with two underscores, which user code may not declare.
+_UNKNOWN_BUILTIN = re.compile(r"'(__\w+)' (?:was not declared|does not name a type|has not been declared)"
+                              r"|there are no arguments to '(__\w+)'")
+
+
+def _code(source: str) -> str:
+    """``source`` with comments and literals blanked, newlines kept so that offsets still give lines."""
+    return _NOT_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), source)
+
+
+def check_supported(spec: KernelSpec) -> None:
+    """Raise Unsupported, naming the construct and its line, if the file uses one the emulator cannot
+    run faithfully."""
+    code = _code(spec.source)
+    for pattern, what in _UNSUPPORTED:
+        match = pattern.search(code)
+        if match:
+            line = code.count("\n", 0, match.start()) + 1
+            raise Unsupported(f"{spec.path}:{line}: the emulator cannot run {what} ({match.group(1).strip()})")
+
+
+def compile_unit(spec: KernelSpec, dtype: str) -> str:
+    """The text g++ compiles: ``unit_source``'s unit with ``#line`` directives (so that diagnostics and
+    ``__LINE__`` name the .cu file's own lines) and a trailer that exports the typed launcher and backs
+    every ``extern __shared__`` array with the dynamic shared memory storage."""
+    text = unit_source(spec, dtype)
+    start = text.index(spec.source)  # unit_source embeds the file verbatim
+    end = start + len(spec.source)
+    entry = spec.entry if spec.template is None else f"{spec.entry}<{CTYPES[dtype]}>"
+    path = str(spec.path).replace("\\", "\\\\").replace('"', '\\"')
+    trailer = [f"MMEMU_EXPORT_KERNEL({entry})"]
+    trailer += [f"MMEMU_DYNAMIC_SHARED({name})" for name in sorted(set(_EXTERN_SHARED.findall(_code(spec.source))))]
+    return (f'{text[:start]}#line 1 "{path}"\n{spec.source}\n'
+            f'#line 1 "<emulator launcher for {spec.entry}>"\n{text[end:]}\n' + "\n".join(trailer) + "\n")
+
+
+def compile_failure(spec: KernelSpec, dtype: str, diagnostics: str) -> MmcheckError:
+    """The error for a failed compile: Unsupported where the file uses a CUDA header or builtin that the
+    emulator does not provide, else CompileError with the compiler's own diagnostics."""
+    header = _MISSING_HEADER.search(diagnostics)
+    if header and _CUDA_HEADER.match(header.group(1)):
+        return Unsupported(f"{spec.path}: the emulator has no CUDA header <{header.group(1)}>")
+    builtin = _UNKNOWN_BUILTIN.search(diagnostics)
+    if builtin:
+        name = builtin.group(1) or builtin.group(2)
+        return Unsupported(f"{spec.path}: the emulator does not provide {name}")
+    return CompileError(f"{spec.path}: the emulator's compiler rejected {spec.name} for {dtype}:\n{diagnostics}")

@@ -1,0 +1,159 @@
+"""The Python end of the two pipes to mmemu-worker; worker.cpp describes the protocol and mmemu.h the
+numbers both sides share."""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...errors import MmcheckError
+
+__all__ = ["Worker", "WorkerError", "ParamInfo", "LaunchResult", "SCHEDULES",
+           "DONE", "FAULT", "SANITIZER", "BARRIER", "TRAP", "TIMEOUT", "STACK_OVERFLOW"]
+
+# mmemu.h: schedule codes, launch states, fault codes.
+SCHEDULES = {"forward": 0, "reverse": 1, "shuffle": 2}
+RUNNING, DONE, FAULT, SANITIZER, BARRIER, TRAP, TIMEOUT = range(7)
+STACK_OVERFLOW = 1000
+
+_PARAM = struct.Struct("<ccHII")                          # mmemu_param
+_LAUNCH = struct.Struct("<I3I3IQBBBQII")                   # kernel, grid, block, smem, schedule, fibers,
+                                                           # strict, seed, timeout_ms, nargs
+_RESULT = struct.Struct("<B3I3IiiiiQIiiq")                 # see launch() in worker.cpp
+
+
+class WorkerError(MmcheckError):
+    """The worker refused a request, or is gone."""
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    """A kernel parameter as the compiler typed it (mmemu_param)."""
+
+    kind: str       # p pointer, i signed, u unsigned, f floating, s other
+    elem_kind: str  # for pointers: the pointee's kind, v for void
+    size: int
+    elem_size: int
+
+
+@dataclass(frozen=True)
+class LaunchResult:
+    state: int
+    block: tuple[int, int, int]
+    thread: tuple[int, int, int]
+    in_kernel: bool
+    signo: int
+    code: int
+    is_write: int  # 1, 0, or -1 unknown
+    addr: int
+    access_size: int
+    wait_status: int
+    buffer: int | None  # the buffer whose mapping holds addr
+    offset: int         # addr's byte offset from that buffer's first element
+    message: str
+    warnings: str
+    stderr: str
+
+
+class Worker:
+    def __init__(self, executable: Path) -> None:
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        try:
+            proc = subprocess.Popen([str(executable), str(req_r), str(rep_w)], pass_fds=(req_r, rep_w),
+                                    stdin=subprocess.DEVNULL)
+        finally:
+            os.close(req_r)
+            os.close(rep_w)
+        self._out, self._in = req_w, rep_r
+        self._closer = weakref.finalize(self, _close, proc, req_w, rep_r)
+
+    def close(self) -> None:
+        self._closer()
+
+    @property
+    def alive(self) -> bool:
+        return self._closer.alive
+
+    def load(self, path: Path) -> tuple[int, tuple[ParamInfo, ...]]:
+        reply = self._call(b"L", os.fsencode(path))
+        kernel, nparams = struct.unpack_from("<II", reply)
+        params = tuple(ParamInfo(k.decode(), e.decode(), size, elem_size)
+                       for k, e, _, size, elem_size in _PARAM.iter_unpack(reply[8:8 + nparams * _PARAM.size]))
+        return kernel, params
+
+    def alloc(self, data: bytes) -> int:
+        return struct.unpack("<I", self._call(b"A", struct.pack("<Q", len(data)) + data))[0]
+
+    def read(self, buffer: int) -> bytes:
+        return self._call(b"R", struct.pack("<I", buffer))
+
+    def free(self, buffer: int) -> None:
+        if self.alive:
+            self._call(b"F", struct.pack("<I", buffer))
+
+    def launch(self, kernel: int, grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,
+               schedule: int, fibers: bool, strict: bool, seed: int, timeout_ms: int,
+               args: list[tuple[int, int] | bytes]) -> LaunchResult:
+        """``args``: (buffer, byte offset) for pointers, up to 8 bytes for scalars."""
+        parts = [_LAUNCH.pack(kernel, *grid, *block, smem, schedule, fibers, strict, seed, timeout_ms, len(args))]
+        for arg in args:
+            if isinstance(arg, bytes):
+                parts.append(b"\1" + arg.ljust(8, b"\0"))
+            else:
+                parts.append(struct.pack("<BIQ", 0, *arg))
+        reply = self._call(b"X", b"".join(parts))
+        head = _RESULT.unpack_from(reply)
+        texts, at = [], _RESULT.size
+        for _ in range(3):
+            (n,) = struct.unpack_from("<I", reply, at)
+            texts.append(reply[at + 4:at + 4 + n].decode(errors="replace"))
+            at += 4 + n
+        state, bx, by, bz, tx, ty, tz, in_kernel, signo, code, is_write, addr, size, wait, buf, off = head
+        return LaunchResult(state, (bx, by, bz), (tx, ty, tz), bool(in_kernel), signo, code, is_write, addr, size,
+                            wait, None if buf < 0 else buf, off, *texts)
+
+    def _call(self, op: bytes, payload: bytes) -> bytes:
+        if not self.alive:
+            raise WorkerError("the emulator worker has been closed")
+        try:
+            _write_all(self._out, struct.pack("<I", 1 + len(payload)) + op + payload)
+            (n,) = struct.unpack("<I", _read_exact(self._in, 4))
+            reply = _read_exact(self._in, n)
+        except (OSError, EOFError) as e:
+            self.close()
+            raise WorkerError(f"the emulator worker died ({e})") from None
+        if reply[:1] != b"\0":
+            raise WorkerError(reply[1:].decode(errors="replace"))
+        return reply[1:]
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _read_exact(fd: int, n: int) -> bytes:
+    chunks, left = [], n
+    while left:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            raise EOFError("end of pipe")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _close(proc: subprocess.Popen, out_fd: int, in_fd: int) -> None:
+    os.close(out_fd)  # the worker reads end-of-file and exits
+    os.close(in_fd)
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
