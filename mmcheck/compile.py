@@ -47,11 +47,13 @@ def find_symbol(binary: bytes, spec: KernelSpec, dtype: str) -> str:
     if spec.template is None:
         return spec.entry
     prefix = f"_Z{len(spec.entry)}{spec.entry}I{_MANGLE[dtype]}E".encode()
-    names = set(re.findall(re.escape(prefix) + rb"[A-Za-z0-9_]*", binary))
+    found = set(re.findall(re.escape(prefix) + rb"[A-Za-z0-9_]*", binary))
+    # With line info a cubin also names each parameter (<symbol>_param_0, ...): keep the symbol itself.
+    names = {n for n in found if not any(n != m and n.startswith(m + b"_param_") for m in found)}
     if len(names) != 1:
-        found = ", ".join(sorted(n.decode() for n in names)) or "none"
+        listed = ", ".join(sorted(n.decode() for n in names)) or "none"
         raise CompileError(f"{spec.path}: cannot find one symbol for {spec.entry}<{CTYPES[dtype]}> "
-                           f"(looked for {prefix.decode()}...; found {found})")
+                           f"(looked for {prefix.decode()}...; found {listed})")
     return names.pop().decode()
 
 

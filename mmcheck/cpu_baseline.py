@@ -55,7 +55,7 @@ def ikj_multicore(a: np.ndarray, b: np.ndarray, threads: int) -> np.ndarray:
     return c
 
 
-def _operands(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int, int]]:
+def _operands(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, ...]]:
     """Contiguous float32 ``a`` (M x K) and ``b`` (K x N), a new M x N result, and (M, N, K)."""
     a, b = np.asarray(a), np.asarray(b)
     if a.dtype != np.float32 or b.dtype != np.float32:

@@ -86,3 +86,12 @@ def test_saved_arrays_load_back_with_their_metadata(tmp_path):
         assert json.loads(str(saved["meta"]))["kernel"] == "k"
         np.testing.assert_array_equal(saved["A"], a)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_symbol_lookup_ignores_parameter_symbols_of_line_info():
+    from mmcheck.compile import find_symbol
+
+    (spec,) = parse_specs(spec_text(), "k.cu")
+    name = b"_Z9mm_kernelIfEvPKT_S2_PS0_mmm"
+    binary = b"\0".join([b"x", name + b"_param_0", name, name + b"_param_1", b"_Z9mm_kernelIdEvPKT_S2_PS0_mmm", b""])
+    assert find_symbol(binary, spec, "float32") == name.decode()

@@ -54,7 +54,10 @@ class _Worker:
             fd, log = tempfile.mkstemp(prefix=f"mmcheck-{tool}-", suffix=".log")
             os.close(fd)
             self.log = Path(log)
-            command = [shutil.which("compute-sanitizer") or "compute-sanitizer", "--tool", tool,
+            # Exact-size allocations lie back to back, so a read past A would land in B, which memcheck
+            # counts as valid: --padding puts an unallocated gap after every allocation.
+            padding = ["--padding", "4096"] if tool == "memcheck" else []
+            command = [shutil.which("compute-sanitizer") or "compute-sanitizer", "--tool", tool, *padding,
                        "--log-file", log, "--print-limit", "20", *command]
         self.process = subprocess.Popen(command, pass_fds=(child_in, child_out))
         os.close(child_in)

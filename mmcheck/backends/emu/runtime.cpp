@@ -95,7 +95,7 @@ void context_switch(Context& from, Context& to) { swapcontext(&from.uc, &to.uc);
 class Order {
 public:
     Order(uint64_t n, int schedule, uint64_t key) : n_(n), schedule_(schedule), key_(key | 1) {
-        while (mask_ < n - 1 && n > 1) mask_ = mask_ << 1 | 1;
+        while (mask_ + 1 < n) mask_ = mask_ << 1 | 1;  // the smallest 2^k - 1 that covers [0, n)
     }
     uint64_t operator[](uint64_t i) const {
         if (schedule_ == MMEMU_FORWARD) return i;
@@ -105,10 +105,10 @@ public:
     }
 
 private:
-    uint64_t mix(uint64_t x) const {  // each step is invertible on mask_+1 values
+    uint64_t mix(uint64_t x) const {  // each step is invertible on [0, mask_]
         for (int round = 0; round < 3; ++round) {
             x = (x ^ (key_ >> (7 * round))) & mask_;
-            x = (x * (key_ | 1)) & mask_;
+            x = (x * key_) & mask_;  // key_ is odd
             x ^= x >> (mask_ > 0xff ? 5 : 1);
         }
         return x;
@@ -506,7 +506,7 @@ void complete_barrier() {
 void resolve() {
     if (complete_warp_ops(false) || complete_activemasks()) return;
     if (E.waiting[kBarrier] && E.waiting[kBarrier] == E.nthreads - E.exited) return complete_barrier();
-    if (!E.launch->strict && complete_warp_ops(true)) return;
+    if (complete_warp_ops(true)) return;  // lanes of a mask had exited: misuse() reports or warns
     fail_deadlock();
 }
 

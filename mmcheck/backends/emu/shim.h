@@ -311,20 +311,27 @@ constexpr mmemu_param param_of() {
 inline unsigned char* dynamic_smem() { return mmemu_dyn_smem; }
 
 // The launcher for one kernel: parameter descriptions from the function's own type, and a call that
-// unpacks an argument vector into exactly those types.
-template <auto F, class Signature = decltype(F)>
-struct Export;
-template <auto F, class... P>
-struct Export<F, void (*)(P...)> {
+// unpacks an argument vector into exactly those types.  It is keyed by the signature alone, not by the
+// kernel, so that no symbol but the kernel's own has the kernel's mangled name in it (find_symbol
+// looks for that name in the module's bytes).
+template <class... P>
+struct Export {
+    static inline void (*entry)(P...);
     static constexpr mmemu_param params[sizeof...(P) + 1] = {param_of<P>()..., {}};
     template <std::size_t... I>
-    static void call(void* const* args, std::index_sequence<I...>) { F(*static_cast<P*>(args[I])...); }
+    static void call(void* const* args, std::index_sequence<I...>) { entry(*static_cast<P*>(args[I])...); }
     static void invoke(void* const* args) { call(args, std::index_sequence_for<P...>{}); }
-    static constexpr mmemu_kernel info = {MMEMU_ABI, sizeof...(P), params, invoke, dynamic_smem};
 };
+template <class... P>
+const mmemu_kernel* describe(void (*kernel)(P...)) {
+    Export<P...>::entry = kernel;
+    static constexpr mmemu_kernel info = {MMEMU_ABI, sizeof...(P), Export<P...>::params, Export<P...>::invoke,
+                                          dynamic_smem};
+    return &info;
+}
 }  // namespace mmemu
 
 #define MMEMU_EXPORT_KERNEL(...) \
-    MMEMU_EXPORT const mmemu_kernel* mmemu_kernel_info() { return &mmemu::Export<&__VA_ARGS__>::info; }
+    MMEMU_EXPORT const mmemu_kernel* mmemu_kernel_info() { return mmemu::describe(&__VA_ARGS__); }
 #define MMEMU_DYNAMIC_SHARED(name) \
     extern thread_local unsigned char mmemu_shared_##name[] __asm__(#name) __attribute__((alias("mmemu_dyn_smem")));

@@ -25,9 +25,14 @@ _BASE = ["-std=c++17", "-pipe", "-fdiagnostics-color=never"]
 # pointers may be reinterpreted (float* as float4*), and math functions never touch errno.
 _SEMANTICS = ["-fwrapv", "-ffp-contract=off", "-fno-strict-aliasing", "-fno-math-errno"]
 # Kernel modules: hidden symbols (a kernel called `read` must not bind to libc's, nor libc's to it), no
-# init hooks on extern thread_local (extern __shared__), every symbol resolved when linked.
-_MODULE = ["-shared", "-fPIC", "-fvisibility=hidden", "-fno-extern-tls-init", "-Wl,--no-undefined"]
+# init hooks on extern thread_local (extern __shared__), every symbol resolved when linked, and large
+# stack frames probed page by page, so that a fiber overflowing its stack hits the guard page below it.
+_MODULE = ["-shared", "-fPIC", "-fvisibility=hidden", "-fno-extern-tls-init", "-Wl,--no-undefined",
+           "-fstack-clash-protection"]
 _C_LOCALE = {**os.environ, "LC_ALL": "C"}  # plain quotes in diagnostics, which unit.py matches
+# Extra flags for the runtime.  Empty in use; the tests set ["-DMMEMU_UCONTEXT"] to build the swapcontext
+# fibers that hosts other than x86-64 get.
+RUNTIME_FLAGS: list[str] = []
 
 
 class Toolchain:
@@ -77,15 +82,16 @@ class Toolchain:
 
     def _build_runtime(self) -> Path:
         sources = [_HERE / name for name in ("mmemu.h", "runtime.cpp", "worker.cpp")]
-        key = cache_key("emu-runtime", [p.read_bytes() for p in sources], _BASE, self.mode, self.version)
+        flags = [*_BASE, *self.mode, *RUNTIME_FLAGS]
+        key = cache_key("emu-runtime", [p.read_bytes() for p in sources], flags, self.version)
         final = self.cache / f"runtime-{key}"
         if (final / "mmemu-worker").exists():
             return final
         tmp = Path(tempfile.mkdtemp(dir=self.cache, prefix=".runtime-"))
         try:
-            _run([self.cxx, *_BASE, *self.mode, "-shared", "-fPIC", "-Wl,-soname,libmmemu.so",
+            _run([self.cxx, *flags, "-shared", "-fPIC", "-Wl,-soname,libmmemu.so",
                   str(_HERE / "runtime.cpp"), "-o", str(tmp / "libmmemu.so"), "-ldl"], "build the emulator runtime")
-            _run([self.cxx, *_BASE, *self.mode, str(_HERE / "worker.cpp"), "-o", str(tmp / "mmemu-worker"),
+            _run([self.cxx, *flags, str(_HERE / "worker.cpp"), "-o", str(tmp / "mmemu-worker"),
                   "-L", str(tmp), "-lmmemu", "-Wl,-rpath,$ORIGIN", "-ldl"], "build the emulator worker")
             try:
                 os.rename(tmp, final)

@@ -25,10 +25,14 @@ _UNSUPPORTED = (
 )
 _EXTERN_SHARED = re.compile(r"\b(?:extern\s+__shared__|__shared__\s+extern)\b[^;]*?\b([A-Za-z_]\w*)\s*\[\s*\]")
 _MISSING_HEADER = re.compile(r"fatal error: (\S+): No such file or directory")
-_CUDA_HEADER = re.compile(r"(cuda|cu[a-z]|mma|sm_\d|device_|math_constants|cooperative_groups|crt/|cub/|thrust/)")
-# nvcc's own names all start with two underscores, which user code may not declare.
-_UNKNOWN_BUILTIN = re.compile(r"'(__\w+)' (?:was not declared|does not name a type|has not been declared)"
-                              r"|there are no arguments to '(__\w+)'")
+_CUDA_HEADER = re.compile(r"(cuda|cub/|thrust/|cublas|curand|cufft|cusparse|cutlass/|cute/|mma\.h|sm_\d|device_"
+                          r"|math_constants|cooperative_groups|crt/)")
+_UNDECLARED = re.compile(r"'(__\w+)' (?:was not declared|does not name a type|has not been declared)"
+                         r"|there are no arguments to '(__\w+)'")
+# CUDA builtins that shim.h does not provide (an undeclared name outside these is the file's own error).
+_CUDA_BUILTIN = re.compile(r"__(reduce_\w+_sync|match_\w+_sync|funnelshift_\w+|byte_perm|dp[24]a\w*|h[a-z]\w*"
+                           r"|half\w*|float2half\w*|bfloat16\w*|nv_\w+|cvta_\w+|is(Global|Shared|Constant|Local)"
+                           r"|pipeline_\w+|u?r?hadd|u?sad|fns|ldg_\w+)")
 
 
 def _code(source: str) -> str:
@@ -68,8 +72,8 @@ def compile_failure(spec: KernelSpec, dtype: str, diagnostics: str) -> MmcheckEr
     header = _MISSING_HEADER.search(diagnostics)
     if header and _CUDA_HEADER.match(header.group(1)):
         return Unsupported(f"{spec.path}: the emulator has no CUDA header <{header.group(1)}>")
-    builtin = _UNKNOWN_BUILTIN.search(diagnostics)
-    if builtin:
-        name = builtin.group(1) or builtin.group(2)
+    undeclared = _UNDECLARED.search(diagnostics)
+    name = undeclared and (undeclared.group(1) or undeclared.group(2))
+    if name and _CUDA_BUILTIN.fullmatch(name):
         return Unsupported(f"{spec.path}: the emulator does not provide {name}")
     return CompileError(f"{spec.path}: the emulator's compiler rejected {spec.name} for {dtype}:\n{diagnostics}")

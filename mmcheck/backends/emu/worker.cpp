@@ -134,8 +134,9 @@ std::string alloc(Reader& in) {
     mprotect(b.map + g_page + body, g_page, PROT_NONE);
     char *lo = b.map + g_page, *hi = lo + body;
     b.data = hi - round_up(nbytes, 16);
-    memset(lo, 0xff, body);
     in.copy(b.data, nbytes);
+    memset(lo, 0xff, size_t(b.data - lo));
+    memset(b.data + nbytes, 0xff, size_t(hi - b.data - nbytes));
     ASAN_POISON_MEMORY_REGION(lo, size_t(b.data - lo));
     ASAN_POISON_MEMORY_REGION(b.data + nbytes, size_t(hi - b.data - nbytes));
     uint32_t id = g_next_buffer++;
@@ -239,9 +240,13 @@ std::string launch(Reader& in) {
     L.args = args.data();
 
     memset(g_status, 0, sizeof *g_status);
-    int errfd = memfd_create("mmemu-stderr", 0);
+    int errfd = memfd_create("mmemu-stderr", 0);  // the child's stderr, for sanitizer reports and asserts
     int pipefd[2];
-    if (errfd < 0 || pipe(pipefd) != 0) throw Refused(std::string("cannot start a launch: ") + strerror(errno));
+    if (errfd < 0 || pipe(pipefd) != 0) {
+        std::string why = strerror(errno);
+        if (errfd >= 0) close(errfd);
+        throw Refused("cannot start a launch: " + why);
+    }
     pid_t pid = fork();
     if (pid == 0) {
         close(pipefd[0]);

@@ -86,10 +86,10 @@ class Worker:
                        for k, e, _, size, elem_size in _PARAM.iter_unpack(reply[8:8 + nparams * _PARAM.size]))
         return kernel, params
 
-    def alloc(self, data: bytes) -> int:
-        return struct.unpack("<I", self._call(b"A", struct.pack("<Q", len(data)) + data))[0]
+    def alloc(self, data: memoryview) -> int:
+        return struct.unpack("<I", self._call(b"A", struct.pack("<Q", data.nbytes), data))[0]
 
-    def read(self, buffer: int) -> bytes:
+    def read(self, buffer: int) -> bytearray:
         return self._call(b"R", struct.pack("<I", buffer))
 
     def free(self, buffer: int) -> None:
@@ -106,7 +106,7 @@ class Worker:
                 parts.append(b"\1" + arg.ljust(8, b"\0"))
             else:
                 parts.append(struct.pack("<BIQ", 0, *arg))
-        reply = self._call(b"X", b"".join(parts))
+        reply = self._call(b"X", *parts)
         head = _RESULT.unpack_from(reply)
         texts, at = [], _RESULT.size
         for _ in range(3):
@@ -117,36 +117,42 @@ class Worker:
         return LaunchResult(state, (bx, by, bz), (tx, ty, tz), bool(in_kernel), signo, code, is_write, addr, size,
                             wait, None if buf < 0 else buf, off, *texts)
 
-    def _call(self, op: bytes, payload: bytes) -> bytes:
+    def _call(self, op: bytes, *payload: bytes | memoryview) -> bytearray:
+        """One request and its reply's payload.  Neither side is copied on the way: buffers can be large."""
         if not self.alive:
             raise WorkerError("the emulator worker has been closed")
+        parts = [memoryview(p).cast("B") for p in payload]
         try:
-            _write_all(self._out, struct.pack("<I", 1 + len(payload)) + op + payload)
-            (n,) = struct.unpack("<I", _read_exact(self._in, 4))
-            reply = _read_exact(self._in, n)
+            _write_all(self._out, [struct.pack("<I", 1 + sum(p.nbytes for p in parts)), op, *parts])
+            n, status = struct.unpack("<IB", _read_exact(self._in, 5))
+            reply = _read_exact(self._in, n - 1)
         except (OSError, EOFError) as e:
             self.close()
             raise WorkerError(f"the emulator worker died ({e})") from None
-        if reply[:1] != b"\0":
-            raise WorkerError(reply[1:].decode(errors="replace"))
-        return reply[1:]
+        if status != 0:
+            raise WorkerError(reply.decode(errors="replace"))
+        return reply
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+def _write_all(fd: int, parts: list) -> None:
+    views = [memoryview(p) for p in parts if len(p)]
+    while views:
+        written = os.writev(fd, views)
+        while views and written >= views[0].nbytes:
+            written -= views.pop(0).nbytes
+        if written:
+            views[0] = views[0][written:]
 
 
-def _read_exact(fd: int, n: int) -> bytes:
-    chunks, left = [], n
-    while left:
-        chunk = os.read(fd, min(left, 1 << 20))
+def _read_exact(fd: int, n: int) -> bytearray:
+    out = bytearray(n)
+    view, got = memoryview(out), 0
+    while got < n:
+        chunk = os.readv(fd, [view[got:]])
         if not chunk:
             raise EOFError("end of pipe")
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+        got += chunk
+    return out
 
 
 def _close(proc: subprocess.Popen, out_fd: int, in_fd: int) -> None:

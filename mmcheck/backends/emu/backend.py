@@ -1,0 +1,250 @@
+"""The CPU emulator backend: a kernel file compiled, unmodified, by the host C++ compiler against a CUDA
+shim, and run by mmemu-worker with CUDA's semantics (blocks, fiber threads, barriers, warps)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import warnings
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ...compile import find_symbol
+from ...errors import (BarrierError, KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory,
+                       SanitizerError)
+from ...spec import KernelSpec
+from ..base import Arg, BackendOptions, DeviceBuffer, Dim3, Kernel
+from . import worker as w
+from .toolchain import Toolchain
+from .unit import check_supported
+
+__all__ = ["EmuBackend"]
+
+# CUDA's launch limits (sm_90); dynamic shared memory up to the opt-in maximum (mmemu.h).
+_MAX_BLOCK = (1024, 1024, 64)
+_MAX_GRID = (2**31 - 1, 65535, 65535)
+_MAX_THREADS = 1024
+_MAX_DYNAMIC_SMEM = 232448
+_FIBER_STACK = "256 KiB"  # runtime.cpp's kStackSize
+_SEED = 0x6D6D636865636B  # the shuffle schedule is the same on every run
+# A module that calls any of these needs fibers: its threads meet at barriers or warp operations.
+_RENDEZVOUS = b"mmemu_rv_"
+
+
+@dataclass(frozen=True)
+class _Module:
+    """Kernel.handle: a kernel module loaded into the worker."""
+
+    id: int
+    params: tuple[w.ParamInfo, ...]
+    fibers: bool
+
+
+class _Buffer:
+    """DeviceBuffer.handle: freed in the worker when the last DeviceBuffer that holds it goes away."""
+
+    def __init__(self, worker: w.Worker, data: memoryview) -> None:
+        self.id = worker.alloc(data)
+        weakref.finalize(self, worker.free, self.id).atexit = False
+
+
+class EmuBackend:
+    """Runs kernels on the CPU: blocks one after another, the threads of a block as cooperative fibers."""
+
+    name = "emu"
+
+    def __init__(self, options: BackendOptions = BackendOptions()) -> None:
+        self.options = options
+        self._toolchain = Toolchain(options.sanitize, options.cache_dir)
+        self._worker = w.Worker(self._toolchain.worker)
+        self._modules: dict[Path, _Module] = {}
+
+    def close(self) -> None:
+        """Stop the worker now rather than when the backend is collected."""
+        self._worker.close()
+
+    def compile(self, spec: KernelSpec, dtype: str, defines: dict[str, str]) -> Kernel:
+        check_supported(spec)
+        path = self._toolchain.build_kernel(spec, dtype, defines)
+        binary = path.read_bytes()
+        symbol = find_symbol(binary, spec, dtype)
+        module = self._modules.get(path)
+        if module is None:
+            kernel_id, params = self._worker.load(path)
+            module = self._modules[path] = _Module(kernel_id, params, _RENDEZVOUS in binary)
+        schedules = tuple(w.SCHEDULES) if module.fibers else ("forward",)
+        return Kernel(spec=spec, dtype=dtype, symbol=symbol, schedules=schedules, handle=module)
+
+    def upload(self, host: np.ndarray, offset: int) -> DeviceBuffer:
+        if host.ndim != 1:
+            raise ValueError(f"upload takes a 1-d array, not one of shape {host.shape}")
+        if not 0 <= offset <= host.size:
+            raise ValueError(f"offset {offset} is outside the array of {host.size} elements")
+        handle = _Buffer(self._worker, memoryview(np.ascontiguousarray(host)))
+        return DeviceBuffer(size=host.size, dtype=host.dtype, offset=offset, handle=handle)
+
+    def download(self, buf: DeviceBuffer) -> np.ndarray:
+        return np.frombuffer(self._worker.read(buf.handle.id), dtype=buf.dtype)
+
+    def launch(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
+               schedule: str) -> None:
+        module: _Module = kernel.handle
+        label = f"{kernel.spec.name} ({kernel.dtype})"
+        _check_config(label, kernel, grid, block, smem, schedule)
+        packed = _pack_args(label, kernel.spec, module.params, args)
+        timeout_ms = min(max(1, round(self.options.timeout * 1000)), 2**31 - 1)
+        result = self._worker.launch(module.id, grid, block, smem, w.SCHEDULES[schedule], module.fibers,
+                                     self.options.strict_barriers, _SEED, timeout_ms, packed)
+        for line in result.warnings.splitlines():
+            warnings.warn(f"{label}: {line}", RuntimeWarning, stacklevel=2)
+        if result.state != w.DONE:
+            raise _failure(label, args, kernel.spec, result, self.options.timeout)
+
+
+def _check_config(label: str, kernel: Kernel, grid: Dim3, block: Dim3, smem: int, schedule: str) -> None:
+    def refuse(message: str) -> LaunchError:
+        return LaunchError(f"{label}: {message}")
+
+    if schedule not in kernel.schedules:
+        raise refuse(f"schedule {schedule!r} is not one of {', '.join(kernel.schedules)}")
+    for what, dims, limits in (("grid", grid, _MAX_GRID), ("block", block, _MAX_BLOCK)):
+        if len(dims) != 3 or not all(1 <= int(d) <= m for d, m in zip(dims, limits)):
+            raise refuse(f"{what} {tuple(dims)} is outside 1..{limits} in some dimension")
+    if block[0] * block[1] * block[2] > _MAX_THREADS:
+        raise refuse(f"block {tuple(block)} has more than {_MAX_THREADS} threads")
+    if not 0 <= smem <= _MAX_DYNAMIC_SMEM:
+        raise refuse(f"{smem} bytes of dynamic shared memory is outside 0..{_MAX_DYNAMIC_SMEM}")
+
+
+_KIND_NAMES = {"i": "signed integer", "u": "unsigned integer", "f": "floating-point value", "p": "pointer",
+               "s": "struct"}
+
+
+def _pack_args(label: str, spec: KernelSpec, params: tuple[w.ParamInfo, ...],
+               args: Sequence[Arg]) -> list[tuple[int, int] | bytes]:
+    """The worker's argument list, after checking each argument against the parameter's C++ type: a
+    mismatch that the GPU would silently misread (an int32 for a size_t) is refused here."""
+    if len(args) != len(params):
+        raise LaunchError(f"{label}: the kernel takes {len(params)} parameters, but {len(args)} arguments "
+                          "were given")
+    packed: list[tuple[int, int] | bytes] = []
+    for i, (arg, param) in enumerate(zip(args, params)):
+        problem = _mismatch(arg, param)
+        if problem:
+            raise LaunchError(f"{label}: parameter {i + 1} ({_param_name(spec, i)}) {problem}")
+        if isinstance(arg, DeviceBuffer):
+            packed.append((arg.handle.id, arg.offset * arg.dtype.itemsize))
+        else:
+            packed.append(arg.tobytes())
+    return packed
+
+
+def _mismatch(arg: Arg, param: w.ParamInfo) -> str | None:
+    expected = f"{param.size}-byte {_KIND_NAMES[param.kind]}"
+    if isinstance(arg, DeviceBuffer):
+        if param.kind != "p":
+            return f"is a {expected}, but a buffer was passed"
+        pointee = (param.elem_kind, param.elem_size)
+        held = ({"f": "f", "i": "i", "u": "u"}.get(arg.dtype.kind, "s"), arg.dtype.itemsize)
+        # void* and char-sized pointees take any buffer; structs (float4*) take any buffer too
+        if param.elem_kind not in "vs" and param.elem_size != 1 and pointee != held:
+            return (f"points to a {param.elem_size}-byte {_KIND_NAMES[param.elem_kind]}, but the buffer holds "
+                    f"{arg.dtype}")
+        return None
+    if not isinstance(arg, np.generic):
+        return f"got a {type(arg).__name__}; pass a DeviceBuffer or a numpy scalar"
+    if param.kind in "ps":
+        return f"is a {expected}, which a {arg.dtype} scalar cannot be passed as"
+    floating = arg.dtype.kind == "f"
+    if floating != (param.kind == "f") or arg.dtype.itemsize != param.size:
+        return f"is a {expected}, but a {arg.dtype} ({arg.dtype.itemsize} bytes) was passed"
+    return None
+
+
+def _failure(label: str, args: Sequence[Arg], spec: KernelSpec, r: w.LaunchResult, timeout: float) -> MmcheckError:
+    where = f"block {_dim(r.block)}, thread {_dim(r.thread)}"
+    if r.state == w.TIMEOUT:
+        return KernelTimeout(f"{label}: did not finish within {timeout:g} s (was running block {_dim(r.block)})")
+    if r.state == w.BARRIER:
+        return BarrierError(f"{label}: {r.message} (in block {_dim(r.block)})")
+    if r.state == w.TRAP:
+        return KernelFault(f"{label}: __trap() at line {r.code}, {where}")
+    if r.state == w.SANITIZER:
+        return SanitizerError(f"{label}: AddressSanitizer: {_access(args, spec, r)}, {where}\n"
+                              f"{_sanitizer_report(r.stderr)}", "asan")
+    if r.state == w.FAULT:
+        context = "" if r.in_kernel else " (inside the emulator's runtime, not the kernel)"
+        tail = f"\n{r.stderr.strip()}" if r.stderr.strip() else ""
+        return KernelFault(f"{label}: {_signal(args, spec, r)}, {where}{context}{tail}")
+    if "runtime error:" in r.stderr:  # UndefinedBehaviorSanitizer's index check (sanitize mode) exited
+        return SanitizerError(f"{label}: an array index out of bounds, {where}\n{r.stderr.strip()}", "ubsan")
+    if os.WIFSIGNALED(r.wait_status):  # the child ended without saying why
+        how = f"was killed by {signal.Signals(os.WTERMSIG(r.wait_status)).name}"
+    else:
+        how = f"exited with status {os.WEXITSTATUS(r.wait_status)}"
+    return KernelFault(f"{label}: the kernel's process {how}, {where}\n{r.stderr.strip()}")
+
+
+def _signal(args: Sequence[Arg], spec: KernelSpec, r: w.LaunchResult) -> str:
+    if r.code == w.STACK_OVERFLOW:
+        return f"stack overflow (a thread used more than its {_FIBER_STACK} of stack)"
+    if r.signo == signal.SIGSEGV:
+        if r.buffer is not None:
+            return _access(args, spec, r)
+        if r.code == 0x80:  # SI_KERNEL: a general-protection fault carries no address
+            return "general protection fault (a misaligned vector access, or a wild non-canonical address)"
+        if r.addr < 4096:
+            return f"null pointer dereference (address {r.addr:#x})"
+        return f"invalid memory access at address {r.addr:#x}"
+    if r.signo == signal.SIGFPE:
+        return "arithmetic exception (integer division by zero, or INT_MIN / -1)"
+    if r.signo == signal.SIGABRT:
+        return "abort() (a failed assert?)"
+    if r.signo == signal.SIGILL:  # what g++ plants where it proves undefined behaviour, e.g. *(T*)0
+        return "illegal instruction (the compiler's trap for undefined behaviour such as a null dereference)"
+    return f"{signal.Signals(r.signo).name} at address {r.addr:#x}"
+
+
+def _access(args: Sequence[Arg], spec: KernelSpec, r: w.LaunchResult) -> str:
+    """An out-of-bounds access described by the argument it overran."""
+    verb = {1: "write", 0: "read"}.get(r.is_write, "access")
+    size = f" of {r.access_size} bytes" if r.access_size else ""
+    names = [_param_name(spec, i) for i, a in enumerate(args)
+             if isinstance(a, DeviceBuffer) and a.handle.id == r.buffer]
+    if not names:
+        return f"out-of-bounds {verb}{size} at address {r.addr:#x} (in no buffer passed to this launch)"
+    buf = next(a for a in args if isinstance(a, DeviceBuffer) and a.handle.id == r.buffer)
+    nbytes = buf.size * buf.dtype.itemsize
+    if r.offset < 0:
+        position = f"{-r.offset} bytes before the start of"
+    elif r.offset >= nbytes:
+        position = f"{r.offset - nbytes} bytes past the end of"
+    else:
+        position = f"at byte {r.offset} of"
+    element = r.offset // buf.dtype.itemsize - buf.offset
+    return (f"out-of-bounds {verb}{size} {position} argument {' = '.join(names)} ({buf.size} x {buf.dtype}; "
+            f"element {element} from the kernel's pointer, which has {buf.size - buf.offset})")
+
+
+def _param_name(spec: KernelSpec, i: int) -> str:
+    return spec.params[i].name if i < len(spec.params) else f"#{i + 1}"
+
+
+def _sanitizer_report(stderr: str) -> str:
+    """The report's headline and the stack frames inside the kernel (those below are the emulator's)."""
+    lines = stderr.splitlines()
+    start = next((i for i, line in enumerate(lines) if "ERROR: AddressSanitizer" in line), 0)
+    kept = []
+    for line in lines[start:]:
+        if "mmemu::Export" in line:
+            break
+        kept.append(line.strip())
+    return "\n".join(kept)
+
+
+def _dim(d: tuple[int, int, int]) -> str:
+    return f"({d[0]},{d[1]},{d[2]})"

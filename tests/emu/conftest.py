@@ -1,0 +1,101 @@
+"""Fixtures for the emulator's tests: backends sharing one fresh compile cache, and helpers (as fixtures,
+so that test modules import nothing from here) that turn a kernel body into a spec and run a kernel."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mmcheck.backends.base import BackendOptions, Kernel
+from mmcheck.backends.emu import EmuBackend
+from mmcheck.spec import KernelSpec, load_specs, parse_specs
+
+KERNELS = Path(__file__).parent / "kernels"
+
+_HEADER = """/* mmcheck
+[[kernel]]
+name = "emu.{entry}"
+entry = "{entry}"
+{template}op = "mm"
+dtypes = {dtypes}
+params = {params}
+block = [32]
+grid = [1]
+*/
+"""
+
+
+def make_spec(body: str, *, entry: str = "k", params: Sequence[str] = ("A", "B", "C"),
+              dtypes: Sequence[str] = ("float32",), template: str | None = None,
+              path: str = "inline.cu") -> KernelSpec:
+    """A spec for ``body`` (the kernel file minus its spec block); the block and grid in it are unused,
+    since the tests launch with explicit geometry."""
+    header = _HEADER.format(entry=entry, template=f'template = "{template}"\n' if template else "",
+                            dtypes=list(dtypes), params=list(params)).replace("'", '"')
+    return parse_specs(header + body, path)[0]
+
+
+def run(backend: EmuBackend, kernel: Kernel, args: Sequence[np.ndarray | np.generic], grid: int | tuple,
+        block: int | tuple, smem: int = 0, schedule: str = "forward") -> list[np.ndarray]:
+    """Upload the arrays among ``args``, launch, and return every array argument as downloaded."""
+    passed = [backend.upload(a, 0) if isinstance(a, np.ndarray) else a for a in args]
+    backend.launch(kernel, passed, _dim3(grid), _dim3(block), smem, schedule)
+    return [backend.download(p) for p, a in zip(passed, args) if isinstance(a, np.ndarray)]
+
+
+def _dim3(d: int | tuple) -> tuple[int, int, int]:
+    d = (d,) if isinstance(d, int) else tuple(d)
+    return (*d, *(1,) * (3 - len(d)))  # type: ignore[return-value]
+
+
+@pytest.fixture(scope="session")
+def emu_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("emu-cache")
+
+
+def _backend(cache: Path, **options: object) -> Iterator[EmuBackend]:
+    backend = EmuBackend(BackendOptions(cache_dir=str(cache), **options))  # type: ignore[arg-type]
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(scope="session")
+def emu(emu_cache: Path) -> Iterator[EmuBackend]:
+    yield from _backend(emu_cache, timeout=10.0)
+
+
+@pytest.fixture(scope="session")
+def emu_lenient(emu_cache: Path) -> Iterator[EmuBackend]:
+    yield from _backend(emu_cache, timeout=10.0, strict_barriers=False)
+
+
+@pytest.fixture(scope="session")
+def emu_asan(emu_cache: Path) -> Iterator[EmuBackend]:
+    yield from _backend(emu_cache, timeout=20.0, sanitize=True)
+
+
+@pytest.fixture(scope="session")
+def spec_of() -> Callable[..., KernelSpec]:
+    return make_spec
+
+
+@pytest.fixture(scope="session")
+def file_spec() -> Callable[[str], KernelSpec]:
+    """The spec of a kernel file in tests/emu/kernels."""
+    return lambda name: load_specs(KERNELS / name)[0]
+
+
+@pytest.fixture(scope="session")
+def run_kernel() -> Callable[..., list[np.ndarray]]:
+    return run
+
+
+@pytest.fixture(scope="session")
+def build(emu: EmuBackend) -> Callable[..., Kernel]:
+    """Compile a kernel body (see make_spec) on the default backend, for float32 unless told."""
+    def build(body: str, dtype: str = "float32", **spec: object) -> Kernel:
+        return emu.compile(make_spec(body, dtypes=[dtype], **spec), dtype, {})  # type: ignore[arg-type]
+    return build

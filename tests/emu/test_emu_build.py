@@ -1,0 +1,112 @@
+"""Compiling for the emulator: names nvcc accepts, what cannot be emulated, errors, defines, the cache."""
+
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+
+from mmcheck.backends import get_backend
+from mmcheck.backends.base import BackendOptions
+from mmcheck.backends.emu import EmuBackend
+from mmcheck.errors import CompileError, Unsupported
+
+COPY = "(const float* A, const float* B, float* C) { C[threadIdx.x] = A[threadIdx.x] * 2; }"
+
+
+def test_registry_finds_the_emulator(emu_cache):
+    backend = get_backend("emu", BackendOptions(cache_dir=str(emu_cache)))
+    assert isinstance(backend, EmuBackend) and backend.name == "emu"
+    backend.close()
+
+
+@pytest.mark.parametrize("name", ["signal", "read", "kill"])
+def test_kernels_may_have_names_that_libc_uses(build, emu, run_kernel, name):
+    kernel = build(f'extern "C" __global__ void {name}{COPY}', entry=name)
+    assert kernel.symbol == name
+    a = np.arange(32, dtype=np.float32)
+    np.testing.assert_array_equal(run_kernel(emu, kernel, [a, a, np.zeros(32, np.float32)], 1, 32)[2], 2 * a)
+
+
+def test_cuda_headers_that_the_shim_replaces_may_be_included(build, emu, run_kernel):
+    kernel = build(f'#include <cuda_runtime.h>\n#include "device_launch_parameters.h"\n'
+                   f'extern "C" __global__ void k{COPY}')
+    a = np.ones(32, np.float32)
+    assert (run_kernel(emu, kernel, [a, a, a], 1, 32)[2] == 2).all()
+
+
+@pytest.mark.parametrize("body, construct", [
+    ('extern "C" __global__ void k(const float* A, const float* B, float* C) {\n'
+     '  asm volatile("membar.gl;");\n}', r":12: the emulator cannot run inline assembly \(asm\)"),
+    ('extern "C" __global__ void k(const float* A, const float* B, float* C) {\n'
+     '  long long t = clock64(); C[0] = t;\n}', r"cannot run clock-based timing \(clock64\)"),
+    ('extern "C" __global__ void k(const float* A, const float* B, float* C, cudaTextureObject_t tex) {}',
+     r"cannot run textures and surfaces \(cudaTextureObject_t\)"),
+    ('extern "C" __global__ void k(const float* A, const float* B, float* C) {\n'
+     '  cooperative_groups::this_grid().sync();\n}', r"cannot run cooperative-groups grid synchronization"),
+    ('#include <cooperative_groups.h>\nextern "C" __global__ void k(const float* A, const float* B, float* C) {}',
+     r"the emulator has no CUDA header <cooperative_groups.h>"),
+    ('extern "C" __global__ void k(const float* A, const float* B, float* C) {\n'
+     '  C[0] = __reduce_add_sync(0xffffffff, 1);\n}', r"the emulator does not provide __reduce_add_sync"),
+])
+def test_constructs_that_cannot_be_emulated_are_unsupported(build, body, construct):
+    with pytest.raises(Unsupported, match=construct):
+        build(body)
+
+
+def test_constructs_in_comments_and_strings_are_ignored(build):
+    build('// asm("...") and clock64() in a comment\n'
+          'extern "C" __global__ void k(const float* A, const float* B, float* C) {\n'
+          '  const char* s = "tex1Dfetch"; C[0] = s[0];\n}')
+
+
+def test_a_compile_error_names_the_file_and_line(emu, spec_of):
+    spec = spec_of('extern "C" __global__ void k(const float* A, const float* B, float* C) {\n'
+                   "  C[0] = undeclared_thing;\n}", path="kernels/broken.cu")
+    line = spec.source.count("\n", 0, spec.source.index("undeclared_thing")) + 1
+    with pytest.raises(CompileError, match=rf"kernels/broken.cu:{line}:\d+: error: 'undeclared_thing' was not "
+                                           r"declared"):
+        emu.compile(spec, "float32", {})
+
+
+def test_a_misspelt_intrinsic_is_a_compile_error_not_unsupported(build):
+    with pytest.raises(CompileError, match="'__syncthreadz' was not declared"):
+        build('extern "C" __global__ void k(const float* A, const float* B, float* C) { __syncthreadz(); }')
+
+
+def test_defines_reach_the_kernel(emu, spec_of, run_kernel):
+    spec = spec_of('extern "C" __global__ void k(const float* A, const float* B, float* C) '
+                   "{ C[threadIdx.x] = SCALE; }")
+    a = np.zeros(4, np.float32)
+    for scale in (3, 5):
+        kernel = emu.compile(spec, "float32", {"SCALE": str(scale)})
+        assert (run_kernel(emu, kernel, [a, a, a], 1, 4)[2] == scale).all()
+
+
+def test_a_second_compile_is_a_cache_hit(emu_cache, spec_of, monkeypatch):
+    spec = spec_of(f'extern "C" __global__ void k{COPY}\n// unique to the cache test')
+    compiles = []
+    real_run = subprocess.run
+
+    def counting_run(argv, *args, **kwargs):
+        compiles.append(argv)
+        return real_run(argv, *args, **kwargs)
+
+    first = EmuBackend(BackendOptions(cache_dir=str(emu_cache)))
+    monkeypatch.setattr(subprocess, "run", counting_run)
+    first.compile(spec, "float32", {})
+    assert len(compiles) == 1
+    first.close()
+    second = EmuBackend(BackendOptions(cache_dir=str(emu_cache)))  # a new process would see the same
+    compiles.clear()
+    kernel = second.compile(spec, "float32", {})
+    assert [argv for argv in compiles if "-x" in argv] == []  # nothing compiled: only --version asked
+    assert kernel.symbol == "k"
+    second.close()
+
+
+def test_the_cache_follows_xdg_cache_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    EmuBackend(BackendOptions()).close()
+    assert list((tmp_path / "mmcheck" / "emu").glob("runtime-*/mmemu-worker"))

@@ -1,0 +1,180 @@
+"""Faults, hangs and misuse on the emulator: each becomes an exception that names the kernel, block,
+thread and argument, and the backend keeps working afterwards."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mmcheck.backends.base import BackendOptions
+from mmcheck.backends.emu import EmuBackend
+from mmcheck.errors import KernelFault, KernelTimeout, LaunchError
+
+# Thread t copies A[t + M] to C[t + N]: M or N = 1 makes the last thread step one element past the end.
+SHIFTED_COPY = """
+extern "C" __global__ void k(const float* A, const float* B, float* C, int M, int N) {
+    unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+    C[t + N] = A[t + M];
+}
+"""
+PARAMS = ("A", "B", "C", "M:int", "N:int")
+
+
+def shifted_copy(backend, kernel, run_kernel, n: int, read_shift: int, write_shift: int):
+    a = np.arange(n, dtype=np.float32)
+    return run_kernel(backend, kernel, [a, a, np.zeros(n, np.float32), np.int32(read_shift),
+                                        np.int32(write_shift)], 2, n // 2)
+
+
+def test_read_past_the_end_hits_the_guard_page(build, emu, run_kernel):
+    kernel = build(SHIFTED_COPY, params=PARAMS)
+    with pytest.raises(KernelFault, match=r"emu.k \(float32\): out-of-bounds read 0 bytes past the end of "
+                                          r"argument A \(64 x float32; element 64 from the kernel's pointer, "
+                                          r"which has 64\), block \(1,0,0\), thread \(31,0,0\)"):
+        shifted_copy(emu, kernel, run_kernel, 64, 1, 0)
+
+
+def test_write_past_the_end_hits_the_guard_page(build, emu, run_kernel):
+    kernel = build(SHIFTED_COPY, params=PARAMS)
+    with pytest.raises(KernelFault, match=r"out-of-bounds write 0 bytes past the end of argument C .*"
+                                          r"block \(1,0,0\), thread \(31,0,0\)"):
+        shifted_copy(emu, kernel, run_kernel, 64, 0, 1)
+
+
+@pytest.mark.parametrize("shift, verb, argument", [((1, 0), "read", "A"), ((0, 1), "write", "C")])
+def test_sanitizer_catches_what_the_guard_page_cannot(emu_asan, spec_of, run_kernel, shift, verb, argument):
+    # 62 floats end 8 bytes short of a 16-byte boundary, so one element past the end is still on the page
+    kernel = emu_asan.compile(spec_of(SHIFTED_COPY, params=PARAMS), "float32", {})
+    with pytest.raises(KernelFault, match=rf"AddressSanitizer: out-of-bounds {verb} of 4 bytes 0 bytes past the "
+                                          rf"end of argument {argument} .*block \(1,0,0\), thread \(30,0,0\)\n"
+                                          rf"==\d+==ERROR: AddressSanitizer: .*\n{verb.upper()} of size 4 .*\n"
+                                          r"#0 .* in k .*inline.cu:\d+$"):
+        shifted_copy(emu_asan, kernel, run_kernel, 62, *shift)
+
+
+def test_sanitizer_catches_dynamic_shared_memory_overflow(emu_asan, spec_of, run_kernel):
+    kernel = emu_asan.compile(spec_of("""
+extern "C" __global__ void k(const float* A, const float* B, float* C) {
+    extern __shared__ float buffer[];
+    buffer[threadIdx.x + 1] = A[threadIdx.x];   // one past the 32 floats the launch gives
+}
+"""), "float32", {})
+    a = np.zeros(32, np.float32)
+    with pytest.raises(KernelFault, match=r"AddressSanitizer: .*write of 4 bytes.*thread \(31,0,0\)"):
+        run_kernel(emu_asan, kernel, [a, a, a], 1, 32, smem=32 * 4)
+
+
+def test_sanitizer_checks_array_indices(emu_asan, spec_of, run_kernel):
+    # a shared tile indexed past its row: memory the block owns, so only the index check can tell
+    kernel = emu_asan.compile(spec_of("""
+extern "C" __global__ void k(const float* A, const float* B, float* C) {
+    __shared__ float tile[4][8];
+    tile[threadIdx.x / 8][threadIdx.x % 8 + 1] = A[threadIdx.x];
+}
+"""), "float32", {})
+    a = np.zeros(32, np.float32)
+    with pytest.raises(KernelFault, match=r"thread \(7,0,0\)\n.*inline.cu:\d+:\d+: runtime error: index 8 out of "
+                                          r"bounds for type 'float \[8\]'"):
+        run_kernel(emu_asan, kernel, [a, a, a], 1, 32)
+
+
+def test_sanitized_kernels_still_compute(emu_asan, file_spec, run_kernel):
+    kernel = emu_asan.compile(file_spec("tiled.cu"), "int32", {})
+    a = np.arange(20 * 20, dtype=np.int32) % 7
+    c = run_kernel(emu_asan, kernel, [a, a, np.zeros(400, np.int32), np.uint64(20), np.uint64(20), np.uint64(20)],
+                   (2, 2), (16, 16), schedule="shuffle")[2]
+    np.testing.assert_array_equal(c.reshape(20, 20), a.reshape(20, 20) @ a.reshape(20, 20))
+
+
+def test_a_crash_leaves_the_backend_usable(build, emu, run_kernel):
+    wild = build("""
+extern "C" __global__ void k(const float* A, const float* B, float* C, int M) {
+    C[(size_t)M << 28] = 1;
+}
+""", params=("A", "B", "C", "M:int"))
+    a = np.zeros(4, np.float32)
+    with pytest.raises(KernelFault, match=r"invalid memory access at address 0x.*block \(0,0,0\), thread \(0,0,0\)"):
+        run_kernel(emu, wild, [a, a, a, np.int32(1)], 1, 1)
+    kernel = build(SHIFTED_COPY, params=PARAMS)
+    c = shifted_copy(emu, kernel, run_kernel, 64, 0, 0)[2]
+    np.testing.assert_array_equal(c, np.arange(64))
+
+
+def test_a_hang_is_stopped_by_the_timeout(emu_cache, spec_of, run_kernel):
+    backend = EmuBackend(BackendOptions(cache_dir=str(emu_cache), timeout=0.5))
+    try:
+        hang = backend.compile(spec_of("""
+extern "C" __global__ void k(const float* A, const float* B, float* C) {
+    volatile int spin = blockIdx.x == 1;
+    while (spin) {}
+}
+"""), "float32", {})
+        a = np.zeros(4, np.float32)
+        with pytest.raises(KernelTimeout, match=r"emu.k \(float32\): did not finish within 0.5 s "
+                                                r"\(was running block \(1,0,0\)\)"):
+            run_kernel(backend, hang, [a, a, a], 3, 1)
+        kernel = backend.compile(spec_of(SHIFTED_COPY, params=PARAMS), "float32", {})
+        c = shifted_copy(backend, kernel, run_kernel, 64, 0, 0)[2]
+        np.testing.assert_array_equal(c, np.arange(64))
+    finally:
+        backend.close()
+
+
+def test_fiber_stack_overflow_is_a_fault(build, emu, run_kernel):
+    kernel = build("""
+extern "C" __global__ void k(const float* A, const float* B, float* C) {
+    volatile float big[100000];          // 400 KB: more than a fiber's stack
+    big[threadIdx.x] = A[threadIdx.x];
+    __syncthreads();
+    C[threadIdx.x] = big[threadIdx.x];
+}
+""")
+    a = np.zeros(32, np.float32)
+    with pytest.raises(KernelFault, match=r"stack overflow \(a thread used more than its 256 KiB of stack\), "
+                                          r"block \(0,0,0\), thread \(0,0,0\)"):
+        run_kernel(emu, kernel, [a, a, a], 1, 32)
+
+
+def test_trap_is_a_fault(build, emu, run_kernel):
+    kernel = build('extern "C" __global__ void k(const float* A, const float* B, float* C) '
+                   "{ if (threadIdx.x == 3) __trap(); }")
+    a = np.zeros(4, np.float32)
+    line = kernel.spec.source[:kernel.spec.source.index("__trap")].count("\n") + 1
+    with pytest.raises(KernelFault, match=rf"__trap\(\) at line {line}, block \(0,0,0\), thread \(3,0,0\)"):
+        run_kernel(emu, kernel, [a, a, a], 1, 8)
+
+
+def test_parameter_types_are_checked(build, emu):
+    kernel = build('extern "C" __global__ void k(const float* A, const float* B, float* C, size_t M) {}',
+                   params=("A", "B", "C", "M:size_t"))
+    f32, f64 = emu.upload(np.zeros(4, np.float32), 0), emu.upload(np.zeros(4, np.float64), 0)
+
+    def launch(*args):
+        emu.launch(kernel, list(args), (1, 1, 1), (1, 1, 1), 0, "forward")
+
+    with pytest.raises(LaunchError, match=r"parameter 4 \(M\) is a 8-byte unsigned integer, but a int32 \(4 bytes\)"):
+        launch(f32, f32, f32, np.int32(4))
+    with pytest.raises(LaunchError, match=r"parameter 4 \(M\) is a 8-byte unsigned integer, but a float64"):
+        launch(f32, f32, f32, np.float64(4))
+    with pytest.raises(LaunchError, match=r"parameter 2 \(B\) points to a 4-byte floating-point value, but the "
+                                          r"buffer holds float64"):
+        launch(f32, f64, f32, np.uint64(4))
+    with pytest.raises(LaunchError, match=r"parameter 3 \(C\) is a 8-byte pointer, which a uint64 scalar"):
+        launch(f32, f32, np.uint64(4), np.uint64(4))
+    with pytest.raises(LaunchError, match="the kernel takes 4 parameters, but 3 arguments were given"):
+        launch(f32, f32, f32)
+    launch(f32, f32, f32, np.uint64(4))
+
+
+def test_launch_configuration_is_checked(build, emu):
+    kernel = build('extern "C" __global__ void k(const float* A, const float* B, float* C) {}')
+    a = emu.upload(np.zeros(4, np.float32), 0)
+    for grid, block, smem, schedule, message in [
+        ((1, 1, 1), (1024, 2, 1), 0, "forward", "more than 1024 threads"),
+        ((1, 1, 1), (1, 1, 65), 0, "forward", r"block \(1, 1, 65\) is outside"),
+        ((0, 1, 1), (1, 1, 1), 0, "forward", r"grid \(0, 1, 1\) is outside"),
+        ((1, 1, 1), (1, 1, 1), 10**6, "forward", "dynamic shared memory"),
+        ((1, 1, 1), (1, 1, 1), 0, "reverse", "schedule 'reverse' is not one of forward"),
+    ]:
+        with pytest.raises(LaunchError, match=message):
+            emu.launch(kernel, [a, a, a], grid, block, smem, schedule)

@@ -1,0 +1,115 @@
+"""The seed kernel zoo in cuda_src/: every file parses, names are unique, the conventions that make it
+readable hold, and every kernel compiles with nvcc exactly as mmcheck compiles it.
+
+Whether the kernels compute the right thing is mmcheck's own job (test_correctness.py on a backend);
+this file checks what can be checked anywhere, with no GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from mmcheck.compile import find_symbol, macro_flags, unit_source
+from mmcheck.runner import plan
+from mmcheck.shapes import shapes_for
+from mmcheck.spec import KernelSpec, collect, find_sources, load_specs
+
+ZOO = Path(__file__).resolve().parent.parent / "cuda_src"
+FILES = find_sources([ZOO])
+KERNELS = [(s, d) for f in FILES for s in load_specs(f) for d in s.dtypes]
+# Hopper, the GPUs mmcheck's GPU runs use; the zoo needs nothing newer than the seed texts' GPUs had.
+ARCH = "sm_90"
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(ZOO).as_posix()
+
+
+@pytest.mark.parametrize("path", FILES, ids=_rel)
+def test_file_parses(path):
+    assert load_specs(path)
+
+
+def test_names_are_unique_across_files():
+    catalog = collect([ZOO])
+    assert not catalog.errors, "\n".join(map(str, catalog.errors))
+    assert len(catalog.specs) == len({s.name for s in catalog.specs})
+
+
+@pytest.mark.parametrize("path", FILES, ids=_rel)
+def test_conventions(path):
+    """Seeds are named seedNNN.*, every known-bad kernel lives in buggy/ (the seed text's own broken
+    kernel excepted) and says which checks catch it, and each kernel has a line for `mmcheck list`."""
+    in_buggy = _rel(path).startswith("buggy/")
+    for spec in load_specs(path):
+        assert spec.about, f"{spec.name}: no about"
+        assert spec.name.startswith("buggy." if in_buggy else "seed"), spec.name
+        if in_buggy:
+            assert spec.expect == "fail", f"{spec.name}: only known-bad kernels belong in buggy/"
+        if spec.expect == "fail":
+            assert spec.catch, f"{spec.name}: a known-bad kernel must name the checks that catch it"
+
+
+def test_the_bug_zoo_is_complete():
+    """At least 15 known-bad kernels, each a different mistake."""
+    bad = [s for f in FILES if _rel(f).startswith("buggy/") for s in load_specs(f)]
+    assert len(bad) >= 15 and len({s.entry for s in bad}) == len(bad)
+
+
+@pytest.mark.parametrize("spec, dtype", KERNELS, ids=[f"{s.name}-{d}" for s, d in KERNELS])
+def test_admits_a_launchable_shape(spec: KernelSpec, dtype: str):
+    shape = _first_shape(spec)
+    p = plan(spec, dtype, shape)
+    assert p.block[0] * p.block[1] * p.block[2] <= 1024, f"{spec.name}: block {p.block} has too many threads"
+
+
+@pytest.mark.parametrize("spec, dtype", KERNELS, ids=[f"{s.name}-{d}" for s, d in KERNELS])
+def test_compiles_with_nvcc(spec: KernelSpec, dtype: str, nvcc_builds):
+    error, symbol = nvcc_builds(spec, dtype)
+    assert error is None, error
+    assert symbol == spec.entry or symbol.startswith(f"_Z{len(spec.entry)}{spec.entry}I")
+
+
+@pytest.fixture(scope="module")
+def nvcc_builds(request, tmp_path_factory):
+    """Compiles every kernel x dtype this session collected, in parallel and once each (nvcc takes about
+    a second a unit, so one at a time would take minutes); a test waits only for its own."""
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH: the zoo's kernels are only parsed, not compiled")
+    folder = tmp_path_factory.mktemp("nvcc")
+    wanted = {(item.callspec.params["spec"].name, item.callspec.params["dtype"]): item.callspec.params["spec"]
+              for item in request.session.items
+              if item.originalname == "test_compiles_with_nvcc" and hasattr(item, "callspec")}
+    pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
+    request.addfinalizer(pool.shutdown)
+    builds: dict[tuple[str, str], Future] = {
+        (name, dtype): pool.submit(_nvcc, spec, dtype, folder) for (name, dtype), spec in wanted.items()}
+    return lambda spec, dtype: builds[spec.name, dtype].result()
+
+
+def _first_shape(spec: KernelSpec):
+    shapes = shapes_for(spec)
+    assert shapes, f"{spec.name}: no shape satisfies its requires"
+    return shapes[0]
+
+
+def _nvcc(spec: KernelSpec, dtype: str, folder: Path) -> tuple[str | None, str | None]:
+    """(compiler messages or None, the kernel's symbol): the unit, defines and flags mmcheck's GPU backend
+    uses, with defines evaluated for the kernel's smallest valid shape.  Warnings count as errors: the
+    zoo is what users copy."""
+    p = plan(spec, dtype, _first_shape(spec))
+    source, cubin = folder / f"{spec.name}-{dtype}.cu", folder / f"{spec.name}-{dtype}.cubin"
+    source.write_text(unit_source(spec, dtype))
+    done = subprocess.run(["nvcc", "--cubin", f"-arch={ARCH}", *macro_flags(p.defines), "-o", str(cubin),
+                           str(source)], capture_output=True, text=True)
+    messages = (done.stderr + done.stdout).strip()
+    if done.returncode != 0 or messages:
+        outcome = "failed" if done.returncode else "warned"
+        return f"nvcc {outcome} for {spec.name} ({dtype}):\n{messages}", None
+    return None, find_symbol(cubin.read_bytes(), spec, dtype)
