@@ -42,7 +42,7 @@ OPTIONS = (
            default="auto", choices=("auto", "gpu", "emu")),
     Option("budget", "largest problem, in multiply-adds, of the generated shapes", type=int,
            default=DEFAULT_BUDGET),
-    Option("timeout", "seconds a launch may run before it counts as hung", type=float, default=20.0),
+    Option("timeout", "seconds a launch may run before it counts as hung", type=float, default=10.0),
     Option("results", "folder where failing cases are saved (.npz arrays; .png heat map with matplotlib)",
            default="mmcheck-results"),
     Option("sanitize", "run under compute-sanitizer (GPU) or AddressSanitizer (emulator)", type=None,
@@ -60,7 +60,7 @@ class Settings:
     seed: int = 0
     backend: str = "auto"
     budget: int = DEFAULT_BUDGET
-    timeout: float = 20.0
+    timeout: float = 10.0
     results: str = "mmcheck-results"
     sanitize: bool = False
     barrier_warnings: bool = False

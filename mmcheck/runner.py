@@ -148,8 +148,10 @@ class Runner:
         try:
             p = plan(case.spec, case.dtype, case.shape)
             kernel = self.compile(case.spec, case.dtype, p.defines)
-            for pattern in data.patterns_for(case.dtype):
-                self._check_pattern(case, kernel, p, pattern)
+            for i, pattern in enumerate(data.patterns_for(case.dtype)):
+                # Thread order does not depend on the data: the extra schedules run with the first pattern.
+                schedules = kernel.schedules if i == 0 else kernel.schedules[:1]
+                self._check_pattern(case, kernel, p, pattern, schedules)
         except _Caught as c:
             return Result(case, "fail", c.args[0], check=c.check, mismatch=c.mismatch)
         except Unsupported as e:
@@ -183,14 +185,15 @@ class Runner:
 
     # -- one input pattern, every schedule the backend offers ----------------------------------------
 
-    def _check_pattern(self, case: Case, kernel: Kernel, p: Plan, pattern: str) -> None:
+    def _check_pattern(self, case: Case, kernel: Kernel, p: Plan, pattern: str,
+                       schedules: tuple[str, ...]) -> None:
         spec, dtype, shape = case.spec, case.dtype, case.shape
         seed = data.case_seed(case.seed, spec.name, dtype, str(shape), pattern)
         inputs = data.make_inputs(spec.op, shape, dtype, pattern, seed)
         want = reference(inputs, dtype)
         bound = tolerance(dtype, shape.K, magnitude(inputs)) if pattern == "normal" else None
         passed: list[str] = []
-        for schedule in kernel.schedules:
+        for schedule in schedules:
             try:
                 got = self._launch(case, kernel, p, inputs, schedule)
                 self._judge(case, kernel, p, pattern, inputs, want, bound, got, schedule, passed)

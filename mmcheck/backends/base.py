@@ -24,7 +24,7 @@ class BackendOptions:
     """Settings a user chooses for a run; each backend reads those that apply to it."""
 
     sanitize: bool = False          # compute-sanitizer on the GPU, AddressSanitizer on the emulator
-    timeout: float = 20.0           # seconds one launch may take before it counts as a hang
+    timeout: float = 10.0           # seconds one launch may take before it counts as a hang
     strict_barriers: bool = True    # emulator: barrier divergence is an error (False: a warning)
     cache_dir: str | None = None    # where compiled modules are kept; None: the user cache dir
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ...compile import find_symbol
-from ...errors import (BarrierError, KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory,
+from ...errors import (BarrierError, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory,
                        SanitizerError)
 from ...spec import KernelSpec
 from ..base import Arg, BackendOptions, DeviceBuffer, Dim3, Kernel
@@ -74,7 +74,10 @@ class EmuBackend:
         symbol = find_symbol(binary, spec, dtype)
         module = self._modules.get(path)
         if module is None:
-            kernel_id, params = self._worker.load(path)
+            try:
+                kernel_id, params = self._worker.load(path)
+            except w.Refused as e:  # dlopen's complaint, e.g. a symbol the linker let through
+                raise CompileError(f"{spec.path}: the emulator cannot load {spec.name} for {dtype}: {e}") from None
             module = self._modules[path] = _Module(kernel_id, params, _RENDEZVOUS in binary)
         schedules = tuple(w.SCHEDULES) if module.fibers else ("forward",)
         return Kernel(spec=spec, dtype=dtype, symbol=symbol, schedules=schedules, handle=module)
@@ -84,7 +87,10 @@ class EmuBackend:
             raise ValueError(f"upload takes a 1-d array, not one of shape {host.shape}")
         if not 0 <= offset <= host.size:
             raise ValueError(f"offset {offset} is outside the array of {host.size} elements")
-        handle = _Buffer(self._worker, memoryview(np.ascontiguousarray(host)))
+        try:
+            handle = _Buffer(self._worker, memoryview(np.ascontiguousarray(host)))
+        except w.Refused as e:  # the one reason the worker refuses an allocation: no memory for it
+            raise OutOfMemory(f"the emulator cannot hold {host.nbytes} bytes: {e}") from None
         return DeviceBuffer(size=host.size, dtype=host.dtype, offset=offset, handle=handle)
 
     def download(self, buf: DeviceBuffer) -> np.ndarray:

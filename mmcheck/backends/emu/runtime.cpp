@@ -341,6 +341,7 @@ void fiber_main() {
 }
 
 uint64_t park(State state) {
+    if (!E.launch->fibers) fail("internal error: a rendezvous in a kernel launched without fibers");
     Thread& t = E.threads[E.current];
     t.state = state;
     ++E.waiting[state];
@@ -410,7 +411,8 @@ bool complete_warp_ops(bool exited_arrive) {
             if (arrived != want && !(exited_arrive && (arrived | gone) == want)) continue;
             if (gone) {
                 char text[256];
-                snprintf(text, sizeof text, "%s at line %d: mask 0x%08x names lanes 0x%08x of warp %u, which had exited",
+                snprintf(text, sizeof text,
+                         "%s at line %d: mask 0x%08x names lanes 0x%08x of warp %u, which had exited",
                          warp_name(t.kind), t.line, t.mask, gone, base / 32);
                 misuse(text);
             }

@@ -295,7 +295,8 @@ constexpr char kind_of() {
     if constexpr (std::is_void<T>::value) return 'v';
     else if constexpr (std::is_pointer<T>::value) return 'p';
     else if constexpr (std::is_floating_point<T>::value) return 'f';
-    else if constexpr (std::is_integral<T>::value || std::is_enum<T>::value) return std::is_signed<T>::value ? 'i' : 'u';
+    else if constexpr (std::is_integral<T>::value || std::is_enum<T>::value)
+        return std::is_signed<T>::value ? 'i' : 'u';
     else return 's';
 }
 template <class P>

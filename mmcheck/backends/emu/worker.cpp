@@ -111,7 +111,8 @@ void send(const std::string& payload) {
 // ---- buffers: [guard page][slack][payload][slack][guard page] --------------------------------------
 // The payload starts 16-byte aligned (what vector loads need) and ends as close to the trailing guard
 // page as that allows, so the first access past the end faults; the slack is filled with 0xff and,
-// under AddressSanitizer, poisoned, which makes every out-of-bounds byte an error.
+// under AddressSanitizer, everything but the payload is poisoned, which makes every out-of-bounds byte
+// an error.
 struct Buffer {
     char* map;
     size_t map_size;
@@ -137,8 +138,9 @@ std::string alloc(Reader& in) {
     in.copy(b.data, nbytes);
     memset(lo, 0xff, size_t(b.data - lo));
     memset(b.data + nbytes, 0xff, size_t(hi - b.data - nbytes));
-    ASAN_POISON_MEMORY_REGION(lo, size_t(b.data - lo));
-    ASAN_POISON_MEMORY_REGION(b.data + nbytes, size_t(hi - b.data - nbytes));
+    // the guard pages too: AddressSanitizer must see an overrun before the page fault does
+    ASAN_POISON_MEMORY_REGION(b.map, size_t(b.data - b.map));
+    ASAN_POISON_MEMORY_REGION(b.data + nbytes, size_t(b.map + map_size - b.data - nbytes));
     uint32_t id = g_next_buffer++;
     g_buffers[id] = b;
     return Writer().put(id).out;
@@ -160,7 +162,7 @@ std::string read_buffer(Reader& in) {
 std::string free_buffer(Reader& in) {
     uint32_t id = in.get<uint32_t>();
     const Buffer& b = buffer(id);
-    ASAN_UNPOISON_MEMORY_REGION(b.map + g_page, b.map_size - 2 * g_page);
+    ASAN_UNPOISON_MEMORY_REGION(b.map, b.map_size);
     munmap(b.map, b.map_size);
     g_buffers.erase(id);
     return Writer().out;

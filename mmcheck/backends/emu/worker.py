@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ...errors import MmcheckError
 
-__all__ = ["Worker", "WorkerError", "ParamInfo", "LaunchResult", "SCHEDULES",
+__all__ = ["Worker", "WorkerError", "Refused", "ParamInfo", "LaunchResult", "SCHEDULES",
            "DONE", "FAULT", "SANITIZER", "BARRIER", "TRAP", "TIMEOUT", "STACK_OVERFLOW"]
 
 # mmemu.h: schedule codes, launch states, fault codes.
@@ -27,7 +27,11 @@ _RESULT = struct.Struct("<B3I3IiiiiQIiiq")                 # see launch() in wor
 
 
 class WorkerError(MmcheckError):
-    """The worker refused a request, or is gone."""
+    """The worker is gone."""
+
+
+class Refused(WorkerError):
+    """The worker refused a request (the message says why)."""
 
 
 @dataclass(frozen=True)
@@ -130,7 +134,7 @@ class Worker:
             self.close()
             raise WorkerError(f"the emulator worker died ({e})") from None
         if status != 0:
-            raise WorkerError(reply.decode(errors="replace"))
+            raise Refused(reply.decode(errors="replace"))
         return reply
 
 
