@@ -10,7 +10,7 @@ import pytest
 from mmcheck.backends import get_backend
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.emu import EmuBackend
-from mmcheck.errors import CompileError, Unsupported
+from mmcheck.errors import BackendUnavailable, CompileError, Unsupported
 
 COPY = "(const float* A, const float* B, float* C) { C[threadIdx.x] = A[threadIdx.x] * 2; }"
 
@@ -19,6 +19,12 @@ def test_registry_finds_the_emulator(emu_cache):
     backend = get_backend("emu", BackendOptions(cache_dir=str(emu_cache)))
     assert isinstance(backend, EmuBackend) and backend.name == "emu"
     backend.close()
+
+
+def test_no_compiler_means_unavailable(emu_cache, monkeypatch):
+    monkeypatch.setenv("CXX", "no-such-compiler")
+    with pytest.raises(BackendUnavailable, match="'no-such-compiler' is not on PATH"):
+        EmuBackend(BackendOptions(cache_dir=str(emu_cache)))
 
 
 @pytest.mark.parametrize("name", ["signal", "read", "kill"])

@@ -8,7 +8,7 @@ import pytest
 
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.emu import EmuBackend
-from mmcheck.errors import KernelFault, KernelTimeout, LaunchError
+from mmcheck.errors import KernelFault, KernelTimeout, LaunchError, SanitizerError
 
 # Thread t copies A[t + M] to C[t + N]: M or N = 1 makes the last thread step one element past the end.
 SHIFTED_COPY = """
@@ -41,15 +41,18 @@ def test_write_past_the_end_hits_the_guard_page(build, emu, run_kernel):
         shifted_copy(emu, kernel, run_kernel, 64, 0, 1)
 
 
+@pytest.mark.parametrize("n", [62, 64])
 @pytest.mark.parametrize("shift, verb, argument", [((1, 0), "read", "A"), ((0, 1), "write", "C")])
-def test_sanitizer_catches_what_the_guard_page_cannot(emu_asan, spec_of, run_kernel, shift, verb, argument):
-    # 62 floats end 8 bytes short of a 16-byte boundary, so one element past the end is still on the page
+def test_sanitizer_catches_out_of_bounds_accesses(emu_asan, spec_of, run_kernel, n, shift, verb, argument):
+    # 62 floats end 8 bytes short of a 16-byte boundary, so one element past the end is still on the
+    # page (which only the sanitizer sees); 64 end right at the guard page
     kernel = emu_asan.compile(spec_of(SHIFTED_COPY, params=PARAMS), "float32", {})
-    with pytest.raises(KernelFault, match=rf"AddressSanitizer: out-of-bounds {verb} of 4 bytes 0 bytes past the "
-                                          rf"end of argument {argument} .*block \(1,0,0\), thread \(30,0,0\)\n"
+    with pytest.raises(SanitizerError, match=rf"AddressSanitizer: out-of-bounds {verb} of 4 bytes 0 bytes past the "
+                                             rf"end of argument {argument} .*block \(1,0,0\), "
+                                             rf"thread \({n // 2 - 1},0,0\)\n"
                                           rf"==\d+==ERROR: AddressSanitizer: .*\n{verb.upper()} of size 4 .*\n"
                                           r"#0 .* in k .*inline.cu:\d+$"):
-        shifted_copy(emu_asan, kernel, run_kernel, 62, *shift)
+        shifted_copy(emu_asan, kernel, run_kernel, n, *shift)
 
 
 def test_sanitizer_catches_dynamic_shared_memory_overflow(emu_asan, spec_of, run_kernel):
@@ -60,7 +63,7 @@ extern "C" __global__ void k(const float* A, const float* B, float* C) {
 }
 """), "float32", {})
     a = np.zeros(32, np.float32)
-    with pytest.raises(KernelFault, match=r"AddressSanitizer: .*write of 4 bytes.*thread \(31,0,0\)"):
+    with pytest.raises(SanitizerError, match=r"AddressSanitizer: .*write of 4 bytes.*thread \(31,0,0\)"):
         run_kernel(emu_asan, kernel, [a, a, a], 1, 32, smem=32 * 4)
 
 
@@ -73,8 +76,9 @@ extern "C" __global__ void k(const float* A, const float* B, float* C) {
 }
 """), "float32", {})
     a = np.zeros(32, np.float32)
-    with pytest.raises(KernelFault, match=r"thread \(7,0,0\)\n.*inline.cu:\d+:\d+: runtime error: index 8 out of "
-                                          r"bounds for type 'float \[8\]'"):
+    with pytest.raises(SanitizerError, match=r"an array index out of bounds, block \(0,0,0\), thread \(7,0,0\)\n"
+                                             r".*inline.cu:\d+:\d+: runtime error: index 8 out of bounds for "
+                                             r"type 'float \[8\]'"):
         run_kernel(emu_asan, kernel, [a, a, a], 1, 32)
 
 

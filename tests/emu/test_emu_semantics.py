@@ -7,7 +7,7 @@ import pytest
 
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.emu import EmuBackend, toolchain
-from mmcheck.errors import KernelFault
+from mmcheck.errors import BarrierError
 
 DTYPES = {"int32": np.int32, "float32": np.float32, "float64": np.float64}
 
@@ -78,7 +78,7 @@ def test_barrier_divergence_is_an_error(build, emu, run_kernel):
     kernel = build(EARLY_EXIT)
     a = np.arange(32, dtype=np.float32)
     line = line_of(kernel, "// the barrier")
-    with pytest.raises(KernelFault, match=rf"barrier divergence: __syncthreads at line {line} was reached by 24 "
+    with pytest.raises(BarrierError, match=rf"barrier divergence: __syncthreads at line {line} was reached by 24 "
                                           r"of 32 threads; the others had exited \(e.g. thread \(24,0,0\)\) "
                                           r"\(in block \(0,0,0\)\)"):
         run_kernel(emu, kernel, [a, a, np.zeros(32, np.float32)], 1, 32)
@@ -107,7 +107,7 @@ def test_different_barriers_meeting_is_an_error(build, emu, run_kernel):
     kernel = build(MISMATCHED)
     a = np.zeros(32, np.float32)
     odd, even = line_of(kernel, "// odd"), line_of(kernel, "// even")
-    with pytest.raises(KernelFault, match=rf"different barriers met: __syncthreads at line ({odd}|{even}) "
+    with pytest.raises(BarrierError, match=rf"different barriers met: __syncthreads at line ({odd}|{even}) "
                                           rf"\(thread \(\d+,0,0\)\) and __syncthreads at line ({odd}|{even})"):
         run_kernel(emu, kernel, [a, a, a], 1, 32)
 
@@ -144,7 +144,7 @@ extern "C" __global__ void k(const float* A, const float* B, float* C) {
 }
 """)
     a = np.zeros(32, np.float32)
-    with pytest.raises(KernelFault, match="barrier divergence"):
+    with pytest.raises(BarrierError, match="barrier divergence"):
         run_kernel(emu, kernel, [a, a, a], 1, 32)
 
 
@@ -223,8 +223,9 @@ extern "C" __global__ void k(const float* A, const float* B, float* C) {
 }
 """)
     a = np.zeros(32, np.float32)
-    with pytest.raises(KernelFault, match=rf"__shfl_xor_sync at line {line_of(kernel, '// here')}: mask 0xffffffff names lanes 0x00000020 "
-                                          r"of warp 0, which had exited"):
+    line = line_of(kernel, "// here")
+    with pytest.raises(BarrierError, match=rf"__shfl_xor_sync at line {line}: mask 0xffffffff names lanes "
+                                           r"0x00000020 of warp 0, which had exited"):
         run_kernel(emu, kernel, [a, a, a], 1, 32)
 
 
