@@ -9,13 +9,15 @@ of the parameter list; nvcc and g++ then both emit the Itanium-mangled name
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 
 from .errors import CompileError
 from .spec import KernelSpec
 
-__all__ = ["CTYPES", "unit_source", "find_symbol", "cache_key", "macro_flags"]
+__all__ = ["CTYPES", "unit_source", "find_symbol", "cache_key", "cache_root", "macro_flags"]
 
 CTYPES = {"int32": "int", "float32": "float", "float64": "double"}
 _MANGLE = {"int32": "i", "float32": "f", "float64": "d"}
@@ -69,3 +71,9 @@ def cache_key(*parts: object) -> str:
         h.update(repr(p).encode())
         h.update(b"\0")
     return h.hexdigest()[:32]
+
+
+def cache_root(*parts: str) -> Path:
+    """``$XDG_CACHE_HOME/mmcheck/...``, or ``~/.cache/mmcheck/...`` (the XDG spec ignores a relative value)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    return Path(base if os.path.isabs(base) else Path.home() / ".cache", "mmcheck", *parts)

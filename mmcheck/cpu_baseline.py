@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .compile import cache_root
 from .errors import CompileError
 
 __all__ = ["ijk", "ikj", "ikj_multicore"]
@@ -75,7 +76,7 @@ def _library() -> ctypes.CDLL:
         raise CompileError("the CPU baselines need a C compiler, and `cc` is not on PATH")
     source = _SOURCE.read_bytes()
     key = hashlib.sha256(source + "\0".join(_FLAGS).encode()).hexdigest()[:16]
-    path = _cache_dir() / f"cpu_baseline-{key}.so"
+    path = cache_root() / f"cpu_baseline-{key}.so"
     if not path.exists():
         _build(compiler, path)
     lib = ctypes.CDLL(str(path))
@@ -102,8 +103,3 @@ def _build(compiler: str, path: Path) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
 
-
-def _cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/mmcheck``, or ``~/.cache/mmcheck`` (the XDG spec ignores a relative value)."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    return Path(base if os.path.isabs(base) else Path.home() / ".cache") / "mmcheck"

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from mmcheck import cpu_baseline
+from mmcheck.compile import cache_root
 from mmcheck.compare import tolerance
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="the CPU baselines need a C compiler (cc)")
@@ -93,4 +94,5 @@ def test_builds_once_into_the_xdg_cache(fresh_build):
 def test_a_relative_xdg_cache_home_is_ignored(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert cpu_baseline._cache_dir() == tmp_path / ".cache" / "mmcheck"
+    assert cache_root() == tmp_path / ".cache" / "mmcheck"
+    assert cache_root("emu") == tmp_path / ".cache" / "mmcheck" / "emu"

@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from ...compile import cache_key, macro_flags
+from ...compile import cache_key, cache_root, macro_flags
 from ...errors import BackendUnavailable
 from ...spec import KernelSpec
 from .unit import compile_failure, compile_unit
@@ -48,7 +48,7 @@ class Toolchain:
         self.mode = (["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address"] if sanitize else ["-O2"])
         # Sanitized kernels also check array indices (shared-memory tiles are not covered by ASan).
         self.module_mode = self.mode + (["-fsanitize=bounds", "-fno-sanitize-recover=all"] if sanitize else [])
-        self.cache = Path(cache_dir) if cache_dir else _user_cache()
+        self.cache = Path(cache_dir) if cache_dir else cache_root("emu")
         self.cache.mkdir(parents=True, exist_ok=True)
         self.runtime = self._build_runtime()
 
@@ -109,10 +109,6 @@ def _run(argv: list[str], what: str) -> str:
         raise BackendUnavailable(f"cannot {what} with {argv[0]}:\n{proc.stderr.strip()}")
     return proc.stdout
 
-
-def _user_cache() -> Path:
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(root) / "mmcheck" / "emu"
 
 
 @functools.cache
