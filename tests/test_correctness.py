@@ -1,7 +1,7 @@
 """Every kernel in the kernel folders (default ./cuda_src, or --mmcheck-src), on the chosen backend."""
 
 import pytest
-from hypothesis import given
+from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
 from mmcheck.shapes import shape_strategy, shapes_for
@@ -28,20 +28,26 @@ def test_known_bad_is_caught(runner, judge, mmcheck_settings, kernel, dtype):
     judge(runner.sweep(kernel, dtype, shapes_for(kernel, mmcheck_settings.seed, mmcheck_settings.budget)))
 
 
-def check_random_shapes(runner, judge, kernel, dtype, data):
-    shape = data.draw(shape_strategy(kernel), label="shape")
-    judge(runner.run(runner.case(kernel, dtype, shape)))
-
-
 @pytest.mark.mmcheck(expect="pass")
 @given(data=st.data())
 def test_kernel_property(runner, judge, kernel, dtype, data):
     """Random valid shapes (budget: --mmcheck-profile); a failure is shrunk to the smallest failing shape."""
-    check_random_shapes(runner, judge, kernel, dtype, data)
+    shape = data.draw(shape_strategy(kernel), label="shape")
+    judge(runner.run(runner.case(kernel, dtype, shape)))
 
 
 @pytest.mark.mmcheck(expect="fail")
-@given(data=st.data())
-def test_known_bad_property(runner, judge, kernel, dtype, data):
-    """Hypothesis must find the bug of a known-bad kernel within the profile's budget, and shrinks it."""
-    check_random_shapes(runner, judge, kernel, dtype, data)
+def test_known_bad_smallest_shape(runner, judge, kernel, dtype):
+    """Hypothesis searches random shapes for one on which the known-bad kernel is caught, then shrinks it:
+    the bug must be found, and the smallest shape that shows it is what a user would debug."""
+    caught = {}
+
+    def is_caught(shape):
+        caught[shape] = result = runner.run(runner.case(kernel, dtype, shape))
+        return result.outcome == "fail"
+
+    # The profile's budget, and the example database under a per-kernel key: a rerun starts from the shape
+    # found last time.
+    smallest = find(shape_strategy(kernel), is_caught, settings=settings(),
+                    database_key=f"{kernel.path}:{kernel.name}:{dtype}".encode())
+    judge(caught[smallest])

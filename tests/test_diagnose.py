@@ -1,7 +1,6 @@
 """Each classifier on a synthetic wrong result built to show exactly one pattern."""
 
 import numpy as np
-import pytest
 
 from mmcheck.data import make_inputs
 from mmcheck.diagnose import Evidence, diagnose, tile_map

@@ -5,7 +5,6 @@ from pathlib import Path
 import pytest
 
 from mmcheck.backends import get_backend
-from mmcheck.backends.base import BackendOptions
 from mmcheck.errors import BackendUnavailable
 from mmcheck.options import Settings
 from mmcheck.shapes import Shape
