@@ -2,6 +2,7 @@
 
 import pytest
 from hypothesis import find, given, settings
+from hypothesis.errors import NoSuchExample
 from hypothesis import strategies as st
 
 from mmcheck.shapes import shape_strategy, shapes_for
@@ -46,8 +47,12 @@ def test_known_bad_smallest_shape(runner, judge, kernel, dtype):
         caught[shape] = result = runner.run(runner.case(kernel, dtype, shape))
         return result.outcome == "fail"
 
-    # The profile's budget, and the example database under a per-kernel key: a rerun starts from the shape
-    # found last time.
-    smallest = find(shape_strategy(kernel), is_caught, settings=settings(),
-                    database_key=f"{kernel.path}:{kernel.name}:{dtype}".encode())
+    # At least 50 tries (a bug may show on few shapes); the search stops at the first catch and shrinks it.
+    # The example database is keyed per kernel: a rerun starts from the shape found last time.
+    budget = settings(max_examples=max(50, settings().max_examples))
+    try:
+        smallest = find(shape_strategy(kernel), is_caught, settings=budget,
+                        database_key=f"{kernel.path}:{kernel.name}:{dtype}".encode())
+    except NoSuchExample:
+        pytest.fail(f"{kernel.name} {dtype}: no random shape in {budget.max_examples} exposed the bug")
     judge(caught[smallest])
