@@ -85,6 +85,9 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     runner = settings.runner(backend)
     results = []
     for spec, dtype in pairs:
+        if reason := settings.unreachable(spec):
+            results.append(Result(runner.case(spec, dtype, None), "skip", reason, shapes_tried=0))
+            continue
         # --shape replaces the generated shapes: the replay of one reported case.
         if settings.shape:
             shapes = [s for s in settings.shape if satisfies(spec, s)]
@@ -98,7 +101,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     print(f"backend: {backend.name}")
     print(table(results))
     for r in results:
-        if not r.as_expected and r.message:
+        if not r.as_expected and r.outcome != "skip" and r.message:
             print(f"\n{r.message}")
     document = json_document(results, catalog.errors)
     if args.json:

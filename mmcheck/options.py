@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .backends.base import BackendOptions
 from .shapes import DEFAULT_BUDGET, Shape
-from .spec import DTYPES
+from .spec import DTYPES, KernelSpec
 
 if TYPE_CHECKING:
     from .backends.base import Backend
@@ -81,6 +81,13 @@ class Settings:
         from .runner import Runner
 
         return Runner(backend, seed=self.seed, guards=not self.sanitize, results=Path(self.results))
+
+    def unreachable(self, spec: KernelSpec) -> str | None:
+        """Why this run cannot catch a known-bad kernel, if it cannot: nothing but a sanitizer sees some bugs
+        (a read whose value is never used), so without one the kernel is skipped, saying so."""
+        if spec.expect == "fail" and set(spec.catch) == {"sanitizer"} and not self.sanitize:
+            return f"{spec.name}: only a sanitizer can catch it; run with --sanitize (pytest: --mmcheck-sanitize)"
+        return None
 
     def backend_options(self) -> BackendOptions:
         return BackendOptions(sanitize=self.sanitize, timeout=self.timeout,

@@ -104,10 +104,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def _marks(spec, settings: Settings) -> list:
     if spec.expect != "fail":
         return []
-    if set(spec.catch) == {"sanitizer"} and not settings.sanitize:
-        # Nothing but a sanitizer can see such a bug (say, a read whose value is never used); the test that
-        # it is caught runs under --mmcheck-sanitize (see tests/test_sanitize.py).
-        return [pytest.mark.skip(reason=f"{spec.name}: only a sanitizer can catch it; run with --mmcheck-sanitize")]
+    if reason := settings.unreachable(spec):
+        return [pytest.mark.skip(reason=reason)]
     return [pytest.mark.xfail(strict=True, raises=KernelCaught, reason="known-bad kernel")]
 
 

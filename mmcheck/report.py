@@ -37,7 +37,7 @@ def table(results: Sequence[Result]) -> str:
         elif r.outcome == "pass":
             detail = f"up to {r.case.shape}"
         else:
-            detail = f"{r.case.shape or '-'}: {r.message.splitlines()[0][:100]}" if r.message else ""
+            detail = r.message.splitlines()[0][:110] if r.message else ""
         rows.append((r.case.spec.name, r.case.dtype, str(r.shapes_tried), _verdict(r), detail))
     return _grid(rows)
 

@@ -229,17 +229,20 @@ def shapes_for(spec: KernelSpec, seed: int = 0, budget: int = DEFAULT_BUDGET, ra
     return sorted((s for s in shapes if s.macs <= limit), key=lambda s: (s.macs, s.M, s.N, s.K, s.batch))
 
 
-def shape_strategy(spec: KernelSpec, max_dim: int = 160) -> st.SearchStrategy[Shape]:
-    """Hypothesis strategy over valid shapes; shrinking moves towards the smallest multiples."""
+def shape_strategy(spec: KernelSpec, max_dim: int = 160, budget: int = DEFAULT_BUDGET) -> st.SearchStrategy[Shape]:
+    """Hypothesis strategy over valid shapes of at most ``budget`` multiply-adds (or the smallest valid
+    multiple, if that is larger); shrinking moves towards the smallest multiples."""
+    doms = domains(spec)
     parts = []
-    for d in domains(spec):
+    for d in doms:
         top = d.hi if d.hi is not None else max(max_dim, d.lo + 2 * d.mod)
         k_lo, k_hi = -(-d.lo // d.mod), top // d.mod
         parts.append(st.integers(k_lo, max(k_lo, k_hi)).map(lambda k, m=d.mod, names=d.names: (names, k * m)))
-    doms_strategy = st.tuples(*parts)
-    return doms_strategy.map(
+    floor = _assemble(spec, {n: max(d.lo, d.mod) for d in doms for n in d.names}).macs
+    limit = max(budget, 8 * floor)
+    return st.tuples(*parts).map(
         lambda groups: _assemble(spec, {n: v for names, v in groups for n in names})
-    ).filter(lambda s: satisfies(spec, s))
+    ).filter(lambda s: s.macs <= limit and satisfies(spec, s))
 
 
 # --- reading simple constraints out of the requires expressions -------------------------------------

@@ -93,3 +93,11 @@ def test_list_groups_kernels_by_file(kernels, capsys):
     out = capsys.readouterr().out
     assert out.index("bad.cu") < out.index("k.bad") < out.index("good.cu") < out.index("k.good")
     assert "[known bad] drops_last_k kernel" in out
+
+
+def test_a_bug_only_a_sanitizer_can_see_is_skipped_with_the_reason(kernels, capsys):
+    (kernels / "bad.cu").write_text(KERNEL.format(name="k.bad", entry="good", expect="fail")
+                                    .replace('about =', 'catch = ["sanitizer"]\nabout ='))
+    assert main(["check", str(kernels)]) == 0
+    out = capsys.readouterr().out
+    assert "k.bad" in out and "only a sanitizer can catch it; run with --sanitize" in out

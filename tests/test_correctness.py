@@ -31,14 +31,14 @@ def test_known_bad_is_caught(runner, judge, mmcheck_settings, kernel, dtype):
 
 @pytest.mark.mmcheck(expect="pass")
 @given(data=st.data())
-def test_kernel_property(runner, judge, kernel, dtype, data):
-    """Random valid shapes (budget: --mmcheck-profile); a failure is shrunk to the smallest failing shape."""
-    shape = data.draw(shape_strategy(kernel), label="shape")
+def test_kernel_property(runner, judge, mmcheck_settings, kernel, dtype, data):
+    """Random valid shapes (how many: --mmcheck-profile); a failure is shrunk to the smallest failing shape."""
+    shape = data.draw(shape_strategy(kernel, budget=mmcheck_settings.budget), label="shape")
     judge(runner.run(runner.case(kernel, dtype, shape)))
 
 
 @pytest.mark.mmcheck(expect="fail")
-def test_known_bad_smallest_shape(runner, judge, kernel, dtype):
+def test_known_bad_smallest_shape(runner, judge, mmcheck_settings, kernel, dtype):
     """Hypothesis searches random shapes for one on which the known-bad kernel is caught, then shrinks it:
     the bug must be found, and the smallest shape that shows it is what a user would debug."""
     caught = {}
@@ -51,7 +51,7 @@ def test_known_bad_smallest_shape(runner, judge, kernel, dtype):
     # The example database is keyed per kernel: a rerun starts from the shape found last time.
     budget = settings(max_examples=max(50, settings().max_examples))
     try:
-        smallest = find(shape_strategy(kernel), is_caught, settings=budget,
+        smallest = find(shape_strategy(kernel, budget=mmcheck_settings.budget), is_caught, settings=budget,
                         database_key=f"{kernel.path}:{kernel.name}:{dtype}".encode())
     except NoSuchExample:
         pytest.fail(f"{kernel.name} {dtype}: no random shape in {budget.max_examples} exposed the bug")

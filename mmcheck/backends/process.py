@@ -14,6 +14,7 @@ after the launch that caused them.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import re
@@ -39,6 +40,8 @@ _COMPILE_TIMEOUT = 600.0
 # Past the launch timeout the backend in the child reports a hang itself; this much later the parent
 # stops waiting and kills the child (a kernel stuck in a driver call cannot report anything).
 _GRACE = 5.0
+# A kernel runs many times slower under a compute-sanitizer tool (racecheck tracks every shared access).
+_SANITIZER_SLOWDOWN = 10
 _SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck")
 
 
@@ -118,7 +121,8 @@ class ProcessBackend:
 
     def _worker(self, tool: str | None) -> _Worker:
         if tool not in self._workers:
-            self._workers[tool] = _Worker(self.inner, self.options, tool)
+            options = dataclasses.replace(self.options, timeout=self._launch_timeout(tool))
+            self._workers[tool] = _Worker(self.inner, options, tool)
         return self._workers[tool]
 
     def _restart(self, tool: str | None) -> None:
@@ -154,7 +158,7 @@ class ProcessBackend:
         worker = self._worker(tool)
         try:
             results = worker.call("launch", kernel.handle, hosts, packed, grid, block, smem, inner_schedule,
-                                  timeout=self.options.timeout + _GRACE)
+                                  timeout=self._launch_timeout(tool) + _GRACE)
         except (KernelFault, KernelTimeout):
             report = worker.sanitizer_report()
             self._restart(tool)
@@ -166,6 +170,9 @@ class ProcessBackend:
             raise SanitizerError(f"compute-sanitizer {tool}:\n{report}", tool)
         for buf, result in zip(buffers, results):
             buf.handle.result = result  # type: ignore[union-attr]
+
+    def _launch_timeout(self, tool: str | None) -> float:
+        return self.options.timeout * (_SANITIZER_SLOWDOWN if tool else 1)
 
     def close(self) -> None:
         for tool in list(self._workers):
