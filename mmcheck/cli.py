@@ -38,6 +38,8 @@ def _parser() -> argparse.ArgumentParser:
             check.add_argument(f"--{o.name}", action="append" if o.multiple else "store", type=o.type,
                                default=o.default, choices=o.choices, help=o.help)
     check.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    check.add_argument("-v", "--verbose", action="store_true",
+                       help="print the full report of every failure, expected ones (known-bad kernels) too")
     return parser
 
 
@@ -101,7 +103,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     print(f"backend: {backend.name}")
     print(table(results))
     for r in results:
-        if not r.as_expected and r.outcome != "skip" and r.message:
+        if r.message and r.outcome in ("fail", "error") and (args.verbose or not r.as_expected):
             print(f"\n{r.message}")
     document = json_document(results, catalog.errors)
     if args.json:

@@ -63,33 +63,45 @@ def tile_map(e: Evidence, max_cells: int = 48) -> str:
 
 # --- where --------------------------------------------------------------------------------------------
 
-def _edge(mask: np.ndarray, axis_len: int, other: dict[str, int], axis: str, tiles: tuple[int, ...],
-          what: str) -> str | None:
-    """``mask`` per index along one axis of C; a sentence if every hit lies at or past some index."""
-    hits = np.flatnonzero(mask)
-    if hits.size == 0 or hits[0] == 0 or not mask[hits[0]:].all():
-        return None
-    start, dim = int(hits[0]), {"rows": "M", "columns": "N"}[axis]
-    says = f"all {what} are in {axis} >= {start}"
-    names = [k for k, v in other.items() if v == start]
-    if names:
-        return f"{says} = {names[0]}: the bound on {dim} uses {names[0]} ({dim} and {names[0]} confused)"
-    if start == axis_len - 1:
-        return f"{says}, the last one: an off-by-one in the bound or loop over {dim}"
-    tile = next((t for t in tiles if start % t == 0 and start + t > axis_len), None)
+def _edge(start: int, length: int, other: dict[str, int], axis: str, tiles: tuple[int, ...]) -> str:
+    """``axis >= start``, with what such an edge usually means."""
+    dim = {"rows": "M", "columns": "N"}[axis]
+    says = f"{axis} >= {start}"
+    tile = next((t for t in tiles if start % t == 0 and start + t > length), None)
     if tile:
-        return f"{says} (the last partial tile, tile {tile}): boundary handling in {dim}"
+        says += f" (the last partial tile, tile {tile}: boundary handling in {dim}, or a grid rounded down)"
+    elif start == length - 1:
+        says += f" (the last one: an off-by-one in the bound or loop over {dim})"
+    names = [k for k, v in other.items() if v == start]
+    if names and start > 1:
+        says += f" ({start} is also {names[0]}: does the bound on {dim} use {names[0]}?)"
     return says
 
 
 def _where(e: Evidence, mask: np.ndarray, what: str) -> str | None:
-    batch, m, n = e.got.shape
-    k = e.a.shape[2]
-    if not mask.any():
+    """A sentence if the masked elements of C are exactly the rows from some r0 on and/or the columns from
+    some c0 on: the shape of a boundary bug."""
+    plane = mask.any(axis=0)
+    m, n = plane.shape
+    r0 = m
+    while r0 > 0 and plane[r0 - 1].all():
+        r0 -= 1
+    c0 = n
+    while c0 > 0 and plane[:, c0 - 1].all():
+        c0 -= 1
+    region = np.zeros_like(plane)
+    region[r0:, :] = True
+    region[:, c0:] = True
+    if (r0, c0) == (m, n) or 0 in (r0, c0) or not np.array_equal(plane, region):
         return None
-    rows = _edge(mask.any(axis=(0, 2)), m, {"N": n, "K": k}, "rows", e.tiles, what)
-    cols = _edge(mask.any(axis=(0, 1)), n, {"M": m, "K": k}, "columns", e.tiles, what)
-    return "; ".join(s for s in (rows, cols) if s) or None
+    if (r0 == 1) != (c0 == 1) and (r0 == m or c0 == n):
+        one = "row" if r0 == 1 else "column"
+        return (f"{one} 0 is right and every later {one} is wrong: something that changes from {one} to {one} "
+                f"is off (a stride, an offset, or a value carried over from the previous {one})")
+    k = e.a.shape[2]
+    edges = ([_edge(r0, m, {"N": n, "K": k}, "rows", e.tiles)] if r0 < m else []) + \
+            ([_edge(c0, n, {"M": m, "K": k}, "columns", e.tiles)] if c0 < n else [])
+    return f"all {what} are in " + " or ".join(edges)
 
 
 def _wrong_region(e: Evidence) -> str | None:
@@ -172,7 +184,8 @@ def _nan(e: Evidence) -> str | None:
     nan = np.isnan(e.got) & ~e.unwritten & np.isfinite(e.want)
     if nan.any():
         return (f"{int(nan.sum())} results are NaN although the inputs are finite: the kernel read a guard band "
-                "(an out-of-bounds read of A or B) or uninitialised memory")
+                "(an out-of-bounds read of A or B) or memory never written (e.g. a shared tile read before "
+                "it was filled)")
     return None
 
 

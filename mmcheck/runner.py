@@ -231,11 +231,16 @@ class Runner:
             lines.append(f"the same inputs gave the right result under schedule {passed[0]}: the result "
                          "depends on thread order (a race, e.g. a missing __syncthreads)")
         elif bound is None:
-            again = self._launch(case, kernel, p, inputs, schedule)
-            if not np.array_equal(data.bits(np.ascontiguousarray(again), dtype),
-                                  data.bits(np.ascontiguousarray(got), dtype)):
-                check = "race"
-                lines.append("a second run of the same inputs gave a different result: a race")
+            # Run the same inputs again (under another schedule where there is one): a different result
+            # means the outcome depends on timing or thread order.
+            for other in [x for x in kernel.schedules if x != schedule] or [schedule]:
+                again = self._launch(case, kernel, p, inputs, other)
+                if not np.array_equal(data.bits(again, dtype), data.bits(got, dtype)):
+                    check = "race"
+                    how = "in a second run" if other == schedule else f"under schedule {other}"
+                    lines.append(f"the same inputs gave a different wrong result {how}: the result depends "
+                                 "on thread order or timing (a race, e.g. a missing __syncthreads)")
+                    break
         evidence = Evidence(inputs.a, inputs.b, got, want, mismatch.mask | unwritten, unwritten, dtype,
                             exact=bound is None, tiles=tuple(tiles(case.spec)))
         lines += diagnose(evidence)

@@ -37,14 +37,22 @@ def test_rows_past_the_last_full_tile():
         out = w.copy()
         out[:, 32:, :] += 1
         return out
-    says(evidence(Shape(40, 20, 3), got), "rows >= 32 (the last partial tile, tile 16): boundary handling in M")
+    says(evidence(Shape(40, 20, 3), got), "all 160 wrong elements are in rows >= 32 (the last partial tile, tile 16: boundary handling in M")
 
 
 def test_columns_bounded_by_m_are_unwritten():
     mask = np.zeros((1, 9, 20), bool)
     mask[:, :, 9:] = True
     says(evidence(Shape(9, 20, 4), lambda a, b, w: w, unwritten=mask),
-         "columns >= 9 = M: the bound on N uses M (N and M confused)")
+         "columns >= 9 (9 is also M: does the bound on N use M?)")
+
+
+def test_row_zero_right_and_later_rows_wrong():
+    def got(a, b, w):
+        out = w.copy()
+        out[:, 1:, :] += 3
+        return out
+    says(evidence(Shape(5, 4, 3), got), "row 0 is right and every later row is wrong")
 
 
 def test_only_later_batches_wrong():

@@ -1,0 +1,48 @@
+"""The diagnosis of each known-bad kernel of the zoo, run on the emulator, names its actual bug."""
+
+from pathlib import Path
+
+import pytest
+
+from mmcheck.backends import get_backend
+from mmcheck.errors import BackendUnavailable
+from mmcheck.runner import Runner
+from mmcheck.shapes import Shape
+from mmcheck.spec import collect
+
+ZOO = {s.name: s for s in collect([Path(__file__).resolve().parent.parent / "cuda_src"]).specs}
+
+CASES = {
+    "buggy.batch_offset_wrong_size": (Shape(3, 4, 9, 3), "mismatch", "only batch >= 1 is wrong"),
+    "buggy.grid_rounds_down": (Shape(20, 40, 5), "unwritten", "rows >= 16 (the last partial tile, tile 16"),
+    "buggy.drops_last_k": (Shape(5, 6, 7), "mismatch", "the last k term is dropped"),
+    "buggy.last_partial_tile_skipped": (Shape(5, 6, 37), "mismatch",
+                                        "lacks exactly the terms k >= 32 (K % 16 = 5: the last partial K tile"),
+    "buggy.transposed_store": (Shape(6, 9, 4), "mismatch", "stored transposed"),
+    "buggy.a_stride_n": (Shape(6, 9, 4), "mismatch", "row 0 is right and every later row is wrong"),
+    "buggy.accumulator_not_reset": (Shape(6, 9, 4), "mismatch", "column 0 is right and every later column"),
+    "buggy.float_acc_in_double": (Shape(8, 8, 64), "mismatch", "errors are of float32 size"),
+    "buggy.int_acc_in_float": (Shape(8, 8, 64), "mismatch", "integer accumulator"),
+    "buggy.missing_first_sync": (Shape(20, 20, 20), "race", "read before it was filled"),
+    "buggy.missing_second_sync": (Shape(20, 20, 40), "race", "depends on thread order"),
+    "buggy.bound_off_by_one": (Shape(5, 17, 3), "guard", "past the end of C"),
+    "buggy.early_return_before_barrier": (Shape(17, 17, 5), "barrier", "barrier divergence"),
+}
+
+
+@pytest.fixture(scope="module")
+def runner():
+    try:
+        return Runner(get_backend("emu"), seed=3)
+    except BackendUnavailable as e:
+        pytest.skip(f"emu backend: {e}")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_diagnosis_names_the_bug(runner, name):
+    shape, check, words = CASES[name]
+    spec = ZOO[name]
+    dtype = spec.dtypes[0]
+    result = runner.run(runner.case(spec, dtype, shape))
+    assert result.outcome == "fail" and result.check == check, result.message
+    assert words in result.message, result.message
