@@ -47,12 +47,18 @@ def _heat_map(path: Path, got: np.ndarray, want: np.ndarray, meta: dict) -> Path
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         err = np.abs(got[0].astype(np.float64) - want[0])
-    err = np.where(np.isnan(err), np.inf, err)
+        finite = err[np.isfinite(err) & (err > 0)]
+        top = np.log10(finite.max()) if finite.size else 0.0
+        # Right elements are masked (grey); NaN or unwritten ones are drawn at the top of the scale.
+        shown = np.where(np.isfinite(err), np.log10(err), top)
+    shown = np.ma.masked_where(err == 0, shown)
+    cmap = matplotlib.colormaps["magma"].copy()
+    cmap.set_bad("lightgrey")
     fig, ax = plt.subplots(figsize=(6, 5))
-    image = ax.imshow(np.log10(np.minimum(err, 1e300) + 1e-300), cmap="magma", interpolation="nearest")
-    fig.colorbar(image, ax=ax, label="log10 |C - reference| (white: NaN/unwritten)")
+    image = ax.imshow(shown, cmap=cmap, interpolation="nearest")
+    fig.colorbar(image, ax=ax, label="log10 |C - reference|  (grey: right; NaN/unwritten: top)")
     ax.set_title(f"{meta['kernel']} {meta['dtype']} {meta['shape']} ({meta['pattern']})", fontsize=9)
     ax.set_xlabel("column j")
     ax.set_ylabel("row i")

@@ -23,7 +23,7 @@ import numpy as np
 from .shapes import Shape
 
 __all__ = ["PATTERNS", "patterns_for", "Inputs", "make_inputs", "case_seed", "guard_width", "POISON",
-           "GUARD", "pad", "poisoned", "unpad", "to_buffer", "from_buffer", "bits", "same_bits"]
+           "GUARD", "pad", "poisoned", "unpad", "to_buffer", "from_buffer", "bits", "same_bits", "guard_source"]
 
 PATTERNS = ("ints", "normal", "wrap")
 
@@ -33,10 +33,17 @@ def patterns_for(dtype: str) -> tuple[str, ...]:
 
 
 # Bit patterns, as the unsigned integer of the dtype's width.  Output poison is a quiet NaN (floats) so
-# that reading an unwritten element also propagates; guards are signalling NaNs with a payload no
-# arithmetic yields (any operation on a signalling NaN returns a quiet one).
+# that reading an unwritten element also propagates.  Guards are signalling NaNs with a payload no
+# arithmetic yields (any operation on a signalling NaN returns a quiet one), one per buffer (A, B, C):
+# where the hardware keeps NaN payloads (x86 does, NVIDIA GPUs do not), a NaN that reaches C says which
+# input was read out of bounds.
 POISON = {"float32": 0x7FC0DEAD, "float64": 0x7FF80000DEADBEEF, "int32": 0xDEADBEEF}
-GUARD = {"float32": 0x7FA5A5A5, "float64": 0x7FF4A5A5A5A5A5A5, "int32": 0x5AFEC0DE}
+GUARD = {
+    "float32": (0x7FA0A0A1, 0x7FB0B0B1, 0x7F90C0C1),
+    "float64": (0x7FF4A0A0A0A0A0A1, 0x7FF2B0B0B0B0B0B1, 0x7FF1C0C0C0C0C0C1),
+    "int32": (0x5AFEA0DE, 0x5AFEB0DE, 0x5AFEC0DE),
+}
+_QUIET = {"float32": 0x00400000, "float64": 0x0008000000000000, "int32": 0}
 _UINT = {"float32": np.uint32, "float64": np.uint64, "int32": np.uint32}
 
 
@@ -97,10 +104,11 @@ def from_buffer(flat: np.ndarray, dims: tuple[int, int, int], layout: str) -> np
     return flat.reshape(batch, cols, rows).transpose(0, 2, 1)
 
 
-def pad(payload: np.ndarray, guard: int, dtype: str) -> np.ndarray:
-    """``payload`` with ``guard`` guard elements on each side."""
+def pad(payload: np.ndarray, guard: int, dtype: str, role: int) -> np.ndarray:
+    """``payload`` with ``guard`` guard elements on each side, holding buffer ``role``'s (0: A, 1: B, 2: C)
+    pattern."""
     out = np.empty(payload.size + 2 * guard, dtype=dtype)
-    out.view(_UINT[dtype])[:] = GUARD[dtype]
+    out.view(_UINT[dtype])[:] = GUARD[dtype][role]
     out[guard:guard + payload.size] = payload
     return out
 
@@ -120,6 +128,15 @@ def unpad(padded: np.ndarray, guard: int) -> tuple[np.ndarray, np.ndarray, np.nd
 def bits(x: np.ndarray, dtype: str) -> np.ndarray:
     """``x`` viewed as unsigned integers of its width, for bitwise comparison (NaN payloads included)."""
     return x.view(_UINT[dtype])
+
+
+def guard_source(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Per element: the role (0: A, 1: B, 2: C) whose guard pattern, quieted or not, ``x`` holds, else -1."""
+    quiet = _UINT[dtype](_QUIET[dtype])
+    found = np.full(x.shape, -1)
+    for role, pattern in enumerate(GUARD[dtype]):
+        found[(bits(x, dtype) | quiet) == (_UINT[dtype](pattern) | quiet)] = role
+    return found
 
 
 def same_bits(x: np.ndarray, pattern: int, dtype: str) -> np.ndarray:

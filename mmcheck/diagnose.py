@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .compare import tolerance
+from .data import guard_source
 
 __all__ = ["Evidence", "diagnose", "tile_map"]
 
@@ -35,6 +36,7 @@ class Evidence:
     dtype: str
     exact: bool
     tiles: tuple[int, ...] = ()
+    names: tuple[str, str, str] = ("A", "B", "C")
 
 
 def diagnose(e: Evidence) -> list[str]:
@@ -182,11 +184,16 @@ def _nan(e: Evidence) -> str | None:
     if e.dtype == "int32":
         return None
     nan = np.isnan(e.got) & ~e.unwritten & np.isfinite(e.want)
-    if nan.any():
-        return (f"{int(nan.sum())} results are NaN although the inputs are finite: the kernel read a guard band "
-                "(an out-of-bounds read of A or B) or memory never written (e.g. a shared tile read before "
-                "it was filled)")
-    return None
+    if not nan.any():
+        return None
+    says = f"{int(nan.sum())} results are NaN although the inputs are finite: "
+    sources = sorted({int(r) for r in guard_source(e.got[nan], e.dtype)} - {-1})
+    if sources:
+        read = " and ".join(e.names[r] for r in sources)
+        return says + f"the kernel read past the end (or before the start) of {read}: its guard band's NaN reached the result"
+    first, second, _ = e.names
+    return says + (f"the kernel read a guard band (out of bounds of {first} or {second}) or memory never written "
+                   "(e.g. a shared tile read before it was filled)")
 
 
 def _zeros(e: Evidence) -> str | None:

@@ -242,7 +242,7 @@ class Runner:
                                  "on thread order or timing (a race, e.g. a missing __syncthreads)")
                     break
         evidence = Evidence(inputs.a, inputs.b, got, want, mismatch.mask | unwritten, unwritten, dtype,
-                            exact=bound is None, tiles=tuple(tiles(case.spec)))
+                            exact=bound is None, tiles=tuple(tiles(case.spec)), names=case.spec.buffers)
         lines += diagnose(evidence)
         lines.append(tile_map(evidence))
         if self.results is not None:
@@ -264,9 +264,9 @@ class Runner:
         guard = data.guard_width(shape) if self.guards else 0
         size_out = shape.batch * shape.M * (1 if spec.op == "mv" else shape.N)
         hosts = {
-            first: data.pad(data.to_buffer(inputs.a, spec.layout), guard, dtype),
-            second: data.pad(data.to_buffer(inputs.b, spec.layout), guard, dtype),
-            out: data.pad(data.poisoned(size_out, dtype), guard, dtype),
+            first: data.pad(data.to_buffer(inputs.a, spec.layout), guard, dtype, 0),
+            second: data.pad(data.to_buffer(inputs.b, spec.layout), guard, dtype, 1),
+            out: data.pad(data.poisoned(size_out, dtype), guard, dtype, 2),
         }
         buffers = {name: self.backend.upload(host, guard) for name, host in hosts.items()}
         env = shape.env()
@@ -297,8 +297,8 @@ class Runner:
 
 def _check_guards(name: str, padded: np.ndarray, guard: int, dtype: str) -> None:
     before, _, after = data.unpad(padded, guard)
-    hit_before = np.flatnonzero(~data.same_bits(before, data.GUARD[dtype], dtype))
-    hit_after = np.flatnonzero(~data.same_bits(after, data.GUARD[dtype], dtype))
+    hit_before = np.flatnonzero(~data.same_bits(before, data.GUARD[dtype][2], dtype))
+    hit_after = np.flatnonzero(~data.same_bits(after, data.GUARD[dtype][2], dtype))
     if hit_after.size:
         raise _Caught("guard", f"wrote {hit_after.size} element(s) past the end of {name} "
                                f"(first at offset +{hit_after[0]} after its last element)")

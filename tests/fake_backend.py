@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from mmcheck.backends.base import BackendOptions, DeviceBuffer, Kernel
-from mmcheck.errors import CompileError, KernelFault, KernelTimeout
+from mmcheck.errors import CompileError, KernelFault, KernelTimeout, OutOfMemory
 
 
 def _payload(buf: DeviceBuffer) -> np.ndarray:
@@ -117,3 +117,13 @@ def never_returns(*args):
     import time
 
     time.sleep(3600)
+
+
+def reads_past_a(a, b, c, m, n, k, schedule):
+    _mm(a, b, c, m, n, k)
+    with np.errstate(invalid="ignore"):
+        _payload(c)[-1] = a.handle[a.size - a.offset] * 1  # the first element of A's trailing guard band
+
+
+def out_of_memory(*args):
+    raise OutOfMemory("4096 bytes: out of memory")

@@ -95,3 +95,14 @@ def test_symbol_lookup_ignores_parameter_symbols_of_line_info():
     name = b"_Z9mm_kernelIfEvPKT_S2_PS0_mmm"
     binary = b"\0".join([b"x", name + b"_param_0", name, name + b"_param_1", b"_Z9mm_kernelIdEvPKT_S2_PS0_mmm", b""])
     assert find_symbol(binary, spec, "float32") == name.decode()
+
+
+def test_a_heat_map_is_drawn_with_the_plot_extra(tmp_path):
+    pytest.importorskip("matplotlib", reason="the heat map needs the plot extra (matplotlib)")
+    want = np.arange(12.0).reshape(1, 3, 4)
+    got = want.copy()
+    got[0, 2, 3] = np.nan
+    files = save_failure(tmp_path, "k", {"A": want, "B": want, "C": got, "reference": want},
+                         {"kernel": "k", "dtype": "float64", "shape": "3x4x4", "pattern": "ints"})
+    assert [f.suffix for f in files] == [".npz", ".png"]
+    assert files[1].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

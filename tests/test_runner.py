@@ -41,6 +41,18 @@ def test_each_defect_is_caught_by_its_check(runner, entry, check, words):
     assert words in result.message
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_read_past_an_input_is_traced_to_that_input(runner, dtype):
+    result = run(runner, "reads_past_a", dtype)
+    assert result.check == "mismatch"
+    assert "read past the end (or before the start) of A: its guard band's NaN reached the result" in result.message
+
+
+def test_a_shape_that_does_not_fit_is_skipped(runner):
+    result = run(runner, "out_of_memory")
+    assert result.outcome == "skip" and "does not fit" in result.message
+
+
 def test_a_failure_message_says_what_where_and_how_to_reproduce(runner):
     message = run(runner, "drops_last_k").message
     assert message.startswith("fake.drops_last_k float32 17x33x5 (inputs ints, seed 1234, schedule forward): ")
@@ -102,13 +114,16 @@ def test_guard_bands_hold_a_nan_that_arithmetic_cannot_make():
     from mmcheck import data
 
     for dtype in ("float32", "float64"):
-        padded = data.pad(np.zeros(4, dtype), 8, dtype)
-        guard = padded[:1]
-        assert np.isnan(guard[0])
-        with np.errstate(invalid="ignore"):
-            computed = guard * np.array(1, dtype)  # arithmetic on a signalling NaN yields a quiet one
-        assert not data.same_bits(computed, data.GUARD[dtype], dtype)[0]
-        assert not data.same_bits(guard, data.POISON[dtype], dtype)[0]
+        for role in (0, 1, 2):
+            padded = data.pad(np.zeros(4, dtype), 8, dtype, role)
+            guard = padded[:1]
+            assert np.isnan(guard[0])
+            with np.errstate(invalid="ignore"):
+                computed = guard * np.array(1, dtype)  # arithmetic on a signalling NaN yields a quiet one
+            assert not data.same_bits(computed, data.GUARD[dtype][role], dtype)[0]
+            assert not data.same_bits(guard, data.POISON[dtype], dtype)[0]
+            # ...but keeps its payload on this CPU, so the NaN still says which buffer it came from.
+            assert data.guard_source(computed, dtype)[0] == role
 
 
 def test_a_sweep_with_no_shape_is_an_error_not_a_crash(runner):
