@@ -54,8 +54,7 @@ def _heat_map(path: Path, got: np.ndarray, want: np.ndarray, meta: dict) -> Path
         # Right elements are masked (grey); NaN or unwritten ones are drawn at the top of the scale.
         shown = np.where(np.isfinite(err), np.log10(err), top)
     shown = np.ma.masked_where(err == 0, shown)
-    cmap = matplotlib.colormaps["magma"].copy()
-    cmap.set_bad("lightgrey")
+    cmap = matplotlib.colormaps["magma"].with_extremes(bad="lightgrey")
     fig, ax = plt.subplots(figsize=(6, 5))
     image = ax.imshow(shown, cmap=cmap, interpolation="nearest")
     fig.colorbar(image, ax=ax, label="log10 |C - reference|  (grey: right; NaN/unwritten: top)")
