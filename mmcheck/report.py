@@ -63,7 +63,7 @@ def json_document(results: Sequence[Result], errors: Sequence[SpecError]) -> dic
         "dtype": r.case.dtype,
         "outcome": r.outcome,
         "expect": r.case.spec.expect,
-        "shape": r.case.shape.as_dict() if r.outcome != "pass" and r.case.shape else None,
+        "shape": r.case.shape.env() if r.outcome != "pass" and r.case.shape else None,
         "message": r.message,
     } for r in results]
     rows += [{"kernel": e.kernel, "file": str(e.path), "dtype": None, "outcome": "error", "expect": None,

@@ -54,9 +54,6 @@ class Shape:
             raise ValueError(f"not a shape: {text!r} (expected MxNxK or MxNxKbBATCH with positive sizes)")
         return cls(*values)
 
-    def as_dict(self) -> dict[str, int]:
-        return self.env()
-
 
 @dataclass(frozen=True)
 class Domain:

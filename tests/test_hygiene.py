@@ -2,6 +2,7 @@
 
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -48,7 +49,7 @@ def test_a_hostile_path_cannot_break_out_of_the_line_directive(tmp_path):
     assert line.startswith('#line 1 "') and line.count('"') - line.count('\\"') == 2 and "\n" not in line
 
 
-@pytest.mark.skipif(not __import__("shutil").which("g++"), reason="needs a C++ compiler")
+@pytest.mark.skipif(not shutil.which("g++"), reason="needs a C++ compiler")
 def test_the_line_directive_names_the_users_file_in_compiler_errors(tmp_path):
     (spec,) = parse_specs(spec_text().replace("{}", "{ undeclared_name; }"), "cuda_src/user file.cu")
     unit = tmp_path / "unit.cpp"
