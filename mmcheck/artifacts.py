@@ -8,12 +8,23 @@ import json
 import os
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
 
-__all__ = ["save_failure", "atomic_write"]
+__all__ = ["Record", "save_failure", "atomic_write"]
+
+
+@dataclass(frozen=True)
+class Record:
+    """What a failing case would leave behind, kept until someone decides to save it: the many shapes a
+    search tries must cost no files, the failure that is reported must."""
+
+    stem: str
+    arrays: dict[str, np.ndarray]
+    meta: dict
 
 
 def save_failure(folder: Path, stem: str, arrays: dict[str, np.ndarray], meta: dict) -> list[Path]:

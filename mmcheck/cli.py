@@ -103,8 +103,9 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     print(f"backend: {backend.name}")
     print(table(results))
     for r in results:
+        saved = runner.save(r)
         if r.message and r.outcome in ("fail", "error") and (args.verbose or not r.as_expected):
-            print(f"\n{r.message}")
+            print(f"\n{r.message}" + "".join(f"\n  saved: {p}" for p in saved))
     document = json_document(results, catalog.errors)
     if args.json:
         write_json(args.json, document)

@@ -140,8 +140,9 @@ def runner(backend, mmcheck_settings: Settings):
 
 
 @pytest.fixture(scope="session")
-def judge() -> Callable[[object], None]:
-    """Turn a runner Result into the test's outcome (pass, skip, or a failure with mmcheck's message)."""
+def judge(runner) -> Callable[[object], None]:
+    """Turn a runner Result into the test's outcome (pass, skip, or a failure with mmcheck's message; an
+    unexpected failure's arrays are saved to the results folder)."""
 
     def judge(result) -> None:
         spec = result.case.spec
@@ -157,6 +158,7 @@ def judge() -> Callable[[object], None]:
                             f"{' or '.join(spec.catch)}:\n{result.message}", pytrace=False)
             raise KernelCaught(f"caught by the {result.check} check:\n{result.message}")
         if result.outcome == "fail":
-            pytest.fail(result.message, pytrace=False)
+            saved = runner.save(result)
+            pytest.fail(result.message + "".join(f"\n  saved: {p}" for p in saved), pytrace=False)
 
     return judge

@@ -6,6 +6,7 @@ wherever it is run.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ import numpy as np
 
 from . import data
 from .backends.base import Backend, Kernel
-from .artifacts import save_failure
+from .artifacts import Record, save_failure
 from .compare import Mismatch, compare, tolerance
 from .diagnose import Evidence, diagnose, tile_map
 from .errors import (BarrierError, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError,
@@ -55,6 +56,7 @@ class Result:
     check: str | None = None
     mismatch: Mismatch | None = field(default=None, repr=False)
     shapes_tried: int = 1
+    record: Record | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -103,9 +105,10 @@ def _evaluate(spec: KernelSpec, key: str, expr, env: dict[str, int], size: int) 
 class _Caught(Exception):
     """Internal: a check failed (``check`` in spec.CATCHES)."""
 
-    def __init__(self, check: str, message: str, mismatch: Mismatch | None = None) -> None:
+    def __init__(self, check: str, message: str, mismatch: Mismatch | None = None,
+                 record: Record | None = None) -> None:
         super().__init__(message)
-        self.check, self.mismatch = check, mismatch
+        self.check, self.mismatch, self.record = check, mismatch, record
 
 
 class Runner:
@@ -153,7 +156,7 @@ class Runner:
                 schedules = kernel.schedules if i == 0 else kernel.schedules[:1]
                 self._check_pattern(case, kernel, p, pattern, schedules)
         except _Caught as c:
-            return Result(case, "fail", c.args[0], check=c.check, mismatch=c.mismatch)
+            return Result(case, "fail", c.args[0], check=c.check, mismatch=c.mismatch, record=c.record)
         except Unsupported as e:
             return Result(case, "skip", f"{case.spec.path}: {e}")
         except OutOfMemory as e:
@@ -174,7 +177,7 @@ class Runner:
         if result is None:
             return Result(Case(spec, dtype, None, self.seed), "error", f"{spec.path}: kernel {spec.name!r}: "
                           "no shape within the budget satisfies its requires", shapes_tried=0)
-        return Result(result.case, result.outcome, result.message, result.check, result.mismatch, tried)
+        return dataclasses.replace(result, shapes_tried=tried)
 
     def reproduce(self, case: Case) -> str:
         """The command line that replays exactly this case."""
@@ -201,7 +204,7 @@ class Runner:
                 context = (f"{spec.name} {dtype} {shape} (inputs {pattern}, seed {case.seed}"
                            + (f", schedule {schedule}" if len(kernel.schedules) > 1 else "") + ")")
                 message = f"{context}: {c.args[0]}\n  reproduce: {self.reproduce(case)}"
-                raise _Caught(c.check, message, c.mismatch) from None
+                raise _Caught(c.check, message, c.mismatch, c.record) from None
             passed.append(schedule)
 
     def _judge(self, case: Case, kernel: Kernel, p: Plan, pattern: str, inputs: data.Inputs, want: np.ndarray,
@@ -245,17 +248,20 @@ class Runner:
                             exact=bound is None, tiles=tuple(tiles(case.spec)), names=case.spec.buffers)
         lines += diagnose(evidence)
         lines.append(tile_map(evidence))
-        if self.results is not None:
-            files = self._save(case, pattern, inputs, got, want)
-            lines.append("saved: " + ", ".join(map(str, files)))
-        raise _Caught(check, "\n".join(lines).replace("\n", "\n  "), mismatch)
+        record = Record(
+            stem=f"{case.spec.name}-{case.dtype}-{case.shape}-{pattern}-seed{case.seed}",
+            arrays={"A": inputs.a, "B": inputs.b, "C": got, "reference": want},
+            meta={"kernel": case.spec.name, "file": str(case.spec.path), "dtype": case.dtype, "shape": str(case.shape),
+                  "seed": case.seed, "pattern": pattern, "backend": self.backend.name,
+                  "reproduce": self.reproduce(case)})
+        raise _Caught(check, "\n".join(lines).replace("\n", "\n  "), mismatch, record)
 
-    def _save(self, case: Case, pattern: str, inputs: data.Inputs, got: np.ndarray, want: np.ndarray) -> list[Path]:
-        stem = f"{case.spec.name}-{case.dtype}-{case.shape}-{pattern}-seed{case.seed}"
-        meta = {"kernel": case.spec.name, "file": str(case.spec.path), "dtype": case.dtype,
-                "shape": str(case.shape), "seed": case.seed, "pattern": pattern, "backend": self.backend.name,
-                "reproduce": self.reproduce(case)}
-        return save_failure(self.results, stem, {"A": inputs.a, "B": inputs.b, "C": got, "reference": want}, meta)
+    def save(self, result: Result) -> list[Path]:
+        """Write a failing result's arrays (and heat map) to the results folder; the files written."""
+        if self.results is None or result.record is None:
+            return []
+        r = result.record
+        return save_failure(self.results, r.stem, r.arrays, r.meta)
 
     def _launch(self, case: Case, kernel: Kernel, p: Plan, inputs: data.Inputs, schedule: str) -> np.ndarray:
         """One launch on fresh buffers; the logical result, after the guard and input checks."""

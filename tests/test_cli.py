@@ -29,6 +29,7 @@ about = "{entry} kernel"
 @pytest.fixture
 def kernels(tmp_path: Path, monkeypatch) -> Path:
     monkeypatch.setattr(mmcheck.backends, "get_backend", lambda name, options: FakeBackend(options))
+    monkeypatch.chdir(tmp_path)  # the default results folder lands here, not in the checkout
     (tmp_path / "good.cu").write_text(KERNEL.format(name="k.good", entry="good", expect="pass"))
     (tmp_path / "bad.cu").write_text(KERNEL.format(name="k.bad", entry="drops_last_k", expect="fail"))
     return tmp_path

@@ -130,3 +130,12 @@ def test_a_sweep_with_no_shape_is_an_error_not_a_crash(runner):
     result = runner.sweep(spec_for("good"), "float32", [])
     assert result.outcome == "error" and "no shape within the budget" in result.message
     assert result.case.shape is None and result.shapes_tried == 0
+
+
+def test_a_failing_case_is_saved_only_when_reported(tmp_path):
+    runner = Runner(FakeBackend(), seed=1, results=tmp_path / "results")
+    result = run(runner, "drops_last_k")
+    assert not (tmp_path / "results").exists(), "a probe must not write files"
+    files = runner.save(result)
+    assert files[0].name == "fake.drops_last_k-float32-17x33x5-ints-seed1.npz" and files[0].exists()
+    assert runner.save(run(runner, "good")) == []
