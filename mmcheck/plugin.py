@@ -13,6 +13,7 @@ alone over every kernel x dtype; ``source`` over the kernel files.  Known-bad ke
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -74,7 +75,7 @@ def pytest_configure(config: pytest.Config) -> None:
                              kernel=tuple(config.getoption("mmcheck_kernel")))
     if not settings.src:
         default = Path(config.rootpath, "cuda_src")
-        settings = Settings(**{**settings.__dict__, "src": (str(default),) if default.is_dir() else ()})
+        settings = dataclasses.replace(settings, src=(str(default),) if default.is_dir() else ())
     config.stash[_SETTINGS] = settings
     config.stash[_CATALOG] = collect(settings.src)
 
@@ -86,7 +87,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     settings, catalog = config.stash[_SETTINGS], config.stash[_CATALOG]
     names = metafunc.fixturenames
     if "source" in names:
-        metafunc.parametrize("source", catalog.files, ids=[str(f) for f in catalog.files])
+        metafunc.parametrize("source", catalog.files, ids=[_short(f, config.rootpath) for f in catalog.files])
     marker = metafunc.definition.get_closest_marker("mmcheck")
     if marker is None or "kernel" not in names:
         return
@@ -99,6 +100,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     else:
         metafunc.parametrize("kernel,dtype", [pytest.param(s, d, id=f"{s.name}-{d}", marks=_marks(s, settings))
                                               for s, d in pairs])
+
+
+def _short(path: Path, root: Path) -> str:
+    """A test id for a kernel file: relative to the rootdir where it lies under it."""
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)
 
 
 def _marks(spec, settings: Settings) -> list:
