@@ -22,11 +22,8 @@ import numpy as np
 
 from .shapes import Shape
 
-__all__ = ["PATTERNS", "patterns_for", "Inputs", "make_inputs", "case_seed", "guard_width", "POISON",
+__all__ = ["patterns_for", "Inputs", "make_inputs", "case_seed", "guard_width", "POISON",
            "GUARD", "pad", "poisoned", "unpad", "to_buffer", "from_buffer", "bits", "same_bits", "guard_source"]
-
-PATTERNS = ("ints", "normal", "wrap")
-
 
 def patterns_for(dtype: str) -> tuple[str, ...]:
     return ("ints", "wrap") if dtype == "int32" else ("ints", "normal")

@@ -28,9 +28,6 @@ from .spec import SIZE_CTYPES, KernelSpec
 
 __all__ = ["Case", "Result", "Plan", "plan", "Runner"]
 
-OUTCOMES = ("pass", "fail", "skip", "error")
-
-
 @dataclass(frozen=True)
 class Case:
     spec: KernelSpec
