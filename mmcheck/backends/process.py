@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import pickle
-import re
 import shutil
 import subprocess
 import sys
@@ -30,6 +29,7 @@ import numpy as np
 
 from ..errors import BackendUnavailable, KernelFault, KernelTimeout, LaunchError, MmcheckError, SanitizerError
 from ..spec import KernelSpec
+from . import sanitizer
 from .base import Arg, BackendOptions, DeviceBuffer, Dim3, Kernel
 
 __all__ = ["ProcessBackend"]
@@ -40,9 +40,6 @@ _COMPILE_TIMEOUT = 600.0
 # Past the launch timeout the backend in the child reports a hang itself; this much later the parent
 # stops waiting and kills the child (a kernel stuck in a driver call cannot report anything).
 _GRACE = 5.0
-# A kernel runs many times slower under a compute-sanitizer tool (racecheck tracks every shared access).
-_SANITIZER_SLOWDOWN = 10
-_SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck")
 
 
 class _Worker:
@@ -57,11 +54,7 @@ class _Worker:
             fd, log = tempfile.mkstemp(prefix=f"mmcheck-{tool}-", suffix=".log")
             os.close(fd)
             self.log = Path(log)
-            # Exact-size allocations lie back to back, so a read past A would land in B, which memcheck
-            # counts as valid: --padding puts an unallocated gap after every allocation.
-            padding = ["--padding", "4096"] if tool == "memcheck" else []
-            command = [shutil.which("compute-sanitizer") or "compute-sanitizer", "--tool", tool, *padding,
-                       "--log-file", log, "--print-limit", "20", *command]
+            command = sanitizer.command(tool, self.log) + command
         self.process = subprocess.Popen(command, pass_fds=(child_in, child_out))
         os.close(child_in)
         os.close(child_out)
@@ -87,14 +80,13 @@ class _Worker:
         return value
 
     def sanitizer_report(self) -> str:
-        """What the tool logged since the last look, minus its banner and summary lines."""
+        """What the tool reported since the last look, in a few lines ("" if nothing)."""
         if self.log is None:
             return ""
         text = self.log.read_text(errors="replace")
         new, self.read_log = text[self.read_log:], len(text)
-        lines = [ln for ln in new.splitlines() if ln.startswith("=========") and not re.match(
-            r"=+ (COMPUTE-SANITIZER|ERROR SUMMARY: 0|RACECHECK SUMMARY: 0|Saved host backtrace)", ln)]
-        return "\n".join(ln for ln in lines if ln.strip("= "))
+        lines = sanitizer.read_log(new)
+        return sanitizer.summarize(lines) if lines else ""
 
     def close(self) -> None:
         self.process.kill()
@@ -117,7 +109,7 @@ class ProcessBackend:
 
     @property
     def _tools(self) -> tuple[str | None, ...]:
-        return _SANITIZER_TOOLS if self.options.sanitize and self.inner == "gpu" else (None,)
+        return sanitizer.TOOLS if self.options.sanitize and self.inner == "gpu" else (None,)
 
     def _worker(self, tool: str | None) -> _Worker:
         if tool not in self._workers:
@@ -148,7 +140,7 @@ class ProcessBackend:
                schedule: str) -> None:
         """Upload, launch and download in one round trip to the worker; on a crash or hang the worker is
         replaced, so the next launch runs in a healthy process."""
-        tool = schedule if schedule in _SANITIZER_TOOLS else None
+        tool = schedule if schedule in sanitizer.TOOLS else None
         inner_schedule = None if tool else schedule
         buffers = [a for a in args if isinstance(a, DeviceBuffer)]
         # By position, not equality: two buffers of one size compare equal.
@@ -163,16 +155,16 @@ class ProcessBackend:
             report = worker.sanitizer_report()
             self._restart(tool)
             if report:
-                raise SanitizerError(f"compute-sanitizer {tool}:\n{report}", tool) from None
+                raise SanitizerError(f"compute-sanitizer {tool}: {report}", tool) from None
             raise
         report = worker.sanitizer_report()
         if report:
-            raise SanitizerError(f"compute-sanitizer {tool}:\n{report}", tool)
+            raise SanitizerError(f"compute-sanitizer {tool}: {report}", tool)
         for buf, result in zip(buffers, results):
             buf.handle.result = result  # type: ignore[union-attr]
 
     def _launch_timeout(self, tool: str | None) -> float:
-        return self.options.timeout * (_SANITIZER_SLOWDOWN if tool else 1)
+        return self.options.timeout * (sanitizer.SLOWDOWN if tool else 1)
 
     def close(self) -> None:
         for tool in list(self._workers):
@@ -183,7 +175,7 @@ def _gpu_schedules(source: str, device: tuple[str, ...], sanitize: bool) -> tupl
     """racecheck and synccheck have nothing to look at without shared memory and barriers."""
     shared = "__shared__" in source
     if sanitize:
-        return _SANITIZER_TOOLS if shared else _SANITIZER_TOOLS[:1]
+        return sanitizer.TOOLS if shared else sanitizer.TOOLS[:1]
     return device + (("racecheck",) if shared and "__syncthreads" in source else ())
 
 

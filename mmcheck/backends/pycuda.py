@@ -49,7 +49,8 @@ class PyCudaBackend:
         from pycuda.compiler import compile as nvcc_compile
 
         source = unit_source(spec, dtype)
-        options = macro_flags(defines) + (["-lineinfo"] if self.options.sanitize else [])
+        # Line info changes no generated code; it lets compute-sanitizer name the source line.
+        options = macro_flags(defines) + ["-lineinfo"]
         kwargs = dict(options=options, no_extern_c=True, arch=self.arch, cache_dir=self.options.cache_dir)
         try:
             symbol = find_symbol(nvcc_compile(source, **kwargs), spec, dtype)

@@ -1,0 +1,89 @@
+"""compute-sanitizer: the command that runs a worker under one of its tools, and its log put in a few lines.
+
+A raw racecheck log lists every pair of conflicting instructions, dozens of lines for one missing
+barrier; what a user acts on is the kind of error and the source lines involved.  Kernels are compiled
+with ``-lineinfo`` and a ``#line`` directive naming the user's file, so the tool's ``in FILE:LINE``
+locations point into the ``.cu`` file itself.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+__all__ = ["TOOLS", "SLOWDOWN", "command", "read_log", "summarize"]
+
+TOOLS = ("memcheck", "racecheck", "synccheck")
+# A kernel runs many times slower under a tool (racecheck tracks every shared-memory access).
+SLOWDOWN = 10
+# At most this many distinct reports are summarised; the rest are counted.
+_SHOWN = 3
+
+_NOISE = re.compile(r"(COMPUTE-SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|Saved host backtrace"
+                    r"|Host Frame|Target application returned)")
+_LOCATION = re.compile(r"(?:at (\S+?)(?:\(.*?\))?\+0x[0-9a-f]+ )?in (\S+?:\d+)")
+_ACCESS = re.compile(r"(Write|Read) access at (\S+?)(?: in (\S+?:\d+))?[\s:]")
+_HAZARDS = re.compile(r"\[(\d+) hazards?\]")
+
+
+def command(tool: str, log: Path) -> list[str]:
+    """The argument list that puts a worker under ``tool``, its reports going to ``log``."""
+    # Exact-size allocations lie back to back, so a read past A would land in B, which memcheck counts
+    # as valid: --padding puts an unallocated gap after every allocation.
+    padding = ["--padding", "4096"] if tool == "memcheck" else []
+    return [shutil.which("compute-sanitizer") or "compute-sanitizer", "--tool", tool, *padding,
+            "--log-file", str(log), "--print-limit", "20"]
+
+
+def read_log(text: str) -> list[str]:
+    """The tool's report lines, without the ``=========`` prefix, banners and zero summaries."""
+    lines = [ln.removeprefix("=========").removeprefix(" ").rstrip() for ln in text.splitlines()
+             if ln.startswith("=========")]
+    return [ln for ln in lines if ln.strip() and not _NOISE.search(ln)]
+
+
+def summarize(lines: list[str]) -> str:
+    """One line per distinct report: what the tool found and at which source lines.  A report is a line
+    that starts at the margin plus the indented lines under it."""
+    reports: list[list[str]] = []
+    for ln in lines:
+        if not ln.startswith(" ") or not reports:
+            reports.append([ln.strip()])
+        else:
+            reports[-1].append(ln.strip())
+    # "Program hit CUDA_ERROR_... on CUDA API call" follows a kernel's error; alone, it is the error.
+    found = [r for r in reports if not r[0].startswith("Program hit")] or reports
+    said = list(dict.fromkeys(_one_report(r) for r in found))
+    more = f"\n(and {len(said) - _SHOWN} more reports)" if len(said) > _SHOWN else ""
+    return "\n".join(said[:_SHOWN]) + more
+
+
+def _one_report(report: list[str]) -> str:
+    text = " ".join(report)
+    head = re.sub(r"^(Error|Warning|WARNING|ERROR):\s*", "", report[0])
+    if "Race reported" in head:
+        return _race(text)
+    where = list(dict.fromkeys(loc for _, loc in _LOCATION.findall(text)))
+    at = f" at {', '.join(where)}" if where else ""
+    if not where and (m := re.search(r"at (\S+\+0x[0-9a-f]+)", text)):
+        at = f" at {m.group(1)}"  # no line info: the function and offset at least
+    details = [ln for ln in report[1:] if ln.startswith(("by thread", "Address", "and is", "is misaligned"))]
+    head = re.sub(r"\s+at \S+\+0x[0-9a-f]+.*$", "", head)
+    return head + at + "".join(f"; {d}" for d in details)
+
+
+def _race(text: str) -> str:
+    """``Race reported between Write access at f+0x3b0 in x.cu:30 and Read access at ...`` in one line."""
+    kinds: dict[str, dict[str, None]] = {"Write": {}, "Read": {}}
+    for kind, pc, loc in _ACCESS.findall(text + " "):
+        kinds[kind][loc or pc] = None
+    hazards = sum(int(n) for n in _HAZARDS.findall(text))
+    parts = [f"{kind.lower()}s at {_some(list(places))}" for kind, places in kinds.items() if places]
+    return (f"shared-memory race between {' and '.join(parts)}"
+            + (f" ({hazards} hazards)" if hazards else "")
+            + ": a thread reads a cell another thread writes with no barrier between (a missing __syncthreads?)")
+
+
+def _some(places: list[str], shown: int = 4) -> str:
+    return ", ".join(places[:shown]) + (f" and {len(places) - shown} more" if len(places) > shown else "")
