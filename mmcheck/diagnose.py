@@ -152,6 +152,24 @@ def _dropped_terms(e: Evidence) -> str | None:
     return None
 
 
+def _stale_tile_padding(e: Evidence) -> str | None:
+    """Off by exactly the previous K tile's terms at the positions past K: the out-of-range cells of the
+    last partial tile were left holding the previous tile instead of being zeroed."""
+    terms = _terms(e)
+    bad = e.bad & ~e.unwritten
+    if terms is None or not bad.any():
+        return None
+    extra = (e.got.astype(np.float64) - e.want)[bad]
+    k = e.a.shape[2]
+    for tile in e.tiles:
+        rest = k % tile
+        if k > tile and rest and np.array_equal(extra, terms[:, :, k - tile:k - rest, :].sum(axis=2)[bad]):
+            return (f"every wrong element has the terms k = {k - tile}..{k - rest - 1} added twice: the cells past K "
+                    f"in the last partial K tile (tile {tile}, K % {tile} = {rest}) still hold the previous tile's "
+                    "values (zero them instead of skipping them)")
+    return None
+
+
 def _transposed(e: Evidence) -> str | None:
     batch, m, n = e.want.shape
     if m == 1 or n == 1:
@@ -204,5 +222,6 @@ def _zeros(e: Evidence) -> str | None:
 
 
 _CLASSIFIERS: tuple[Callable[[Evidence], str | None], ...] = (
-    _unwritten_region, _wrong_region, _batch, _dropped_terms, _transposed, _precision, _nan, _zeros,
+    _unwritten_region, _wrong_region, _batch, _dropped_terms, _stale_tile_padding, _transposed, _precision,
+    _nan, _zeros,
 )

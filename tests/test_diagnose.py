@@ -32,6 +32,12 @@ def test_last_partial_k_tile_skipped():
          "lacks exactly the terms k >= 32 (K % 16 = 5: the last partial K tile is skipped)")
 
 
+def test_last_partial_k_tile_padding_holds_the_previous_tile():
+    says(evidence(Shape(5, 6, 37), lambda a, b, w: w + a[..., 21:32] @ b[:, 21:32]),
+         "the terms k = 21..31 added twice: the cells past K in the last partial K tile (tile 16, K % 16 = 5) still "
+         "hold the previous tile's values")
+
+
 def test_rows_past_the_last_full_tile():
     def got(a, b, w):
         out = w.copy()
