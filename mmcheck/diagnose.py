@@ -214,6 +214,20 @@ def _nan(e: Evidence) -> str | None:
                    "(e.g. a shared tile read before it was filled)")
 
 
+def _not_whole(e: Evidence) -> str | None:
+    """With whole-number inputs every partial sum is whole: a fraction can only come from memory that
+    holds no input value."""
+    if not e.exact or e.dtype == "int32":
+        return None
+    got = e.got[e.bad & ~e.unwritten].astype(np.float64)
+    fractions = int(np.sum(np.isfinite(got) & (got != np.round(got))))
+    if not fractions:
+        return None
+    return (f"{fractions} wrong results are not whole numbers although every input is: the kernel read memory "
+            "holding no input value (a shared tile cell never loaded, e.g. by threads that returned early, or "
+            "an out-of-bounds read)")
+
+
 def _zeros(e: Evidence) -> str | None:
     bad = e.bad & ~e.unwritten
     if bad.any() and np.all(e.got[bad] == 0):
@@ -223,5 +237,5 @@ def _zeros(e: Evidence) -> str | None:
 
 _CLASSIFIERS: tuple[Callable[[Evidence], str | None], ...] = (
     _unwritten_region, _wrong_region, _batch, _dropped_terms, _stale_tile_padding, _transposed, _precision,
-    _nan, _zeros,
+    _nan, _not_whole, _zeros,
 )

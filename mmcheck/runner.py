@@ -239,7 +239,8 @@ class Runner:
                     check = "race"
                     how = "in a second run" if other == schedule else f"under schedule {other}"
                     lines.append(f"the same inputs gave a different wrong result {how}: the result depends "
-                                 "on thread order or timing (a race, e.g. a missing __syncthreads)")
+                                 "on thread order or timing (a race, e.g. a missing __syncthreads, or a read of "
+                                 "memory nothing wrote)")
                     break
         evidence = Evidence(inputs.a, inputs.b, got, want, mismatch.mask | unwritten, unwritten, dtype,
                             exact=bound is None, tiles=tuple(tiles(case.spec)), names=case.spec.buffers)

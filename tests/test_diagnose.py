@@ -93,6 +93,15 @@ def test_nan_from_a_guard_read():
     says(evidence(Shape(4, 4, 4), got), "read a guard band")
 
 
+def test_fractions_from_whole_number_inputs_mean_garbage_was_read():
+    def garbage(a, b, w):
+        got = w.copy()
+        got[0, 1, 2] += 0.375
+        return got
+
+    says(evidence(Shape(5, 6, 7), garbage), "1 wrong results are not whole numbers although every input is")
+
+
 def test_nothing_is_claimed_for_scattered_errors():
     def got(a, b, w):
         out = w.copy()

@@ -110,8 +110,15 @@ def test_a_memcheck_report_says_what_where_and_who_and_drops_the_follow_on_error
         "0x7f2a00000000 of size 1024 bytes")
 
 
-def test_many_reports_are_cut_to_a_few_and_counted():
+def test_the_same_error_by_many_threads_is_one_line():
+    log = "".join(f"========= Invalid __global__ read of size 4 bytes\n=========     at k+0x10 in a.cu:42\n"
+                  f"=========     by thread ({t},15,0) in block (0,0,0)\n" for t in range(16))
+    assert summary(log) == ("Invalid __global__ read of size 4 bytes at a.cu:42; by 16 threads, the first thread "
+                            "(0,15,0) in block (0,0,0)")
+
+
+def test_many_errors_are_cut_to_a_few_and_counted():
     log = "".join(f"========= Invalid __shared__ write of size 16 bytes\n=========     at k+0x{i:x}0 in a.cu:{i}\n"
                   for i in range(1, 7))
     said = summary(log).splitlines()
-    assert len(said) == 4 and said[-1] == "(and 3 more reports)", said
+    assert len(said) == 4 and said[-1] == "(and 3 more errors)", said

@@ -17,7 +17,7 @@ __all__ = ["TOOLS", "SLOWDOWN", "command", "read_log", "summarize"]
 TOOLS = ("memcheck", "racecheck", "synccheck")
 # A kernel runs many times slower under a tool (racecheck tracks every shared-memory access).
 SLOWDOWN = 10
-# At most this many distinct reports are summarised; the rest are counted.
+# At most this many distinct errors are summarised; the rest are counted.
 _SHOWN = 3
 
 _NOISE = re.compile(r"(COMPUTE-SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|Saved host backtrace"
@@ -44,8 +44,9 @@ def read_log(text: str) -> list[str]:
 
 
 def summarize(lines: list[str]) -> str:
-    """One line per distinct report: what the tool found and at which source lines.  A report is a line
-    that starts at the margin plus the indented lines under it."""
+    """One line per distinct error: what the tool found, at which source lines, by which threads.  A report
+    is a line that starts at the margin plus the indented lines under it; reports that differ only in
+    the thread (one per thread is usual) are one error."""
     reports: list[list[str]] = []
     for ln in lines:
         if not ln.startswith(" ") or not reports:
@@ -54,12 +55,15 @@ def summarize(lines: list[str]) -> str:
             reports[-1].append(ln.strip())
     # "Program hit CUDA_ERROR_... on CUDA API call" follows a kernel's error; alone, it is the error.
     found = [r for r in reports if not r[0].startswith("Program hit")] or reports
-    said = list(dict.fromkeys(_one_report(r) for r in found))
-    more = f"\n(and {len(said) - _SHOWN} more reports)" if len(said) > _SHOWN else ""
+    errors: dict[str, list[list[str]]] = {}
+    for r in found:
+        errors.setdefault(_what_where(r), []).append(r)
+    said = [what + _details(same) for what, same in errors.items()]
+    more = f"\n(and {len(said) - _SHOWN} more errors)" if len(said) > _SHOWN else ""
     return "\n".join(said[:_SHOWN]) + more
 
 
-def _one_report(report: list[str]) -> str:
+def _what_where(report: list[str]) -> str:
     text = " ".join(report)
     head = re.sub(r"^(Error|Warning|WARNING|ERROR):\s*", "", report[0])
     if "Race reported" in head:
@@ -68,9 +72,15 @@ def _one_report(report: list[str]) -> str:
     at = f" at {', '.join(where)}" if where else ""
     if not where and (m := re.search(r"at (\S+\+0x[0-9a-f]+)", text)):
         at = f" at {m.group(1)}"  # no line info: the function and offset at least
-    details = [ln for ln in report[1:] if ln.startswith(("by thread", "Address", "and is", "is misaligned"))]
-    head = re.sub(r"\s+at \S+\+0x[0-9a-f]+.*$", "", head)
-    return head + at + "".join(f"; {d}" for d in details)
+    return re.sub(r"\s+at \S+\+0x[0-9a-f]+.*$", "", head) + at
+
+
+def _details(reports: list[list[str]]) -> str:
+    """The first report's thread and address lines, and how many threads reported the same error."""
+    first = [ln for ln in reports[0][1:] if ln.startswith(("by thread", "Address", "and is", "is misaligned"))]
+    if len(reports) > 1 and first and first[0].startswith("by thread"):
+        first[0] = f"by {len(reports)} threads, the first {first[0].removeprefix('by ')}"
+    return "".join(f"; {d}" for d in first)
 
 
 def _race(text: str) -> str:
