@@ -61,3 +61,11 @@ def test_the_diagnosis_names_the_bug(runner, name):
     result = runner.run(runner.case(spec, dtype, shape))
     assert result.outcome == "fail" and result.check == check, result.message
     assert words in result.message, result.message
+
+
+def test_a_race_is_caught_on_every_run_not_only_the_first(runner):
+    """compute-sanitizer stops printing after a number of errors per process; a race must still be seen
+    on the twelfth run (each run of this case reports two races)."""
+    spec, shape = ZOO["buggy.missing_first_sync"], Shape(1, 1, 2)
+    checks = [runner.run(runner.case(spec, "float32", shape)).check for _ in range(12)]
+    assert checks == ["race"] * 12, checks

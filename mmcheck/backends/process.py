@@ -159,6 +159,8 @@ class ProcessBackend:
             raise
         report = worker.sanitizer_report()
         if report:
+            if sanitizer.PRINT_LIMIT[tool]:
+                self._restart(tool)  # before the tool's cap on errors per process silences it
             raise SanitizerError(f"compute-sanitizer {tool}: {report}", tool)
         for buf, result in zip(buffers, results):
             buf.handle.result = result  # type: ignore[union-attr]
