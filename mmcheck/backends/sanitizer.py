@@ -27,7 +27,7 @@ _SHOWN = 3
 
 _NOISE = re.compile(r"(COMPUTE-SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|Saved host backtrace"
                     r"|Host Frame|Target application returned)")
-_LOCATION = re.compile(r"(?:at (\S+?)(?:\(.*?\))?\+0x[0-9a-f]+ )?in (\S+?:\d+)")
+_LOCATION = re.compile(r" in (\S+?:\d+)")  # a source location; "in block (0,0,0)" has no ":line"
 _ACCESS = re.compile(r"(Write|Read) access at (\S+?)(?: in (\S+?:\d+))?[\s:]")
 _HAZARDS = re.compile(r"\[(\d+) hazards?\]")
 
@@ -73,7 +73,7 @@ def _what_where(report: list[str]) -> str:
     head = re.sub(r"^(Error|Warning|WARNING|ERROR):\s*", "", report[0])
     if "Race reported" in head:
         return _race(text)
-    where = list(dict.fromkeys(loc for _, loc in _LOCATION.findall(text)))
+    where = list(dict.fromkeys(_LOCATION.findall(text)))
     at = f" at {', '.join(where)}" if where else ""
     if not where and (m := re.search(r"at (\S+\+0x[0-9a-f]+)", text)):
         at = f" at {m.group(1)}"  # no line info: the function and offset at least
