@@ -34,9 +34,10 @@ def sanitized(request):
 def test_the_unused_out_of_bounds_read_is_caught(sanitized, unused_read):
     result = sanitized.run(sanitized.case(unused_read, "float32", Shape(32, 48, 64)))
     assert result.outcome == "fail" and result.check == "sanitizer", result.message
-    # The report is mapped back to the kernel, dtype, shape and the source line of the read.
+    # The report is mapped back to the kernel, dtype, shape, the source line of the read and the buffer.
     assert "buggy.oob_read_unused float32 32x48x64" in result.message, result.message
     assert re.search(r"prefetch\.cu:\d+", result.message), result.message
+    assert re.search(r"(argument|buffer) A\b", result.message), result.message
 
 
 def test_without_a_sanitizer_the_read_is_invisible(sanitized, unused_read):
@@ -108,6 +109,12 @@ def test_a_memcheck_report_says_what_where_and_who_and_drops_the_follow_on_error
         "Invalid __global__ read of size 4 bytes at cuda_src/buggy/prefetch.cu:42; by thread (0,15,0) in block "
         "(0,0,0); Address 0x7f2a00000400 is out of bounds; and is 1 bytes after the nearest allocation at "
         "0x7f2a00000000 of size 1024 bytes")
+
+
+def test_an_allocation_in_a_report_is_named_as_the_kernel_s_buffer():
+    said = sanitizer.summarize(sanitizer.read_log(MEMCHECK), {0x7f2a00000000: "A", 0x7f2a00001000: "B"})
+    assert said.endswith("and is 1 bytes after the nearest allocation at 0x7f2a00000000 of size 1024 bytes "
+                         "(buffer A)"), said
 
 
 def test_the_same_error_by_many_threads_is_one_line():

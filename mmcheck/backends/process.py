@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -60,6 +61,9 @@ class _Worker:
         os.close(child_out)
         self.conn_in, self.conn_out = Connection(parent_in, writable=False), Connection(parent_out, readable=False)
         self.read_log = 0
+        # The device addresses of the last launch's buffers, which the child sends before launching, so
+        # that an allocation named in a sanitizer report can be named as A, B or C.
+        self.addresses: list[int] = []
         try:
             self.call("hello", options, timeout=_START_TIMEOUT)
         except BaseException:
@@ -67,11 +71,16 @@ class _Worker:
             raise
 
     def call(self, method: str, *args: object, timeout: float | None) -> object:
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
             self.conn_out.send((method, args))
-            if not self.conn_in.poll(timeout):
-                raise KernelTimeout(f"no answer after {timeout:g} s")
-            status, value = self.conn_in.recv()
+            status = "addresses"
+            while status == "addresses":
+                if not self.conn_in.poll(None if deadline is None else max(0.0, deadline - time.monotonic())):
+                    raise KernelTimeout(f"no answer after {timeout:g} s")
+                status, value = self.conn_in.recv()
+                if status == "addresses":
+                    self.addresses = value
         except (EOFError, OSError, BrokenPipeError):
             code = self.process.wait(timeout=10)
             raise KernelFault(f"the worker process died (exit status {code})") from None
@@ -79,14 +88,15 @@ class _Worker:
             raise value
         return value
 
-    def sanitizer_report(self) -> str:
-        """What the tool reported since the last look, in a few lines ("" if nothing)."""
+    def sanitizer_report(self, names: Sequence[str]) -> str:
+        """What the tool reported since the last look, in a few lines ("" if nothing); ``names`` are the
+        last launch's buffers, in order."""
         if self.log is None:
             return ""
         text = self.log.read_text(errors="replace")
         new, self.read_log = text[self.read_log:], len(text)
         lines = sanitizer.read_log(new)
-        return sanitizer.summarize(lines) if lines else ""
+        return sanitizer.summarize(lines, dict(zip(self.addresses, names))) if lines else ""
 
     def close(self) -> None:
         self.process.kill()
@@ -147,17 +157,19 @@ class ProcessBackend:
         slots = iter(range(len(buffers)))
         packed = [("buffer", next(slots)) if isinstance(a, DeviceBuffer) else a for a in args]
         hosts = [(b.handle.host, b.offset) for b in buffers]  # type: ignore[union-attr]
+        names = [q.name for q in kernel.spec.params if q.is_buffer]
         worker = self._worker(tool)
+        worker.addresses = []
         try:
             results = worker.call("launch", kernel.handle, hosts, packed, grid, block, smem, inner_schedule,
-                                  timeout=self._launch_timeout(tool) + _GRACE)
+                                  tool is not None, timeout=self._launch_timeout(tool) + _GRACE)
         except (KernelFault, KernelTimeout):
-            report = worker.sanitizer_report()
+            report = worker.sanitizer_report(names)
             self._restart(tool)
             if report:
                 raise SanitizerError(f"compute-sanitizer {tool}: {report}", tool) from None
             raise
-        report = worker.sanitizer_report()
+        report = worker.sanitizer_report(names)
         if report:
             if sanitizer.PRINT_LIMIT[tool]:
                 self._restart(tool)  # before the tool's cap on errors per process silences it
@@ -218,9 +230,11 @@ def _serve(inner: str, conn_in: Connection, conn_out: Connection) -> None:
                 k = kernel(*args)
                 value = (k.symbol, k.schedules)
             elif method == "launch":
-                request, hosts, packed, grid, block, smem, schedule = args
+                request, hosts, packed, grid, block, smem, schedule, addresses = args
                 k = kernel(*request)
                 bufs = [backend.upload(h, off) for h, off in hosts]
+                if addresses:  # under compute-sanitizer, whose reports give allocations by address
+                    conn_out.send(("addresses", [int(b.handle) for b in bufs]))
                 call = [bufs[a[1]] if isinstance(a, tuple) else a for a in packed]
                 backend.launch(k, call, grid, block, smem, schedule or k.schedules[0])
                 value = [backend.download(b) for b in bufs]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 __all__ = ["TOOLS", "SLOWDOWN", "PRINT_LIMIT", "command", "read_log", "summarize"]
@@ -48,10 +49,11 @@ def read_log(text: str) -> list[str]:
     return [ln for ln in lines if ln.strip() and not _NOISE.search(ln)]
 
 
-def summarize(lines: list[str]) -> str:
-    """One line per distinct error: what the tool found, at which source lines, by which threads.  A report
-    is a line that starts at the margin plus the indented lines under it; reports that differ only in
-    the thread (one per thread is usual) are one error."""
+def summarize(lines: list[str], buffers: Mapping[int, str] = {}) -> str:
+    """One line per distinct error: what the tool found, at which source lines, by which threads, and
+    which of ``buffers`` (device address: name) an allocation it names is.  A report is a line that
+    starts at the margin plus the indented lines under it; reports that differ only in the thread (one
+    per thread is usual) are one error."""
     reports: list[list[str]] = []
     for ln in lines:
         if not ln.startswith(" ") or not reports:
@@ -63,7 +65,7 @@ def summarize(lines: list[str]) -> str:
     errors: dict[str, list[list[str]]] = {}
     for r in found:
         errors.setdefault(_what_where(r), []).append(r)
-    said = [what + _details(same) for what, same in errors.items()]
+    said = [_name_allocations(what + _details(same), buffers) for what, same in errors.items()]
     more = f"\n(and {len(said) - _SHOWN} more errors)" if len(said) > _SHOWN else ""
     return "\n".join(said[:_SHOWN]) + more
 
@@ -86,6 +88,15 @@ def _details(reports: list[list[str]]) -> str:
     if len(reports) > 1 and first and first[0].startswith("by thread"):
         first[0] = f"by {len(reports)} threads, the first {first[0].removeprefix('by ')}"
     return "".join(f"; {d}" for d in first)
+
+
+def _name_allocations(said: str, buffers: Mapping[int, str]) -> str:
+    """"allocation at 0x7f.. of size 1,024 bytes" -> "... bytes (buffer A)"."""
+    def name(m: re.Match) -> str:
+        buffer = buffers.get(int(m.group(1), 16))
+        return m.group(0) + (f" (buffer {buffer})" if buffer else "")
+
+    return re.sub(r"allocation at (0x[0-9a-fA-F]+)(?: of size [\d,]+ bytes?)?", name, said)
 
 
 def _race(text: str) -> str:
