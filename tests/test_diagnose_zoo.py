@@ -64,8 +64,10 @@ def test_the_diagnosis_names_the_bug(runner, name):
 
 
 def test_a_race_is_caught_on_every_run_not_only_the_first(runner):
-    """compute-sanitizer stops printing after a number of errors per process; a race must still be seen
-    on the twelfth run (each run of this case reports two races)."""
+    """compute-sanitizer goes silent after enough errors in one process (after 10 runs of this case under
+    a print limit of 20, after about 160 without one, on an H200): a race must still be seen after 200
+    runs.  The emulator has no such limit; a few runs show that its schedules keep finding the race."""
     spec, shape = ZOO["buggy.missing_first_sync"], Shape(1, 1, 2)
-    checks = [runner.run(runner.case(spec, "float32", shape)).check for _ in range(12)]
-    assert checks == ["race"] * 12, checks
+    runs = 200 if runner.backend.name == "gpu" else 12
+    checks = [runner.run(runner.case(spec, "float32", shape)).check for _ in range(runs)]
+    assert checks == ["race"] * runs, [(i, c) for i, c in enumerate(checks) if c != "race"][:5]

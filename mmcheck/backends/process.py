@@ -64,6 +64,7 @@ class _Worker:
         # The device addresses of the last launch's buffers, which the child sends before launching, so
         # that an allocation named in a sanitizer report can be named as A, B or C.
         self.addresses: list[int] = []
+        self.reporting_launches = 0
         try:
             self.call("hello", options, timeout=_START_TIMEOUT)
         except BaseException:
@@ -171,7 +172,8 @@ class ProcessBackend:
             raise
         report = worker.sanitizer_report(names)
         if report:
-            if sanitizer.PRINT_LIMIT[tool]:
+            worker.reporting_launches += 1
+            if worker.reporting_launches >= sanitizer.REPORTING_LAUNCHES[tool]:
                 self._restart(tool)  # before the tool's cap on errors per process silences it
             raise SanitizerError(f"compute-sanitizer {tool}: {report}", tool)
         for buf, result in zip(buffers, results):
