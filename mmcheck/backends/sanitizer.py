@@ -46,7 +46,7 @@ def command(tool: str, log: Path) -> list[str]:
 
 
 def read_log(text: str) -> list[str]:
-    """The tool's report lines, without the ``=========`` prefix, banners and zero summaries."""
+    """The tool's report lines, without the ``=========`` prefix, its banner, summaries and host backtraces."""
     lines = [ln.removeprefix("=========").removeprefix(" ").rstrip() for ln in text.splitlines()
              if ln.startswith("=========")]
     return [ln for ln in lines if ln.strip() and not _NOISE.search(ln)]
