@@ -27,12 +27,14 @@ class Record:
     meta: dict
 
 
-def save_failure(folder: Path, stem: str, arrays: dict[str, np.ndarray], meta: dict) -> list[Path]:
-    """Write ``stem.npz`` (the arrays plus ``meta`` as JSON) and, if possible, ``stem.png``."""
+def save_failure(folder: Path, record: Record, reproduce: str) -> list[Path]:
+    """Write ``<stem>.npz`` (the arrays, and the metadata with the command that replays the case, as JSON)
+    and, if possible, ``<stem>.png``."""
     folder.mkdir(parents=True, exist_ok=True)
-    written = [atomic_write(folder / f"{stem}.npz",
-                       lambda f: np.savez_compressed(f, meta=np.array(json.dumps(meta)), **arrays))]
-    png = _heat_map(folder / f"{stem}.png", arrays["C"], arrays["reference"], meta)
+    meta = {**record.meta, "reproduce": reproduce}
+    written = [atomic_write(folder / f"{record.stem}.npz",
+                            lambda f: np.savez_compressed(f, meta=np.array(json.dumps(meta)), **record.arrays))]
+    png = _heat_map(folder / f"{record.stem}.png", record.arrays["C"], record.arrays["reference"], meta)
     return written + ([png] if png else [])
 
 
@@ -69,7 +71,7 @@ def _heat_map(path: Path, got: np.ndarray, want: np.ndarray, meta: dict) -> Path
     fig, ax = plt.subplots(figsize=(6, 5))
     image = ax.imshow(shown, cmap=cmap, interpolation="nearest")
     fig.colorbar(image, ax=ax, label="log10 |C - reference|  (grey: right; NaN/unwritten: top)")
-    ax.set_title(f"{meta['kernel']} {meta['dtype']} {meta['shape']} ({meta['pattern']})", fontsize=9)
+    ax.set_title(f"{meta['kernel']} {meta['dtype']} {meta['shape']} ({meta['trial']})", fontsize=9)
     ax.set_xlabel("column j")
     ax.set_ylabel("row i")
     try:

@@ -67,8 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -> int:
+    from .artifacts import save_failure
     from .backends import get_backend
-    from .report import json_document, table, write_json
+    from .report import json_document, reproduce, table, write_json
     from .runner import Result
     from .shapes import satisfies, shapes_for
 
@@ -92,21 +93,23 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
             continue
         # --shape replaces the generated shapes: the replay of one reported case.
         if settings.shape:
-            shapes = [s for s in settings.shape if satisfies(spec, s)]
+            shapes = [s for s in settings.shape if satisfies(spec, s, dtype)]
             if not shapes:
                 results.append(Result(runner.case(spec, dtype, settings.shape[0]), "skip",
                                       f"{spec.name}: --shape does not satisfy its requires"))
                 continue
         else:
-            shapes = shapes_for(spec, settings.seed, settings.budget)
+            shapes = shapes_for(spec, dtype, settings.seed, settings.budget)
         results.append(runner.sweep(spec, dtype, shapes))
     print(f"backend: {backend.name}")
     print(table(results))
     for r in results:
-        saved = runner.save(r)
         if r.message and r.outcome in ("fail", "error") and (args.verbose or not r.as_expected):
-            print(f"\n{r.message}" + "".join(f"\n  saved: {p}" for p in saved))
-    document = json_document(results, catalog.errors)
+            command = reproduce(r.case, backend.name)
+            saved = save_failure(Path(settings.results), r.record, command) if r.record else []
+            print(f"\n{r.message}" + (f"\n  reproduce: {command}" if r.outcome == "fail" else "")
+                  + "".join(f"\n  saved: {p}" for p in saved))
+    document = json_document(results, catalog.errors, backend.name)
     if args.json:
         write_json(args.json, document)
     if catalog.errors:

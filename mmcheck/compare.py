@@ -6,10 +6,11 @@ Algorithms, Thm. 3.1 and eq. 3.5) gives
 
     |fl(a . b) - a . b| <= gamma_K * (|a| . |b|),   gamma_K = K u / (1 - K u).
 
-One more rounding, of a result accumulated in higher precision, is covered by using gamma_{K+1}. The bound
-is per element, so it is tight where the data is small and loose only where it must be; a correct kernel
-cannot exceed it, while a dropped term, a float accumulator in a double kernel or a truncating int
-accumulator exceeds it by orders of magnitude.
+The roundings after the dot product (of a result accumulated in higher precision; of alpha * (A @ B),
+beta * C and their sum) are covered by using gamma_{K+r} for r further roundings, on the magnitude
+|alpha| |A| @ |B| + |beta| |C|.  The bound is per element, so it is tight where the data is small and loose
+only where it must be; a correct kernel cannot exceed it, while a dropped term, a float accumulator in a
+double kernel or a truncating int accumulator exceeds it by orders of magnitude.
 """
 
 from __future__ import annotations
@@ -18,23 +19,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["unit_roundoff", "tolerance", "Mismatch", "compare"]
+from .dtypes import DType
+
+__all__ = ["tolerance", "Mismatch", "compare"]
 
 
-def unit_roundoff(dtype: str) -> float:
-    return float(np.finfo(dtype).eps) / 2
+def tolerance(d: DType, n: int, magnitude: np.ndarray) -> np.ndarray:
+    """The per-element bound for a result of ``n`` roundings in ``d`` (a K-term dot product and what
+    follows it) whose magnitude (``|a| . |b|`` and the rest) is ``magnitude``: gamma_n * magnitude.
 
-
-def tolerance(dtype: str, k: int, magnitude: np.ndarray) -> np.ndarray:
-    """The per-element bound for a length-``k`` dot product whose ``|a| . |b|`` is ``magnitude``.
-
-    A small absolute term (``k`` times the smallest normal) covers underflow to subnormals."""
-    u = unit_roundoff(dtype)
-    n = k + 1
+    A small absolute term (``n`` times the smallest normal) covers underflow to subnormals."""
+    u = d.unit_roundoff
     if n * u >= 1:
-        raise ValueError(f"K={k} is too long for a meaningful {dtype} error bound")
+        raise ValueError(f"{n} roundings are too many for a meaningful {d.name} error bound")
     gamma = n * u / (1 - n * u)
-    return gamma * magnitude + n * float(np.finfo(dtype).tiny)
+    return gamma * magnitude + n * d.tiny
 
 
 @dataclass(frozen=True)

@@ -1,67 +1,121 @@
 """What both backends need to turn a spec into a loadable kernel: the source text to compile, the name
 of the symbol to look up, and the key under which to cache the result.
 
-Templates are instantiated by taking the kernel's address at namespace scope, which needs no knowledge
-of the parameter list; nvcc and g++ then both emit the Itanium-mangled name
-``_Z<len><entry>I<type>E...``, which we find in the compiled binary's string table.
+The user's file is compiled as it is, C++ linkage included (no ``extern "C"`` is forced around it), so
+the kernel is found by name among the compiled binary's function symbols: the plain name of an
+``extern "C"`` kernel, or the Itanium-mangled ``_Z<len><entry>...`` that nvcc and g++ both emit.  A
+template is instantiated by taking the kernel's address at namespace scope, which needs no knowledge of
+the parameter list; its symbol is ``_Z<len><entry>I<arguments>E...``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
+from .dtypes import precision
 from .errors import CompileError
 from .spec import KernelSpec
 
-__all__ = ["CTYPES", "unit_source", "find_symbol", "cache_key", "cache_root", "macro_flags"]
-
-CTYPES = {"int32": "int", "float32": "float", "float64": "double"}
-_MANGLE = {"int32": "i", "float32": "f", "float64": "d"}
+__all__ = ["Build", "unit_source", "function_symbols", "find_symbol", "cache_key", "cache_root",
+           "macro_flags", "c_string"]
 
 
-def unit_source(spec: KernelSpec, dtype: str) -> str:
-    """The text both backends compile: a plain kernel file wrapped in ``extern "C"`` (as PyCUDA does by
-    default, so the symbol is the entry's own name), or a template's file plus its instantiation.
+@dataclass(frozen=True)
+class Build:
+    """One compile: a spec for one dtype, with its template arguments (C++ text, e.g. ``("float", "32")``)
+    and macros evaluated for a shape."""
+
+    spec: KernelSpec
+    dtype: str
+    template: tuple[str, ...] = ()
+    defines: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def instance(self) -> str:
+        """The kernel as C++ names it: ``sgemm<float, 32>`` or ``sgemm``."""
+        return f"{self.spec.entry}<{', '.join(self.template)}>" if self.template else self.spec.entry
+
+    @property
+    def key(self) -> tuple:
+        """What identifies the compile (cheaper to hash than the spec)."""
+        return (self.spec.path, self.spec.name, self.dtype, self.template, self.defines)
+
+    def __str__(self) -> str:
+        macros = "".join(f", {k}={v}" for k, v in self.defines)
+        return f"{self.spec.name} ({self.dtype}{macros}: {self.instance})"
+
+
+def unit_source(build: Build) -> str:
+    """The text both backends compile: the kernel file as it is, plus, for a template, its instantiation.
 
     A ``#line`` directive makes compiler messages, sanitizer reports and line info name the user's file
     and line, not a temporary copy."""
-    origin = f"#line 1 {_c_string(str(spec.path))}\n"
-    if spec.template is None:
-        return f'extern "C" {{\n{origin}{spec.source}\n}}\n'
-    return (
-        f"{origin}{spec.source}\n\n#line 1 \"mmcheck-instantiation\"\n"
-        f"void* mmcheck_instance_{spec.entry}_{dtype} = (void*)&{spec.entry}<{CTYPES[dtype]}>;\n"
-    )
+    spec = build.spec
+    text = f"#line 1 {c_string(str(spec.path))}\n{spec.source}\n"
+    if build.template:
+        text += f"\n#line 1 \"mmcheck-instantiation\"\nvoid* mmcheck_instance = (void*)&{build.instance};\n"
+    return text
 
 
-def _c_string(text: str) -> str:
+def c_string(text: str) -> str:
     """A C string literal for ``text``; control characters are dropped so a path cannot end the line."""
     clean = "".join(c for c in text if c.isprintable())
     return '"' + clean.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def find_symbol(binary: bytes, spec: KernelSpec, dtype: str) -> str:
-    """The name under which ``spec.entry`` (instantiated for ``dtype``) is found in ``binary``."""
-    if spec.template is None:
-        return spec.entry
-    prefix = f"_Z{len(spec.entry)}{spec.entry}I{_MANGLE[dtype]}E".encode()
-    found = set(re.findall(re.escape(prefix) + rb"[A-Za-z0-9_]*", binary))
-    # With line info a cubin also names each parameter (<symbol>_param_0, ...): keep the symbol itself.
-    names = {n for n in found if not any(n != m and n.startswith(m + b"_param_") for m in found)}
-    if len(names) != 1:
-        listed = ", ".join(sorted(n.decode() for n in names)) or "none"
-        raise CompileError(f"{spec.path}: cannot find one symbol for {spec.entry}<{CTYPES[dtype]}> "
-                           f"(looked for {prefix.decode()}...; found {listed})")
-    return names.pop().decode()
+def function_symbols(binary: bytes) -> list[str]:
+    """The names of the function symbols of an ELF binary (a cubin, or the emulator's shared library)."""
+    from elftools.elf.elffile import ELFFile
+
+    elf = ELFFile(io.BytesIO(binary))
+    table = elf.get_section_by_name(".symtab")
+    if table is None:
+        return []
+    return [s.name for s in table.iter_symbols() if s.name and s["st_info"]["type"] == "STT_FUNC"]
 
 
-def macro_flags(defines: Mapping[str, str]) -> list[str]:
+def find_symbol(symbols: Iterable[str], build: Build) -> str:
+    """The symbol among ``symbols`` that is ``build``'s kernel; CompileError if there is none, or several
+    (an overloaded kernel: the message lists them)."""
+    entry = build.spec.entry
+    mangled = f"_Z{len(entry)}{entry}"
+    names = set(symbols)
+    if build.template:
+        found = {s for s in names if s.startswith(mangled + "I")}
+        if len(found) > 1:  # the file instantiates the template itself too: keep the arguments asked for
+            pattern = re.compile(re.escape(mangled) + "I" + "".join(_argument(build, t) for t in build.template) + "E")
+            found = {s for s in found if pattern.match(s)}
+    else:
+        found = {s for s in names if s == entry or (s.startswith(mangled) and not s.startswith(mangled + "I"))}
+    if len(found) != 1:
+        listed = ", ".join(sorted(found)) or "none"
+        why = "several kernels match (overloads?)" if found else "no kernel of that name"
+        raise CompileError(f"{build.spec.path}: cannot find the kernel {build.instance} in the compiled module: "
+                           f"{why}; looked for {entry} or {mangled}...; found {listed}")
+    return found.pop()
+
+
+def _argument(build: Build, text: str) -> str:
+    """A regular expression for one template argument in a mangled name: a type's code (or a substitution
+    of an earlier one), or an integer literal of any integer type (``Li32E``, ``Lj32E``, ``Lin5E``)."""
+    p = precision(build.dtype)
+    for d in (p.inputs, p.output):
+        if text == d.ctype:
+            return f"(?:{re.escape(d.mangled)}|S[0-9A-Z]*_)"
+    value = int(text)
+    return f"L[a-z]+{'n' if value < 0 else ''}{abs(value)}E"
+
+
+def macro_flags(defines: Mapping[str, str] | Iterable[tuple[str, str]]) -> list[str]:
     """``-DNAME=VALUE`` arguments; values are evaluated integers, so nothing here can inject a flag."""
-    return [f"-D{k}={v}" for k, v in sorted(defines.items())]
+    items = defines.items() if isinstance(defines, Mapping) else defines
+    return [f"-D{k}={v}" for k, v in sorted(items)]
 
 
 def cache_key(*parts: object) -> str:

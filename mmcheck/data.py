@@ -1,6 +1,6 @@
-"""Inputs, poison and guard bands.
+"""Inputs, poison, guard bands, memory layouts and leading dimensions.
 
-Three input patterns, each chosen for what it can prove:
+Input patterns, each chosen for what it can prove:
 
 * ``ints``: small integers in [-8, 8].  Every product and partial sum is exactly representable, so the
   result must match the reference bit for bit; a single dropped term at large K shows.
@@ -8,40 +8,73 @@ Three input patterns, each chosen for what it can prove:
   what sees a float accumulator in a double kernel or an int accumulator in a float kernel.
 * ``wrap``: full-range int32 whose products overflow; the reference wraps modulo 2**32 like the GPU.
 
-The output is poisoned before each launch so an element the kernel never writes is seen, and every buffer
-is surrounded by guard bands holding a bit pattern that arithmetic cannot produce (a signalling NaN for
-floats), compared bitwise afterwards.
+A case runs several *trials*: each input pattern, and for ops with alpha and beta each pair of their test
+values, with leading dimensions at their minimum and, where the kernel takes them, padded.
+
+The output is poisoned before each launch (or, where C is an input, filled with values no correct result
+equals) so an element the kernel never writes is seen; every buffer is surrounded by guard bands, and
+padded rows or columns hold padding, each a bit pattern that arithmetic cannot produce (a signalling NaN
+for floats), compared bitwise afterwards.
 """
 
 from __future__ import annotations
 
+import itertools
 import zlib
 from dataclasses import dataclass
 
 import numpy as np
 
+from .dtypes import DType, precision
+from .ops import LEADING
 from .shapes import Shape
+from .spec import KernelSpec
 
-__all__ = ["patterns_for", "Inputs", "make_inputs", "case_seed", "guard_width", "POISON",
-           "GUARD", "pad", "poisoned", "unpad", "to_buffer", "from_buffer", "bits", "same_bits", "guard_source"]
+__all__ = ["Trial", "trials", "Operands", "make_operands", "case_seed", "guard_width", "Layout", "pad",
+           "padding_mask", "poisoned", "unpad", "to_buffer", "from_buffer", "bits", "same_bits", "marker_source"]
 
-def patterns_for(dtype: str) -> tuple[str, ...]:
-    return ("ints", "wrap") if dtype == "int32" else ("ints", "normal")
+# Patterns whose every result is exactly representable, compared bit for bit.
+EXACT_PATTERNS = ("ints", "wrap")
+# How much longer than the matrix a padded leading dimension is, per buffer role (A, B, C): different for
+# each, so a kernel that uses one buffer's leading dimension for another's is wrong; multiples of 8, so
+# vector loads and WMMA (ldm a multiple of 8) stay aligned.
+LEADING_PADDING = (8, 16, 24)
 
 
-# Bit patterns, as the unsigned integer of the dtype's width.  Output poison is a quiet NaN (floats) so
-# that reading an unwritten element also propagates.  Guards are signalling NaNs with a payload no
-# arithmetic yields (any operation on a signalling NaN returns a quiet one), one per buffer (A, B, C):
-# where the hardware keeps NaN payloads (x86 does, NVIDIA GPUs do not), a NaN that reaches C says which
-# input was read out of bounds.
-POISON = {"float32": 0x7FC0DEAD, "float64": 0x7FF80000DEADBEEF, "int32": 0xDEADBEEF}
-GUARD = {
-    "float32": (0x7FA0A0A1, 0x7FB0B0B1, 0x7F90C0C1),
-    "float64": (0x7FF4A0A0A0A0A0A1, 0x7FF2B0B0B0B0B0B1, 0x7FF1C0C0C0C0C0C1),
-    "int32": (0x5AFEA0DE, 0x5AFEB0DE, 0x5AFEC0DE),
-}
-_QUIET = {"float32": 0x00400000, "float64": 0x0008000000000000, "int32": 0}
-_UINT = {"float32": np.uint32, "float64": np.uint64, "int32": np.uint32}
+@dataclass(frozen=True)
+class Trial:
+    """One launch's inputs: a pattern, alpha and beta (ops that have them), and whether the leading
+    dimensions the kernel takes are padded."""
+
+    pattern: str
+    alpha: float | None = None
+    beta: float | None = None
+    padded: tuple[int, ...] = ()  # the buffer roles (0: A, 1: B, 2: C) whose leading dimension is padded
+
+    @property
+    def exact(self) -> bool:
+        """The pattern's results are exact, so they are compared bit for bit."""
+        return self.pattern in EXACT_PATTERNS
+
+    def __str__(self) -> str:
+        parts = [f"inputs {self.pattern}"]
+        if self.alpha is not None:
+            parts.append(f"alpha {self.alpha:g}, beta {self.beta:g}")
+        if self.padded:
+            parts.append("padded " + "/".join(LEADING[r] for r in self.padded))
+        return ", ".join(parts)
+
+
+def trials(spec: KernelSpec, dtype: str) -> list[Trial]:
+    """The first pattern with every (alpha, beta) pair and, where the kernel takes leading dimensions, once
+    more with them padded; every other pattern with the last pair (the most general), padded."""
+    p = precision(dtype)
+    first, *rest = p.inputs.patterns
+    pairs = list(itertools.product(*spec.scalars(p))) if spec.operation.scalars else [(None, None)]
+    out = [Trial(first, a, b) for a, b in pairs]
+    if spec.leading:
+        out.append(Trial(first, *pairs[-1], padded=spec.leading))
+    return out + [Trial(pattern, *pairs[-1], padded=spec.leading) for pattern in rest]
 
 
 def case_seed(seed: int, *parts: object) -> int:
@@ -50,28 +83,49 @@ def case_seed(seed: int, *parts: object) -> int:
 
 
 @dataclass(frozen=True)
-class Inputs:
-    """Logical (row-major, batch-first) inputs: ``a`` is (batch, M, K), ``b`` is (batch, K, N); for
-    ``mv``, ``a`` is (1, M, K) and ``b`` is (1, K, 1)."""
+class Operands:
+    """Logical (row-major, batch-first) values of one trial: ``a`` (batch, M, K) and ``b`` (batch, K, N) in
+    the inputs' dtype (for a matrix-vector op N is 1), and ``c`` (batch, M, N), the output buffer's contents
+    before the launch: C's input where the op reads C, else the poison."""
 
     a: np.ndarray
     b: np.ndarray
+    c: np.ndarray
+    alpha: float | None = None
+    beta: float | None = None
+    c_is_input: bool = False  # C holds values a kernel may read, not the poison
 
 
-def make_inputs(op: str, shape: Shape, dtype: str, pattern: str, seed: int) -> Inputs:
+def make_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed: int) -> Operands:
+    p = precision(dtype)
+    op = spec.operation
     rng = np.random.default_rng(seed)
-    n = 1 if op == "mv" else shape.N
 
-    def draw(*dims: int) -> np.ndarray:
-        if pattern == "ints":
-            return rng.integers(-8, 9, size=dims).astype(dtype)
-        if pattern == "wrap":
-            return rng.integers(-(2**31), 2**31, size=dims, dtype=np.int64).astype(np.int32)
-        if pattern == "normal":
-            return rng.standard_normal(size=dims).astype(dtype)
-        raise ValueError(f"unknown input pattern {pattern!r}")
+    def draw(d: DType, *dims: int) -> np.ndarray:
+        if trial.pattern == "ints":
+            return rng.integers(-8, 9, size=dims).astype(d.numpy)
+        if trial.pattern == "wrap":
+            return rng.integers(-(2**31), 2**31, size=dims, dtype=np.int64).astype(d.numpy)
+        if trial.pattern == "normal":
+            return rng.standard_normal(size=dims).astype(d.numpy)
+        raise ValueError(f"unknown input pattern {trial.pattern!r}")
 
-    return Inputs(draw(shape.batch, shape.M, shape.K), draw(shape.batch, shape.K, n))
+    (m, k), (_, n) = op.dims(0, shape), op.dims(1, shape)
+    a, b = draw(p.inputs, shape.batch, m, k), draw(p.inputs, shape.batch, k, n)
+    if not op.accumulates or (spec.strict_beta and trial.beta == 0):
+        # The BLAS rule under strict_beta: with beta == 0, C need not hold anything (NaN included).
+        return Operands(a, b, poisoned(shape.batch * m * n, p.output).reshape(shape.batch, m, n),
+                        trial.alpha, trial.beta, c_is_input=False)
+    c = draw(p.output, shape.batch, m, n)
+    # An element whose correct result equals its input could not tell "left as it was" from "computed":
+    # move such inputs (a few passes settle all but results that equal C whatever it holds).
+    for _ in range(3):
+        want = op.reference(a, b, c, trial.alpha, trial.beta).astype(p.output.numpy)
+        same = bits(want, p.output) == bits(c, p.output)
+        if not same.any():
+            break
+        c[same] += p.output.numpy.type(1)
+    return Operands(a, b, c, trial.alpha, trial.beta, c_is_input=True)
 
 
 # A guard band past this many elements costs more than it finds (the emulator's guard pages and the
@@ -79,40 +133,71 @@ def make_inputs(op: str, shape: Shape, dtype: str, pattern: str, seed: int) -> I
 _MAX_GUARD = 1 << 20
 
 
-def guard_width(shape: Shape) -> int:
-    """Elements of guard band on each side of a buffer: as large as the largest matrix, so that a wrong
-    stride or a confused dimension reads a band (deterministic NaN or sentinel values) rather than other
-    memory, whose contents change from run to run and would pass for a race."""
-    largest = max(shape.M * shape.K, shape.K * shape.N, shape.M * shape.N)
-    # A multiple of 16 elements keeps each buffer's start as aligned as its allocation (float4 loads).
-    return min(-(-(64 + largest) // 16) * 16, _MAX_GUARD)
+def guard_width(largest: int, itemsize: int) -> int:
+    """Elements of guard band on each side of a buffer: as large as the largest buffer (``largest``
+    elements), so that a wrong stride or a confused dimension reads a band (deterministic NaN or sentinel
+    values) rather than other memory, whose contents change from run to run and would pass for a race;
+    a multiple of 256 bytes, so the kernel's pointer keeps the 256-byte alignment of ``cudaMalloc``."""
+    align = 256 // itemsize
+    return min(-(-(64 + largest) // align) * align, _MAX_GUARD)
 
 
-def to_buffer(x: np.ndarray, layout: str) -> np.ndarray:
-    """Flatten a logical (batch, rows, cols) array into the kernel's memory order."""
-    return np.ascontiguousarray(x if layout == "row" else x.transpose(0, 2, 1)).reshape(-1)
+@dataclass(frozen=True)
+class Layout:
+    """How a logical (batch, rows, cols) matrix lies in memory: row- or column-major, each row (column)
+    ``ld`` elements long, batches one after another."""
+
+    order: str
+    ld: int
+
+    @classmethod
+    def of(cls, order: str, rows: int, cols: int, padding: int = 0) -> Layout:
+        return cls(order, (cols if order == "row" else rows) + padding)
+
+    def size(self, dims: tuple[int, int, int]) -> int:
+        batch, rows, cols = dims
+        return batch * (rows if self.order == "row" else cols) * self.ld
 
 
-def from_buffer(flat: np.ndarray, dims: tuple[int, int, int], layout: str) -> np.ndarray:
-    """Inverse of ``to_buffer`` for an array of logical shape ``dims``."""
+def to_buffer(x: np.ndarray, layout: Layout, fill: int, d: DType) -> np.ndarray:
+    """Flatten a logical (batch, rows, cols) array into memory order; padding cells hold ``fill``'s bits."""
+    major = x if layout.order == "row" else x.transpose(0, 2, 1)
+    batch, lines, length = major.shape
+    out = np.empty((batch, lines, layout.ld), dtype=d.numpy)
+    out.view(d.uint)[...] = fill
+    out[:, :, :length] = major
+    return out.reshape(-1)
+
+
+def from_buffer(flat: np.ndarray, dims: tuple[int, int, int], layout: Layout) -> np.ndarray:
+    """The logical (batch, rows, cols) view of a buffer laid out as ``layout``."""
     batch, rows, cols = dims
-    if layout == "row":
-        return flat.reshape(batch, rows, cols)
-    return flat.reshape(batch, cols, rows).transpose(0, 2, 1)
+    if layout.order == "row":
+        return flat.reshape(batch, rows, layout.ld)[:, :, :cols]
+    return flat.reshape(batch, cols, layout.ld)[:, :, :rows].transpose(0, 2, 1)
 
 
-def pad(payload: np.ndarray, guard: int, dtype: str, role: int) -> np.ndarray:
+def padding_mask(dims: tuple[int, int, int], layout: Layout) -> np.ndarray:
+    """True at the padding cells of a buffer laid out as ``layout``, in memory order."""
+    batch, rows, cols = dims
+    lines, length = (rows, cols) if layout.order == "row" else (cols, rows)
+    mask = np.zeros((batch, lines, layout.ld), dtype=bool)
+    mask[:, :, length:] = True
+    return mask.reshape(-1)
+
+
+def pad(payload: np.ndarray, guard: int, d: DType, role: int) -> np.ndarray:
     """``payload`` with ``guard`` guard elements on each side, holding buffer ``role``'s (0: A, 1: B, 2: C)
     pattern."""
-    out = np.empty(payload.size + 2 * guard, dtype=dtype)
-    out.view(_UINT[dtype])[:] = GUARD[dtype][role]
+    out = np.empty(payload.size + 2 * guard, dtype=d.numpy)
+    out.view(d.uint)[:] = d.guards[role]
     out[guard:guard + payload.size] = payload
     return out
 
 
-def poisoned(size: int, dtype: str) -> np.ndarray:
-    out = np.empty(size, dtype=dtype)
-    out.view(_UINT[dtype])[:] = POISON[dtype]
+def poisoned(size: int, d: DType) -> np.ndarray:
+    out = np.empty(size, dtype=d.numpy)
+    out.view(d.uint)[:] = d.poison
     return out
 
 
@@ -122,20 +207,25 @@ def unpad(padded: np.ndarray, guard: int) -> tuple[np.ndarray, np.ndarray, np.nd
     return padded[:guard], padded[guard:end], padded[end:]
 
 
-def bits(x: np.ndarray, dtype: str) -> np.ndarray:
+def bits(x: np.ndarray, d: DType) -> np.ndarray:
     """``x`` viewed as unsigned integers of its width, for bitwise comparison (NaN payloads included)."""
-    return x.view(_UINT[dtype])
+    return np.ascontiguousarray(x).view(d.uint)
 
 
-def guard_source(x: np.ndarray, dtype: str) -> np.ndarray:
-    """Per element: the role (0: A, 1: B, 2: C) whose guard pattern, quieted or not, ``x`` holds, else -1."""
-    quiet = _UINT[dtype](_QUIET[dtype])
-    found = np.full(x.shape, -1)
-    for role, pattern in enumerate(GUARD[dtype]):
-        found[(bits(x, dtype) | quiet) == (_UINT[dtype](pattern) | quiet)] = role
-    return found
-
-
-def same_bits(x: np.ndarray, pattern: int, dtype: str) -> np.ndarray:
+def same_bits(x: np.ndarray, pattern: int, d: DType) -> np.ndarray:
     """Elementwise: does ``x`` hold exactly the bit pattern ``pattern``?"""
-    return bits(x, dtype) == _UINT[dtype](pattern)
+    return bits(x, d) == d.uint.type(pattern)
+
+
+def marker_source(x: np.ndarray, d: DType) -> tuple[np.ndarray, np.ndarray]:
+    """Per element: the role (0: A, 1: B, 2: C) whose guard pattern, quieted or not, ``x`` holds, else -1;
+    and likewise for the padding patterns."""
+    quiet = d.uint.type(d.quiet)
+    held = bits(x, d) | quiet
+    found = []
+    for patterns in (d.guards, d.pads):
+        roles = np.full(x.shape, -1)
+        for role, pattern in enumerate(patterns):
+            roles[held == (d.uint.type(pattern) | quiet)] = role
+        found.append(roles)
+    return found[0], found[1]

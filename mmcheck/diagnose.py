@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .compare import tolerance
-from .data import guard_source
+from .data import marker_source
+from .dtypes import DTYPES
 
 __all__ = ["Evidence", "diagnose", "tile_map"]
 
@@ -25,7 +26,9 @@ _MAX_TERMS = 1 << 22
 class Evidence:
     """A failing launch: logical inputs ``a`` (batch, M, K) and ``b`` (batch, K, N), the result ``got`` and
     reference ``want`` (batch, M, N), which elements are wrong (``bad``) or never written
-    (``unwritten``), the tile sizes the spec suggests, and whether the data was exact."""
+    (``unwritten``), the output's dtype, the tile sizes the spec suggests, and whether the data was exact.
+    For C = alpha * A @ B + beta * C: ``alpha``, ``beta`` and C's input ``c`` (None where C held no
+    numbers)."""
 
     a: np.ndarray
     b: np.ndarray
@@ -37,6 +40,26 @@ class Evidence:
     exact: bool
     tiles: tuple[int, ...] = ()
     names: tuple[str, str, str] = ("A", "B", "C")
+    c: np.ndarray | None = None
+    alpha: float | None = None
+    beta: float | None = None
+
+    def product(self, x: np.ndarray) -> np.ndarray:
+        """The A @ B part of a result ``x`` (float64): (x - beta * c) / alpha."""
+        x = x.astype(np.float64)
+        if self.alpha is None:
+            return x
+        if self.beta and self.c is not None:
+            x = x - self.beta * self.c.astype(np.float64)
+        return x / self.alpha
+
+    def magnitude(self) -> np.ndarray:
+        out = np.abs(self.a.astype(np.float64)) @ np.abs(self.b.astype(np.float64))
+        if self.alpha is not None:
+            out = abs(self.alpha) * out
+            if self.beta and self.c is not None:
+                out = out + abs(self.beta) * np.abs(self.c.astype(np.float64))
+        return out
 
 
 def diagnose(e: Evidence) -> list[str]:
@@ -137,7 +160,7 @@ def _dropped_terms(e: Evidence) -> str | None:
     bad = e.bad & ~e.unwritten
     if not bad.any():
         return None
-    missing = (e.want - e.got.astype(np.float64))[bad]
+    missing = (e.product(e.want) - e.product(e.got))[bad]
     k = e.a.shape[2]
     for index, name in ((k - 1, "last"), (0, "first")):
         if np.array_equal(missing, terms[:, :, index, :][bad]):
@@ -159,7 +182,7 @@ def _stale_tile_padding(e: Evidence) -> str | None:
     bad = e.bad & ~e.unwritten
     if terms is None or not bad.any():
         return None
-    extra = (e.got.astype(np.float64) - e.want)[bad]
+    extra = (e.product(e.got) - e.product(e.want))[bad]
     k = e.a.shape[2]
     for tile in e.tiles:
         rest = k % tile
@@ -181,34 +204,69 @@ def _transposed(e: Evidence) -> str | None:
 
 
 def _precision(e: Evidence) -> str | None:
-    if e.exact or e.dtype == "int32":
+    """Errors that a coarser type explains: whole numbers (an integer accumulator), or errors within the
+    rounding bound of a float type coarser than the output's (the tightest such type is named)."""
+    out = DTYPES[e.dtype]
+    if e.exact or out.is_integer:
         return None
     bad = e.bad & ~e.unwritten
     got = e.got.astype(np.float64)
-    if e.dtype == "float32" and np.all(got[bad] == np.round(got[bad])) and not np.all(e.want == np.round(e.want)):
-        return "every wrong result is a whole number: an integer accumulator (or conversion) in a float kernel"
-    if e.dtype == "float64":
-        magnitude = np.abs(e.a.astype(np.float64)) @ np.abs(e.b.astype(np.float64))
-        single = tolerance("float32", e.a.shape[2], magnitude)
-        if np.all(np.abs(got - e.want) <= single):
-            return ("the errors are of float32 size: a float accumulator or float intermediate in a double "
-                    "kernel")
+    if np.all(got[bad] == np.round(got[bad])) and not np.all(e.want == np.round(e.want)):
+        return f"every wrong result is a whole number: an integer accumulator (or conversion) in a {out.name} kernel"
+    coarser = sorted((d for d in DTYPES.values() if d.unit_roundoff > out.unit_roundoff), key=lambda d: d.unit_roundoff)
+    for d in coarser:
+        if np.all(np.abs(got - e.want) <= tolerance(d, e.a.shape[2] + 3, e.magnitude())):
+            return (f"the errors are of {d.name} size: a {d.name} accumulator or {d.name} intermediate in a "
+                    f"{out.name} kernel")
+    return None
+
+
+def _scalars(e: Evidence) -> str | None:
+    """C = alpha * A @ B + beta * C with a part of the contract wrong: each reading is computed exactly and
+    compared with the wrong elements."""
+    bad = e.bad & ~e.unwritten
+    if e.alpha is None or not e.exact or not bad.any():
+        return None
+    ab = e.a.astype(np.float64) @ e.b.astype(np.float64)
+    c = e.c.astype(np.float64) if e.c is not None else np.zeros_like(ab)
+    alpha, beta = e.alpha, e.beta
+    readings = []
+    if beta and e.c is not None:
+        readings.append((alpha * ab, f"beta * C is missing: the wrong elements are exactly alpha * A @ B "
+                                     f"(beta = {beta:g} was not applied, or C was overwritten before it was read)"))
+        readings.append((alpha * (ab + beta * c), f"alpha is applied to beta * C too: the wrong elements are "
+                                                  "exactly alpha * (A @ B + beta * C)"))
+        readings.append((alpha * ab + c, f"beta is ignored: C is added as it is, as if beta were 1 (beta = {beta:g})"))
+    if alpha != 1:
+        readings.append((ab + (beta * c if beta else 0), f"alpha is ignored: the wrong elements are exactly "
+                                                          f"A @ B{' + beta * C' if beta else ''} (alpha = {alpha:g})"))
+    kind = DTYPES[e.dtype].numpy
+    with np.errstate(invalid="ignore", over="ignore"):
+        got = e.got[bad].astype(kind)
+        for value, text in readings:
+            if np.array_equal(got, value[bad].astype(kind)):
+                return text
     return None
 
 
 # --- what they look like ---------------------------------------------------------------------------
 
 def _nan(e: Evidence) -> str | None:
-    if e.dtype == "int32":
+    if DTYPES[e.dtype].is_integer:
         return None
     nan = np.isnan(e.got) & ~e.unwritten & np.isfinite(e.want)
     if not nan.any():
         return None
     says = f"{int(nan.sum())} results are NaN although the inputs are finite: "
-    sources = sorted({int(r) for r in guard_source(e.got[nan], e.dtype)} - {-1})
-    if sources:
-        read = " and ".join(e.names[r] for r in sources)
+    guards, pads = (sorted({int(r) for r in found} - {-1}) for found in marker_source(e.got[nan], DTYPES[e.dtype]))
+    if guards:
+        read = " and ".join(e.names[r] for r in guards)
         return says + f"the kernel read past the end (or before the start) of {read}: its guard band's NaN reached the result"
+    if pads:
+        read = " and ".join(f"{e.names[r]} ({'lda ldb ldc'.split()[r]})" for r in pads)
+        return says + (f"the kernel read the padding of {read}: the cells past the matrix when the leading "
+                       "dimension is longer than it (an index that uses the leading dimension where the matrix "
+                       "width belongs, or the reverse)")
     first, second, _ = e.names
     return says + (f"the kernel read a guard band (out of bounds of {first} or {second}) or memory never written "
                    "(e.g. a shared tile read before it was filled)")
@@ -217,7 +275,7 @@ def _nan(e: Evidence) -> str | None:
 def _not_whole(e: Evidence) -> str | None:
     """With whole-number inputs every partial sum is whole: a fraction can only come from memory that
     holds no input value."""
-    if not e.exact or e.dtype == "int32":
+    if not e.exact or DTYPES[e.dtype].is_integer:
         return None
     got = e.got[e.bad & ~e.unwritten].astype(np.float64)
     fractions = int(np.sum(np.isfinite(got) & (got != np.round(got))))
@@ -236,6 +294,6 @@ def _zeros(e: Evidence) -> str | None:
 
 
 _CLASSIFIERS: tuple[Callable[[Evidence], str | None], ...] = (
-    _unwritten_region, _wrong_region, _batch, _dropped_terms, _stale_tile_padding, _transposed, _precision,
-    _nan, _not_whole, _zeros,
+    _unwritten_region, _wrong_region, _batch, _scalars, _dropped_terms, _stale_tile_padding, _transposed,
+    _precision, _nan, _not_whole, _zeros,
 )

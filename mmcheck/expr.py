@@ -1,8 +1,9 @@
 """A small, safe evaluator for the expressions a kernel spec may hold.
 
-Grid sizes, ``requires`` constraints, shape-dependent ``defines`` and ``smem`` are written as Python-like
-expressions over the shape names.  They come from files users hand us, so they are parsed with ``ast``
-and only a whitelist of nodes is evaluated; ``eval`` is never called.
+Grid sizes, ``requires`` constraints, ``let`` values, template arguments, shape-dependent ``defines`` and
+``smem`` are written as Python-like expressions over the shape names (and the spec's ``let`` names).  They
+come from files users hand us, so they are parsed with ``ast`` and only a whitelist of nodes is evaluated;
+``eval`` is never called.
 """
 
 from __future__ import annotations
@@ -50,16 +51,16 @@ _MAX_POW = 64
 class Expr:
     """A parsed expression; ``Expr("cdiv(N, 16)").eval({"N": 33})`` is 3.
 
-    ``sizeof()`` (or ``sizeof(T)``, ``sizeof(float)``: the argument is only a label) is the byte size of the
-    current dtype.
+    ``names`` are the names it may use besides the shape sizes (a spec's ``let`` names).  ``sizeof(TC)`` is
+    the byte size of the output's dtype; ``sizeof(T)``, ``sizeof()`` or ``sizeof(float)`` that of the
+    inputs' (the argument is only a label: the dtype varies, the spec does not).
     """
 
-    def __init__(self, text: str | int) -> None:
+    def __init__(self, text: str | int, names: frozenset[str] = frozenset()) -> None:
         self.text = str(text)
-        self._tree = _parse(self.text)
-        self.names = frozenset(
-            n.id for n in ast.walk(self._tree) if isinstance(n, ast.Name) and n.id in SHAPE_NAMES
-        )
+        self._tree = _parse(self.text, frozenset(names))
+        used = {n.id for n in ast.walk(self._tree) if isinstance(n, ast.Name)}
+        self.names = frozenset(used & {*SHAPE_NAMES, *names})
 
     def __repr__(self) -> str:
         return f"Expr({self.text!r})"
@@ -74,21 +75,23 @@ class Expr:
     def tree(self) -> ast.expr:
         return self._tree
 
-    def eval(self, env: Mapping[str, int], sizeof: int | None = None) -> int:
+    def eval(self, env: Mapping[str, int], sizeof: Mapping[str, int] | None = None) -> int:
+        """The value under ``env``; ``sizeof`` maps "T" (inputs) and "TC" (output) to byte sizes."""
         return _Evaluator(env, sizeof).visit(self._tree)
 
 
 @lru_cache(maxsize=1024)
-def _parse(text: str) -> ast.expr:
+def _parse(text: str, names: frozenset[str]) -> ast.expr:
     try:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as e:
         raise ExprError(f"cannot parse {text!r}: {e.msg}") from None
-    # ``sizeof(T)`` and ``sizeof(float)`` read naturally; the argument is only a label for the current dtype.
-    labels = {id(a) for n in ast.walk(tree) if _is_sizeof(n) for a in n.args if isinstance(a, ast.Name)}
+    allowed = (*SHAPE_NAMES, *sorted(names))
+    labels = _labels(tree)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and id(node) not in labels and node.id not in (*SHAPE_NAMES, *_FUNCS, "sizeof"):
-            raise ExprError(f"unknown name {node.id!r} in {text!r} (allowed: {', '.join(SHAPE_NAMES)})")
+        if isinstance(node, ast.Name) and id(node) not in labels and node.id not in (*allowed, *_FUNCS, "sizeof"):
+            raise ExprError(f"unknown name {node.id!r} in {text!r} (allowed: {', '.join(allowed)})")
+    for node in ast.walk(tree):
         if not isinstance(node, _ALLOWED_NODES):
             raise ExprError(f"{type(node).__name__} is not allowed in {text!r}")
         if isinstance(node, ast.Constant) and (isinstance(node.value, bool) or not isinstance(node.value, int)):
@@ -102,14 +105,19 @@ def _is_sizeof(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "sizeof"
 
 
+def _labels(tree: ast.expr) -> set[int]:
+    """The nodes that are a ``sizeof`` argument (``sizeof(T)``): type labels, not names to look up."""
+    return {id(a) for n in ast.walk(tree) if _is_sizeof(n) for a in n.args if isinstance(a, ast.Name)}
+
+
 _ALLOWED_NODES = (
     ast.Expression, ast.Constant, ast.Name, ast.Load, ast.BinOp, ast.UnaryOp, ast.USub, ast.UAdd,
-    ast.Not, ast.BoolOp, ast.And, ast.Or, ast.Compare, ast.Call, *_BINOPS, *_CMPOPS,
+    ast.Not, ast.BoolOp, ast.And, ast.Or, ast.Compare, ast.Call, ast.IfExp, *_BINOPS, *_CMPOPS,
 )
 
 
 class _Evaluator(ast.NodeVisitor):
-    def __init__(self, env: Mapping[str, int], sizeof: int | None) -> None:
+    def __init__(self, env: Mapping[str, int], sizeof: Mapping[str, int] | None) -> None:
         self.env = env
         self.sizeof = sizeof
 
@@ -142,6 +150,9 @@ class _Evaluator(ast.NodeVisitor):
         values = (self.visit(v) for v in node.values)
         return int(all(values) if isinstance(node.op, ast.And) else any(values))
 
+    def visit_IfExp(self, node: ast.IfExp) -> int:
+        return self.visit(node.body) if self.visit(node.test) else self.visit(node.orelse)
+
     def visit_Compare(self, node: ast.Compare) -> int:
         left = self.visit(node.left)
         for op, comparator in zip(node.ops, node.comparators):
@@ -158,7 +169,8 @@ class _Evaluator(ast.NodeVisitor):
                 raise ExprError("sizeof takes at most one type name")
             if self.sizeof is None:
                 raise ExprError("sizeof() needs a dtype")
-            return self.sizeof
+            label = node.args[0].id if node.args else "T"  # type: ignore[attr-defined]
+            return self.sizeof["TC" if label == "TC" else "T"]
         if name not in _FUNCS:
             raise ExprError(f"{name} is not callable")
         args = [self.visit(a) for a in node.args]

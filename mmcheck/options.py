@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .backends.base import BackendOptions
 from .shapes import DEFAULT_BUDGET, Shape
-from .spec import DTYPES, KernelSpec
+from .dtypes import PRECISIONS
+from .spec import KernelSpec
 
 if TYPE_CHECKING:
     from .backends.base import Backend
@@ -34,7 +34,7 @@ class Option:
 
 OPTIONS = (
     Option("src", "directory or .cu file with kernels (repeatable; default: ./cuda_src)", multiple=True),
-    Option("dtype", "only these dtypes (repeatable)", choices=DTYPES, multiple=True),
+    Option("dtype", "only these dtypes (repeatable)", choices=PRECISIONS, multiple=True),
     Option("shape", "also (CLI: only) check this shape, MxNxK or MxNxKbBATCH (repeatable)", type=Shape.parse,
            multiple=True),
     Option("seed", "base seed of the input data", type=int, default=0),
@@ -80,7 +80,7 @@ class Settings:
         """The runner these settings describe (guard bands off under a sanitizer: it needs exact sizes)."""
         from .runner import Runner
 
-        return Runner(backend, seed=self.seed, guards=not self.sanitize, results=Path(self.results))
+        return Runner(backend, seed=self.seed, guards=not self.sanitize)
 
     def unreachable(self, spec: KernelSpec) -> str | None:
         """Why this run cannot catch a known-bad kernel, if it cannot: nothing but a sanitizer sees some bugs

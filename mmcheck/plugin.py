@@ -95,7 +95,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     pairs = [(s, d) for s, d in catalog.select(settings.kernel, settings.dtype) if s.expect == expect]
     if "shape" in names:
         params = [pytest.param(s, d, shape, id=f"{s.name}-{d}-{shape}") for s, d in pairs
-                  for shape in shapes_for(s, settings.seed, settings.budget, extra=settings.shape)]
+                  for shape in shapes_for(s, d, settings.seed, settings.budget, extra=settings.shape)]
         metafunc.parametrize("kernel,dtype,shape", params)
     else:
         metafunc.parametrize("kernel,dtype", [pytest.param(s, d, id=f"{s.name}-{d}", marks=_marks(s, settings))
@@ -149,9 +149,11 @@ def runner(backend, mmcheck_settings: Settings):
 
 
 @pytest.fixture(scope="session")
-def judge(runner) -> Callable[[object], None]:
+def judge(runner, mmcheck_settings: Settings) -> Callable[[object], None]:
     """Turn a runner Result into the test's outcome (pass, skip, or a failure with mmcheck's message; an
     unexpected failure's arrays are saved to the results folder)."""
+    from .artifacts import save_failure
+    from .report import reproduce
 
     def judge(result) -> None:
         spec = result.case.spec
@@ -160,14 +162,16 @@ def judge(runner) -> Callable[[object], None]:
         if result.outcome == "error":
             pytest.fail(result.message, pytrace=False)
         if spec.expect == "fail":
-            if result.outcome != "fail":
-                return  # not caught: the strict xfail turns this into a failure
-            if spec.catch and result.check not in spec.catch:
+            if result.caught:
+                raise KernelCaught(f"caught by the {result.check} check:\n{result.message}")
+            if result.outcome == "fail":
                 pytest.fail(f"caught by the {result.check} check, but the spec expects "
                             f"{' or '.join(spec.catch)}:\n{result.message}", pytrace=False)
-            raise KernelCaught(f"caught by the {result.check} check:\n{result.message}")
+            return  # not caught: the strict xfail turns this into a failure
         if result.outcome == "fail":
-            saved = runner.save(result)
-            pytest.fail(result.message + "".join(f"\n  saved: {p}" for p in saved), pytrace=False)
+            command = reproduce(result.case, runner.backend.name)
+            saved = save_failure(Path(mmcheck_settings.results), result.record, command) if result.record else []
+            pytest.fail(f"{result.message}\n  reproduce: {command}" + "".join(f"\n  saved: {p}" for p in saved),
+                        pytrace=False)
 
     return judge

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
 from .artifacts import atomic_write
 from .errors import SpecError
-from .runner import Result
+from .runner import Case, Result
 from .spec import KernelSpec
 
-__all__ = ["table", "kernel_list", "json_document", "write_json"]
+__all__ = ["table", "kernel_list", "json_document", "write_json", "reproduce"]
 
 
 def _grid(rows: Sequence[Sequence[str]]) -> str:
@@ -22,10 +24,13 @@ def _grid(rows: Sequence[Sequence[str]]) -> str:
 
 
 def _verdict(r: Result) -> str:
-    if r.outcome == "fail" and r.case.spec.expect == "fail":
+    if r.caught:
         return f"caught ({r.check})"
-    return {"pass": "ok", "fail": f"FAIL ({r.check})", "skip": "skip", "error": "ERROR"}[r.outcome] + (
-        "" if r.as_expected or r.outcome in ("skip", "error") else " (expected to fail!)")
+    if r.case.spec.expect == "fail" and r.outcome == "pass":
+        return "MISSED (a known-bad kernel passed)"
+    if r.case.spec.expect == "fail" and r.outcome == "fail":
+        return f"FAIL ({r.check}, not a check its spec names)"
+    return {"pass": "ok", "fail": f"FAIL ({r.check})", "skip": "skip", "error": "ERROR"}[r.outcome]
 
 
 def table(results: Sequence[Result]) -> str:
@@ -48,14 +53,36 @@ def kernel_list(specs: Sequence[KernelSpec], errors: Sequence[SpecError]) -> str
     for path in sorted({s.path for s in specs}):
         group = [s for s in specs if s.path == path]
         out.append(f"{path}")
-        rows = [("  " + s.name, s.op, ",".join(s.dtypes), " and ".join(r.text for r in s.requires) or "any shape",
+        rows = [("  " + s.name, s.op, ",".join(s.dtypes), _requires(s),
                  ("[known bad] " if s.expect == "fail" else "") + s.about) for s in group]
         out.append(_grid(rows))
     out += [f"ERROR {e}" for e in errors]
     return "\n".join(out)
 
 
-def json_document(results: Sequence[Result], errors: Sequence[SpecError]) -> dict:
+def _requires(spec: KernelSpec) -> str:
+    """The requires as one condition: each part parenthesised where it holds a boolean operator."""
+    parts = [r.text if len(spec.requires) == 1 or not any(w in f" {r.text} " for w in (" or ", " and ", " not "))
+             else f"({r.text})" for r in spec.requires]
+    return " and ".join(parts) or "any shape"
+
+
+def reproduce(case: Case, backend: str) -> str:
+    """The command line that replays exactly this case (shell-quoted)."""
+    src = case.spec.path
+    where = [] if _under(src, Path("cuda_src")) else ["--src", str(src)]
+    return shlex.join(["mmcheck", "check", case.spec.name, *where, "--dtype", case.dtype, "--shape",
+                       str(case.shape), "--seed", str(case.seed), "--backend", backend])
+
+
+def _under(path: Path, folder: Path) -> bool:
+    try:
+        return Path(os.path.relpath(path.resolve(), folder.resolve())).parts[0] != ".."
+    except ValueError:
+        return False
+
+
+def json_document(results: Sequence[Result], errors: Sequence[SpecError], backend: str) -> dict:
     """``{"ok": bool, "results": [...]}``, one row per kernel x dtype (schema documented in README)."""
     rows = [{
         "kernel": r.case.spec.name,
@@ -63,13 +90,19 @@ def json_document(results: Sequence[Result], errors: Sequence[SpecError]) -> dic
         "dtype": r.case.dtype,
         "outcome": r.outcome,
         "expect": r.case.spec.expect,
+        "check": r.check,
         "shape": r.case.shape.env() if r.outcome != "pass" and r.case.shape else None,
+        "shapes_tried": r.shapes_tried,
         "message": r.message,
+        "reproduce": reproduce(r.case, backend) if r.outcome == "fail" else None,
     } for r in results]
     rows += [{"kernel": e.kernel, "file": str(e.path), "dtype": None, "outcome": "error", "expect": None,
-              "shape": None, "message": str(e)} for e in errors]
-    # A skip (the backend cannot run the kernel here, and says why) is shown but does not fail the run.
-    ok = not errors and all(r.as_expected or r.outcome == "skip" for r in results)
+              "check": None, "shape": None, "shapes_tried": 0, "message": str(e), "reproduce": None}
+             for e in errors]
+    # A skip (the backend cannot run the kernel here, and says why) is shown but does not fail the run,
+    # unless nothing at all was checked.
+    ok = (not errors and all(r.as_expected or r.outcome == "skip" for r in results)
+          and any(r.outcome != "skip" for r in results))
     return {"ok": ok, "results": rows}
 
 

@@ -1,4 +1,4 @@
-"""The one place that drives a backend: compile -> upload -> launch -> download -> check -> compare.
+"""The one place that drives a backend: plan -> compile -> for each trial: prepare -> launch -> judge.
 
 Tests, the property tests and the CLI all go through :class:`Runner`, so a kernel is judged the same way
 wherever it is run.
@@ -7,26 +7,26 @@ wherever it is run.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from . import data
-from .backends.base import Backend, Kernel
-from .artifacts import Record, save_failure
-from .compare import Mismatch, compare, tolerance
-from .diagnose import Evidence, diagnose, tile_map
+from .artifacts import Record
+from .backends.base import Backend, DeviceBuffer, Kernel
+from .compare import Mismatch
+from .compile import Build
+from .data import Operands, Trial
 from .errors import (BarrierError, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError,
                      OutOfMemory, SanitizerError, Unsupported)
-from .expr import ExprError
-from .reference import magnitude, reference
-from .shapes import Shape, tiles
-from .spec import SIZE_CTYPES, KernelSpec
+from .judge import Caught, check_buffers, judge
+from .prepare import Plan, Prepared, plan, prepare
+from .shapes import Shape
+from .spec import KernelSpec
 
-__all__ = ["Case", "Result", "Plan", "plan", "Runner"]
+__all__ = ["Case", "Result", "Runner"]
+
 
 @dataclass(frozen=True)
 class Case:
@@ -60,83 +60,46 @@ class Result:
         return self.outcome == "pass"
 
     @property
+    def caught(self) -> bool:
+        """A known-bad kernel was caught by one of the checks its spec names (any check, if it names none)."""
+        spec = self.case.spec
+        return (spec.expect == "fail" and self.outcome == "fail"
+                and (not spec.catch or self.check in spec.catch))
+
+    @property
     def as_expected(self) -> bool:
-        """The outcome is what the spec's ``expect`` promises (a known-bad kernel must be caught)."""
-        return self.outcome == ("fail" if self.case.spec.expect == "fail" else "pass")
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A spec's expressions evaluated for one dtype and shape."""
-
-    defines: dict[str, str]
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    smem: int
-
-
-def plan(spec: KernelSpec, dtype: str, shape: Shape) -> Plan:
-    env, size = shape.env(), np.dtype(dtype).itemsize
-
-    def dims(exprs: Iterable, key: str) -> tuple[int, int, int]:
-        values = [_evaluate(spec, key, e, env, size) for e in exprs]
-        if any(v < 1 for v in values):
-            raise MmcheckError(f"{spec.path}: kernel {spec.name!r}: {key} evaluates to {values} for {shape}")
-        return tuple(values + [1] * (3 - len(values)))  # type: ignore[return-value]
-
-    return Plan(
-        defines={k: str(_evaluate(spec, "defines", v, env, size)) for k, v in spec.defines},
-        grid=dims(spec.grid, "grid"),
-        block=dims(spec.block, "block"),
-        smem=_evaluate(spec, "smem", spec.smem, env, size),
-    )
-
-
-def _evaluate(spec: KernelSpec, key: str, expr, env: dict[str, int], size: int) -> int:
-    try:
-        return expr.eval(env, sizeof=size)
-    except ExprError as e:
-        raise MmcheckError(f"{spec.path}: kernel {spec.name!r}: key {key!r}: {e}") from None
-
-
-class _Caught(Exception):
-    """Internal: a check failed (``check`` in spec.CATCHES)."""
-
-    def __init__(self, check: str, message: str, mismatch: Mismatch | None = None,
-                 record: Record | None = None) -> None:
-        super().__init__(message)
-        self.check, self.mismatch, self.record = check, mismatch, record
+        """The outcome is what the spec's ``expect`` promises: a correct kernel passes, a known-bad one is
+        caught by a check its spec names."""
+        return self.caught if self.case.spec.expect == "fail" else self.outcome == "pass"
 
 
 class Runner:
-    """Runs cases on one backend, compiling each (spec, dtype, defines) once per process."""
+    """Runs cases on one backend, compiling each build (spec, dtype, template arguments, defines) once."""
 
-    def __init__(self, backend: Backend, seed: int = 0, guards: bool = True,
-                 results: Path | None = None) -> None:
+    def __init__(self, backend: Backend, seed: int = 0, guards: bool = True) -> None:
         """``guards``: surround buffers with guard bands (off under a sanitizer, which needs exact-size
-        allocations to see an out-of-bounds access); ``results``: where failing cases are saved."""
+        allocations to see an out-of-bounds access)."""
         self.backend = backend
         self.seed = seed
         self.guards = guards
-        self.results = results
-        self._kernels: dict[tuple[Path, str, str, tuple[tuple[str, str], ...]], Kernel | MmcheckError] = {}
-        self._reported: set[tuple[Path, str]] = set()
+        self._kernels: dict[tuple, Kernel | MmcheckError] = {}
+        self._reported: set[tuple] = set()
 
-    def compile(self, spec: KernelSpec, dtype: str, defines: dict[str, str]) -> Kernel:
+    def compile(self, build: Build) -> Kernel:
         """The backend's compile, memoised, failures included.  The compiler's messages are reported in
-        full once per kernel; its later cases (other dtypes, other defines) point back to that."""
-        key = (spec.path, spec.name, dtype, tuple(sorted(defines.items())))
-        if key not in self._kernels:
+        full once per kernel; its later cases (other dtypes, other template arguments) point back to that."""
+        if build.key not in self._kernels:
             try:
-                self._kernels[key] = self.backend.compile(spec, dtype, defines)
+                self._kernels[build.key] = self.backend.compile(build)
             except (CompileError, Unsupported) as e:
-                self._kernels[key] = e
-        found = self._kernels[key]
+                self._kernels[build.key] = e
+        found = self._kernels[build.key]
+        kernel_id = (build.spec.path, build.spec.name)
         if isinstance(found, CompileError):
-            if (spec.path, spec.name) in self._reported:
+            if kernel_id in self._reported:
                 first = str(found).splitlines()[0]
                 raise CompileError(f"{first} (the compiler's messages are in this kernel's first failure)")
-            self._reported.add((spec.path, spec.name))
+            self._reported.add(kernel_id)
         if isinstance(found, MmcheckError):
             raise found
         return found
@@ -146,13 +109,12 @@ class Runner:
 
     def run(self, case: Case) -> Result:
         try:
-            p = plan(case.spec, case.dtype, case.shape)
-            kernel = self.compile(case.spec, case.dtype, p.defines)
-            for i, pattern in enumerate(data.patterns_for(case.dtype)):
-                # Thread order does not depend on the data: the extra schedules run with the first pattern.
-                schedules = kernel.schedules if i == 0 else kernel.schedules[:1]
-                self._check_pattern(case, kernel, p, pattern, schedules)
-        except _Caught as c:
+            launch = plan(case.spec, case.dtype, case.shape)
+            kernel = self.compile(launch.build)
+            for i, trial in enumerate(data.trials(case.spec, case.dtype)):
+                # Thread order does not depend on the data: the extra schedules run with the first trial.
+                self._check(case, kernel, launch, trial, kernel.schedules if i == 0 else kernel.schedules[:1])
+        except Caught as c:
             return Result(case, "fail", c.args[0], check=c.check, mismatch=c.mismatch, record=c.record)
         except Unsupported as e:
             return Result(case, "skip", f"{case.spec.path}: {e}")
@@ -176,152 +138,68 @@ class Runner:
                           "no shape within the budget satisfies its requires", shapes_tried=0)
         return dataclasses.replace(result, shapes_tried=tried)
 
-    def reproduce(self, case: Case) -> str:
-        """The command line that replays exactly this case."""
-        src = case.spec.path
-        where = "" if _under(src, Path("cuda_src")) else f" --src {src}"
-        return (f"mmcheck check {case.spec.name}{where} --dtype {case.dtype} --shape {case.shape} "
-                f"--seed {case.seed} --backend {self.backend.name}")
-
-    # -- one input pattern, every schedule the backend offers ----------------------------------------
-
-    def _check_pattern(self, case: Case, kernel: Kernel, p: Plan, pattern: str,
-                       schedules: tuple[str, ...]) -> None:
+    def _check(self, case: Case, kernel: Kernel, launch: Plan, trial: Trial, schedules: tuple[str, ...]) -> None:
+        """One trial under every schedule given; a failure is raised as Caught with the case's context."""
         spec, dtype, shape = case.spec, case.dtype, case.shape
-        seed = data.case_seed(case.seed, spec.name, dtype, str(shape), pattern)
-        inputs = data.make_inputs(spec.op, shape, dtype, pattern, seed)
-        want = reference(inputs, dtype)
-        bound = tolerance(dtype, shape.K, magnitude(inputs)) if pattern == "normal" else None
+        seed = data.case_seed(case.seed, spec.name, dtype, str(shape), trial.pattern, trial.alpha, trial.beta,
+                              trial.padded)
+        operands = data.make_operands(spec, shape, dtype, trial, seed)
+
+        def rerun(other: Trial, schedule: str, values: Operands) -> np.ndarray:
+            return self._launch(self.prepare(case, launch, other, values), kernel, schedule or schedules[0])
+
         passed: list[str] = []
         for schedule in schedules:
             try:
-                got = self._launch(case, kernel, p, inputs, schedule)
-                self._judge(case, kernel, p, pattern, inputs, want, bound, got, schedule, passed)
-            except _Caught as c:
-                context = (f"{spec.name} {dtype} {shape} (inputs {pattern}, seed {case.seed}"
+                prepared = self.prepare(case, launch, trial, operands)
+                got = self._launch(prepared, kernel, schedule)
+                judge(prepared, got, schedule, kernel.schedules, passed, rerun)
+            except Caught as c:
+                context = (f"{spec.name} {dtype} {shape} ({trial}, seed {case.seed}"
                            + (f", schedule {schedule}" if len(kernel.schedules) > 1 else "") + ")")
-                message = f"{context}: {c.args[0]}\n  reproduce: {self.reproduce(case)}"
-                raise _Caught(c.check, message, c.mismatch, c.record) from None
+                record = c.record and dataclasses.replace(
+                    c.record, stem=f"{c.record.stem}-seed{case.seed}",
+                    meta={**c.record.meta, "seed": case.seed, "schedule": schedule, "backend": self.backend.name})
+                raise Caught(c.check, f"{context}: {c.args[0]}", c.mismatch, record) from None
             passed.append(schedule)
 
-    def _judge(self, case: Case, kernel: Kernel, p: Plan, pattern: str, inputs: data.Inputs, want: np.ndarray,
-               bound: np.ndarray | None, got: np.ndarray, schedule: str, passed: list[str]) -> None:
-        """Compare ``got``; on a difference, find out whether it is a race and say what it looks like."""
-        dtype = case.dtype
-        # An element whose correct value happens to equal the poison's bits is not counted as unwritten.
-        unwritten = data.same_bits(got, data.POISON[dtype], dtype)
-        unwritten &= ~data.same_bits(np.ascontiguousarray(want.astype(dtype)), data.POISON[dtype], dtype)
-        mismatch = compare(got, want, bound)
-        if mismatch is None:
-            return
-        out = case.spec.buffers[2]
-        if unwritten.any():
-            first = ", ".join(str(int(i)) for i in np.argwhere(unwritten)[0])
-            check, what = "unwritten", (f"{int(unwritten.sum())} of {got.size} elements of {out} were never "
-                                        f"written (first at {out}[{first}])")
-            if mismatch.count > unwritten.sum():
-                what += f"; {mismatch.describe(out)}"
-        else:
-            check, what = "mismatch", mismatch.describe(out)
-            if not np.any(got) and np.any(want):
-                what += " (the result is all zeros)"
-        lines = [what]
-        if passed:
-            check = "race"
-            lines.append(f"the same inputs gave the right result under schedule {passed[0]}: the result "
-                         "depends on thread order (a race, e.g. a missing __syncthreads)")
-        elif bound is None:
-            # Run the same inputs again (under another schedule where there is one): a different result
-            # means the outcome depends on timing or thread order.
-            for other in [x for x in kernel.schedules if x != schedule] or [schedule]:
-                again = self._launch(case, kernel, p, inputs, other)
-                if not np.array_equal(data.bits(again, dtype), data.bits(got, dtype)):
-                    check = "race"
-                    how = "in a second run" if other == schedule else f"under schedule {other}"
-                    lines.append(f"the same inputs gave a different wrong result {how}: the result depends "
-                                 "on thread order or timing (a race, e.g. a missing __syncthreads, or a read of "
-                                 "memory nothing wrote)")
-                    break
-        evidence = Evidence(inputs.a, inputs.b, got, want, mismatch.mask | unwritten, unwritten, dtype,
-                            exact=bound is None, tiles=tuple(tiles(case.spec)), names=case.spec.buffers)
-        lines += diagnose(evidence)
-        lines.append(tile_map(evidence))
-        record = Record(
-            stem=f"{case.spec.name}-{case.dtype}-{case.shape}-{pattern}-seed{case.seed}",
-            arrays={"A": inputs.a, "B": inputs.b, "C": got, "reference": want},
-            meta={"kernel": case.spec.name, "file": str(case.spec.path), "dtype": case.dtype, "shape": str(case.shape),
-                  "seed": case.seed, "pattern": pattern, "backend": self.backend.name,
-                  "reproduce": self.reproduce(case)})
-        raise _Caught(check, "\n".join(lines).replace("\n", "\n  "), mismatch, record)
+    def prepare(self, case: Case, launch: Plan, trial: Trial, operands: Operands) -> Prepared:
+        return prepare(self.backend, case.spec, case.dtype, case.shape, trial, launch, operands, self.guards)
 
-    def save(self, result: Result) -> list[Path]:
-        """Write a failing result's arrays (and heat map) to the results folder; the files written."""
-        if self.results is None or result.record is None:
-            return []
-        r = result.record
-        return save_failure(self.results, r.stem, r.arrays, r.meta)
-
-    def _launch(self, case: Case, kernel: Kernel, p: Plan, inputs: data.Inputs, schedule: str) -> np.ndarray:
-        """One launch on fresh buffers; the logical result, after the guard and input checks."""
-        spec, dtype, shape = case.spec, case.dtype, case.shape
-        first, second, out = spec.buffers
-        guard = data.guard_width(shape) if self.guards else 0
-        size_out = shape.batch * shape.M * (1 if spec.op == "mv" else shape.N)
-        hosts = {
-            first: data.pad(data.to_buffer(inputs.a, spec.layout), guard, dtype, 0),
-            second: data.pad(data.to_buffer(inputs.b, spec.layout), guard, dtype, 1),
-            out: data.pad(data.poisoned(size_out, dtype), guard, dtype, 2),
-        }
-        buffers = {name: self.backend.upload(host, guard) for name, host in hosts.items()}
-        env = shape.env()
-        args = [buffers[q.name] if q.is_buffer else np.dtype(SIZE_CTYPES[q.ctype]).type(env[q.name])
-                for q in spec.params]
+    def _launch(self, prepared: Prepared, kernel: Kernel, schedule: str) -> np.ndarray:
+        """Launch once and read back; the logical result, after the checks of the buffers around it."""
+        spec, launch = prepared.spec, prepared.plan
+        _check_parameters(kernel, prepared)
         try:
-            self.backend.launch(kernel, args, p.grid, p.block, p.smem, schedule)
+            self.backend.launch(kernel, prepared.args, launch.grid, launch.block, launch.smem, schedule)
         except BarrierError as e:
-            raise _Caught("barrier", str(e)) from None
+            raise Caught("barrier", str(e)) from None
         except SanitizerError as e:
             # racecheck reports a race and synccheck a barrier error, whatever tool found them.
             check = {"racecheck": "race", "synccheck": "barrier"}.get(e.tool, "sanitizer")
-            raise _Caught(check, f"the sanitizer reported: {e}") from None
+            raise Caught(check, f"the sanitizer reported: {e}") from None
         except KernelFault as e:
-            raise _Caught("fault", f"the kernel crashed: {e}") from None
+            raise Caught("fault", f"the kernel crashed: {e}") from None
         except KernelTimeout as e:
-            raise _Caught("timeout", f"the kernel did not finish: {e}") from None
+            raise Caught("timeout", f"the kernel did not finish: {e}") from None
         except LaunchError as e:
-            raise MmcheckError(f"{spec.path}: kernel {spec.name!r}: launch refused for {dtype} {shape} "
-                               f"(grid {p.grid}, block {p.block}, smem {p.smem}): {e}") from None
-        after = {name: self.backend.download(buf) for name, buf in buffers.items()}
-        _check_guards(out, after[out], guard, dtype)
-        for name in (first, second):
-            _check_unchanged(name, hosts[name], after[name], guard, dtype)
-        dims = (shape.batch, shape.M, 1 if spec.op == "mv" else shape.N)
-        return np.ascontiguousarray(data.from_buffer(data.unpad(after[out], guard)[1], dims, spec.layout))
+            raise MmcheckError(f"{spec.path}: kernel {spec.name!r}: launch refused for {prepared.dtype} "
+                               f"{prepared.shape} (grid {launch.grid}, block {launch.block}, smem {launch.smem}): "
+                               f"{e}") from None
+        after = {name: self.backend.download(buf) for name, buf in prepared.buffers.items()}
+        check_buffers(prepared, after)
+        return prepared.logical(2, after[spec.buffers[2]])
 
 
-def _check_guards(name: str, padded: np.ndarray, guard: int, dtype: str) -> None:
-    before, _, after = data.unpad(padded, guard)
-    hit_before = np.flatnonzero(~data.same_bits(before, data.GUARD[dtype][2], dtype))
-    hit_after = np.flatnonzero(~data.same_bits(after, data.GUARD[dtype][2], dtype))
-    if hit_after.size:
-        raise _Caught("guard", f"wrote {hit_after.size} element(s) past the end of {name} "
-                               f"(first at offset +{hit_after[0]} after its last element)")
-    if hit_before.size:
-        raise _Caught("guard", f"wrote {hit_before.size} element(s) before the start of {name} "
-                               f"(nearest at offset -{guard - hit_before[-1]})")
-
-
-def _check_unchanged(name: str, sent: np.ndarray, back: np.ndarray, guard: int, dtype: str) -> None:
-    changed = np.flatnonzero(data.bits(sent, dtype) != data.bits(back, dtype))
-    if changed.size:
-        inside = changed[(changed >= guard) & (changed < sent.size - guard)]
-        what = f"{inside.size} element(s) of input {name}" if inside.size else f"the guard band of input {name}"
-        raise _Caught("input", f"the kernel wrote into {what} (first at buffer offset "
-                               f"{int(changed[0]) - guard}); inputs must stay unchanged")
-
-
-def _under(path: Path, folder: Path) -> bool:
-    try:
-        return Path(os.path.relpath(path.resolve(), folder.resolve())).parts[0] != ".."
-    except ValueError:
-        return False
+def _check_parameters(kernel: Kernel, prepared: Prepared) -> None:
+    """The spec's parameter list against the compiled kernel's (where the backend can tell): a mismatch is
+    the spec's error, said as such, rather than a crash or garbage."""
+    if kernel.params is None:
+        return
+    given = tuple(8 if isinstance(a, DeviceBuffer) else a.dtype.itemsize for a in prepared.args)
+    if given != kernel.params:
+        spec = prepared.spec
+        listed = ", ".join(f"{q.name} ({n} bytes)" for q, n in zip(spec.params, given))
+        raise MmcheckError(f"{spec.path}: kernel {spec.name!r}: key 'params': the spec gives {len(given)} "
+                           f"parameters ({listed}), but the compiled {kernel.symbol} takes {len(kernel.params)} "
+                           f"({', '.join(f'{n} bytes' for n in kernel.params)})")

@@ -14,10 +14,14 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from hypothesis import strategies as st
+from typing import TYPE_CHECKING
 
+from .dtypes import precision
 from .expr import SHAPE_NAMES, Expr, ExprError
-from .spec import KernelSpec
+from .spec import KernelSpec, sizeof
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import SearchStrategy
 
 __all__ = ["Shape", "Domain", "domains", "tiles", "edge_shapes", "random_shapes", "shapes_for",
            "shape_strategy", "satisfies", "DEFAULT_BUDGET"]
@@ -70,24 +74,22 @@ class Domain:
                        and (self.hi is None or v <= self.hi)})
 
 
-def satisfies(spec: KernelSpec, shape: Shape) -> bool:
-    """Whether ``shape`` meets every ``requires`` of ``spec`` (and the op's fixed sizes)."""
-    if (spec.op == "mv" and shape.N != 1) or (spec.op != "bmm" and shape.batch != 1):
+def satisfies(spec: KernelSpec, shape: Shape, dtype: str) -> bool:
+    """Whether ``shape`` meets every ``requires`` of ``spec`` for ``dtype`` (and the op's fixed sizes)."""
+    env = shape.env()
+    if any(env[n] != 1 for n in ("N", "batch") if n not in spec.free):
         return False
+    p = precision(dtype)
     try:
-        return all(r.eval(shape.env()) for r in spec.requires)
+        env = spec.env(shape, p)
+        return all(r.eval(env, sizeof=sizeof(p)) for r in spec.requires)
     except ExprError:
         return False
 
 
-def free_names(spec: KernelSpec) -> tuple[str, ...]:
-    """The sizes a shape varies for this op (``mv`` fixes N; only ``bmm`` batches)."""
-    return {"mm": ("M", "N", "K"), "bmm": ("M", "N", "K", "batch"), "mv": ("M", "K")}[spec.op]
-
-
 def domains(spec: KernelSpec) -> list[Domain]:
     """Solve the simple constraints of ``requires``: equal groups, divisibility and bounds."""
-    names = free_names(spec)
+    names = spec.free
     parent = {n: n for n in names}
 
     def find(n: str) -> str:
@@ -121,16 +123,18 @@ def domains(spec: KernelSpec) -> list[Domain]:
 
 
 def tiles(spec: KernelSpec) -> list[int]:
-    """Tile-like sizes a kernel's boundary handling depends on: constant block sizes, constant defines
-    and the divisors in grid expressions (``cdiv(N, 128)``)."""
+    """Tile-like sizes a kernel's boundary handling depends on: constant block sizes, constant defines,
+    and the constants in grid, ``let`` and template expressions (``cdiv(N, 128)``, ``64 if M >= 64 else
+    32``: tiles and the sizes where the choice of tile changes)."""
     found: set[int] = set()
     for e in (*spec.block, *(v for _, v in spec.defines)):
         if not e.names:
             try:
-                found.add(e.eval({}, sizeof=4))
+                found.add(e.eval({}, sizeof={"T": 4, "TC": 4}))
             except ExprError:
                 pass
-    for e in spec.grid:
+    chosen = (t for t in spec.template or () if isinstance(t, Expr))
+    for e in (*spec.grid, *(v for _, v in spec.let), *chosen):
         found.update(n.value for n in ast.walk(e.tree) if isinstance(n, ast.Constant))
     return sorted(t for t in found if isinstance(t, int) and 2 <= t <= 1024)
 
@@ -158,7 +162,7 @@ def _assemble(spec: KernelSpec, choice: dict[str, int]) -> Shape:
     return Shape(size["M"], size["N"], size["K"], size["batch"])
 
 
-def edge_shapes(spec: KernelSpec) -> list[Shape]:
+def edge_shapes(spec: KernelSpec, dtype: str) -> list[Shape]:
     """Deterministic edge cases: small sizes and primes, tile-1/tile/tile+1, unequal M, N, K, and
     batches (1, odd, many tiny matrices)."""
     doms = domains(spec)
@@ -177,15 +181,15 @@ def edge_shapes(spec: KernelSpec) -> list[Shape]:
     # Staggered: each group at a different candidate, so that M != N != K.
     for shift in (1, 2, 3):
         choices.append([c[(g * shift + shift) % len(c)] for g, c in enumerate(cands)])
-    if spec.op == "bmm":
+    if "batch" in spec.free:
         # Many tiny matrices: a batch offset error shows as soon as batch > 1.
         batch = next(i for i, d in enumerate(doms) if "batch" in d.names)
         smallest = [c[min(1, len(c) - 1)] for c in cands]
         choices += [smallest[:batch] + [v] + smallest[batch + 1:] for v in doms[batch].clip((5, 64))]
-    return _finish(spec, doms, choices)
+    return _finish(spec, dtype, doms, choices)
 
 
-def random_shapes(spec: KernelSpec, seed: int, count: int, max_dim: int = 160) -> list[Shape]:
+def random_shapes(spec: KernelSpec, dtype: str, seed: int, count: int, max_dim: int = 160) -> list[Shape]:
     """``count`` seeded random shapes, each size a multiple of its group's modulus up to ``max_dim``."""
     doms = domains(spec)
     rng = random.Random(f"{spec.name}:{seed}")
@@ -197,38 +201,41 @@ def random_shapes(spec: KernelSpec, seed: int, count: int, max_dim: int = 160) -
             ks = range(-(-d.lo // d.mod), top // d.mod + 1)
             row.append(rng.choice(ks) * d.mod if ks else 0)
         choices.append(row)
-    return _finish(spec, doms, choices)[:count]
+    return _finish(spec, dtype, doms, choices)[:count]
 
 
-def _finish(spec: KernelSpec, doms: list[Domain], choices: list[list[int]]) -> list[Shape]:
+def _finish(spec: KernelSpec, dtype: str, doms: list[Domain], choices: list[list[int]]) -> list[Shape]:
     shapes = []
     for row in choices:
         if 0 in row:
             continue
         shape = _assemble(spec, {n: v for d, v in zip(doms, row) for n in d.names})
-        if shape not in shapes and satisfies(spec, shape):
+        if shape not in shapes and satisfies(spec, shape, dtype):
             shapes.append(shape)
     return shapes
 
 
-def shapes_for(spec: KernelSpec, seed: int = 0, budget: int = DEFAULT_BUDGET, random_count: int = 4,
+def shapes_for(spec: KernelSpec, dtype: str, seed: int = 0, budget: int = DEFAULT_BUDGET, random_count: int = 4,
                extra: Iterable[Shape] = ()) -> list[Shape]:
     """Edge cases plus random shapes, smallest first, cheap enough for the default run.
 
     The budget is raised to cover the smallest valid shapes, so that a kernel restricted to large
     multiples still gets checked."""
-    shapes = edge_shapes(spec)
-    shapes += [s for s in random_shapes(spec, seed, random_count) if s not in shapes]
-    shapes += [s for s in extra if s not in shapes and satisfies(spec, s)]
+    shapes = edge_shapes(spec, dtype)
+    shapes += [s for s in random_shapes(spec, dtype, seed, random_count) if s not in shapes]
+    shapes += [s for s in extra if s not in shapes and satisfies(spec, s, dtype)]
     if not shapes:
         return []
     limit = max(budget, 8 * min(s.macs for s in shapes))
     return sorted((s for s in shapes if s.macs <= limit), key=lambda s: (s.macs, s.M, s.N, s.K, s.batch))
 
 
-def shape_strategy(spec: KernelSpec, max_dim: int = 160, budget: int = DEFAULT_BUDGET) -> st.SearchStrategy[Shape]:
+def shape_strategy(spec: KernelSpec, dtype: str, max_dim: int = 160,
+                   budget: int = DEFAULT_BUDGET) -> SearchStrategy[Shape]:
     """Hypothesis strategy over valid shapes of at most ``budget`` multiply-adds (or the smallest valid
     multiple, if that is larger); shrinking moves towards the smallest multiples."""
+    from hypothesis import strategies as st
+
     doms = domains(spec)
     parts = []
     for d in doms:
@@ -239,10 +246,10 @@ def shape_strategy(spec: KernelSpec, max_dim: int = 160, budget: int = DEFAULT_B
     limit = max(budget, 8 * floor)
     drawn = st.tuples(*parts).map(
         lambda groups: _assemble(spec, {n: v for names, v in groups for n in names})
-    ).filter(lambda s: s.macs <= limit and satisfies(spec, s))
+    ).filter(lambda s: s.macs <= limit and satisfies(spec, s, dtype))
     # The edge cases too, smallest first: some bugs show on a few shapes only, and shrinking a sampled
     # edge case moves towards the smaller ones.
-    edges = sorted((s for s in edge_shapes(spec) if s.macs <= limit), key=lambda s: (s.macs, s.M, s.N, s.K))
+    edges = sorted((s for s in edge_shapes(spec, dtype) if s.macs <= limit), key=lambda s: (s.macs, s.M, s.N, s.K))
     return st.one_of(st.sampled_from(edges), drawn) if edges else drawn
 
 

@@ -1,4 +1,4 @@
-"""Kernel spec v1: the ``/* mmcheck ... */`` TOML block each ``.cu`` file carries.
+"""Kernel spec: the ``/* mmcheck ... */`` TOML block each ``.cu`` file carries (v1 and its extension, v2).
 
 Parsing turns it into frozen dataclasses, checking every key, so that nothing later in the pipeline has
 to second-guess a spec.  Every error is a :class:`SpecError` naming the file, the kernel and the key.
@@ -7,21 +7,27 @@ to second-guess a spec.  Every error is a :class:`SpecError` naming the file, th
 from __future__ import annotations
 
 import fnmatch
+import graphlib
 import re
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .dtypes import PRECISIONS, Precision, precision
 from .errors import SpecError
-from .expr import Expr, ExprError
+from .expr import SHAPE_NAMES, Expr, ExprError
+from .ops import OPS, SCALARS, SIZES, Op
+
+if TYPE_CHECKING:
+    from .shapes import Shape
 
 __all__ = [
-    "DTYPES",
-    "OPS",
-    "SIZE_CTYPES",
+    "CTYPES",
+    "sizeof",
     "CATCHES",
+    "TYPE_ARGS",
     "Param",
     "KernelSpec",
     "parse_specs",
@@ -31,31 +37,36 @@ __all__ = [
     "collect",
 ]
 
-DTYPES = ("int32", "float32", "float64")
-OPS = {"mm": ("A", "B", "C"), "bmm": ("A", "B", "C"), "mv": ("A", "x", "y")}
-SIZES = ("M", "N", "K", "batch")
-# C type of a size parameter -> (numpy dtype used to pack it, bytes)
-SIZE_CTYPES = {"int": "int32", "unsigned": "uint32", "size_t": "uint64", "long": "int64"}
+# A scalar parameter's C type -> the numpy dtype mmcheck packs it as.
+CTYPES = {"int": "int32", "unsigned": "uint32", "size_t": "uint64", "long": "int64", "float": "float32",
+          "double": "float64"}
+_INTEGER_CTYPES = ("int", "unsigned", "size_t", "long")
 LAYOUTS = ("row", "col")
 EXPECTS = ("pass", "fail")
+# Template arguments that stand for a type: the inputs' C type and the output's.
+TYPE_ARGS = ("T", "TC")
 # The checks that can catch a known-bad kernel; ``catch`` in a spec names those expected to.
 CATCHES = ("mismatch", "unwritten", "guard", "input", "race", "fault", "timeout", "barrier", "sanitizer")
 # The spec is the first block comment that starts with "/* mmcheck".
 _BLOCK = re.compile(r"/\*\s*mmcheck\b(.*?)\*/", re.S)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
+# Names a ``let`` cannot take: they already mean something in an expression.
+_RESERVED = {*SHAPE_NAMES, *TYPE_ARGS, "cdiv", "min", "max", "sizeof", "and", "or", "not", "if", "else"}
 
 
 @dataclass(frozen=True)
 class Param:
-    """One kernel parameter: a device buffer of the dtype, or a size packed as ``ctype``."""
+    """One kernel parameter: a device buffer (``ctype`` None: a pointer to its dtype), a size, a leading
+    dimension or a scalar (``ctype`` None: the output's C type)."""
 
     name: str
-    ctype: str | None = None  # None for buffers
+    ctype: str | None = None
+    kind: str = "buffer"  # buffer, size, leading, scalar
 
     @property
     def is_buffer(self) -> bool:
-        return self.ctype is None
+        return self.kind == "buffer"
 
 
 @dataclass(frozen=True)
@@ -69,7 +80,7 @@ class KernelSpec:
     grid: tuple[Expr, ...]
     path: Path
     source: str = field(repr=False)
-    template: str | None = None
+    template: tuple[str | Expr, ...] | None = None   # "T", "TC" or an integer expression, in order
     requires: tuple[Expr, ...] = ()
     defines: tuple[tuple[str, Expr], ...] = ()
     smem: Expr = Expr("0")
@@ -77,27 +88,67 @@ class KernelSpec:
     expect: str = "pass"
     about: str = ""
     catch: tuple[str, ...] = ()
+    let: tuple[tuple[str, Expr], ...] = ()          # in an order that evaluates each after what it uses
+    alpha: tuple[float, ...] = ()                   # empty: the dtype's defaults
+    beta: tuple[float, ...] = ()
+    strict_beta: bool = False
+
+    @property
+    def operation(self) -> Op:
+        return OPS[self.op]
 
     @property
     def buffers(self) -> tuple[str, str, str]:
         """Names of the (first input, second input, output) buffers for this op."""
-        return OPS[self.op]  # type: ignore[return-value]
+        return self.operation.buffers
+
+    @property
+    def free(self) -> tuple[str, ...]:
+        """The sizes a shape varies for this kernel."""
+        return self.operation.free(tuple(p.name for p in self.params))
+
+    @property
+    def leading(self) -> tuple[int, ...]:
+        """The buffer roles (0: A, 1: B, 2: C) whose leading dimension the kernel takes."""
+        names = {p.name for p in self.params}
+        return tuple(r for r in range(3) if self.operation.leading_param(r) in names)
 
     @property
     def sizes(self) -> frozenset[str]:
-        """Shape names the kernel depends on, through its params or any expression."""
-        names = {p.name for p in self.params if not p.is_buffer}
-        for e in (*self.block, *self.grid, *self.requires, self.smem, *(v for _, v in self.defines)):
-            names |= e.names
+        """Shape names the kernel depends on, through its params or any expression (``let`` included)."""
+        names = {p.name for p in self.params if p.kind == "size"}
+        lets = dict(self.let)
+        for e in (*self.block, *self.grid, *self.requires, self.smem, *(v for _, v in self.defines),
+                  *(t for t in self.template or () if isinstance(t, Expr)), *lets.values()):
+            names |= e.names - lets.keys()
         return frozenset(names)
+
+    def precisions(self) -> tuple[Precision, ...]:
+        return tuple(precision(d) for d in self.dtypes)
+
+    def scalars(self, p: Precision) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """The alpha and beta values to test: the spec's, else the output dtype's defaults."""
+        return self.alpha or p.output.alphas, self.beta or p.output.betas
+
+    def env(self, shape: Shape, p: Precision) -> dict[str, int]:
+        """The shape's sizes and the ``let`` values for it: what every expression of the spec is evaluated
+        in.  Raises ExprError if a ``let`` cannot be evaluated for this shape."""
+        env = shape.env()
+        for name, e in self.let:
+            env[name] = e.eval(env, sizeof=sizeof(p))
+        return env
+
+
+def sizeof(p: Precision) -> dict[str, int]:
+    """What ``sizeof(T)`` and ``sizeof(TC)`` evaluate to for precision ``p``."""
+    return {"T": p.inputs.itemsize, "TC": p.output.itemsize}
 
 
 _KEYS = {
     "name", "entry", "template", "op", "dtypes", "params", "block", "grid", "requires", "defines",
-    "smem", "layout", "expect", "about", "catch",
+    "smem", "layout", "expect", "about", "catch", "let", "alpha", "beta", "strict_beta",
 }
 _REQUIRED = ("name", "entry", "op", "dtypes", "params", "block", "grid")
-
 
 def parse_specs(text: str, path: Path | str) -> list[KernelSpec]:
     """Parse the spec block of one ``.cu`` file's text."""
@@ -216,34 +267,37 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
             raise fail(key, f"{value!r} is not a valid identifier")
         return value
 
+    lets = _lets(table.get("let", {}), fail)
+    names = frozenset(lets)
+
+    def expr(key: str, value: Any) -> Expr:
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise fail(key, f"{value!r} must be an integer or an expression string")
+        try:
+            return Expr(value, names)
+        except ExprError as e:
+            raise fail(key, str(e)) from None
+
     def exprs(key: str, lo: int, hi: int) -> tuple[Expr, ...]:
         value = table[key]
         if not isinstance(value, list) or not lo <= len(value) <= hi:
             raise fail(key, f"must be a list of {lo} to {hi} integers or expressions")
         return tuple(expr(key, v) for v in value)
 
-    def expr(key: str, value: Any) -> Expr:
-        if isinstance(value, bool) or not isinstance(value, (int, str)):
-            raise fail(key, f"{value!r} must be an integer or an expression string")
-        try:
-            return Expr(value)
-        except ExprError as e:
-            raise fail(key, str(e)) from None
-
     name = string("name", _NAME)
     entry = string("entry", _IDENT)
     op = string("op", choices=tuple(OPS))
-    template = string("template", _IDENT) if "template" in table else None
+    template = _template(table["template"], expr, fail) if "template" in table else None
 
     dtypes = table["dtypes"]
-    if not isinstance(dtypes, list) or not dtypes or not all(d in DTYPES for d in dtypes):
-        raise fail("dtypes", f"must be a non-empty list drawn from {', '.join(DTYPES)}, not {dtypes!r}")
+    if not isinstance(dtypes, list) or not dtypes or not all(d in PRECISIONS for d in dtypes):
+        raise fail("dtypes", f"must be a non-empty list drawn from {', '.join(PRECISIONS)}, not {dtypes!r}")
     if len(set(dtypes)) != len(dtypes):
         raise fail("dtypes", "lists a dtype twice")
-    if len(dtypes) > 1 and template is None:
-        raise fail("dtypes", "several dtypes need a template parameter (set 'template')")
+    if len(dtypes) > 1 and not any(t in TYPE_ARGS for t in template or ()):
+        raise fail("dtypes", "several dtypes need a template parameter for the type (set 'template')")
 
-    params = _params(table["params"], op, fail)
+    params = _params(table["params"], OPS[op], fail)
     defines = table.get("defines", {})
     if not isinstance(defines, dict):
         raise fail("defines", "must be a table of NAME = value")
@@ -257,6 +311,13 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
     expect = string("expect", choices=EXPECTS) if "expect" in table else "pass"
     if catch and expect != "fail":
         raise fail("catch", "only a kernel with expect = \"fail\" can name the checks that catch it")
+
+    scalars = {key: _values(table, key, OPS[op], dtypes, fail) for key in SCALARS}
+    strict = table.get("strict_beta", False)
+    if not isinstance(strict, bool):
+        raise fail("strict_beta", "must be true or false")
+    if strict and not OPS[op].accumulates:
+        raise fail("strict_beta", f"op {op!r} has no beta")
 
     return KernelSpec(
         name=name,
@@ -276,34 +337,94 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         expect=expect,
         about=string("about") if "about" in table else "",
         catch=tuple(catch),
+        let=tuple((k, expr("let", v)) for k, v in lets.items()),
+        alpha=scalars["alpha"],
+        beta=scalars["beta"],
+        strict_beta=strict,
     )
 
 
-def _params(value: Any, op: str, fail: Any) -> tuple[Param, ...]:
+def _lets(value: Any, fail: Any) -> dict[str, Any]:
+    """The ``let`` table, in an order in which each name comes after the names it uses."""
+    if not isinstance(value, dict):
+        raise fail("let", "must be a table of NAME = expression")
+    for key, text in value.items():
+        if not _IDENT.match(key) or key in _RESERVED:
+            raise fail("let", f"{key!r} cannot be a let name (an identifier, not one of {', '.join(sorted(_RESERVED))})")
+        if isinstance(text, bool) or not isinstance(text, (int, str)):
+            raise fail("let", f"{key} = {text!r} must be an integer or an expression string")
+    names = frozenset(value)
+    graph = {}
+    for key, text in value.items():
+        try:
+            graph[key] = Expr(text, names).names & names
+        except ExprError as e:
+            raise fail("let", f"{key}: {e}") from None
+    try:
+        order = list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as e:
+        cycle = " -> ".join(e.args[1])
+        raise fail("let", f"the names depend on each other in a cycle: {cycle}") from None
+    return {k: value[k] for k in order}
+
+
+def _template(value: Any, expr: Any, fail: Any) -> tuple[str | Expr, ...]:
+    """v1: one identifier, the dtype's type parameter; v2: the arguments in order, "T" (the inputs' C type),
+    "TC" (the output's) or an integer expression."""
+    if isinstance(value, str):
+        if not _IDENT.match(value):
+            raise fail("template", f"{value!r} is not a valid identifier")
+        return ("T",)
+    if not isinstance(value, list) or not value:
+        raise fail("template", 'must be a type parameter name (v1) or a non-empty list like ["T", "TILE"]')
+    return tuple(v if v in TYPE_ARGS else expr("template", v) for v in value)
+
+
+def _values(table: Mapping[str, Any], key: str, op: Op, dtypes: Sequence[str], fail: Any) -> tuple[float, ...]:
+    if key not in table:
+        return ()
+    if key not in op.scalars:
+        raise fail(key, f"op {op.name!r} takes no {key}")
+    value = table[key]
+    if (not isinstance(value, list) or not value
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)):
+        raise fail(key, "must be a non-empty list of numbers")
+    if any(precision(d).output.is_integer for d in dtypes) and any(v != int(v) for v in value):
+        raise fail(key, f"{value!r}: an integer dtype needs whole-number values")
+    return tuple(value)
+
+
+def _params(value: Any, op: Op, fail: Any) -> tuple[Param, ...]:
     if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
         raise fail("params", "must be a list of strings like \"A\" or \"M:size_t\"")
-    buffers = OPS[op]
+    leading = [op.leading_param(r) for r in range(3)]
     params: list[Param] = []
     for item in value:
         name, _, ctype = item.partition(":")
         name, ctype = name.strip(), ctype.strip()
-        if name in buffers:
+        if name in op.buffers:
             if ctype:
-                raise fail("params", f"buffer {name} takes no type (it is a pointer to the dtype)")
+                raise fail("params", f"buffer {name} takes no type (it is a pointer to its dtype)")
             params.append(Param(name))
-        elif name in SIZES:
+        elif name in SIZES or name in leading:
             ctype = ctype or "int"
-            if ctype not in SIZE_CTYPES:
-                raise fail("params", f"size {name} has type {ctype!r}; use one of {', '.join(SIZE_CTYPES)}")
-            params.append(Param(name, ctype))
+            if ctype not in _INTEGER_CTYPES:
+                raise fail("params", f"size {name} has type {ctype!r}; use one of {', '.join(_INTEGER_CTYPES)}")
+            params.append(Param(name, ctype, "size" if name in SIZES else "leading"))
+        elif name in op.scalars:
+            if ctype and ctype not in CTYPES:
+                raise fail("params", f"scalar {name} has type {ctype!r}; use one of {', '.join(CTYPES)}")
+            params.append(Param(name, ctype or None, "scalar"))
         else:
-            raise fail("params", f"unknown parameter {name!r} for op {op!r} (buffers {', '.join(buffers)}; "
-                                 f"sizes {', '.join(SIZES)})")
+            extra = [*op.scalars, *filter(None, leading)]
+            raise fail("params", f"unknown parameter {name!r} for op {op.name!r} (buffers {', '.join(op.buffers)}; "
+                                 f"sizes {', '.join(SIZES)}" + (f"; also {', '.join(extra)}" if extra else "") + ")")
     names = [p.name for p in params]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:
         raise fail("params", f"{dup} appears twice")
-    missing = [b for b in buffers if b not in names]
+    missing = [b for b in (*op.buffers, *op.scalars) if b not in names]
     if missing:
-        raise fail("params", f"missing buffer parameter(s) {', '.join(missing)} for op {op!r}")
+        kind = "buffer" if missing[0] in op.buffers else "scalar"
+        raise fail("params", f"missing {kind} parameter(s) {', '.join(missing)} for op {op.name!r}")
     return tuple(params)

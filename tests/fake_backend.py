@@ -70,12 +70,13 @@ class FakeBackend:
         self.schedules = schedules
         self.compiles = 0
 
-    def compile(self, spec, dtype, defines):
+    def compile(self, build):
         self.compiles += 1
+        spec = build.spec
         function = globals().get(spec.entry)
         if function is None:
             raise CompileError(f"{spec.path}:3: error: '{spec.entry}' was not declared")
-        return Kernel(spec, dtype, spec.entry, self.schedules, function)
+        return Kernel(spec, build.dtype, spec.entry, self.schedules, function)
 
     def upload(self, host, offset):
         return DeviceBuffer(host.size, host.dtype, offset, host.copy())
@@ -87,7 +88,8 @@ class FakeBackend:
         kernel.handle(*[a if isinstance(a, DeviceBuffer) else int(a) for a in args], schedule)
 
 
-def spec_for(entry: str, dtypes=("int32", "float32", "float64"), expect="pass"):
+def spec_for(entry: str, dtypes=("int32", "float32", "float64"), expect="pass", op="mm",
+             params=("A", "B", "C", "M", "N", "K"), extra=""):
     from mmcheck.spec import parse_specs
 
     text = f"""/* mmcheck
@@ -95,12 +97,13 @@ def spec_for(entry: str, dtypes=("int32", "float32", "float64"), expect="pass"):
 name = "fake.{entry}"
 entry = "{entry}"
 template = "T"
-op = "mm"
+op = "{op}"
 dtypes = {list(dtypes)!r}
-params = ["A", "B", "C", "M", "N", "K"]
+params = {list(params)!r}
 block = [16, 16]
 grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
 expect = "{expect}"
+{extra}
 */"""
     (spec,) = parse_specs(text.replace("'", '"'), "cuda_src/fake.cu")
     return spec

@@ -45,11 +45,13 @@ def test_check_exits_0_when_every_outcome_matches_its_expect(kernels, tmp_path, 
     rows = {(r["kernel"], r["dtype"]): r for r in doc["results"]}
     assert set(rows) == {("k.good", "int32"), ("k.good", "float32"), ("k.bad", "int32"), ("k.bad", "float32")}
     good, bad = rows["k.good", "float32"], rows["k.bad", "int32"]
-    assert set(good) == {"kernel", "file", "dtype", "outcome", "expect", "shape", "message"}
-    assert (good["outcome"], good["expect"], good["shape"]) == ("pass", "pass", None)
-    assert (bad["outcome"], bad["expect"]) == ("fail", "fail")
+    assert set(good) == {"kernel", "file", "dtype", "outcome", "expect", "check", "shape", "shapes_tried",
+                         "message", "reproduce"}
+    assert (good["outcome"], good["expect"], good["shape"], good["check"]) == ("pass", "pass", None, None)
+    assert good["shapes_tried"] > 5 and good["reproduce"] is None
+    assert (bad["outcome"], bad["expect"], bad["check"], bad["shapes_tried"]) == ("fail", "fail", "mismatch", 1)
     assert bad["shape"] == {"M": 1, "N": 1, "K": 1, "batch": 1}, "the smallest failing shape"
-    assert bad["file"].endswith("bad.cu") and "reproduce: mmcheck check k.bad" in bad["message"]
+    assert bad["file"].endswith("bad.cu") and bad["reproduce"].startswith("mmcheck check k.bad --src ")
 
 
 def test_check_exits_1_when_a_good_kernel_fails(kernels, capsys):

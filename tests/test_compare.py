@@ -1,16 +1,28 @@
 import numpy as np
 import pytest
 
-from mmcheck.compare import compare, tolerance, unit_roundoff
-from mmcheck.data import make_inputs
+from mmcheck.compare import compare, tolerance
+from mmcheck.data import Trial, make_operands
+from mmcheck.dtypes import DTYPES
+from mmcheck.ops import OPS
 from mmcheck.reference import magnitude, reference
 from mmcheck.shapes import Shape
 
+from .fake_backend import spec_for
+
+MM = spec_for("good")
+MV = spec_for("good", op="mv", params=("A", "x", "y", "M", "K"))
+GEMM = spec_for("good", op="gemm", params=("M", "N", "K", "alpha", "A", "B", "beta", "C"))
+
+
+def operands(spec, shape, dtype, pattern, seed, alpha=None, beta=None):
+    return make_operands(spec, shape, dtype, Trial(pattern, alpha, beta), seed)
+
 
 def test_int32_reference_wraps_like_32_bit_arithmetic():
-    inputs = make_inputs("mm", Shape(3, 4, 50), "int32", "wrap", seed=7)
-    want = reference(inputs, "int32")
-    a, b = inputs.a[0].tolist(), inputs.b[0].tolist()
+    ops = operands(MM, Shape(3, 4, 50), "int32", "wrap", seed=7)
+    want = reference(OPS["mm"], ops).astype(np.int32)
+    a, b = ops.a[0].tolist(), ops.b[0].tolist()
     for i in range(3):
         for j in range(4):
             exact = sum(a[i][k] * b[k][j] for k in range(50))
@@ -19,20 +31,34 @@ def test_int32_reference_wraps_like_32_bit_arithmetic():
 
 
 def test_references_are_batch_and_op_aware():
-    inputs = make_inputs("mm", Shape(3, 5, 4, 2), "float64", "normal", seed=1)
-    assert reference(inputs, "float64").shape == (2, 3, 5)
-    np.testing.assert_allclose(reference(inputs, "float64")[1], inputs.a[1] @ inputs.b[1])
-    mv = make_inputs("mv", Shape(6, 1, 9), "float32", "ints", seed=1)
-    assert mv.b.shape == (1, 9, 1) and reference(mv, "float32").shape == (1, 6, 1)
+    ops = operands(MM, Shape(3, 5, 4, 2), "float64", "normal", seed=1)
+    assert reference(OPS["bmm"], ops).shape == (2, 3, 5)
+    np.testing.assert_allclose(reference(OPS["bmm"], ops)[1], ops.a[1] @ ops.b[1])
+    mv = operands(MV, Shape(6, 1, 9), "float32", "ints", seed=1)
+    assert mv.b.shape == (1, 9, 1) and reference(OPS["mv"], mv).shape == (1, 6, 1)
+
+
+def test_gemm_reference_is_alpha_ab_plus_beta_c_and_ignores_c_when_beta_is_zero():
+    ops = operands(GEMM, Shape(3, 4, 5), "float64", "ints", seed=2, alpha=-1.5, beta=2.0)
+    np.testing.assert_array_equal(reference(OPS["gemm"], ops), -1.5 * (ops.a @ ops.b) + 2.0 * ops.c)
+    nan_c = ops.__class__(ops.a, ops.b, np.full_like(ops.c, np.nan), 2.0, 0.0)
+    np.testing.assert_array_equal(reference(OPS["gemm"], nan_c), 2.0 * (ops.a @ ops.b))
+
+
+def test_c_input_never_equals_the_expected_result():
+    """An element left untouched must be told from a computed one: no C input equals its result."""
+    for seed in range(20):
+        ops = operands(GEMM, Shape(9, 9, 1), "int32", "ints", seed, alpha=1, beta=0)
+        assert not np.any(ops.c == reference(OPS["gemm"], ops)), seed
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("k", [1, 7, 64, 1000])
 def test_bound_holds_for_correct_summation_orders(dtype, k):
     """Sequential, reversed and pairwise sums in the dtype all lie inside the bound."""
-    inputs = make_inputs("mm", Shape(8, 8, k), dtype, "normal", seed=k)
-    want, bound = reference(inputs, dtype), tolerance(dtype, k, magnitude(inputs))
-    a, b = inputs.a[0], inputs.b[0]
+    ops = operands(MM, Shape(8, 8, k), dtype, "normal", seed=k)
+    want, bound = reference(OPS["mm"], ops), tolerance(DTYPES[dtype], k + 1, magnitude(OPS["mm"], ops))
+    a, b = ops.a[0], ops.b[0]
     products = a[:, :, None] * b[None, :, :]  # (M, K, N) in the dtype
     sequential = np.zeros((8, 8), dtype)
     for kk in range(k):
@@ -45,20 +71,33 @@ def test_bound_holds_for_correct_summation_orders(dtype, k):
         assert compare(got[None], want, bound) is None
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gemm_bound_holds_for_the_scalars_roundings(dtype):
+    ops = operands(GEMM, Shape(8, 8, 300), dtype, "normal", seed=5, alpha=-1.5, beta=2.0)
+    want = reference(OPS["gemm"], ops)
+    bound = tolerance(DTYPES[dtype], 300 + OPS["gemm"].roundings, magnitude(OPS["gemm"], ops))
+    t = np.dtype(dtype).type
+    product = np.matmul(ops.a, ops.b)  # in the dtype
+    got = (t(-1.5) * product + t(2.0) * ops.c).astype(dtype)
+    assert compare(got, want, bound) is None
+    assert compare((t(-1.5) * product).astype(dtype), want, bound) is not None  # beta * C dropped
+
+
 @pytest.mark.parametrize("k", [4, 64, 1024])
 def test_bound_sees_one_wrong_term_and_a_narrower_accumulator(k):
-    inputs = make_inputs("mm", Shape(4, 4, k), "float64", "normal", seed=3)
-    want, bound = reference(inputs, "float64"), tolerance("float64", k, magnitude(inputs))
-    dropped = np.matmul(inputs.a[..., :-1], inputs.b[:, :-1])
+    ops = operands(MM, Shape(4, 4, k), "float64", "normal", seed=3)
+    want, bound = reference(OPS["mm"], ops), tolerance(DTYPES["float64"], k + 1, magnitude(OPS["mm"], ops))
+    dropped = np.matmul(ops.a[..., :-1], ops.b[:, :-1])
     assert compare(dropped, want, bound).count >= 15
-    narrow = np.matmul(inputs.a.astype(np.float32), inputs.b.astype(np.float32)).astype(np.float64)
+    narrow = np.matmul(ops.a.astype(np.float32), ops.b.astype(np.float32)).astype(np.float64)
     assert compare(narrow, want, bound).count >= 8
 
 
 def test_bound_grows_with_k_and_precision():
     m = np.array([10.0])
-    assert tolerance("float32", 100, m) > tolerance("float32", 10, m) > tolerance("float64", 10, m)
-    assert unit_roundoff("float32") == 2.0**-24 and unit_roundoff("float64") == 2.0**-53
+    f32, f64 = DTYPES["float32"], DTYPES["float64"]
+    assert tolerance(f32, 100, m) > tolerance(f32, 10, m) > tolerance(f64, 10, m)
+    assert f32.unit_roundoff == 2.0**-24 and f64.unit_roundoff == 2.0**-53
 
 
 def test_mismatch_reports_count_fraction_and_worst_element():

@@ -15,8 +15,9 @@ def test_spec(source, mmcheck_catalog, mmcheck_settings):
     if error:
         pytest.fail(str(error), pytrace=False)
     for spec in load_specs(source):
-        assert shapes_for(spec, mmcheck_settings.seed, mmcheck_settings.budget), (
-            f"{source}: kernel {spec.name!r}: no shape within the budget satisfies its requires")
+        for dtype in spec.dtypes:
+            assert shapes_for(spec, dtype, mmcheck_settings.seed, mmcheck_settings.budget), (
+                f"{source}: kernel {spec.name!r}: no shape within the budget satisfies its requires for {dtype}")
 
 
 @pytest.mark.mmcheck(expect="pass")
@@ -26,14 +27,14 @@ def test_kernel(runner, judge, kernel, dtype, shape):
 
 @pytest.mark.mmcheck(expect="fail")
 def test_known_bad_is_caught(runner, judge, mmcheck_settings, kernel, dtype):
-    judge(runner.sweep(kernel, dtype, shapes_for(kernel, mmcheck_settings.seed, mmcheck_settings.budget)))
+    judge(runner.sweep(kernel, dtype, shapes_for(kernel, dtype, mmcheck_settings.seed, mmcheck_settings.budget)))
 
 
 @pytest.mark.mmcheck(expect="pass")
 @given(data=st.data())
 def test_kernel_property(runner, judge, mmcheck_settings, kernel, dtype, data):
     """Random valid shapes (how many: --mmcheck-profile); a failure is shrunk to the smallest failing shape."""
-    shape = data.draw(shape_strategy(kernel, budget=mmcheck_settings.budget), label="shape")
+    shape = data.draw(shape_strategy(kernel, dtype, budget=mmcheck_settings.budget), label="shape")
     judge(runner.run(runner.case(kernel, dtype, shape)))
 
 
@@ -51,7 +52,7 @@ def test_known_bad_smallest_shape(runner, judge, mmcheck_settings, kernel, dtype
     # The example database is keyed per kernel: a rerun starts from the shape found last time.
     budget = settings(max_examples=max(50, settings().max_examples))
     try:
-        smallest = find(shape_strategy(kernel, budget=mmcheck_settings.budget), is_caught, settings=budget,
+        smallest = find(shape_strategy(kernel, dtype, budget=mmcheck_settings.budget), is_caught, settings=budget,
                         database_key=f"{kernel.path}:{kernel.name}:{dtype}".encode())
     except NoSuchExample:
         pytest.fail(f"{kernel.name} {dtype}: no random shape in {budget.max_examples} exposed the bug")

@@ -10,6 +10,7 @@ import pytest
 from mmcheck import cpu_baseline
 from mmcheck.compile import cache_root
 from mmcheck.compare import tolerance
+from mmcheck.dtypes import DTYPES
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="the CPU baselines need a C compiler (cc)")
 
@@ -37,7 +38,7 @@ def test_matches_numpy(name, shape):
     c = ALGORITHMS[name](a, b)
     assert c.shape == (m, n) and c.dtype == np.float32
     want = a.astype(np.float64) @ b.astype(np.float64)
-    bound = tolerance("float32", k, np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64))
+    bound = tolerance(DTYPES["float32"], k + 1, np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64))
     assert np.all(np.abs(c - want) <= bound)
 
 

@@ -2,20 +2,35 @@
 
 import numpy as np
 
-from mmcheck.data import make_inputs
+from mmcheck.data import Trial, make_operands
 from mmcheck.diagnose import Evidence, diagnose, tile_map
+from mmcheck.ops import OPS
 from mmcheck.reference import reference
 from mmcheck.shapes import Shape
 
+from .fake_backend import spec_for
+
+BMM = spec_for("good", op="bmm", params=("A", "B", "C", "M", "N", "K", "batch"))
+GEMM = spec_for("good", op="gemm", params=("M", "N", "K", "alpha", "A", "B", "beta", "C"))
+
 
 def evidence(shape, got_from, dtype="float32", pattern="ints", unwritten=None, tiles=(16,)):
-    inputs = make_inputs("bmm", shape, dtype, pattern, seed=11)
-    want = reference(inputs, dtype)
-    got = got_from(inputs.a.astype(np.float64), inputs.b.astype(np.float64), want).astype(dtype)
+    ops = make_operands(BMM, shape, dtype, Trial(pattern), seed=11)
+    want = reference(OPS["bmm"], ops)
+    got = got_from(ops.a.astype(np.float64), ops.b.astype(np.float64), want).astype(dtype)
     unwritten = np.zeros(want.shape, bool) if unwritten is None else unwritten
     got[unwritten] = np.nan
     bad = (got != want) | unwritten
-    return Evidence(inputs.a, inputs.b, got, want, bad, unwritten, dtype, pattern != "normal", tiles)
+    return Evidence(ops.a, ops.b, got, want, bad, unwritten, dtype, pattern != "normal", tiles)
+
+
+def gemm_evidence(got_from, alpha=-1.5, beta=2.0, dtype="float32"):
+    ops = make_operands(GEMM, Shape(5, 6, 7), dtype, Trial("ints", alpha, beta), seed=3)
+    want = reference(OPS["gemm"], ops)
+    a, b, c = (x.astype(np.float64) for x in (ops.a, ops.b, ops.c))
+    got = got_from(a, b, c).astype(dtype)
+    none = np.zeros(want.shape, bool)
+    return Evidence(ops.a, ops.b, got, want, got != want, none, dtype, True, (16,), c=ops.c, alpha=alpha, beta=beta)
 
 
 def says(e, words):
@@ -78,7 +93,8 @@ def test_transposed_store():
 def test_float_accumulator_in_a_double_kernel():
     def got(a, b, w):
         return (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float64)
-    says(evidence(Shape(6, 6, 100), got, "float64", "normal"), "a float accumulator")
+    says(evidence(Shape(6, 6, 100), got, "float64", "normal"),
+         "the errors are of float32 size: a float32 accumulator or float32 intermediate in a float64 kernel")
 
 
 def test_integer_accumulator_in_a_float_kernel():
@@ -122,3 +138,23 @@ def test_tile_map_marks_wrong_and_unwritten_tiles():
     lines = tile_map(evidence(Shape(40, 40, 3), got, unwritten=mask)).splitlines()
     assert lines[0].startswith("C[0] in 16x16 tiles (40x40)")
     assert lines[1:] == [".x.", "...", "uuu"]
+
+
+def test_beta_c_missing():
+    says(gemm_evidence(lambda a, b, c: -1.5 * (a @ b)), "beta * C is missing")
+
+
+def test_alpha_applied_to_beta_c_too():
+    says(gemm_evidence(lambda a, b, c: -1.5 * (a @ b + 2.0 * c)), "alpha is applied to beta * C too")
+
+
+def test_alpha_ignored():
+    says(gemm_evidence(lambda a, b, c: a @ b + 2.0 * c), "alpha is ignored")
+
+
+def test_beta_taken_as_one():
+    says(gemm_evidence(lambda a, b, c: -1.5 * (a @ b) + c), "beta is ignored")
+
+
+def test_a_dropped_term_is_seen_through_alpha_and_beta():
+    says(gemm_evidence(lambda a, b, c: -1.5 * (a[..., :-1] @ b[:, :-1]) + 2.0 * c), "the last k term is dropped")

@@ -18,14 +18,33 @@ def test_evaluates(text, env, want):
 
 
 def test_sizeof_is_the_dtype_size():
-    assert Expr("2 * 16 * 17 * sizeof(T)").eval({}, sizeof=8) == 4352
-    assert Expr("sizeof()").eval({}, sizeof=4) == 4
+    sizes = {"T": 2, "TC": 4}
+    assert Expr("2 * 16 * 17 * sizeof(T)").eval({}, sizeof=sizes) == 1088
+    assert Expr("sizeof()").eval({}, sizeof=sizes) == 2 and Expr("sizeof(float)").eval({}, sizeof=sizes) == 2
+    assert Expr("sizeof(TC)").eval({}, sizeof=sizes) == 4
     with pytest.raises(ExprError, match="needs a dtype"):
         Expr("sizeof()").eval({})
 
 
+@pytest.mark.parametrize("text, env, want", [
+    ("32 if M >= 64 and N >= 64 else 16", {"M": 64, "N": 64}, 32),
+    ("32 if M >= 64 and N >= 64 else 16", {"M": 64, "N": 63}, 16),
+    ("(8 if K % 8 == 0 else 1) * 2", {"K": 24}, 16),
+    ("1 if M > 1 else 2 if N > 1 else 3", {"M": 1, "N": 1}, 3),
+])
+def test_conditional_expressions(text, env, want):
+    assert Expr(text).eval(env) == want
+
+
+def test_let_names_are_allowed_only_where_declared():
+    e = Expr("cdiv(N, TILE) * TILE", frozenset({"TILE"}))
+    assert e.names == {"N", "TILE"} and e.eval({"N": 33, "TILE": 16}) == 48
+    with pytest.raises(ExprError, match="unknown name 'TILE'"):
+        Expr("cdiv(N, TILE)")
+
+
 @pytest.mark.parametrize("text, message", [
-    ("__import__('os').system('true')", "only plain calls"),
+    ("__import__('os').system('true')", "unknown name '__import__'"),
     ("open('x')", "unknown name 'open'"),
     ("N.bit_length()", "only plain calls"),
     ("N.real", "not allowed"),

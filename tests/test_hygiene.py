@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mmcheck.artifacts import save_failure
-from mmcheck.compile import macro_flags, unit_source
+from mmcheck.artifacts import Record, save_failure
+from mmcheck.compile import Build, macro_flags, unit_source
 from mmcheck.errors import SpecError
 from mmcheck.report import write_json
 from mmcheck.spec import parse_specs
@@ -45,7 +45,7 @@ def test_defines_reach_the_compiler_as_evaluated_integers_only():
 def test_a_hostile_path_cannot_break_out_of_the_line_directive(tmp_path):
     path = tmp_path / 'a"b\\c\nd.cu'
     (spec,) = parse_specs(spec_text(), path)
-    line = unit_source(spec, "float32").splitlines()[0]
+    line = unit_source(Build(spec, "float32", ("float",))).splitlines()[0]
     assert line.startswith('#line 1 "') and line.count('"') - line.count('\\"') == 2 and "\n" not in line
 
 
@@ -53,7 +53,7 @@ def test_a_hostile_path_cannot_break_out_of_the_line_directive(tmp_path):
 def test_the_line_directive_names_the_users_file_in_compiler_errors(tmp_path):
     (spec,) = parse_specs(spec_text().replace("{}", "{ undeclared_name; }"), "cuda_src/user file.cu")
     unit = tmp_path / "unit.cpp"
-    unit.write_text("#define __global__\n" + unit_source(spec, "float32"))
+    unit.write_text("#define __global__\n" + unit_source(Build(spec, "float32", ("float",))))
     result = subprocess.run(["g++", "-fsyntax-only", "-include", "cstddef", str(unit)], capture_output=True, text=True)
     assert re.search(r"cuda_src/user file\.cu:\d+:\d+: error: .undeclared_name", result.stderr), result.stderr
 
@@ -79,23 +79,41 @@ def test_a_json_write_that_dies_leaves_no_file(tmp_path, monkeypatch):
 
 def test_saved_arrays_load_back_with_their_metadata(tmp_path):
     a = np.arange(6.0).reshape(1, 2, 3)
-    files = save_failure(tmp_path, "k-float64-2x3x3-ints-seed0",
-                         {"A": a, "B": a.transpose(0, 2, 1), "C": a[:, :, :2], "reference": a[:, :, :2]},
-                         {"kernel": "k", "dtype": "float64", "shape": "2x2x3", "pattern": "ints"})
+    record = Record("k-float64-2x3x3-ints-seed0",
+                    {"A": a, "B": a.transpose(0, 2, 1), "C": a[:, :, :2], "reference": a[:, :, :2]},
+                    {"kernel": "k", "dtype": "float64", "shape": "2x2x3", "trial": "inputs ints"})
+    files = save_failure(tmp_path, record, "mmcheck check k")
     assert files[0].name == "k-float64-2x3x3-ints-seed0.npz"
     with np.load(files[0]) as saved:
-        assert json.loads(str(saved["meta"]))["kernel"] == "k"
+        meta = json.loads(str(saved["meta"]))
+        assert meta["kernel"] == "k" and meta["reproduce"] == "mmcheck check k"
         np.testing.assert_array_equal(saved["A"], a)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
-def test_symbol_lookup_ignores_parameter_symbols_of_line_info():
+@pytest.mark.parametrize("template, symbols, want", [
+    # the instantiation asked for, among another one the file makes itself
+    (("float",), ["_Z9mm_kernelIfEvPKT_S2_PS0_mmm", "_Z9mm_kernelIdEvPKT_S2_PS0_mmm"], "_Z9mm_kernelIfEvPKT_S2_PS0_mmm"),
+    (("float", "32"), ["_Z9mm_kernelIfLi32EEvPKT_S2_PS0_", "_Z9mm_kernelIfLi16EEvPKT_S2_PS0_"],
+     "_Z9mm_kernelIfLi32EEvPKT_S2_PS0_"),
+    (("float", "-3"), ["_Z9mm_kernelIfLin3EEvv", "_Z9mm_kernelIfLi3EEvv"], "_Z9mm_kernelIfLin3EEvv"),
+    ((), ["mm_kernel", "_Z10mm_kernel2v"], "mm_kernel"),           # extern "C"
+    ((), ["_Z9mm_kernelPKfS0_Pfiii", "_Z3foov"], "_Z9mm_kernelPKfS0_Pfiii"),  # C++ linkage
+])
+def test_the_kernel_is_found_among_the_function_symbols(template, symbols, want):
     from mmcheck.compile import find_symbol
 
     (spec,) = parse_specs(spec_text(), "k.cu")
-    name = b"_Z9mm_kernelIfEvPKT_S2_PS0_mmm"
-    binary = b"\0".join([b"x", name + b"_param_0", name, name + b"_param_1", b"_Z9mm_kernelIdEvPKT_S2_PS0_mmm", b""])
-    assert find_symbol(binary, spec, "float32") == name.decode()
+    assert find_symbol(symbols, Build(spec, "float32", template)) == want
+
+
+def test_an_overloaded_kernel_is_an_error_that_lists_the_candidates():
+    from mmcheck.compile import find_symbol
+    from mmcheck.errors import CompileError
+
+    (spec,) = parse_specs(spec_text(), "k.cu")
+    with pytest.raises(CompileError, match="several kernels match.*_Z9mm_kernelPdi, _Z9mm_kernelPfi"):
+        find_symbol(["_Z9mm_kernelPfi", "_Z9mm_kernelPdi"], Build(spec, "float32"))
 
 
 def test_a_heat_map_is_drawn_with_the_plot_extra(tmp_path):
@@ -103,7 +121,8 @@ def test_a_heat_map_is_drawn_with_the_plot_extra(tmp_path):
     want = np.arange(12.0).reshape(1, 3, 4)
     got = want.copy()
     got[0, 2, 3] = np.nan
-    files = save_failure(tmp_path, "k", {"A": want, "B": want, "C": got, "reference": want},
-                         {"kernel": "k", "dtype": "float64", "shape": "3x4x4", "pattern": "ints"})
+    files = save_failure(tmp_path, Record("k", {"A": want, "B": want, "C": got, "reference": want},
+                                          {"kernel": "k", "dtype": "float64", "shape": "3x4x4", "trial": "inputs ints"}),
+                         "mmcheck check k")
     assert [f.suffix for f in files] == [".npz", ".png"]
     assert files[1].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

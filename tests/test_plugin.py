@@ -33,7 +33,7 @@ __global__ void mm(const float* A, const float* B, float* C, int M, int N, int K
 def test_a_broken_spec_and_a_compile_error_cost_only_their_own_tests(pytester):
     kernels = pytester.mkdir("kernels")
     (kernels / "good.cu").write_text(GOOD)
-    (kernels / "broken_spec.cu").write_text(GOOD.replace('op = "mm"', 'op = "gemm"').replace("user.good", "user.x"))
+    (kernels / "broken_spec.cu").write_text(GOOD.replace('op = "mm"', 'op = "gemv2"').replace("user.good", "user.x"))
     (kernels / "no_compile.cu").write_text(GOOD.replace("user.good", "user.bad").replace("float s = 0;", "float s = ;"))
     pytester.makepyfile(test_kernels="""
         import pytest

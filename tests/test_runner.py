@@ -1,9 +1,15 @@
 """The runner's checks, each against a fake kernel with exactly one defect."""
 
+import json
+
 import numpy as np
 import pytest
 
-from mmcheck.runner import Runner, plan
+from mmcheck.artifacts import save_failure
+from mmcheck.dtypes import DTYPES
+from mmcheck.prepare import plan
+from mmcheck.report import reproduce
+from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
 
 from .fake_backend import FakeBackend, spec_for
@@ -54,11 +60,12 @@ def test_a_shape_that_does_not_fit_is_skipped(runner):
 
 
 def test_a_failure_message_says_what_where_and_how_to_reproduce(runner):
-    message = run(runner, "drops_last_k").message
+    result = run(runner, "drops_last_k")
+    message = result.message
     assert message.startswith("fake.drops_last_k float32 17x33x5 (inputs ints, seed 1234, schedule forward): ")
     assert "% )" not in message and "worst at C[0, " in message and "exact comparison" in message
-    assert message.endswith("reproduce: mmcheck check fake.drops_last_k --dtype float32 --shape 17x33x5 "
-                            "--seed 1234 --backend fake")
+    assert reproduce(result.case, "fake") == ("mmcheck check fake.drops_last_k --dtype float32 --shape 17x33x5 "
+                                              "--seed 1234 --backend fake")
 
 
 def test_exact_patterns_catch_a_single_dropped_term_at_large_k(runner):
@@ -107,23 +114,24 @@ smem = "16 * 17 * sizeof(T)"
 */""", "k.cu")
     p = plan(spec, "float64", Shape(33, 129, 7, 3))
     assert p.grid == (2, 3, 3) and p.block == (16, 8, 1)
-    assert p.defines == {"DIM": "129", "TILE": "16"} and p.smem == 16 * 17 * 8
+    assert dict(p.build.defines) == {"DIM": "129", "TILE": "16"} and p.smem == 16 * 17 * 8
 
 
 def test_guard_bands_hold_a_nan_that_arithmetic_cannot_make():
     from mmcheck import data
 
     for dtype in ("float32", "float64"):
+        d = DTYPES[dtype]
         for role in (0, 1, 2):
-            padded = data.pad(np.zeros(4, dtype), 8, dtype, role)
+            padded = data.pad(np.zeros(4, dtype), 8, d, role)
             guard = padded[:1]
             assert np.isnan(guard[0])
             with np.errstate(invalid="ignore"):
                 computed = guard * np.array(1, dtype)  # arithmetic on a signalling NaN yields a quiet one
-            assert not data.same_bits(computed, data.GUARD[dtype][role], dtype)[0]
-            assert not data.same_bits(guard, data.POISON[dtype], dtype)[0]
+            assert not data.same_bits(computed, d.guards[role], d)[0]
+            assert not data.same_bits(guard, d.poison, d)[0]
             # ...but keeps its payload on this CPU, so the NaN still says which buffer it came from.
-            assert data.guard_source(computed, dtype)[0] == role
+            assert data.marker_source(computed, d)[0][0] == role
 
 
 def test_a_sweep_with_no_shape_is_an_error_not_a_crash(runner):
@@ -132,10 +140,12 @@ def test_a_sweep_with_no_shape_is_an_error_not_a_crash(runner):
     assert result.case.shape is None and result.shapes_tried == 0
 
 
-def test_a_failing_case_is_saved_only_when_reported(tmp_path):
-    runner = Runner(FakeBackend(), seed=1, results=tmp_path / "results")
+def test_a_failing_case_leaves_a_record_that_is_saved_only_when_reported(tmp_path):
+    runner = Runner(FakeBackend(), seed=1)
     result = run(runner, "drops_last_k")
     assert not (tmp_path / "results").exists(), "a probe must not write files"
-    files = runner.save(result)
+    files = save_failure(tmp_path / "results", result.record, reproduce(result.case, "fake"))
     assert files[0].name == "fake.drops_last_k-float32-17x33x5-ints-seed1.npz" and files[0].exists()
-    assert runner.save(run(runner, "good")) == []
+    meta = json.loads(str(np.load(files[0])["meta"]))
+    assert meta["reproduce"].startswith("mmcheck check fake.drops_last_k") and meta["seed"] == 1
+    assert run(runner, "good").record is None

@@ -34,7 +34,7 @@ def test_shape_text_round_trips():
 
 
 def test_general_kernel_gets_edges_around_its_tile_and_unequal_sizes():
-    shapes = shapes_for(make())
+    shapes = shapes_for(make(), "float32")
     sizes = {v for s in shapes for v in (s.M, s.N, s.K)}
     assert {1, 2, 15, 16, 17, 33} <= sizes
     assert any(len({s.M, s.N, s.K}) == 3 for s in shapes)
@@ -47,26 +47,26 @@ def test_divisibility_and_equality_are_solved_not_filtered():
     spec = make(requires=["M == N", "N == K", "N % 128 == 0"])
     (domain,) = domains(spec)
     assert set(domain.names) == {"M", "N", "K"} and domain.mod == 128
-    shapes = shapes_for(spec)
+    shapes = shapes_for(spec, "float32")
     assert shapes and all(s.M == s.N == s.K and s.M % 128 == 0 for s in shapes)
 
 
 def test_a_negated_divisibility_is_filtered_not_solved():
-    shapes = shapes_for(make(requires=["N % 16 != 0", "N > 16"]))
+    shapes = shapes_for(make(requires=["N % 16 != 0", "N > 16"]), "float32")
     assert shapes and all(s.N % 16 and s.N > 16 for s in shapes)
 
 
 def test_bounds_and_unrecognised_constraints_are_respected():
     spec = make(requires=["K <= 8", "M * N <= 200", "2 < M"])
-    shapes = shapes_for(spec)
+    shapes = shapes_for(spec, "float32")
     assert shapes and all(s.K <= 8 and s.M * s.N <= 200 and s.M > 2 for s in shapes)
 
 
 def test_bmm_gets_batches_incl_many_tiny_matrices_and_mv_fixes_n():
-    shapes = shapes_for(make("bmm", grid=("cdiv(N, 16)", "cdiv(M, 16)", "batch")))
+    shapes = shapes_for(make("bmm", grid=("cdiv(N, 16)", "cdiv(M, 16)", "batch")), "float32")
     assert {1, 2, 3, 7, 64} <= {s.batch for s in shapes}
     assert any(s.batch == 64 and s.macs <= 64 * 27 for s in shapes)
-    assert all(s.N == 1 and s.batch == 1 for s in shapes_for(make("mv", grid=("cdiv(M, 256)",), block=(256,))))
+    assert all(s.N == 1 and s.batch == 1 for s in shapes_for(make("mv", grid=("cdiv(M, 256)",), block=(256,)), "float32"))
 
 
 def test_tiles_come_from_block_defines_and_grid_divisors():
@@ -75,15 +75,15 @@ def test_tiles_come_from_block_defines_and_grid_divisors():
 
 
 def test_budget_caps_cost_but_not_below_the_smallest_valid_shape():
-    assert all(s.macs <= 5000 for s in shapes_for(make(), budget=5000))
-    big = shapes_for(make(requires=["M == N", "N == K", "N % 256 == 0"]), budget=10)
+    assert all(s.macs <= 5000 for s in shapes_for(make(), "float32", budget=5000))
+    big = shapes_for(make(requires=["M == N", "N == K", "N % 256 == 0"]), "float32", budget=10)
     assert big[0] == Shape(256, 256, 256)
 
 
 def test_random_shapes_depend_on_the_seed_only():
     spec = make()
-    assert shapes_for(spec, seed=1) == shapes_for(spec, seed=1)
-    assert shapes_for(spec, seed=1) != shapes_for(spec, seed=2)
+    assert shapes_for(spec, "float32", seed=1) == shapes_for(spec, "float32", seed=1)
+    assert shapes_for(spec, "float32", seed=1) != shapes_for(spec, "float32", seed=2)
 
 
 @settings(max_examples=50, deadline=None)
@@ -91,5 +91,5 @@ def test_random_shapes_depend_on_the_seed_only():
 def test_strategy_draws_only_valid_shapes(data, mod, square):
     requires = [f"N % {mod} == 0"] + (["M == N", "N == K"] if square else [])
     spec = make(requires=requires)
-    shape = data.draw(shape_strategy(spec))
-    assert satisfies(spec, shape) and shape.N % mod == 0
+    shape = data.draw(shape_strategy(spec, "float32"))
+    assert satisfies(spec, shape, "float32") and shape.N % mod == 0

@@ -43,13 +43,13 @@ def spec_text(**changes: str) -> str:
 
 def test_parses_every_key():
     (spec,) = parse_specs(GOOD, "k.cu")
-    assert spec.name == "t.mm" and spec.entry == "mm_kernel" and spec.template == "T"
+    assert spec.name == "t.mm" and spec.entry == "mm_kernel" and spec.template == ("T",)
     assert spec.dtypes == ("int32", "float32", "float64")
     assert [(p.name, p.ctype) for p in spec.params] == [
         ("A", None), ("B", None), ("C", None), ("M", "size_t"), ("K", "size_t"), ("N", "size_t")]
     assert [e.text for e in spec.grid] == ["cdiv(N, 32)", "cdiv(M, 32)"]
     assert dict((k, v.text) for k, v in spec.defines) == {"TILE": "32", "DIM": "N"}
-    assert spec.smem.eval({}, sizeof=8) == 16384
+    assert spec.smem.eval({}, sizeof={"T": 8, "TC": 8}) == 16384
     assert spec.layout == "row" and spec.expect == "pass" and spec.about == "a test kernel"
     assert spec.sizes == {"M", "N", "K"}
 
@@ -61,7 +61,7 @@ def test_size_type_defaults_to_int():
 
 @pytest.mark.parametrize("changes, key, message", [
     ({"colour": '"red"'}, None, None),  # placeholder replaced below
-    ({"op": '"gemm"'}, "op", "must be one of"),
+    ({"op": '"gemv2"'}, "op", "must be one of"),
     ({"dtypes": '["float16"]'}, "dtypes", "non-empty list"),
     ({"params": '["A", "B", "M"]'}, "params", "missing buffer parameter"),
     ({"params": '["A", "B", "C", "M:float"]'}, "params", "size M has type 'float'"),
@@ -108,7 +108,7 @@ def test_a_name_used_twice_in_one_file():
 
 def test_collect_keeps_good_files_and_reports_each_bad_one_once(tmp_path: Path):
     (tmp_path / "a_good.cu").write_text(GOOD)
-    (tmp_path / "bad.cu").write_text(spec_text(op='"gemm"').replace("t.mm", "t.other"))
+    (tmp_path / "bad.cu").write_text(spec_text(op='"gemv2"').replace("t.mm", "t.other"))
     (tmp_path / "b_dup.cu").write_text(GOOD)
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "none.cu").write_text("__global__ void k() {}")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck.compile import find_symbol, macro_flags, unit_source
-from mmcheck.runner import plan
+from mmcheck.compile import Build, find_symbol, function_symbols, macro_flags, unit_source
+from mmcheck.prepare import plan
 from mmcheck.shapes import shapes_for
 from mmcheck.spec import KernelSpec, collect, find_sources, load_specs
 
@@ -64,16 +64,17 @@ def test_the_bug_zoo_is_complete():
 
 @pytest.mark.parametrize("spec, dtype", KERNELS, ids=[f"{s.name}-{d}" for s, d in KERNELS])
 def test_admits_a_launchable_shape(spec: KernelSpec, dtype: str):
-    shape = _first_shape(spec)
+    shape = _first_shape(spec, dtype)
     p = plan(spec, dtype, shape)
     assert p.block[0] * p.block[1] * p.block[2] <= 1024, f"{spec.name}: block {p.block} has too many threads"
 
 
 @pytest.mark.parametrize("spec, dtype", KERNELS, ids=[f"{s.name}-{d}" for s, d in KERNELS])
 def test_compiles_with_nvcc(spec: KernelSpec, dtype: str, nvcc_builds):
-    error, symbol = nvcc_builds(spec, dtype)
-    assert error is None, error
-    assert symbol == spec.entry or symbol.startswith(f"_Z{len(spec.entry)}{spec.entry}I")
+    """Every distinct build (template arguments and defines) among the kernel's generated shapes."""
+    for error, symbol in nvcc_builds(spec, dtype):
+        assert error is None, error
+        assert symbol == spec.entry or symbol.startswith(f"_Z{len(spec.entry)}{spec.entry}")
 
 
 @pytest.fixture(scope="module")
@@ -88,28 +89,33 @@ def nvcc_builds(request, tmp_path_factory):
               if item.originalname == "test_compiles_with_nvcc" and hasattr(item, "callspec")}
     pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
     request.addfinalizer(pool.shutdown)
-    builds: dict[tuple[str, str], Future] = {
-        (name, dtype): pool.submit(_nvcc, spec, dtype, folder) for (name, dtype), spec in wanted.items()}
-    return lambda spec, dtype: builds[spec.name, dtype].result()
+    builds: dict[tuple[str, str], list[Future]] = {
+        (name, dtype): [pool.submit(_nvcc, build, folder) for build in _builds(spec, dtype)]
+        for (name, dtype), spec in wanted.items()}
+    return lambda spec, dtype: [b.result() for b in builds[spec.name, dtype]]
 
 
-def _first_shape(spec: KernelSpec):
-    shapes = shapes_for(spec)
+def _first_shape(spec: KernelSpec, dtype: str):
+    shapes = shapes_for(spec, dtype)
     assert shapes, f"{spec.name}: no shape satisfies its requires"
     return shapes[0]
 
 
-def _nvcc(spec: KernelSpec, dtype: str, folder: Path) -> tuple[str | None, str | None]:
+def _builds(spec: KernelSpec, dtype: str) -> list[Build]:
+    """The distinct builds the kernel's generated shapes need (a tile size chosen by shape is several)."""
+    return list(dict.fromkeys(plan(spec, dtype, shape).build for shape in shapes_for(spec, dtype)))
+
+
+def _nvcc(build: Build, folder: Path) -> tuple[str | None, str | None]:
     """(compiler messages or None, the kernel's symbol): the unit, defines and flags mmcheck's GPU backend
-    uses, with defines evaluated for the kernel's smallest valid shape.  Warnings count as errors: the
-    zoo is what users copy."""
-    p = plan(spec, dtype, _first_shape(spec))
-    source, cubin = folder / f"{spec.name}-{dtype}.cu", folder / f"{spec.name}-{dtype}.cubin"
-    source.write_text(unit_source(spec, dtype))
-    done = subprocess.run(["nvcc", "--cubin", f"-arch={ARCH}", *macro_flags(p.defines), "-o", str(cubin),
+    uses.  Warnings count as errors: the zoo is what users copy."""
+    stem = f"{build.spec.name}-{build.dtype.replace('->', '-')}-{abs(hash(build.key))}"
+    source, cubin = folder / f"{stem}.cu", folder / f"{stem}.cubin"
+    source.write_text(unit_source(build))
+    done = subprocess.run(["nvcc", "--cubin", f"-arch={ARCH}", *macro_flags(build.defines), "-o", str(cubin),
                            str(source)], capture_output=True, text=True)
     messages = (done.stderr + done.stdout).strip()
     if done.returncode != 0 or messages:
         outcome = "failed" if done.returncode else "warned"
-        return f"nvcc {outcome} for {spec.name} ({dtype}):\n{messages}", None
-    return None, find_symbol(cubin.read_bytes(), spec, dtype)
+        return f"nvcc {outcome} for {build}:\n{messages}", None
+    return None, find_symbol(function_symbols(cubin.read_bytes()), build)

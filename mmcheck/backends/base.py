@@ -1,7 +1,8 @@
 """The one door between mmcheck and something that runs kernels.
 
-A backend compiles a spec's source for one dtype and one set of defines, moves buffers to and from its
-memory and launches.  It knows nothing of shapes, references, tolerances or pytest: the runner drives it.
+A backend compiles a build (a spec's source for one dtype, template arguments and defines), moves buffers
+to and from its memory and launches.  It knows nothing of shapes, references, tolerances or pytest: the
+runner drives it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ..compile import Build
 from ..spec import KernelSpec
 
 __all__ = ["Backend", "BackendOptions", "Kernel", "DeviceBuffer", "Arg", "Dim3"]
@@ -31,10 +33,11 @@ class BackendOptions:
 
 @dataclass(frozen=True)
 class Kernel:
-    """A compiled kernel for one (spec, dtype, defines).
+    """A compiled kernel for one build.
 
     ``schedules`` lists the execution orders the backend can run it in; the runner checks every one, so
-    a race that one order hides is exposed by another.  ``handle`` is the backend's own object.
+    a race that one order hides is exposed by another.  ``params`` are the byte sizes of the kernel's
+    parameters as compiled (None where the backend cannot tell).  ``handle`` is the backend's own object.
     """
 
     spec: KernelSpec
@@ -42,6 +45,7 @@ class Kernel:
     symbol: str
     schedules: tuple[str, ...]
     handle: object = field(repr=False, compare=False)
+    params: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -65,8 +69,8 @@ Arg = DeviceBuffer | np.generic
 class Backend(Protocol):
     name: str
 
-    def compile(self, spec: KernelSpec, dtype: str, defines: dict[str, str]) -> Kernel:
-        """Compile (or fetch from cache) ``spec`` for ``dtype``; raise CompileError or Unsupported."""
+    def compile(self, build: Build) -> Kernel:
+        """Compile (or fetch from cache) ``build``; raise CompileError or Unsupported."""
         ...
 
     def upload(self, host: np.ndarray, offset: int) -> DeviceBuffer:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import pickle
 import shutil
 import subprocess
 import sys
@@ -28,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..compile import Build
 from ..errors import BackendUnavailable, KernelFault, KernelTimeout, LaunchError, MmcheckError, SanitizerError
-from ..spec import KernelSpec
 from . import sanitizer
 from .base import Arg, BackendOptions, DeviceBuffer, Dim3, Kernel
 
@@ -133,12 +132,11 @@ class ProcessBackend:
         if worker:
             worker.close()
 
-    def compile(self, spec: KernelSpec, dtype: str, defines: dict[str, str]) -> Kernel:
-        symbol, schedules = self._worker(self._tools[0]).call("compile", spec, dtype, defines,
-                                                              timeout=_COMPILE_TIMEOUT)
+    def compile(self, build: Build) -> Kernel:
+        symbol, schedules, params = self._worker(self._tools[0]).call("compile", build, timeout=_COMPILE_TIMEOUT)
         if self.inner == "gpu":
-            schedules = _gpu_schedules(spec.source, tuple(schedules), self.options.sanitize)
-        return Kernel(spec, dtype, symbol, schedules, (spec, dtype, dict(defines)))
+            schedules = _gpu_schedules(build.spec.source, tuple(schedules), self.options.sanitize)
+        return Kernel(build.spec, build.dtype, symbol, schedules, build, params)
 
     def upload(self, host: np.ndarray, offset: int) -> DeviceBuffer:
         return DeviceBuffer(host.size, host.dtype, offset, _Remote(host))
@@ -209,13 +207,12 @@ def _serve(inner: str, conn_in: Connection, conn_out: Connection) -> None:
     from . import get_backend
 
     backend = None
-    kernels: dict[bytes, Kernel] = {}
+    kernels: dict[tuple, Kernel] = {}
 
-    def kernel(spec: KernelSpec, dtype: str, defines: dict[str, str]) -> Kernel:
-        key = pickle.dumps((spec.path, spec.name, dtype, sorted(defines.items())))
-        if key not in kernels:
-            kernels[key] = backend.compile(spec, dtype, defines)
-        return kernels[key]
+    def kernel(build: Build) -> Kernel:
+        if build.key not in kernels:
+            kernels[build.key] = backend.compile(build)
+        return kernels[build.key]
 
     while True:
         try:
@@ -230,10 +227,10 @@ def _serve(inner: str, conn_in: Connection, conn_out: Connection) -> None:
                 value = backend.name
             elif method == "compile":
                 k = kernel(*args)
-                value = (k.symbol, k.schedules)
+                value = (k.symbol, k.schedules, k.params)
             elif method == "launch":
-                request, hosts, packed, grid, block, smem, schedule, addresses = args
-                k = kernel(*request)
+                build, hosts, packed, grid, block, smem, schedule, addresses = args
+                k = kernel(build)
                 bufs = [backend.upload(h, off) for h, off in hosts]
                 if addresses:  # under compute-sanitizer, whose reports give allocations by address
                     conn_out.send(("addresses", [int(b.handle) for b in bufs]))

@@ -1,8 +1,11 @@
 """The GPU backend, through PyCUDA.
 
 Modules are loaded with ``SourceModule`` (PyCUDA's on-disk compile cache included) in the device's primary
-context, the one the CUDA runtime and other libraries share.  The symbol of a template instantiation is
-read from the cubin that PyCUDA's ``compile`` returns for the same source and options (a cache hit).
+context, the one the CUDA runtime and other libraries share.  The kernel's symbol is found among the
+function symbols of the cubin that PyCUDA's ``compile`` returns for the same source and options (a cache
+hit), and its parameters' sizes are read from the loaded module through the driver's
+``cuFuncGetParamInfo`` (NVIDIA's cuda-bindings), so a spec whose ``params`` do not match the kernel is
+reported as such rather than as a crash.
 """
 
 from __future__ import annotations
@@ -12,9 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..compile import find_symbol, macro_flags, unit_source
+from ..compile import Build, find_symbol, function_symbols, macro_flags, unit_source
 from ..errors import BackendUnavailable, CompileError, KernelFault, KernelTimeout, LaunchError, OutOfMemory
-from ..spec import KernelSpec
 from .base import Arg, BackendOptions, DeviceBuffer, Dim3, Kernel
 
 __all__ = ["PyCudaBackend"]
@@ -44,24 +46,26 @@ class PyCudaBackend:
     def describe(self) -> str:
         return f"{self.device.name()} ({self.arch}), CUDA driver {self.cuda.get_driver_version()}"
 
-    def compile(self, spec: KernelSpec, dtype: str, defines: dict[str, str]) -> Kernel:
+    def compile(self, build: Build) -> Kernel:
         from pycuda.compiler import SourceModule
         from pycuda.compiler import compile as nvcc_compile
 
-        source = unit_source(spec, dtype)
+        spec = build.spec
+        source = unit_source(build)
         # Line info changes no generated code; it lets compute-sanitizer name the source line.
-        options = macro_flags(defines) + ["-lineinfo"]
+        options = macro_flags(build.defines) + ["-lineinfo"]
         kwargs = dict(options=options, no_extern_c=True, arch=self.arch, cache_dir=self.options.cache_dir)
         try:
-            symbol = find_symbol(nvcc_compile(source, **kwargs), spec, dtype)
+            cubin = nvcc_compile(source, **kwargs)
+            symbol = find_symbol(function_symbols(cubin), build)
             module = SourceModule(source, **kwargs)
             function = module.get_function(symbol)
         except self.cuda.CompileError as e:
-            raise CompileError(f"{spec.path}: nvcc failed for {spec.name} ({dtype}):\n"
+            raise CompileError(f"{spec.path}: nvcc failed for {build}:\n"
                                f"{(e.stderr or '') + (e.stdout or '') or e}") from None
         except self.cuda.Error as e:
-            raise CompileError(f"{spec.path}: cannot load {spec.name} ({dtype}): {e}") from None
-        return Kernel(spec, dtype, symbol, ("device",), (module, function))
+            raise CompileError(f"{spec.path}: cannot load {build}: {e}") from None
+        return Kernel(spec, build.dtype, symbol, ("device",), (module, function), _parameter_sizes(cubin, symbol))
 
     def upload(self, host: np.ndarray, offset: int) -> DeviceBuffer:
         try:
@@ -95,3 +99,27 @@ class PyCudaBackend:
             self.cuda.Context.synchronize()
         except self.cuda.Error as e:
             raise KernelFault(str(e)) from None
+
+
+def _parameter_sizes(cubin: bytes, symbol: str) -> tuple[int, ...] | None:
+    """The byte size of each parameter of ``symbol``, as the driver reads them from the module (None if
+    cuda-bindings is not installed or the driver predates cuFuncGetParamInfo, CUDA 12.4)."""
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        return None
+    ok = driver.CUresult.CUDA_SUCCESS
+    err, module = driver.cuModuleLoadData(cubin)
+    if err != ok:
+        return None
+    try:
+        err, function = driver.cuModuleGetFunction(module, symbol.encode())
+        sizes: list[int] = []
+        while err == ok:
+            err, _, size = driver.cuFuncGetParamInfo(function, len(sizes))
+            if err == ok:
+                sizes.append(int(size))
+        # Enumeration ends on CUDA_ERROR_INVALID_VALUE past the last parameter; anything else means unknown.
+        return tuple(sizes) if err == driver.CUresult.CUDA_ERROR_INVALID_VALUE else None
+    finally:
+        driver.cuModuleUnload(module)

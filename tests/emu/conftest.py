@@ -9,8 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mmcheck.backends.base import BackendOptions, Kernel
+from mmcheck.backends.base import Backend, BackendOptions, Kernel
 from mmcheck.backends.emu import EmuBackend
+from mmcheck.compile import Build
+from mmcheck.dtypes import precision
 from mmcheck.spec import KernelSpec, load_specs, parse_specs
 
 KERNELS = Path(__file__).parent / "kernels"
@@ -93,9 +95,21 @@ def run_kernel() -> Callable[..., list[np.ndarray]]:
     return run
 
 
+def compile_on(backend: Backend, spec: KernelSpec, dtype: str, defines: dict[str, str] | None = None) -> Kernel:
+    """Compile ``spec`` for ``dtype`` on ``backend``, its type template arguments standing for the dtype."""
+    p = precision(dtype)
+    template = tuple({"T": p.inputs.ctype, "TC": p.output.ctype}[t] for t in spec.template or ())
+    return backend.compile(Build(spec, dtype, template, tuple(sorted((defines or {}).items()))))
+
+
+@pytest.fixture(scope="session")
+def compiled() -> Callable[..., Kernel]:
+    return compile_on
+
+
 @pytest.fixture(scope="session")
 def build(emu: EmuBackend) -> Callable[..., Kernel]:
     """Compile a kernel body (see make_spec) on the default backend, for float32 unless told."""
     def build(body: str, dtype: str = "float32", **spec: object) -> Kernel:
-        return emu.compile(make_spec(body, dtypes=[dtype], **spec), dtype, {})  # type: ignore[arg-type]
+        return compile_on(emu, make_spec(body, dtypes=[dtype], **spec), dtype)  # type: ignore[arg-type]
     return build

@@ -67,13 +67,13 @@ def test_constructs_in_comments_and_strings_are_ignored(build):
           '  const char* s = "tex1Dfetch"; C[0] = s[0];\n}')
 
 
-def test_a_compile_error_names_the_file_and_line(emu, spec_of):
+def test_a_compile_error_names_the_file_and_line(compiled, emu, spec_of):
     spec = spec_of('extern "C" __global__ void k(const float* A, const float* B, float* C) {\n'
                    "  C[0] = undeclared_thing;\n}", path="kernels/broken.cu")
     line = spec.source.count("\n", 0, spec.source.index("undeclared_thing")) + 1
     with pytest.raises(CompileError, match=rf"kernels/broken.cu:{line}:\d+: error: 'undeclared_thing' was not "
                                            r"declared"):
-        emu.compile(spec, "float32", {})
+        compiled(emu, spec, "float32", {})
 
 
 def test_a_misspelt_intrinsic_is_a_compile_error_not_unsupported(build):
@@ -81,16 +81,16 @@ def test_a_misspelt_intrinsic_is_a_compile_error_not_unsupported(build):
         build('extern "C" __global__ void k(const float* A, const float* B, float* C) { __syncthreadz(); }')
 
 
-def test_defines_reach_the_kernel(emu, spec_of, run_kernel):
+def test_defines_reach_the_kernel(compiled, emu, spec_of, run_kernel):
     spec = spec_of('extern "C" __global__ void k(const float* A, const float* B, float* C) '
                    "{ C[threadIdx.x] = SCALE; }")
     a = np.zeros(4, np.float32)
     for scale in (3, 5):
-        kernel = emu.compile(spec, "float32", {"SCALE": str(scale)})
+        kernel = compiled(emu, spec, "float32", {"SCALE": str(scale)})
         assert (run_kernel(emu, kernel, [a, a, a], 1, 4)[2] == scale).all()
 
 
-def test_a_second_compile_is_a_cache_hit(emu_cache, spec_of, monkeypatch):
+def test_a_second_compile_is_a_cache_hit(compiled, emu_cache, spec_of, monkeypatch):
     spec = spec_of(f'extern "C" __global__ void k{COPY}\n// unique to the cache test')
     compiles = []
     real_run = subprocess.run
@@ -101,12 +101,12 @@ def test_a_second_compile_is_a_cache_hit(emu_cache, spec_of, monkeypatch):
 
     first = EmuBackend(BackendOptions(cache_dir=str(emu_cache)))
     monkeypatch.setattr(subprocess, "run", counting_run)
-    first.compile(spec, "float32", {})
+    compiled(first, spec, "float32", {})
     assert len(compiles) == 1
     first.close()
     second = EmuBackend(BackendOptions(cache_dir=str(emu_cache)))  # a new process would see the same
     compiles.clear()
-    kernel = second.compile(spec, "float32", {})
+    kernel = compiled(second, spec, "float32", {})
     assert [argv for argv in compiles if "-x" in argv] == []  # nothing compiled: only --version asked
     assert kernel.symbol == "k"
     second.close()

@@ -43,10 +43,10 @@ def test_write_past_the_end_hits_the_guard_page(build, emu, run_kernel):
 
 @pytest.mark.parametrize("n", [62, 64])
 @pytest.mark.parametrize("shift, verb, argument", [((1, 0), "read", "A"), ((0, 1), "write", "C")])
-def test_sanitizer_catches_out_of_bounds_accesses(emu_asan, spec_of, run_kernel, n, shift, verb, argument):
+def test_sanitizer_catches_out_of_bounds_accesses(compiled, emu_asan, spec_of, run_kernel, n, shift, verb, argument):
     # 62 floats end 8 bytes short of a 16-byte boundary, so one element past the end is still on the
     # page (which only the sanitizer sees); 64 end right at the guard page
-    kernel = emu_asan.compile(spec_of(SHIFTED_COPY, params=PARAMS), "float32", {})
+    kernel = compiled(emu_asan, spec_of(SHIFTED_COPY, params=PARAMS), "float32", {})
     with pytest.raises(SanitizerError, match=rf"AddressSanitizer: out-of-bounds {verb} of 4 bytes 0 bytes past the "
                                              rf"end of argument {argument} .*block \(1,0,0\), "
                                              rf"thread \({n // 2 - 1},0,0\)\n"
@@ -55,8 +55,8 @@ def test_sanitizer_catches_out_of_bounds_accesses(emu_asan, spec_of, run_kernel,
         shifted_copy(emu_asan, kernel, run_kernel, n, *shift)
 
 
-def test_sanitizer_catches_dynamic_shared_memory_overflow(emu_asan, spec_of, run_kernel):
-    kernel = emu_asan.compile(spec_of("""
+def test_sanitizer_catches_dynamic_shared_memory_overflow(compiled, emu_asan, spec_of, run_kernel):
+    kernel = compiled(emu_asan, spec_of("""
 extern "C" __global__ void k(const float* A, const float* B, float* C) {
     extern __shared__ float buffer[];
     buffer[threadIdx.x + 1] = A[threadIdx.x];   // one past the 32 floats the launch gives
@@ -67,9 +67,9 @@ extern "C" __global__ void k(const float* A, const float* B, float* C) {
         run_kernel(emu_asan, kernel, [a, a, a], 1, 32, smem=32 * 4)
 
 
-def test_sanitizer_checks_array_indices(emu_asan, spec_of, run_kernel):
+def test_sanitizer_checks_array_indices(compiled, emu_asan, spec_of, run_kernel):
     # a shared tile indexed past its row: memory the block owns, so only the index check can tell
-    kernel = emu_asan.compile(spec_of("""
+    kernel = compiled(emu_asan, spec_of("""
 extern "C" __global__ void k(const float* A, const float* B, float* C) {
     __shared__ float tile[4][8];
     tile[threadIdx.x / 8][threadIdx.x % 8 + 1] = A[threadIdx.x];
@@ -82,8 +82,8 @@ extern "C" __global__ void k(const float* A, const float* B, float* C) {
         run_kernel(emu_asan, kernel, [a, a, a], 1, 32)
 
 
-def test_sanitized_kernels_still_compute(emu_asan, file_spec, run_kernel):
-    kernel = emu_asan.compile(file_spec("tiled.cu"), "int32", {})
+def test_sanitized_kernels_still_compute(compiled, emu_asan, file_spec, run_kernel):
+    kernel = compiled(emu_asan, file_spec("tiled.cu"), "int32", {})
     a = np.arange(20 * 20, dtype=np.int32) % 7
     c = run_kernel(emu_asan, kernel, [a, a, np.zeros(400, np.int32), np.uint64(20), np.uint64(20), np.uint64(20)],
                    (2, 2), (16, 16), schedule="shuffle")[2]
@@ -104,10 +104,10 @@ extern "C" __global__ void k(const float* A, const float* B, float* C, int M) {
     np.testing.assert_array_equal(c, np.arange(64))
 
 
-def test_a_hang_is_stopped_by_the_timeout(emu_cache, spec_of, run_kernel):
+def test_a_hang_is_stopped_by_the_timeout(compiled, emu_cache, spec_of, run_kernel):
     backend = EmuBackend(BackendOptions(cache_dir=str(emu_cache), timeout=0.5))
     try:
-        hang = backend.compile(spec_of("""
+        hang = compiled(backend, spec_of("""
 extern "C" __global__ void k(const float* A, const float* B, float* C) {
     volatile int spin = blockIdx.x == 1;
     while (spin) {}
@@ -117,7 +117,7 @@ extern "C" __global__ void k(const float* A, const float* B, float* C) {
         with pytest.raises(KernelTimeout, match=r"emu.k \(float32\): did not finish within 0.5 s "
                                                 r"\(was running block \(1,0,0\)\)"):
             run_kernel(backend, hang, [a, a, a], 3, 1)
-        kernel = backend.compile(spec_of(SHIFTED_COPY, params=PARAMS), "float32", {})
+        kernel = compiled(backend, spec_of(SHIFTED_COPY, params=PARAMS), "float32", {})
         c = shifted_copy(backend, kernel, run_kernel, 64, 0, 0)[2]
         np.testing.assert_array_equal(c, np.arange(64))
     finally:

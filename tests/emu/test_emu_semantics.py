@@ -34,8 +34,8 @@ def tiled(emu, run_kernel, kernel, m, k, n, schedule):
 
 
 @pytest.mark.parametrize("dtype", ["int32", "float32", "float64"])
-def test_tiled_kernel_is_right_in_every_schedule(emu, file_spec, run_kernel, dtype):
-    kernel = emu.compile(file_spec("tiled.cu"), dtype, {})
+def test_tiled_kernel_is_right_in_every_schedule(compiled, emu, file_spec, run_kernel, dtype):
+    kernel = compiled(emu, file_spec("tiled.cu"), dtype, {})
     assert kernel.symbol.startswith("_Z8mm_tiledI")  # the template's mangled name, as nvcc spells it
     assert kernel.schedules == ("forward", "reverse", "shuffle")
     for schedule in kernel.schedules:
@@ -44,15 +44,15 @@ def test_tiled_kernel_is_right_in_every_schedule(emu, file_spec, run_kernel, dty
             np.testing.assert_array_equal(got, want, err_msg=f"{schedule} {shape}")
 
 
-def test_missing_barrier_is_exposed_by_some_schedule(emu, file_spec, run_kernel):
-    kernel = emu.compile(file_spec("tiled_racy.cu"), "float32", {})
+def test_missing_barrier_is_exposed_by_some_schedule(compiled, emu, file_spec, run_kernel):
+    kernel = compiled(emu, file_spec("tiled_racy.cu"), "float32", {})
     for shape in [(37, 29, 45), (64, 48, 32), (16, 32, 16)]:  # K > 16: a second tile overwrites the first
         wrong = [s for s in kernel.schedules if not np.array_equal(*tiled(emu, run_kernel, kernel, *shape, s))]
         assert wrong, f"no schedule exposed the race at {shape}"
 
 
-def test_shuffle_schedule_is_deterministic(emu, file_spec, run_kernel):
-    kernel = emu.compile(file_spec("tiled_racy.cu"), "float32", {})
+def test_shuffle_schedule_is_deterministic(compiled, emu, file_spec, run_kernel):
+    kernel = compiled(emu, file_spec("tiled_racy.cu"), "float32", {})
     first, again = (tiled(emu, run_kernel, kernel, 37, 29, 45, "shuffle")[0] for _ in range(2))
     np.testing.assert_array_equal(first, again)
 
@@ -84,8 +84,8 @@ def test_barrier_divergence_is_an_error(build, emu, run_kernel):
         run_kernel(emu, kernel, [a, a, np.zeros(32, np.float32)], 1, 32)
 
 
-def test_barrier_divergence_is_a_warning_when_not_strict(emu_lenient, spec_of, run_kernel):
-    kernel = emu_lenient.compile(spec_of(EARLY_EXIT), "float32", {})
+def test_barrier_divergence_is_a_warning_when_not_strict(compiled, emu_lenient, spec_of, run_kernel):
+    kernel = compiled(emu_lenient, spec_of(EARLY_EXIT), "float32", {})
     a = np.arange(32, dtype=np.float32)
     with pytest.warns(RuntimeWarning, match=r"barrier divergence.*\(first in block \(0,0,0\); 2 blocks\)"):
         c = run_kernel(emu_lenient, kernel, [a, a, np.zeros(64, np.float32)], 2, 32)[2]
@@ -112,8 +112,8 @@ def test_different_barriers_meeting_is_an_error(build, emu, run_kernel):
         run_kernel(emu, kernel, [a, a, a], 1, 32)
 
 
-def test_different_barriers_meeting_is_a_warning_when_not_strict(emu_lenient, spec_of, run_kernel):
-    kernel = emu_lenient.compile(spec_of(MISMATCHED), "float32", {})
+def test_different_barriers_meeting_is_a_warning_when_not_strict(compiled, emu_lenient, spec_of, run_kernel):
+    kernel = compiled(emu_lenient, spec_of(MISMATCHED), "float32", {})
     a = np.arange(32, dtype=np.float32)
     with pytest.warns(RuntimeWarning, match="different barriers met"):
         c = run_kernel(emu_lenient, kernel, [a, a, np.zeros(32, np.float32)], 1, 32)[2]
@@ -230,14 +230,14 @@ extern "C" __global__ void k(const float* A, const float* B, float* C) {
 
 
 @pytest.mark.parametrize("dtype", ["int32", "float32", "float64"])
-def test_atomic_add_from_every_thread_of_every_block(emu, spec_of, run_kernel, dtype):
+def test_atomic_add_from_every_thread_of_every_block(compiled, emu, spec_of, run_kernel, dtype):
     spec = spec_of("""
 template <class T>
 __global__ void k(const T* A, const T* B, T* C) {
     atomicAdd(&C[blockIdx.x % 2], A[blockIdx.x * blockDim.x + threadIdx.x]);
 }
 """, template="T", dtypes=["int32", "float32", "float64"])
-    kernel = emu.compile(spec, dtype, {})
+    kernel = compiled(emu, spec, dtype, {})
     a = np.arange(8 * 64).astype(DTYPES[dtype])
     c = run_kernel(emu, kernel, [a, a, np.zeros(2, a.dtype)], 8, 64)[2]
     blocks = a.reshape(8, 64).sum(axis=1)
@@ -264,7 +264,7 @@ extern "C" __global__ void k(const int* A, const int* B, int* C) {
                        v.sum(), 5, 77, 256 % 10]
 
 
-def test_dynamic_shared_memory(emu, spec_of, run_kernel):
+def test_dynamic_shared_memory(compiled, emu, spec_of, run_kernel):
     spec = spec_of("""
 template <class T>
 __global__ void k(const T* A, const T* B, T* C) {
@@ -276,7 +276,7 @@ __global__ void k(const T* A, const T* B, T* C) {
 }
 """, template="T", dtypes=["int32", "float64"])
     for dtype in spec.dtypes:
-        kernel = emu.compile(spec, dtype, {})
+        kernel = compiled(emu, spec, dtype, {})
         a = np.arange(4 * 96).astype(DTYPES[dtype])
         c = run_kernel(emu, kernel, [a, a, np.zeros_like(a)], 4, 96, smem=96 * a.itemsize)[2]
         np.testing.assert_array_equal(c, a.reshape(4, 96)[:, ::-1].ravel())
@@ -313,16 +313,16 @@ extern "C" __global__ void k(const float* A, const float* B, float* C) {
     np.testing.assert_allclose(c, want + np.sqrt(v[:, 3]), rtol=1e-6)
 
 
-def test_portable_fibers_give_the_same_results(tmp_path, monkeypatch, file_spec, spec_of, run_kernel):
+def test_portable_fibers_give_the_same_results(compiled, tmp_path, monkeypatch, file_spec, spec_of, run_kernel):
     """The swapcontext fibers that hosts other than x86-64 use, built here on purpose."""
     monkeypatch.setattr(toolchain, "RUNTIME_FLAGS", ["-DMMEMU_UCONTEXT"])
     backend = EmuBackend(BackendOptions(cache_dir=str(tmp_path)))
     try:
-        kernel = backend.compile(file_spec("tiled.cu"), "float32", {})
+        kernel = compiled(backend, file_spec("tiled.cu"), "float32", {})
         for schedule in kernel.schedules:
             got, want = tiled(backend, run_kernel, kernel, 37, 29, 45, schedule)
             np.testing.assert_array_equal(got, want)
-        racy = backend.compile(file_spec("tiled_racy.cu"), "float32", {})
+        racy = compiled(backend, file_spec("tiled_racy.cu"), "float32", {})
         assert any(not np.array_equal(*tiled(backend, run_kernel, racy, 37, 29, 45, s)) for s in racy.schedules)
     finally:
         backend.close()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...compile import find_symbol
+from ...compile import Build, find_symbol, function_symbols
 from ...errors import (BarrierError, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory,
                        SanitizerError)
 from ...spec import KernelSpec
@@ -67,20 +67,22 @@ class EmuBackend:
         """Stop the worker now rather than when the backend is collected."""
         self._worker.close()
 
-    def compile(self, spec: KernelSpec, dtype: str, defines: dict[str, str]) -> Kernel:
+    def compile(self, build: Build) -> Kernel:
+        spec = build.spec
         check_supported(spec)
-        path = self._toolchain.build_kernel(spec, dtype, defines)
+        path = self._toolchain.build_kernel(build)
         binary = path.read_bytes()
-        symbol = find_symbol(binary, spec, dtype)
+        symbol = find_symbol(function_symbols(binary), build)
         module = self._modules.get(path)
         if module is None:
             try:
                 kernel_id, params = self._worker.load(path)
             except w.Refused as e:  # dlopen's complaint, e.g. a symbol the linker let through
-                raise CompileError(f"{spec.path}: the emulator cannot load {spec.name} for {dtype}: {e}") from None
+                raise CompileError(f"{spec.path}: the emulator cannot load {build}: {e}") from None
             module = self._modules[path] = _Module(kernel_id, params, _RENDEZVOUS in binary)
         schedules = tuple(w.SCHEDULES) if module.fibers else ("forward",)
-        return Kernel(spec=spec, dtype=dtype, symbol=symbol, schedules=schedules, handle=module)
+        return Kernel(spec=spec, dtype=build.dtype, symbol=symbol, schedules=schedules, handle=module,
+                      params=tuple(q.size for q in module.params))
 
     def upload(self, host: np.ndarray, offset: int) -> DeviceBuffer:
         if host.ndim != 1:

@@ -9,12 +9,10 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 
-from ...compile import cache_key, cache_root, macro_flags
+from ...compile import Build, cache_key, cache_root, macro_flags
 from ...errors import BackendUnavailable
-from ...spec import KernelSpec
 from .unit import compile_failure, compile_unit
 
 __all__ = ["Toolchain"]
@@ -56,11 +54,11 @@ class Toolchain:
     def worker(self) -> Path:
         return self.runtime / "mmemu-worker"
 
-    def build_kernel(self, spec: KernelSpec, dtype: str, defines: Mapping[str, str]) -> Path:
-        """The kernel module for (spec, dtype, defines), compiled unless cached; raises CompileError or
-        Unsupported when the compiler rejects the file."""
-        unit = compile_unit(spec, dtype)
-        flags = [*_BASE, *self.module_mode, *_SEMANTICS, *_MODULE, *macro_flags(defines)]
+    def build_kernel(self, build: Build) -> Path:
+        """The kernel module for ``build``, compiled unless cached; raises CompileError or Unsupported when
+        the compiler rejects the file."""
+        unit = compile_unit(build)
+        flags = [*_BASE, *self.module_mode, *_SEMANTICS, *_MODULE, *macro_flags(build.defines)]
         key = cache_key("emu-kernel", unit, flags, _shim_digest(), self.version, self.runtime.name)
         path = self.cache / f"{key}.so"
         if path.exists():
@@ -73,7 +71,7 @@ class Toolchain:
                  "-x", "c++", "-", "-o", tmp, "-L", str(self.runtime), "-lmmemu", f"-Wl,-rpath,{self.runtime}"],
                 input=unit, capture_output=True, text=True, env=_C_LOCALE)
             if proc.returncode != 0:
-                raise compile_failure(spec, dtype, proc.stderr.strip())
+                raise compile_failure(build, proc.stderr.strip())
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from ...compile import CTYPES, unit_source
+from ...compile import Build, unit_source
 from ...errors import CompileError, MmcheckError, Unsupported
 from ...spec import KernelSpec
 
@@ -51,24 +51,21 @@ def check_supported(spec: KernelSpec) -> None:
             raise Unsupported(f"{spec.path}:{line}: the emulator cannot run {what} ({match.group(1).strip()})")
 
 
-def compile_unit(spec: KernelSpec, dtype: str) -> str:
-    """The text g++ compiles: ``unit_source``'s unit with ``#line`` directives (so that diagnostics and
+def compile_unit(build: Build) -> str:
+    """The text g++ compiles: ``unit_source``'s unit (whose ``#line`` directives make diagnostics and
     ``__LINE__`` name the .cu file's own lines) and a trailer that exports the typed launcher and backs
     every ``extern __shared__`` array with the dynamic shared memory storage."""
-    text = unit_source(spec, dtype)
-    start = text.index(spec.source)  # unit_source embeds the file verbatim
-    end = start + len(spec.source)
-    entry = spec.entry if spec.template is None else f"{spec.entry}<{CTYPES[dtype]}>"
-    path = str(spec.path).replace("\\", "\\\\").replace('"', '\\"')
-    trailer = [f"MMEMU_EXPORT_KERNEL({entry})"]
-    trailer += [f"MMEMU_DYNAMIC_SHARED({name})" for name in sorted(set(_EXTERN_SHARED.findall(_code(spec.source))))]
-    return (f'{text[:start]}#line 1 "{path}"\n{spec.source}\n'
-            f'#line 1 "<emulator launcher for {spec.entry}>"\n{text[end:]}\n' + "\n".join(trailer) + "\n")
+    trailer = [f"MMEMU_EXPORT_KERNEL({build.instance})"]
+    trailer += [f"MMEMU_DYNAMIC_SHARED({name})"
+                for name in sorted(set(_EXTERN_SHARED.findall(_code(build.spec.source))))]
+    return (f'{unit_source(build)}#line 1 "<emulator launcher for {build.spec.entry}>"\n'
+            + "\n".join(trailer) + "\n")
 
 
-def compile_failure(spec: KernelSpec, dtype: str, diagnostics: str) -> MmcheckError:
+def compile_failure(build: Build, diagnostics: str) -> MmcheckError:
     """The error for a failed compile: Unsupported where the file uses a CUDA header or builtin that the
     emulator does not provide, else CompileError with the compiler's own diagnostics."""
+    spec = build.spec
     header = _MISSING_HEADER.search(diagnostics)
     if header and _CUDA_HEADER.match(header.group(1)):
         return Unsupported(f"{spec.path}: the emulator has no CUDA header <{header.group(1)}>")
@@ -76,4 +73,4 @@ def compile_failure(spec: KernelSpec, dtype: str, diagnostics: str) -> MmcheckEr
     name = undeclared and (undeclared.group(1) or undeclared.group(2))
     if name and _CUDA_BUILTIN.fullmatch(name):
         return Unsupported(f"{spec.path}: the emulator does not provide {name}")
-    return CompileError(f"{spec.path}: the emulator's compiler rejected {spec.name} for {dtype}:\n{diagnostics}")
+    return CompileError(f"{spec.path}: the emulator's compiler rejected {build}:\n{diagnostics}")

@@ -1,0 +1,210 @@
+"""Judging one launch: the buffers around the result (guard bands, padding, inputs), then the result
+itself (unwritten elements, the comparison), and for a wrong result what else can be learnt by running the
+same inputs again (a race, a C read although beta == 0, a leading dimension ignored) and what the pattern
+of errors says (diagnose.py).  A failed check raises :class:`Caught`; nothing here launches a kernel
+except through the ``Rerun`` it is handed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+
+from . import data
+from .artifacts import Record
+from .compare import Mismatch, compare, tolerance
+from .data import Operands, Trial
+from .diagnose import Evidence, diagnose, tile_map
+from .dtypes import DType, precision
+from .ops import DIMS, LEADING
+from .prepare import Prepared
+from .reference import magnitude, reference
+from .shapes import tiles
+
+__all__ = ["Caught", "Rerun", "check_buffers", "judge"]
+
+# Runs the same case again, with another trial, schedule or operands, and returns the logical result; it
+# raises Caught if that launch fails a check of its own.
+Rerun = Callable[[Trial, str, Operands], np.ndarray]
+
+
+class Caught(Exception):
+    """A check failed (``check`` in spec.CATCHES); the message says what was seen."""
+
+    def __init__(self, check: str, message: str, mismatch: Mismatch | None = None,
+                 record: Record | None = None) -> None:
+        super().__init__(message)
+        self.check, self.mismatch, self.record = check, mismatch, record
+
+
+def check_buffers(prepared: Prepared, after: dict[str, np.ndarray]) -> None:
+    """The output's guard bands and padding hold their patterns, and the inputs are unchanged."""
+    spec, p = prepared.spec, precision(prepared.dtype)
+    first, second, out = spec.buffers
+    _check_guards(out, after[out], prepared.guard, p.output)
+    _check_padding(prepared, after[out])
+    for role, name in enumerate((first, second)):
+        _check_unchanged(name, prepared.hosts[name], after[name], prepared.guard, p.inputs)
+
+
+def _check_guards(name: str, padded: np.ndarray, guard: int, d: DType) -> None:
+    before, _, after = data.unpad(padded, guard)
+    hit_before = np.flatnonzero(~data.same_bits(before, d.guards[2], d))
+    hit_after = np.flatnonzero(~data.same_bits(after, d.guards[2], d))
+    if hit_after.size:
+        raise Caught("guard", f"wrote {hit_after.size} element(s) past the end of {name} "
+                              f"(first at offset +{hit_after[0]} after its last element)")
+    if hit_before.size:
+        raise Caught("guard", f"wrote {hit_before.size} element(s) before the start of {name} "
+                              f"(nearest at offset -{guard - hit_before[-1]})")
+
+
+def _check_padding(prepared: Prepared, image: np.ndarray) -> None:
+    """A padded leading dimension's cells past the matrix belong to nobody: writing them is out of bounds."""
+    if 2 not in prepared.trial.padded:
+        return
+    d = precision(prepared.dtype).output
+    layout = prepared.layouts[2]
+    payload = data.unpad(image, prepared.guard)[1]
+    mask = data.padding_mask(prepared.dims(2), layout)
+    hit = np.flatnonzero(mask & ~data.same_bits(payload, d.pads[2], d))
+    if hit.size:
+        name, ld = prepared.spec.buffers[2], LEADING[2]
+        raise Caught("guard", f"wrote {hit.size} element(s) into the padding of {name} (the cells past each "
+                              f"{'row' if layout.order == 'row' else 'column'} when {ld} = {layout.ld}; first at "
+                              f"buffer offset {hit[0]}): an index that uses the matrix width instead of {ld}?")
+
+
+def _check_unchanged(name: str, sent: np.ndarray, back: np.ndarray, guard: int, d: DType) -> None:
+    changed = np.flatnonzero(data.bits(sent, d) != data.bits(back, d))
+    if changed.size:
+        inside = changed[(changed >= guard) & (changed < sent.size - guard)]
+        what = f"{inside.size} element(s) of input {name}" if inside.size else f"the guard band of input {name}"
+        raise Caught("input", f"the kernel wrote into {what} (first at buffer offset "
+                              f"{int(changed[0]) - guard}); inputs must stay unchanged")
+
+
+def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[str, ...],
+          passed: list[str], rerun: Rerun) -> None:
+    """Compare ``got`` with the reference; on a difference, find out what else the same inputs show and
+    say what the errors look like.  ``passed``: the schedules under which these inputs already gave the
+    right result."""
+    spec, trial, ops = prepared.spec, prepared.trial, prepared.operands
+    out_type = precision(prepared.dtype).output
+    want, bound = _expected(prepared, ops)
+    mismatch = compare(got, want, bound)
+    if mismatch is None:
+        return
+    out = spec.buffers[2]
+    # An element whose correct value has the bits it held before (poison, or C's input) cannot tell.
+    before = data.bits(ops.c, out_type)
+    unwritten = (data.bits(got, out_type) == before) & (data.bits(want.astype(out_type.numpy), out_type) != before)
+    if unwritten.any():
+        first = ", ".join(str(int(i)) for i in np.argwhere(unwritten)[0])
+        how = "left as its input value" if ops.c_is_input else "never written"
+        check, what = "unwritten", f"{int(unwritten.sum())} of {got.size} elements of {out} were {how} (first at {out}[{first}])"
+        if mismatch.count > unwritten.sum():
+            what += f"; {mismatch.describe(out)}"
+    else:
+        check, what = "mismatch", mismatch.describe(out)
+        if not np.any(got) and np.any(want):
+            what += " (the result is all zeros)"
+    lines = [what]
+    race = _race(prepared, got, schedule, schedules, passed, rerun)
+    if race:
+        check = "race"
+        lines.append(race)
+    lines += filter(None, (_reads_c(prepared, rerun), _ignores_leading(prepared, rerun)))
+    evidence = Evidence(ops.a, ops.b, got, want, mismatch.mask | unwritten, unwritten, out_type.name,
+                        exact=bound is None, tiles=tuple(tiles(spec)), names=spec.buffers,
+                        c=ops.c if ops.c_is_input else None, alpha=ops.alpha, beta=ops.beta)
+    lines += diagnose(evidence)
+    lines.append(tile_map(evidence))
+    record = Record(
+        stem=f"{spec.name}-{prepared.dtype}-{prepared.shape}-{trial.pattern}",
+        arrays={"A": ops.a, "B": ops.b, "C": got, "reference": want, **({"C_input": ops.c} if ops.c_is_input else {})},
+        meta={"kernel": spec.name, "file": str(spec.path), "dtype": prepared.dtype, "shape": str(prepared.shape),
+              "trial": str(trial), "pattern": trial.pattern})
+    raise Caught(check, "\n".join(lines).replace("\n", "\n  "), mismatch, record)
+
+
+def _race(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[str, ...], passed: list[str],
+          rerun: Rerun) -> str | None:
+    """A result that depends on thread order: these inputs passed under another schedule, or give another
+    wrong result when run again (under another schedule where there is one)."""
+    if passed:
+        return (f"the same inputs gave the right result under schedule {passed[0]}: the result depends on "
+                "thread order (a race, e.g. a missing __syncthreads)")
+    if not prepared.trial.exact:
+        return None
+    d = precision(prepared.dtype).output
+    for other in [x for x in schedules if x != schedule] or [schedule]:
+        again = _quietly(rerun, prepared.trial, other, prepared.operands)
+        if again is not None and not np.array_equal(data.bits(again, d), data.bits(got, d)):
+            how = "in a second run" if other == schedule else f"under schedule {other}"
+            return (f"the same inputs gave a different wrong result {how}: the result depends on thread order "
+                    "or timing (a race, e.g. a missing __syncthreads, or a read of memory nothing wrote)")
+    return None
+
+
+def _reads_c(prepared: Prepared, rerun: Rerun) -> str | None:
+    """Under strict_beta a beta == 0 trial fills C with NaN; if the same inputs pass once C holds numbers,
+    the kernel read C."""
+    ops = prepared.operands
+    if ops.beta != 0 or ops.c_is_input or not prepared.spec.operation.accumulates:
+        return None
+    finite = dataclasses.replace(ops, c=np.zeros_like(ops.c), c_is_input=True)
+    again = _quietly(rerun, prepared.trial, "", finite)
+    if again is None or not _right(prepared, again, finite):
+        return None
+    return ("it reads C although beta == 0: the same inputs are right once C holds numbers, but with beta == 0 "
+            "C need not hold any (the BLAS rule; it held NaN here, and 0 * NaN is NaN): compute beta * C only "
+            "when beta != 0")
+
+
+def _ignores_leading(prepared: Prepared, rerun: Rerun) -> str | None:
+    """A trial with padded leading dimensions failed: find the one whose padding alone breaks the kernel."""
+    trial, ops = prepared.trial, prepared.operands
+    if not trial.padded:
+        return None
+    plain = _quietly(rerun, dataclasses.replace(trial, padded=()), "", ops)
+    if plain is None or not _right(prepared, plain, ops):
+        return None
+    op, layout = prepared.spec.operation, prepared.spec.layout
+    for role in trial.padded:
+        alone = _quietly(rerun, dataclasses.replace(trial, padded=(role,)), "", ops)
+        if alone is not None and not _right(prepared, alone, ops):
+            name, ld = prepared.spec.buffers[role], LEADING[role]
+            rows, cols = DIMS[role]
+            minimal = cols if layout == "row" else rows
+            return (f"wrong only when {ld} is padded, right when {ld} = {minimal}: the kernel ignores {ld} and "
+                    f"takes the length of {name}'s {'rows' if layout == 'row' else 'columns'} as {minimal}?")
+    return "wrong only when the leading dimensions are padded: the kernel ignores one of them"
+
+
+def _right(prepared: Prepared, got: np.ndarray, ops: Operands) -> bool:
+    """Whether ``got`` is the right result for ``ops`` (as judge would compare it)."""
+    want, bound = _expected(prepared, ops)
+    return compare(got, want, bound) is None
+
+
+def _expected(prepared: Prepared, ops: Operands) -> tuple[np.ndarray, np.ndarray | None]:
+    """The reference for ``ops`` and the bound to compare with (None: exactly)."""
+    d = precision(prepared.dtype).output
+    op = prepared.spec.operation
+    want = reference(op, ops)
+    if d.is_integer:
+        want = want.astype(d.numpy)  # wraps modulo 2**32, as the GPU's int32 arithmetic does
+    if prepared.trial.exact:
+        return want, None
+    return want, tolerance(d, prepared.shape.K + op.roundings, magnitude(op, ops))
+
+
+def _quietly(rerun: Rerun, trial: Trial, schedule: str, operands: Operands) -> np.ndarray | None:
+    """A rerun's result, or None if that launch failed a check of its own (it then tells nothing more)."""
+    try:
+        return rerun(trial, schedule, operands)
+    except Caught:
+        return None

@@ -1,0 +1,106 @@
+"""The operations mmcheck checks, as data: one record per op.
+
+An op names its three buffers (first input, second input, output), the sizes a shape varies, whether it
+batches, its scalar parameters and leading dimensions, its reference, and its flop and byte counts.  Every
+op computes, per batch, C[M,N] = alpha * A[M,K] @ B[K,N] + beta * C with the parts it lacks left out (no
+scalars: C = A @ B; a matrix-vector op fixes N = 1).  Everything else asks this table; adding an op is one
+entry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .shapes import Shape
+
+__all__ = ["Op", "OPS", "SIZES", "LEADING", "SCALARS", "DIMS"]
+
+SIZES = ("M", "N", "K", "batch")
+SCALARS = ("alpha", "beta")
+# Leading-dimension parameters, by buffer role (0: A, 1: B, 2: C).
+LEADING = ("lda", "ldb", "ldc")
+# (rows, cols) of each buffer role, as size names.
+DIMS = (("M", "K"), ("K", "N"), ("M", "N"))
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    buffers: tuple[str, str, str]          # names in params: first input, second input, output
+    about: str
+    scalars: tuple[str, ...] = ()          # alpha, beta: C = alpha * A @ B + beta * C
+    batch: str = "never"                   # never, always, or "param" (batched when `batch` is a param)
+    fixed: dict[str, int] = field(default_factory=dict)   # sizes the op pins (mv: N = 1)
+    leading: tuple[int, ...] = (0, 1, 2)   # roles that may take a leading dimension
+
+    @property
+    def accumulates(self) -> bool:
+        """C is an input as well as the output."""
+        return "beta" in self.scalars
+
+    @property
+    def roundings(self) -> int:
+        """Roundings after the K-term dot product: the result's own, and alpha's, beta's and their sum's."""
+        return 3 if self.scalars else 1
+
+    def free(self, params: tuple[str, ...]) -> tuple[str, ...]:
+        """The sizes a shape of a kernel with ``params`` varies."""
+        batched = self.batch == "always" or (self.batch == "param" and "batch" in params)
+        return tuple(s for s in SIZES if s not in self.fixed and (s != "batch" or batched))
+
+    def dims(self, role: int, shape: Shape) -> tuple[int, int]:
+        """(rows, cols) of buffer ``role`` for one batch."""
+        rows, cols = DIMS[role]
+        env = shape.env()
+        return env[rows], env[cols]
+
+    def leading_param(self, role: int) -> str | None:
+        return LEADING[role] if role in self.leading else None
+
+    def reference(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None, alpha: float | None,
+                  beta: float | None) -> np.ndarray:
+        """alpha * a @ b + beta * c (only the parts this op has), exactly as int64 for integer data (which
+        wraps modulo 2**64, and modulo 2**32 once cast back, as 32-bit GPU arithmetic does), else in
+        float64.  With beta == 0, C is not read (the BLAS rule: it may hold anything, NaN included)."""
+        wide = np.int64 if a.dtype.kind in "iu" else np.float64
+        with np.errstate(over="ignore"):
+            out = np.matmul(a.astype(wide), b.astype(wide))
+            if self.scalars:
+                out = wide(alpha) * out
+                if beta:
+                    out = out + wide(beta) * c.astype(wide)
+        return out
+
+    def magnitude(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None, alpha: float | None,
+                  beta: float | None) -> np.ndarray:
+        """|alpha| |a| @ |b| + |beta| |c| in float64: the scale that rounding errors are bounded by."""
+        out = np.matmul(np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)))
+        if self.scalars:
+            out = abs(alpha) * out
+            if beta:
+                out = out + abs(beta) * np.abs(c.astype(np.float64))
+        return out
+
+    def flops(self, shape: Shape) -> int:
+        """2 M N K per batch: the convention every GEMM benchmark (cuBLAS's included) uses."""
+        return 2 * shape.M * shape.N * shape.K * shape.batch
+
+    def bytes(self, shape: Shape, inputs: int, output: int, reads_c: bool) -> int:
+        """The fewest bytes a launch must move: each input read once, the output written once (and read
+        once, when beta != 0)."""
+        m, n, k, b = shape.M, shape.N, shape.K, shape.batch
+        return b * ((m * k + k * n) * inputs + m * n * output * (2 if reads_c else 1))
+
+
+OPS: dict[str, Op] = {o.name: o for o in (
+    Op("mm", ("A", "B", "C"), "C[M,N] = A[M,K] @ B[K,N]"),
+    Op("bmm", ("A", "B", "C"), "C[b] = A[b] @ B[b] for each of batch contiguous matrices", batch="always"),
+    Op("mv", ("A", "x", "y"), "y[M] = A[M,K] @ x[K]", fixed={"N": 1}, leading=(0,)),
+    Op("gemm", ("A", "B", "C"), "C = alpha * A @ B + beta * C (per batch, strided, with `batch` among params)",
+       scalars=SCALARS, batch="param"),
+    Op("gemv", ("A", "x", "y"), "y = alpha * A @ x + beta * y", scalars=SCALARS, fixed={"N": 1}, leading=(0,)),
+)}

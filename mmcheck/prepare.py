@@ -1,0 +1,121 @@
+"""A case made ready to launch: the spec's expressions evaluated for a shape (the plan), and the buffers,
+guard bands and argument list of one trial (the prepared launch).
+
+A prepared launch can be launched once to be judged, or many times to be timed; nothing here runs a kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import data
+from .backends.base import Arg, Backend, DeviceBuffer, Dim3
+from .compile import Build
+from .data import Layout, Operands, Trial
+from .dtypes import precision
+from .errors import MmcheckError
+from .expr import Expr, ExprError
+from .shapes import Shape
+from .spec import CTYPES, KernelSpec, sizeof
+
+__all__ = ["Plan", "plan", "Prepared", "prepare"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A spec's expressions evaluated for one dtype and shape: what to compile and how to launch it."""
+
+    build: Build
+    env: dict[str, int]  # the shape's sizes and the spec's let values
+    grid: Dim3
+    block: Dim3
+    smem: int
+
+
+def plan(spec: KernelSpec, dtype: str, shape: Shape) -> Plan:
+    p = precision(dtype)
+    size = sizeof(p)
+
+    def fail(key: str, message: str) -> MmcheckError:
+        return MmcheckError(f"{spec.path}: kernel {spec.name!r}: key {key!r}: {message} (for {dtype} {shape})")
+
+    try:
+        env = spec.env(shape, p)
+    except ExprError as e:
+        raise fail("let", str(e)) from None
+
+    def value(key: str, e: Expr) -> int:
+        try:
+            return e.eval(env, sizeof=size)
+        except ExprError as err:
+            raise fail(key, str(err)) from None
+
+    def dims(exprs: Iterable[Expr], key: str) -> Dim3:
+        values = [value(key, e) for e in exprs]
+        if any(v < 1 for v in values):
+            raise fail(key, f"evaluates to {values}")
+        return tuple(values + [1] * (3 - len(values)))  # type: ignore[return-value]
+
+    types = {"T": p.inputs.ctype, "TC": p.output.ctype}
+    template = tuple(types[t] if isinstance(t, str) else str(value("template", t)) for t in spec.template or ())
+    defines = tuple((k, str(value("defines", v))) for k, v in spec.defines)
+    return Plan(Build(spec, dtype, template, defines), env, dims(spec.grid, "grid"), dims(spec.block, "block"),
+                value("smem", spec.smem))
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One trial's launch, ready to run: the host images uploaded (guard bands and padding included), the
+    device buffers and the argument list, by buffer name."""
+
+    spec: KernelSpec
+    dtype: str
+    shape: Shape
+    trial: Trial
+    plan: Plan
+    operands: Operands
+    layouts: tuple[Layout, Layout, Layout]
+    guard: int
+    hosts: dict[str, np.ndarray]
+    buffers: dict[str, DeviceBuffer]
+    args: tuple[Arg, ...]
+
+    def dims(self, role: int) -> tuple[int, int, int]:
+        rows, cols = self.spec.operation.dims(role, self.shape)
+        return self.shape.batch, rows, cols
+
+    def logical(self, role: int, image: np.ndarray) -> np.ndarray:
+        """The logical (batch, rows, cols) matrix of buffer ``role`` in a downloaded image of it."""
+        return np.ascontiguousarray(data.from_buffer(data.unpad(image, self.guard)[1], self.dims(role),
+                                                     self.layouts[role]))
+
+
+def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial: Trial, launch: Plan,
+            operands: Operands, guards: bool = True) -> Prepared:
+    """Lay the operands out in memory (row or column major, leading dimensions padded if the trial says so),
+    surround each buffer with guard bands (``guards``; off under a sanitizer, which needs exact-size
+    allocations to see an out-of-bounds access) and upload them."""
+    p = precision(dtype)
+    op = spec.operation
+    layouts = tuple(Layout.of(spec.layout, *op.dims(r, shape), data.LEADING_PADDING[r] if r in trial.padded else 0)
+                    for r in range(3))
+    values = (operands.a, operands.b, operands.c)
+    payloads = [data.to_buffer(v, layouts[r], p.of(r).pads[r], p.of(r)) for r, v in enumerate(values)]
+    guard = data.guard_width(max(x.size for x in payloads), min(p.inputs.itemsize, p.output.itemsize)) if guards else 0
+    hosts = {name: data.pad(x, guard, p.of(r), r) for r, (name, x) in enumerate(zip(op.buffers, payloads))}
+    buffers = {name: backend.upload(host, guard) for name, host in hosts.items()}
+    lds = {op.leading_param(r): layouts[r].ld for r in spec.leading}
+    scalars = {"alpha": operands.alpha, "beta": operands.beta}
+    args: list[Arg] = []
+    for q in spec.params:
+        if q.kind == "buffer":
+            args.append(buffers[q.name])
+        elif q.kind == "scalar":
+            kind = np.dtype(CTYPES[q.ctype]) if q.ctype else p.output.numpy
+            args.append(kind.type(scalars[q.name]))
+        else:
+            args.append(np.dtype(CTYPES[q.ctype]).type(lds[q.name] if q.kind == "leading" else launch.env[q.name]))
+    return Prepared(spec, dtype, shape, trial, launch, operands, layouts, guard, hosts, buffers, tuple(args))  # type: ignore[arg-type]
