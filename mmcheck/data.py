@@ -31,7 +31,7 @@ from .shapes import Shape
 from .spec import KernelSpec
 
 __all__ = ["Trial", "trials", "Operands", "make_operands", "case_seed", "guard_width", "Layout", "pad",
-           "padding_mask", "poisoned", "unpad", "to_buffer", "from_buffer", "bits", "same_bits", "marker_source"]
+           "padding_mask", "filled", "unpad", "to_buffer", "from_buffer", "bits", "same_bits", "marker_source"]
 
 # Patterns whose every result is exactly representable, compared bit for bit.
 EXACT_PATTERNS = ("ints", "wrap")
@@ -114,7 +114,8 @@ def make_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed
     a, b = draw(p.inputs, shape.batch, m, k), draw(p.inputs, shape.batch, k, n)
     if not op.accumulates or (spec.strict_beta and trial.beta == 0):
         # The BLAS rule under strict_beta: with beta == 0, C need not hold anything (NaN included).
-        return Operands(a, b, poisoned(shape.batch * m * n, p.output).reshape(shape.batch, m, n),
+        fill = p.output.unset if op.accumulates else p.output.poison
+        return Operands(a, b, filled(shape.batch * m * n, fill, p.output).reshape(shape.batch, m, n),
                         trial.alpha, trial.beta, c_is_input=False)
     c = draw(p.output, shape.batch, m, n)
     # An element whose correct result equals its input could not tell "left as it was" from "computed":
@@ -163,8 +164,7 @@ def to_buffer(x: np.ndarray, layout: Layout, fill: int, d: DType) -> np.ndarray:
     """Flatten a logical (batch, rows, cols) array into memory order; padding cells hold ``fill``'s bits."""
     major = x if layout.order == "row" else x.transpose(0, 2, 1)
     batch, lines, length = major.shape
-    out = np.empty((batch, lines, layout.ld), dtype=d.numpy)
-    out.view(d.uint)[...] = fill
+    out = filled(batch * lines * layout.ld, fill, d).reshape(batch, lines, layout.ld)
     out[:, :, :length] = major
     return out.reshape(-1)
 
@@ -189,15 +189,15 @@ def padding_mask(dims: tuple[int, int, int], layout: Layout) -> np.ndarray:
 def pad(payload: np.ndarray, guard: int, d: DType, role: int) -> np.ndarray:
     """``payload`` with ``guard`` guard elements on each side, holding buffer ``role``'s (0: A, 1: B, 2: C)
     pattern."""
-    out = np.empty(payload.size + 2 * guard, dtype=d.numpy)
-    out.view(d.uint)[:] = d.guards[role]
+    out = filled(payload.size + 2 * guard, d.guards[role], d)
     out[guard:guard + payload.size] = payload
     return out
 
 
-def poisoned(size: int, d: DType) -> np.ndarray:
+def filled(size: int, pattern: int, d: DType) -> np.ndarray:
+    """``size`` elements holding the bit pattern ``pattern``."""
     out = np.empty(size, dtype=d.numpy)
-    out.view(d.uint)[:] = d.poison
+    out.view(d.uint)[:] = pattern
     return out
 
 

@@ -7,8 +7,10 @@ draws where the errors are, one character per tile of C.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -43,6 +45,13 @@ class Evidence:
     c: np.ndarray | None = None
     alpha: float | None = None
     beta: float | None = None
+    c_unset: bool = False  # C held NaN because beta == 0 (strict_beta): it need not be read
+
+    def granule(self) -> float:
+        """With whole-number inputs every result is a multiple of this: 1, or the finest fraction alpha
+        and beta bring in (1/2 for alpha = -1.5)."""
+        scalars = [s for s in (self.alpha, self.beta) if s is not None]
+        return 1 / math.lcm(*(Fraction(s).limit_denominator(1 << 20).denominator for s in scalars)) if scalars else 1.0
 
     def product(self, x: np.ndarray) -> np.ndarray:
         """The A @ B part of a result ``x`` (float64): (x - beta * c) / alpha."""
@@ -267,21 +276,23 @@ def _nan(e: Evidence) -> str | None:
         return says + (f"the kernel read the padding of {read}: the cells past the matrix when the leading "
                        "dimension is longer than it (an index that uses the leading dimension where the matrix "
                        "width belongs, or the reverse)")
-    first, second, _ = e.names
+    first, second, out = e.names
+    also = f", or {out}, which held NaN because beta == 0" if e.c_unset else ""
     return says + (f"the kernel read a guard band (out of bounds of {first} or {second}) or memory never written "
-                   "(e.g. a shared tile read before it was filled)")
+                   f"(e.g. a shared tile read before it was filled){also}")
 
 
 def _not_whole(e: Evidence) -> str | None:
-    """With whole-number inputs every partial sum is whole: a fraction can only come from memory that
-    holds no input value."""
+    """With whole-number inputs every partial sum is whole (times alpha and beta, a multiple of the granule):
+    a finer fraction can only come from memory that holds no input value."""
     if not e.exact or DTYPES[e.dtype].is_integer:
         return None
-    got = e.got[e.bad & ~e.unwritten].astype(np.float64)
+    got = e.got[e.bad & ~e.unwritten].astype(np.float64) / e.granule()
     fractions = int(np.sum(np.isfinite(got) & (got != np.round(got))))
     if not fractions:
         return None
-    return (f"{fractions} wrong results are not whole numbers although every input is: the kernel read memory "
+    whole = "whole numbers" if e.granule() == 1 else f"multiples of {e.granule():g}"
+    return (f"{fractions} wrong results are not {whole} although every input is whole: the kernel read memory "
             "holding no input value (a shared tile cell never loaded, e.g. by threads that returned early, or "
             "an out-of-bounds read)")
 

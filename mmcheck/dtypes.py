@@ -21,7 +21,9 @@ class DType:
     """One element type.  Bit patterns are the unsigned integer of the dtype's width.
 
     ``poison`` fills an output before each launch: a quiet NaN for floats, so that reading an unwritten
-    element also propagates.  ``guards`` (A, B, C) fill the bands around each buffer and ``pads`` the padding
+    element also propagates.  ``unset`` fills C when the kernel need not read it (beta == 0 under
+    ``strict_beta``): a signalling NaN, which arithmetic turns into a quiet one, so a result computed from it
+    is told from an element never written.  ``guards`` (A, B, C) fill the bands around each buffer and ``pads`` the padding
     of rows or columns longer than the matrix (leading dimensions): signalling NaNs with payloads no
     arithmetic yields, one per buffer, so that where the hardware keeps payloads (x86 does, NVIDIA GPUs do
     not) a NaN in C names what was read.  ``quiet`` is the bit an operation sets in a signalling NaN.
@@ -32,6 +34,7 @@ class DType:
     ctype: str
     mangled: str                       # the C type in an Itanium-mangled template argument list
     poison: int
+    unset: int
     guards: tuple[int, int, int]
     pads: tuple[int, int, int]
     quiet: int
@@ -73,11 +76,11 @@ class DType:
 
 _FLOAT_SCALARS = {"alphas": (1.0, -1.5), "betas": (0.0, 2.0)}  # halves keep whole-number data exact
 DTYPES: dict[str, DType] = {d.name: d for d in (
-    DType("int32", np.dtype("int32"), "int", "i", 0xDEADBEEF, (0x5AFEA0DE, 0x5AFEB0DE, 0x5AFEC0DE),
+    DType("int32", np.dtype("int32"), "int", "i", 0xDEADBEEF, 0x5AFED0DE, (0x5AFEA0DE, 0x5AFEB0DE, 0x5AFEC0DE),
           (0x5AFEA1DE, 0x5AFEB1DE, 0x5AFEC1DE), 0, ("ints", "wrap"), (1, -2), (0, 3)),
-    DType("float32", np.dtype("float32"), "float", "f", 0x7FC0DEAD, (0x7FA0A0A1, 0x7FB0B0B1, 0x7F90C0C1),
+    DType("float32", np.dtype("float32"), "float", "f", 0x7FC0DEAD, 0x7F80DEAD, (0x7FA0A0A1, 0x7FB0B0B1, 0x7F90C0C1),
           (0x7FA1A1A1, 0x7FB1B1B1, 0x7F91C1C1), 0x00400000, ("ints", "normal"), **_FLOAT_SCALARS),
-    DType("float64", np.dtype("float64"), "double", "d", 0x7FF80000DEADBEEF,
+    DType("float64", np.dtype("float64"), "double", "d", 0x7FF80000DEADBEEF, 0x7FF0DEADDEADDEAD,
           (0x7FF4A0A0A0A0A0A1, 0x7FF2B0B0B0B0B0B1, 0x7FF1C0C0C0C0C0C1),
           (0x7FF4A1A1A1A1A1A1, 0x7FF2B1B1B1B1B1B1, 0x7FF1C1C1C1C1C1C1), 0x0008000000000000,
           ("ints", "normal"), **_FLOAT_SCALARS),

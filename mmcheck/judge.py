@@ -119,7 +119,8 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
     lines += filter(None, (_reads_c(prepared, rerun), _ignores_leading(prepared, rerun)))
     evidence = Evidence(ops.a, ops.b, got, want, mismatch.mask | unwritten, unwritten, out_type.name,
                         exact=bound is None, tiles=tuple(tiles(spec)), names=spec.buffers,
-                        c=ops.c if ops.c_is_input else None, alpha=ops.alpha, beta=ops.beta)
+                        c=ops.c if ops.c_is_input else None, alpha=ops.alpha, beta=ops.beta,
+                        c_unset=spec.operation.accumulates and not ops.c_is_input)
     lines += diagnose(evidence)
     lines.append(tile_map(evidence))
     record = Record(

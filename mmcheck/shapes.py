@@ -186,7 +186,29 @@ def edge_shapes(spec: KernelSpec, dtype: str) -> list[Shape]:
         batch = next(i for i, d in enumerate(doms) if "batch" in d.names)
         smallest = [c[min(1, len(c) - 1)] for c in cands]
         choices += [smallest[:batch] + [v] + smallest[batch + 1:] for v in doms[batch].clip((5, 64))]
+    choices += _switches(spec, doms, cands)
     return _finish(spec, dtype, doms, choices)
+
+
+def _switches(spec: KernelSpec, doms: list[Domain], cands: list[list[int]]) -> list[list[int]]:
+    """Where the template instance or a ``let`` value may change (``64 if M >= 128 else 32``): every size
+    just below, at and past each constant those expressions hold, but K and batch small, so that each
+    instance runs within the budget."""
+    constants = {n.value for _, e in spec.let for n in ast.walk(e.tree) if isinstance(n, ast.Constant)}
+    constants |= {n.value for t in spec.template or () if isinstance(t, Expr)
+                  for n in ast.walk(t.tree) if isinstance(n, ast.Constant)}
+    small = [c[min(2, len(c) - 1)] if set(d.names) <= {"K", "batch"} else None for d, c in zip(doms, cands)]
+    rows = []
+    for t in sorted(c for c in constants if isinstance(c, int) and c >= 2):
+        for v in (t - 1, t, t + 1):
+            rows.append([s if s is not None else _at_least(d, v) for d, s in zip(doms, small)])
+    return rows
+
+
+def _at_least(domain: Domain, value: int) -> int:
+    """The smallest value of ``domain`` not below ``value`` (0, which no shape takes, if there is none)."""
+    first = -(-max(value, domain.lo) // domain.mod) * domain.mod
+    return first if domain.hi is None or first <= domain.hi else 0
 
 
 def random_shapes(spec: KernelSpec, dtype: str, seed: int, count: int, max_dim: int = 160) -> list[Shape]:

@@ -115,7 +115,7 @@ def test_fractions_from_whole_number_inputs_mean_garbage_was_read():
         got[0, 1, 2] += 0.375
         return got
 
-    says(evidence(Shape(5, 6, 7), garbage), "1 wrong results are not whole numbers although every input is")
+    says(evidence(Shape(5, 6, 7), garbage), "1 wrong results are not whole numbers although every input is whole")
 
 
 def test_nothing_is_claimed_for_scattered_errors():

@@ -30,6 +30,10 @@ CASES = {
     "buggy.tile_padding_not_zeroed": (Shape(5, 6, 37), "mismatch", "still hold the previous tile's values"),
     "buggy.early_return_before_barrier": (Shape(17, 17, 5), "barrier", "barrier divergence"),
     "buggy.misaligned_float4_smem": (Shape(128, 128, 128), "fault", "misaligned"),
+    "buggy.gemm_beta_missing": (Shape(5, 6, 7), "mismatch", "beta * C is missing"),
+    "buggy.gemm_alpha_on_c": (Shape(5, 6, 7), "mismatch", "alpha is applied to beta * C too"),
+    "buggy.gemm_reads_c_when_beta_zero": (Shape(5, 6, 7), "mismatch", "it reads C although beta == 0"),
+    "buggy.gemm_lda_as_m": (Shape(5, 6, 7), "mismatch", "wrong only when lda is padded, right when lda = M"),
 }
 # Where the GPU shows the same bug differently.  Its races are seen by racecheck, which names the source
 # lines.  Threads that have returned count as arrived at a barrier on sm_70 and later, so an early return

@@ -44,12 +44,14 @@ def test_names_are_unique_across_files():
 
 @pytest.mark.parametrize("path", FILES, ids=_rel)
 def test_conventions(path):
-    """Seeds are named seedNNN.*, every known-bad kernel lives in buggy/ (the seed text's own broken
-    kernel excepted) and says which checks catch it, and each kernel has a line for `mmcheck list`."""
+    """Seeds are named seedNNN.* and the BLAS-style kernels blas.* after their files, every known-bad kernel
+    lives in buggy/ (the seed text's own broken kernel excepted) and says which checks catch it, and each
+    kernel has a line for `mmcheck list`."""
     in_buggy = _rel(path).startswith("buggy/")
+    family = "buggy." if in_buggy else "blas." if path.name.startswith("blas_") else "seed"
     for spec in load_specs(path):
         assert spec.about, f"{spec.name}: no about"
-        assert spec.name.startswith("buggy." if in_buggy else "seed"), spec.name
+        assert spec.name.startswith(family), spec.name
         if in_buggy:
             assert spec.expect == "fail", f"{spec.name}: only known-bad kernels belong in buggy/"
         if spec.expect == "fail":

@@ -1,0 +1,34 @@
+/* mmcheck
+# GEMM in cuBLAS's own convention: column-major matrices with leading dimensions, so A, B and C may be
+# blocks of larger matrices (a column of A is lda >= M elements apart from the next), and C is not read
+# when beta == 0 (the BLAS rule: it may then hold anything, NaN included; strict_beta checks that).
+
+[[kernel]]
+name = "blas.gemm_colmajor"
+entry = "gemm_colmajor"
+op = "gemm"
+dtypes = ["float32", "float64"]
+template = ["T"]
+layout = "col"
+params = ["M", "N", "K", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc"]
+block = [32, 8]
+grid = ["cdiv(M, 32)", "cdiv(N, 8)"]
+strict_beta = true
+about = "column-major with lda, ldb, ldc; consecutive threads take consecutive rows (coalesced)"
+*/
+
+template <typename T>
+__global__ void gemm_colmajor(int m, int n, int k, T alpha, const T *A, int lda, const T *B, int ldb, T beta, T *C,
+                              int ldc)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int j = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i >= m || j >= n) {
+        return;
+    }
+    T acc = 0;
+    for (int p = 0; p < k; ++p) {
+        acc += A[i + p * lda] * B[p + j * ldb];
+    }
+    C[i + j * ldc] = beta == T(0) ? alpha * acc : alpha * acc + beta * C[i + j * ldc];
+}
