@@ -38,10 +38,10 @@ from pytest_benchmark.utils import get_commit_info, safe_dumps
 
 from ..artifacts import atomic_write
 from .stats import stats as _stats
-from .timer import Measurement, throttled
+from .timer import Measurement, Method, throttled
 
-__all__ = ["EXTRA_KEYS", "BenchRecord", "document", "extra_info", "load", "record", "throughput_info",
-           "timing_info", "write"]
+__all__ = ["DTYPE_ORDER", "EXTRA_KEYS", "BenchRecord", "dtype_rank", "document", "extra_info", "load", "record",
+           "throughput_info", "timing_info", "write"]
 
 EXTRA_KEYS: tuple[str, ...] = (
     "kernel", "file", "op", "dtype", "M", "N", "K", "batch",
@@ -55,6 +55,14 @@ EXTRA_KEYS: tuple[str, ...] = (
 )
 
 Scalar = None | bool | int | float | str
+
+DEFAULT_METHOD = Method().name  # "cold-l2"
+DTYPE_ORDER = ("int32", "float16", "bfloat16", "float32", "float64")  # reports list dtypes in this order
+
+
+def dtype_rank(dtype: str) -> tuple[int, str]:
+    """Sort key of a dtype name: ``DTYPE_ORDER`` first, any other after them by name."""
+    return (DTYPE_ORDER.index(dtype) if dtype in DTYPE_ORDER else len(DTYPE_ORDER), dtype)
 
 
 def extra_info(**values: Scalar) -> dict[str, Scalar]:
@@ -139,6 +147,12 @@ class BenchRecord:
     def size(self) -> tuple[int, int, int, int]:
         e = self.extra
         return e["M"], e["N"], e["K"], e["batch"] or 1
+
+    @property
+    def label(self) -> str:
+        """The kernel's name, and its timing method where that is not the default: ``k [seed002]``."""
+        method = self.extra["method"]
+        return self.kernel + (f" [{method}]" if method and method != DEFAULT_METHOD else "")
 
     @property
     def median(self) -> float:

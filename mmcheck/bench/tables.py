@@ -8,13 +8,12 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .records import BenchRecord
+from .records import BenchRecord, dtype_rank
+from .timer import Method
 
 __all__ = ["comparison", "table"]
 
-DTYPE_ORDER = ("int32", "float16", "bfloat16", "float32", "float64")
-DEFAULT_TARGET_NOISE = 0.005
-DEFAULT_METHOD = "cold-l2"
+DEFAULT_TARGET_NOISE = Method().target_noise  # where a record does not say its own
 BASELINE = "cublas"
 
 
@@ -47,8 +46,7 @@ def _problem(r: BenchRecord) -> tuple[str, str, int, int, int, int]:
 
 def _problem_order(problem: tuple[str, str, int, int, int, int]) -> tuple[Any, ...]:
     dtype, op, m, n, k, batch = problem
-    rank = DTYPE_ORDER.index(dtype) if dtype in DTYPE_ORDER else len(DTYPE_ORDER)
-    return rank, dtype, op, m * n * k * batch, (m, n, k, batch)
+    return dtype_rank(dtype), op, m * n * k * batch, (m, n, k, batch)
 
 
 def _groups(records: Iterable[BenchRecord]) -> list[list[BenchRecord]]:
@@ -59,12 +57,6 @@ def _groups(records: Iterable[BenchRecord]) -> list[list[BenchRecord]]:
         groups.setdefault(_problem(r), []).append(r)
     return [sorted(groups[p], key=lambda r: (r.kernel != BASELINE, r.kernel, r.extra["method"] or ""))
             for p in sorted(groups, key=_problem_order)]
-
-
-def _label(r: BenchRecord) -> str:
-    """The kernel's name, and its timing method where it is not the default."""
-    method = r.extra["method"]
-    return r.kernel + (f" [{method}]" if method and method != DEFAULT_METHOD else "")
 
 
 def _flags(r: BenchRecord) -> str:
@@ -107,7 +99,7 @@ def table(records: Sequence[BenchRecord]) -> str:
     rows: list[tuple[str, ...]] = [TABLE_HEADER]
     for group in groups:
         baseline = next((r for r in group if r.kernel == BASELINE), None)
-        rows += [(_label(r), _sig(r.median * 1e3), _sig(r.extra["gflops"]), _sig(r.extra["peak_pct"]),
+        rows += [(r.label, _sig(r.median * 1e3), _sig(r.extra["gflops"]), _sig(r.extra["peak_pct"]),
                   _sig(_cublas_pct(r, baseline)), str(r.extra["samples"] or r.stats.get("rounds", "-")),
                   _percent(r.extra["noise"]), _flags(r)) for r in group]
     lines = _grid(rows, TABLE_RIGHT)

@@ -87,8 +87,8 @@ def test_a_comparison_across_timing_methods_says_so():
         "no benchmark is in both runs\n2 benchmark(s) in only one of the runs, not compared")
 
 
-@pytest.mark.parametrize("value, text", [(16777.2, "16777"), (123.4, "123"), (1.0, "1.00"), (0.2, "0.200"),
-                                         (0.000123456, "0.000123"), (0.99999, "1.00"), (9.996, "10.0"), (0, "0"), (None, "-"), (float("nan"), "-"),
-                                         (-2.5, "-2.50")])
+@pytest.mark.parametrize("value, text", [
+    (16777.2, "16777"), (123.4, "123"), (1.0, "1.00"), (0.2, "0.200"), (0.000123456, "0.000123"),
+    (0.99999, "1.00"), (9.996, "10.0"), (0, "0"), (None, "-"), (float("nan"), "-"), (-2.5, "-2.50")])
 def test_numbers_keep_three_significant_digits_without_exponents(value, text):
     assert _sig(value) == text
