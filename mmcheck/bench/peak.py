@@ -1,0 +1,112 @@
+"""The device's peak throughput, to say how close a kernel comes to it.
+
+Peak GFLOP/s = SMs x multiply-adds per clock per SM x 2 (flops per multiply-add) x SM clock.  The clock is
+the caller's: the default (boost) clock for "% of peak", or the clock measured during the run.
+
+Multiply-adds per clock per SM, dense (no structured sparsity)::
+
+    cc    example GPUs          fp32  fp64  int32 | fp16 tensor  bf16 tensor  tf32 tensor
+    7.0   V100                    64    32     64 |         512            -            -
+    7.5   T4, Quadro RTX          64     2     64 |         512            -            -
+    8.0   A100, A30               64    32     64 |        1024         1024          512
+    8.6   A40, RTX A6000         128     2     64 |         512          512          256
+    8.9   L4, L40S               128     2     64 |         512          512          256
+    9.0   H100, H200             128    64     64 |        2048         2048         1024
+    10.0  B200                   128    64     64 |        4096         4096         2048
+    12.0  RTX PRO 6000, 5090     128     2     64 |         512          512          256
+
+Sources:
+
+- fp32, fp64, int32 (SIMT lanes): the CUDA C++ Programming Guide, "Arithmetic Instructions", table
+  "Throughput of Native Arithmetic Instructions (Operations per Clock Cycle per Multiprocessor)", rows
+  "32-bit floating-point add, multiply, multiply-add", "64-bit floating-point add, multiply, multiply-add"
+  and "32-bit integer multiply, multiply-add, ..." (int32 counts IMAD, the instruction of an integer
+  GEMM's inner loop).
+- Tensor cores, fp16/bf16 inputs with fp32 accumulation, and tf32: the architecture whitepapers' per-SM
+  rates (Volta and Turing: 8 tensor cores x 64 FMA; A100: 4 x 256; GA102 and AD10x: 4 x 128; H100:
+  4 x 512; data-centre Blackwell: twice Hopper; tf32 at half the fp16 rate).  Volta and Turing have no
+  bf16 or tf32 tensor cores.  GeForce cards of 7.5, 8.6 and 8.9 run fp16 with fp32 accumulation at half
+  the rate above (the table has the data-centre and professional parts'), so there the peak is twice what
+  the card can reach.
+- Cross-checked (``tests/bench/test_peak.py``, within 1.5 %) against the published dense TFLOP/s, at
+  SMs and clock: V100 SXM2 (80 SMs, 1530 MHz) fp32 15.7, fp64 7.8, tensor 125; T4 (40, 1590) fp32 8.1,
+  tensor 65; A100 SXM (108, 1410) fp32 19.5, fp64 9.7, tf32 156, bf16 312; A40 (84, 1740) fp32 37.4,
+  tf32 74.8, bf16 149.7; L4 (58, 2040) fp32 30.3, fp16 121; L40S (142, 2520) fp32 91.6, tf32 183, fp16
+  362 (1.2 % under the formula: that figure is at a lower clock); H100 SXM whitepaper fp32 66.9 and fp64
+  33.5 at 1980 MHz (the datasheet rounds them to 67 and 34), fp16 989.4 and tf32 494.7 at 1830 MHz;
+  RTX 5090 (170, 2407) fp32 104.8, fp16 419 (838 with sparsity).
+- Not cross-checked against a datasheet: the int32 rates (none is published) and all of 10.0 (B200's
+  published figures do not state the clock they are at).
+
+Memory bandwidth: the driver's memory clock (``cudaDeviceProp``'s memory clock rate, MHz) is the DDR
+clock, 2 transfers per cycle: GB/s = 2 x clock x bus width / 8 (H100 SXM: 2619 MHz, 5120 bits -> 3352 GB/s,
+the datasheet's 3.35 TB/s).
+
+Which peak a dtype is compared with: float16 and bfloat16 kernels, and mixed ones (``"float16->float32"``:
+inputs ``float16``, output/accumulation ``float32``) with the tensor-core peak, since that is what cuBLAS
+reaches for them; int32, float32 and float64 with the SIMT lanes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Lanes", "LANES", "lanes_per_sm", "peak_bandwidth_gbs", "peak_gflops", "uses_tensor_cores"]
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """Multiply-adds per clock per SM of one compute capability (None: not supported)."""
+
+    fp32: int
+    fp64: int
+    int32: int
+    fp16_tensor: int
+    bf16_tensor: int | None
+    tf32_tensor: int | None
+
+
+LANES: dict[tuple[int, int], Lanes] = {
+    (7, 0): Lanes(64, 32, 64, 512, None, None),
+    (7, 5): Lanes(64, 2, 64, 512, None, None),
+    (8, 0): Lanes(64, 32, 64, 1024, 1024, 512),
+    (8, 6): Lanes(128, 2, 64, 512, 512, 256),
+    (8, 9): Lanes(128, 2, 64, 512, 512, 256),
+    (9, 0): Lanes(128, 64, 64, 2048, 2048, 1024),
+    (10, 0): Lanes(128, 64, 64, 4096, 4096, 2048),
+    (12, 0): Lanes(128, 2, 64, 512, 512, 256),
+}
+
+_SIMT = {"float32": "fp32", "float64": "fp64", "int32": "int32"}
+_TENSOR = {"float16": "fp16_tensor", "bfloat16": "bf16_tensor", "float32": "tf32_tensor"}
+
+
+def _inputs(dtype: str) -> str:
+    """The input type of a dtype name: ``"float16->float32"`` -> ``"float16"``."""
+    return dtype.split("->")[0].strip()
+
+
+def uses_tensor_cores(dtype: str) -> bool:
+    """Whether ``dtype``'s kernels are compared with the tensor-core peak (float16, bfloat16, mixed)."""
+    return _inputs(dtype) in ("float16", "bfloat16")
+
+
+def lanes_per_sm(cc: tuple[int, int], dtype: str, tensor: bool) -> int | None:
+    """Multiply-adds per clock per SM for ``dtype``'s inputs on tensor cores or SIMT lanes; None where
+    unknown (a compute capability not in the table, fp16 on SIMT lanes, int32 or fp64 on tensor cores)."""
+    lanes = LANES.get(tuple(cc))  # type: ignore[arg-type]
+    field = (_TENSOR if tensor else _SIMT).get(_inputs(dtype))
+    if lanes is None or field is None:
+        return None
+    return getattr(lanes, field)
+
+
+def peak_gflops(cc: tuple[int, int], sms: int, clock_mhz: float, dtype: str, tensor: bool) -> float | None:
+    """SMs x multiply-adds per clock per SM x 2 x clock, in GFLOP/s (GOP/s for int32); None where unknown."""
+    lanes = lanes_per_sm(cc, dtype, tensor)
+    return None if lanes is None else sms * lanes * 2 * clock_mhz / 1e3
+
+
+def peak_bandwidth_gbs(memory_clock_mhz: float, bus_width_bits: int) -> float:
+    """DRAM bandwidth in GB/s (10^9 bytes): 2 transfers per memory clock x bus width in bytes."""
+    return 2 * memory_clock_mhz * 1e6 * bus_width_bits / 8 / 1e9

@@ -1,0 +1,277 @@
+"""Benchmark plots (matplotlib, the ``plot`` extra, imported only inside these functions; backend Agg).
+
+``throughput``: GFLOP/s against the problem size n (log2 axis; n = M for a square problem, else the cube
+root of M*N*K*batch), one panel per dtype, every kernel a solid line, cuBLAS a black dashed one, the
+device's peak a dotted line.  ``roofline``: arithmetic intensity (flop per byte of compulsory DRAM
+traffic, gflops / gbps) against GFLOP/s on log-log axes, a colour per kernel and a marker per dtype,
+under the device's roofs: the bandwidth roof (peak_gbps) and one compute roof per dtype's peak
+(peak_gflops), all read from the records.  Titles name the device.  Files are written atomically.
+
+Each drawn line carries a ``gid`` (``kernel:<label>:<dtype>``, ``peak:<dtype>``, ``roof:<dtype>``,
+``roof:bandwidth``) so that tests and notebooks can find it in the ``*_figure`` functions' figures."""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..artifacts import atomic_write
+from .records import BenchRecord, dtype_rank
+from .tables import _sig as sig
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+__all__ = ["problem_size", "roofline", "roofline_figure", "throughput", "throughput_figure"]
+
+BASELINE = "cublas"
+MARKERS = {"int32": "s", "float16": "^", "bfloat16": "v", "float32": "o", "float64": "D"}
+PANELS_PER_ROW = 3
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def problem_size(r: BenchRecord) -> float:
+    """n: M for a square problem (M = N = K, batch 1), else the cube root of M*N*K*batch."""
+    m, n, k, batch = r.size
+    return float(m) if m == n == k and batch == 1 else (m * n * k * batch) ** (1 / 3)
+
+
+def _devices(records: Sequence[BenchRecord]) -> str:
+    names = sorted({str(r.extra["device"]) for r in records if r.extra["device"]})
+    return ", ".join(names) or "unknown device"
+
+
+def _colours(labels: Sequence[str]) -> dict[str, Any]:
+    """A colour per kernel label (in the order given), the same in every panel; cuBLAS black."""
+    plt = _pyplot()
+    others = [lab for lab in labels if lab != BASELINE]
+    cmap = plt.get_cmap("tab10" if len(others) <= 10 else "tab20")
+    colours = {lab: cmap(i % cmap.N) for i, lab in enumerate(others)}
+    return {lab: "black" if lab == BASELINE else colours[lab] for lab in labels}
+
+
+def _plain(value: float, _pos: Any = None) -> str:
+    """Axis numbers in plain notation: 1024, 10,000, 0.5."""
+    return f"{value:,.0f}" if value >= 1 else f"{value:g}"
+
+
+def _unit(dtype: str) -> str:
+    return "GOP/s" if dtype.startswith("int") else "GFLOP/s"
+
+
+def _save(fig: Figure, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    try:
+        fig.savefig(buffer, format="png", dpi=100)
+    finally:
+        _pyplot().close(fig)
+    return atomic_write(path, lambda f: f.write(buffer.getvalue()))
+
+
+def _labels(records: Sequence[BenchRecord]) -> list[str]:
+    return sorted({r.label for r in records}, key=lambda lab: (lab == BASELINE, lab))
+
+
+def _kernel_lines(ax: Axes, records: Sequence[BenchRecord], dtype: str, colours: dict[str, Any]) -> None:
+    """GFLOP/s against n, a line per kernel label; cuBLAS black, dashed, on top."""
+    for label in _labels(records):
+        points = sorted((problem_size(r), r.extra["gflops"]) for r in records
+                        if r.label == label and r.extra["gflops"] is not None)
+        if not points:
+            continue
+        xs, ys = zip(*points)
+        baseline = label == BASELINE
+        ax.plot(xs, ys, linestyle="--" if baseline else "-", marker="x" if baseline else "o", markersize=5,
+                linewidth=2 if baseline else 1.5, color=colours[label], label="cuBLAS" if baseline else label,
+                gid=f"kernel:{label}:{dtype}", zorder=3 if baseline else 2)
+
+
+def _peak_line(ax: Axes, records: Sequence[BenchRecord], dtype: str) -> None:
+    """The device's peak for ``dtype``, dotted, labelled at the left."""
+    peaks = [r.extra["peak_gflops"] for r in records if r.extra["peak_gflops"]]
+    if not peaks:
+        return
+    peak = max(peaks)
+    ax.axhline(peak, color="grey", linestyle=":", linewidth=1.2, gid=f"peak:{dtype}")
+    ax.annotate(f"peak {sig(peak)} {_unit(dtype)}", (0.02, peak), xycoords=("axes fraction", "data"),
+                xytext=(0, 3), textcoords="offset points", fontsize=8, color="dimgrey", va="bottom")
+
+
+def _throughput_axes(ax: Axes, records: Sequence[BenchRecord], dtype: str) -> None:
+    """Title (saying when there is no cuBLAS, as cublas_note does), log2 n, log GFLOP/s, room on top."""
+    notes = any(r.extra["cublas_note"] for r in records)
+    missing = notes and all(r.kernel != BASELINE for r in records)
+    ax.set_title(f"{dtype} (no cuBLAS)" if missing else dtype, fontsize=10)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    _plain_axes(ax, x=lambda v, _pos: f"{v:g}")
+    ax.set_xlabel("n  (M for square; cube root of M·N·K·batch)", fontsize=8)
+    ax.set_ylabel(_unit(dtype), fontsize=9)
+    ax.grid(True, which="major", alpha=0.3)
+    top = max((v for r in records for v in (r.extra["gflops"], r.extra["peak_gflops"]) if v), default=None)
+    if top:
+        ax.set_ylim(top=top * 2.5)
+
+
+def _throughput_panel(ax: Axes, records: Sequence[BenchRecord], dtype: str, colours: dict[str, Any]) -> None:
+    _kernel_lines(ax, records, dtype, colours)
+    _peak_line(ax, records, dtype)
+    _throughput_axes(ax, records, dtype)
+
+
+def _plain_axes(ax: Axes, x: Any = None) -> None:
+    """Plain numbers on both log axes (``x``: another formatter function for the x axis)."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    for axis, fmt in ((ax.xaxis, x or _plain), (ax.yaxis, _plain)):
+        axis.set_major_formatter(FuncFormatter(fmt))
+        axis.set_minor_formatter(NullFormatter())
+    ax.tick_params(labelsize=8)
+
+
+def throughput_figure(records: Sequence[BenchRecord]) -> Figure:
+    """The throughput figure (see the module docstring); records without GFLOP/s are left out."""
+    plt = _pyplot()
+    dtypes = sorted({r.dtype for r in records}, key=dtype_rank)
+    if not dtypes:
+        raise ValueError("no benchmarks to plot")
+    cols = min(len(dtypes), PANELS_PER_ROW)
+    rows = math.ceil(len(dtypes) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 4 * rows + 0.8), squeeze=False, layout="constrained")
+    colours = _colours(_labels(records))
+    for ax, dtype in zip(axes.flat, dtypes):
+        _throughput_panel(ax, [r for r in records if r.dtype == dtype], dtype, colours)
+    for ax in list(axes.flat)[len(dtypes):]:
+        ax.set_visible(False)
+    handles = {h.get_label(): h for ax in axes.flat for h in ax.get_lines() if not h.get_label().startswith("_")}
+    fig.legend(handles.values(), handles.keys(), loc="outside lower center", ncol=min(4, len(handles)),
+               fontsize=9, frameon=False)
+    fig.suptitle(f"Throughput on {_devices(records)}", fontsize=12)
+    return fig
+
+
+def throughput(records: Sequence[BenchRecord], path: str | Path) -> Path:
+    """Write the throughput figure as a PNG at ``path``; returns the path."""
+    return _save(throughput_figure(records), path)
+
+
+def _intensity(r: BenchRecord) -> float | None:
+    """Flop per byte: gflops / gbps (the same time divides both)."""
+    gflops, gbps = r.extra["gflops"], r.extra["gbps"]
+    return gflops / gbps if gflops and gbps else None
+
+
+def _roofs(ax: Axes, records: Sequence[BenchRecord], xlim: tuple[float, float]) -> None:
+    """The bandwidth roof (the highest peak_gbps) and a compute roof per peak (dtypes that share a peak,
+    such as fp64 and int32 on an H100, share its roof and its label)."""
+    bandwidth = max((r.extra["peak_gbps"] for r in records if r.extra["peak_gbps"]), default=None)
+    best: dict[str, float] = {}
+    for r in records:
+        if r.extra["peak_gflops"]:
+            best[r.dtype] = max(best.get(r.dtype, 0.0), r.extra["peak_gflops"])
+    by_peak: dict[float, list[str]] = {}
+    for dtype in sorted(best, key=dtype_rank):
+        by_peak.setdefault(best[dtype], []).append(dtype)
+    lo, hi = xlim
+    above = math.inf  # the roof labelled last, from the top
+    for peak, dtypes in sorted(by_peak.items(), reverse=True):
+        start = max(lo, peak / bandwidth) if bandwidth else lo
+        ax.plot([start, hi], [peak, peak], color="dimgrey", linewidth=1.5, gid=f"roof:{','.join(dtypes)}",
+                zorder=1)
+        below = above / peak < 1.4  # too close under the last label: write this one under its line
+        unit = "GOP/s" if all(d.startswith("int") for d in dtypes) else "GFLOP/s"
+        ax.annotate(f"{', '.join(dtypes)} peak {sig(peak)} {unit}", (hi, peak), xytext=(-4, -3 if below else 3),
+                    textcoords="offset points", ha="right", va="top" if below else "bottom", fontsize=8,
+                    color="dimgrey")
+        above = peak
+    if bandwidth:
+        ridge = max(by_peak, default=bandwidth * hi) / bandwidth
+        end = min(hi, ridge)
+        ax.plot([lo, end], [bandwidth * lo, bandwidth * end], color="dimgrey", linewidth=1.5,
+                gid="roof:bandwidth", zorder=1)
+        ax.figure.canvas.draw()  # the layout is settled: the slope's angle on screen can be measured
+        (x0, y0), (x1, y1) = ax.transData.transform([(lo, bandwidth * lo), (end, bandwidth * end)])
+        angle = math.degrees(math.atan2(y1 - y0, x1 - x0))
+        at = lo * 1.15  # at the left end: the label is shorter than the slope up to the first ridge
+        ax.annotate(f"DRAM {sig(bandwidth)} GB/s", (at, bandwidth * at), xytext=(0, 4),
+                    textcoords="offset points", rotation=angle, rotation_mode="anchor", fontsize=8,
+                    color="dimgrey")
+
+
+def _points(ax: Axes, placed: Sequence[tuple[BenchRecord, float]], colours: dict[str, Any]) -> None:
+    """A marker per benchmark at (intensity, GFLOP/s): colour by kernel, shape by dtype; cuBLAS hollow."""
+    for label in colours:
+        for dtype in sorted({r.dtype for r, _ in placed}, key=dtype_rank):
+            pts = sorted((x, r.extra["gflops"]) for r, x in placed if r.label == label and r.dtype == dtype)
+            if pts:
+                xs, ys = zip(*pts)
+                ax.plot(xs, ys, linestyle="none", marker=MARKERS.get(dtype, "P"), markersize=7,
+                        markerfacecolor="none" if label == BASELINE else colours[label], color=colours[label],
+                        gid=f"kernel:{label}:{dtype}", zorder=3)
+
+
+def _roofline_limits(ax: Axes, records: Sequence[BenchRecord], placed: Sequence[tuple[BenchRecord, float]]
+                     ) -> tuple[float, float]:
+    """Log axes wide enough for the points and every ridge point, with room above the highest roof."""
+    xs = [x for _, x in placed]
+    ys = [r.extra["gflops"] for r, _ in placed]
+    peaks = [r.extra["peak_gflops"] for r in records if r.extra["peak_gflops"]]
+    bandwidth = max((r.extra["peak_gbps"] for r in records if r.extra["peak_gbps"]), default=None)
+    ridges = [p / bandwidth for p in peaks] if bandwidth else []
+    xlim = (min(xs + ridges) / 4, max(xs + ridges) * 4)
+    low = min(ys + ([bandwidth * xlim[0]] if bandwidth else []))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(*xlim)
+    ax.set_ylim(low / 2, max(ys + peaks) * 3)
+    _plain_axes(ax)
+    return xlim
+
+
+def _roofline_legends(fig: Figure, colours: dict[str, Any], dtypes: Sequence[str]) -> None:
+    """Two legends right of the axes: kernels by colour, dtypes by marker."""
+    from matplotlib.lines import Line2D
+
+    kernels = [Line2D([], [], color=c, marker="o", linestyle="none", markerfacecolor="none" if lab == BASELINE else c,
+                      label="cuBLAS" if lab == BASELINE else lab) for lab, c in colours.items()]
+    kinds = [Line2D([], [], color="dimgrey", marker=MARKERS.get(d, "P"), linestyle="none", label=d) for d in dtypes]
+    fig.legend(handles=kernels, loc="outside right upper", fontsize=8, title="kernel", title_fontsize=8)
+    fig.legend(handles=kinds, loc="outside right lower", fontsize=8, title="dtype", title_fontsize=8)
+
+
+def roofline_figure(records: Sequence[BenchRecord]) -> Figure:
+    """The roofline figure (see the module docstring); records without gflops and gbps are left out."""
+    plt = _pyplot()
+    placed = [(r, x) for r in records if (x := _intensity(r)) is not None]
+    if not placed:
+        raise ValueError("no benchmarks with GFLOP/s and GB/s to plot")
+    fig, ax = plt.subplots(figsize=(10, 6), layout="constrained")
+    colours = _colours(_labels([r for r, _ in placed]))
+    _points(ax, placed, colours)
+    xlim = _roofline_limits(ax, records, placed)
+    _roofline_legends(fig, colours, sorted({r.dtype for r, _ in placed}, key=dtype_rank))
+    ax.set_xlabel("arithmetic intensity (flop per byte of DRAM traffic)")
+    ax.set_ylabel("GFLOP/s (GOP/s for int32)")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.set_title(f"Roofline on {_devices(records)}", fontsize=12)
+    _roofs(ax, records, xlim)  # last: it measures the slope's angle on the finished layout
+    return fig
+
+
+def roofline(records: Sequence[BenchRecord], path: str | Path) -> Path:
+    """Write the roofline figure as a PNG at ``path``; returns the path."""
+    return _save(roofline_figure(records), path)
