@@ -43,6 +43,8 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> Path:
     temporary file is removed and ``path`` is untouched."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        # mkstemp makes the file private; a published result gets the permissions a plain open would give.
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             write(f)
         os.replace(tmp, path)
@@ -50,6 +52,12 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _heat_map(path: Path, got: np.ndarray, want: np.ndarray, meta: dict) -> Path | None:

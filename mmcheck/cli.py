@@ -38,16 +38,21 @@ def _parser() -> argparse.ArgumentParser:
             check.add_argument(f"--{o.name}", action="append" if o.multiple else "store", type=o.type,
                                default=o.default, choices=o.choices, help=o.help)
     check.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    check.add_argument("--fail-on-skip", action="store_true",
+                       help="exit 1 if any kernel was skipped (a construct the backend cannot run)")
     check.add_argument("-v", "--verbose", action="store_true",
                        help="print the full report of every failure, expected ones (known-bad kernels) too")
     return parser
 
 
 def _catalog(args: argparse.Namespace) -> tuple[Catalog, tuple[str, ...]]:
-    """Files named as targets (or --src, or ./cuda_src) and the name globs among the targets."""
-    paths = [t for t in args.targets if Path(t).exists()]
+    """Files named as targets (or --src, or ./cuda_src) and the name globs among the targets.  A target
+    that looks like a path (a folder separator, or .cu) is one, and must exist."""
+    paths = [t for t in args.targets if Path(t).exists() or "/" in t or t.endswith(".cu")]
     globs = tuple(t for t in args.targets if t not in paths)
     sources = paths + (args.src or [])
+    if not sources and not Path("cuda_src").is_dir():
+        raise SpecError("cuda_src", "no such folder here: name .cu files or folders to check (or use --src)")
     return collect(sources or ["cuda_src"]), globs
 
 
@@ -69,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -> int:
     from .artifacts import save_failure
     from .backends import get_backend
-    from .report import json_document, reproduce, table, write_json
+    from .report import json_document, reproduce, summary, table, write_json
     from .runner import Result
     from .shapes import satisfies, shapes_for
 
@@ -103,6 +108,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
         results.append(runner.sweep(spec, dtype, shapes))
     print(f"backend: {backend.name}")
     print(table(results))
+    print(summary(results))
     for r in results:
         if r.message and r.outcome in ("fail", "error") and (args.verbose or not r.as_expected):
             command = reproduce(r.case, backend.name)
@@ -114,6 +120,8 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
         write_json(args.json, document)
     if catalog.errors:
         return EXIT_USAGE
+    if args.fail_on_skip and any(r.outcome == "skip" for r in results):
+        return EXIT_MISMATCH
     return EXIT_OK if document["ok"] else EXIT_MISMATCH
 
 

@@ -15,7 +15,7 @@ from .errors import SpecError
 from .runner import Case, Result
 from .spec import KernelSpec
 
-__all__ = ["table", "kernel_list", "json_document", "write_json", "reproduce"]
+__all__ = ["table", "summary", "kernel_list", "json_document", "write_json", "reproduce"]
 
 
 def _grid(rows: Sequence[Sequence[str]]) -> str:
@@ -45,6 +45,21 @@ def table(results: Sequence[Result]) -> str:
             detail = r.message.splitlines()[0][:110] if r.message else ""
         rows.append((r.case.spec.name, r.case.dtype, str(r.shapes_tried), _verdict(r), detail))
     return _grid(rows)
+
+
+def summary(results: Sequence[Result]) -> str:
+    """One line of counts, and one line per skipped kernel x dtype saying why (a skip is never silent)."""
+    counts = {"passed": sum(r.ok and r.case.spec.expect == "pass" for r in results),
+              "known-bad caught": sum(r.caught for r in results),
+              "wrong": sum(not r.as_expected and r.outcome in ("pass", "fail") for r in results),
+              "errors": sum(r.outcome == "error" for r in results),
+              "skipped": sum(r.outcome == "skip" for r in results)}
+    head = f"{len(results)} kernel x dtype: " + ", ".join(f"{n} {what}" for what, n in counts.items() if n)
+    if counts["skipped"] == len(results) and results:
+        head += " (nothing was checked)"
+    skips = [f"  skipped {r.case.spec.name} {r.case.dtype}: {r.message.splitlines()[0]}"
+             for r in results if r.outcome == "skip"]
+    return "\n".join([head, *skips])
 
 
 def kernel_list(specs: Sequence[KernelSpec], errors: Sequence[SpecError]) -> str:

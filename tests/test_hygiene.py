@@ -1,6 +1,7 @@
 """Spec values cannot inject flags or commands; results are written atomically."""
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -126,3 +127,12 @@ def test_a_heat_map_is_drawn_with_the_plot_extra(tmp_path):
                          "mmcheck check k")
     assert [f.suffix for f in files] == [".npz", ".png"]
     assert files[1].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_published_files_are_readable_as_a_plain_open_would_leave_them(tmp_path):
+    old = os.umask(0o022)
+    try:
+        write_json(tmp_path / "r.json", {"ok": True})
+    finally:
+        os.umask(old)
+    assert (tmp_path / "r.json").stat().st_mode & 0o777 == 0o644

@@ -24,6 +24,10 @@ _UNSUPPORTED = (
     (re.compile(r"(<<<)"), "kernel launches from a kernel (dynamic parallelism)"),
 )
 _EXTERN_SHARED = re.compile(r"\b(?:extern\s+__shared__|__shared__\s+extern)\b[^;]*?\b([A-Za-z_]\w*)\s*\[\s*\]")
+# The launcher takes the kernel's address: an overloaded name, or template arguments the kernel does not
+# take, leave no function to convert.
+_NO_MATCH = re.compile(r"no matches converting function '(\w+)'")
+_CANDIDATE = re.compile(r"note:\s+(?:candidates? (?:are|is):\s+)?'([^']+)'")
 _MISSING_HEADER = re.compile(r"fatal error: (\S+): No such file or directory")
 _CUDA_HEADER = re.compile(r"(cuda|cub/|thrust/|cublas|curand|cufft|cusparse|cutlass/|cute/|mma\.h|sm_\d|device_"
                           r"|math_constants|cooperative_groups|crt/)")
@@ -66,6 +70,13 @@ def compile_failure(build: Build, diagnostics: str) -> MmcheckError:
     """The error for a failed compile: Unsupported where the file uses a CUDA header or builtin that the
     emulator does not provide, else CompileError with the compiler's own diagnostics."""
     spec = build.spec
+    if _NO_MATCH.search(diagnostics):
+        candidates = _CANDIDATE.findall(diagnostics)
+        if len(candidates) > 1:
+            return CompileError(f"{spec.path}: {spec.entry} is overloaded, so mmcheck cannot tell which kernel to "
+                                f"check (candidates: {'; '.join(candidates)})")
+        return CompileError(f"{spec.path}: the spec's template arguments do not fit the kernel: mmcheck "
+                            f"instantiates {build.instance}, the kernel is {'; '.join(candidates) or spec.entry}")
     header = _MISSING_HEADER.search(diagnostics)
     if header and _CUDA_HEADER.match(header.group(1)):
         return Unsupported(f"{spec.path}: the emulator has no CUDA header <{header.group(1)}>")
