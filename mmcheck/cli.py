@@ -1,7 +1,9 @@
-"""``mmcheck list`` and ``mmcheck check``: the same validation as the tests, without pytest.
+"""``mmcheck list``, ``check``, ``bench`` and ``report``: the same validation and benchmarks as the tests,
+without pytest.
 
 Exit status of ``check``: 0 if every kernel's outcome matches its ``expect``, 1 if any does not, 2 for a
-usage or spec error.
+usage or spec error.  Of ``bench``: 0 if every benchmark ran (or was skipped, saying why), 1 if a kernel's
+result was wrong or it crashed, 2 for a usage or spec error.
 """
 
 from __future__ import annotations
@@ -25,18 +27,23 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     listing = commands.add_parser("list", help="the kernels found and their specs")
     check = commands.add_parser("check", help="run the kernels on generated shapes and compare with references")
-    for sub in (listing, check):
+    bench = commands.add_parser("bench", help="time the kernels on the GPU against cuBLAS")
+    report = commands.add_parser("report", help="tables and plots of benchmark JSON files")
+    for sub in (listing, check, bench):
         sub.add_argument("targets", nargs="*", metavar="NAME-GLOB|PATH.cu|DIR",
                          help="kernels by name glob, or files/directories to read (default: ./cuda_src)")
         sub.add_argument("--src", action="append", help="directory or .cu file with kernels (repeatable)")
-    for o in OPTIONS:
-        if o.name == "src":
-            continue
-        if o.flag:
-            check.add_argument(f"--{o.name}", action="store_true", help=o.help)
-        else:
-            check.add_argument(f"--{o.name}", action="append" if o.multiple else "store", type=o.type,
-                               default=o.default, choices=o.choices, help=o.help)
+    for name, sub in (("check", check), ("bench", bench)):
+        for o in OPTIONS:
+            if o.name != "src" and name in o.commands:
+                o.add_to(sub.add_argument)
+    bench.add_argument("--json", metavar="FILE", help="write the benchmarks as pytest-benchmark JSON")
+    report.add_argument("files", nargs="+", metavar="BENCH.json",
+                        help="pytest-benchmark JSON (--benchmark-json, .benchmarks/ of --benchmark-autosave, or "
+                             "mmcheck bench --json)")
+    report.add_argument("--compare", action="store_true", help="compare the first file's run with the second's")
+    report.add_argument("--plot", metavar="PNG", help="draw GFLOP/s against the problem size (matplotlib)")
+    report.add_argument("--roofline", metavar="PNG", help="draw the roofline chart (matplotlib)")
     check.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     check.add_argument("--fail-on-skip", action="store_true",
                        help="exit 1 if any kernel was skipped (a construct the backend cannot run)")
@@ -58,6 +65,8 @@ def _catalog(args: argparse.Namespace) -> tuple[Catalog, tuple[str, ...]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "report":
+        return _report(args)
     try:
         catalog, globs = _catalog(args)
     except SpecError as e:
@@ -68,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(kernel_list(list(dict.fromkeys(s for s, _ in catalog.select(globs))), catalog.errors))
         return EXIT_USAGE if catalog.errors else EXIT_OK
-    return _check(args, catalog, globs)
+    return (_check if args.command == "check" else _bench)(args, catalog, globs)
 
 
 def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -> int:
@@ -78,7 +87,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     from .runner import Result
     from .shapes import satisfies, shapes_for
 
-    settings = Settings.read(lambda name: getattr(args, name.replace("-", "_"), None))
+    settings = Settings.read(lambda dest: getattr(args, dest, None))
     pairs = catalog.select(globs, settings.dtype)
     for e in catalog.errors:
         print(f"mmcheck: {e}", file=sys.stderr)
@@ -123,6 +132,79 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     if args.fail_on_skip and any(r.outcome == "skip" for r in results):
         return EXIT_MISMATCH
     return EXIT_OK if document["ok"] else EXIT_MISMATCH
+
+
+def _bench(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -> int:
+    from pytest_benchmark.plugin import pytest_benchmark_generate_machine_info
+
+    from .backends import get_backend
+    from .bench import records, tables
+    from .bench.benchmark import Bench
+    from .shapes import bench_shapes
+
+    settings = Settings.read(lambda dest: getattr(args, dest, None))
+    for e in catalog.errors:
+        print(f"mmcheck: {e}", file=sys.stderr)
+    runs = [(s, d, shape) for s, d in catalog.select(globs, settings.dtype) if s.expect == "pass"
+            for shape in bench_shapes(s, d, settings.bench_sizes)]
+    if not runs:
+        print(f"mmcheck: no correct kernel matches {' '.join(args.targets) or 'the default folder'}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        backend = get_backend(settings.backend, settings.backend_options())
+    except BackendUnavailable as e:
+        print(f"mmcheck: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    bench = Bench(settings.runner(backend), settings.method())
+    found, failed = [], False
+    problems = list(dict.fromkeys((s.op, d, shape) for s, d, shape in runs))
+    jobs = [(f"cuBLAS {op} {d} {shape}", lambda p=(op, d, shape): bench.baseline(*p)) for op, d, shape in problems]
+    jobs += [(f"{s.name} {d} {shape}", lambda r=(s, d, shape): bench.run(*r)) for s, d, shape in runs]
+    for i, (label, job) in enumerate(jobs, 1):
+        outcome = job()
+        if outcome.record:
+            found.append(outcome.record)
+        failed |= outcome.failure is not None
+        said = outcome.failure or outcome.skip or f"{label}: {_speed(outcome.record)}"
+        print(f"[{i}/{len(jobs)}] {said}", file=sys.stderr, flush=True)
+    backend.close()
+    if found:
+        print(tables.table(found))
+    if args.json and found:
+        machine = {**pytest_benchmark_generate_machine_info(), "gpu": found[0].extra["device"]}
+        records.write(args.json, records.document(found, machine))
+    return EXIT_MISMATCH if failed else EXIT_OK
+
+
+def _speed(record) -> str:  # noqa: ANN001 (a bench.records.BenchRecord)
+    e = record.extra
+    versus = f", {e['cublas_pct']:.0f}% of cuBLAS" if e["cublas_pct"] is not None and e["kernel"] != "cublas" else ""
+    return f"{record.median * 1e3:.3g} ms, {e['gflops']:.4g} GFLOP/s{versus}"
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .bench import plots, records, tables
+
+    try:
+        runs = [records.load([f]) for f in args.files]
+    except ValueError as e:
+        print(f"mmcheck: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.compare:
+        if len(runs) != 2:
+            print("mmcheck: --compare takes exactly two files (the old run, then the new)", file=sys.stderr)
+            return EXIT_USAGE
+        print(tables.comparison(*runs))
+    everything = [r for run in runs for r in run]
+    if not everything:
+        print("mmcheck: no mmcheck benchmarks in " + ", ".join(args.files), file=sys.stderr)
+        return EXIT_USAGE
+    if not args.compare:
+        print(tables.table(everything))
+    for path, draw in ((args.plot, plots.throughput), (args.roofline, plots.roofline)):
+        if path:
+            print(f"wrote {draw(everything, path)}")
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -26,11 +26,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .dtypes import DType, precision
-from .ops import LEADING
+from .ops import LEADING, Op
 from .shapes import Shape
 from .spec import KernelSpec
 
-__all__ = ["Trial", "trials", "Operands", "make_operands", "case_seed", "guard_width", "Layout", "pad",
+__all__ = ["Trial", "trials", "benchmark_trial", "Operands", "make_operands", "case_seed", "guard_width", "Layout", "pad",
            "padding_mask", "filled", "unpad", "to_buffer", "from_buffer", "bits", "same_bits", "marker_source"]
 
 # Patterns whose every result is exactly representable, compared bit for bit.
@@ -75,6 +75,17 @@ def trials(spec: KernelSpec, dtype: str) -> list[Trial]:
     if spec.leading:
         out.append(Trial(first, *pairs[-1], padded=spec.leading))
     return out + [Trial(pattern, *pairs[-1], padded=spec.leading) for pattern in rest]
+
+
+def benchmark_trial(op: Op, dtype: str) -> Trial:
+    """The inputs a benchmark times: random and never zero (Gaussian floats; small integers for integer
+    dtypes, whose products then fit), alpha != 1 and beta = 1, so that C is read and stays bounded however
+    many launches accumulate into it."""
+    d = precision(dtype).inputs
+    pattern = "ints" if d.is_integer else "normal"
+    if not op.scalars:
+        return Trial(pattern)
+    return Trial(pattern, precision(dtype).output.alphas[-1], 1)
 
 
 def case_seed(seed: int, *parts: object) -> int:

@@ -42,6 +42,7 @@ class DType:
     alphas: tuple[float, ...]          # default alpha and beta to test (ops with scalars)
     betas: tuple[float, ...]
     header: str | None = None          # the CUDA header that declares ``ctype``
+    blas: str | None = None            # the BLAS routines' prefix (s, d); None: cuBLAS has no GEMM for it
 
     @property
     def itemsize(self) -> int:
@@ -79,11 +80,11 @@ DTYPES: dict[str, DType] = {d.name: d for d in (
     DType("int32", np.dtype("int32"), "int", "i", 0xDEADBEEF, 0x5AFED0DE, (0x5AFEA0DE, 0x5AFEB0DE, 0x5AFEC0DE),
           (0x5AFEA1DE, 0x5AFEB1DE, 0x5AFEC1DE), 0, ("ints", "wrap"), (1, -2), (0, 3)),
     DType("float32", np.dtype("float32"), "float", "f", 0x7FC0DEAD, 0x7F80DEAD, (0x7FA0A0A1, 0x7FB0B0B1, 0x7F90C0C1),
-          (0x7FA1A1A1, 0x7FB1B1B1, 0x7F91C1C1), 0x00400000, ("ints", "normal"), **_FLOAT_SCALARS),
+          (0x7FA1A1A1, 0x7FB1B1B1, 0x7F91C1C1), 0x00400000, ("ints", "normal"), **_FLOAT_SCALARS, blas="s"),
     DType("float64", np.dtype("float64"), "double", "d", 0x7FF80000DEADBEEF, 0x7FF0DEADDEADDEAD,
           (0x7FF4A0A0A0A0A0A1, 0x7FF2B0B0B0B0B0B1, 0x7FF1C0C0C0C0C0C1),
           (0x7FF4A1A1A1A1A1A1, 0x7FF2B1B1B1B1B1B1, 0x7FF1C1C1C1C1C1C1), 0x0008000000000000,
-          ("ints", "normal"), **_FLOAT_SCALARS),
+          ("ints", "normal"), **_FLOAT_SCALARS, blas="d"),
 )}
 
 

@@ -10,7 +10,7 @@ entry.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +36,7 @@ class Op:
     batch: str = "never"                   # never, always, or "param" (batched when `batch` is a param)
     fixed: dict[str, int] = field(default_factory=dict)   # sizes the op pins (mv: N = 1)
     leading: tuple[int, ...] = (0, 1, 2)   # roles that may take a leading dimension
+    blas: str = "gemm"                     # the BLAS routine that computes it (batched: its strided form)
 
     @property
     def accumulates(self) -> bool:
@@ -61,28 +62,27 @@ class Op:
     def leading_param(self, role: int) -> str | None:
         return LEADING[role] if role in self.leading else None
 
-    def reference(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None, alpha: float | None,
-                  beta: float | None) -> np.ndarray:
+    def reference(self, a: Any, b: Any, c: Any, alpha: float | None, beta: float | None, xp: Any = np) -> Any:
         """alpha * a @ b + beta * c (only the parts this op has), exactly as int64 for integer data (which
         wraps modulo 2**64, and modulo 2**32 once cast back, as 32-bit GPU arithmetic does), else in
-        float64.  With beta == 0, C is not read (the BLAS rule: it may hold anything, NaN included)."""
-        wide = np.int64 if a.dtype.kind in "iu" else np.float64
+        float64.  With beta == 0, C is not read (the BLAS rule: it may hold anything, NaN included).
+        ``xp`` is the array module (numpy, or cupy for a reference on the GPU)."""
+        wide = xp.int64 if a.dtype.kind in "iu" else xp.float64
         with np.errstate(over="ignore"):
-            out = np.matmul(a.astype(wide), b.astype(wide))
+            out = xp.matmul(a.astype(wide), b.astype(wide))
             if self.scalars:
                 out = wide(alpha) * out
                 if beta:
                     out = out + wide(beta) * c.astype(wide)
         return out
 
-    def magnitude(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None, alpha: float | None,
-                  beta: float | None) -> np.ndarray:
+    def magnitude(self, a: Any, b: Any, c: Any, alpha: float | None, beta: float | None, xp: Any = np) -> Any:
         """|alpha| |a| @ |b| + |beta| |c| in float64: the scale that rounding errors are bounded by."""
-        out = np.matmul(np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)))
+        out = xp.matmul(xp.abs(a.astype(xp.float64)), xp.abs(b.astype(xp.float64)))
         if self.scalars:
             out = abs(alpha) * out
             if beta:
-                out = out + abs(beta) * np.abs(c.astype(np.float64))
+                out = out + abs(beta) * xp.abs(c.astype(xp.float64))
         return out
 
     def flops(self, shape: Shape) -> int:
@@ -99,8 +99,9 @@ class Op:
 OPS: dict[str, Op] = {o.name: o for o in (
     Op("mm", ("A", "B", "C"), "C[M,N] = A[M,K] @ B[K,N]"),
     Op("bmm", ("A", "B", "C"), "C[b] = A[b] @ B[b] for each of batch contiguous matrices", batch="always"),
-    Op("mv", ("A", "x", "y"), "y[M] = A[M,K] @ x[K]", fixed={"N": 1}, leading=(0,)),
+    Op("mv", ("A", "x", "y"), "y[M] = A[M,K] @ x[K]", fixed={"N": 1}, leading=(0,), blas="gemv"),
     Op("gemm", ("A", "B", "C"), "C = alpha * A @ B + beta * C (per batch, strided, with `batch` among params)",
        scalars=SCALARS, batch="param"),
-    Op("gemv", ("A", "x", "y"), "y = alpha * A @ x + beta * y", scalars=SCALARS, fixed={"N": 1}, leading=(0,)),
+    Op("gemv", ("A", "x", "y"), "y = alpha * A @ x + beta * y", scalars=SCALARS, fixed={"N": 1}, leading=(0,),
+       blas="gemv"),
 )}

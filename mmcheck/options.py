@@ -8,14 +8,24 @@ from typing import TYPE_CHECKING, Any
 
 from .backends.base import BackendOptions
 from .shapes import DEFAULT_BUDGET, Shape
+from .bench.timer import METHODS
 from .dtypes import PRECISIONS
+from .shapes import bench_size
 from .spec import KernelSpec
 
 if TYPE_CHECKING:
     from .backends.base import Backend
+    from .bench.timer import Method
     from .runner import Runner
 
+
 __all__ = ["Option", "OPTIONS", "Settings"]
+
+
+def _backend(name: str) -> str:
+    if name in ("auto", "gpu", "emu") or ":" in name:
+        return name
+    raise ValueError(f"{name!r} is not auto, gpu, emu or module:Class")
 
 
 @dataclass(frozen=True)
@@ -26,29 +36,54 @@ class Option:
     default: Any = None
     choices: tuple[str, ...] | None = None
     multiple: bool = False  # may be given several times; collected into a tuple
+    commands: tuple[str, ...] = ("check", "bench")  # the CLI commands that take it (pytest takes every one)
 
     @property
     def flag(self) -> bool:
         return self.type is None
+
+    @property
+    def dest(self) -> str:
+        return self.name.replace("-", "_")
+
+    def add_to(self, add_argument: Callable[..., Any], prefix: str = "--", dest_prefix: str = "") -> None:
+        """Register on an argparse-like ``add_argument`` (argparse's, or pytest's ``addoption``)."""
+        kwargs: dict[str, Any] = {"dest": dest_prefix + self.dest, "help": self.help}
+        if self.flag:
+            kwargs.update(action="store_true", default=False)
+        else:
+            kwargs.update(action="append" if self.multiple else "store", type=self.type, default=self.default,
+                          choices=self.choices)
+        add_argument(prefix + self.name, **kwargs)
 
 
 OPTIONS = (
     Option("src", "directory or .cu file with kernels (repeatable; default: ./cuda_src)", multiple=True),
     Option("dtype", "only these dtypes (repeatable)", choices=PRECISIONS, multiple=True),
     Option("shape", "also (CLI: only) check this shape, MxNxK or MxNxKbBATCH (repeatable)", type=Shape.parse,
-           multiple=True),
+           multiple=True, commands=("check",)),
     Option("seed", "base seed of the input data", type=int, default=0),
-    Option("backend", "where kernels run: gpu (PyCUDA), emu (CPU emulator), auto (gpu if usable)",
-           default="auto", choices=("auto", "gpu", "emu")),
+    Option("backend", "where kernels run: gpu (PyCUDA), emu (CPU emulator), auto (gpu if usable), or a backend "
+                      "class of your own as module:Class", type=_backend, default="auto"),
     Option("budget", "largest problem, in multiply-adds, of the generated shapes", type=int,
-           default=DEFAULT_BUDGET),
+           default=DEFAULT_BUDGET, commands=("check",)),
     Option("timeout", "seconds a launch may run before it counts as hung", type=float, default=10.0),
     Option("results", "folder where failing cases are saved (.npz arrays; .png heat map with matplotlib)",
-           default="mmcheck-results"),
+           default="mmcheck-results", commands=("check",)),
     Option("sanitize", "run under compute-sanitizer (GPU) or AddressSanitizer (emulator)", type=None,
-           default=False),
+           default=False, commands=("check",)),
     Option("barrier-warnings", "emulator: report barrier divergence as a warning, not an error", type=None,
-           default=False),
+           default=False, commands=("check",)),
+    Option("bench-sizes", "benchmark at these sizes: a square size n (the largest valid n x n x n up to it) or "
+                          "MxNxK[bB] (repeatable; default: the spec's bench, else 4096)", type=bench_size,
+           multiple=True, commands=("bench",)),
+    Option("bench-method", "how benchmarks are timed: cold-l2 (L2 flushed before each sample), warm-l2, or "
+                           "seed002 (10 warm-ups, then the mean of 100 back-to-back launches)",
+           default="cold-l2", choices=METHODS, commands=("bench",)),
+    Option("warm-l2", "benchmarks: do not flush the L2 cache between samples (same as --bench-method warm-l2)",
+           type=None, default=False, commands=("bench",)),
+    Option("bench-max-time", "seconds one benchmark may take before it stops sampling (default 15)", type=float,
+           default=15.0, commands=("bench",)),
 )
 
 
@@ -64,16 +99,20 @@ class Settings:
     results: str = "mmcheck-results"
     sanitize: bool = False
     barrier_warnings: bool = False
+    bench_sizes: tuple[int | Shape, ...] = ()
+    bench_method: str = "cold-l2"
+    warm_l2: bool = False
+    bench_max_time: float = 15.0
     kernel: tuple[str, ...] = field(default=())  # name globs (pytest: --mmcheck-kernel; CLI: positional)
 
     @classmethod
     def read(cls, get: Callable[[str], Any], **extra: Any) -> Settings:
-        """Build from a getter of option values by ``Option.name`` (None or empty: the default)."""
+        """Build from a getter of option values by ``Option.dest`` (None or empty: the default)."""
         values = {}
         for o in OPTIONS:
-            value = get(o.name)
+            value = get(o.dest)
             if value not in (None, [], ()):
-                values[o.name.replace("-", "_")] = tuple(value) if o.multiple else value
+                values[o.dest] = tuple(value) if o.multiple else value
         return cls(**values, **extra)
 
     def runner(self, backend: Backend) -> Runner:
@@ -88,6 +127,12 @@ class Settings:
         if spec.expect == "fail" and set(spec.catch) == {"sanitizer"} and not self.sanitize:
             return f"{spec.name}: only a sanitizer can catch it; run with --sanitize (pytest: --mmcheck-sanitize)"
         return None
+
+    def method(self) -> Method:
+        """The timing method these settings describe."""
+        from .bench.timer import Method
+
+        return Method.named("warm-l2" if self.warm_l2 else self.bench_method, max_time=self.bench_max_time)
 
     def backend_options(self) -> BackendOptions:
         return BackendOptions(sanitize=self.sanitize, timeout=self.timeout,

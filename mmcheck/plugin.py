@@ -9,6 +9,14 @@ Test functions ask for what they need and say which kernels they are about with 
 ``kernel, dtype, shape`` is parametrized over every kernel x dtype x generated shape; ``kernel, dtype``
 alone over every kernel x dtype; ``source`` over the kernel files.  Known-bad kernels (``expect =
 "fail"``) are strict xfails: their test fails unless mmcheck catches them, by the check their spec names.
+
+Benchmarks (pytest-benchmark, ``pytest --benchmark-only``) say ``mmcheck(bench=True)``: ``kernel, dtype,
+bench_shape`` is parametrized over every correct kernel x dtype x benchmark shape, ``problem`` over the
+distinct (op, dtype, shape) those run, for the cuBLAS baseline::
+
+    @pytest.mark.mmcheck(bench=True)
+    def test_benchmark(mmcheck_bench, record_benchmark, kernel, dtype, bench_shape):
+        record_benchmark(mmcheck_bench.run(kernel, dtype, bench_shape))
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import dataclasses
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,13 +45,7 @@ class KernelCaught(AssertionError):
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("mmcheck", "CUDA matrix-multiplication kernel checks")
     for o in OPTIONS:
-        kwargs: dict = {"dest": "mmcheck_" + o.name.replace("-", "_"), "help": o.help}
-        if o.flag:
-            kwargs.update(action="store_true", default=False)
-        else:
-            kwargs.update(action="append" if o.multiple else "store", type=o.type, default=o.default,
-                          choices=o.choices)
-        group.addoption(f"--mmcheck-{o.name}", **kwargs)
+        o.add_to(group.addoption, prefix="--mmcheck-", dest_prefix="mmcheck_")
     group.addoption("--mmcheck-kernel", dest="mmcheck_kernel", action="append", default=[],
                     help="only kernels whose name matches this glob (repeatable)")
     group.addoption("--mmcheck-profile", dest="mmcheck_profile", choices=tuple(PROFILES),
@@ -71,7 +74,7 @@ def _load_profile(name: str) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "mmcheck(expect): parametrize over the kernels whose expect is given")
     _load_profile(config.getoption("mmcheck_profile"))
-    settings = Settings.read(lambda name: config.getoption("mmcheck_" + name.replace("-", "_")),
+    settings = Settings.read(lambda dest: config.getoption("mmcheck_" + dest),
                              kernel=tuple(config.getoption("mmcheck_kernel")))
     if not settings.src:
         default = Path(config.rootpath, "cuda_src")
@@ -89,7 +92,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "source" in names:
         metafunc.parametrize("source", catalog.files, ids=[_short(f, config.rootpath) for f in catalog.files])
     marker = metafunc.definition.get_closest_marker("mmcheck")
-    if marker is None or "kernel" not in names:
+    if marker is None:
+        return
+    if marker.kwargs.get("bench"):
+        _parametrize_benchmarks(metafunc, settings, catalog)
+        return
+    if "kernel" not in names:
         return
     expect = marker.kwargs.get("expect", "pass")
     pairs = [(s, d) for s, d in catalog.select(settings.kernel, settings.dtype) if s.expect == expect]
@@ -100,6 +108,52 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     else:
         metafunc.parametrize("kernel,dtype", [pytest.param(s, d, id=f"{s.name}-{d}", marks=_marks(s, settings))
                                               for s, d in pairs])
+
+
+def _parametrize_benchmarks(metafunc: pytest.Metafunc, settings: Settings, catalog: Catalog) -> None:
+    from .dtypes import precision
+    from .shapes import bench_shapes
+
+    pairs = [(s, d) for s, d in catalog.select(settings.kernel, settings.dtype) if s.expect == "pass"]
+    runs = [(s, d, shape) for s, d in pairs for shape in bench_shapes(s, d, settings.bench_sizes)]
+
+    def marks(op: str, dtype: str, shape: object) -> list:
+        # pytest-benchmark groups one problem's kernels, and times them with the replayed GPU samples.
+        return [pytest.mark.benchmark(timer=REPLAY, group=f"{op} {dtype} {shape}")]
+
+    if "problem" in metafunc.fixturenames:
+        problems = dict.fromkeys((s.op, d, shape) for s, d, shape in runs if precision(d).inputs.blas)
+        metafunc.parametrize("problem", [pytest.param(p, id=f"cublas-{p[0]}-{p[1]}-{p[2]}", marks=marks(*p))
+                                         for p in problems])
+    else:
+        metafunc.parametrize("kernel,dtype,bench_shape", [
+            pytest.param(s, d, shape, id=f"{s.name}-{d}-{shape}", marks=marks(s.op, d, shape)) for s, d, shape in runs])
+
+
+class ReplayTimer:
+    """pytest-benchmark's timer for mmcheck's GPU benchmarks.  The samples are taken on the device, with CUDA
+    events (bench/timer.py); this clock replays them, each round of ``benchmark.pedantic`` advancing it by one
+    sample, so pytest-benchmark's statistics, JSON, autosave and --benchmark-compare see the GPU times as if
+    it had measured them (and calibrates nothing: pedantic mode)."""
+
+    __name__ = "cuda_events"  # how pytest-benchmark's JSON names the timer
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.pending: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def step(self) -> None:
+        self.now += self.pending.pop()
+
+    def replay(self, benchmark: Any, samples: list[float]) -> None:
+        self.pending = samples[::-1]
+        benchmark.pedantic(self.step, rounds=len(samples), iterations=1)
+
+
+REPLAY = ReplayTimer()
 
 
 def _short(path: Path, root: Path) -> str:
@@ -175,3 +229,27 @@ def judge(runner, mmcheck_settings: Settings) -> Callable[[object], None]:
                         pytrace=False)
 
     return judge
+
+
+@pytest.fixture(scope="session")
+def mmcheck_bench(runner, mmcheck_settings: Settings):
+    """Benchmarks on the session's backend, by the method the options choose (bench/benchmark.py)."""
+    from .bench.benchmark import Bench
+
+    return Bench(runner, mmcheck_settings.method())
+
+
+@pytest.fixture
+def record_benchmark(benchmark) -> Callable[[Any], None]:
+    """Turn a benchmark's outcome into the test's: a skip or a failure, saying why, or pytest-benchmark's
+    statistics over the GPU samples with mmcheck's numbers in ``extra_info``."""
+
+    def record(outcome) -> None:
+        if outcome.skip:
+            pytest.skip(outcome.skip)
+        if outcome.failure:
+            pytest.fail(outcome.failure, pytrace=False)
+        benchmark.extra_info.update(outcome.record.extra)
+        REPLAY.replay(benchmark, list(outcome.record.stats["data"]))
+
+    return record

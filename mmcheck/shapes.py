@@ -24,11 +24,13 @@ if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
 __all__ = ["Shape", "Domain", "domains", "tiles", "edge_shapes", "random_shapes", "shapes_for",
-           "shape_strategy", "satisfies", "DEFAULT_BUDGET"]
+           "shape_strategy", "satisfies", "bench_shapes", "bench_size", "DEFAULT_BUDGET", "BENCH_SIZES"]
 
 # Multiply-adds per case in a default run: enough for several tiles in every dimension while the CPU
 # reference (and the emulator) stay in the milliseconds.
 DEFAULT_BUDGET = 1 << 20
+# The square size benchmarks run at unless told otherwise.
+BENCH_SIZES: tuple[int, ...] = (4096,)
 
 
 @dataclass(frozen=True, order=True)
@@ -273,6 +275,32 @@ def shape_strategy(spec: KernelSpec, dtype: str, max_dim: int = 160,
     # edge case moves towards the smaller ones.
     edges = sorted((s for s in edge_shapes(spec, dtype) if s.macs <= limit), key=lambda s: (s.macs, s.M, s.N, s.K))
     return st.one_of(st.sampled_from(edges), drawn) if edges else drawn
+
+
+def bench_size(text: str) -> int | Shape:
+    """A benchmark size as given on a command line: ``4096`` (square) or ``1024x1024x1024b128``."""
+    return int(text) if text.strip().isdigit() else Shape.parse(text)
+
+
+def bench_shapes(spec: KernelSpec, dtype: str, sizes: Iterable[int | Shape] = ()) -> list[Shape]:
+    """The shapes a kernel is benchmarked at: ``sizes`` if given, else its spec's ``bench``, else
+    BENCH_SIZES.  A square size n is the largest valid problem with every free side equal and at most n
+    (N is 1 for a matrix-vector op; batch 1); a shape is taken as it is if the kernel admits it."""
+    found: list[Shape] = []
+    for size in list(sizes) or [bench_size(str(b)) for b in spec.bench] or list(BENCH_SIZES):
+        shape = size if isinstance(size, Shape) else _largest_square(spec, dtype, size)
+        if shape is not None and shape not in found and satisfies(spec, shape, dtype):
+            found.append(shape)
+    return found
+
+
+def _largest_square(spec: KernelSpec, dtype: str, n: int) -> Shape | None:
+    sides = [name for name in ("M", "N", "K") if name in spec.free]
+    for side in range(n, 0, -1):
+        shape = _assemble(spec, {name: side for name in sides})
+        if satisfies(spec, shape, dtype):
+            return shape
+    return None
 
 
 # --- reading simple constraints out of the requires expressions -------------------------------------

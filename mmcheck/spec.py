@@ -51,6 +51,7 @@ CATCHES = ("mismatch", "unwritten", "guard", "input", "race", "fault", "timeout"
 _BLOCK = re.compile(r"/\*\s*mmcheck\b(.*?)\*/", re.S)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
+_SHAPE = re.compile(r"[1-9]\d*x[1-9]\d*x[1-9]\d*(b[1-9]\d*)?\Z")
 # Names a ``let`` cannot take: they already mean something in an expression.
 _RESERVED = {*SHAPE_NAMES, *TYPE_ARGS, "cdiv", "min", "max", "sizeof", "and", "or", "not", "if", "else"}
 
@@ -92,6 +93,7 @@ class KernelSpec:
     alpha: tuple[float, ...] = ()                   # empty: the dtype's defaults
     beta: tuple[float, ...] = ()
     strict_beta: bool = False
+    bench: tuple[int | str, ...] = ()               # benchmark sizes: n (square) or "MxNxK[bB]"
 
     @property
     def operation(self) -> Op:
@@ -146,7 +148,7 @@ def sizeof(p: Precision) -> dict[str, int]:
 
 _KEYS = {
     "name", "entry", "template", "op", "dtypes", "params", "block", "grid", "requires", "defines",
-    "smem", "layout", "expect", "about", "catch", "let", "alpha", "beta", "strict_beta",
+    "smem", "layout", "expect", "about", "catch", "let", "alpha", "beta", "strict_beta", "bench",
 }
 _REQUIRED = ("name", "entry", "op", "dtypes", "params", "block", "grid")
 
@@ -313,6 +315,11 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         raise fail("catch", "only a kernel with expect = \"fail\" can name the checks that catch it")
 
     scalars = {key: _values(table, key, OPS[op], dtypes, fail) for key in SCALARS}
+    bench = table.get("bench", [])
+    if not isinstance(bench, list) or not all(
+            (isinstance(b, int) and not isinstance(b, bool) and b > 0) or (isinstance(b, str) and _SHAPE.match(b))
+            for b in bench):
+        raise fail("bench", 'must be a list of sizes: square n (4096) or shapes ("1024x1024x1024b128")')
     strict = table.get("strict_beta", False)
     if not isinstance(strict, bool):
         raise fail("strict_beta", "must be true or false")
@@ -341,6 +348,7 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         alpha=scalars["alpha"],
         beta=scalars["beta"],
         strict_beta=strict,
+        bench=tuple(bench),
     )
 
 

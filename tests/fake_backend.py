@@ -130,3 +130,65 @@ def reads_past_a(a, b, c, m, n, k, schedule):
 
 def out_of_memory(*args):
     raise OutOfMemory("4096 bytes: out of memory")
+
+
+class FakeTimingBackend(FakeBackend):
+    """FakeBackend with a device and a clock: a kernel "takes" 1 ms per 10**9 multiply-adds (cuBLAS twice as
+    fast), with a little seeded jitter, so the benchmark path runs end to end without a GPU."""
+
+    name = "fake-gpu"
+
+    def device(self):
+        from mmcheck.backends.base import Device
+
+        return Device(name="Fake H100", cc=(9, 0), sms=132, clock_mhz=1980.0, default_clock_mhz=1980.0,
+                      memory_clock_mhz=2619.0, bus_width_bits=5120, l2_bytes=50 << 20, max_threads_per_sm=2048,
+                      driver="580.00 (CUDA 13.0)", cuda="13.0")
+
+    def time(self, kernel, args, grid, block, smem, method):
+        from mmcheck.backends.base import Timing
+        from mmcheck.bench.timer import measure
+
+        self.launch(kernel, args, grid, block, smem, "forward")
+        buffers = [a for a in args if isinstance(a, DeviceBuffer)]
+        first = tuple(self.download(b) for b in buffers)
+        macs = np.prod([int(a) for a in args if not isinstance(a, DeviceBuffer)][:3])
+        return Timing(measure(_Clock(macs * 1e-12), method, wall=_Wall()), first, first, 32, 2048, 0.5)
+
+    def time_library(self, op, dtype, m, n, k, batch, alpha, beta, method):
+        from mmcheck.bench.timer import measure
+        from mmcheck.errors import Unsupported
+
+        if dtype == "int32":
+            raise Unsupported("cuBLAS has no int32 GEMM to compare with")
+        return measure(_Clock(m * n * k * batch * 0.5e-12), method, wall=_Wall())
+
+    def close(self):
+        pass
+
+
+class _Wall:
+    """A wall clock that advances 1 ms per reading, so a measurement ends quickly and the same every time."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        self.now += 1e-3
+        return self.now
+
+
+class _Clock:
+    def __init__(self, seconds):
+        import random
+
+        self.seconds, self.rng = seconds, random.Random(7)
+
+    def launch(self, flush_l2):
+        return self.seconds * (1 + 0.001 * self.rng.random())
+
+    def launches(self, count):
+        return sum(self.launch(False) for _ in range(count))
+
+    def sm_clock_mhz(self):
+        return 1980

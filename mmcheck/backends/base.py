@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
 from ..compile import Build
 from ..spec import KernelSpec
 
-__all__ = ["Backend", "BackendOptions", "Kernel", "DeviceBuffer", "Arg", "Dim3"]
+if TYPE_CHECKING:
+    from ..bench.timer import Measurement, Method
+
+__all__ = ["Backend", "BackendOptions", "Kernel", "DeviceBuffer", "Arg", "Dim3", "Device", "Timing"]
 
 Dim3 = tuple[int, int, int]
 
@@ -65,6 +68,37 @@ class DeviceBuffer:
 Arg = DeviceBuffer | np.generic
 
 
+@dataclass(frozen=True)
+class Device:
+    """Where benchmarks ran, and what its peaks are computed from (clocks in MHz, the maximum SM clock and
+    the memory clock the driver reports; ``default_clock_mhz`` is what throttling is judged against)."""
+
+    name: str
+    cc: tuple[int, int]
+    sms: int
+    clock_mhz: float
+    default_clock_mhz: float | None
+    memory_clock_mhz: float | None
+    bus_width_bits: int | None
+    l2_bytes: int
+    max_threads_per_sm: int
+    driver: str
+    cuda: str
+
+
+@dataclass(frozen=True)
+class Timing:
+    """A timed kernel: the measurement; every buffer as it was after the first (untimed) launch, to verify
+    it, and after the last, to see the inputs unchanged; and the kernel's resources."""
+
+    measurement: Measurement
+    first: tuple[np.ndarray, ...]
+    last: tuple[np.ndarray, ...]
+    registers: int
+    smem_static: int
+    occupancy: float | None
+
+
 @runtime_checkable
 class Backend(Protocol):
     name: str
@@ -88,4 +122,24 @@ class Backend(Protocol):
         Raises LaunchError (refused), KernelFault (crashed), KernelTimeout (hung) or Unsupported; after a
         KernelFault or KernelTimeout the backend must still be usable for the next launch.
         """
+        ...
+
+    def time(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
+             method: Method) -> Timing:
+        """Launch once (checked like ``launch``), then time launches by ``method`` in the process that owns
+        the device; Unsupported where the backend has no clock worth reporting (the emulator)."""
+        ...
+
+    def time_library(self, op: str, dtype: str, m: int, n: int, k: int, batch: int, alpha: float | None,
+                     beta: float | None, method: Method) -> Measurement:
+        """Time the vendor library (cuBLAS) on the same problem, inputs of its own; Unsupported, saying
+        why, where there is none (int32 GEMM) or it is not installed."""
+        ...
+
+    def device(self) -> Device:
+        """The device benchmarks run on; Unsupported where there is none."""
+        ...
+
+    def close(self) -> None:
+        """Release what the backend holds (worker processes, device memory)."""
         ...

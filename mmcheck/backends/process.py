@@ -25,12 +25,17 @@ from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..compile import Build
 from ..errors import BackendUnavailable, KernelFault, KernelTimeout, LaunchError, MmcheckError, SanitizerError
 from . import sanitizer
-from .base import Arg, BackendOptions, DeviceBuffer, Dim3, Kernel
+from .base import Arg, BackendOptions, Device, DeviceBuffer, Dim3, Kernel, Timing
+
+if TYPE_CHECKING:
+    from ..bench.timer import Measurement, Method
 
 __all__ = ["ProcessBackend"]
 
@@ -151,11 +156,7 @@ class ProcessBackend:
         replaced, so the next launch runs in a healthy process."""
         tool = schedule if schedule in sanitizer.TOOLS else None
         inner_schedule = None if tool else schedule
-        buffers = [a for a in args if isinstance(a, DeviceBuffer)]
-        # By position, not equality: two buffers of one size compare equal.
-        slots = iter(range(len(buffers)))
-        packed = [("buffer", next(slots)) if isinstance(a, DeviceBuffer) else a for a in args]
-        hosts = [(b.handle.host, b.offset) for b in buffers]  # type: ignore[union-attr]
+        buffers, hosts, packed = _transport(args)
         names = [q.name for q in kernel.spec.params if q.is_buffer]
         worker = self._worker(tool)
         worker.addresses = []
@@ -177,12 +178,45 @@ class ProcessBackend:
         for buf, result in zip(buffers, results):
             buf.handle.result = result  # type: ignore[union-attr]
 
+    def time(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
+             method: Method) -> Timing:
+        """Timing runs in the worker, which owns the context and the buffers: one round trip per benchmark,
+        none inside a timed region."""
+        _, hosts, packed = _transport(args)
+        return self._call(None, "time", kernel.handle, hosts, packed, grid, block, smem, method,
+                          timeout=method.max_time * 2 + self.options.timeout + _START_TIMEOUT)
+
+    def time_library(self, op: str, dtype: str, m: int, n: int, k: int, batch: int, alpha: float | None,
+                     beta: float | None, method: Method) -> Measurement:
+        return self._call(None, "time_library", op, dtype, m, n, k, batch, alpha, beta, method,
+                          timeout=method.max_time * 2 + _START_TIMEOUT)
+
+    def device(self) -> Device:
+        return self._call(None, "device", timeout=_START_TIMEOUT)
+
+    def _call(self, tool: str | None, method: str, *args: object, timeout: float) -> Any:
+        """A request to the tool's worker; a crash or hang replaces the worker before it is raised."""
+        try:
+            return self._worker(tool).call(method, *args, timeout=timeout)
+        except (KernelFault, KernelTimeout):
+            self._restart(tool)
+            raise
+
     def _launch_timeout(self, tool: str | None) -> float:
         return self.options.timeout * (sanitizer.SLOWDOWN if tool else 1)
 
     def close(self) -> None:
         for tool in list(self._workers):
             self._restart(tool)
+
+
+def _transport(args: Sequence[Arg]) -> tuple[list[DeviceBuffer], list[tuple[np.ndarray, int]], list[object]]:
+    """A launch's buffers, their host images and offsets, and the argument list with each buffer replaced
+    by its position (not by equality: two buffers of one size compare equal)."""
+    buffers = [a for a in args if isinstance(a, DeviceBuffer)]
+    slots = iter(range(len(buffers)))
+    packed = [("buffer", next(slots)) if isinstance(a, DeviceBuffer) else a for a in args]
+    return buffers, [(b.handle.host, b.offset) for b in buffers], packed  # type: ignore[union-attr]
 
 
 def _gpu_schedules(source: str, device: tuple[str, ...], sanitize: bool) -> tuple[str, ...]:
@@ -199,6 +233,12 @@ class _Remote:
     def __init__(self, host: np.ndarray) -> None:
         self.host = host.copy()
         self.result: np.ndarray | None = None
+
+
+def _uploaded(backend: Any, hosts: list[tuple[np.ndarray, int]], packed: list[object]) -> tuple[list, list]:
+    """In the child: the buffers uploaded, and the argument list with them in place."""
+    bufs = [backend.upload(h, off) for h, off in hosts]
+    return bufs, [bufs[a[1]] if isinstance(a, tuple) else a for a in packed]
 
 
 # --- the child ---------------------------------------------------------------------------------------
@@ -231,12 +271,17 @@ def _serve(inner: str, conn_in: Connection, conn_out: Connection) -> None:
             elif method == "launch":
                 build, hosts, packed, grid, block, smem, schedule, addresses = args
                 k = kernel(build)
-                bufs = [backend.upload(h, off) for h, off in hosts]
+                bufs, call = _uploaded(backend, hosts, packed)
                 if addresses:  # under compute-sanitizer, whose reports give allocations by address
                     conn_out.send(("addresses", [int(b.handle) for b in bufs]))
-                call = [bufs[a[1]] if isinstance(a, tuple) else a for a in packed]
                 backend.launch(k, call, grid, block, smem, schedule or k.schedules[0])
                 value = [backend.download(b) for b in bufs]
+            elif method == "time":
+                build, hosts, packed, grid, block, smem, timing = args
+                _, call = _uploaded(backend, hosts, packed)
+                value = backend.time(kernel(build), call, grid, block, smem, timing)
+            elif method in ("time_library", "device"):
+                value = getattr(backend, method)(*args)
             else:
                 raise LaunchError(f"unknown request {method!r}")
             conn_out.send(("ok", value))

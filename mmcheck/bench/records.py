@@ -19,8 +19,9 @@ extra_info keys, by subject:
   ``peak_gbps``, ``cublas_median_s``, ``cublas_pct`` (100 x cuBLAS's median / this median: above 100 is
   faster than cuBLAS), ``cublas_note`` (why there is no cuBLAS figure, e.g. no int32 GEMM);
 - the kernel's resources: ``registers``, ``smem_static``, ``smem_dynamic``, ``occupancy``;
-- where: ``device``, ``cc`` (``"9.0"``), ``driver``, ``cuda``, ``backend``; ``verified`` (the result was
-  checked against the reference in this run).
+- where: ``device``, ``cc`` (``"9.0"``), ``driver``, ``cuda``, ``backend``; ``verified``: how the timed
+  kernel's result was checked against the reference in this run (``exact``, ``bound``; None: not checked,
+  as for cuBLAS's own row).
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ def _flags(r: BenchRecord) -> str:
     noise = r.extra["noise"]
     flags = [("throttled", r.extra["throttled"] is True),
              ("noisy", noise is not None and noise > target),
-             ("unverified", r.extra["verified"] is not True)]
+             ("unverified", r.kernel != BASELINE and not r.extra["verified"])]
     return ", ".join(word for word, on in flags if on)
 
 

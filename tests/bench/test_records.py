@@ -46,7 +46,7 @@ def sample_extra(kernel="tiled", dtype="float32", n=256, median=1e-3, **more):
                           cublas_median_s=2e-4),
         "registers": 40, "smem_static": 8192, "smem_dynamic": 0, "occupancy": 0.5, "device": "NVIDIA H100",
         "cc": "9.0", "driver": "550.54", "cuda": "12.4", "sm_clock_mhz": 1980, "sm_clock_min_mhz": 1970,
-        "default_clock_mhz": 1980, "throttled": False, "verified": True, "backend": "gpu", **more}
+        "default_clock_mhz": 1980, "throttled": False, "verified": "bound", "backend": "gpu", **more}
 
 
 def test_throughput_info_derives_rates_and_percentages():

@@ -9,13 +9,14 @@ import warnings
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NoReturn
 from pathlib import Path
 
 import numpy as np
 
 from ...compile import Build, find_symbol, function_symbols
 from ...errors import (BarrierError, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory,
-                       SanitizerError)
+                       SanitizerError, Unsupported)
 from ...spec import KernelSpec
 from ..base import Arg, BackendOptions, DeviceBuffer, Dim3, Kernel
 from . import worker as w
@@ -33,6 +34,7 @@ _FIBER_STACK = "256 KiB"  # runtime.cpp's kStackSize
 _SEED = 0x6D6D636865636B  # the shuffle schedule is the same on every run
 # A module that calls any of these needs fibers: its threads meet at barriers or warp operations.
 _RENDEZVOUS = b"mmemu_rv_"
+_NO_CLOCK = "benchmarks need a GPU: the CPU emulator's timings would say nothing about one"
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,16 @@ class EmuBackend:
             warnings.warn(f"{label}: {line}", RuntimeWarning, stacklevel=2)
         if result.state != w.DONE:
             raise _failure(label, args, kernel.spec, result, self.options.timeout)
+
+    # A CPU that runs a block's threads one after another has no clock that says anything about a GPU.
+    def time(self, *args: object) -> NoReturn:
+        raise Unsupported(_NO_CLOCK)
+
+    def time_library(self, *args: object) -> NoReturn:
+        raise Unsupported(_NO_CLOCK)
+
+    def device(self) -> NoReturn:
+        raise Unsupported(_NO_CLOCK)
 
 
 def _check_config(label: str, kernel: Kernel, grid: Dim3, block: Dim3, smem: int, schedule: str) -> None:

@@ -1,0 +1,157 @@
+"""One benchmark, end to end: prepare a kernel's launch once, time it on the device, verify the result of the
+timed kernel with the correctness checks' own judge, time cuBLAS on the same problem, and put it all in a
+record (records.py) that pytest-benchmark's JSON, ``mmcheck report`` and the plots read.
+
+A fast wrong kernel is a failure, not a number: the first launch's output is judged before any number is
+kept, and the inputs are checked unchanged after the last timed launch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from .. import data
+from ..backends.base import Backend, Device, Timing
+from ..dtypes import precision
+from ..errors import KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory, Unsupported
+from ..judge import Caught, check_buffers, judge
+from ..ops import OPS
+from ..prepare import Prepared, plan
+from ..runner import Case, Runner
+from ..shapes import Shape
+from ..spec import KernelSpec
+from . import peak, records
+from .records import BenchRecord
+from .timer import Measurement, Method
+
+__all__ = ["Outcome", "Bench"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one benchmark: a record, or why there is none (``failure``: the kernel is wrong or
+    crashed; ``skip``: it cannot be timed here)."""
+
+    record: BenchRecord | None = None
+    failure: str | None = None
+    skip: str | None = None
+
+
+class Bench:
+    """Benchmarks on one runner's backend by one timing method; cuBLAS is timed once per problem."""
+
+    def __init__(self, runner: Runner, method: Method) -> None:
+        self.runner, self.method = runner, method
+        self._library: dict[tuple, Measurement | str] = {}
+
+    @property
+    def backend(self) -> Backend:
+        return self.runner.backend
+
+    @cached_property
+    def device(self) -> Device:
+        return self.backend.device()
+
+    def run(self, spec: KernelSpec, dtype: str, shape: Shape) -> Outcome:
+        """Benchmark ``spec`` for ``dtype`` at ``shape``."""
+        case = self.runner.case(spec, dtype, shape)
+        if reason := self._no_device():
+            return Outcome(skip=reason)
+        try:
+            launch = plan(spec, dtype, shape)
+            kernel = self.runner.compile(launch.build)
+            trial = data.benchmark_trial(spec.operation, dtype)
+            operands = data.make_operands(spec, shape, dtype, trial,
+                                          data.case_seed(case.seed, spec.name, dtype, str(shape), "bench"))
+            prepared = self.runner.prepare(case, launch, trial, operands)
+            timing = self.backend.time(kernel, prepared.args, launch.grid, launch.block, launch.smem, self.method)
+            _verify(prepared, timing)
+        except Caught as c:
+            return Outcome(failure=f"{_label(case)}: not timed, its result is wrong: {c.args[0]}")
+        except (Unsupported, OutOfMemory) as e:
+            return Outcome(skip=f"{_label(case)}: {e}")
+        except (KernelFault, KernelTimeout, LaunchError, MmcheckError) as e:
+            return Outcome(failure=f"{_label(case)}: {e}")
+        library = self._baseline(spec.op, dtype, shape)
+        extra = self._extra(spec.name, str(spec.path), spec.op, dtype, shape, timing.measurement, library)
+        extra.update(verified="exact" if trial.exact else "bound", registers=timing.registers,
+                     smem_static=timing.smem_static, smem_dynamic=launch.smem, occupancy=timing.occupancy)
+        return Outcome(record=records.record(timing.measurement.samples, extra, options=self.method.options()))
+
+    def baseline(self, op: str, dtype: str, shape: Shape) -> Outcome:
+        """cuBLAS alone on the problem that benchmarks of ``op`` and ``dtype`` run (its row in the tables)."""
+        if reason := self._no_device():
+            return Outcome(skip=reason)
+        library = self._baseline(op, dtype, shape)
+        if isinstance(library, str):
+            return Outcome(skip=f"cuBLAS {op} {dtype} {shape}: {library}")
+        extra = self._extra("cublas", "cuBLAS", op, dtype, shape, library, library)
+        return Outcome(record=records.record(library.samples, extra, options=self.method.options()))
+
+    def _no_device(self) -> str | None:
+        """Why nothing can be timed here (the same words for every benchmark), or None."""
+        try:
+            self.device
+        except Unsupported as e:
+            return str(e)
+        return None
+
+    def _baseline(self, op: str, dtype: str, shape: Shape) -> Measurement | str:
+        """cuBLAS's measurement on this problem, with the benchmark's alpha and beta (timed once), or why
+        there is none."""
+        key = (op, dtype, shape)
+        if key not in self._library:
+            trial = data.benchmark_trial(OPS[op], dtype)
+            try:
+                self._library[key] = self.backend.time_library(op, dtype, shape.M, shape.N, shape.K, shape.batch,
+                                                               trial.alpha, trial.beta, self.method)
+            except (Unsupported, OutOfMemory) as e:
+                self._library[key] = str(e)
+        return self._library[key]
+
+    def _extra(self, kernel: str, file: str, op: str, dtype: str, shape: Shape, measurement: Measurement,
+               library: Measurement | str) -> dict:
+        """The extra_info of a record (records.EXTRA_KEYS) for ``measurement`` of ``kernel``."""
+        device, p, operation = self.device, precision(dtype), OPS[op]
+        median = float(np.median(measurement.samples))
+        tensor = peak.uses_tensor_cores(dtype)
+        peak_gflops = peak.peak_gflops(device.cc, device.sms, device.clock_mhz, dtype, tensor)
+        peak_gbps = (peak.peak_bandwidth_gbs(device.memory_clock_mhz, device.bus_width_bits)
+                     if device.memory_clock_mhz and device.bus_width_bits else None)
+        reads_c = bool(data.benchmark_trial(operation, dtype).beta)
+        return {
+            "kernel": kernel, "file": file, "op": op, "dtype": dtype, "M": shape.M, "N": shape.N,
+            "K": shape.K, "batch": shape.batch, "backend": self.backend.name,
+            "device": device.name, "cc": f"{device.cc[0]}.{device.cc[1]}", "driver": device.driver,
+            "cuda": device.cuda,
+            **records.timing_info(measurement, device.default_clock_mhz),
+            **records.throughput_info(
+                flops=operation.flops(shape),
+                nbytes=operation.bytes(shape, p.inputs.itemsize, p.output.itemsize, reads_c),
+                seconds=median, peak_gflops=peak_gflops, peak_gbps=peak_gbps,
+                cublas_median_s=None if isinstance(library, str) else float(np.median(library.samples)),
+                cublas_note=library if isinstance(library, str) else None),
+        }
+
+
+def _verify(prepared: Prepared, timing: Timing) -> None:
+    """The first launch's result, judged as a correctness case would be; the buffers around it and the
+    inputs, after the first launch and after the last."""
+    names = list(prepared.buffers)
+    first, last = dict(zip(names, timing.first)), dict(zip(names, timing.last))
+    check_buffers(prepared, first)
+    got = prepared.logical(2, first[prepared.spec.buffers[2]])
+    judge(prepared, got, "device", ("device",), [], _no_rerun)
+    check_buffers(prepared, last)
+
+
+def _no_rerun(*args: object) -> np.ndarray:
+    """A benchmark judges one launch; the reruns that explain a failure are the correctness run's job."""
+    raise Caught("mismatch", "not rerun")
+
+
+def _label(case: Case) -> str:
+    return f"{case.spec.name} {case.dtype} {case.shape}"
