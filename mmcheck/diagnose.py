@@ -112,22 +112,25 @@ def _edge(start: int, length: int, other: dict[str, int], axis: str, tiles: tupl
     return says
 
 
-def _where(e: Evidence, mask: np.ndarray, what: str) -> str | None:
-    """A sentence if the masked elements of C are exactly the rows from some r0 on and/or the columns from
-    some c0 on: the shape of a boundary bug."""
+def _where(e: Evidence, mask: np.ndarray, what: str, right_by_chance: float = 0.0) -> str | None:
+    """A sentence if the masked elements of C are the rows from some r0 on and/or the columns from some c0
+    on: the shape of a boundary bug.  ``right_by_chance``: the fraction of such a region that may still be
+    right (a wrong computation can hit the right value, e.g. when the terms it drops sum to zero)."""
     plane = mask.any(axis=0)
     m, n = plane.shape
-    r0 = m
-    while r0 > 0 and plane[r0 - 1].all():
-        r0 -= 1
-    c0 = n
-    while c0 > 0 and plane[:, c0 - 1].all():
-        c0 -= 1
-    region = np.zeros_like(plane)
-    region[r0:, :] = True
-    region[:, c0:] = True
-    if (r0, c0) == (m, n) or 0 in (r0, c0) or not np.array_equal(plane, region):
+    total = int(plane.sum())
+    # outside[r, c]: masked elements in rows < r and columns < c, which a region (r0, c0) must not have.
+    outside = np.zeros((m + 1, n + 1), dtype=np.int64)
+    outside[1:, 1:] = plane.cumsum(0).cumsum(1)
+    r, c = np.meshgrid(np.arange(m + 1), np.arange(n + 1), indexing="ij")
+    area = m * n - r * c
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fits = (outside == 0) & (area > 0) & (total >= (1 - right_by_chance) * area)
+    fits[0, :] = fits[:, 0] = False  # a region of every row or every column says nothing
+    if not total or not fits.any():
         return None
+    r0, c0 = np.unravel_index(np.argmax(np.where(fits, r * c, -1)), fits.shape)  # the smallest region
+    r0, c0 = int(r0), int(c0)
     if (r0 == 1) != (c0 == 1) and (r0 == m or c0 == n):
         one = "row" if r0 == 1 else "column"
         return (f"{one} 0 is right and every later {one} is wrong: something that changes from {one} to {one} "
@@ -139,7 +142,7 @@ def _where(e: Evidence, mask: np.ndarray, what: str) -> str | None:
 
 
 def _wrong_region(e: Evidence) -> str | None:
-    return _where(e, e.bad & ~e.unwritten, f"{int((e.bad & ~e.unwritten).sum())} wrong elements")
+    return _where(e, e.bad & ~e.unwritten, f"{int((e.bad & ~e.unwritten).sum())} wrong elements", right_by_chance=0.25)
 
 
 def _unwritten_region(e: Evidence) -> str | None:

@@ -158,3 +158,13 @@ def test_beta_taken_as_one():
 
 def test_a_dropped_term_is_seen_through_alpha_and_beta():
     says(gemm_evidence(lambda a, b, c: -1.5 * (a[..., :-1] @ b[:, :-1]) + 2.0 * c), "the last k term is dropped")
+
+
+def test_a_boundary_region_is_seen_even_where_an_element_is_right_by_chance():
+    def got(a, b, w):
+        out = w.copy()
+        out[:, 16:, :] += 1
+        out[:, :, 16:] += 1
+        out[0, 16, 3] = w[0, 16, 3]  # the dropped terms summed to zero here
+        return out
+    says(evidence(Shape(17, 17, 5), got), "rows >= 16 (the last partial tile, tile 16: boundary handling in M")

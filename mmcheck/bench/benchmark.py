@@ -117,8 +117,7 @@ class Bench:
         """The extra_info of a record (records.EXTRA_KEYS) for ``measurement`` of ``kernel``."""
         device, p, operation = self.device, precision(dtype), OPS[op]
         median = float(np.median(measurement.samples))
-        tensor = peak.uses_tensor_cores(dtype)
-        peak_gflops = peak.peak_gflops(device.cc, device.sms, device.clock_mhz, dtype, tensor)
+        peak_gflops = peak.dtype_peak_gflops(device.cc, device.sms, device.clock_mhz, dtype)
         peak_gbps = (peak.peak_bandwidth_gbs(device.memory_clock_mhz, device.bus_width_bits)
                      if device.memory_clock_mhz and device.bus_width_bits else None)
         reads_c = bool(data.benchmark_trial(operation, dtype).beta)

@@ -5,15 +5,15 @@ the caller's: the default (boost) clock for "% of peak", or the clock measured d
 
 Multiply-adds per clock per SM, dense (no structured sparsity)::
 
-    cc    example GPUs          fp32  fp64  int32 | fp16 tensor  bf16 tensor  tf32 tensor
-    7.0   V100                    64    32     64 |         512            -            -
-    7.5   T4, Quadro RTX          64     2     64 |         512            -            -
-    8.0   A100, A30               64    32     64 |        1024         1024          512
-    8.6   A40, RTX A6000         128     2     64 |         512          512          256
-    8.9   L4, L40S               128     2     64 |         512          512          256
-    9.0   H100, H200             128    64     64 |        2048         2048         1024
-    10.0  B200                   128    64     64 |        4096         4096         2048
-    12.0  RTX PRO 6000, 5090     128     2     64 |         512          512          256
+    cc    example GPUs          fp32  fp64  int32 | fp16 tensor  bf16 tensor  tf32 tensor  fp64 tensor
+    7.0   V100                    64    32     64 |         512            -            -            -
+    7.5   T4, Quadro RTX          64     2     64 |         512            -            -            -
+    8.0   A100, A30               64    32     64 |        1024         1024          512           64
+    8.6   A40, RTX A6000         128     2     64 |         512          512          256            -
+    8.9   L4, L40S               128     2     64 |         512          512          256            -
+    9.0   H100, H200             128    64     64 |        2048         2048         1024          128
+    10.0  B200                   128    64     64 |        4096         4096         2048            ?
+    12.0  RTX PRO 6000, 5090     128     2     64 |         512          512          256            -
 
 Sources:
 
@@ -24,7 +24,8 @@ Sources:
   GEMM's inner loop).
 - Tensor cores, fp16/bf16 inputs with fp32 accumulation, and tf32: the architecture whitepapers' per-SM
   rates (Volta and Turing: 8 tensor cores x 64 FMA; A100: 4 x 256; GA102 and AD10x: 4 x 128; H100:
-  4 x 512; data-centre Blackwell: twice Hopper; tf32 at half the fp16 rate).  Volta and Turing have no
+  4 x 512; data-centre Blackwell: twice Hopper; tf32 at half the fp16 rate; FP64 tensor cores on A100
+  (19.5 TFLOP/s) and H100 (66.9), twice their SIMT fp64 rate; B200's is not in the table).  Volta and Turing have no
   bf16 or tf32 tensor cores.  GeForce cards of 7.5, 8.6 and 8.9 run fp16 with fp32 accumulation at half
   the rate above (the table has the data-centre and professional parts'), so there the peak is twice what
   the card can reach.
@@ -51,7 +52,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Lanes", "LANES", "lanes_per_sm", "peak_bandwidth_gbs", "peak_gflops", "uses_tensor_cores"]
+__all__ = ["Lanes", "LANES", "dtype_peak_gflops", "lanes_per_sm", "peak_bandwidth_gbs", "peak_gflops",
+           "uses_tensor_cores"]
 
 
 @dataclass(frozen=True)
@@ -64,21 +66,22 @@ class Lanes:
     fp16_tensor: int
     bf16_tensor: int | None
     tf32_tensor: int | None
+    fp64_tensor: int | None = None
 
 
 LANES: dict[tuple[int, int], Lanes] = {
     (7, 0): Lanes(64, 32, 64, 512, None, None),
     (7, 5): Lanes(64, 2, 64, 512, None, None),
-    (8, 0): Lanes(64, 32, 64, 1024, 1024, 512),
+    (8, 0): Lanes(64, 32, 64, 1024, 1024, 512, 64),
     (8, 6): Lanes(128, 2, 64, 512, 512, 256),
     (8, 9): Lanes(128, 2, 64, 512, 512, 256),
-    (9, 0): Lanes(128, 64, 64, 2048, 2048, 1024),
+    (9, 0): Lanes(128, 64, 64, 2048, 2048, 1024, 128),
     (10, 0): Lanes(128, 64, 64, 4096, 4096, 2048),
     (12, 0): Lanes(128, 2, 64, 512, 512, 256),
 }
 
 _SIMT = {"float32": "fp32", "float64": "fp64", "int32": "int32"}
-_TENSOR = {"float16": "fp16_tensor", "bfloat16": "bf16_tensor", "float32": "tf32_tensor"}
+_TENSOR = {"float16": "fp16_tensor", "bfloat16": "bf16_tensor", "float32": "tf32_tensor", "float64": "fp64_tensor"}
 
 
 def _inputs(dtype: str) -> str:
@@ -105,6 +108,16 @@ def peak_gflops(cc: tuple[int, int], sms: int, clock_mhz: float, dtype: str, ten
     """SMs x multiply-adds per clock per SM x 2 x clock, in GFLOP/s (GOP/s for int32); None where unknown."""
     lanes = lanes_per_sm(cc, dtype, tensor)
     return None if lanes is None else sms * lanes * 2 * clock_mhz / 1e3
+
+
+def dtype_peak_gflops(cc: tuple[int, int], sms: int, clock_mhz: float, dtype: str) -> float | None:
+    """The highest rate the device computes ``dtype`` at its own precision, what "% of peak" is against:
+    tensor cores for float16 and bfloat16 inputs, the better of SIMT lanes and tensor cores for float64 (A100
+    and H100 have FP64 tensor cores, which cuBLAS's DGEMM uses), SIMT lanes for float32 (TF32 tensor cores
+    round the inputs, so they are not float32's peak) and int32."""
+    choices = (True,) if uses_tensor_cores(dtype) else (False, True) if _inputs(dtype) == "float64" else (False,)
+    rates = [r for tensor in choices if (r := peak_gflops(cc, sms, clock_mhz, dtype, tensor)) is not None]
+    return max(rates) if rates else None
 
 
 def peak_bandwidth_gbs(memory_clock_mhz: float, bus_width_bits: int) -> float:

@@ -2,7 +2,8 @@
 
 import pytest
 
-from mmcheck.bench.peak import LANES, lanes_per_sm, peak_bandwidth_gbs, peak_gflops, uses_tensor_cores
+from mmcheck.bench.peak import (LANES, dtype_peak_gflops, lanes_per_sm, peak_bandwidth_gbs, peak_gflops,
+                                uses_tensor_cores)
 
 # (GPU, cc, SMs, clock MHz the datasheet's figure is at, dtype, tensor cores, datasheet dense TFLOP/s)
 DATASHEETS = [
@@ -27,6 +28,8 @@ DATASHEETS = [
     ("H100 SXM", (9, 0), 132, 1980, "float64", False, 33.5),  # the whitepaper's; the datasheet says 34
     ("H100 SXM", (9, 0), 132, 1830, "float16", True, 989.4),  # the tensor figures are at 1830 MHz
     ("H100 SXM", (9, 0), 132, 1830, "float32", True, 494.7),
+    ("H100 SXM", (9, 0), 132, 1980, "float64", True, 66.9),   # FP64 tensor cores
+    ("A100 SXM", (8, 0), 108, 1410, "float64", True, 19.5),
     ("RTX 5090", (12, 0), 170, 2407, "float32", False, 104.8),
     ("RTX 5090", (12, 0), 170, 2407, "float16", True, 419),  # 838 with 2:4 sparsity
 ]
@@ -73,3 +76,10 @@ def test_which_peak_a_dtype_is_compared_with(dtype, tensor):
 ])
 def test_ddr_bandwidth_from_the_memory_clock_and_bus(gpu, mhz, bits, gbs):
     assert peak_bandwidth_gbs(mhz, bits) == pytest.approx(gbs, rel=0.002)
+
+
+@pytest.mark.parametrize("dtype, tflops", [("float32", 66.9), ("float64", 66.9), ("float16", 1070.3),
+                                           ("float16->float32", 1070.3), ("int32", 33.45)])
+def test_a_dtype_is_compared_with_the_best_rate_at_its_own_precision(dtype, tflops):
+    """H100 at 1980 MHz: float64 has FP64 tensor cores (cuBLAS's DGEMM uses them); float32 is not TF32."""
+    assert dtype_peak_gflops((9, 0), 132, 1980, dtype) / 1e3 == pytest.approx(tflops, rel=0.001)
