@@ -192,6 +192,11 @@ inline int __mul24(int a, int b) {  // the low 24 bits of each, sign-extended
     return (int)((long long)((int)((unsigned)a << 8) >> 8) * ((int)((unsigned)b << 8) >> 8));
 }
 inline unsigned __umul24(unsigned a, unsigned b) { return (a & 0xffffffu) * (b & 0xffffffu); }
+// Averages without overflow (the cuda_fp16.h __hadd overloads are the half-precision sums).
+inline int __hadd(int a, int b) { return int(((long long)a + b) >> 1); }
+inline int __rhadd(int a, int b) { return int(((long long)a + b + 1) >> 1); }
+inline unsigned __uhadd(unsigned a, unsigned b) { return unsigned(((unsigned long long)a + b) >> 1); }
+inline unsigned __urhadd(unsigned a, unsigned b) { return unsigned(((unsigned long long)a + b + 1) >> 1); }
 inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
 inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
 
