@@ -290,6 +290,31 @@ struct WarpOp {
 #define __all_sync(...) ((int)mmemu::WarpOp{MMEMU_ALL, __LINE__}(__VA_ARGS__))
 #define __syncwarp(...) mmemu::WarpOp{MMEMU_SYNCWARP, __LINE__}(__VA_ARGS__)
 
+namespace mmemu {
+// The caller's line, for API functions that CUDA declares as functions (so no macro can add __LINE__):
+// a last parameter `Line at = {__builtin_LINE()}` is filled in at the call site.
+struct Line {
+    int n;
+};
+
+// A warp-collective operation (WMMA): `body` runs in every lane once all 32 lanes of the warp have arrived,
+// and receives every lane's record; no lane leaves before every lane's body has run, so a body may read
+// what another lane's record points to (its fragment) but writes only its own lane's state.
+template <class Record, class Body>
+void warp_collective(const char* op, int line, const Record& mine, Body body) {
+    const void* all[32];
+    mmemu_rv_gather(&mine, all, op, line);
+    const Record* lanes[32];
+    for (int l = 0; l < 32; ++l) lanes[l] = static_cast<const Record*>(all[l]);
+    body(lanes);
+    mmemu_rv_gather(nullptr, nullptr, op, line);
+}
+
+// The lane and warp of the calling thread: threads are numbered x-fastest through the block.
+inline unsigned thread_rank() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
+inline unsigned lane() { return thread_rank() % warpSize; }
+}  // namespace mmemu
+
 // ---- what the compile unit's trailer instantiates -------------------------------------------------
 // Storage behind every `extern __shared__` array of the file; each such name is made an alias of it.
 alignas(128) thread_local unsigned char mmemu_dyn_smem[MMEMU_MAX_DYNAMIC_SMEM];
