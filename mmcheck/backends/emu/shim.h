@@ -366,3 +366,6 @@ const mmemu_kernel* describe(void (*kernel)(P...)) {
     MMEMU_EXPORT const mmemu_kernel* mmemu_kernel_info() { return mmemu::describe(&__VA_ARGS__); }
 #define MMEMU_DYNAMIC_SHARED(name) \
     extern thread_local unsigned char mmemu_shared_##name[] __asm__(#name) __attribute__((alias("mmemu_dyn_smem")));
+
+// nvcc brings the runtime's host API into every .cu file; here it is stubs, for host code left in a file.
+#include <cuda_runtime.h>
