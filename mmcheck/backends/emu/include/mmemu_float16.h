@@ -297,7 +297,7 @@ H2 lanes(H2 a, typename H2::lane (*f)(typename H2::lane)) { return H2(f(a.x), f(
 // __heq (bool), __heq2 (a pair of 1.0 or 0.0) and __hbeq2 (both lanes true).
 #define MMEMU_FLOAT16_COMPARISON(H, H2, name, op, unordered)                                                           \
     inline bool __h##name(H a, H b) {                                                                                  \
-        return (unordered && (mmemu::is_nan(a) || mmemu::is_nan(b))) || mmemu::value(a) op mmemu::value(b);            \
+        return mmemu::is_nan(a) || mmemu::is_nan(b) ? unordered : mmemu::value(a) op mmemu::value(b);                  \
     }                                                                                                                  \
     inline H2 __h##name##2(H2 a, H2 b) { return H2(H(float(__h##name(a.x, b.x))), H(float(__h##name(a.y, b.y)))); }    \
     inline bool __hb##name##2(H2 a, H2 b) { return __h##name(a.x, b.x) && __h##name(a.y, b.y); }
