@@ -23,22 +23,23 @@ extern "C++" {
 namespace nvcuda {
 namespace wmma {
 
-struct matrix_a {};
-struct matrix_b {};
-struct accumulator {};
-struct row_major {};
-struct col_major {};
+// Tags only, incomplete as CUDA's are.
+struct matrix_a;
+struct matrix_b;
+struct accumulator;
+struct row_major;
+struct col_major;
 enum layout_t { mem_row_major, mem_col_major };
 
 // Element types CUDA has and the emulator does not: named, so that using them fails in fragment below.
 namespace precision {
-struct tf32 {};
+struct tf32;
 }  // namespace precision
 namespace experimental {
 namespace precision {
-struct u4 {};
-struct s4 {};
-struct b1 {};
+struct u4;
+struct s4;
+struct b1;
 }  // namespace precision
 }  // namespace experimental
 
@@ -64,9 +65,11 @@ namespace mmemu {
 namespace wmma {
 using namespace nvcuda::wmma;
 template <class T>
-struct same {  // a parameter of type same<T>::type is not deduced from, so the usual conversions apply
+struct identity {
     using type = T;
 };
+template <class T>
+using nondeduced = typename identity<T>::type;  // a parameter not deduced from: the usual conversions apply
 
 // Where element (row, col) of a fragment lives.
 constexpr int lane_of(int row, int col) { return (row * 16 + col) % 32; }
@@ -134,13 +137,13 @@ namespace nvcuda {
 namespace wmma {
 
 template <class Use, class T, class Layout>
-void fill_fragment(fragment<Use, 16, 16, 16, T, Layout>& f, const typename mmemu::wmma::same<T>::type& value) {
+void fill_fragment(fragment<Use, 16, 16, 16, T, Layout>& f, const mmemu::wmma::nondeduced<T>& value) {
     for (T& element : f.x) element = value;
 }
 
 template <class Use, class T, class Layout,
           class = std::enable_if_t<std::is_same<Use, matrix_a>::value || std::is_same<Use, matrix_b>::value>>
-void load_matrix_sync(fragment<Use, 16, 16, 16, T, Layout>& f, const typename mmemu::wmma::same<T>::type* ptr, unsigned ldm,
+void load_matrix_sync(fragment<Use, 16, 16, 16, T, Layout>& f, const mmemu::wmma::nondeduced<T>* ptr, unsigned ldm,
                       mmemu::Line at = {__builtin_LINE()}) {
     using Frag = fragment<Use, 16, 16, 16, T, Layout>;
     mmemu::wmma::transfer<true>("wmma::load_matrix_sync", at.n,
@@ -149,7 +152,7 @@ void load_matrix_sync(fragment<Use, 16, 16, 16, T, Layout>& f, const typename mm
 }
 
 template <class T>
-void load_matrix_sync(fragment<accumulator, 16, 16, 16, T>& f, const typename mmemu::wmma::same<T>::type* ptr, unsigned ldm,
+void load_matrix_sync(fragment<accumulator, 16, 16, 16, T>& f, const mmemu::wmma::nondeduced<T>* ptr, unsigned ldm,
                       layout_t layout, mmemu::Line at = {__builtin_LINE()}) {
     using Frag = fragment<accumulator, 16, 16, 16, T>;
     mmemu::wmma::transfer<true>("wmma::load_matrix_sync", at.n,
@@ -157,7 +160,7 @@ void load_matrix_sync(fragment<accumulator, 16, 16, 16, T>& f, const typename mm
 }
 
 template <class T>
-void store_matrix_sync(typename mmemu::wmma::same<T>::type* ptr, const fragment<accumulator, 16, 16, 16, T>& f, unsigned ldm,
+void store_matrix_sync(mmemu::wmma::nondeduced<T>* ptr, const fragment<accumulator, 16, 16, 16, T>& f, unsigned ldm,
                        layout_t layout, mmemu::Line at = {__builtin_LINE()}) {
     using Frag = const fragment<accumulator, 16, 16, 16, T>;
     mmemu::wmma::transfer<false>("wmma::store_matrix_sync", at.n,
@@ -178,8 +181,11 @@ void mma_sync(fragment<accumulator, 16, 16, 16, Out>& d, const fragment<matrix_a
         for (int e = 0; e < d.num_elements; ++e) {
             int i = (e * 32 + int(mmemu::lane())) / 16, j = (e * 32 + int(mmemu::lane())) % 16;
             float sum = float(c.x[e]);  // C and D share the mapping: element e of this lane is (i, j) in both
-            for (int k = 0; k < 16; ++k)
-                sum += float(lanes[lane_of(i, k)]->a->x[slot_of(i, k)]) * float(lanes[lane_of(k, j)]->b->x[slot_of(k, j)]);
+            for (int k = 0; k < 16; ++k) {
+                float a_ik = float(lanes[lane_of(i, k)]->a->x[slot_of(i, k)]);
+                float b_kj = float(lanes[lane_of(k, j)]->b->x[slot_of(k, j)]);
+                sum += a_ik * b_kj;  // the product is exact; the sum rounds
+            }
             d.x[e] = Out(sum);
         }
     });
