@@ -63,26 +63,28 @@ MMEMU_HOST_STUB(const char*, "CUBLAS_STATUS_NOT_SUPPORTED", cublasGetStatusName,
 MMEMU_HOST_STUB(const char*, "cuBLAS is not available under mmcheck's emulator", cublasGetStatusString,
                 (cublasStatus_t))
 
-#define MMEMU_CUBLAS_TYPED(prefix, T)                                                                         \
-    MMEMU_CUBLAS_STUB(cublas##prefix##gemm, (MMEMU_GEMM_HEAD, const T*, const T*, int, const T*, int, const T*, T*, int)) \
-    MMEMU_CUBLAS_STUB(cublas##prefix##gemmStridedBatched, (MMEMU_GEMM_HEAD, const T*, const T*, int, long long,    \
-                                                          const T*, int, long long, const T*, T*, int, long long, int)) \
-    MMEMU_CUBLAS_STUB(cublas##prefix##gemmBatched, (MMEMU_GEMM_HEAD, const T*, const T* const[], int,              \
+#define MMEMU_CUBLAS_TYPED(prefix, T)                                                                                  \
+    MMEMU_CUBLAS_STUB(cublas##prefix##gemm,                                                                            \
+                      (MMEMU_GEMM_HEAD, const T*, const T*, int, const T*, int, const T*, T*, int))                    \
+    MMEMU_CUBLAS_STUB(cublas##prefix##gemmStridedBatched, (MMEMU_GEMM_HEAD, const T*, const T*, int, long long,        \
+                                                          const T*, int, long long, const T*, T*, int, long long,      \
+                                                          int))                                                        \
+    MMEMU_CUBLAS_STUB(cublas##prefix##gemmBatched, (MMEMU_GEMM_HEAD, const T*, const T* const[], int,                  \
                                                    const T* const[], int, const T*, T* const[], int, int))
 MMEMU_CUBLAS_TYPED(S, float)
 MMEMU_CUBLAS_TYPED(D, double)
 MMEMU_CUBLAS_TYPED(H, __half)
 #undef MMEMU_CUBLAS_TYPED
 
-#define MMEMU_CUBLAS_LEVEL12(prefix, T)                                                                       \
-    MMEMU_CUBLAS_STUB(cublas##prefix##gemv, (cublasHandle_t, cublasOperation_t, int, int, const T*, const T*, int, \
-                                            const T*, int, const T*, T*, int))                                 \
-    MMEMU_CUBLAS_STUB(cublas##prefix##geam, (cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,      \
-                                            const T*, const T*, int, const T*, const T*, int, T*, int))         \
-    MMEMU_CUBLAS_STUB(cublas##prefix##axpy, (cublasHandle_t, int, const T*, const T*, int, T*, int))             \
-    MMEMU_CUBLAS_STUB(cublas##prefix##scal, (cublasHandle_t, int, const T*, T*, int))                            \
-    MMEMU_CUBLAS_STUB(cublas##prefix##copy, (cublasHandle_t, int, const T*, int, T*, int))                       \
-    MMEMU_CUBLAS_STUB(cublas##prefix##dot, (cublasHandle_t, int, const T*, int, const T*, int, T*))              \
+#define MMEMU_CUBLAS_LEVEL12(prefix, T)                                                                                \
+    MMEMU_CUBLAS_STUB(cublas##prefix##gemv, (cublasHandle_t, cublasOperation_t, int, int, const T*, const T*, int,     \
+                                            const T*, int, const T*, T*, int))                                         \
+    MMEMU_CUBLAS_STUB(cublas##prefix##geam, (cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,           \
+                                            const T*, const T*, int, const T*, const T*, int, T*, int))                \
+    MMEMU_CUBLAS_STUB(cublas##prefix##axpy, (cublasHandle_t, int, const T*, const T*, int, T*, int))                   \
+    MMEMU_CUBLAS_STUB(cublas##prefix##scal, (cublasHandle_t, int, const T*, T*, int))                                  \
+    MMEMU_CUBLAS_STUB(cublas##prefix##copy, (cublasHandle_t, int, const T*, int, T*, int))                             \
+    MMEMU_CUBLAS_STUB(cublas##prefix##dot, (cublasHandle_t, int, const T*, int, const T*, int, T*))                    \
     MMEMU_CUBLAS_STUB(cublas##prefix##nrm2, (cublasHandle_t, int, const T*, int, T*))
 MMEMU_CUBLAS_LEVEL12(S, float)
 MMEMU_CUBLAS_LEVEL12(D, double)

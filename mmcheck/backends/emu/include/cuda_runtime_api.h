@@ -39,7 +39,12 @@ enum cudaMemcpyKind {
     cudaMemcpyDefault,
 };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize, cudaFuncAttributePreferredSharedMemoryCarveout };
-enum cudaFuncCache { cudaFuncCachePreferNone, cudaFuncCachePreferShared, cudaFuncCachePreferL1, cudaFuncCachePreferEqual };
+enum cudaFuncCache {
+    cudaFuncCachePreferNone,
+    cudaFuncCachePreferShared,
+    cudaFuncCachePreferL1,
+    cudaFuncCachePreferEqual,
+};
 enum cudaDeviceAttr {
     cudaDevAttrMaxThreadsPerBlock,
     cudaDevAttrMaxSharedMemoryPerBlock,
