@@ -310,7 +310,8 @@ void warp_collective(const char* op, int line, const Record& mine, Body body) {
     mmemu_rv_gather(nullptr, nullptr, op, line);
 }
 
-// The lane and warp of the calling thread: threads are numbered x-fastest through the block.
+// The calling thread's rank in its block (x fastest, as the runtime numbers threads and so forms warps) and
+// its lane in its warp.
 inline unsigned thread_rank() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
 inline unsigned lane() { return thread_rank() % warpSize; }
 }  // namespace mmemu

@@ -22,6 +22,7 @@ _UNSUPPORTED = (
      "cooperative-groups grid synchronization"),
     (re.compile(r"\b(clock64|clock|__globaltimer)\s*\("), "clock-based timing"),
 )
+# Kernel launches, and what tells host code from device code around them (see _host_bodies).
 _LAUNCH = re.compile(r"<<<.*?>>>", re.S)
 _DIRECTIVE = re.compile(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", re.M)
 _DEVICE_CODE = re.compile(r"\b(?:__global__|__device__)\b")
@@ -119,8 +120,9 @@ def compile_unit(spec: KernelSpec, dtype: str) -> str:
 
 
 def compile_failure(spec: KernelSpec, dtype: str, diagnostics: str) -> MmcheckError:
-    """The error for a failed compile: Unsupported where the file uses a CUDA header or builtin that the
-    emulator does not provide, else CompileError with the compiler's own diagnostics."""
+    """The error for a failed compile: Unsupported where the file uses a CUDA header, builtin or header
+    feature (a WMMA shape, a cooperative-groups function) that the emulator does not provide, else
+    CompileError with the compiler's own diagnostics."""
     header = _MISSING_HEADER.search(diagnostics)
     if header and _CUDA_HEADER.match(header.group(1)):
         return Unsupported(f"{spec.path}: the emulator has no CUDA header <{header.group(1)}>")
@@ -131,7 +133,7 @@ def compile_failure(spec: KernelSpec, dtype: str, diagnostics: str) -> MmcheckEr
         where = f"{spec.path}:{required.group(1)}" if required else str(spec.path)
         construct = f" ({instance.group(1).replace('nvcuda::', '')})" if instance else ""
         return Unsupported(f"{where}: {limit.group(1)}{construct}")
-    aliases = {alias: target for alias, target in _NAMESPACE_ALIAS.findall(_code(spec.source))}
+    aliases = dict(_NAMESPACE_ALIAS.findall(_code(spec.source)))
     for line, name, namespace in _NOT_A_MEMBER.findall(diagnostics):
         namespace = aliases.get(namespace, namespace)
         if namespace in _CUDA_NAMESPACES:
