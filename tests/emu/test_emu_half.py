@@ -384,7 +384,7 @@ __global__ void k(const half2* A, const half2* B, const half2* C, half2* H, cons
     float2 fa = __half22float2(a), fp = __bfloat1622float2(p);
     half2 h = __halves2half2(__low2half(a), __high2half(a)) + __floats2half2_rn(fa.x, fa.y);  // a + a
     nv_bfloat162 g = __halves2bfloat162(__low2bfloat16(p), __high2bfloat16(p)) + __float22bfloat162_rn(fp);
-    half2 same = __half2half2(__low2half(a)) - __lowhigh2highlow(__high2half2(__lowhigh2highlow(a)));  // a.x - a.x
+    half2 same = __float2half2_rn(fa.x) - __lowhigh2highlow(__high2half2(__lowhigh2highlow(a)));  // a.x - a.x
     float sums[] = {__low2float(h), __high2float(h), __low2float(g), __high2float(g), __low2float(same),
                     __high2float(same)};
     for (int i = 0; i < 6; ++i) F[6 * t + i] = sums[i];

@@ -214,6 +214,7 @@ H2 lanes(H2 a, typename H2::lane (*f)(typename H2::lane)) { return H2(f(a.x), f(
     inline H2 __halves2##N##2(H a, H b) { return H2(a, b); }                                                           \
     inline H2 __##N##2##N##2(H a) { return H2(a, a); }                                                                 \
     inline H2 __floats2##N##2_rn(float a, float b) { return H2(H(a), H(b)); }                                          \
+    inline H2 __float2##N##2_rn(float f) { return H2(H(f), H(f)); }                                                    \
     inline H2 __float22##N##2_rn(float2 f) { return H2(H(f.x), H(f.y)); }                                              \
     inline float2 __##N##22float2(H2 h) { return make_float2(float(h.x), float(h.y)); }                                \
     inline H __low2##N(H2 h) { return h.x; }                                                                           \
