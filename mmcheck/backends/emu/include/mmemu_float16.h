@@ -119,7 +119,7 @@ template <class H>
 constexpr bool is_nan(H h) { return (h.__x & 0x7fff) > H::format::inf; }
 
 template <class H>
-H fma(H a, H b, H c) {
+H multiply_add(H a, H b, H c) {
     double p = value(a) * value(b), q = value(c), s = p + q;  // p is exact
     double bp = s - q, err = (p - bp) + (q - (s - bp));       // two-sum: s + err == p + q exactly
     uint64_t bits = __builtin_bit_cast(uint64_t, s);
@@ -127,16 +127,17 @@ H fma(H a, H b, H c) {
     return round_to<H>(__builtin_bit_cast(double, bits));
 }
 
-// CUDA's max and min: a NaN operand yields the other (both NaN: the canonical NaN); +0 is above -0.
+// CUDA's max and min: a NaN operand yields the other (both NaN: the canonical NaN); +0 is above -0.  (Not
+// named max and min, nor the fma above fma: they would catch unqualified calls made in this namespace.)
 template <class H>
-H max(H a, H b) {
+H maximum(H a, H b) {
     if (is_nan(a) || is_nan(b)) return is_nan(a) && is_nan(b) ? from_bits<H>(H::format::nan) : is_nan(a) ? b : a;
     if (value(a) == value(b)) return a.__x & 0x8000 ? b : a;
     return value(a) > value(b) ? a : b;
 }
 template <class H>
-H min(H a, H b) {
-    if (is_nan(a) || is_nan(b)) return max(a, b);
+H minimum(H a, H b) {
+    if (is_nan(a) || is_nan(b)) return maximum(a, b);
     if (value(a) == value(b)) return a.__x & 0x8000 ? a : b;
     return value(a) < value(b) ? a : b;
 }
@@ -232,8 +233,8 @@ H2 lanes(H2 a, typename H2::lane (*f)(typename H2::lane)) { return H2(f(a.x), f(
     MMEMU_FLOAT16_ARITHMETIC(H, H2, mul, *)                                                                            \
     inline H __hdiv(H a, H b) { return mmemu::round_to<H>(mmemu::value(a) / mmemu::value(b)); }                        \
     inline H2 __h2div(H2 a, H2 b) { return mmemu::lanes(a, b, __hdiv); }                                               \
-    inline H __hfma(H a, H b, H c) { return mmemu::fma(a, b, c); }                                                     \
-    inline H __hfma_sat(H a, H b, H c) { return mmemu::saturate(mmemu::fma(a, b, c)); }                                \
+    inline H __hfma(H a, H b, H c) { return mmemu::multiply_add(a, b, c); }                                            \
+    inline H __hfma_sat(H a, H b, H c) { return mmemu::saturate(mmemu::multiply_add(a, b, c)); }                       \
     inline H2 __hfma2(H2 a, H2 b, H2 c) { return H2(__hfma(a.x, b.x, c.x), __hfma(a.y, b.y, c.y)); }                   \
     inline H2 __hfma2_sat(H2 a, H2 b, H2 c) {                                                                          \
         return H2(__hfma_sat(a.x, b.x, c.x), __hfma_sat(a.y, b.y, c.y));                                               \
@@ -244,10 +245,10 @@ H2 lanes(H2 a, typename H2::lane (*f)(typename H2::lane)) { return H2(f(a.x), f(
     inline H2 __habs2(H2 a) { return mmemu::lanes(a, __habs); }                                                        \
     inline H hsqrt(H a) { return mmemu::round_to<H>(__builtin_sqrt(mmemu::value(a))); }                                \
     inline H2 h2sqrt(H2 a) { return mmemu::lanes(a, hsqrt); }                                                          \
-    inline H __hmax(H a, H b) { return mmemu::max(a, b); }                                                             \
-    inline H __hmin(H a, H b) { return mmemu::min(a, b); }                                                             \
-    inline H __hmax_nan(H a, H b) { return mmemu::propagate_nan(a, b, mmemu::max(a, b)); }                             \
-    inline H __hmin_nan(H a, H b) { return mmemu::propagate_nan(a, b, mmemu::min(a, b)); }                             \
+    inline H __hmax(H a, H b) { return mmemu::maximum(a, b); }                                                         \
+    inline H __hmin(H a, H b) { return mmemu::minimum(a, b); }                                                         \
+    inline H __hmax_nan(H a, H b) { return mmemu::propagate_nan(a, b, mmemu::maximum(a, b)); }                         \
+    inline H __hmin_nan(H a, H b) { return mmemu::propagate_nan(a, b, mmemu::minimum(a, b)); }                         \
     inline H2 __hmax2(H2 a, H2 b) { return mmemu::lanes(a, b, __hmax); }                                               \
     inline H2 __hmin2(H2 a, H2 b) { return mmemu::lanes(a, b, __hmin); }                                               \
     inline H2 __hmax2_nan(H2 a, H2 b) { return mmemu::lanes(a, b, __hmax_nan); }                                       \
