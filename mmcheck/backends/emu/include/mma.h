@@ -4,14 +4,16 @@
 // A fragment is spread over the 32 lanes of a warp, 8 elements each: element e of lane l is (row, col) =
 // divmod(32 e + l, 16) of the fragment's 16x16 matrix (A is M x K, B is K x N, an accumulator M x N), so
 // element-wise code (scaling x[i] by alpha) never needs to know.  load_matrix_sync, mma_sync and
-// store_matrix_sync are warp-collective (mmemu::warp_collective): every lane must call them, with the
-// same pointer, ldm and layout, and the checks below make a broken precondition an error naming it.
+// store_matrix_sync are warp-collective (mmemu::warp_collective).  What the hardware assumes of them is
+// checked, and a violation ends the launch naming the call and its line: all 32 lanes of the warp take
+// part, with the same pointer, ldm and layout; ldm is a multiple of 16 bytes; the pointer is 32-byte
+// aligned.
 //
-// Arithmetic: each product of two 16-bit inputs is exact in float; D[i][j] starts from C[i][j] and adds
-// the 16 products in k order in float, rounding each sum to nearest; a half accumulator is rounded to
-// half once at the end.  Tensor cores also form exact products but add them with their own internal
-// alignment and rounding, so results agree with the GPU's exactly only where the sums are exact (e.g.
-// small integers), and otherwise within the rounding of float accumulation.
+// Arithmetic: each product of two 16-bit inputs is exact in float (barring bfloat16 underflow); D[i][j]
+// starts from C[i][j] and adds the 16 products in k order in float, rounding each sum to nearest; a half
+// accumulator is rounded to half once at the end.  Tensor cores also form exact products but add them
+// with their own internal alignment, order and rounding, so results are the GPU's exactly where the sums
+// are exact (small integers, say) and may differ in the last bits otherwise.
 #pragma once
 
 #include <type_traits>
@@ -63,7 +65,6 @@ public:
 
 namespace mmemu {
 namespace wmma {
-using namespace nvcuda::wmma;
 template <class T>
 struct identity {
     using type = T;
@@ -71,7 +72,10 @@ struct identity {
 template <class T>
 using nondeduced = typename identity<T>::type;  // a parameter not deduced from: the usual conversions apply
 
-// Where element (row, col) of a fragment lives.
+// The mapping: element e of lane l is element 32 e + l, in row-major order, of the fragment's matrix.
+constexpr int row_of(int e, int l) { return (e * 32 + l) / 16; }
+constexpr int col_of(int e, int l) { return (e * 32 + l) % 16; }
+// And back: the lane and the slot (e) that hold element (row, col).
 constexpr int lane_of(int row, int col) { return (row * 16 + col) % 32; }
 constexpr int slot_of(int row, int col) { return (row * 16 + col) / 32; }
 
@@ -115,7 +119,7 @@ void transfer(const char* op, int line, const Transfer<Frag, Pointer>& mine) {
     warp_collective(op, line, mine, [&](const Transfer<Frag, Pointer>* const* lanes) {
         check_agreement(op, line, lanes);
         for (int e = 0; e < Frag::num_elements; ++e) {
-            int row = (e * 32 + int(lane())) / 16, col = (e * 32 + int(lane())) % 16;
+            int row = row_of(e, int(lane())), col = col_of(e, int(lane()));
             size_t at = mine.row_major ? size_t(row) * mine.ldm + col : size_t(col) * mine.ldm + row;
             if constexpr (load) mine.frag->x[e] = mine.ptr[at];
             else mine.ptr[at] = mine.frag->x[e];
@@ -123,6 +127,7 @@ void transfer(const char* op, int line, const Transfer<Frag, Pointer>& mine) {
     });
 }
 
+// One lane's part of mma_sync: its four fragments.
 template <class A, class B, class C, class D>
 struct Product {
     const A* a;
@@ -179,7 +184,7 @@ void mma_sync(fragment<accumulator, 16, 16, 16, Out>& d, const fragment<matrix_a
                            fragment<accumulator, 16, 16, 16, Acc>, fragment<accumulator, 16, 16, 16, Out>>;
     mmemu::warp_collective("wmma::mma_sync", at.n, Record{&a, &b, &c, &d}, [&](const Record* const* lanes) {
         for (int e = 0; e < d.num_elements; ++e) {
-            int i = (e * 32 + int(mmemu::lane())) / 16, j = (e * 32 + int(mmemu::lane())) % 16;
+            int i = row_of(e, int(mmemu::lane())), j = col_of(e, int(mmemu::lane()));
             float sum = float(c.x[e]);  // C and D share the mapping: element e of this lane is (i, j) in both
             for (int k = 0; k < 16; ++k) {
                 float a_ik = float(lanes[lane_of(i, k)]->a->x[slot_of(i, k)]);
