@@ -44,8 +44,8 @@ def test_write_past_the_end_hits_the_guard_page(build, emu, run_kernel):
 @pytest.mark.parametrize("n", [62, 64])
 @pytest.mark.parametrize("shift, verb, argument", [((1, 0), "read", "A"), ((0, 1), "write", "C")])
 def test_sanitizer_catches_out_of_bounds_accesses(compiled, emu_asan, spec_of, run_kernel, n, shift, verb, argument):
-    # 62 floats end 8 bytes short of a 16-byte boundary, so one element past the end is still on the
-    # page (which only the sanitizer sees); 64 end right at the guard page
+    # a buffer ends at the 256-byte boundary after it: 62 floats end 8 bytes short of it, so one element
+    # past the end is still on the page (which only the sanitizer sees); 64 end right at the guard page
     kernel = compiled(emu_asan, spec_of(SHIFTED_COPY, params=PARAMS), "float32", {})
     with pytest.raises(SanitizerError, match=rf"AddressSanitizer: out-of-bounds {verb} of 4 bytes 0 bytes past the "
                                              rf"end of argument {argument} .*block \(1,0,0\), "

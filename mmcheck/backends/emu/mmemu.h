@@ -50,7 +50,14 @@ enum {
 MMEMU_EXPORT int mmemu_rv_barrier(int kind, int pred, int site, int line);
 MMEMU_EXPORT uint64_t mmemu_rv_warp(int kind, unsigned mask, uint64_t value, int arg, int width, int line);
 MMEMU_EXPORT unsigned mmemu_rv_activemask(int site, int line);
+// A warp-wide exchange for warp-collective operations (op names the operation in messages): once all 32
+// lanes of the warp have arrived at the same op and line, each lane receives every lane's `mine` in
+// all[lane] (all may be null: a plain meeting).  A partial warp, or a lane that has exited, violates the
+// operation's precondition.
+MMEMU_EXPORT void mmemu_rv_gather(const void* mine, const void** all, const char* op, int line);
 MMEMU_EXPORT __attribute__((noreturn)) void mmemu_trap(int line);
+// Ends the launch in MMEMU_PRECONDITION with a printf-formatted message.
+MMEMU_EXPORT __attribute__((noreturn, format(printf, 1, 2))) void mmemu_violation(const char* format, ...);
 
 // ---- worker -> runtime ---------------------------------------------------------------------------
 
@@ -65,6 +72,8 @@ enum {
     MMEMU_BARRIER,     // barrier / warp-collective misuse; message says what
     MMEMU_TRAP,        // __trap() at line `code`
     MMEMU_TIMEOUT,     // set by the worker, never by the child
+    MMEMU_PRECONDITION,  // an operation's precondition was violated (the GPU would fault or compute garbage);
+                         // message says which
 };
 // Extra detail for MMEMU_FAULT, in `code` when the runtime knows better than si_code.  wire
 enum { MMEMU_STACK_OVERFLOW = 1000 };

@@ -126,7 +126,7 @@ uint64_t splitmix(uint64_t& state) {
 }
 
 // ---- the per-launch state of the child ----------------------------------------------------------
-enum State : unsigned char { kReady, kBarrier, kWarp, kActiveMask, kExited };
+enum State : unsigned char { kReady, kBarrier, kWarp, kActiveMask, kGather, kExited };
 
 struct Thread {
     Context ctx;
@@ -135,6 +135,9 @@ struct Thread {
     int kind, site, line, arg, width;
     unsigned mask;
     uint64_t value, result;
+    const char* op;       // a gather's operation
+    const void* offer;    // what a lane contributes to a gather
+    const void** all;     // where it receives every lane's contribution
     void* fake_stack;  // AddressSanitizer's, while the fiber is switched out
 };
 
@@ -148,7 +151,7 @@ struct Warning {
 struct Engine {
     const mmemu_launch* launch;
     mmemu_status* status;
-    unsigned nthreads, exited, waiting[5];  // waiting: how many threads are in each State
+    unsigned nthreads, exited, waiting[kExited + 1];  // waiting: how many threads are in each State
     std::vector<Thread> threads;
     unsigned current;
     Context scheduler;
@@ -200,6 +203,13 @@ const char* barrier_name(int kind) {
 [[noreturn]] void fail(const char* message) {
     snprintf(E.status->message, sizeof E.status->message, "%s", message);
     finish(MMEMU_BARRIER, 4);
+}
+
+// A violated precondition of an operation that a thread of this block called (`where`).
+[[noreturn]] void violation(const Thread& where, const char* message) {
+    E.status->thread = where.idx;
+    snprintf(E.status->message, sizeof E.status->message, "%s", message);
+    finish(MMEMU_PRECONDITION, 6);
 }
 
 // Barrier misuse: an error under strict barriers, otherwise a warning counted once per block.
@@ -441,6 +451,48 @@ bool complete_activemasks() {
     return progress;
 }
 
+// Gathers: one completes when all 32 lanes of a warp wait at the same one.  A warp whose lanes all wait
+// at gathers, or have exited, can never complete one otherwise: that violates the operation's
+// precondition (a partial warp was refused when its first lane arrived).
+bool complete_gathers() {
+    bool progress = false;
+    for (unsigned base = 0; base < E.nthreads && E.waiting[kGather]; base += 32) {
+        const Thread* first = nullptr;
+        unsigned same = 0, other = 0, gone = 0;
+        for (unsigned l = 0; l < 32; ++l) {
+            const Thread& t = E.threads[base + l];
+            if (t.state == kExited) gone |= 1u << l;
+            if (t.state != kGather) continue;
+            if (!first) first = &t;
+            (t.op == first->op && t.line == first->line ? same : other) |= 1u << l;
+        }
+        if (!first) continue;
+        if (same == ~0u) {
+            for (unsigned l = 0; l < 32; ++l) {
+                Thread& t = E.threads[base + l];
+                if (t.all)
+                    for (unsigned j = 0; j < 32; ++j) t.all[j] = E.threads[base + j].offer;
+                release(t, 0);
+            }
+            progress = true;
+            continue;
+        }
+        if ((same | other | gone) != ~0u) continue;  // some lanes may still arrive
+        char text[512];
+        if (gone) {
+            snprintf(text, sizeof text, "%s at line %d: lanes 0x%08x of warp %u had exited; the operation needs all "
+                     "32 lanes of the warp", first->op, first->line, gone, base / 32);
+        } else {
+            const Thread& odd = E.threads[base + unsigned(__builtin_ctz(other))];
+            snprintf(text, sizeof text, "the lanes of warp %u are at different warp-collective operations: %s at "
+                     "line %d (lanes 0x%08x) and %s at line %d (lane %u)", base / 32, first->op, first->line, same,
+                     odd.op, odd.line, unsigned(__builtin_ctz(other)));
+        }
+        violation(*first, text);
+    }
+    return progress;
+}
+
 // An example thread in `state` (and at `site`, if not -1), for messages.
 const Thread* example(State state, int site) {
     for (const Thread& t : E.threads)
@@ -490,12 +542,16 @@ void complete_barrier() {
         if (t.state == kExited || groups >= 8) continue;
         bool seen = false;
         for (const Thread* u = E.threads.data(); u != &t && !seen; ++u)
-            seen = u->state == t.state && u->kind == t.kind && u->line == t.line && u->mask == t.mask;
+            seen = u->state == t.state && u->kind == t.kind && u->line == t.line && u->mask == t.mask &&
+                   (t.state != kGather || u->op == t.op);
         if (seen) continue;
         ++groups;
         if (t.state == kWarp)
             append(text, sizeof text, " thread (%u,%u,%u) waits at %s at line %d (mask 0x%08x);", t.idx.x, t.idx.y,
                    t.idx.z, warp_name(t.kind), t.line, t.mask);
+        else if (t.state == kGather)
+            append(text, sizeof text, " thread (%u,%u,%u) waits at %s at line %d;", t.idx.x, t.idx.y, t.idx.z, t.op,
+                   t.line);
         else
             append(text, sizeof text, " thread (%u,%u,%u) waits at %s at line %d;", t.idx.x, t.idx.y, t.idx.z,
                    t.state == kBarrier ? barrier_name(t.kind) : "__activemask", t.line);
@@ -506,7 +562,7 @@ void complete_barrier() {
 
 // Called when no thread is ready: complete whatever rendezvous can complete, or report why none can.
 void resolve() {
-    if (complete_warp_ops(false) || complete_activemasks()) return;
+    if (complete_warp_ops(false) || complete_activemasks() || complete_gathers()) return;
     if (E.waiting[kBarrier] && E.waiting[kBarrier] == E.nthreads - E.exited) return complete_barrier();
     if (complete_warp_ops(true)) return;  // lanes of a mask had exited: misuse() reports or warns
     fail_deadlock();
@@ -588,6 +644,28 @@ MMEMU_EXPORT unsigned mmemu_rv_activemask(int site, int line) {
     t.site = site;
     t.line = line;
     return unsigned(park(kActiveMask));
+}
+
+MMEMU_EXPORT void mmemu_rv_gather(const void* mine, const void** all, const char* op, int line) {
+    Thread& t = E.threads[E.current];
+    unsigned warp = E.current / 32, lanes = __builtin_popcount(warp_lanes(warp));
+    if (lanes != 32)
+        mmemu_violation("%s at line %d: warp %u has only %u lanes (the block has %u threads); the operation needs "
+                        "all 32 lanes of the warp", op, line, warp, lanes, E.nthreads);
+    t.offer = mine;
+    t.all = all;
+    t.op = op;
+    t.line = line;
+    park(kGather);
+}
+
+MMEMU_EXPORT void mmemu_violation(const char* format, ...) {
+    char text[sizeof E.status->message];
+    va_list ap;
+    va_start(ap, format);
+    vsnprintf(text, sizeof text, format, ap);
+    va_end(ap);
+    violation(E.threads[E.current], text);
 }
 
 MMEMU_EXPORT void mmemu_trap(int line) {

@@ -192,6 +192,11 @@ inline int __mul24(int a, int b) {  // the low 24 bits of each, sign-extended
     return (int)((long long)((int)((unsigned)a << 8) >> 8) * ((int)((unsigned)b << 8) >> 8));
 }
 inline unsigned __umul24(unsigned a, unsigned b) { return (a & 0xffffffu) * (b & 0xffffffu); }
+// Averages without overflow (the cuda_fp16.h __hadd overloads are the half-precision sums).
+inline int __hadd(int a, int b) { return int(((long long)a + b) >> 1); }
+inline int __rhadd(int a, int b) { return int(((long long)a + b + 1) >> 1); }
+inline unsigned __uhadd(unsigned a, unsigned b) { return unsigned(((unsigned long long)a + b) >> 1); }
+inline unsigned __urhadd(unsigned a, unsigned b) { return unsigned(((unsigned long long)a + b + 1) >> 1); }
 inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
 inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
 
@@ -285,6 +290,32 @@ struct WarpOp {
 #define __all_sync(...) ((int)mmemu::WarpOp{MMEMU_ALL, __LINE__}(__VA_ARGS__))
 #define __syncwarp(...) mmemu::WarpOp{MMEMU_SYNCWARP, __LINE__}(__VA_ARGS__)
 
+namespace mmemu {
+// The caller's line, for API functions that CUDA declares as functions (so no macro can add __LINE__):
+// a last parameter `Line at = {__builtin_LINE()}` is filled in at the call site.
+struct Line {
+    int n;
+};
+
+// A warp-collective operation (WMMA): `body` runs in every lane once all 32 lanes of the warp have arrived,
+// and receives every lane's record; no lane leaves before every lane's body has run, so a body may read
+// what another lane's record points to (its fragment) but writes only its own lane's state.
+template <class Record, class Body>
+void warp_collective(const char* op, int line, const Record& mine, Body body) {
+    const void* all[32];
+    mmemu_rv_gather(&mine, all, op, line);
+    const Record* lanes[32];
+    for (int l = 0; l < 32; ++l) lanes[l] = static_cast<const Record*>(all[l]);
+    body(lanes);
+    mmemu_rv_gather(nullptr, nullptr, op, line);
+}
+
+// The calling thread's rank in its block (x fastest, as the runtime numbers threads and so forms warps) and
+// its lane in its warp.
+inline unsigned thread_rank() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
+inline unsigned lane() { return thread_rank() % warpSize; }
+}  // namespace mmemu
+
 // ---- what the compile unit's trailer instantiates -------------------------------------------------
 // Storage behind every `extern __shared__` array of the file; each such name is made an alias of it.
 alignas(128) thread_local unsigned char mmemu_dyn_smem[MMEMU_MAX_DYNAMIC_SMEM];
@@ -336,3 +367,6 @@ const mmemu_kernel* describe(void (*kernel)(P...)) {
     MMEMU_EXPORT const mmemu_kernel* mmemu_kernel_info() { return mmemu::describe(&__VA_ARGS__); }
 #define MMEMU_DYNAMIC_SHARED(name) \
     extern thread_local unsigned char mmemu_shared_##name[] __asm__(#name) __attribute__((alias("mmemu_dyn_smem")));
+
+// nvcc brings the runtime's host API into every .cu file; here it is stubs, for host code left in a file.
+#include <cuda_runtime.h>

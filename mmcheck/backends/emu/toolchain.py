@@ -112,5 +112,5 @@ def _run(argv: list[str], what: str) -> str:
 @functools.cache
 def _shim_digest() -> str:
     """What every kernel module is compiled against, besides its own text."""
-    files = [_HERE / "shim.h", _HERE / "mmemu.h", *sorted((_HERE / "include").iterdir())]
-    return cache_key(*((p.name, p.read_bytes()) for p in files))
+    files = [_HERE / "shim.h", _HERE / "mmemu.h", *sorted(p for p in (_HERE / "include").rglob("*") if p.is_file())]
+    return cache_key(*((str(p.relative_to(_HERE)), p.read_bytes()) for p in files))

@@ -21,22 +21,36 @@ _UNSUPPORTED = (
     (re.compile(r"\b(this_grid|grid_group|this_multi_grid|multi_grid_group)\b"),
      "cooperative-groups grid synchronization"),
     (re.compile(r"\b(clock64|clock|__globaltimer)\s*\("), "clock-based timing"),
-    (re.compile(r"(<<<)"), "kernel launches from a kernel (dynamic parallelism)"),
 )
+# Kernel launches, and what tells host code from device code around them (see _host_bodies).
+_LAUNCH = re.compile(r"<<<.*?>>>", re.S)
+_DIRECTIVE = re.compile(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", re.M)
+_DEVICE_CODE = re.compile(r"\b(?:__global__|__device__)\b")
+_CONTAINER = re.compile(r"^\s*(?:template\s*<[^{]*>\s*)?(?:namespace|struct|class|union|enum)\b")
 _EXTERN_SHARED = re.compile(r"\b(?:extern\s+__shared__|__shared__\s+extern)\b[^;]*?\b([A-Za-z_]\w*)\s*\[\s*\]")
 # The launcher takes the kernel's address: an overloaded name, or template arguments the kernel does not
 # take, leave no function to convert.
 _NO_MATCH = re.compile(r"no matches converting function '(\w+)'")
 _CANDIDATE = re.compile(r"note:\s+(?:candidates? (?:are|is):\s+)?'([^']+)'")
 _MISSING_HEADER = re.compile(r"fatal error: (\S+): No such file or directory")
-_CUDA_HEADER = re.compile(r"(cuda|cub/|thrust/|cublas|curand|cufft|cusparse|cutlass/|cute/|mma\.h|sm_\d|device_"
+_CUDA_HEADER = re.compile(r"(cuda|cub/|thrust/|cublas|curand|cufft|cusparse|cutlass/|cute/|sm_\d|device_"
                           r"|math_constants|cooperative_groups|crt/)")
 _UNDECLARED = re.compile(r"'(__\w+)' (?:was not declared|does not name a type|has not been declared)"
                          r"|there are no arguments to '(__\w+)'")
-# CUDA builtins that shim.h does not provide (an undeclared name outside these is the file's own error).
-_CUDA_BUILTIN = re.compile(r"__(reduce_\w+_sync|match_\w+_sync|funnelshift_\w+|byte_perm|dp[24]a\w*|h[a-z]\w*"
-                           r"|half\w*|float2half\w*|bfloat16\w*|nv_\w+|cvta_\w+|is(Global|Shared|Constant|Local)"
-                           r"|pipeline_\w+|u?r?hadd|u?sad|fns|ldg_\w+)")
+# CUDA builtins that neither shim.h nor the headers in include/ provide (an undeclared name outside these is
+# the file's own error, such as a missing #include <cuda_fp16.h>): among the 16-bit float functions, the
+# conversions that round other than to nearest, and the fused complex and ReLU forms.
+_CUDA_BUILTIN = re.compile(r"__(reduce_\w+_sync|match_\w+_sync|funnelshift_\w+|byte_perm|dp[24]a\w*|cvta_\w+"
+                           r"|is(Global|Shared|Constant|Local)|pipeline_\w+|u?sad|fns|ldg_\w+"
+                           r"|\w+2(half|bfloat16)2?_r[dzu]|(half|bfloat16)2\w+_r[ndu]|hcmadd|h\w*_relu)")
+# A static_assert of the headers in include/ that marks what the emulator lacks, e.g. a WMMA shape; the
+# template instantiated where it failed names the construct.
+_EMULATOR_LIMIT = re.compile(r"static assertion failed: mmemu: ([^\n]+)")
+_INSTANTIATION = re.compile(r"In instantiation of '(?:class|struct) ([^']+)'")
+# A name that CUDA's namespaces have and the emulator's headers do not (cg::coalesced_threads).
+_NOT_A_MEMBER = re.compile(r":(\d+):\d+: error: '(\w+)' is not a member of '([\w:]+)'")
+_CUDA_NAMESPACES = ("cooperative_groups", "nvcuda", "nvcuda::wmma")
+_NAMESPACE_ALIAS = re.compile(r"\bnamespace\s+(\w+)\s*=\s*(?:::)?\s*([\w:]+)\s*;")
 
 
 def _code(source: str) -> str:
@@ -44,31 +58,71 @@ def _code(source: str) -> str:
     return _NOT_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), source)
 
 
+def _host_bodies(code: str) -> list[tuple[int, int]]:
+    """The spans of the bodies of host functions in ``code`` (comments and literals blanked): a ``{`` whose
+    declaration (the text since the previous ``;``, ``{`` or ``}``) has a parameter list, is no namespace
+    or class, and says neither ``__global__`` nor ``__device__``.  Device function bodies are skipped whole."""
+    code = _DIRECTIVE.sub(lambda m: " " * len(m.group()), code)  # a macro's braces are not the file's
+    spans: list[tuple[int, int]] = []
+    declaration, depth, body, host = 0, 0, 0, False
+    for match in re.finditer(r"[{};]", code):
+        char, at = match.group(), match.start()
+        if depth:  # inside a function body
+            depth += {"{": 1, "}": -1, ";": 0}[char]
+            if not depth:
+                if host:
+                    spans.append((body, at))
+                declaration = at + 1
+            continue
+        text = code[declaration:at]
+        if char == "{" and ")" in text and not _CONTAINER.match(text):
+            depth, body, host = 1, at, not _DEVICE_CODE.search(text)
+        else:
+            declaration = at + 1
+    return spans
+
+
+def _launches(code: str) -> list[tuple[re.Match[str], bool]]:
+    """Every ``<<<...>>>`` launch configuration in ``code``, and whether it is in host code."""
+    hosts = _host_bodies(code)
+    return [(m, any(lo < m.start() < hi for lo, hi in hosts)) for m in _LAUNCH.finditer(code)]
+
+
 def check_supported(spec: KernelSpec) -> None:
     """Raise Unsupported, naming the construct and its line, if the file uses one the emulator cannot
-    run faithfully."""
+    run faithfully.  A kernel launch in host code (a launcher left in the file) is harmless, since host
+    code never runs; one anywhere else is dynamic parallelism."""
     code = _code(spec.source)
-    for pattern, what in _UNSUPPORTED:
-        match = pattern.search(code)
-        if match:
-            line = code.count("\n", 0, match.start()) + 1
-            raise Unsupported(f"{spec.path}:{line}: the emulator cannot run {what} ({match.group(1).strip()})")
+    found = [(m, m.group(1).strip(), what) for pattern, what in _UNSUPPORTED if (m := pattern.search(code))]
+    found += [(m, "<<<", "kernel launches from a kernel (dynamic parallelism)")
+              for m, in_host in _launches(code) if not in_host]
+    if found:
+        match, construct, what = found[0]
+        line = code.count("\n", 0, match.start()) + 1
+        raise Unsupported(f"{spec.path}:{line}: the emulator cannot run {what} ({construct})")
 
 
 def compile_unit(build: Build) -> str:
     """The text g++ compiles: ``unit_source``'s unit (whose ``#line`` directives make diagnostics and
     ``__LINE__`` name the .cu file's own lines) and a trailer that exports the typed launcher and backs
-    every ``extern __shared__`` array with the dynamic shared memory storage."""
+    every ``extern __shared__`` array with the dynamic shared memory storage.  Launches in host code lose
+    their ``<<<...>>>``: a plain call of the kernel, which g++ can compile and nothing runs."""
+    spec = build.spec
+    source = spec.source
+    for match, in_host in _launches(_code(source)):
+        if in_host:
+            blank = re.sub(r"[^\n]", " ", match.group())
+            source = source[:match.start()] + blank + source[match.end():]
+    text = unit_source(build).replace(spec.source, source, 1)  # unit_source embeds the file verbatim
     trailer = [f"MMEMU_EXPORT_KERNEL({build.instance})"]
-    trailer += [f"MMEMU_DYNAMIC_SHARED({name})"
-                for name in sorted(set(_EXTERN_SHARED.findall(_code(build.spec.source))))]
-    return (f'{unit_source(build)}#line 1 "<emulator launcher for {build.spec.entry}>"\n'
-            + "\n".join(trailer) + "\n")
+    trailer += [f"MMEMU_DYNAMIC_SHARED({name})" for name in sorted(set(_EXTERN_SHARED.findall(_code(source))))]
+    return f'{text}#line 1 "<emulator launcher for {spec.entry}>"\n' + "\n".join(trailer) + "\n"
 
 
 def compile_failure(build: Build, diagnostics: str) -> MmcheckError:
-    """The error for a failed compile: Unsupported where the file uses a CUDA header or builtin that the
-    emulator does not provide, else CompileError with the compiler's own diagnostics."""
+    """The error for a failed compile: Unsupported where the file uses a CUDA header, builtin or header
+    feature (a WMMA shape, a cooperative-groups function) that the emulator does not provide, else
+    CompileError with the compiler's own diagnostics."""
     spec = build.spec
     if _NO_MATCH.search(diagnostics):
         candidates = _CANDIDATE.findall(diagnostics)
@@ -80,6 +134,18 @@ def compile_failure(build: Build, diagnostics: str) -> MmcheckError:
     header = _MISSING_HEADER.search(diagnostics)
     if header and _CUDA_HEADER.match(header.group(1)):
         return Unsupported(f"{spec.path}: the emulator has no CUDA header <{header.group(1)}>")
+    limit = _EMULATOR_LIMIT.search(diagnostics)
+    if limit:
+        instance = _INSTANTIATION.search(diagnostics)
+        required = re.search(re.escape(str(spec.path)) + r":(\d+):\d+:\s+required from", diagnostics)
+        where = f"{spec.path}:{required.group(1)}" if required else str(spec.path)
+        construct = f" ({instance.group(1).replace('nvcuda::', '')})" if instance else ""
+        return Unsupported(f"{where}: {limit.group(1)}{construct}")
+    aliases = dict(_NAMESPACE_ALIAS.findall(_code(spec.source)))
+    for line, name, namespace in _NOT_A_MEMBER.findall(diagnostics):
+        namespace = aliases.get(namespace, namespace)
+        if namespace in _CUDA_NAMESPACES:
+            return Unsupported(f"{spec.path}:{line}: the emulator does not provide {namespace}::{name}")
     undeclared = _UNDECLARED.search(diagnostics)
     name = undeclared and (undeclared.group(1) or undeclared.group(2))
     if name and _CUDA_BUILTIN.fullmatch(name):

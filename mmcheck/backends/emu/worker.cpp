@@ -109,10 +109,10 @@ void send(const std::string& payload) {
 }
 
 // ---- buffers: [guard page][slack][payload][slack][guard page] --------------------------------------
-// The payload starts 16-byte aligned (what vector loads need) and ends as close to the trailing guard
-// page as that allows, so the first access past the end faults; the slack is filled with 0xff and,
-// under AddressSanitizer, everything but the payload is poisoned, which makes every out-of-bounds byte
-// an error.
+// The payload starts 256-byte aligned, as cudaMalloc's allocations do (kernels may rely on it: vector
+// loads need 16 bytes, WMMA 32), and ends as close to the trailing guard page as that allows, less than
+// 256 bytes before it, so that running off the end soon faults; the slack is filled with 0xff and, under
+// AddressSanitizer, everything but the payload is poisoned, which makes every out-of-bounds byte an error.
 struct Buffer {
     char* map;
     size_t map_size;
@@ -124,9 +124,11 @@ uint32_t g_next_buffer = 1;
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
+constexpr size_t kAlignment = 256;
+
 std::string alloc(Reader& in) {
     size_t nbytes = in.get<uint64_t>();
-    size_t body = round_up(std::max<size_t>(round_up(nbytes, 16), 1), g_page);
+    size_t body = round_up(std::max<size_t>(round_up(nbytes, kAlignment), 1), g_page);
     size_t map_size = body + 2 * g_page;
     void* p = mmap(nullptr, map_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw Refused("cannot map " + std::to_string(nbytes) + " bytes: " + strerror(errno));
@@ -134,7 +136,7 @@ std::string alloc(Reader& in) {
     mprotect(b.map, g_page, PROT_NONE);
     mprotect(b.map + g_page + body, g_page, PROT_NONE);
     char *lo = b.map + g_page, *hi = lo + body;
-    b.data = hi - round_up(nbytes, 16);
+    b.data = hi - round_up(nbytes, kAlignment);
     in.copy(b.data, nbytes);
     memset(lo, 0xff, size_t(b.data - lo));
     memset(b.data + nbytes, 0xff, size_t(hi - b.data - nbytes));

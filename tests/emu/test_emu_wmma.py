@@ -1,0 +1,163 @@
+"""WMMA on the emulator: a tiled GEMM through nvcuda::wmma for half and bfloat16 inputs, every layout and
+both accumulators, and each precondition that the hardware silently assumes reported with its line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mmcheck.errors import KernelFault
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+
+GEMM = """
+#include <mma.h>
+using namespace nvcuda;
+
+extern "C++" {
+template <class Layout>
+struct Offset;  // of element (row, col) of a matrix with leading dimension ld
+template <>
+struct Offset<wmma::row_major> {
+    __device__ static int at(int row, int col, int ld) { return row * ld + col; }
+};
+template <>
+struct Offset<wmma::col_major> {
+    __device__ static int at(int row, int col, int ld) { return col * ld + row; }
+};
+
+// C (M x N) = alpha (A B + C), one warp per 16x16 tile of C.  The pointer to A is moved by `offset`
+// elements, and by `skew` more in lanes 16..31; lane `quit_lane` leaves at once.
+template <class T, class LayoutA, class LayoutB, class Acc>
+__device__ void gemm(const T* A, const T* B, Acc* C, int M, int N, int K, int lda, int ldb, int ldc,
+                     bool c_col_major, int offset, int skew, int quit_lane, float alpha) {
+    unsigned lane = threadIdx.x % 32;
+    if (int(lane) == quit_lane) return;
+    int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32, tm = warp / (N / 16) * 16, tn = warp % (N / 16) * 16;
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, LayoutA> a;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, T, LayoutB> b;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, Acc> c;
+    wmma::layout_t layout = c_col_major ? wmma::mem_col_major : wmma::mem_row_major;
+    int corner = c_col_major ? Offset<wmma::col_major>::at(tm, tn, ldc) : Offset<wmma::row_major>::at(tm, tn, ldc);
+    Acc* tile = C + corner;
+    wmma::load_matrix_sync(c, tile, ldc, layout);  // load C
+    const T* a_base = A + offset + (lane >= 16 ? skew : 0);
+    for (int k0 = 0; k0 < K; k0 += 16) {
+        wmma::load_matrix_sync(a, a_base + Offset<LayoutA>::at(tm, k0, lda), lda);  // load A
+        wmma::load_matrix_sync(b, B + Offset<LayoutB>::at(k0, tn, ldb), ldb);  // load B
+        wmma::mma_sync(c, a, b, c);  // mma
+    }
+    for (int i = 0; i < c.num_elements; ++i) c.x[i] = c.x[i] * Acc(alpha);
+    wmma::store_matrix_sync(tile, c, ldc, layout);  // store C
+}
+
+template <class T, class Acc>
+__device__ void by_layout(int config, const void* A, const void* B, void* C, int M, int N, int K, int lda,
+                          int ldb, int ldc, int offset, int skew, int quit_lane, float alpha) {
+    const T* a = static_cast<const T*>(A);
+    const T* b = static_cast<const T*>(B);
+    Acc* c = static_cast<Acc*>(C);
+    bool c_col = config & 16;
+#define ARGS a, b, c, M, N, K, lda, ldb, ldc, c_col, offset, skew, quit_lane, alpha
+    if (config & 2) {
+        if (config & 4) gemm<T, wmma::col_major, wmma::col_major>(ARGS);
+        else gemm<T, wmma::col_major, wmma::row_major>(ARGS);
+    } else {
+        if (config & 4) gemm<T, wmma::row_major, wmma::col_major>(ARGS);
+        else gemm<T, wmma::row_major, wmma::row_major>(ARGS);
+    }
+}
+}
+
+// config: 1 bfloat16 inputs, 2 A column major, 4 B column major, 8 half accumulator, 16 C column major.
+__global__ void k(const void* A, const void* B, void* C, int M, int N, int K, int config, int lda, int ldb,
+                  int ldc, int offset, int skew, int quit_lane, float alpha) {
+#define CALL config, A, B, C, M, N, K, lda, ldb, ldc, offset, skew, quit_lane, alpha
+    if (config & 1) by_layout<__nv_bfloat16, float>(CALL);
+    else if (config & 8) by_layout<half, half>(CALL);
+    else by_layout<half, float>(CALL);
+}
+"""
+BF16, A_COL, B_COL, HALF_ACC, C_COL = 1, 2, 4, 8, 16
+M, N, K = 32, 48, 64
+
+
+def line_of(kernel, marker: str) -> int:
+    return next(i for i, text in enumerate(kernel.spec.source.splitlines(), 1) if marker in text)
+
+
+@pytest.fixture(scope="module")
+def gemm(build):
+    return build(GEMM, params=("A", "B", "C", "M:int", "N:int", "K:int"))
+
+
+def launch(emu, run_kernel, kernel, config, a, b, c, *, lda=None, ldb=None, ldc=None, offset=0, skew=0,
+           quit_lane=-1, alpha=0.5, block=64, schedule="forward"):
+    """Runs the GEMM on the logical matrices a (M x K), b (K x N) and c (M x N), laid out as config says;
+    returns the logical result."""
+    storage = ml_dtypes.bfloat16 if config & BF16 else np.float16
+    acc = np.float16 if config & HALF_ACC else np.float32
+    a_mem = (a.T if config & A_COL else a).astype(storage)
+    b_mem = (b.T if config & B_COL else b).astype(storage)
+    c_mem = (c.T if config & C_COL else c).astype(acc)
+    lds = [lda or (M if config & A_COL else K), ldb or (K if config & B_COL else N),
+           ldc or (M if config & C_COL else N)]
+    out = run_kernel(emu, kernel, [a_mem.ravel().view(np.uint16), b_mem.ravel().view(np.uint16), c_mem.ravel(),
+                                   *map(np.int32, (M, N, K, config, *lds, offset, skew, quit_lane)), np.float32(alpha)],
+                     M * N // 256 * 32 // block, block, schedule=schedule)[2]
+    return out.reshape(c_mem.shape).T if config & C_COL else out.reshape(c_mem.shape)
+
+
+def small_integers(rng, *shape):
+    return rng.integers(-3, 4, shape).astype(np.float64)
+
+
+CONFIGS = [0, A_COL, B_COL, A_COL | B_COL, C_COL, A_COL | C_COL, HALF_ACC, HALF_ACC | A_COL | B_COL | C_COL,
+           BF16, BF16 | A_COL, BF16 | B_COL, BF16 | A_COL | B_COL | C_COL]
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_wmma_gemm_in_every_layout(emu, run_kernel, gemm, config):
+    rng = np.random.default_rng(config)
+    a, b, c = small_integers(rng, M, K), small_integers(rng, K, N), small_integers(rng, M, N)
+    got = launch(emu, run_kernel, gemm, config, a, b, c, schedule="shuffle" if config & C_COL else "forward")
+    np.testing.assert_array_equal(got, 0.5 * (a @ b + c))  # exact: small integers and halves
+
+
+def test_wmma_accumulates_in_float_in_k_order(emu, run_kernel, gemm):
+    """Inexact sums: D starts from C and adds the exact products one k at a time, rounding each sum to
+    float, as the emulator documents (tensor cores round differently, within float accumulation)."""
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((M, K)).astype(np.float16), rng.standard_normal((K, N)).astype(np.float16)
+    c = rng.standard_normal((M, N)).astype(np.float32)
+    got = launch(emu, run_kernel, gemm, 0, a, b, c, alpha=1.0)
+    want = c.copy()
+    for k in range(K):
+        want = want + (a[:, k:k + 1].astype(np.float32) * b[k:k + 1, :].astype(np.float32))  # products exact
+    np.testing.assert_array_equal(got, want)
+    assert not np.array_equal(got, (a.astype(np.float64) @ b + c).astype(np.float32))  # rounding did happen
+
+
+@pytest.mark.parametrize("case, options, block, message", [
+    ("ldm", dict(lda=K + 4), 64, r"wmma::load_matrix_sync at line {load_a}: ldm = 68 is not a multiple of 8 "
+                                 r"\(16-bit elements\)"),
+    ("float ldm", dict(ldc=N + 2), 64, r"wmma::load_matrix_sync at line {load_c}: ldm = 50 is not a multiple of 4 "
+                                       r"\(32-bit elements\)"),
+    ("alignment", dict(offset=8), 64, r"wmma::load_matrix_sync at line {load_a}: the pointer 0x[0-9a-f]+ is not "
+                                      r"256-bit aligned \(it is 16 bytes past a 32-byte boundary\)"),
+    ("agreement", dict(skew=16), 64, r"wmma::load_matrix_sync at line {load_a}: lane 16 passed \(pointer "
+                                     r"0x[0-9a-f]+, ldm 64, row major\) but lane 0 passed \(0x[0-9a-f]+, 64, row "
+                                     r"major\); all lanes of the warp must pass the same"),
+    ("partial warp", {}, 48, r"wmma::load_matrix_sync at line {load_c}: warp 1 has only 16 lanes \(the block has "
+                             r"48 threads\); the operation needs all 32 lanes of the warp"),
+    ("exited lane", dict(quit_lane=3), 64, r"wmma::load_matrix_sync at line {load_c}: lanes 0x00000008 of warp 0 "
+                                           r"had exited; the operation needs all 32 lanes of the warp"),
+])
+def test_wmma_preconditions_are_faults_naming_the_call(emu, run_kernel, gemm, case, options, block, message):
+    """The checks come before any memory is touched, so the buffers need not fit the bad arguments."""
+    rng = np.random.default_rng(0)
+    a, b, c = small_integers(rng, M, K), small_integers(rng, K, N), small_integers(rng, M, N)
+    lines = {"load_a": line_of(gemm, "// load A"), "load_c": line_of(gemm, "// load C")}
+    with pytest.raises(KernelFault, match=r"emu.k \(float32\): " + message.format(**lines) +
+                                          r", block \(\d+,0,0\), thread \(\d+,0,0\)$"):
+        launch(emu, run_kernel, gemm, 0, a, b, c, block=block, **options)
