@@ -24,16 +24,22 @@ from .dtypes import DType
 __all__ = ["tolerance", "Mismatch", "compare"]
 
 
-def tolerance(d: DType, n: int, magnitude: np.ndarray) -> np.ndarray:
-    """The per-element bound for a result of ``n`` roundings in ``d`` (a K-term dot product and what
-    follows it) whose magnitude (``|a| . |b|`` and the rest) is ``magnitude``: gamma_n * magnitude.
+def tolerance(acc: DType, n: int, magnitude: np.ndarray, out: DType | None = None,
+              want: np.ndarray | None = None) -> np.ndarray:
+    """The per-element bound for a result of ``n`` roundings in the accumulator's type ``acc`` (a K-term dot
+    product and what follows it) whose magnitude (``|a| . |b|`` and the rest) is ``magnitude``:
+    gamma_n * magnitude; then, where the output ``out`` is coarser than the accumulator (a half result of a
+    float32 accumulation), its one rounding of the value: u_out * (|want| + that bound).
 
     A small absolute term (``n`` times the smallest normal) covers underflow to subnormals."""
-    u = d.unit_roundoff
+    u = acc.unit_roundoff
     if n * u >= 1:
-        raise ValueError(f"{n} roundings are too many for a meaningful {d.name} error bound")
+        raise ValueError(f"{n} roundings are too many for a meaningful {acc.name} error bound")
     gamma = n * u / (1 - n * u)
-    return gamma * magnitude + n * d.tiny
+    bound = gamma * magnitude + n * acc.tiny
+    if out is not None and want is not None and out.unit_roundoff > u:
+        bound = bound + out.unit_roundoff * (np.abs(want) + bound) + out.tiny
+    return bound
 
 
 @dataclass(frozen=True)
@@ -66,26 +72,27 @@ def compare(got: np.ndarray, want: np.ndarray, bound: np.ndarray | None = None) 
     """``None`` if ``got`` matches ``want`` (exactly when ``bound`` is None), else the mismatch.
 
     NaN never matches, so an element left holding the NaN poison fails."""
+    got64 = got.astype(np.float64)  # 16-bit and integer results compare as their exact float64 values
     if bound is None:
-        bad = got != want
+        bad = got64 != want
     else:
-        bad = ~(np.abs(got.astype(np.float64) - want) <= bound)
+        bad = ~(np.abs(got64 - want) <= bound)
     count = int(np.count_nonzero(bad))
     if count == 0:
         return None
     with np.errstate(invalid="ignore", over="ignore"):
-        err = np.abs(got.astype(np.float64) - want.astype(np.float64))
+        err = np.abs(got64 - want.astype(np.float64))
     # Rank NaN and inf as the worst, then the largest error among the mismatches.
     score = np.where(bad, np.nan_to_num(err, nan=np.inf, posinf=np.inf), -1.0)
     flat = int(np.argmax(score))
     index = tuple(int(i) for i in np.unravel_index(flat, got.shape))
-    g, w, e = got.flat[flat], want.flat[flat], float(err.flat[flat])
+    w, e = want.flat[flat], float(err.flat[flat])
     scale = abs(float(w))
     return Mismatch(
         count=count,
         total=got.size,
         worst_index=index,
-        got=g.item(),
+        got=float(got.flat[flat]) if got.dtype.kind == "V" else got.flat[flat].item(),  # kind V: bfloat16
         want=w.item(),
         abs_err=e,
         rel_err=e / scale if scale else float("inf"),

@@ -20,8 +20,10 @@ for floats), compared bitwise afterwards.
 from __future__ import annotations
 
 import itertools
+import math
 import zlib
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -30,9 +32,11 @@ from .ops import LEADING, Op
 from .shapes import Shape
 from .spec import KernelSpec
 
-__all__ = ["Trial", "trials", "benchmark_trial", "Operands", "make_operands", "case_seed", "guard_width", "Layout", "pad",
+__all__ = ["Trial", "trials", "benchmark_trial", "granule", "Operands", "make_operands", "case_seed", "guard_width", "Layout", "pad",
            "padding_mask", "filled", "unpad", "to_buffer", "from_buffer", "bits", "same_bits", "marker_source"]
 
+# What whole-number C inputs are moved by (see make_operands); the float one is exact in every float type.
+C_OFFSET_FLOAT, C_OFFSET_INTEGER = 0.25, 1 << 20
 # Patterns whose every result is exactly representable, compared bit for bit.
 EXACT_PATTERNS = ("ints", "wrap")
 # How much longer than the matrix a padded leading dimension is, per buffer role (A, B, C): different for
@@ -88,6 +92,13 @@ def benchmark_trial(op: Op, dtype: str) -> Trial:
     return Trial(pattern, precision(dtype).output.alphas[-1], 1)
 
 
+def granule(*scalars: float | None) -> float:
+    """With whole-number inputs every result is a multiple of this: 1, or the finest fraction ``scalars``
+    bring in (alpha, beta, and C's input offset: 1/2 for alpha = -1.5, 1/4 for an input C)."""
+    given = [s for s in scalars if s is not None]
+    return 1 / math.lcm(*(Fraction(s).limit_denominator(1 << 20).denominator for s in given)) if given else 1.0
+
+
 def case_seed(seed: int, *parts: object) -> int:
     """A stable per-case seed, so every case is reproducible from the run's seed alone."""
     return zlib.crc32(repr((seed, *parts)).encode()) & 0x7FFFFFFF
@@ -129,6 +140,10 @@ def make_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed
         return Operands(a, b, filled(shape.batch * m * n, fill, p.output).reshape(shape.batch, m, n),
                         trial.alpha, trial.beta, c_is_input=False)
     c = draw(p.output, shape.batch, m, n)
+    if trial.pattern == "ints":
+        # Off the lattice the results lie on (multiples of 1/2 with the default alpha and beta; for integers,
+        # far from any sum), so that a value written where another belongs cannot equal C's input by chance.
+        c += p.output.numpy.type(C_OFFSET_INTEGER if p.output.is_integer else C_OFFSET_FLOAT)
     # An element whose correct result equals its input could not tell "left as it was" from "computed":
     # move such inputs (a few passes settle all but results that equal C whatever it holds).
     for _ in range(3):

@@ -7,15 +7,13 @@ draws where the errors are, one character per tile of C.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 
 from .compare import tolerance
-from .data import marker_source
+from .data import C_OFFSET_FLOAT, granule, marker_source
 from .dtypes import DTYPES
 
 __all__ = ["Evidence", "diagnose", "tile_map"]
@@ -46,12 +44,8 @@ class Evidence:
     alpha: float | None = None
     beta: float | None = None
     c_unset: bool = False  # C held NaN because beta == 0 (strict_beta): it need not be read
+    accumulator: str | None = None  # the type the kernel promises to accumulate in (None: ``dtype``)
 
-    def granule(self) -> float:
-        """With whole-number inputs every result is a multiple of this: 1, or the finest fraction alpha
-        and beta bring in (1/2 for alpha = -1.5)."""
-        scalars = [s for s in (self.alpha, self.beta) if s is not None]
-        return 1 / math.lcm(*(Fraction(s).limit_denominator(1 << 20).denominator for s in scalars)) if scalars else 1.0
 
     def product(self, x: np.ndarray) -> np.ndarray:
         """The A @ B part of a result ``x`` (float64): (x - beta * c) / alpha."""
@@ -142,7 +136,7 @@ def _where(e: Evidence, mask: np.ndarray, what: str, right_by_chance: float = 0.
 
 
 def _wrong_region(e: Evidence) -> str | None:
-    return _where(e, e.bad & ~e.unwritten, f"{int((e.bad & ~e.unwritten).sum())} wrong elements", right_by_chance=0.25)
+    return _where(e, e.bad & ~e.unwritten, f"{int((e.bad & ~e.unwritten).sum())} wrong elements", right_by_chance=0.05)
 
 
 def _unwritten_region(e: Evidence) -> str | None:
@@ -215,21 +209,37 @@ def _transposed(e: Evidence) -> str | None:
     return None
 
 
+def _tiles_transposed(e: Evidence) -> str | None:
+    """Each t x t tile of C holds its own transpose: a tile (a WMMA fragment, a shared-memory tile) stored in
+    the other memory order."""
+    batch, m, n = e.want.shape
+    for t in sorted(e.tiles, reverse=True):
+        if t >= min(m, n) or m % t or n % t:
+            continue
+        tiles = e.got.astype(np.float64).reshape(batch, m // t, t, n // t, t)
+        if np.allclose(tiles.transpose(0, 1, 4, 3, 2).reshape(e.want.shape), e.want, rtol=1e-5, atol=1e-6):
+            return (f"every {t}x{t} tile of C is stored transposed: a tile (a WMMA fragment stored with the other "
+                    "memory layout, or a shared tile indexed [x][y]) written in column-major order")
+    return None
+
+
 def _precision(e: Evidence) -> str | None:
     """Errors that a coarser type explains: whole numbers (an integer accumulator), or errors within the
-    rounding bound of a float type coarser than the output's (the tightest such type is named)."""
+    rounding bound of a float type coarser than the accumulator the kernel promises (the tightest such type
+    is named)."""
     out = DTYPES[e.dtype]
     if e.exact or out.is_integer:
         return None
+    acc = DTYPES[e.accumulator or e.dtype]
     bad = e.bad & ~e.unwritten
     got = e.got.astype(np.float64)
     if np.all(got[bad] == np.round(got[bad])) and not np.all(e.want == np.round(e.want)):
         return f"every wrong result is a whole number: an integer accumulator (or conversion) in a {out.name} kernel"
-    coarser = sorted((d for d in DTYPES.values() if d.unit_roundoff > out.unit_roundoff), key=lambda d: d.unit_roundoff)
+    coarser = sorted((d for d in DTYPES.values() if d.unit_roundoff > acc.unit_roundoff), key=lambda d: d.unit_roundoff)
     for d in coarser:
-        if np.all(np.abs(got - e.want) <= tolerance(d, e.a.shape[2] + 3, e.magnitude())):
-            return (f"the errors are of {d.name} size: a {d.name} accumulator or {d.name} intermediate in a "
-                    f"{out.name} kernel")
+        if np.all(np.abs(got - e.want) <= tolerance(d, e.a.shape[2] + 3, e.magnitude(), out, e.want)):
+            return (f"the errors are of {d.name} size: the accumulator is {d.name} (or a {d.name} intermediate), "
+                    f"not the {acc.name} the kernel promises")
     return None
 
 
@@ -290,11 +300,12 @@ def _not_whole(e: Evidence) -> str | None:
     a finer fraction can only come from memory that holds no input value."""
     if not e.exact or DTYPES[e.dtype].is_integer:
         return None
-    got = e.got[e.bad & ~e.unwritten].astype(np.float64) / e.granule()
+    unit = granule(e.alpha, e.beta, C_OFFSET_FLOAT if e.c is not None else None)
+    got = e.got[e.bad & ~e.unwritten].astype(np.float64) / unit
     fractions = int(np.sum(np.isfinite(got) & (got != np.round(got))))
     if not fractions:
         return None
-    whole = "whole numbers" if e.granule() == 1 else f"multiples of {e.granule():g}"
+    whole = "whole numbers" if unit == 1 else f"multiples of {unit:g}"
     return (f"{fractions} wrong results are not {whole} although every input is whole: the kernel read memory "
             "holding no input value (a shared tile cell never loaded, e.g. by threads that returned early, or "
             "an out-of-bounds read)")
@@ -309,5 +320,5 @@ def _zeros(e: Evidence) -> str | None:
 
 _CLASSIFIERS: tuple[Callable[[Evidence], str | None], ...] = (
     _unwritten_region, _wrong_region, _batch, _scalars, _dropped_terms, _stale_tile_padding, _transposed,
-    _precision, _nan, _not_whole, _zeros,
+    _tiles_transposed, _precision, _nan, _not_whole, _zeros,
 )

@@ -2,8 +2,9 @@
 dtype and its output's, which differ for mixed-precision kernels such as ``float16->float32``).
 
 Everything that varies by dtype (the numpy dtype, the C type and its mangling, the poison and guard bit
-patterns, the rounding unit, the input patterns, the default alpha and beta) is read from here; adding a
-dtype is one entry.
+patterns, the rounding unit, the input patterns, the default alpha and beta, the cuBLAS routine and the
+peak it is compared with) is read from here; adding a dtype is one entry.  bfloat16 is ml_dtypes' numpy
+dtype.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+import ml_dtypes
 import numpy as np
 
 __all__ = ["DType", "DTYPES", "Precision", "precision", "PRECISIONS"]
@@ -42,7 +44,9 @@ class DType:
     alphas: tuple[float, ...]          # default alpha and beta to test (ops with scalars)
     betas: tuple[float, ...]
     header: str | None = None          # the CUDA header that declares ``ctype``
-    blas: str | None = None            # the BLAS routines' prefix (s, d); None: cuBLAS has no GEMM for it
+    blas: str | None = None            # cuBLAS: the routines' prefix (s, d), or "ex" for cublasGemmEx; None: none
+    cuda_type: int | None = None       # cudaDataType (CUDA_R_32F ...), what cublasGemmEx is told
+    peak: tuple[str, ...] = ()         # bench/peak.py's lanes this dtype's kernels are compared with
 
     @property
     def itemsize(self) -> int:
@@ -57,45 +61,66 @@ class DType:
         """The unsigned integer dtype of the same width, to compare bit patterns."""
         return np.dtype(f"uint{8 * self.itemsize}")
 
+    @property
+    def is_half(self) -> bool:
+        """A 16-bit float: products of two are exact in float32, sums are what tensor cores do."""
+        return not self.is_integer and self.itemsize == 2
+
     @cached_property
     def unit_roundoff(self) -> float:
         """u = eps / 2; 0 for integers, whose arithmetic is exact (or wraps)."""
-        return 0.0 if self.is_integer else float(np.finfo(self.numpy).eps) / 2
+        return 0.0 if self.is_integer else float(ml_dtypes.finfo(self.numpy).eps) / 2
 
     @cached_property
     def tiny(self) -> float:
         """The smallest normal number (the absolute error floor of gradual underflow)."""
-        return 0.0 if self.is_integer else float(np.finfo(self.numpy).tiny)
+        return 0.0 if self.is_integer else float(ml_dtypes.finfo(self.numpy).tiny)
 
     @cached_property
     def exact_integers(self) -> int:
         """Every integer of magnitude up to this is exactly representable."""
         if self.is_integer:
             return int(np.iinfo(self.numpy).max)
-        return 2 ** (np.finfo(self.numpy).nmant + 1)
+        return 2 ** (ml_dtypes.finfo(self.numpy).nmant + 1)
 
 
 _FLOAT_SCALARS = {"alphas": (1.0, -1.5), "betas": (0.0, 2.0)}  # halves keep whole-number data exact
 DTYPES: dict[str, DType] = {d.name: d for d in (
     DType("int32", np.dtype("int32"), "int", "i", 0xDEADBEEF, 0x5AFED0DE, (0x5AFEA0DE, 0x5AFEB0DE, 0x5AFEC0DE),
-          (0x5AFEA1DE, 0x5AFEB1DE, 0x5AFEC1DE), 0, ("ints", "wrap"), (1, -2), (0, 3)),
+          (0x5AFEA1DE, 0x5AFEB1DE, 0x5AFEC1DE), 0, ("ints", "wrap"), (1, -2), (0, 3), cuda_type=10,
+          peak=("int32",)),
     DType("float32", np.dtype("float32"), "float", "f", 0x7FC0DEAD, 0x7F80DEAD, (0x7FA0A0A1, 0x7FB0B0B1, 0x7F90C0C1),
-          (0x7FA1A1A1, 0x7FB1B1B1, 0x7F91C1C1), 0x00400000, ("ints", "normal"), **_FLOAT_SCALARS, blas="s"),
+          (0x7FA1A1A1, 0x7FB1B1B1, 0x7F91C1C1), 0x00400000, ("ints", "normal"), **_FLOAT_SCALARS, blas="s",
+          cuda_type=0, peak=("fp32",)),
     DType("float64", np.dtype("float64"), "double", "d", 0x7FF80000DEADBEEF, 0x7FF0DEADDEADDEAD,
           (0x7FF4A0A0A0A0A0A1, 0x7FF2B0B0B0B0B0B1, 0x7FF1C0C0C0C0C0C1),
           (0x7FF4A1A1A1A1A1A1, 0x7FF2B1B1B1B1B1B1, 0x7FF1C1C1C1C1C1C1), 0x0008000000000000,
-          ("ints", "normal"), **_FLOAT_SCALARS, blas="d"),
+          ("ints", "normal"), **_FLOAT_SCALARS, blas="d", cuda_type=1, peak=("fp64", "fp64_tensor")),
+    # 16-bit floats: NaN payloads fit in the 9 (float16) or 6 (bfloat16) mantissa bits below the quiet bit.
+    DType("float16", np.dtype("float16"), "__half", "6__half", 0x7EAD, 0x7CDE, (0x7CA1, 0x7CB1, 0x7CC1),
+          (0x7D21, 0x7D31, 0x7D41), 0x0200, ("ints", "normal"), **_FLOAT_SCALARS, header="cuda_fp16.h",
+          blas="ex", cuda_type=2, peak=("fp16_tensor",)),
+    DType("bfloat16", np.dtype(ml_dtypes.bfloat16), "__nv_bfloat16", "13__nv_bfloat16", 0x7FED, 0x7F9E,
+          (0x7F81, 0x7F82, 0x7F83), (0x7F84, 0x7F85, 0x7F86), 0x0040, ("ints", "normal"), **_FLOAT_SCALARS,
+          header="cuda_bf16.h", blas="ex", cuda_type=14, peak=("bf16_tensor",)),
 )}
 
 
 @dataclass(frozen=True)
 class Precision:
     """What a ``dtypes`` item of a spec means: A and B (or x) hold ``inputs``, C (or y), alpha and beta hold
-    ``output``.  ``"float32"`` is float32 throughout; ``"float16->float32"`` is mixed."""
+    ``output``.  ``"float32"`` is float32 throughout; ``"float16->float32"`` is the tensor-core contract,
+    half inputs and a float32 result."""
 
     name: str
     inputs: DType
     output: DType
+
+    @property
+    def default_accumulator(self) -> DType:
+        """What a kernel accumulates in unless its spec says (``accumulate``): float32 for half inputs,
+        else the output's type."""
+        return DTYPES["float32"] if self.inputs.is_half else self.output
 
     @property
     def mixed(self) -> bool:
@@ -114,5 +139,5 @@ def precision(name: str) -> Precision:
     return Precision(name, DTYPES[inputs], DTYPES[output or inputs])
 
 
-# The names a spec may list: each dtype on its own.
-PRECISIONS: tuple[str, ...] = tuple(DTYPES)
+# The names a spec may list: each dtype on its own, and half inputs with a float32 result.
+PRECISIONS: tuple[str, ...] = (*DTYPES, "float16->float32", "bfloat16->float32")

@@ -120,7 +120,8 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
     evidence = Evidence(ops.a, ops.b, got, want, mismatch.mask | unwritten, unwritten, out_type.name,
                         exact=bound is None, tiles=tuple(tiles(spec)), names=spec.buffers,
                         c=ops.c if ops.c_is_input else None, alpha=ops.alpha, beta=ops.beta,
-                        c_unset=spec.operation.accumulates and not ops.c_is_input)
+                        c_unset=spec.operation.accumulates and not ops.c_is_input,
+                        accumulator=spec.accumulator(precision(prepared.dtype)).name)
     lines += diagnose(evidence)
     lines.append(tile_map(evidence))
     record = Record(
@@ -197,15 +198,27 @@ def _right(prepared: Prepared, got: np.ndarray, ops: Operands) -> bool:
 
 
 def _expected(prepared: Prepared, ops: Operands) -> tuple[np.ndarray, np.ndarray | None]:
-    """The reference for ``ops`` and the bound to compare with (None: exactly)."""
-    d = precision(prepared.dtype).output
-    op = prepared.spec.operation
+    """The reference for ``ops`` and the bound to compare with (None: exactly).
+
+    Whole-number data is compared bit for bit where every partial sum fits the accumulator the kernel
+    promises (the result then rounded once to C's type, as the reference is); otherwise, and for Gaussian
+    data, within the bound of that accumulator's rounding and C's."""
+    spec, p = prepared.spec, precision(prepared.dtype)
+    op, out, acc = spec.operation, p.output, spec.accumulator(p)
     want = reference(op, ops)
-    if d.is_integer:
-        want = want.astype(d.numpy)  # wraps modulo 2**32, as the GPU's int32 arithmetic does
-    if prepared.trial.exact:
-        return want, None
-    return want, tolerance(d, prepared.shape.K + op.roundings, magnitude(op, ops))
+    if out.is_integer:
+        return want.astype(out.numpy), None  # wraps modulo 2**32, as the GPU's int32 arithmetic does
+    size = magnitude(op, ops)
+    if prepared.trial.exact and _fits(size, acc, ops):
+        return want.astype(out.numpy).astype(np.float64), None
+    return want, tolerance(acc, prepared.shape.K + op.roundings, size, out, want)
+
+
+def _fits(size: np.ndarray, acc: DType, ops: Operands) -> bool:
+    """Every partial sum of whole-number data (in steps of the finest fraction alpha and beta bring in) is
+    exact in ``acc``."""
+    offset = data.C_OFFSET_FLOAT if ops.c_is_input else None
+    return bool(np.all(size <= acc.exact_integers * data.granule(ops.alpha, ops.beta, offset)))
 
 
 def _quietly(rerun: Rerun, trial: Trial, schedule: str, operands: Operands) -> np.ndarray | None:

@@ -115,7 +115,9 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
             args.append(buffers[q.name])
         elif q.kind == "scalar":
             kind = np.dtype(CTYPES[q.ctype]) if q.ctype else p.output.numpy
-            args.append(kind.type(scalars[q.name]))
+            value = np.array(scalars[q.name], dtype=kind)
+            # A type numpy does not know (bfloat16) is passed as its bits: the kernel reads the same bytes.
+            args.append((value.view(np.dtype(f"uint{8 * kind.itemsize}")) if kind.kind == "V" else value)[()])
         else:
             args.append(np.dtype(CTYPES[q.ctype]).type(lds[q.name] if q.kind == "leading" else launch.env[q.name]))
     return Prepared(spec, dtype, shape, trial, launch, operands, layouts, guard, hosts, buffers, tuple(args))  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .dtypes import PRECISIONS, Precision, precision
+from .dtypes import DTYPES, PRECISIONS, DType, Precision, precision
 from .errors import SpecError
 from .expr import SHAPE_NAMES, Expr, ExprError
 from .ops import OPS, SCALARS, SIZES, Op
@@ -94,6 +94,7 @@ class KernelSpec:
     beta: tuple[float, ...] = ()
     strict_beta: bool = False
     bench: tuple[int | str, ...] = ()               # benchmark sizes: n (square) or "MxNxK[bB]"
+    accumulate: str | None = None                   # the accumulator the kernel promises (None: the default)
 
     @property
     def operation(self) -> Op:
@@ -128,6 +129,11 @@ class KernelSpec:
     def precisions(self) -> tuple[Precision, ...]:
         return tuple(precision(d) for d in self.dtypes)
 
+    def accumulator(self, p: Precision) -> DType:
+        """The type the kernel promises to accumulate in: ``accumulate``, else float32 for half inputs, else
+        the output's type."""
+        return DTYPES[self.accumulate] if self.accumulate else p.default_accumulator
+
     def scalars(self, p: Precision) -> tuple[tuple[float, ...], tuple[float, ...]]:
         """The alpha and beta values to test: the spec's, else the output dtype's defaults."""
         return self.alpha or p.output.alphas, self.beta or p.output.betas
@@ -148,7 +154,7 @@ def sizeof(p: Precision) -> dict[str, int]:
 
 _KEYS = {
     "name", "entry", "template", "op", "dtypes", "params", "block", "grid", "requires", "defines",
-    "smem", "layout", "expect", "about", "catch", "let", "alpha", "beta", "strict_beta", "bench",
+    "smem", "layout", "expect", "about", "catch", "let", "alpha", "beta", "strict_beta", "bench", "accumulate",
 }
 _REQUIRED = ("name", "entry", "op", "dtypes", "params", "block", "grid")
 
@@ -320,6 +326,10 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
             (isinstance(b, int) and not isinstance(b, bool) and b > 0) or (isinstance(b, str) and _SHAPE.match(b))
             for b in bench):
         raise fail("bench", 'must be a list of sizes: square n (4096) or shapes ("1024x1024x1024b128")')
+    accumulate = table.get("accumulate")
+    floats = [n for n, d in DTYPES.items() if not d.is_integer]
+    if accumulate is not None and accumulate not in floats:
+        raise fail("accumulate", f"must be one of {', '.join(floats)}, not {accumulate!r}")
     strict = table.get("strict_beta", False)
     if not isinstance(strict, bool):
         raise fail("strict_beta", "must be true or false")
@@ -349,6 +359,7 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         beta=scalars["beta"],
         strict_beta=strict,
         bench=tuple(bench),
+        accumulate=accumulate,
     )
 
 

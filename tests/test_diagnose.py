@@ -94,7 +94,7 @@ def test_float_accumulator_in_a_double_kernel():
     def got(a, b, w):
         return (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float64)
     says(evidence(Shape(6, 6, 100), got, "float64", "normal"),
-         "the errors are of float32 size: a float32 accumulator or float32 intermediate in a float64 kernel")
+         "the errors are of float32 size: the accumulator is float32 (or a float32 intermediate), not the float64")
 
 
 def test_integer_accumulator_in_a_float_kernel():

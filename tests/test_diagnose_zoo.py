@@ -34,6 +34,12 @@ CASES = {
     "buggy.gemm_alpha_on_c": (Shape(5, 6, 7), "mismatch", "alpha is applied to beta * C too"),
     "buggy.gemm_reads_c_when_beta_zero": (Shape(5, 6, 7), "mismatch", "it reads C although beta == 0"),
     "buggy.gemm_lda_as_m": (Shape(5, 6, 7), "mismatch", "wrong only when lda is padded, right when lda = M"),
+    # K = 32: whole-number partial sums stay exact even in half, so the Gaussian inputs are what show it
+    "buggy.half_accumulator": (Shape(16, 16, 32), "mismatch", "the errors are of float16 size: the accumulator is "
+                                                              "float16"),
+    "buggy.wmma_ldm_assumes_square": (Shape(32, 16, 32), "mismatch", "NaN"),
+    "buggy.wmma_k_tail_unpadded": (Shape(16, 32, 24), "mismatch", "NaN"),
+    "buggy.wmma_store_col_major": (Shape(32, 48, 16), "mismatch", "every 16x16 tile of C is stored transposed"),
 }
 # Where the GPU shows the same bug differently.  Its races are seen by racecheck, which names the source
 # lines.  Threads that have returned count as arrived at a barrier on sm_70 and later, so an early return

@@ -43,17 +43,19 @@ Memory bandwidth: the driver's memory clock (``cudaDeviceProp``'s memory clock r
 clock, 2 transfers per cycle: GB/s = 2 x clock x bus width / 8 (H100 SXM: 2619 MHz, 5120 bits -> 3352 GB/s,
 the datasheet's 3.35 TB/s).
 
-Which peak a dtype is compared with: float16 and bfloat16 kernels, and mixed ones (``"float16->float32"``:
-inputs ``float16``, output/accumulation ``float32``) with the tensor-core peak, since that is what cuBLAS
-reaches for them; int32, float32 and float64 with the SIMT lanes.
+Which peak a dtype is compared with is the dtype table's ``peak`` (mmcheck/dtypes.py), by the inputs' type:
+float16 and bfloat16 kernels, mixed ones (``"float16->float32"``) too, with the tensor-core peak, since that
+is what cuBLAS reaches for them; float64 with the better of SIMT lanes and FP64 tensor cores; int32 and
+float32 with the SIMT lanes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Lanes", "LANES", "dtype_peak_gflops", "lanes_per_sm", "peak_bandwidth_gbs", "peak_gflops",
-           "uses_tensor_cores"]
+from ..dtypes import precision
+
+__all__ = ["Lanes", "LANES", "dtype_peak_gflops", "lanes_per_sm", "peak_bandwidth_gbs", "peak_gflops"]
 
 
 @dataclass(frozen=True)
@@ -80,43 +82,26 @@ LANES: dict[tuple[int, int], Lanes] = {
     (12, 0): Lanes(128, 2, 64, 512, 512, 256),
 }
 
-_SIMT = {"float32": "fp32", "float64": "fp64", "int32": "int32"}
-_TENSOR = {"float16": "fp16_tensor", "bfloat16": "bf16_tensor", "float32": "tf32_tensor", "float64": "fp64_tensor"}
-
-
-def _inputs(dtype: str) -> str:
-    """The input type of a dtype name: ``"float16->float32"`` -> ``"float16"``."""
-    return dtype.split("->")[0].strip()
-
-
-def uses_tensor_cores(dtype: str) -> bool:
-    """Whether ``dtype``'s kernels are compared with the tensor-core peak (float16, bfloat16, mixed)."""
-    return _inputs(dtype) in ("float16", "bfloat16")
-
-
-def lanes_per_sm(cc: tuple[int, int], dtype: str, tensor: bool) -> int | None:
-    """Multiply-adds per clock per SM for ``dtype``'s inputs on tensor cores or SIMT lanes; None where
-    unknown (a compute capability not in the table, fp16 on SIMT lanes, int32 or fp64 on tensor cores)."""
+def lanes_per_sm(cc: tuple[int, int], lane: str) -> int | None:
+    """Multiply-adds per clock per SM of one column of the table (a ``Lanes`` field: ``fp32``,
+    ``fp16_tensor`` ...); None where unknown or unsupported."""
     lanes = LANES.get(tuple(cc))  # type: ignore[arg-type]
-    field = (_TENSOR if tensor else _SIMT).get(_inputs(dtype))
-    if lanes is None or field is None:
-        return None
-    return getattr(lanes, field)
+    return None if lanes is None else getattr(lanes, lane)
 
 
-def peak_gflops(cc: tuple[int, int], sms: int, clock_mhz: float, dtype: str, tensor: bool) -> float | None:
+def peak_gflops(cc: tuple[int, int], sms: int, clock_mhz: float, lane: str) -> float | None:
     """SMs x multiply-adds per clock per SM x 2 x clock, in GFLOP/s (GOP/s for int32); None where unknown."""
-    lanes = lanes_per_sm(cc, dtype, tensor)
-    return None if lanes is None else sms * lanes * 2 * clock_mhz / 1e3
+    per_sm = lanes_per_sm(cc, lane)
+    return None if per_sm is None else sms * per_sm * 2 * clock_mhz / 1e3
 
 
 def dtype_peak_gflops(cc: tuple[int, int], sms: int, clock_mhz: float, dtype: str) -> float | None:
-    """The highest rate the device computes ``dtype`` at its own precision, what "% of peak" is against:
-    tensor cores for float16 and bfloat16 inputs, the better of SIMT lanes and tensor cores for float64 (A100
-    and H100 have FP64 tensor cores, which cuBLAS's DGEMM uses), SIMT lanes for float32 (TF32 tensor cores
-    round the inputs, so they are not float32's peak) and int32."""
-    choices = (True,) if uses_tensor_cores(dtype) else (False, True) if _inputs(dtype) == "float64" else (False,)
-    rates = [r for tensor in choices if (r := peak_gflops(cc, sms, clock_mhz, dtype, tensor)) is not None]
+    """The highest rate the device computes ``dtype`` at its own precision, what "% of peak" is against (the
+    dtype table's ``peak`` lanes, by the inputs' type): tensor cores for float16 and bfloat16 inputs, the
+    better of SIMT lanes and tensor cores for float64 (A100 and H100 have FP64 tensor cores, which cuBLAS's
+    DGEMM uses), SIMT lanes for float32 (TF32 tensor cores round the inputs, so they are not float32's
+    peak) and int32."""
+    rates = [r for lane in precision(dtype).inputs.peak if (r := peak_gflops(cc, sms, clock_mhz, lane)) is not None]
     return max(rates) if rates else None
 
 

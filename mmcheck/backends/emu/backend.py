@@ -92,7 +92,7 @@ class EmuBackend:
         if not 0 <= offset <= host.size:
             raise ValueError(f"offset {offset} is outside the array of {host.size} elements")
         try:
-            handle = _Buffer(self._worker, memoryview(np.ascontiguousarray(host)))
+            handle = _Buffer(self._worker, memoryview(np.ascontiguousarray(host).view(np.uint8)))
         except w.Refused as e:  # the one reason the worker refuses an allocation: no memory for it
             raise OutOfMemory(f"the emulator cannot hold {host.nbytes} bytes: {e}") from None
         return DeviceBuffer(size=host.size, dtype=host.dtype, offset=offset, handle=handle)
@@ -177,6 +177,8 @@ def _mismatch(arg: Arg, param: w.ParamInfo) -> str | None:
         return None
     if not isinstance(arg, np.generic):
         return f"got a {type(arg).__name__}; pass a DeviceBuffer or a numpy scalar"
+    if param.kind == "s" and arg.dtype.itemsize == param.size:
+        return None  # a struct of the scalar's size (__half, __nv_bfloat16) takes its bytes
     if param.kind in "ps":
         return f"is a {expected}, which a {arg.dtype} scalar cannot be passed as"
     floating = arg.dtype.kind == "f"
