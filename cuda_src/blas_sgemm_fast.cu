@@ -1,0 +1,211 @@
+/* mmcheck
+# A fast FP32 SGEMM on the CUDA cores (SIMT, no tensor cores), the cuBLAS signature of blas_sgemm.cu:
+# sgemm(M, N, K, alpha, A, B, beta, C), C = alpha * A @ B + beta * C, row-major; C is not read when
+# beta == 0 (the BLAS rule, so C may then hold anything).  It takes the steps after 1D block tiling:
+#
+# - Block tile BM x BN of C, stepped through K in slabs of BK.  A's BM x BK slab is stored transposed in
+#   shared memory (As[k][m], rows padded by 4 floats so the transposing stores meet no bank conflicts),
+#   B's BK x BN slab as it is, so both are read along M and N as float4.
+# - Warp tiling: the block's warps each own a WM x WN part of the tile; a warp's 32 threads are a
+#   (WM / TM) x (WN / TN) grid, and each thread's TM x TN results are 4 x 4 pieces spaced a warp-grid
+#   apart, so the float4 reads of one warp cover consecutive words (no bank conflicts, many broadcasts).
+# - Register blocking: per k a thread reads TM + TN values (TM/4 + TN/4 LDS.128) and does TM * TN FFMAs.
+# - Double buffering: two shared stages.  The global loads of slab t+1 (float4, into registers) are
+#   issued before the FFMAs of slab t and stored to the other stage after them, so one __syncthreads
+#   per slab suffices and global latency hides behind the arithmetic.
+# - Boundaries: every global load is predicated (cells past M, N or K are zeros in shared memory) and
+#   every store checked, so the inner loop has no branches.  VEC = 4 loads and stores float4 and needs
+#   K % 4 == 0 and N % 4 == 0 (rows of A, B and C then start 16-byte aligned, given aligned buffers, as
+#   cudaMalloc's are); VEC = 1 loads single floats for any K and N.  MINB is __launch_bounds__'s
+#   minimum number of blocks per SM (it caps the registers a thread may use).
+#
+# Configurations (let): 128 x 128 x 8 tiles, 8 warps of 64 x 32, 8 x 8 results per thread, 2 blocks per
+# SM, when M and N are both >= 256 (at least four tiles); else 64 x 64 x 8 tiles, 4 warps of 32 x 32,
+# 8 x 4 per thread, so that small shapes are not spread over a few mostly empty 128 x 128 tiles.
+# docs/gpu-runs/sgemm-fast-candidates.cu holds the configurations timed against cuBLAS to choose these.
+
+[[kernel]]
+name = "blas.sgemm_warptiled"
+entry = "sgemm_warptiled"
+op = "gemm"
+dtypes = ["float32"]
+template = ["BM", "BN", "BK", "WM", "WN", "TM", "TN", "VEC", "MINB"]
+let = {BIG = "1 if M >= 256 and N >= 256 else 0", BM = "128 if BIG else 64", BN = "BM", BK = 8, WM = "BM // 2", WN = 32, TM = 8, TN = "8 if BIG else 4", VEC = "4 if K % 4 == 0 and N % 4 == 0 else 1", MINB = "2 if BIG else 1"}
+params = ["M", "N", "K", "alpha", "A", "B", "beta", "C"]
+block = ["(BM // WM) * (BN // WN) * 32"]
+grid = ["cdiv(N, BN)", "cdiv(M, BM)"]
+strict_beta = true
+about = "warp tiling, float4 loads, 8x8 register blocking, double-buffered shared memory; tiles chosen by shape"
+*/
+#include <cuda_runtime.h>
+
+template <const int BM, const int BN, const int BK, const int WM, const int WN, const int TM, const int TN,
+          const int VEC, const int MINB>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB)
+    sgemm_warptiled(int M, int N, int K, float alpha, const float *__restrict__ A, const float *__restrict__ B,
+                    float beta, float *__restrict__ C)
+{
+    constexpr int NT = (BM / WM) * (BN / WN) * 32;  // threads per block
+    constexpr int WTC = WN / TN;                    // a warp's threads: (WM / TM) rows x WTC columns
+    constexpr int MI = TM / 4, NI = TN / 4;         // a thread's 4 x 4 pieces along M and N
+    constexpr int WMS = WM / MI, WNS = WN / NI;     // the distance between those pieces
+    constexpr int LDA = BM + 4;                     // As row length: the padding spreads transposed stores
+    constexpr int AL = BM * BK / 4 / NT;            // float4s of A and of B each thread loads per slab
+    constexpr int BL = BK * BN / 4 / NT;
+    static_assert(VEC == 4 || VEC == 1, "VEC is 4 (float4 global accesses) or 1");
+    static_assert(BM % WM == 0 && BN % WN == 0 && TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "tile shapes");
+    static_assert((WM / TM) * (WN / TN) == 32, "a warp is 32 threads");
+    static_assert(AL * 4 * NT == BM * BK && BL * 4 * NT == BK * BN, "slabs split evenly over the threads");
+
+    __shared__ __align__(16) float As[2][BK * LDA];
+    __shared__ __align__(16) float Bs[2][BK * BN];
+
+    const int tid = threadIdx.x;
+    const int warp = tid / 32, lane = tid % 32;
+    const int wm = (warp / (BN / WN)) * WM, wn = (warp % (BN / WN)) * WN;  // the warp's part of the tile
+    const int tm = (lane / WTC) * 4, tn = (lane % WTC) * 4;               // the thread's first piece in it
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+
+    // Which cells of the slabs this thread loads: float4 j of A is row ar[j], columns ac[j]..ac[j]+3 of
+    // the BM x BK slab (consecutive threads take consecutive 16 bytes of a row); float4 j of B is row
+    // br[j], columns bc[j]..bc[j]+3 of the BK x BN slab.
+    int ar[AL], ac[AL], br[BL], bc[BL];
+#pragma unroll
+    for (int j = 0; j < AL; ++j) {
+        ar[j] = (tid + j * NT) / (BK / 4);
+        ac[j] = (tid + j * NT) % (BK / 4) * 4;
+    }
+#pragma unroll
+    for (int j = 0; j < BL; ++j) {
+        br[j] = (tid + j * NT) / (BN / 4);
+        bc[j] = (tid + j * NT) % (BN / 4) * 4;
+    }
+    float4 ra[AL], rb[BL];  // slab k0 on its way from global to shared memory
+
+    // Cells past an edge are loaded as zeros, so the arithmetic needs no checks.  With VEC == 4, K and N
+    // are multiples of 4, so a float4 lies wholly inside or wholly outside A or B.
+    auto load = [&](int k0) {
+#pragma unroll
+        for (int j = 0; j < AL; ++j) {
+            const int m = m0 + ar[j], k = k0 + ac[j];
+            const float *p = A + (size_t)m * K + k;
+            if (VEC == 4) {
+                ra[j] = (m < M && k < K) ? *reinterpret_cast<const float4 *>(p) : make_float4(0.f, 0.f, 0.f, 0.f);
+            } else {
+                ra[j].x = (m < M && k + 0 < K) ? p[0] : 0.f;
+                ra[j].y = (m < M && k + 1 < K) ? p[1] : 0.f;
+                ra[j].z = (m < M && k + 2 < K) ? p[2] : 0.f;
+                ra[j].w = (m < M && k + 3 < K) ? p[3] : 0.f;
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < BL; ++j) {
+            const int k = k0 + br[j], n = n0 + bc[j];
+            const float *p = B + (size_t)k * N + n;
+            if (VEC == 4) {
+                rb[j] = (k < K && n < N) ? *reinterpret_cast<const float4 *>(p) : make_float4(0.f, 0.f, 0.f, 0.f);
+            } else {
+                rb[j].x = (k < K && n + 0 < N) ? p[0] : 0.f;
+                rb[j].y = (k < K && n + 1 < N) ? p[1] : 0.f;
+                rb[j].z = (k < K && n + 2 < N) ? p[2] : 0.f;
+                rb[j].w = (k < K && n + 3 < N) ? p[3] : 0.f;
+            }
+        }
+    };
+    auto store = [&](int stage) {
+#pragma unroll
+        for (int j = 0; j < AL; ++j) {  // transposed: As[k][m]
+            float *a = &As[stage][ac[j] * LDA + ar[j]];
+            a[0 * LDA] = ra[j].x;
+            a[1 * LDA] = ra[j].y;
+            a[2 * LDA] = ra[j].z;
+            a[3 * LDA] = ra[j].w;
+        }
+#pragma unroll
+        for (int j = 0; j < BL; ++j) {
+            *reinterpret_cast<float4 *>(&Bs[stage][br[j] * BN + bc[j]]) = rb[j];
+        }
+    };
+
+    float acc[TM][TN] = {};
+    const int slabs = (K + BK - 1) / BK;
+    load(0);
+    store(0);
+    __syncthreads();
+    for (int t = 0; t < slabs; ++t) {
+        const int stage = t % 2;
+        // Slab t + 1 (all zeros past the last slab) is in flight during the FFMAs of slab t.  The loads and
+        // the stores below are unconditional: under a branch the compiler sinks the loads to the stores,
+        // after the FFMAs, and their latency is exposed.
+        load((t + 1) * BK);
+        const float *as = &As[stage][wm + tm];
+        const float *bs = &Bs[stage][wn + tn];
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+            float a[TM], b[TN];
+#pragma unroll
+            for (int i = 0; i < MI; ++i) {
+                const float4 v = *reinterpret_cast<const float4 *>(as + k * LDA + i * WMS);
+                a[4 * i + 0] = v.x;
+                a[4 * i + 1] = v.y;
+                a[4 * i + 2] = v.z;
+                a[4 * i + 3] = v.w;
+            }
+#pragma unroll
+            for (int j = 0; j < NI; ++j) {
+                const float4 v = *reinterpret_cast<const float4 *>(bs + k * BN + j * WNS);
+                b[4 * j + 0] = v.x;
+                b[4 * j + 1] = v.y;
+                b[4 * j + 2] = v.z;
+                b[4 * j + 3] = v.w;
+            }
+#pragma unroll
+            for (int i = 0; i < TM; ++i) {
+#pragma unroll
+                for (int j = 0; j < TN; ++j) {
+                    acc[i][j] += a[i] * b[j];
+                }
+            }
+        }
+        // The other stage was last read before the previous barrier, so it is free to overwrite; the
+        // barrier below makes it visible before it is read, and keeps this stage until all are done.
+        store(1 - stage);
+        __syncthreads();
+    }
+
+    // Epilogue: piece (i, j) of the thread holds rows wm + i * WMS + tm + 0..3, columns wn + j * WNS + tn
+    // + 0..3 of the tile.
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int m = m0 + wm + (i / 4) * WMS + tm + i % 4;
+        if (m >= M) {
+            continue;
+        }
+#pragma unroll
+        for (int j = 0; j < NI; ++j) {
+            const int n = n0 + wn + j * WNS + tn;
+            float *c = C + (size_t)m * N + n;
+            const float *r = &acc[i][4 * j];
+            if (VEC == 4) {
+                if (n < N) {
+                    float4 out = make_float4(alpha * r[0], alpha * r[1], alpha * r[2], alpha * r[3]);
+                    if (beta != 0.f) {
+                        const float4 old = *reinterpret_cast<const float4 *>(c);
+                        out.x += beta * old.x;
+                        out.y += beta * old.y;
+                        out.z += beta * old.z;
+                        out.w += beta * old.w;
+                    }
+                    *reinterpret_cast<float4 *>(c) = out;
+                }
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    if (n + e < N) {
+                        c[e] = beta != 0.f ? alpha * r[e] + beta * c[e] : alpha * r[e];
+                    }
+                }
+            }
+        }
+    }
+}
