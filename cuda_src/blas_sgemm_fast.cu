@@ -57,8 +57,9 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB)
     static_assert((WM / TM) * (WN / TN) == 32, "a warp is 32 threads");
     static_assert(AL * 4 * NT == BM * BK && BL * 4 * NT == BK * BN, "slabs split evenly over the threads");
 
-    __shared__ __align__(16) float As[2][BK * LDA];
-    __shared__ __align__(16) float Bs[2][BK * BN];
+    // Two stages, each A's slab (BK rows of LDA) then B's (BK rows of BN).
+    constexpr int STAGE = BK * LDA + BK * BN;
+    __shared__ __align__(16) float smem[2 * STAGE];
 
     const int tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32;
@@ -80,42 +81,81 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB)
         br[j] = (tid + j * NT) / (BN / 4);
         bc[j] = (tid + j * NT) % (BN / 4) * 4;
     }
-    float4 ra[AL], rb[BL];  // slab k0 on its way from global to shared memory
+    float4 ra[AL], rb[BL];  // a slab on its way from global to shared memory
 
-    // Cells past an edge are loaded as zeros, so the arithmetic needs no checks.  With VEC == 4, K and N
-    // are multiples of 4, so a float4 lies wholly inside or wholly outside A or B.
-    auto load = [&](int k0) {
+    // The K loop starts at kfirst <= 0, so that its first slab is the only partial one: only that slab's
+    // loads check k (its cells k < 0 are zeros).  Rows of A past M are read from row M - 1 and columns of
+    // B past N from the last columns: they only reach rows and columns of C that are never stored, so no
+    // load checks M or N.  With VEC == 4, K, N and kfirst are multiples of 4: a float4 never straddles an
+    // edge.
+    const int slabs = (K + BK - 1) / BK;
+    const int kfirst = K - slabs * BK;  // in (-BK, 0]
+    auto load_first = [&]() {
 #pragma unroll
         for (int j = 0; j < AL; ++j) {
-            const int m = m0 + ar[j], k = k0 + ac[j];
-            const float *p = A + (size_t)m * K + k;
+            const int k = kfirst + ac[j];
+            const float *p = A + (long long)min(m0 + ar[j], M - 1) * K;
             if (VEC == 4) {
-                ra[j] = (m < M && k < K) ? *reinterpret_cast<const float4 *>(p) : make_float4(0.f, 0.f, 0.f, 0.f);
+                ra[j] = k >= 0 ? *reinterpret_cast<const float4 *>(p + k) : make_float4(0.f, 0.f, 0.f, 0.f);
             } else {
-                ra[j].x = (m < M && k + 0 < K) ? p[0] : 0.f;
-                ra[j].y = (m < M && k + 1 < K) ? p[1] : 0.f;
-                ra[j].z = (m < M && k + 2 < K) ? p[2] : 0.f;
-                ra[j].w = (m < M && k + 3 < K) ? p[3] : 0.f;
+                ra[j].x = k + 0 >= 0 ? p[k + 0] : 0.f;
+                ra[j].y = k + 1 >= 0 ? p[k + 1] : 0.f;
+                ra[j].z = k + 2 >= 0 ? p[k + 2] : 0.f;
+                ra[j].w = k + 3 >= 0 ? p[k + 3] : 0.f;
             }
         }
 #pragma unroll
         for (int j = 0; j < BL; ++j) {
-            const int k = k0 + br[j], n = n0 + bc[j];
-            const float *p = B + (size_t)k * N + n;
+            const int k = kfirst + br[j];
+            const float *p = B + (long long)max(k, 0) * N;
             if (VEC == 4) {
-                rb[j] = (k < K && n < N) ? *reinterpret_cast<const float4 *>(p) : make_float4(0.f, 0.f, 0.f, 0.f);
+                rb[j] = k >= 0 ? *reinterpret_cast<const float4 *>(p + min(n0 + bc[j], N - 4))
+                               : make_float4(0.f, 0.f, 0.f, 0.f);
             } else {
-                rb[j].x = (k < K && n + 0 < N) ? p[0] : 0.f;
-                rb[j].y = (k < K && n + 1 < N) ? p[1] : 0.f;
-                rb[j].z = (k < K && n + 2 < N) ? p[2] : 0.f;
-                rb[j].w = (k < K && n + 3 < N) ? p[3] : 0.f;
+                rb[j].x = k >= 0 ? p[min(n0 + bc[j] + 0, N - 1)] : 0.f;
+                rb[j].y = k >= 0 ? p[min(n0 + bc[j] + 1, N - 1)] : 0.f;
+                rb[j].z = k >= 0 ? p[min(n0 + bc[j] + 2, N - 1)] : 0.f;
+                rb[j].w = k >= 0 ? p[min(n0 + bc[j] + 3, N - 1)] : 0.f;
+            }
+        }
+    };
+    // Slab t >= 1, whole: pa and pb point at this thread's cells of slab 1.
+    const float *pa[AL], *pb[BL];
+#pragma unroll
+    for (int j = 0; j < AL; ++j) {
+        pa[j] = A + (long long)min(m0 + ar[j], M - 1) * K + (kfirst + BK + ac[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < BL; ++j) {
+        pb[j] = B + (long long)(kfirst + BK + br[j]) * N;
+    }
+    auto load = [&]() {
+#pragma unroll
+        for (int j = 0; j < AL; ++j) {
+            const float *p = pa[j];
+            pa[j] += BK;
+            if (VEC == 4) {
+                ra[j] = *reinterpret_cast<const float4 *>(p);
+            } else {
+                ra[j] = make_float4(p[0], p[1], p[2], p[3]);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < BL; ++j) {
+            const float *p = pb[j];
+            pb[j] += (long long)BK * N;
+            if (VEC == 4) {
+                rb[j] = *reinterpret_cast<const float4 *>(p + min(n0 + bc[j], N - 4));
+            } else {
+                rb[j] = make_float4(p[min(n0 + bc[j] + 0, N - 1)], p[min(n0 + bc[j] + 1, N - 1)],
+                                    p[min(n0 + bc[j] + 2, N - 1)], p[min(n0 + bc[j] + 3, N - 1)]);
             }
         }
     };
     auto store = [&](int stage) {
 #pragma unroll
         for (int j = 0; j < AL; ++j) {  // transposed: As[k][m]
-            float *a = &As[stage][ac[j] * LDA + ar[j]];
+            float *a = &smem[stage + ac[j] * LDA + ar[j]];
             a[0 * LDA] = ra[j].x;
             a[1 * LDA] = ra[j].y;
             a[2 * LDA] = ra[j].z;
@@ -123,23 +163,15 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB)
         }
 #pragma unroll
         for (int j = 0; j < BL; ++j) {
-            *reinterpret_cast<float4 *>(&Bs[stage][br[j] * BN + bc[j]]) = rb[j];
+            *reinterpret_cast<float4 *>(&smem[stage + BK * LDA + br[j] * BN + bc[j]]) = rb[j];
         }
     };
 
+    // The thread's TM x TN results from one slab: per k, TM / 4 + TN / 4 float4 reads and TM * TN FFMAs.
     float acc[TM][TN] = {};
-    const int slabs = (K + BK - 1) / BK;
-    load(0);
-    store(0);
-    __syncthreads();
-    for (int t = 0; t < slabs; ++t) {
-        const int stage = t % 2;
-        // Slab t + 1 (all zeros past the last slab) is in flight during the FFMAs of slab t.  The loads and
-        // the stores below are unconditional: under a branch the compiler sinks the loads to the stores,
-        // after the FFMAs, and their latency is exposed.
-        load((t + 1) * BK);
-        const float *as = &As[stage][wm + tm];
-        const float *bs = &Bs[stage][wn + tn];
+    auto compute = [&](int stage) {
+        const float *as = &smem[stage + wm + tm];
+        const float *bs = &smem[stage + BK * LDA + wn + tn];
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
             float a[TM], b[TN];
@@ -167,11 +199,22 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB)
                 }
             }
         }
+    };
+
+    load_first();
+    store(0);
+    __syncthreads();
+    int stage = 0;  // where the slab being read starts in smem: 0 or STAGE
+    for (int t = 1; t < slabs; ++t) {
+        load();  // slab t, in flight during the FFMAs of slab t - 1
+        compute(stage);
         // The other stage was last read before the previous barrier, so it is free to overwrite; the
         // barrier below makes it visible before it is read, and keeps this stage until all are done.
-        store(1 - stage);
+        stage = STAGE - stage;
+        store(stage);
         __syncthreads();
     }
+    compute(stage);
 
     // Epilogue: piece (i, j) of the thread holds rows wm + i * WMS + tm + 0..3, columns wn + j * WNS + tn
     // + 0..3 of the tile.
