@@ -1,28 +1,26 @@
 /* mmcheck
-# A fast FP32 SGEMM on the CUDA cores (SIMT, no tensor cores), the cuBLAS signature of blas_sgemm.cu:
-# sgemm(M, N, K, alpha, A, B, beta, C), C = alpha * A @ B + beta * C, row-major; C is not read when
-# beta == 0 (the BLAS rule, so C may then hold anything).  It takes the steps after 1D block tiling:
+# A fast FP32 SGEMM on the CUDA cores (no tensor cores) with the cuBLAS signature of blas_sgemm.cu:
+# C = alpha * A @ B + beta * C, row-major; C is not read when beta == 0 (the BLAS rule).  The steps after
+# 1D block tiling:
 #
-# - Block tile BM x BN of C, stepped through K in slabs of BK.  A's BM x BK slab is stored transposed in
-#   shared memory (As[k][m], rows padded by 4 floats so the transposing stores meet no bank conflicts),
-#   B's BK x BN slab as it is, so both are read along M and N as float4.
-# - Warp tiling: the block's warps each own a WM x WN part of the tile; a warp's 32 threads are a
-#   (WM / TM) x (WN / TN) grid, and each thread's TM x TN results are 4 x 4 pieces spaced a warp-grid
-#   apart, so the float4 reads of one warp cover consecutive words (no bank conflicts, many broadcasts).
-# - Register blocking: per k a thread reads TM + TN values (TM/4 + TN/4 LDS.128) and does TM * TN FFMAs.
-# - Double buffering: two shared stages.  The global loads of slab t+1 (float4, into registers) are
-#   issued before the FFMAs of slab t and stored to the other stage after them, so one __syncthreads
-#   per slab suffices and global latency hides behind the arithmetic.
-# - Boundaries: every global load is predicated (cells past M, N or K are zeros in shared memory) and
-#   every store checked, so the inner loop has no branches.  VEC = 4 loads and stores float4 and needs
-#   K % 4 == 0 and N % 4 == 0 (rows of A, B and C then start 16-byte aligned, given aligned buffers, as
-#   cudaMalloc's are); VEC = 1 loads single floats for any K and N.  MINB is __launch_bounds__'s
-#   minimum number of blocks per SM (it caps the registers a thread may use).
+# - Block tiles of BM x BN, stepped through K in slabs of BK.  A's slab is stored transposed (As[k][m],
+#   rows padded by 4 floats so the transposing stores meet no bank conflicts), so both slabs are read
+#   along M and N as float4.
+# - Warp tiling: each warp owns WM x WN of the tile; its 32 threads form a (WM/TM) x (WN/TN) grid and
+#   each thread's TM x TN results are 4 x 4 pieces a warp-grid apart, so a warp's float4 reads cover
+#   consecutive words (no bank conflicts) and per k a thread does TM*TN FFMAs for TM/4 + TN/4 LDS.128.
+# - Double buffering: two shared stages; slab t+1 is loaded (float4, into registers) before the FFMAs of
+#   slab t and stored to the other stage after them: one __syncthreads per slab.
+# - Boundaries cost the main loop nothing: K is walked from a start <= 0 so that only the first slab is
+#   partial (only its loads check k); rows of A past M and columns of B past N are read clamped (they only
+#   reach C cells that are never stored); stores are checked.  VEC = 4 (float4 global accesses) needs
+#   K % 4 == 0 and N % 4 == 0 and 16-byte aligned buffers, as cudaMalloc's are; VEC = 1 takes any shape.
+#   MINB is __launch_bounds__'s minimum of blocks per SM, which caps the registers.
 #
-# Configurations (let): 128 x 128 x 8 tiles, 8 warps of 64 x 32, 8 x 8 results per thread, 2 blocks per
-# SM, when M and N are both >= 256 (at least four tiles); else 64 x 64 x 8 tiles, 4 warps of 32 x 32,
-# 8 x 4 per thread, so that small shapes are not spread over a few mostly empty 128 x 128 tiles.
-# docs/gpu-runs/sgemm-fast-candidates.cu holds the configurations timed against cuBLAS to choose these.
+# Configurations (let), 4 warps (2 x 2) in both: for M and N >= 256, 128 x 128 x 8 tiles, warps of 64 x 64,
+# 8 x 16 per thread (222 registers, 2 blocks per SM); else 64 x 64 x 8, warps of 32 x 32, 8 x 4 per thread,
+# so that small shapes are not spread over a few mostly empty 128 x 128 tiles.  The large one is a guess
+# until the candidates in docs/gpu-runs/sgemm-fast-candidates.cu are timed against cuBLAS on an H100.
 
 [[kernel]]
 name = "blas.sgemm_warptiled"
@@ -30,12 +28,12 @@ entry = "sgemm_warptiled"
 op = "gemm"
 dtypes = ["float32"]
 template = ["BM", "BN", "BK", "WM", "WN", "TM", "TN", "VEC", "MINB"]
-let = {BIG = "1 if M >= 256 and N >= 256 else 0", BM = "128 if BIG else 64", BN = "BM", BK = 8, WM = "BM // 2", WN = 32, TM = 8, TN = "8 if BIG else 4", VEC = "4 if K % 4 == 0 and N % 4 == 0 else 1", MINB = "2 if BIG else 1"}
+let = {BIG = "1 if M >= 256 and N >= 256 else 0", BM = "128 if BIG else 64", BN = "BM", BK = 8, WM = "BM // 2", WN = "BN // 2", TM = 8, TN = "16 if BIG else 4", VEC = "4 if K % 4 == 0 and N % 4 == 0 else 1", MINB = "2 if BIG else 1"}
 params = ["M", "N", "K", "alpha", "A", "B", "beta", "C"]
 block = ["(BM // WM) * (BN // WN) * 32"]
 grid = ["cdiv(N, BN)", "cdiv(M, BM)"]
 strict_beta = true
-about = "warp tiling, float4 loads, 8x8 register blocking, double-buffered shared memory; tiles chosen by shape"
+about = "warp tiling, float4 loads, register blocking, double-buffered shared memory; tiles chosen by shape"
 */
 #include <cuda_runtime.h>
 
