@@ -9,7 +9,8 @@
 #     CPATH=$PWD mmcheck list docs/gpu-runs/sgemm-fast-candidates.cu
 #     CPATH=$PWD mmcheck check docs/gpu-runs/sgemm-fast-candidates.cu --backend emu
 #     CPATH=$PWD mmcheck bench --src cuda_src --src docs/gpu-runs/sgemm-fast-candidates.cu \
-#         'tune.*' 'blas.sgemm_warptiled' --bench-sizes 4096
+#         'tune.*' 'blas.sgemm_warptiled' --bench-sizes 4096 --json sgemm-fast-4096.json
+# (a path and a name glob together select nothing from the other folder: name both with --src.)
 # The emulator's build cache is keyed on this file's text, not on what it includes: after changing the
 # zoo kernel, check the candidates with XDG_CACHE_HOME pointing at an empty folder.  (PyCUDA's cache
 # preprocesses the source first, so it sees the change.)
@@ -20,7 +21,7 @@
 # schedulers each issue one instruction a cycle and each has 32 FP32 lanes, so every non-FFMA instruction
 # in the loop costs an FFMA slot: the FFMA share bounds the fraction of peak.  Per SM: 64K registers,
 # 228 KB shared memory (at most 48 KB static per block), 64 warps.  At 4096^3 a 128 x 128 tile gives 1024
-# blocks, 3.9 waves at 2 blocks per SM on 132 SMs (7.6 at 1 block per SM).
+# blocks, 3.9 waves at 2 blocks per SM on 132 SMs (7.8 at 1 block per SM).
 #
 # Expected ranking (best first): cfg07, cfg08, cfg11, cfg09 (8 x 16 per thread at two blocks per SM: the
 # densest FFMA stream, and 6 LDS.128 per 128 FFMA against 4 per 64 for 8 x 8); then cfg01, cfg02, cfg03
@@ -29,9 +30,10 @@
 # 8 x 8 density); cfg12 last (the small-shape tile, for reference).  These are guesses from the figures
 # here, not measurements: no candidate has run on a GPU yet.
 
-# cfg01: 128 x 128 x 8, 8 warps (2 x 4) of 64 x 32, 8 x 8 per
-# thread, __launch_bounds__(256, 2).  127 registers, no spills, 16.6 KB: 2 blocks per SM (registers
-# bound: 2 x 256 x 128 = 64K), 16 warps.  FFMA share 89.7 %; per k 4 LDS.128 for 64 FFMA.
+# cfg01: 128 x 128 x 8, 8 warps (2 x 4) of 64 x 32, 8 x 8 per thread, __launch_bounds__(256, 2).
+# 127 registers, no spills, 16.6 KB: 2 blocks per SM (registers bound: 2 x 256 x 128 = 64K), 16 warps.
+# FFMA share 89.7 %; per k 4 LDS.128 for 64 FFMA.  ptxas issues the next slab's LDGs with about 340
+# instructions of the slab left before their STS: about 1400 cycles at 4 warps per scheduler.
 [[kernel]]
 name = "tune.cfg01"
 entry = "sgemm_warptiled"
@@ -130,7 +132,9 @@ about = "256x128x8, warps 64x64, 16x8 per thread, 256 threads, 1 block/SM"
 # cfg07: the zoo's large-shape configuration for now.  128 x 128 x 8, 4 warps (2 x 2) of 64 x 64, 8 x 16
 # per thread, __launch_bounds__(128, 2).  222 registers, no spills, 16.6 KB: 2 blocks per SM (2 x 128 x
 # 224 = 56K registers), 8 warps, one warp of each block per scheduler, so one block's barrier wait is
-# filled by the other.  FFMA share 91.7 %; per k 6 LDS.128 for 128 FFMA.
+# filled by the other.  FFMA share 91.7 %; per k 6 LDS.128 for 128 FFMA.  The risk: ptxas issues the next
+# slab's LDGs with about 360 instructions left before their STS, about 700 cycles at 2 warps per
+# scheduler, near a DRAM latency; if this loses to cfg01, that is the first suspect.
 [[kernel]]
 name = "tune.cfg07"
 entry = "sgemm_warptiled"
