@@ -10,7 +10,7 @@
 #     CPATH=$PWD mmcheck check docs/gpu-runs/sgemm-fast-candidates.cu --backend emu
 #     CPATH=$PWD mmcheck bench --src cuda_src --src docs/gpu-runs/sgemm-fast-candidates.cu \
 #         'tune.*' 'blas.sgemm_warptiled' --bench-sizes 4096 --json sgemm-fast-4096.json
-# (a path and a name glob together select nothing from the other folder: name both with --src.)
+# (both files go in --src: a file named as a target is the only one read, and the globs pick among its kernels.)
 # The emulator's build cache is keyed on this file's text, not on what it includes: after changing the
 # zoo kernel, check the candidates with XDG_CACHE_HOME pointing at an empty folder.  (PyCUDA's cache
 # preprocesses the source first, so it sees the change.)
