@@ -23,7 +23,7 @@ from .errors import CompileError
 from .spec import KernelSpec
 
 __all__ = ["Build", "unit_source", "function_symbols", "find_symbol", "cache_key", "cache_root",
-           "macro_flags", "c_string"]
+           "macro_flags", "c_string", "local_includes"]
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,25 @@ def _argument(build: Build, text: str) -> str:
             return f"(?:{re.escape(d.mangled)}|S[0-9A-Z]*_)"
     value = int(text)
     return f"L[a-z]+{'n' if value < 0 else ''}{abs(value)}E"
+
+
+_QUOTE_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+
+
+def local_includes(path: Path, text: str) -> list[tuple[str, bytes]]:
+    """The files a kernel file includes with quotes, found from the including file's folder, recursively, as
+    (path, contents): what a compile cache must key on besides the file itself."""
+    found: dict[Path, bytes] = {}
+    pending = [(path.resolve().parent, text)]
+    while pending:
+        folder, source = pending.pop()
+        for name in _QUOTE_INCLUDE.findall(source):
+            included = (folder / name).resolve()
+            if included in found or not included.is_file():
+                continue  # a missing file is the compiler's to report
+            found[included] = included.read_bytes()
+            pending.append((included.parent, found[included].decode(errors="replace")))
+    return sorted((str(p), data) for p, data in found.items())
 
 
 def macro_flags(defines: Mapping[str, str] | Iterable[tuple[str, str]]) -> list[str]:

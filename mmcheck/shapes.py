@@ -8,6 +8,7 @@ rather than thousands of rejected draws; every shape is still filtered through a
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 import random
 import re
@@ -199,11 +200,15 @@ def _switches(spec: KernelSpec, doms: list[Domain], cands: list[list[int]]) -> l
     constants = {n.value for _, e in spec.let for n in ast.walk(e.tree) if isinstance(n, ast.Constant)}
     constants |= {n.value for t in spec.template or () if isinstance(t, Expr)
                   for n in ast.walk(t.tree) if isinstance(n, ast.Constant)}
-    small = [c[min(2, len(c) - 1)] if set(d.names) <= {"K", "batch"} else None for d, c in zip(doms, cands)]
+    # K takes a small odd size and small multiples of common vector widths (a let may choose float4 loads
+    # when K % 4 == 0); batch its second candidate.
+    small = [(sorted({c[min(2, len(c) - 1)], *d.clip((8, 16))}) if "K" in d.names else [c[min(1, len(c) - 1)]])
+             if set(d.names) <= {"K", "batch"} else None for d, c in zip(doms, cands)]
     rows = []
     for t in sorted(c for c in constants if isinstance(c, int) and c >= 2):
         for v in (t - 1, t, t + 1):
-            rows.append([s if s is not None else _at_least(d, v) for d, s in zip(doms, small)])
+            sizes = [s if s is not None else [_at_least(d, v)] for d, s in zip(doms, small)]
+            rows += [list(row) for row in itertools.product(*sizes)]
     return rows
 
 

@@ -62,7 +62,7 @@ def test_size_type_defaults_to_int():
 @pytest.mark.parametrize("changes, key, message", [
     ({"colour": '"red"'}, None, None),  # placeholder replaced below
     ({"op": '"gemv2"'}, "op", "must be one of"),
-    ({"dtypes": '["float16"]'}, "dtypes", "non-empty list"),
+    ({"dtypes": '["float8"]'}, "dtypes", "non-empty list"),
     ({"params": '["A", "B", "M"]'}, "params", "missing buffer parameter"),
     ({"params": '["A", "B", "C", "M:float"]'}, "params", "size M has type 'float'"),
     ({"params": '["A", "B", "C", "Q"]'}, "params", "unknown parameter 'Q'"),

@@ -3,18 +3,13 @@
 # below, with fixed template arguments, to be timed against cuBLAS at 4096^3 on an H100 and the best put
 # in the zoo spec's let.  All use float4 global accesses (VEC = 4), hence the requires.
 #
-# The kernel is #included by a path from the repository root: mmcheck compiles a copy of this file
-# elsewhere, so run from the repository root with CPATH set to it (the emulator compiles in the current
-# folder, PyCUDA in a temporary one):
-#     CPATH=$PWD mmcheck list docs/gpu-runs/sgemm-fast-candidates.cu
-#     CPATH=$PWD mmcheck check docs/gpu-runs/sgemm-fast-candidates.cu --backend emu
-#     CPATH=$PWD mmcheck bench --src cuda_src --src docs/gpu-runs/sgemm-fast-candidates.cu \
+# The kernel is #included by its path from this file's folder (mmcheck compiles with that folder on the
+# include path):
+#     mmcheck list docs/gpu-runs/sgemm-fast-candidates.cu
+#     mmcheck check docs/gpu-runs/sgemm-fast-candidates.cu --backend emu
+#     mmcheck bench --src cuda_src --src docs/gpu-runs/sgemm-fast-candidates.cu \
 #         'tune.*' 'blas.sgemm_warptiled' --bench-sizes 4096 --json sgemm-fast-4096.json
 # (both files go in --src: a file named as a target is the only one read, and the globs pick among its kernels.)
-# The emulator's build cache is keyed on this file's text, not on what it includes: after changing the
-# zoo kernel, check the candidates with XDG_CACHE_HOME pointing at an empty folder.  (PyCUDA's cache
-# preprocesses the source first, so it sees the change.)
-#
 # Numbers per candidate: registers per thread, spills and static shared memory per block from nvcc 13.0
 # -arch=sm_90 -Xptxas -v; "FFMA share" is FFMAs / instructions in the main loop's SASS (the rest: LDS.128
 # fragment reads, the next slab's LDG.128 and STS, the barrier, pointer steps).  On a Hopper SM, four
@@ -232,8 +227,4 @@ requires = ["K % 4 == 0", "N % 4 == 0"]
 strict_beta = true
 about = "64x64x8, warps 32x32, 8x4 per thread, 128 threads (the zoo's small-shape tile)"
 */
-#if __has_include("cuda_src/blas_sgemm_fast.cu")
-#include "cuda_src/blas_sgemm_fast.cu"
-#else
-#error "cuda_src/blas_sgemm_fast.cu not found: run from the repository root with CPATH set to it (see the top of this file)"
-#endif
+#include "../../cuda_src/blas_sgemm_fast.cu"

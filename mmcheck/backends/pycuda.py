@@ -58,7 +58,9 @@ class PyCudaBackend:
         source = unit_source(build)
         # Line info changes no generated code; it lets compute-sanitizer name the source line.
         options = macro_flags(build.defines) + ["-lineinfo"]
-        kwargs = dict(options=options, no_extern_c=True, arch=self.arch, cache_dir=self.options.cache_dir)
+        # The unit is compiled in a temporary folder: the file's own folder is where its #includes are.
+        kwargs = dict(options=options, no_extern_c=True, arch=self.arch, cache_dir=self.options.cache_dir,
+                      include_dirs=[str(spec.path.resolve().parent)])
         try:
             cubin = nvcc_compile(source, **kwargs)
             symbol = find_symbol(function_symbols(cubin), build)

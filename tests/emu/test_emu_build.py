@@ -116,3 +116,21 @@ def test_the_cache_follows_xdg_cache_home(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     EmuBackend(BackendOptions()).close()
     assert list((tmp_path / "mmcheck" / "emu").glob("runtime-*/mmemu-worker"))
+
+
+def test_a_change_in_an_included_file_is_not_hidden_by_the_cache(compiled, emu, tmp_path, run_kernel):
+    """The cache key covers the files a kernel includes with quotes, not only the kernel file."""
+    from mmcheck.spec import load_specs
+
+    (tmp_path / "scale.h").write_text("#define SCALE 2\n")
+    kernel_file = tmp_path / "k.cu"
+    kernel_file.write_text('/* mmcheck\n[[kernel]]\nname = "inc.k"\nentry = "k"\nop = "mm"\ndtypes = ["float32"]\n'
+                           'params = ["A", "B", "C"]\nblock = [32]\ngrid = [1]\n*/\n#include "scale.h"\n'
+                           'extern "C" __global__ void k(const float* A, const float* B, float* C) '
+                           '{ C[threadIdx.x] = A[threadIdx.x] * SCALE; }\n')
+    a = np.arange(32, dtype=np.float32)
+    first = run_kernel(emu, compiled(emu, load_specs(kernel_file)[0], "float32"), [a, a, np.zeros_like(a)], 1, 32)[2]
+    (tmp_path / "scale.h").write_text("#define SCALE 3\n")
+    second = run_kernel(emu, compiled(emu, load_specs(kernel_file)[0], "float32"), [a, a, np.zeros_like(a)], 1, 32)[2]
+    np.testing.assert_array_equal(first, a * 2)
+    np.testing.assert_array_equal(second, a * 3)

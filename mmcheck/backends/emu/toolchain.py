@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ...compile import Build, cache_key, cache_root, macro_flags
+from ...compile import Build, cache_key, cache_root, local_includes, macro_flags
 from ...errors import BackendUnavailable
 from .unit import compile_failure, compile_unit
 
@@ -58,8 +58,11 @@ class Toolchain:
         """The kernel module for ``build``, compiled unless cached; raises CompileError or Unsupported when
         the compiler rejects the file."""
         unit = compile_unit(build)
-        flags = [*_BASE, *self.module_mode, *_SEMANTICS, *_MODULE, *macro_flags(build.defines)]
-        key = cache_key("emu-kernel", unit, flags, _shim_digest(), self.version, self.runtime.name)
+        # The unit comes on stdin: the file's own folder is where its #includes are.
+        flags = [*_BASE, *self.module_mode, *_SEMANTICS, *_MODULE, *macro_flags(build.defines),
+                 "-I", str(build.spec.path.resolve().parent)]
+        key = cache_key("emu-kernel", unit, flags, _shim_digest(), self.version, self.runtime.name,
+                        local_includes(build.spec.path, build.spec.source))
         path = self.cache / f"{key}.so"
         if path.exists():
             return path
