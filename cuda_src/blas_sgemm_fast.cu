@@ -17,10 +17,11 @@
 #   K % 4 == 0 and N % 4 == 0 and 16-byte aligned buffers, as cudaMalloc's are; VEC = 1 takes any shape.
 #   MINB is __launch_bounds__'s minimum of blocks per SM, which caps the registers.
 #
-# Configurations (let), 4 warps (2 x 2) in both: for M and N >= 256, 128 x 128 x 8 tiles, warps of 64 x 64,
-# 8 x 16 per thread (222 registers, 2 blocks per SM); else 64 x 64 x 8, warps of 32 x 32, 8 x 4 per thread,
-# so that small shapes are not spread over a few mostly empty 128 x 128 tiles.  The large one is a guess
-# until the candidates in docs/gpu-runs/sgemm-fast-candidates.cu are timed against cuBLAS on an H100.
+# Configurations (let): for M and N >= 256, 128 x 128 x 8 tiles of 8 warps (2 x 4) of 64 x 32, 8 x 8 per
+# thread (127 registers under __launch_bounds__(256, 2), 2 blocks per SM), the fastest of the twelve
+# candidates in docs/gpu-runs/sgemm-fast-candidates.cu on an H100 at 4096^3 (92 % of cuBLAS; see
+# docs/gpu-runs/); else 64 x 64 x 8 tiles of 4 warps of 32 x 32, 8 x 4 per thread, so that small shapes are
+# not spread over a few mostly empty 128 x 128 tiles.
 
 [[kernel]]
 name = "blas.sgemm_warptiled"
@@ -28,7 +29,7 @@ entry = "sgemm_warptiled"
 op = "gemm"
 dtypes = ["float32"]
 template = ["BM", "BN", "BK", "WM", "WN", "TM", "TN", "VEC", "MINB"]
-let = {BIG = "1 if M >= 256 and N >= 256 else 0", BM = "128 if BIG else 64", BN = "BM", BK = 8, WM = "BM // 2", WN = "BN // 2", TM = 8, TN = "16 if BIG else 4", VEC = "4 if K % 4 == 0 and N % 4 == 0 else 1", MINB = "2 if BIG else 1"}
+let = {BIG = "1 if M >= 256 and N >= 256 else 0", BM = "128 if BIG else 64", BN = "BM", BK = 8, WM = "BM // 2", WN = 32, TM = 8, TN = "8 if BIG else 4", VEC = "4 if K % 4 == 0 and N % 4 == 0 else 1", MINB = "2 if BIG else 1"}
 params = ["M", "N", "K", "alpha", "A", "B", "beta", "C"]
 block = ["(BM // WM) * (BN // WN) * 32"]
 grid = ["cdiv(N, BN)", "cdiv(M, BM)"]

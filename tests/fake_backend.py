@@ -66,9 +66,10 @@ def hangs(*args):
 class FakeBackend:
     name = "fake"
 
-    def __init__(self, options: BackendOptions = BackendOptions(), schedules=("forward", "reverse")):
-        self.schedules = schedules
+    def __init__(self, options: BackendOptions = BackendOptions(), schedules=("forward", "reverse"), costly=()):
+        self.schedules, self.costly = schedules, costly
         self.compiles = 0
+        self.launched: list[str] = []  # the schedule of every launch
 
     def compile(self, build):
         self.compiles += 1
@@ -76,7 +77,7 @@ class FakeBackend:
         function = globals().get(spec.entry)
         if function is None:
             raise CompileError(f"{spec.path}:3: error: '{spec.entry}' was not declared")
-        return Kernel(spec, build.dtype, spec.entry, self.schedules, function)
+        return Kernel(spec, build.dtype, spec.entry, self.schedules, function, costly=self.costly)
 
     def upload(self, host, offset):
         return DeviceBuffer(host.size, host.dtype, offset, host.copy())
@@ -85,6 +86,7 @@ class FakeBackend:
         return buf.handle.copy()
 
     def launch(self, kernel, args, grid, block, smem, schedule):
+        self.launched.append(schedule)
         kernel.handle(*[a if isinstance(a, DeviceBuffer) else int(a) for a in args], schedule)
 
 

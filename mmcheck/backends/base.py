@@ -38,8 +38,10 @@ class BackendOptions:
 class Kernel:
     """A compiled kernel for one build.
 
-    ``schedules`` lists the execution orders the backend can run it in; the runner checks every one, so
-    a race that one order hides is exposed by another.  ``params`` are the byte sizes of the kernel's
+    ``schedules`` lists the execution orders (or race detectors) the backend can run it in; the runner
+    checks every one, so a race that one order hides is exposed by another.  ``costly`` names the
+    schedules that cost far more than a launch (a race detector): the runner runs them on a kernel's first
+    few cases and on a failure's reruns, not on every case.  ``params`` are the byte sizes of the kernel's
     parameters as compiled (None where the backend cannot tell).  ``handle`` is the backend's own object.
     """
 
@@ -49,6 +51,7 @@ class Kernel:
     schedules: tuple[str, ...]
     handle: object = field(repr=False, compare=False)
     params: tuple[int, ...] | None = None
+    costly: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

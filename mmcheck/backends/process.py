@@ -5,11 +5,9 @@ never returns cannot be stopped from inside it.  Here the real backend lives in 
 launch crashes or hangs, the child is killed and the next call starts a fresh one, so the fault costs
 exactly one case.  Kernels are recompiled in the new child on demand (the compile caches make that cheap).
 
-On the GPU, a kernel with barriers also runs under compute-sanitizer's racecheck, as a second
-*schedule*: a GPU usually runs a tiled kernel that lacks a ``__syncthreads`` correctly, so only racecheck
-can see the race.  With ``sanitize`` every kernel runs under memcheck, and kernels with shared memory under
-racecheck and synccheck too.  Each tool has its own child; its reports are read from the tool's log right
-after the launch that caused them.
+A schedule that names a compute-sanitizer tool (the GPU backend asks for racecheck on kernels with shared
+memory, and for every tool under ``sanitize``) runs in a child started under that tool.  Each tool has its
+own child; its reports are read from the tool's log right after the launch that caused them.
 """
 
 from __future__ import annotations
@@ -138,10 +136,9 @@ class ProcessBackend:
             worker.close()
 
     def compile(self, build: Build) -> Kernel:
-        symbol, schedules, params = self._worker(self._tools[0]).call("compile", build, timeout=_COMPILE_TIMEOUT)
-        if self.inner == "gpu":
-            schedules = _gpu_schedules(build.spec.source, tuple(schedules), self.options.sanitize)
-        return Kernel(build.spec, build.dtype, symbol, schedules, build, params)
+        symbol, schedules, params, costly = self._worker(self._tools[0]).call("compile", build,
+                                                                              timeout=_COMPILE_TIMEOUT)
+        return Kernel(build.spec, build.dtype, symbol, schedules, build, params, costly)
 
     def upload(self, host: np.ndarray, offset: int) -> DeviceBuffer:
         return DeviceBuffer(host.size, host.dtype, offset, _Remote(host))
@@ -219,14 +216,6 @@ def _transport(args: Sequence[Arg]) -> tuple[list[DeviceBuffer], list[tuple[np.n
     return buffers, [(b.handle.host, b.offset) for b in buffers], packed  # type: ignore[union-attr]
 
 
-def _gpu_schedules(source: str, device: tuple[str, ...], sanitize: bool) -> tuple[str, ...]:
-    """racecheck and synccheck have nothing to look at without shared memory and barriers."""
-    shared = "__shared__" in source
-    if sanitize:
-        return sanitizer.TOOLS if shared else sanitizer.TOOLS[:1]
-    return device + (("racecheck",) if shared and "__syncthreads" in source else ())
-
-
 class _Remote:
     """A buffer's host copy until a launch sends it to the worker, and what came back."""
 
@@ -267,7 +256,7 @@ def _serve(inner: str, conn_in: Connection, conn_out: Connection) -> None:
                 value = backend.name
             elif method == "compile":
                 k = kernel(*args)
-                value = (k.symbol, k.schedules, k.params)
+                value = (k.symbol, k.schedules, k.params, k.costly)
             elif method == "launch":
                 build, hosts, packed, grid, block, smem, schedule, addresses = args
                 k = kernel(build)

@@ -20,6 +20,7 @@ import numpy as np
 from ..compile import Build, find_symbol, function_symbols, macro_flags, unit_source
 from ..errors import BackendUnavailable, CompileError, KernelFault, KernelTimeout, LaunchError, OutOfMemory
 from .base import Arg, BackendOptions, Device, DeviceBuffer, Dim3, Kernel, Timing
+from . import sanitizer
 from .events import EventClock, Hold, L2Flush, Nvml
 
 if TYPE_CHECKING:
@@ -72,18 +73,32 @@ class PyCudaBackend:
         except self.cuda.Error as e:
             raise CompileError(f"{spec.path}: cannot load {build}: {e}") from None
         introspection = self._introspect(cubin, symbol)
-        return Kernel(spec, build.dtype, symbol, ("device",), (module, function, introspection),
-                      _parameter_sizes(introspection))
+        schedules, costly = self._schedules(function.shared_size_bytes > 0 or spec.smem.text != "0")
+        return Kernel(spec, build.dtype, symbol, schedules, (module, function, introspection),
+                      _parameter_sizes(introspection), costly)
 
+    def _schedules(self, shared: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(schedules, costly): the device's own order, and compute-sanitizer tools run by the process
+        wrapper (backends/process.py).  A GPU usually runs a tiled kernel that lacks a __syncthreads
+        correctly, so racecheck is what sees the race; it and synccheck have nothing to look at in a kernel
+        without shared memory.  Under --sanitize every case runs every tool; otherwise racecheck is costly
+        (about 50 ms a launch), for a kernel's first cases and its failures' reruns."""
+        tools = sanitizer.TOOLS if shared else sanitizer.TOOLS[:1]
+        if self.options.sanitize:
+            return tools, ()
+        return (("device", "racecheck"), ("racecheck",)) if shared else (("device",), ())
+
+    # Buffers move as bytes: the buffer protocol has no format for dtypes numpy adds (bfloat16).
     def upload(self, host: np.ndarray, offset: int) -> DeviceBuffer:
         try:
-            return DeviceBuffer(host.size, host.dtype, offset, self.cuda.to_device(host))
+            return DeviceBuffer(host.size, host.dtype, offset,
+                                self.cuda.to_device(np.ascontiguousarray(host).view(np.uint8)))
         except self.cuda.MemoryError as e:
             raise OutOfMemory(f"{host.nbytes} bytes: {e}") from None
 
     def download(self, buf: DeviceBuffer) -> np.ndarray:
         out = np.empty(buf.size, dtype=buf.dtype)
-        self.cuda.memcpy_dtoh(out, buf.handle)
+        self.cuda.memcpy_dtoh(out.view(np.uint8), buf.handle)
         return out
 
     def launch(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
