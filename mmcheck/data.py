@@ -38,7 +38,7 @@ __all__ = ["Trial", "trials", "benchmark_trial", "granule", "Operands", "make_op
 # What whole-number C inputs are moved by (see make_operands); the float one is exact in every float type.
 C_OFFSET_FLOAT, C_OFFSET_INTEGER = 0.25, 1 << 20
 # Patterns whose every result is exactly representable, compared bit for bit.
-EXACT_PATTERNS = ("ints", "wrap")
+EXACT_PATTERNS = ("ints", "wrap", "signs")
 # How much longer than the matrix a padded leading dimension is, per buffer role (A, B, C): different for
 # each, so a kernel that uses one buffer's leading dimension for another's is wrong; multiples of 8, so
 # vector loads and WMMA (ldm a multiple of 8) stay aligned.
@@ -81,15 +81,17 @@ def trials(spec: KernelSpec, dtype: str) -> list[Trial]:
     return out + [Trial(pattern, *pairs[-1], padded=spec.leading) for pattern in rest]
 
 
-def benchmark_trial(op: Op, dtype: str) -> Trial:
-    """The inputs a benchmark times: random and never zero (Gaussian floats; small integers for integer
+def benchmark_trial(op: Op, dtype: str, accumulator: DType) -> Trial:
+    """The inputs a benchmark times: random and never all zero (Gaussian floats; small integers for integer
     dtypes, whose products then fit), alpha != 1 and beta = 1, so that C is read and stays bounded however
-    many launches accumulate into it."""
+    many launches accumulate into it.  Where the accumulator is a half type, whose rounding bound says
+    nothing over thousands of terms, the entries are -1, 0 and 1 and alpha = 1, beta = 0, so that every
+    sum stays exact and the timed result is checked bit for bit."""
     d = precision(dtype).inputs
+    if accumulator.is_half:
+        return Trial("signs", 1, 0) if op.scalars else Trial("signs")
     pattern = "ints" if d.is_integer else "normal"
-    if not op.scalars:
-        return Trial(pattern)
-    return Trial(pattern, precision(dtype).output.alphas[-1], 1)
+    return Trial(pattern, precision(dtype).output.alphas[-1], 1) if op.scalars else Trial(pattern)
 
 
 def granule(*scalars: float | None) -> float:
@@ -126,6 +128,8 @@ def make_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed
     def draw(d: DType, *dims: int) -> np.ndarray:
         if trial.pattern == "ints":
             return rng.integers(-8, 9, size=dims).astype(d.numpy)
+        if trial.pattern == "signs":
+            return rng.integers(-1, 2, size=dims).astype(d.numpy)
         if trial.pattern == "wrap":
             return rng.integers(-(2**31), 2**31, size=dims, dtype=np.int64).astype(d.numpy)
         if trial.pattern == "normal":
@@ -140,7 +144,7 @@ def make_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed
         return Operands(a, b, filled(shape.batch * m * n, fill, p.output).reshape(shape.batch, m, n),
                         trial.alpha, trial.beta, c_is_input=False)
     c = draw(p.output, shape.batch, m, n)
-    if trial.pattern == "ints":
+    if trial.pattern in ("ints", "signs"):
         # Off the lattice the results lie on (multiples of 1/2 with the default alpha and beta; for integers,
         # far from any sum), so that a value written where another belongs cannot equal C's input by chance.
         c += p.output.numpy.type(C_OFFSET_INTEGER if p.output.is_integer else C_OFFSET_FLOAT)

@@ -217,7 +217,7 @@ def _expected(prepared: Prepared, ops: Operands) -> tuple[np.ndarray, np.ndarray
 def _fits(size: np.ndarray, acc: DType, ops: Operands) -> bool:
     """Every partial sum of whole-number data (in steps of the finest fraction alpha and beta bring in) is
     exact in ``acc``."""
-    offset = data.C_OFFSET_FLOAT if ops.c_is_input else None
+    offset = data.C_OFFSET_FLOAT if ops.c_is_input and ops.beta else None
     return bool(np.all(size <= acc.exact_integers * data.granule(ops.alpha, ops.beta, offset)))
 
 

@@ -91,8 +91,9 @@ class Device:
 
 @dataclass(frozen=True)
 class Timing:
-    """A timed kernel: the measurement; every buffer as it was after the first (untimed) launch, to verify
-    it, and after the last, to see the inputs unchanged; and the kernel's resources."""
+    """A timed kernel: the measurement; every buffer (in the order of the arguments) as it was after the
+    first (untimed) launch, to verify it, and after the last, to see the inputs unchanged; and the kernel's
+    resources."""
 
     measurement: Measurement
     first: tuple[np.ndarray, ...]

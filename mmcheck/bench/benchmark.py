@@ -63,7 +63,7 @@ class Bench:
         try:
             launch = plan(spec, dtype, shape)
             kernel = self.runner.compile(launch.build)
-            trial = data.benchmark_trial(spec.operation, dtype)
+            trial = data.benchmark_trial(spec.operation, dtype, spec.accumulator(precision(dtype)))
             operands = data.make_operands(spec, shape, dtype, trial,
                                           data.case_seed(case.seed, spec.name, dtype, str(shape), "bench"))
             prepared = self.runner.prepare(case, launch, trial, operands)
@@ -104,7 +104,7 @@ class Bench:
         there is none."""
         key = (op, dtype, shape)
         if key not in self._library:
-            trial = data.benchmark_trial(OPS[op], dtype)
+            trial = data.benchmark_trial(OPS[op], dtype, precision(dtype).default_accumulator)
             try:
                 self._library[key] = self.backend.time_library(op, dtype, shape.M, shape.N, shape.K, shape.batch,
                                                                trial.alpha, trial.beta, self.method)
@@ -120,7 +120,7 @@ class Bench:
         peak_gflops = peak.dtype_peak_gflops(device.cc, device.sms, device.clock_mhz, dtype)
         peak_gbps = (peak.peak_bandwidth_gbs(device.memory_clock_mhz, device.bus_width_bits)
                      if device.memory_clock_mhz and device.bus_width_bits else None)
-        reads_c = bool(data.benchmark_trial(operation, dtype).beta)
+        reads_c = bool(data.benchmark_trial(operation, dtype, precision(dtype).default_accumulator).beta)
         return {
             "kernel": kernel, "file": file, "op": op, "dtype": dtype, "M": shape.M, "N": shape.N,
             "K": shape.K, "batch": shape.batch, "backend": self.backend.name,
@@ -139,7 +139,7 @@ class Bench:
 def _verify(prepared: Prepared, timing: Timing) -> None:
     """The first launch's result, judged as a correctness case would be; the buffers around it and the
     inputs, after the first launch and after the last."""
-    names = list(prepared.buffers)
+    names = [q.name for q in prepared.spec.params if q.is_buffer]  # the backend's order: the arguments'
     first, last = dict(zip(names, timing.first)), dict(zip(names, timing.last))
     check_buffers(prepared, first)
     got = prepared.logical(2, first[prepared.spec.buffers[2]])
