@@ -51,14 +51,15 @@ class Build:
         return f"{self.spec.name} ({self.dtype}{macros}: {self.instance})"
 
 
-def unit_source(build: Build) -> str:
+def unit_source(build: Build, instantiate: bool = True) -> str:
     """The text both backends compile: the kernel file as it is, plus, for a template, its instantiation.
 
     A ``#line`` directive makes compiler messages, sanitizer reports and line info name the user's file
-    and line, not a temporary copy."""
+    and line, not a temporary copy.  ``instantiate=False`` leaves the instantiation out, for NVRTC, which
+    instantiates the template through its name expression and refuses a host variable."""
     spec = build.spec
     text = f"#line 1 {c_string(str(spec.path))}\n{spec.source}\n"
-    if build.template:
+    if build.template and instantiate:
         text += f"\n#line 1 \"mmcheck-instantiation\"\nvoid* mmcheck_instance = (void*)&{build.instance};\n"
     return text
 

@@ -65,6 +65,9 @@ OPTIONS = (
     Option("seed", "base seed of the input data", type=int, default=0),
     Option("backend", "where kernels run: gpu (PyCUDA), emu (CPU emulator), auto (gpu if usable), or a backend "
                       "class of your own as module:Class", type=_backend, default="auto"),
+    Option("compiler", "GPU: the compiler of the kernels: nvcc (through PyCUDA), nvrtc (the NVRTC wheel "
+                       "installed, e.g. nvidia-cuda-nvrtc-cu12), or auto (nvcc if on PATH, else nvrtc)",
+           default="nvcc", choices=("nvcc", "nvrtc", "auto")),
     Option("budget", "largest problem, in multiply-adds, of the generated shapes", type=int,
            default=DEFAULT_BUDGET, commands=("check",)),
     Option("timeout", "seconds a launch may run before it counts as hung", type=float, default=10.0),
@@ -94,6 +97,7 @@ class Settings:
     shape: tuple[Shape, ...] = ()
     seed: int = 0
     backend: str = "auto"
+    compiler: str = "nvcc"
     budget: int = DEFAULT_BUDGET
     timeout: float = 10.0
     results: str = "mmcheck-results"
@@ -136,4 +140,4 @@ class Settings:
 
     def backend_options(self) -> BackendOptions:
         return BackendOptions(sanitize=self.sanitize, timeout=self.timeout,
-                              strict_barriers=not self.barrier_warnings)
+                              strict_barriers=not self.barrier_warnings, compiler=self.compiler)
