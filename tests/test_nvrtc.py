@@ -7,6 +7,7 @@ wheel: pip install 'mmcheck[nvrtc]' nvidia-cuda-nvrtc-cu12 nvidia-cuda-runtime-c
 
 from __future__ import annotations
 
+import locale
 import os
 import re
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -187,6 +188,14 @@ def test_cubins_are_cached_on_disk_and_a_damaged_entry_is_recompiled(tmp_path, n
     monkeypatch.undo()
     entry.write_bytes(b"garbage")
     assert fresh.compile(build, ARCH).cubin == first.cubin
+
+
+def test_compiling_leaves_the_callers_locale_alone(nvrtc, tmp_path):
+    """NVRTC 11 and 12 set the compiling thread's locale to "C" (Python's default encoding there becomes
+    ASCII, and reading a UTF-8 file fails); mmcheck compiles in a thread of its own."""
+    encoding = locale.getpreferredencoding(False)
+    Nvrtc(str(tmp_path)).compile(_build(DEVICE), ARCH)
+    assert locale.getpreferredencoding(False) == encoding
 
 
 def test_probe_reports_the_nvrtc_of_this_environment(nvrtc):

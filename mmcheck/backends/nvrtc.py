@@ -41,6 +41,7 @@ import re
 import shutil
 import sys
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -401,7 +402,10 @@ class Nvrtc:
         cached = _read(path)
         if cached:
             return cached
-        compiled = self._compile(build, source, expression, options)
+        # NVRTC 11 and 12 switch the locale of the thread that compiles to "C" and leave it so (Python's
+        # default encoding there becomes ASCII): compile in a thread of its own.
+        with ThreadPoolExecutor(1, thread_name_prefix="mmcheck-nvrtc") as thread:
+            compiled = thread.submit(self._compile, build, source, expression, options).result()
         self.cache.mkdir(parents=True, exist_ok=True)
         atomic_write(path, lambda f: f.write(_MAGIC + compiled.symbol.encode() + b"\n" + compiled.cubin))
         return compiled
