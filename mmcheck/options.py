@@ -67,7 +67,7 @@ OPTIONS = (
                       "class of your own as module:Class", type=_backend, default="auto"),
     Option("compiler", "GPU: the compiler of the kernels: nvcc (through PyCUDA), nvrtc (the NVRTC wheel "
                        "installed, e.g. nvidia-cuda-nvrtc-cu12), or auto (nvcc if on PATH, else nvrtc)",
-           default="nvcc", choices=("nvcc", "nvrtc", "auto")),
+           default="nvcc", choices=("nvcc", "nvrtc", "auto"), commands=("check", "bench", "info")),
     Option("budget", "largest problem, in multiply-adds, of the generated shapes", type=int,
            default=DEFAULT_BUDGET, commands=("check",)),
     Option("timeout", "seconds a launch may run before it counts as hung", type=float, default=10.0),

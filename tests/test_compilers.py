@@ -183,7 +183,8 @@ def test_an_unknown_compiler_is_refused():
 
 
 @pytest.mark.parametrize("argv, compiler", [(["check"], "nvcc"), (["check", "--compiler", "nvrtc"], "nvrtc"),
-                                            (["bench", "--compiler", "auto"], "auto")])
+                                            (["bench", "--compiler", "auto"], "auto"),
+                                            (["info", "--compiler", "nvrtc"], "nvrtc")])
 def test_the_cli_option_reaches_the_backend_options(argv, compiler):
     args = _parser().parse_args(argv)
     assert Settings.read(lambda dest: getattr(args, dest, None)).backend_options().compiler == compiler
