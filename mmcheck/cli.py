@@ -127,7 +127,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     print(summary(results))
     for r in results:
         if r.message and r.outcome in ("fail", "error") and (args.verbose or not r.as_expected):
-            command = reproduce(r.case, backend.name)
+            command = reproduce(r.case, backend.name, settings.compiler)
             saved = save_failure(Path(settings.results), r.record, command) if r.record else []
             print(f"\n{r.message}" + (f"\n  reproduce: {command}" if r.outcome == "fail" else "")
                   + "".join(f"\n  saved: {p}" for p in saved))

@@ -196,3 +196,17 @@ def test_the_pytest_option_reaches_the_backend_options(pytester):
             assert mmcheck_settings.backend_options().compiler == "nvrtc"
     """)
     pytester.runpytest_subprocess("--mmcheck-compiler", "nvrtc", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("backend, compiler, tail", [("gpu", "nvrtc", "--backend gpu --compiler nvrtc"),
+                                                      ("gpu", "nvcc", "--backend gpu"),
+                                                      ("emu", "nvrtc", "--backend emu")])
+def test_the_reproduce_line_names_the_compiler_where_it_matters(backend, compiler, tail):
+    from mmcheck.report import reproduce
+    from mmcheck.runner import Case
+    from mmcheck.shapes import Shape
+    from mmcheck.spec import load_specs
+
+    spec = load_specs(Path(__file__).resolve().parent.parent / "cuda_src" / "seed001_blog.cu")[0]
+    line = reproduce(Case(spec, "float32", Shape(1, 2, 3), 4), backend, compiler)
+    assert line == f"mmcheck check {spec.name} --dtype float32 --shape {Shape(1, 2, 3)} --seed 4 {tail}"
