@@ -183,7 +183,7 @@ def _bench(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     return EXIT_MISMATCH if failed else EXIT_OK
 
 
-def _speed(record) -> str:  # noqa: ANN001 (a bench.records.BenchRecord)
+def _speed(record) -> str:
     e = record.extra
     versus = f", {e['cublas_pct']:.0f}% of cuBLAS" if e["cublas_pct"] is not None and e["kernel"] != "cublas" else ""
     return f"{record.median * 1e3:.3g} ms, {e['gflops']:.4g} GFLOP/s{versus}"

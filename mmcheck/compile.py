@@ -73,10 +73,11 @@ def c_string(text: str) -> str:
 def function_symbols(binary: bytes) -> list[str]:
     """The names of the function symbols of an ELF binary (a cubin, or the emulator's shared library)."""
     from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
 
     elf = ELFFile(io.BytesIO(binary))
     table = elf.get_section_by_name(".symtab")
-    if table is None:
+    if not isinstance(table, SymbolTableSection):
         return []
     return [s.name for s in table.iter_symbols() if s.name and s["st_info"]["type"] == "STT_FUNC"]
 

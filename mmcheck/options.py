@@ -7,10 +7,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .backends.base import BackendOptions
-from .shapes import DEFAULT_BUDGET, Shape
 from .bench.timer import METHODS
 from .dtypes import PRECISIONS
-from .shapes import bench_size
+from .shapes import DEFAULT_BUDGET, Shape, bench_size
 from .spec import KernelSpec
 
 if TYPE_CHECKING:
@@ -112,7 +111,7 @@ class Settings:
     @classmethod
     def read(cls, get: Callable[[str], Any], **extra: Any) -> Settings:
         """Build from a getter of option values by ``Option.dest`` (None or empty: the default)."""
-        values = {}
+        values: dict[str, Any] = {}
         for o in OPTIONS:
             value = get(o.dest)
             if value not in (None, [], ()):

@@ -117,5 +117,6 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
             kind = np.dtype(CTYPES[q.ctype]) if q.ctype else p.output.numpy
             args.append(kind.type(scalars[q.name]))
         else:
-            args.append(np.dtype(CTYPES[q.ctype]).type(lds[q.name] if q.kind == "leading" else launch.env[q.name]))
+            ctype = CTYPES[q.ctype or "int"]  # a size is an int unless the spec says otherwise
+            args.append(np.dtype(ctype).type(lds[q.name] if q.kind == "leading" else launch.env[q.name]))
     return Prepared(spec, dtype, shape, trial, launch, operands, layouts, guard, hosts, buffers, tuple(args))  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -48,7 +48,7 @@ class Kernel:
     dtype: str
     symbol: str
     schedules: tuple[str, ...]
-    handle: object = field(repr=False, compare=False)
+    handle: Any = field(repr=False, compare=False)
     params: tuple[int, ...] | None = None
 
 
@@ -63,7 +63,7 @@ class DeviceBuffer:
     size: int
     dtype: np.dtype
     offset: int
-    handle: object = field(repr=False, compare=False)
+    handle: Any = field(repr=False, compare=False)
 
 
 Arg = DeviceBuffer | np.generic

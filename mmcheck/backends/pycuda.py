@@ -144,7 +144,8 @@ class PyCudaBackend:
             clock_mhz=nvml.max_clock_mhz() or self._attribute("CLOCK_RATE", 0) / 1e3,
             default_clock_mhz=nvml.default_clock_mhz(), memory_clock_mhz=nvml.max_clock_mhz(memory=True),
             bus_width_bits=nvml.bus_width_bits() or self._attribute("GLOBAL_MEMORY_BUS_WIDTH", None),
-            l2_bytes=self._attribute("L2_CACHE_SIZE"), max_threads_per_sm=self._attribute("MAX_THREADS_PER_MULTIPROCESSOR"),
+            l2_bytes=self._attribute("L2_CACHE_SIZE"),
+            max_threads_per_sm=self._attribute("MAX_THREADS_PER_MULTIPROCESSOR"),
             driver=f"{driver} (CUDA {version // 1000}.{version % 1000 // 10})",
             cuda=".".join(map(str, self.cuda.get_version()[:2])))
 
