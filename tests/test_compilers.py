@@ -93,9 +93,20 @@ WHEELS = {
 
 
 def test_headers_come_from_the_wheels_of_the_nvrtcs_own_version():
-    folders, words = choose_headers((12, 4), WHEELS, Toolkit((12, 4), Path("/usr/local/cuda/include")))
+    folders, words = choose_headers((12, 4), WHEELS, Toolkit((12, 3), Path("/usr/local/cuda/include")))
     assert folders == (Path("/site/cuda_runtime/include"), Path("/site/cuda_cccl/include"))
     assert words == "the wheels nvidia-cuda-runtime-cu12 12.4.127, nvidia-cuda-cccl-cu12 12.4.127.post1"
+
+
+def test_a_toolkit_of_the_same_version_fills_in_what_the_wheels_lack(tmp_path):
+    """No crt wheel here (mma.h's crt/ headers): the toolkit's folder comes after the wheels'."""
+    folders, words = choose_headers((12, 4), WHEELS, Toolkit((12, 4), tmp_path))
+    assert folders == (Path("/site/cuda_runtime/include"), Path("/site/cuda_cccl/include"), tmp_path)
+    assert words == ("the wheels nvidia-cuda-runtime-cu12 12.4.127, nvidia-cuda-cccl-cu12 12.4.127.post1, then the "
+                     f"CUDA 12.4 toolkit ({tmp_path})")
+    complete = {**WHEELS, "crt": [_wheel("nvidia-cuda-nvcc-cu12", "12.4.131", "/site/cuda_nvcc/include")]}
+    folders, _ = choose_headers((12, 4), complete, Toolkit((12, 4), tmp_path))
+    assert tmp_path not in folders
 
 
 def test_else_from_a_toolkit_of_the_same_version(tmp_path):

@@ -151,7 +151,11 @@ __global__ void k(const T* A, const T* B, T* C, int M) {
     C[block.thread_rank()] = __half2float(__hmul(h, __float2half(B[0]))) * M;
 }
 """
-    compiled = nvrtc.compile(_build(body, template=True), ARCH)
+    try:
+        compiled = nvrtc.compile(_build(body, template=True), ARCH)
+    except Unsupported as e:  # an environment with some of the headers only (no cccl wheel, no toolkit of its version)
+        assert "has no CUDA header <" in str(e) and "it is in nvidia-cuda-" in str(e)
+        pytest.skip(str(e))
     assert compiled.symbol == "_Z1kIfEvPKT_S2_PS0_i" and compiled.log == ""
 
 
@@ -171,7 +175,7 @@ __global__ void k(const float* A, const float* B, float* C, int M) {
     except Unsupported as e:
         major, minor = nvrtc.library.version
         wheel = "nvidia-cuda-crt" if major >= 13 else f"nvidia-cuda-nvcc-cu{major}"
-        assert f"has no CUDA header <crt/mma.h>" in str(e) and f"it is in {wheel}=={major}.{minor}.*" in str(e)
+        assert "has no CUDA header <crt/mma.h>" in str(e) and f"it is in {wheel}=={major}.{minor}.*" in str(e)
     else:
         assert compiled.symbol in function_symbols(compiled.cubin)
 

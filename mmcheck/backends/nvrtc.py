@@ -191,18 +191,26 @@ def choose_headers(nvrtc: tuple[int, int], wheels: dict[str, list[Wheel]], toolk
     """The include folders for an NVRTC of CUDA ``nvrtc`` (major, minor), and where they come from in words.
 
     The rule: ``override`` (MMCHECK_NVRTC_INCLUDE) as given; else the header wheels of the same
-    major.minor (runtime, with cccl and crt where installed); else the toolkit's include folder (and its
-    ``cccl``) if the toolkit is the same major.minor; else none, saying what was found and what to install."""
+    major.minor (runtime, with cccl and crt where installed), followed by the toolkit's include folder if
+    the toolkit is the same major.minor and a cccl or crt wheel is missing; else the toolkit's include folder
+    (and its ``cccl``) alone if it is the same major.minor; else none, saying what was found and what to
+    install."""
     version = f"{nvrtc[0]}.{nvrtc[1]}"
     if override:
         return tuple(Path(p) for p in override.split(os.pathsep) if p), f"MMCHECK_NVRTC_INCLUDE ({override})"
     same = {kind: next((w for w in found if w.cuda == nvrtc), None) for kind, found in wheels.items()}
+    kit: list[Path] = []
+    if toolkit and toolkit.version == nvrtc:
+        kit = [toolkit.include] + [toolkit.include / "cccl"] * (toolkit.include / "cccl").is_dir()
     if same.get("runtime"):
         used = [w for w in (same.get("runtime"), same.get("crt"), same.get("cccl")) if w]
-        return tuple(dict.fromkeys(w.path for w in used)), "the wheels " + ", ".join(map(str, used))
-    if toolkit and toolkit.version == nvrtc:
-        folders = [toolkit.include] + [toolkit.include / "cccl"] * (toolkit.include / "cccl").is_dir()
-        return tuple(folders), f"the CUDA {version} toolkit ({toolkit.include})"
+        words = "the wheels " + ", ".join(map(str, used))
+        if kit and not (same.get("crt") and same.get("cccl")):
+            return (tuple(dict.fromkeys([*(w.path for w in used), *kit])),
+                    f"{words}, then the CUDA {version} toolkit ({kit[0]})")
+        return tuple(dict.fromkeys(w.path for w in used)), words
+    if kit:
+        return tuple(kit), f"the CUDA {version} toolkit ({kit[0]})"
     others = [str(w) for w in wheels.get("runtime", [])]
     if toolkit:
         others.append(f"the CUDA {toolkit.version[0]}.{toolkit.version[1]} toolkit")
