@@ -16,9 +16,9 @@ one outside any wheel (a toolkit's).  With neither, cuda-bindings searches itsel
 the same CUDA major.minor: ``nvidia-cuda-runtime[-cuNN]`` (``cuda_runtime.h``, ``cuda_fp16.h``,
 ``cooperative_groups.h``, ``mma.h``), ``nvidia-cuda-cccl[-cu12]`` (``nv/target``, which ``cuda_fp16.h``
 includes from CUDA 12 on) and the ``crt/`` headers ``mma.h`` includes (``nvidia-cuda-crt`` for CUDA 13,
-``nvidia-cuda-nvcc-cuNN`` before); else from the CUDA toolkit (``CUDA_HOME``, ``CUDA_PATH``, nvcc's, or
-``/usr/local/cuda``) if its version is the same major.minor; ``MMCHECK_NVRTC_INCLUDE`` (folders separated
-by ``:``) overrides both.  Headers of another version are never mixed in: without matching ones a kernel
+``nvidia-cuda-nvcc-cuNN`` before).  A CUDA toolkit (``CUDA_HOME``, ``CUDA_PATH``, nvcc's, or
+``/usr/local/cuda``) of the same major.minor fills in what those wheels lack, or gives every header where
+there are none; ``MMCHECK_NVRTC_INCLUDE`` (folders separated by ``:``) overrides both.  Headers of another version are never mixed in: without matching ones a kernel
 that includes a CUDA header is skipped, naming the header and the wheel that has it.
 
 **Host code.**  NVRTC compiles device code only: a host function (``main``, a launcher), a host variable,
