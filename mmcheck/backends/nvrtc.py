@@ -18,8 +18,9 @@ the same CUDA major.minor: ``nvidia-cuda-runtime[-cuNN]`` (``cuda_runtime.h``, `
 includes from CUDA 12 on) and the ``crt/`` headers ``mma.h`` includes (``nvidia-cuda-crt`` for CUDA 13,
 ``nvidia-cuda-nvcc-cuNN`` before).  A CUDA toolkit (``CUDA_HOME``, ``CUDA_PATH``, nvcc's, or
 ``/usr/local/cuda``) of the same major.minor fills in what those wheels lack, or gives every header where
-there are none; ``MMCHECK_NVRTC_INCLUDE`` (folders separated by ``:``) overrides both.  Headers of another version are never mixed in: without matching ones a kernel
-that includes a CUDA header is skipped, naming the header and the wheel that has it.
+there are none; ``MMCHECK_NVRTC_INCLUDE`` (folders separated by ``:``) overrides both.  Headers of another
+version are never mixed in: without matching ones a kernel that includes a CUDA header is skipped, naming
+the header and the wheel that has it.
 
 **Host code.**  NVRTC compiles device code only: a host function (``main``, a launcher), a host variable,
 or a header NVRTC does not have (``<cstdio>``, ``<cassert>``, ``cublas_v2.h``) makes it fail.  That is
