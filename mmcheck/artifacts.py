@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -32,8 +32,8 @@ def save_failure(folder: Path, record: Record, reproduce: str) -> list[Path]:
     and, if possible, ``<stem>.png``."""
     folder.mkdir(parents=True, exist_ok=True)
     meta = {**record.meta, "reproduce": reproduce}
-    written = [atomic_write(folder / f"{record.stem}.npz",
-                            lambda f: np.savez_compressed(f, meta=np.array(json.dumps(meta)), **record.arrays))]
+    arrays: dict[str, Any] = {"meta": np.array(json.dumps(meta)), **record.arrays}
+    written = [atomic_write(folder / f"{record.stem}.npz", lambda f: np.savez_compressed(f, **arrays))]
     png = _heat_map(folder / f"{record.stem}.png", record.arrays["C"], record.arrays["reference"], meta)
     return written + ([png] if png else [])
 

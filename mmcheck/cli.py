@@ -1,5 +1,5 @@
-"""``mmcheck list``, ``check``, ``bench`` and ``report``: the same validation and benchmarks as the tests,
-without pytest.
+"""``mmcheck list``, ``check``, ``bench``, ``report`` and ``info``: the same validation and benchmarks as the
+tests, without pytest, and what this machine offers.
 
 Exit status of ``check``: 0 if every kernel's outcome matches its ``expect``, 1 if any does not, 2 for a
 usage or spec error.  Of ``bench``: 0 if every benchmark ran (or was skipped, saying why), 1 if a kernel's
@@ -29,11 +29,13 @@ def _parser() -> argparse.ArgumentParser:
     check = commands.add_parser("check", help="run the kernels on generated shapes and compare with references")
     bench = commands.add_parser("bench", help="time the kernels on the GPU against cuBLAS")
     report = commands.add_parser("report", help="tables and plots of benchmark JSON files")
+    info = commands.add_parser("info", help="the backends, GPU, driver and compilers found here, and which "
+                                            "mmcheck will use")
     for sub in (listing, check, bench):
         sub.add_argument("targets", nargs="*", metavar="NAME-GLOB|PATH.cu|DIR",
                          help="kernels by name glob, or files/directories to read (default: ./cuda_src)")
         sub.add_argument("--src", action="append", help="directory or .cu file with kernels (repeatable)")
-    for name, sub in (("check", check), ("bench", bench)):
+    for name, sub in (("check", check), ("bench", bench), ("info", info)):
         for o in OPTIONS:
             if o.name != "src" and name in o.commands:
                 o.add_to(sub.add_argument)
@@ -67,6 +69,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "report":
         return _report(args)
+    if args.command == "info":
+        from .info import lines
+
+        print("\n".join(lines(Settings.read(lambda dest: getattr(args, dest, None)))))
+        return EXIT_OK
     try:
         catalog, globs = _catalog(args)
     except SpecError as e:
@@ -120,7 +127,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     print(summary(results))
     for r in results:
         if r.message and r.outcome in ("fail", "error") and (args.verbose or not r.as_expected):
-            command = reproduce(r.case, backend.name)
+            command = reproduce(r.case, backend.name, settings.compiler)
             saved = save_failure(Path(settings.results), r.record, command) if r.record else []
             print(f"\n{r.message}" + (f"\n  reproduce: {command}" if r.outcome == "fail" else "")
                   + "".join(f"\n  saved: {p}" for p in saved))
@@ -176,7 +183,7 @@ def _bench(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     return EXIT_MISMATCH if failed else EXIT_OK
 
 
-def _speed(record) -> str:  # noqa: ANN001 (a bench.records.BenchRecord)
+def _speed(record) -> str:
     e = record.extra
     versus = f", {e['cublas_pct']:.0f}% of cuBLAS" if e["cublas_pct"] is not None and e["kernel"] != "cublas" else ""
     return f"{record.median * 1e3:.3g} ms, {e['gflops']:.4g} GFLOP/s{versus}"

@@ -51,14 +51,15 @@ class Build:
         return f"{self.spec.name} ({self.dtype}{macros}: {self.instance})"
 
 
-def unit_source(build: Build) -> str:
+def unit_source(build: Build, instantiate: bool = True) -> str:
     """The text both backends compile: the kernel file as it is, plus, for a template, its instantiation.
 
     A ``#line`` directive makes compiler messages, sanitizer reports and line info name the user's file
-    and line, not a temporary copy."""
+    and line, not a temporary copy.  ``instantiate=False`` leaves the instantiation out, for NVRTC, which
+    instantiates the template through its name expression and refuses a host variable."""
     spec = build.spec
     text = f"#line 1 {c_string(str(spec.path))}\n{spec.source}\n"
-    if build.template:
+    if build.template and instantiate:
         text += f"\n#line 1 \"mmcheck-instantiation\"\nvoid* mmcheck_instance = (void*)&{build.instance};\n"
     return text
 
@@ -72,10 +73,11 @@ def c_string(text: str) -> str:
 def function_symbols(binary: bytes) -> list[str]:
     """The names of the function symbols of an ELF binary (a cubin, or the emulator's shared library)."""
     from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
 
     elf = ELFFile(io.BytesIO(binary))
     table = elf.get_section_by_name(".symtab")
-    if table is None:
+    if not isinstance(table, SymbolTableSection):
         return []
     return [s.name for s in table.iter_symbols() if s.name and s["st_info"]["type"] == "STT_FUNC"]
 

@@ -16,7 +16,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -67,7 +67,7 @@ def _operands(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     return np.ascontiguousarray(a), np.ascontiguousarray(b), np.empty((m, n), dtype=np.float32), (m, n, k)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _library() -> ctypes.CDLL:
     """The compiled baselines, built on first use and kept under a name that changes with the source and
     flags, so that an edited source is rebuilt and never mixed up with an old build."""

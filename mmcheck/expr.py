@@ -12,6 +12,7 @@ import ast
 import operator
 from collections.abc import Callable, Mapping
 from functools import lru_cache
+from typing import TypeGuard, cast
 
 __all__ = ["ExprError", "SHAPE_NAMES", "Expr", "cdiv"]
 
@@ -101,7 +102,7 @@ def _parse(text: str, names: frozenset[str]) -> ast.expr:
     return tree
 
 
-def _is_sizeof(node: ast.AST) -> bool:
+def _is_sizeof(node: ast.AST) -> TypeGuard[ast.Call]:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "sizeof"
 
 
@@ -122,7 +123,7 @@ class _Evaluator(ast.NodeVisitor):
         self.sizeof = sizeof
 
     def visit_Constant(self, node: ast.Constant) -> int:
-        return node.value
+        return cast(int, node.value)  # parse() lets integer constants only through
 
     def visit_Name(self, node: ast.Name) -> int:
         if node.id == "sizeof":

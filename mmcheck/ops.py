@@ -80,6 +80,7 @@ class Op:
         """|alpha| |a| @ |b| + |beta| |c| in float64: the scale that rounding errors are bounded by."""
         out = xp.matmul(xp.abs(a.astype(xp.float64)), xp.abs(b.astype(xp.float64)))
         if self.scalars:
+            assert alpha is not None, "an op with scalars is given alpha"
             out = abs(alpha) * out
             if beta:
                 out = out + abs(beta) * xp.abs(c.astype(xp.float64))

@@ -7,10 +7,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .backends.base import BackendOptions
-from .shapes import DEFAULT_BUDGET, Shape
 from .bench.timer import METHODS
 from .dtypes import PRECISIONS
-from .shapes import bench_size
+from .shapes import DEFAULT_BUDGET, Shape, bench_size
 from .spec import KernelSpec
 
 if TYPE_CHECKING:
@@ -65,6 +64,9 @@ OPTIONS = (
     Option("seed", "base seed of the input data", type=int, default=0),
     Option("backend", "where kernels run: gpu (PyCUDA), emu (CPU emulator), auto (gpu if usable), or a backend "
                       "class of your own as module:Class", type=_backend, default="auto"),
+    Option("compiler", "GPU: the compiler of the kernels: nvcc (through PyCUDA), nvrtc (the NVRTC wheel "
+                       "installed, e.g. nvidia-cuda-nvrtc-cu12), or auto (nvcc if on PATH, else nvrtc)",
+           default="nvcc", choices=("nvcc", "nvrtc", "auto"), commands=("check", "bench", "info")),
     Option("budget", "largest problem, in multiply-adds, of the generated shapes", type=int,
            default=DEFAULT_BUDGET, commands=("check",)),
     Option("timeout", "seconds a launch may run before it counts as hung", type=float, default=10.0),
@@ -94,6 +96,7 @@ class Settings:
     shape: tuple[Shape, ...] = ()
     seed: int = 0
     backend: str = "auto"
+    compiler: str = "nvcc"
     budget: int = DEFAULT_BUDGET
     timeout: float = 10.0
     results: str = "mmcheck-results"
@@ -108,7 +111,7 @@ class Settings:
     @classmethod
     def read(cls, get: Callable[[str], Any], **extra: Any) -> Settings:
         """Build from a getter of option values by ``Option.dest`` (None or empty: the default)."""
-        values = {}
+        values: dict[str, Any] = {}
         for o in OPTIONS:
             value = get(o.dest)
             if value not in (None, [], ()):
@@ -136,4 +139,4 @@ class Settings:
 
     def backend_options(self) -> BackendOptions:
         return BackendOptions(sanitize=self.sanitize, timeout=self.timeout,
-                              strict_barriers=not self.barrier_warnings)
+                              strict_barriers=not self.barrier_warnings, compiler=self.compiler)

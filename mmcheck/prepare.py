@@ -119,5 +119,6 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
             # A type numpy does not know (bfloat16) is passed as its bits: the kernel reads the same bytes.
             args.append((value.view(np.dtype(f"uint{8 * kind.itemsize}")) if kind.kind == "V" else value)[()])
         else:
-            args.append(np.dtype(CTYPES[q.ctype]).type(lds[q.name] if q.kind == "leading" else launch.env[q.name]))
+            ctype = CTYPES[q.ctype or "int"]  # a size is an int unless the spec says otherwise
+            args.append(np.dtype(ctype).type(lds[q.name] if q.kind == "leading" else launch.env[q.name]))
     return Prepared(spec, dtype, shape, trial, launch, operands, layouts, guard, hosts, buffers, tuple(args))  # type: ignore[arg-type]

@@ -82,12 +82,14 @@ def _requires(spec: KernelSpec) -> str:
     return " and ".join(parts) or "any shape"
 
 
-def reproduce(case: Case, backend: str) -> str:
-    """The command line that replays exactly this case (shell-quoted)."""
+def reproduce(case: Case, backend: str, compiler: str = "nvcc") -> str:
+    """The command line that replays exactly this case (shell-quoted); the compiler is named where it is not
+    the GPU's default."""
     src = case.spec.path
     where = [] if _under(src, Path("cuda_src")) else ["--src", str(src)]
+    compiled = ["--compiler", compiler] if backend == "gpu" and compiler != "nvcc" else []
     return shlex.join(["mmcheck", "check", case.spec.name, *where, "--dtype", case.dtype, "--shape",
-                       str(case.shape), "--seed", str(case.seed), "--backend", backend])
+                       str(case.shape), "--seed", str(case.seed), "--backend", backend, *compiled])
 
 
 def _under(path: Path, folder: Path) -> bool:

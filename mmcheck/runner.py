@@ -105,10 +105,11 @@ class Runner:
             raise found
         return found
 
-    def case(self, spec: KernelSpec, dtype: str, shape: Shape) -> Case:
+    def case(self, spec: KernelSpec, dtype: str, shape: Shape | None) -> Case:
         return Case(spec, dtype, shape, self.seed)
 
     def run(self, case: Case) -> Result:
+        assert case.shape is not None, "a case to run has a shape"
         try:
             launch = plan(case.spec, case.dtype, case.shape)
             kernel = self.compile(launch.build)
@@ -155,6 +156,7 @@ class Runner:
     def _check(self, case: Case, kernel: Kernel, launch: Plan, trial: Trial, schedules: tuple[str, ...]) -> None:
         """One trial under every schedule given; a failure is raised as Caught with the case's context."""
         spec, dtype, shape = case.spec, case.dtype, case.shape
+        assert shape is not None, "a case to run has a shape"
         seed = data.case_seed(case.seed, spec.name, dtype, str(shape), trial.pattern, trial.alpha, trial.beta,
                               trial.padded)
         operands = data.make_operands(spec, shape, dtype, trial, seed)
@@ -178,6 +180,7 @@ class Runner:
             passed.append(schedule)
 
     def prepare(self, case: Case, launch: Plan, trial: Trial, operands: Operands) -> Prepared:
+        assert case.shape is not None, "a case to run has a shape"
         return prepare(self.backend, case.spec, case.dtype, case.shape, trial, launch, operands, self.guards)
 
     def _launch(self, prepared: Prepared, kernel: Kernel, schedule: str) -> np.ndarray:

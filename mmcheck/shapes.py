@@ -14,7 +14,7 @@ import random
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-
+from functools import partial
 from typing import TYPE_CHECKING
 
 from .dtypes import precision
@@ -104,8 +104,10 @@ def domains(spec: KernelSpec) -> list[Domain]:
     lo = {n: 1 for n in names}
     hi: dict[str, int | None] = {n: None for n in names}
     for left, op, right in _atoms(spec.requires):
-        if isinstance(op, ast.Eq) and _name(left) in names and _name(right) in names:
-            parent[find(_name(left))] = find(_name(right))
+        lname, rname = _name(left), _name(right)
+        if isinstance(op, ast.Eq) and lname in names and rname in names:
+            assert lname is not None and rname is not None
+            parent[find(lname)] = find(rname)
         elif isinstance(op, ast.Eq) and ((m := _modulus(left, right)) or (m := _modulus(right, left))):
             if m[0] in names:
                 mod[m[0]] = math.lcm(mod[m[0]], m[1])
@@ -113,13 +115,14 @@ def domains(spec: KernelSpec) -> list[Domain]:
             name, low, high = b
             lo[name] = max(lo[name], low)
             if high is not None:
-                hi[name] = high if hi[name] is None else min(hi[name], high)
+                current = hi[name]
+                hi[name] = high if current is None else min(current, high)
     groups: dict[str, list[str]] = {}
     for n in names:
         groups.setdefault(find(n), []).append(n)
     result = []
     for members in groups.values():
-        his = [hi[n] for n in members if hi[n] is not None]
+        his = [h for n in members if (h := hi[n]) is not None]
         result.append(Domain(tuple(members), mod=math.lcm(*(mod[n] for n in members)),
                              lo=max(lo[n] for n in members), hi=min(his) if his else None))
     return result
@@ -129,7 +132,7 @@ def tiles(spec: KernelSpec) -> list[int]:
     """Tile-like sizes a kernel's boundary handling depends on: constant block sizes, constant defines,
     and the constants in grid, ``let`` and template expressions (``cdiv(N, 128)``, ``64 if M >= 64 else
     32``: tiles and the sizes where the choice of tile changes)."""
-    found: set[int] = set()
+    found: set[object] = set()
     for e in (*spec.block, *(v for _, v in spec.defines)):
         if not e.names:
             try:
@@ -270,7 +273,7 @@ def shape_strategy(spec: KernelSpec, dtype: str, max_dim: int = 160,
     for d in doms:
         top = d.hi if d.hi is not None else max(max_dim, d.lo + 2 * d.mod)
         k_lo, k_hi = -(-d.lo // d.mod), top // d.mod
-        parts.append(st.integers(k_lo, max(k_lo, k_hi)).map(lambda k, m=d.mod, names=d.names: (names, k * m)))
+        parts.append(st.integers(k_lo, max(k_lo, k_hi)).map(partial(_multiple, d.names, d.mod)))
     floor = _assemble(spec, {n: max(d.lo, d.mod) for d in doms for n in d.names}).macs
     limit = max(budget, 8 * floor)
     drawn = st.tuples(*parts).map(
@@ -320,6 +323,11 @@ def _atoms(requires: Iterable[Expr]) -> Iterable[tuple[ast.expr, ast.cmpop, ast.
         elif isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
             yield from zip(operands, node.ops, operands[1:])
+
+
+def _multiple(names: tuple[str, ...], mod: int, k: int) -> tuple[tuple[str, ...], int]:
+    """The ``k``-th multiple of a domain's modulus, for the domain's names."""
+    return names, k * mod
 
 
 def _name(node: ast.expr) -> str | None:

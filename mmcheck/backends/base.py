@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -32,6 +32,7 @@ class BackendOptions:
     timeout: float = 10.0           # seconds one launch may take before it counts as a hang
     strict_barriers: bool = True    # emulator: barrier divergence is an error (False: a warning)
     cache_dir: str | None = None    # where compiled modules are kept; None: the user cache dir
+    compiler: str = "nvcc"          # GPU: nvcc (through PyCUDA), nvrtc, or auto (nvcc if on PATH, else nvrtc)
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class Kernel:
     dtype: str
     symbol: str
     schedules: tuple[str, ...]
-    handle: object = field(repr=False, compare=False)
+    handle: Any = field(repr=False, compare=False)
     params: tuple[int, ...] | None = None
     costly: tuple[str, ...] = ()
 
@@ -65,7 +66,7 @@ class DeviceBuffer:
     size: int
     dtype: np.dtype
     offset: int
-    handle: object = field(repr=False, compare=False)
+    handle: Any = field(repr=False, compare=False)
 
 
 Arg = DeviceBuffer | np.generic

@@ -22,7 +22,6 @@ import time
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
-
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -73,7 +72,7 @@ class _Worker:
             self.close()
             raise
 
-    def call(self, method: str, *args: object, timeout: float | None) -> object:
+    def call(self, method: str, *args: object, timeout: float | None) -> Any:
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
             self.conn_out.send((method, args))
@@ -118,7 +117,7 @@ class ProcessBackend:
         if options.sanitize and inner == "gpu" and not shutil.which("compute-sanitizer"):
             raise BackendUnavailable("--sanitize needs compute-sanitizer on PATH, and it is not there")
         self._workers: dict[str | None, _Worker] = {}
-        self.name = self._worker(self._tools[0]).call("name", timeout=_START_TIMEOUT)
+        self.name: str = self._worker(self._tools[0]).call("name", timeout=_START_TIMEOUT)
 
     @property
     def _tools(self) -> tuple[str | None, ...]:
@@ -144,7 +143,7 @@ class ProcessBackend:
         return DeviceBuffer(host.size, host.dtype, offset, _Remote(host))
 
     def download(self, buf: DeviceBuffer) -> np.ndarray:
-        remote: _Remote = buf.handle  # type: ignore[assignment]
+        remote: _Remote = buf.handle
         return remote.result if remote.result is not None else remote.host.copy()
 
     def launch(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
@@ -163,17 +162,17 @@ class ProcessBackend:
         except (KernelFault, KernelTimeout):
             report = worker.sanitizer_report(names)
             self._restart(tool)
-            if report:
+            if report and tool:
                 raise SanitizerError(f"compute-sanitizer {tool}: {report}", tool) from None
             raise
         report = worker.sanitizer_report(names)
-        if report:
+        if report and tool:  # only a tool reports
             worker.reporting_launches += 1
             if worker.reporting_launches >= sanitizer.REPORTING_LAUNCHES[tool]:
                 self._restart(tool)  # before the tool's cap on errors per process silences it
             raise SanitizerError(f"compute-sanitizer {tool}: {report}", tool)
         for buf, result in zip(buffers, results):
-            buf.handle.result = result  # type: ignore[union-attr]
+            buf.handle.result = result
 
     def time(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
              method: Method) -> Timing:
@@ -212,8 +211,8 @@ def _transport(args: Sequence[Arg]) -> tuple[list[DeviceBuffer], list[tuple[np.n
     by its position (not by equality: two buffers of one size compare equal)."""
     buffers = [a for a in args if isinstance(a, DeviceBuffer)]
     slots = iter(range(len(buffers)))
-    packed = [("buffer", next(slots)) if isinstance(a, DeviceBuffer) else a for a in args]
-    return buffers, [(b.handle.host, b.offset) for b in buffers], packed  # type: ignore[union-attr]
+    packed: list[object] = [("buffer", next(slots)) if isinstance(a, DeviceBuffer) else a for a in args]
+    return buffers, [(b.handle.host, b.offset) for b in buffers], packed
 
 
 class _Remote:
@@ -235,7 +234,7 @@ def _uploaded(backend: Any, hosts: list[tuple[np.ndarray, int]], packed: list[ob
 def _serve(inner: str, conn_in: Connection, conn_out: Connection) -> None:
     from . import get_backend
 
-    backend = None
+    backend: Any = None  # the real backend, once the parent says hello
     kernels: dict[tuple, Kernel] = {}
 
     def kernel(build: Build) -> Kernel:

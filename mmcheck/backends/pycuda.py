@@ -1,26 +1,29 @@
 """The GPU backend, through PyCUDA.
 
-Modules are loaded with ``SourceModule`` (PyCUDA's on-disk compile cache included) in the device's primary
-context, the one the CUDA runtime and other libraries share.  The kernel's symbol is found among the
-function symbols of the cubin that PyCUDA's ``compile`` returns for the same source and options (a cache
-hit), and its parameters' sizes are read from the loaded module through the driver's
-``cuFuncGetParamInfo`` (NVIDIA's cuda-bindings), so a spec whose ``params`` do not match the kernel is
-reported as such rather than as a crash.
+A kernel is compiled by one of two compilers (compilers.py: nvcc through PyCUDA's ``compile``, the
+default, or NVRTC), each giving a cubin for the device's exact ``sm_XY`` and the kernel's symbol in it; the
+cubin is loaded with PyCUDA's ``module_from_buffer`` (what ``SourceModule`` does with nvcc's cubin) in the
+device's primary context, the one the CUDA runtime and other libraries share.  The kernel's parameters'
+sizes are read from the loaded module through the driver's ``cuFuncGetParamInfo`` (NVIDIA's
+cuda-bindings), so a spec whose ``params`` do not match the kernel is reported as such rather than as a
+crash.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Sequence
 from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..compile import Build, find_symbol, function_symbols, macro_flags, unit_source
+from ..compile import Build
 from ..errors import BackendUnavailable, CompileError, KernelFault, KernelTimeout, LaunchError, OutOfMemory
 from .base import Arg, BackendOptions, Device, DeviceBuffer, Dim3, Kernel, Timing
 from . import sanitizer
+from .compilers import explain_load_error, get_compiler
 from .events import EventClock, Hold, L2Flush, Nvml
 
 if TYPE_CHECKING:
@@ -49,32 +52,26 @@ class PyCudaBackend:
         self.gpu = cuda.Context.get_device()
         major, minor = self.gpu.compute_capability()
         self.arch = f"sm_{major}{minor}"
+        self.compiler = get_compiler(options.compiler, options.cache_dir)
+        if reason := self.compiler.unsupported((major, minor)):
+            raise BackendUnavailable(reason)
         self._driver_modules: list[Any] = []  # cuda-bindings' handles of loaded cubins, kept for introspection
 
     def compile(self, build: Build) -> Kernel:
-        from pycuda.compiler import SourceModule
-        from pycuda.compiler import compile as nvcc_compile
-
-        spec = build.spec
-        source = unit_source(build)
-        # Line info changes no generated code; it lets compute-sanitizer name the source line.
-        options = macro_flags(build.defines) + ["-lineinfo"]
-        # The unit is compiled in a temporary folder: the file's own folder is where its #includes are.
-        kwargs = dict(options=options, no_extern_c=True, arch=self.arch, cache_dir=self.options.cache_dir,
-                      include_dirs=[str(spec.path.resolve().parent)])
+        compiled = self.compiler.compile(build, self.arch)
+        if compiled.log:  # as PyCUDA reports what nvcc says while succeeding
+            warnings.warn(f"{self.compiler.name} succeeded for {build}, but said:\n{compiled.log}", stacklevel=2)
         try:
-            cubin = nvcc_compile(source, **kwargs)
-            symbol = find_symbol(function_symbols(cubin), build)
-            module = SourceModule(source, **kwargs)
-            function = module.get_function(symbol)
-        except self.cuda.CompileError as e:
-            raise CompileError(f"{spec.path}: nvcc failed for {build}:\n"
-                               f"{(e.stderr or '') + (e.stdout or '') or e}") from None
+            module = self.cuda.module_from_buffer(compiled.cubin)
+            function = module.get_function(compiled.symbol)
         except self.cuda.Error as e:
-            raise CompileError(f"{spec.path}: cannot load {build}: {e}") from None
-        introspection = self._introspect(cubin, symbol)
-        schedules, costly = self._schedules(function.shared_size_bytes > 0 or spec.smem.text != "0")
-        return Kernel(spec, build.dtype, symbol, schedules, (module, function, introspection),
+            version = self.cuda.get_driver_version()
+            meaning = explain_load_error(str(e), self.compiler.describe(), self.arch,
+                                         (version // 1000, version % 1000 // 10))
+            raise CompileError(f"{build.spec.path}: cannot load {build}: {meaning}") from None
+        introspection = self._introspect(compiled.cubin, compiled.symbol)
+        schedules, costly = self._schedules(function.shared_size_bytes > 0 or build.spec.smem.text != "0")
+        return Kernel(build.spec, build.dtype, compiled.symbol, schedules, (module, function, introspection),
                       _parameter_sizes(introspection), costly)
 
     def _schedules(self, shared: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -162,7 +159,8 @@ class PyCudaBackend:
             clock_mhz=nvml.max_clock_mhz() or self._attribute("CLOCK_RATE", 0) / 1e3,
             default_clock_mhz=nvml.default_clock_mhz(), memory_clock_mhz=nvml.max_clock_mhz(memory=True),
             bus_width_bits=nvml.bus_width_bits() or self._attribute("GLOBAL_MEMORY_BUS_WIDTH", None),
-            l2_bytes=self._attribute("L2_CACHE_SIZE"), max_threads_per_sm=self._attribute("MAX_THREADS_PER_MULTIPROCESSOR"),
+            l2_bytes=self._attribute("L2_CACHE_SIZE"),
+            max_threads_per_sm=self._attribute("MAX_THREADS_PER_MULTIPROCESSOR"),
             driver=f"{driver} (CUDA {version // 1000}.{version % 1000 // 10})",
             cuda=".".join(map(str, self.cuda.get_version()[:2])))
 
@@ -222,11 +220,14 @@ def _packed(args: Sequence[Arg]) -> list[Any]:
 
 def _parameter_sizes(function: Any) -> tuple[int, ...] | None:
     """The byte size of each parameter, as the driver reads them from the module (None without
-    cuda-bindings, or with a driver older than cuFuncGetParamInfo, CUDA 12.4)."""
+    cuda-bindings, with cuda-bindings older than cuFuncGetParamInfo (11.8, which NVRTC 11 needs), or with a
+    driver older than it, CUDA 12.4)."""
     if function is None:
         return None
     from cuda.bindings import driver
 
+    if not hasattr(driver, "cuFuncGetParamInfo"):
+        return None
     ok = driver.CUresult.CUDA_SUCCESS
     sizes: list[int] = []
     err = ok

@@ -9,8 +9,8 @@ import warnings
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NoReturn
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 

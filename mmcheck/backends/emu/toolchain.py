@@ -15,7 +15,7 @@ from ...compile import Build, cache_key, cache_root, local_includes, macro_flags
 from ...errors import BackendUnavailable
 from .unit import compile_failure, compile_unit
 
-__all__ = ["Toolchain"]
+__all__ = ["Toolchain", "find_compiler"]
 
 _HERE = Path(__file__).resolve().parent
 _BASE = ["-std=c++17", "-pipe", "-fdiagnostics-color=never"]
@@ -37,12 +37,7 @@ class Toolchain:
     """The compiler, the built runtime, and the kernel-module cache for one mode (plain or sanitized)."""
 
     def __init__(self, sanitize: bool, cache_dir: str | None) -> None:
-        cxx = shutil.which(os.environ.get("CXX", "g++"))
-        if cxx is None:
-            raise BackendUnavailable(f"the emulator needs a C++ compiler; {os.environ.get('CXX', 'g++')!r} "
-                                     "is not on PATH (set CXX to choose one)")
-        self.cxx = cxx
-        self.version = _run([cxx, "--version"], "ask the compiler its version").splitlines()[0]
+        self.cxx, self.version = find_compiler()
         self.mode = (["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address"] if sanitize else ["-O2"])
         # Sanitized kernels also check array indices (shared-memory tiles are not covered by ASan).
         self.module_mode = self.mode + (["-fsanitize=bounds", "-fno-sanitize-recover=all"] if sanitize else [])
@@ -102,6 +97,15 @@ class Toolchain:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return final
+
+
+def find_compiler() -> tuple[str, str]:
+    """The emulator's C++ compiler ($CXX, else g++): its path and the first line of its ``--version``."""
+    cxx = shutil.which(os.environ.get("CXX", "g++"))
+    if cxx is None:
+        raise BackendUnavailable(f"the emulator needs a C++ compiler; {os.environ.get('CXX', 'g++')!r} "
+                                 "is not on PATH (set CXX to choose one)")
+    return cxx, _run([cxx, "--version"], "ask the compiler its version").splitlines()[0]
 
 
 def _run(argv: list[str], what: str) -> str:

@@ -1,0 +1,205 @@
+"""The GPU backend's two compilers behind one small interface: a build and the device's exact architecture
+in, a cubin and the kernel's symbol in it out.
+
+- ``nvcc``, through PyCUDA's ``compile`` (the step ``SourceModule`` runs, with PyCUDA's on-disk cache);
+  the kernel's symbol is found among the cubin's function symbols (``compile.find_symbol``).
+- ``nvrtc`` (nvrtc.py), through NVIDIA's cuda-bindings; the symbol is NVRTC's lowered name of the kernel's
+  name expression (``&entry``, or ``&entry<float, 32>`` for a template).
+
+Both compile the same unit (``compile.unit_source``) with options identical in meaning: the ``-D`` macros,
+``-lineinfo`` and C++17, for exactly the device's ``sm_XY``.  Both give a cubin, machine code for that one
+architecture, never PTX, so the driver JIT-compiles nothing.
+
+Which compiler can serve which device and driver is decided by the small pure functions at the end, each
+giving its verdict in words.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..compile import Build, find_symbol, function_symbols, macro_flags, unit_source
+from ..errors import BackendUnavailable, CompileError
+
+__all__ = ["COMPILERS", "Compiled", "Compiler", "Nvcc", "get_compiler", "common_options", "arch_rule",
+           "driver_rule", "explain_load_error", "resolve"]
+
+COMPILERS = ("nvcc", "nvrtc", "auto")
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A kernel compiled for one architecture: the cubin, the kernel's (mangled) name in it, and what the
+    compiler said while succeeding (warnings; "" when it said nothing or the cubin came from a cache)."""
+
+    cubin: bytes
+    symbol: str
+    log: str = ""
+
+
+class Compiler(Protocol):
+    name: str
+
+    def describe(self) -> str:
+        """The compiler in a few words: its version and where it came from."""
+        ...
+
+    def unsupported(self, cc: tuple[int, int]) -> str | None:
+        """Why this compiler cannot compile for a device of compute capability ``cc``; None if it can."""
+        ...
+
+    def compile(self, build: Build, arch: str) -> Compiled:
+        """The cubin for ``arch`` (``sm_90``) and the kernel's symbol; CompileError with the compiler's
+        messages, or Unsupported where the file holds what this compiler cannot take (NVRTC: host code)."""
+        ...
+
+
+def resolve(name: str) -> str:
+    """``auto``: nvcc where it is on PATH, else NVRTC; other names as they are."""
+    if name == "auto":
+        return "nvcc" if shutil.which("nvcc") else "nvrtc"
+    return name
+
+
+def get_compiler(name: str, cache_dir: str | None = None) -> Compiler:
+    """The compiler ``name`` (nvcc, nvrtc or auto); BackendUnavailable, saying why, where it cannot be used."""
+    name = resolve(name)
+    if name == "nvcc":
+        return Nvcc(cache_dir)
+    if name == "nvrtc":
+        from .nvrtc import Nvrtc
+
+        return Nvrtc(cache_dir)
+    raise BackendUnavailable(f"unknown compiler {name!r} (choose from {', '.join(COMPILERS)})")
+
+
+def common_options(build: Build) -> list[str]:
+    """The options both compilers get, spelt alike (the architecture is given by each its own way).  The
+    unit is compiled elsewhere than its file, so the file's own folder is put where its #includes look."""
+    return [*macro_flags(build.defines), "-lineinfo", "--std=c++17", f"-I{build.spec.path.resolve().parent}"]
+
+
+class Nvcc:
+    """nvcc through PyCUDA's ``compile``, which caches cubins on disk keyed by the preprocessed source."""
+
+    name = "nvcc"
+
+    def __init__(self, cache_dir: str | None = None) -> None:
+        try:
+            import pycuda.compiler
+            import pycuda.driver
+        except ImportError as e:
+            raise BackendUnavailable(f"the nvcc path needs PyCUDA ({e}); pip install 'mmcheck[cuda]'") from None
+        path = shutil.which("nvcc")
+        if path is None:
+            raise BackendUnavailable("nvcc is not on PATH (put the CUDA toolkit's bin/ there, or use "
+                                     "--compiler nvrtc)")
+        self.path: str = path
+        self.cache_dir = cache_dir
+        self._error = pycuda.driver.CompileError
+
+    def describe(self) -> str:
+        return f"nvcc {nvcc_version(self.path)} at {self.path}"
+
+    def unsupported(self, cc: tuple[int, int]) -> str | None:
+        return None  # nvcc says so itself, in its own words, if it cannot
+
+    def compile(self, build: Build, arch: str) -> Compiled:
+        from pycuda.compiler import compile as nvcc_compile
+
+        try:
+            cubin = nvcc_compile(unit_source(build), options=common_options(build), no_extern_c=True, arch=arch,
+                                 cache_dir=self.cache_dir)
+        except self._error as e:
+            raise CompileError(f"{build.spec.path}: nvcc failed for {build}:\n"
+                               f"{(e.stderr or '') + (e.stdout or '') or e}") from None
+        return Compiled(cubin, find_symbol(function_symbols(cubin), build))
+
+
+def nvcc_version(path: str) -> str:
+    """``release 13.0, V13.0.88``, from ``nvcc --version``; "of unknown version" if it does not say."""
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "of unknown version"
+    found = re.search(r"release (\d+\.\d+), (V[\d.]+)", out)
+    return f"{found.group(1)} ({found.group(2)})" if found else "of unknown version"
+
+
+# --- the rules --------------------------------------------------------------------------------------------
+
+def sm(cc: tuple[int, int]) -> int:
+    """The architecture number of a compute capability: (9, 0) -> 90."""
+    return cc[0] * 10 + cc[1]
+
+
+def arch_rule(compiler: str, archs: Sequence[int], cc: tuple[int, int]) -> str | None:
+    """Why ``compiler`` (words, e.g. "NVRTC 13.1"), which compiles cubins for the architectures ``archs``
+    (``nvrtcGetSupportedArchs``: 75, 80, ...), cannot compile for a GPU of compute capability ``cc``; None
+    if it can."""
+    target = sm(cc)
+    if target in archs:
+        return None
+    lo, hi = min(archs, default=0), max(archs, default=0)
+    device = f"this GPU is sm_{target} (compute capability {cc[0]}.{cc[1]})"
+    if not archs:
+        return f"{compiler} reports no architecture it compiles for; {device}"
+    if target < lo:
+        return (f"{compiler} compiles for sm_{lo} to sm_{hi}; {device}, older than it supports: use an "
+                "older NVRTC (NVRTC 12 compiles for sm_50 and newer, NVRTC 11 for sm_35 and newer), or nvcc")
+    if target > hi:
+        return (f"{compiler} compiles for sm_{lo} to sm_{hi}; {device}, newer than it knows: use a newer "
+                "NVRTC, or nvcc")
+    return f"{compiler} compiles for {', '.join(f'sm_{a}' for a in archs)}; {device} is not among them"
+
+
+def driver_rule(compiler: tuple[int, int], driver: tuple[int, int], binary: str = "cubin") -> str | None:
+    """Why code of kind ``binary`` ("cubin" or "ptx") from a compiler of CUDA ``compiler`` would not load
+    on a driver that supports CUDA ``driver`` at most; None if it loads.
+
+    A cubin is machine code for one architecture: a driver loads it whatever CUDA version built it (as
+    long as the driver runs that GPU at all).  PTX is compiled by the driver when loaded, and a driver
+    refuses PTX from a compiler newer than itself (CUDA_ERROR_UNSUPPORTED_PTX_VERSION).  mmcheck loads
+    cubins only, which is why every NVRTC version that knows the GPU's architecture works on any driver."""
+    if binary == "cubin" or compiler <= driver:
+        return None
+    return (f"PTX from CUDA {compiler[0]}.{compiler[1]} does not load on this driver, which supports CUDA "
+            f"{driver[0]}.{driver[1]} at most: the driver cannot JIT-compile PTX newer than itself "
+            "(CUDA_ERROR_UNSUPPORTED_PTX_VERSION)")
+
+
+# code: (the driver's own words, as PyCUDA's messages quote them; what it means here)
+_LOAD_ERRORS = {
+    "CUDA_ERROR_UNSUPPORTED_PTX_VERSION": (
+        "compiled with an unsupported toolchain",
+        "the module holds PTX from a compiler newer than this driver, which cannot JIT-compile it; mmcheck "
+        "compiles cubins for the exact architecture, which need no JIT: a PTX-only module means the "
+        "architecture was not passed as sm_XY"),
+    "CUDA_ERROR_NO_BINARY_FOR_GPU": (
+        "no kernel image is available",
+        "the module holds neither machine code for this GPU's architecture nor PTX to compile: it was "
+        "compiled for another sm_XY (a stale cache entry, or a compiler that does not know this GPU)"),
+    "CUDA_ERROR_INVALID_IMAGE": (
+        "kernel image is invalid",
+        "the driver cannot read this cubin: it is damaged (clear the cache folder), or written by a "
+        "compiler whose cubin format this driver predates (update the driver, or use an older compiler)"),
+    "CUDA_ERROR_INVALID_PTX": (
+        "ptx jit compilation failed",
+        "the driver failed to compile the module's PTX"),
+}
+
+
+def explain_load_error(message: str, compiler: str, arch: str, driver: tuple[int, int] | None) -> str:
+    """What a failed module load means, in words, after the driver's own message: ``compiler`` built the
+    module for ``arch``; ``driver`` is the CUDA version the driver supports (None if unknown)."""
+    lowered = message.lower()
+    for code, (words, meaning) in _LOAD_ERRORS.items():
+        if code.lower() in lowered or words in lowered:
+            supports = f", driver for CUDA {driver[0]}.{driver[1]}" if driver else ""
+            return f"{message} ({code}: {compiler}, {arch}{supports}): {meaning}"
+    return message

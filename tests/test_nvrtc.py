@@ -1,0 +1,208 @@
+"""NVRTC for real, with no GPU needed: every zoo kernel compiles to an sm_90 cubin whose lowered name is
+among its function symbols (and is the symbol the nvcc path would find), compile errors name the user's
+file and line, host code is reported as unsupported naming the construct, CUDA headers come from the
+NVRTC's own version, and cubins are cached.  Skipped where no NVRTC is usable (cuda-bindings and an NVRTC
+wheel: pip install 'mmcheck[nvrtc]' nvidia-cuda-nvrtc-cu12 nvidia-cuda-runtime-cu12 nvidia-cuda-cccl-cu12).
+"""
+
+from __future__ import annotations
+
+import locale
+import os
+import re
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from mmcheck.backends.compilers import Compiled
+from mmcheck.backends.nvrtc import Nvrtc, probe
+from mmcheck.compile import Build, find_symbol, function_symbols
+from mmcheck.errors import BackendUnavailable, CompileError, Unsupported
+from mmcheck.prepare import plan
+from mmcheck.shapes import shapes_for
+from mmcheck.spec import KernelSpec, find_sources, load_specs, parse_specs
+
+ZOO = Path(__file__).resolve().parent.parent / "cuda_src"
+KERNELS = [(s, d) for f in find_sources([ZOO]) for s in load_specs(f) for d in s.dtypes]
+ARCH = "sm_90"  # Hopper, the lent GPUs; every NVRTC from 11.8 to 13.x compiles for it
+
+
+@pytest.fixture(scope="module")
+def nvrtc(tmp_path_factory) -> Nvrtc:
+    try:
+        return Nvrtc(str(tmp_path_factory.mktemp("nvrtc-cache")))
+    except BackendUnavailable as e:
+        pytest.skip(f"no usable NVRTC here: {e}")
+
+
+@pytest.fixture(scope="module")
+def zoo_builds(request, nvrtc):
+    """Every build of every zoo kernel this session collected, compiled in parallel, once each; a test waits
+    only for its own."""
+    wanted = {(item.callspec.params["spec"].name, item.callspec.params["dtype"]): item.callspec.params["spec"]
+              for item in request.session.items
+              if item.originalname == "test_zoo_kernel_compiles" and hasattr(item, "callspec")}
+    pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
+    request.addfinalizer(pool.shutdown)
+    futures: dict[tuple[str, str], list[tuple[Build, Future[Compiled]]]] = {
+        (name, dtype): [(b, pool.submit(nvrtc.compile, b, ARCH)) for b in _builds(spec, dtype)]
+        for (name, dtype), spec in wanted.items()}
+    return lambda spec, dtype: [(b, f.result()) for b, f in futures[spec.name, dtype]]
+
+
+def _builds(spec: KernelSpec, dtype: str) -> list[Build]:
+    """The distinct builds the kernel's generated shapes need (test_zoo_specs.py compiles the same with nvcc)."""
+    return list(dict.fromkeys(plan(spec, dtype, shape).build for shape in shapes_for(spec, dtype)))
+
+
+@pytest.mark.parametrize("spec, dtype", KERNELS, ids=[f"{s.name}-{d}" for s, d in KERNELS])
+def test_zoo_kernel_compiles(spec: KernelSpec, dtype: str, zoo_builds):
+    for build, compiled in zoo_builds(spec, dtype):
+        symbols = function_symbols(compiled.cubin)
+        assert compiled.symbol in symbols, f"{build}: {compiled.symbol} not among {symbols}"
+        assert find_symbol(symbols, build) == compiled.symbol, f"{build}: the nvcc path would find another kernel"
+        assert compiled.log == "", f"{build}: NVRTC warned:\n{compiled.log}"
+
+
+HEADER = """/* mmcheck
+[[kernel]]
+name = "t.k"
+entry = "k"
+{template}op = "mm"
+dtypes = ["float32"]
+params = ["A", "B", "C", "M:int"]
+block = [32]
+grid = [1]
+*/
+"""
+
+
+def _build(body: str, path: str = "cuda_src/user file.cu", template: bool = False) -> Build:
+    text = HEADER.format(template='template = "T"\n' if template else "") + body
+    (spec,) = parse_specs(text, path)
+    return Build(spec, "float32", ("float",) if template else ())
+
+
+def _line(build: Build, marker: str) -> int:
+    source = build.spec.source
+    return source.count("\n", 0, source.index(marker)) + 1
+
+
+@pytest.mark.parametrize("template", [False, True])
+def test_a_compile_error_names_the_users_file_and_line(nvrtc, template):
+    head = "template <typename T>\n" if template else "typedef float T;\n"
+    build = _build(head + "__global__ void k(const T* A, const T* B, T* C, int M) {\n"
+                          "    C[0] = undeclared_name;  // here\n}\n", template=template)
+    with pytest.raises(CompileError) as error:
+        nvrtc.compile(build, ARCH)
+    message = str(error.value)
+    assert message.startswith(f"cuda_src/user file.cu: {nvrtc.library.label} failed for {build}:\n"), message
+    assert re.search(rf'^cuda_src/user file\.cu\({_line(build, "// here")}\): error: identifier "undeclared_name" '
+                     "is undefined", message, re.M), message
+
+
+DEVICE = """__global__ void k(const float* A, const float* B, float* C, int M) {
+    C[threadIdx.x] = A[threadIdx.x] + B[threadIdx.x] * M;
+}
+"""
+LAUNCHER = """void launch(const float* a, const float* b, float* c, int n) {  // host
+    k<<<1, 32>>>(a, b, c, n);
+}
+"""
+GUARD = "guard host code with #ifndef __CUDACC_RTC__ (NVRTC defines it), or check the file with --compiler nvcc"
+
+
+@pytest.mark.parametrize("body, construct", [
+    ("#include <cublas_v2.h>  // host\n" + DEVICE, "<cublas_v2.h> is a host library's header"),
+    ("#include <cstdio>  // host\n" + DEVICE, "has no C/C++ library header <cstdio>"),
+    ("#include <cassert>  // host\n" + DEVICE, "has no C/C++ library header <cassert>"),
+    ("#include <cuda_runtime.h>\n" + DEVICE + LAUNCHER, "the file has a host function launch"),
+    (DEVICE + "int main() {  // host\n  return 0;\n}\n", "the file has a host function main"),
+])
+def test_host_code_is_unsupported_naming_the_construct_and_its_line(nvrtc, body, construct):
+    build = _build(body)
+    with pytest.raises(Unsupported) as error:
+        nvrtc.compile(build, ARCH)
+    where = f"cuda_src/user file.cu:{_line(build, '// host')}"
+    assert str(error.value).startswith(f"{where}: NVRTC compiles device code only"), str(error.value)
+    assert construct in str(error.value) and str(error.value).endswith(GUARD)
+
+
+def test_host_code_guarded_from_nvrtc_compiles(nvrtc):
+    body = ("#ifndef __CUDACC_RTC__\n#include <cstdio>\n#include <cublas_v2.h>\n#endif\n#include <cuda_runtime.h>\n"
+            + DEVICE + "#ifndef __CUDACC_RTC__\n" + LAUNCHER + "int main() { printf(\"hi\\n\"); }\n#endif\n")
+    compiled = nvrtc.compile(_build(body), ARCH)
+    assert compiled.symbol == "_Z1kPKfS0_Pfi" and compiled.symbol in function_symbols(compiled.cubin)
+
+
+def test_cuda_headers_of_the_nvrtcs_version_are_found(nvrtc):
+    """Half precision and cooperative groups, from the runtime (and cccl) headers of NVRTC's own version."""
+    if not nvrtc.include:
+        pytest.skip(f"no CUDA headers for {nvrtc.library.label}: {nvrtc.headers}")
+    body = """#include <cuda_fp16.h>
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+template <typename T>
+__global__ void k(const T* A, const T* B, T* C, int M) {
+    cg::thread_block block = cg::this_thread_block();
+    __half h = __float2half(A[block.thread_rank()]);
+    block.sync();
+    C[block.thread_rank()] = __half2float(__hmul(h, __float2half(B[0]))) * M;
+}
+"""
+    try:
+        compiled = nvrtc.compile(_build(body, template=True), ARCH)
+    except Unsupported as e:  # an environment with some of the headers only (no cccl wheel, no toolkit of its version)
+        assert "has no CUDA header <" in str(e) and "it is in nvidia-cuda-" in str(e)
+        pytest.skip(str(e))
+    assert compiled.symbol == "_Z1kIfEvPKT_S2_PS0_i" and compiled.log == ""
+
+
+def test_wmma_compiles_or_names_the_wheel_with_its_headers(nvrtc):
+    """mma.h includes crt/mma.h, which CUDA 13 ships as nvidia-cuda-crt and CUDA 11 and 12 in their nvcc
+    wheel: without it the kernel is unsupported, naming what to install."""
+    body = """#include <mma.h>
+using namespace nvcuda;
+__global__ void k(const float* A, const float* B, float* C, int M) {
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+    wmma::fill_fragment(c, 0.0f);
+    wmma::store_matrix_sync(C, c, 16, wmma::mem_row_major);
+}
+"""
+    try:
+        compiled = nvrtc.compile(_build(body), ARCH)
+    except Unsupported as e:
+        major, minor = nvrtc.library.version
+        wheel = "nvidia-cuda-crt" if major >= 13 else f"nvidia-cuda-nvcc-cu{major}"
+        assert "has no CUDA header <crt/mma.h>" in str(e) and f"it is in {wheel}=={major}.{minor}.*" in str(e)
+    else:
+        assert compiled.symbol in function_symbols(compiled.cubin)
+
+
+def test_cubins_are_cached_on_disk_and_a_damaged_entry_is_recompiled(tmp_path, nvrtc, monkeypatch):
+    fresh = Nvrtc(str(tmp_path))
+    build = _build(DEVICE)
+    first = fresh.compile(build, ARCH)
+    (entry,) = (tmp_path / "nvrtc").iterdir()
+    assert entry.suffix == ".cubin" and not entry.name.startswith(".")
+    monkeypatch.setattr(fresh, "_compile", lambda *args: pytest.fail("compiled again despite the cache"))
+    again = fresh.compile(build, ARCH)
+    assert (again.cubin, again.symbol) == (first.cubin, first.symbol)
+    monkeypatch.undo()
+    entry.write_bytes(b"garbage")
+    assert fresh.compile(build, ARCH).cubin == first.cubin
+
+
+def test_compiling_leaves_the_callers_locale_alone(nvrtc, tmp_path):
+    """NVRTC 11 and 12 set the compiling thread's locale to "C" (Python's default encoding there becomes
+    ASCII, and reading a UTF-8 file fails); mmcheck compiles in a thread of its own."""
+    encoding = locale.getpreferredencoding(False)
+    Nvrtc(str(tmp_path)).compile(_build(DEVICE), ARCH)
+    assert locale.getpreferredencoding(False) == encoding
+
+
+def test_probe_reports_the_nvrtc_of_this_environment(nvrtc):
+    facts = probe()
+    assert tuple(facts["version"]) == nvrtc.library.version and tuple(facts["archs"]) == nvrtc.library.archs
+    assert facts["origin"] == nvrtc.library.origin and facts["headers"] == nvrtc.headers
