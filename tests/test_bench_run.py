@@ -3,6 +3,7 @@ kernel refused, the cuBLAS baseline, pytest --benchmark-only writing pytest-benc
 numbers, and mmcheck bench / report."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -86,7 +87,8 @@ def test_not_a_benchmark():
 
 
 def test_pytest_benchmark_only_writes_its_json_with_the_gpu_samples_and_mmchecks_numbers(pytester, monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the fake backend is tests.fake_backend
+    # the fake backend is tests.fake_backend; PYTHONPATH may already hold where pytest itself is (tox.ini)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
     kernels = pytester.mkdir("kernels")
     (kernels / "k.cu").write_text(KERNEL)
     pytester.makepyfile(test_bench=TESTS)
@@ -97,7 +99,7 @@ def test_pytest_benchmark_only_writes_its_json_with_the_gpu_samples_and_mmchecks
     outcomes = result.parseoutcomes()
     # 2 dtypes x 2 sizes, cuBLAS for float32 at both sizes (int32 has none), the plain test skipped
     assert outcomes.get("passed") == 6 and outcomes.get("skipped") == 1, result.stdout.str()
-    doc = json.loads((pytester.path / "out.json").read_text())
+    doc = json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))
     benches = {b["name"]: b for b in doc["benchmarks"]}
     good = benches["test_benchmark[user.good-float32-64x64x64]"]
     assert good["options"]["timer"].endswith("cuda_events")

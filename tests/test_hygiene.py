@@ -55,13 +55,13 @@ def test_the_line_directive_names_the_users_file_in_compiler_errors(tmp_path):
     (spec,) = parse_specs(spec_text().replace("{}", "{ undeclared_name; }"), "cuda_src/user file.cu")
     unit = tmp_path / "unit.cpp"
     unit.write_text("#define __global__\n" + unit_source(Build(spec, "float32", ("float",))))
-    result = subprocess.run(["g++", "-fsyntax-only", "-include", "cstddef", str(unit)], capture_output=True, text=True)
+    result = subprocess.run(["g++", "-fsyntax-only", "-include", "cstddef", str(unit)], capture_output=True, text=True, encoding="utf-8")
     assert re.search(r"cuda_src/user file\.cu:\d+:\d+: error: .undeclared_name", result.stderr), result.stderr
 
 
 def test_no_subprocess_takes_a_shell_string():
     for source in PACKAGE.rglob("*.py"):
-        text = source.read_text()
+        text = source.read_text(encoding="utf-8")
         for forbidden in ("shell=True", "os.system(", "os.popen(", "getoutput("):
             assert forbidden not in text, f"{source}: {forbidden}"
 

@@ -195,11 +195,12 @@ def test_cubins_are_cached_on_disk_and_a_damaged_entry_is_recompiled(tmp_path, n
 
 
 def test_compiling_leaves_the_callers_locale_alone(nvrtc, tmp_path):
-    """NVRTC 11 and 12 set the compiling thread's locale to "C" (Python's default encoding there becomes
-    ASCII, and reading a UTF-8 file fails); mmcheck compiles in a thread of its own."""
-    encoding = locale.getpreferredencoding(False)
+    """NVRTC 12 sets the process's locale to "C" and leaves it so (Python's default encoding becomes ASCII, and
+    reading a UTF-8 file fails after it); mmcheck puts the locale back.  The whole locale is compared: an earlier
+    compile in this process would have made the encodings equal either way."""
+    before = locale.setlocale(locale.LC_ALL, "")  # the environment's, as Python starts with
     Nvrtc(str(tmp_path)).compile(_build(DEVICE), ARCH)
-    assert locale.getpreferredencoding(False) == encoding
+    assert locale.setlocale(locale.LC_ALL) == before
 
 
 def test_probe_reports_the_nvrtc_of_this_environment(nvrtc):

@@ -37,12 +37,12 @@ import ctypes
 import functools
 import importlib.metadata as metadata
 import json
+import locale
 import os
 import re
 import shutil
 import sys
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -411,10 +411,13 @@ class Nvrtc:
         cached = _read(path)
         if cached:
             return cached
-        # NVRTC 11 and 12 switch the locale of the thread that compiles to "C" and leave it so (Python's
-        # default encoding there becomes ASCII): compile in a thread of its own.
-        with ThreadPoolExecutor(1, thread_name_prefix="mmcheck-nvrtc") as thread:
-            compiled = thread.submit(self._compile, build, source, expression, options).result()
+        # NVRTC 12 sets the process's locale to "C" while it compiles and leaves it so, which turns Python's
+        # default text encoding into ASCII for everything after: put the locale back.
+        saved = locale.setlocale(locale.LC_ALL)
+        try:
+            compiled = self._compile(build, source, expression, options)
+        finally:
+            locale.setlocale(locale.LC_ALL, saved)
         self.cache.mkdir(parents=True, exist_ok=True)
         atomic_write(path, lambda f: f.write(_MAGIC + compiled.symbol.encode() + b"\n" + compiled.cubin))
         return compiled
