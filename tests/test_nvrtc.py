@@ -198,9 +198,13 @@ def test_compiling_leaves_the_callers_locale_alone(nvrtc, tmp_path):
     """NVRTC 12 sets the process's locale to "C" and leaves it so (Python's default encoding becomes ASCII, and
     reading a UTF-8 file fails after it); mmcheck puts the locale back.  The whole locale is compared: an earlier
     compile in this process would have made the encodings equal either way."""
-    before = locale.setlocale(locale.LC_ALL, "")  # the environment's, as Python starts with
-    Nvrtc(str(tmp_path)).compile(_build(DEVICE), ARCH)
-    assert locale.setlocale(locale.LC_ALL) == before
+    python_set = locale.setlocale(locale.LC_ALL)
+    try:
+        before = locale.setlocale(locale.LC_ALL, "")  # the environment's: not "C", unless it says so
+        Nvrtc(str(tmp_path)).compile(_build(DEVICE), ARCH)
+        assert locale.setlocale(locale.LC_ALL) == before
+    finally:
+        locale.setlocale(locale.LC_ALL, python_set)
 
 
 def test_probe_reports_the_nvrtc_of_this_environment(nvrtc):
