@@ -1,14 +1,15 @@
 """Benchmark plots (matplotlib, the ``plot`` extra, imported only inside these functions; backend Agg).
 
 ``throughput``: GFLOP/s against the problem size n (log2 axis; n = M for a square problem, else the cube
-root of M*N*K*batch), one panel per dtype, every kernel a solid line, cuBLAS a black dashed one, the
-device's peak a dotted line.  ``roofline``: arithmetic intensity (flop per byte of compulsory DRAM
+root of M*N*K*batch), one panel per dtype and op (as the table groups them: a gemv and a gemm have different
+cuBLAS lines), every kernel a solid line with the panel's own legend, cuBLAS a black dashed one, the device's
+peak a dotted line.  ``roofline``: arithmetic intensity (flop per byte of compulsory DRAM
 traffic, gflops / gbps) against GFLOP/s on log-log axes, a colour per kernel and a marker per dtype,
 under the device's roofs: the bandwidth roof (peak_gbps) and one compute roof per dtype's peak
 (peak_gflops), all read from the records.  Titles name the device.  Files are written atomically.
 
-Each drawn line carries a ``gid`` (``kernel:<label>:<dtype>``, ``peak:<dtype>``, ``roof:<dtype>``,
-``roof:bandwidth``) so that tests and notebooks can find it in the ``*_figure`` functions' figures."""
+Each drawn line carries a ``gid`` (``kernel:<label>:<dtype> <op>`` and ``peak:<dtype> <op>`` in a throughput
+panel, ``kernel:<label>:<dtype>``, ``roof:<dtype>`` and ``roof:bandwidth`` on the roofline) so that tests and notebooks can find it in the ``*_figure`` functions' figures."""
 
 from __future__ import annotations
 
@@ -29,8 +30,10 @@ if TYPE_CHECKING:
 __all__ = ["problem_size", "roofline", "roofline_figure", "throughput", "throughput_figure"]
 
 BASELINE = "cublas"
-MARKERS = {"int32": "s", "float16": "^", "bfloat16": "v", "float32": "o", "float64": "D"}
-PANELS_PER_ROW = 3
+MARKERS = {"int32": "s", "float16": "^", "bfloat16": "v", "float32": "o", "float64": "D", "float16->float32": "P",
+           "bfloat16->float32": "X"}
+PANELS_PER_ROW = 2
+LEGEND_ROWS = 16  # a legend longer than this takes a second column
 
 
 def _pyplot() -> Any:
@@ -54,11 +57,13 @@ def _devices(records: Sequence[BenchRecord]) -> str:
 
 
 def _colours(labels: Sequence[str]) -> dict[str, Any]:
-    """A colour per kernel label (in the order given), the same in every panel; cuBLAS black."""
+    """A colour per kernel label (in the order given), the same in every panel; cuBLAS black.  Up to 60
+    labels get a colour each (tab10, else tab20, tab20b and tab20c in turn)."""
     plt = _pyplot()
     others = [lab for lab in labels if lab != BASELINE]
-    cmap = plt.get_cmap("tab10" if len(others) <= 10 else "tab20")
-    colours = {lab: cmap(i % cmap.N) for i, lab in enumerate(others)}
+    maps = ["tab10"] if len(others) <= 10 else ["tab20", "tab20b", "tab20c"]
+    palette = [plt.get_cmap(name)(i) for name in maps for i in range(plt.get_cmap(name).N)]
+    colours = {lab: palette[i % len(palette)] for i, lab in enumerate(others)}
     return {lab: "black" if lab == BASELINE else colours[lab] for lab in labels}
 
 
@@ -86,7 +91,7 @@ def _labels(records: Sequence[BenchRecord]) -> list[str]:
     return sorted({r.label for r in records}, key=lambda lab: (lab == BASELINE, lab))
 
 
-def _kernel_lines(ax: Axes, records: Sequence[BenchRecord], dtype: str, colours: dict[str, Any]) -> None:
+def _kernel_lines(ax: Axes, records: Sequence[BenchRecord], panel: str, colours: dict[str, Any]) -> None:
     """GFLOP/s against n, a line per kernel label; cuBLAS black, dashed, on top."""
     for label in _labels(records):
         points = sorted((problem_size(r), r.extra["gflops"]) for r in records
@@ -97,40 +102,47 @@ def _kernel_lines(ax: Axes, records: Sequence[BenchRecord], dtype: str, colours:
         baseline = label == BASELINE
         ax.plot(xs, ys, linestyle="--" if baseline else "-", marker="x" if baseline else "o", markersize=5,
                 linewidth=2 if baseline else 1.5, color=colours[label], label="cuBLAS" if baseline else label,
-                gid=f"kernel:{label}:{dtype}", zorder=3 if baseline else 2)
+                gid=f"kernel:{label}:{panel}", zorder=3 if baseline else 2)
 
 
-def _peak_line(ax: Axes, records: Sequence[BenchRecord], dtype: str) -> None:
+def _peak_line(ax: Axes, records: Sequence[BenchRecord], panel: str, dtype: str) -> None:
     """The device's peak for ``dtype``, dotted, labelled at the left."""
     peaks = [r.extra["peak_gflops"] for r in records if r.extra["peak_gflops"]]
     if not peaks:
         return
     peak = max(peaks)
-    ax.axhline(peak, color="grey", linestyle=":", linewidth=1.2, gid=f"peak:{dtype}")
+    ax.axhline(peak, color="grey", linestyle=":", linewidth=1.2, gid=f"peak:{panel}")
     ax.annotate(f"peak {sig(peak)} {_unit(dtype)}", (0.02, peak), xycoords=("axes fraction", "data"),
                 xytext=(0, 3), textcoords="offset points", fontsize=8, color="dimgrey", va="bottom")
 
 
-def _throughput_axes(ax: Axes, records: Sequence[BenchRecord], dtype: str) -> None:
+def _throughput_axes(ax: Axes, records: Sequence[BenchRecord], panel: str, dtype: str) -> None:
     """Title (saying when there is no cuBLAS, as cublas_note does), log2 n, log GFLOP/s, room on top."""
     notes = any(r.extra["cublas_note"] for r in records)
     missing = notes and all(r.kernel != BASELINE for r in records)
-    ax.set_title(f"{dtype} (no cuBLAS)" if missing else dtype, fontsize=10)
+    ax.set_title(f"{panel} (no cuBLAS)" if missing else panel, fontsize=10)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     _plain_axes(ax, x=lambda v, _pos: f"{v:g}")
     ax.set_xlabel("n  (M for square; cube root of M·N·K·batch)", fontsize=8)
     ax.set_ylabel(_unit(dtype), fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
-    top = max((v for r in records for v in (r.extra["gflops"], r.extra["peak_gflops"]) if v), default=None)
-    if top:
-        ax.set_ylim(top=top * 2.5)
+    values = [v for r in records for v in (r.extra["gflops"], r.extra["peak_gflops"]) if v]
+    if values:  # room above the peak's label and below the slowest point, which autoscaling puts on the edge
+        ax.set_ylim(min(values) / 2.5, max(values) * 2.5)
 
 
-def _throughput_panel(ax: Axes, records: Sequence[BenchRecord], dtype: str, colours: dict[str, Any]) -> None:
-    _kernel_lines(ax, records, dtype, colours)
-    _peak_line(ax, records, dtype)
-    _throughput_axes(ax, records, dtype)
+def _throughput_panel(ax: Axes, records: Sequence[BenchRecord], colours: dict[str, Any]) -> None:
+    """One dtype and op: its lines, its peak, and a legend of its own kernels right of it (a colour is
+    only ever looked up among the few kernels of one panel)."""
+    dtype, op = records[0].dtype, records[0].extra["op"]
+    panel = f"{dtype} {op}"
+    _kernel_lines(ax, records, panel, colours)
+    _peak_line(ax, records, panel, dtype)
+    _throughput_axes(ax, records, panel, dtype)
+    handles = [h for h in ax.get_lines() if not h.get_label().startswith("_")]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, frameon=False,
+              ncol=1 + (len(handles) > LEGEND_ROWS), borderaxespad=0)
 
 
 def _plain_axes(ax: Axes, x: Any = None) -> None:
@@ -146,20 +158,19 @@ def _plain_axes(ax: Axes, x: Any = None) -> None:
 def throughput_figure(records: Sequence[BenchRecord]) -> Figure:
     """The throughput figure (see the module docstring); records without GFLOP/s are left out."""
     plt = _pyplot()
-    dtypes = sorted({r.dtype for r in records}, key=dtype_rank)
-    if not dtypes:
+    panels: dict[tuple[str, str], list[BenchRecord]] = {}
+    for r in sorted(records, key=lambda r: (dtype_rank(r.dtype), r.extra["op"])):
+        panels.setdefault((r.dtype, r.extra["op"]), []).append(r)
+    if not panels:
         raise ValueError("no benchmarks to plot")
-    cols = min(len(dtypes), PANELS_PER_ROW)
-    rows = math.ceil(len(dtypes) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 4 * rows + 0.8), squeeze=False, layout="constrained")
+    cols = min(len(panels), PANELS_PER_ROW)
+    rows = math.ceil(len(panels) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(7.5 * cols, 4 * rows + 0.5), squeeze=False, layout="constrained")
     colours = _colours(_labels(records))
-    for ax, dtype in zip(axes.flat, dtypes):
-        _throughput_panel(ax, [r for r in records if r.dtype == dtype], dtype, colours)
-    for ax in list(axes.flat)[len(dtypes):]:
+    for ax, group in zip(axes.flat, panels.values()):
+        _throughput_panel(ax, group, colours)
+    for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
-    handles = {h.get_label(): h for ax in axes.flat for h in ax.get_lines() if not h.get_label().startswith("_")}
-    fig.legend(handles.values(), handles.keys(), loc="outside lower center", ncol=min(4, len(handles)),
-               fontsize=9, frameon=False)
     fig.suptitle(f"Throughput on {_devices(records)}", fontsize=12)
     return fig
 
@@ -192,11 +203,13 @@ def _roofs(ax: Axes, records: Sequence[BenchRecord], xlim: tuple[float, float]) 
         start = max(lo, peak / bandwidth) if bandwidth else lo
         ax.plot([start, hi], [peak, peak], color="dimgrey", linewidth=1.5, gid=f"roof:{','.join(dtypes)}",
                 zorder=1)
-        below = above / peak < 1.4  # too close under the last label: write this one under its line
+        below = above / peak < 2.5  # too close under the last label: write this one under its line
         unit = "GOP/s" if all(d.startswith("int") for d in dtypes) else "GFLOP/s"
-        ax.annotate(f"{', '.join(dtypes)} peak {sig(peak)} {unit}", (hi, peak), xytext=(-4, -3 if below else 3),
-                    textcoords="offset points", ha="right", va="top" if below else "bottom", fontsize=8,
-                    color="dimgrey")
+        # Above the line at its right end; under it at its left end (from the ridge point), as a GEMM's
+        # points sit to the right, just under the roofs.
+        ax.annotate(f"{', '.join(dtypes)} peak {sig(peak)} {unit}", (start if below else hi, peak),
+                    xytext=(6 if below else -4, -3 if below else 3), textcoords="offset points",
+                    ha="left" if below else "right", va="top" if below else "bottom", fontsize=8, color="dimgrey")
         above = peak
     if bandwidth:
         ridge = max(by_peak, default=bandwidth * hi) / bandwidth
@@ -219,7 +232,7 @@ def _points(ax: Axes, placed: Sequence[tuple[BenchRecord, float]], colours: dict
             pts = sorted((x, r.extra["gflops"]) for r, x in placed if r.label == label and r.dtype == dtype)
             if pts:
                 xs, ys = zip(*pts)
-                ax.plot(xs, ys, linestyle="none", marker=MARKERS.get(dtype, "P"), markersize=7,
+                ax.plot(xs, ys, linestyle="none", marker=MARKERS.get(dtype, "*"), markersize=7,
                         markerfacecolor="none" if label == BASELINE else colours[label], color=colours[label],
                         gid=f"kernel:{label}:{dtype}", zorder=3)
 
@@ -243,14 +256,16 @@ def _roofline_limits(ax: Axes, records: Sequence[BenchRecord], placed: Sequence[
 
 
 def _roofline_legends(fig: Figure, colours: dict[str, Any], dtypes: Sequence[str]) -> None:
-    """Two legends right of the axes: kernels by colour, dtypes by marker."""
+    """Kernels by colour right of the axes (two columns when long), dtypes by marker below them."""
     from matplotlib.lines import Line2D
 
     kernels = [Line2D([], [], color=c, marker="o", linestyle="none", markerfacecolor="none" if lab == BASELINE else c,
                       label="cuBLAS" if lab == BASELINE else lab) for lab, c in colours.items()]
-    kinds = [Line2D([], [], color="dimgrey", marker=MARKERS.get(d, "P"), linestyle="none", label=d) for d in dtypes]
-    fig.legend(handles=kernels, loc="outside right upper", fontsize=8, title="kernel", title_fontsize=8)
-    fig.legend(handles=kinds, loc="outside right lower", fontsize=8, title="dtype", title_fontsize=8)
+    kinds = [Line2D([], [], color="dimgrey", marker=MARKERS.get(d, "*"), linestyle="none", label=d) for d in dtypes]
+    fig.legend(handles=kernels, loc="outside right upper", fontsize=8, title="kernel", title_fontsize=8,
+               ncol=1 + (len(kernels) > LEGEND_ROWS))
+    fig.legend(handles=kinds, loc="outside lower center", fontsize=8, title="dtype", title_fontsize=8,
+               ncol=len(kinds))
 
 
 def roofline_figure(records: Sequence[BenchRecord]) -> Figure:

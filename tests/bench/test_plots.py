@@ -43,7 +43,7 @@ def test_the_throughput_png_is_written_atomically_and_is_a_sensible_size(records
     path = throughput(records, tmp_path / "plots" / "throughput.png")
     assert path == tmp_path / "plots" / "throughput.png"
     (width, height), size = png_size(path)
-    assert (width, height) == (1500, 480)  # three panels of 5 x 4 inches plus the legend, at 100 dpi
+    assert (width, height) == (1500, 850)  # three panels, two to a row, of 7.5 x 4 inches, at 100 dpi
     assert 20_000 < size < 500_000
     assert [p.name for p in path.parent.iterdir()] == ["throughput.png"]  # no temporary file left
 
@@ -54,22 +54,42 @@ def test_throughput_lines_carry_each_kernels_gflops_against_n(records):
     fig = throughput_figure(records)
     try:
         lines = lines_by_gid(fig)
-        cublas = lines["kernel:cublas:float32"]
+        cublas = lines["kernel:cublas:float32 mm"]
         assert cublas.get_linestyle() == "--" and cublas.get_color() == "black"
         assert list(cublas.get_xdata()) == list(SIZES)
         assert list(cublas.get_ydata()) == pytest.approx([PEAK["float32"] * 0.75 * n / 4096 for n in SIZES])
-        tiled = lines["kernel:tiled:float64"]
+        tiled = lines["kernel:tiled:float64 mm"]
         assert tiled.get_linestyle() == "-" and list(tiled.get_ydata()) == pytest.approx(
             [PEAK["float64"] * 0.2 * n / 4096 for n in SIZES])
-        assert "kernel:cublas:int32" not in lines and "kernel:naive:int32" in lines
-        assert list(lines["peak:float32"].get_ydata()) == [PEAK["float32"]] * 2
+        assert "kernel:cublas:int32 mm" not in lines and "kernel:naive:int32 mm" in lines
+        assert list(lines["peak:float32 mm"].get_ydata()) == [PEAK["float32"]] * 2
         # The same kernel has the same colour in every panel.
-        assert lines["kernel:naive:int32"].get_color() == lines["kernel:naive:float64"].get_color()
-        assert [ax.get_title() for ax in fig.axes] == ["int32 (no cuBLAS)", "float32", "float64"]
-        assert fig.axes[0].get_xscale() == "log" and fig.axes[0].xaxis.get_transform().base == 2
+        assert lines["kernel:naive:int32 mm"].get_color() == lines["kernel:naive:float64 mm"].get_color()
+        shown = [ax for ax in fig.axes if ax.get_visible()]
+        assert [ax.get_title() for ax in shown] == ["int32 mm (no cuBLAS)", "float32 mm", "float64 mm"]
+        assert shown[0].get_xscale() == "log" and shown[0].xaxis.get_transform().base == 2
         assert fig._suptitle.get_text() == "Throughput on NVIDIA H100 80GB HBM3"
-        (legend,) = fig.legends
-        assert [t.get_text() for t in legend.get_texts()] == ["naive", "tiled", "cuBLAS"]
+        # Each panel's legend names its own kernels.
+        assert [[t.get_text() for t in ax.get_legend().get_texts()] for ax in shown] == [
+            ["naive", "tiled"], ["naive", "tiled", "cuBLAS"], ["naive", "tiled", "cuBLAS"]]
+        # Every point lies inside its panel.
+        for ax in shown:
+            low, high = ax.get_ylim()
+            assert all(low < y < high for line in ax.get_lines() for y in line.get_ydata())
+    finally:
+        plt.close(fig)
+
+
+def test_a_gemv_and_a_gemm_of_one_dtype_get_panels_of_their_own(records):
+    import matplotlib.pyplot as plt
+
+    gemv = rec("cublas", "float32", 4096, 850.0)
+    gemv.extra["op"] = "gemv"
+    fig = throughput_figure([*records, gemv])
+    try:
+        lines = lines_by_gid(fig)
+        assert list(lines["kernel:cublas:float32 gemv"].get_ydata()) == pytest.approx([850.0])
+        assert len(lines["kernel:cublas:float32 mm"].get_ydata()) == len(SIZES)
     finally:
         plt.close(fig)
 
