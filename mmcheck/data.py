@@ -32,8 +32,9 @@ from .ops import LEADING, Op
 from .shapes import Shape
 from .spec import KernelSpec
 
-__all__ = ["Trial", "trials", "benchmark_trial", "granule", "Operands", "make_operands", "case_seed", "guard_width", "Layout", "pad",
-           "padding_mask", "filled", "unpad", "to_buffer", "from_buffer", "bits", "same_bits", "marker_source"]
+__all__ = ["Trial", "trials", "benchmark_trial", "granule", "Operands", "make_operands", "case_seed", "guard_width",
+           "Layout", "pad", "padding_mask", "filled", "unpad", "to_buffer", "from_buffer", "bits", "same_bits",
+           "marker_source"]
 
 # What whole-number C inputs are moved by (see make_operands); the float one is exact in every float type.
 C_OFFSET_FLOAT, C_OFFSET_INTEGER = 0.25, 1 << 20
@@ -76,9 +77,10 @@ def trials(spec: KernelSpec, dtype: str) -> list[Trial]:
     first, *rest = p.inputs.patterns
     pairs = list(itertools.product(*spec.scalars(p))) if spec.operation.scalars else [(None, None)]
     out = [Trial(first, a, b) for a, b in pairs]
+    alpha, beta = pairs[-1]
     if spec.leading:
-        out.append(Trial(first, *pairs[-1], padded=spec.leading))
-    return out + [Trial(pattern, *pairs[-1], padded=spec.leading) for pattern in rest]
+        out.append(Trial(first, alpha, beta, padded=spec.leading))
+    return out + [Trial(pattern, alpha, beta, padded=spec.leading) for pattern in rest]
 
 
 def benchmark_trial(op: Op, dtype: str, accumulator: DType) -> Trial:

@@ -82,8 +82,8 @@ def tile_map(e: Evidence, max_cells: int = 48) -> str:
         for c in range(0, n, tile):
             unwritten = e.unwritten[batch, r:r + tile, c:c + tile]
             wrong = (e.bad[batch, r:r + tile, c:c + tile] & ~unwritten).any()
-            unwritten = unwritten.any()
-            line += "#" if wrong and unwritten else "u" if unwritten else "x" if wrong else "."
+            never = unwritten.any()
+            line += "#" if wrong and never else "u" if never else "x" if wrong else "."
         rows.append(line)
     header = f"C[{batch}] in {tile}x{tile} tiles ({m}x{n}): . right, x wrong, u unwritten"
     return "\n".join([header, *rows])
@@ -123,8 +123,8 @@ def _where(e: Evidence, mask: np.ndarray, what: str, right_by_chance: float = 0.
     fits[0, :] = fits[:, 0] = False  # a region of every row or every column says nothing
     if not total or not fits.any():
         return None
-    r0, c0 = np.unravel_index(np.argmax(np.where(fits, r * c, -1)), fits.shape)  # the smallest region
-    r0, c0 = int(r0), int(c0)
+    at = np.unravel_index(np.argmax(np.where(fits, r * c, -1)), fits.shape)  # the smallest region
+    r0, c0 = int(at[0]), int(at[1])
     if (r0 == 1) != (c0 == 1) and (r0 == m or c0 == n):
         one = "row" if r0 == 1 else "column"
         return (f"{one} 0 is right and every later {one} is wrong: something that changes from {one} to {one} "
@@ -256,7 +256,7 @@ def _scalars(e: Evidence) -> str | None:
     if beta and e.c is not None:
         readings.append((alpha * ab, f"beta * C is missing: the wrong elements are exactly alpha * A @ B "
                                      f"(beta = {beta:g} was not applied, or C was overwritten before it was read)"))
-        readings.append((alpha * (ab + beta * c), f"alpha is applied to beta * C too: the wrong elements are "
+        readings.append((alpha * (ab + beta * c), "alpha is applied to beta * C too: the wrong elements are "
                                                   "exactly alpha * (A @ B + beta * C)"))
         readings.append((alpha * ab + c, f"beta is ignored: C is added as it is, as if beta were 1 (beta = {beta:g})"))
     if alpha != 1:
@@ -283,7 +283,8 @@ def _nan(e: Evidence) -> str | None:
     guards, pads = (sorted({int(r) for r in found} - {-1}) for found in marker_source(e.got[nan], DTYPES[e.dtype]))
     if guards:
         read = " and ".join(e.names[r] for r in guards)
-        return says + f"the kernel read past the end (or before the start) of {read}: its guard band's NaN reached the result"
+        return says + (f"the kernel read past the end (or before the start) of {read}: its guard band's NaN "
+                       "reached the result")
     if pads:
         read = " and ".join(f"{e.names[r]} ({'lda ldb ldc'.split()[r]})" for r in pads)
         return says + (f"the kernel read the padding of {read}: the cells past the matrix when the leading "

@@ -25,8 +25,8 @@ class DType:
     ``poison`` fills an output before each launch: a quiet NaN for floats, so that reading an unwritten
     element also propagates.  ``unset`` fills C when the kernel need not read it (beta == 0 under
     ``strict_beta``): a signalling NaN, which arithmetic turns into a quiet one, so a result computed from it
-    is told from an element never written.  ``guards`` (A, B, C) fill the bands around each buffer and ``pads`` the padding
-    of rows or columns longer than the matrix (leading dimensions): signalling NaNs with payloads no
+    is told from an element never written.  ``guards`` (A, B, C) fill the bands around each buffer and ``pads``
+    the padding of rows or columns longer than the matrix (leading dimensions): signalling NaNs with payloads no
     arithmetic yields, one per buffer, so that where the hardware keeps payloads (x86 does, NVIDIA GPUs do
     not) a NaN in C names what was read.  ``quiet`` is the bit an operation sets in a signalling NaN.
     """
@@ -84,24 +84,24 @@ class DType:
         return 2 ** (ml_dtypes.finfo(self.numpy).nmant + 1)
 
 
-_FLOAT_SCALARS = {"alphas": (1.0, -1.5), "betas": (0.0, 2.0)}  # halves keep whole-number data exact
+_ALPHAS, _BETAS = (1.0, -1.5), (0.0, 2.0)  # floats' alpha and beta: halves keep whole-number data exact
 DTYPES: dict[str, DType] = {d.name: d for d in (
     DType("int32", np.dtype("int32"), "int", "i", 0xDEADBEEF, 0x5AFED0DE, (0x5AFEA0DE, 0x5AFEB0DE, 0x5AFEC0DE),
           (0x5AFEA1DE, 0x5AFEB1DE, 0x5AFEC1DE), 0, ("ints", "wrap"), (1, -2), (0, 3), cuda_type=10,
           peak=("int32",)),
     DType("float32", np.dtype("float32"), "float", "f", 0x7FC0DEAD, 0x7F80DEAD, (0x7FA0A0A1, 0x7FB0B0B1, 0x7F90C0C1),
-          (0x7FA1A1A1, 0x7FB1B1B1, 0x7F91C1C1), 0x00400000, ("ints", "normal"), **_FLOAT_SCALARS, blas="s",
+          (0x7FA1A1A1, 0x7FB1B1B1, 0x7F91C1C1), 0x00400000, ("ints", "normal"), alphas=_ALPHAS, betas=_BETAS, blas="s",
           cuda_type=0, peak=("fp32",)),
     DType("float64", np.dtype("float64"), "double", "d", 0x7FF80000DEADBEEF, 0x7FF0DEADDEADDEAD,
           (0x7FF4A0A0A0A0A0A1, 0x7FF2B0B0B0B0B0B1, 0x7FF1C0C0C0C0C0C1),
           (0x7FF4A1A1A1A1A1A1, 0x7FF2B1B1B1B1B1B1, 0x7FF1C1C1C1C1C1C1), 0x0008000000000000,
-          ("ints", "normal"), **_FLOAT_SCALARS, blas="d", cuda_type=1, peak=("fp64", "fp64_tensor")),
+          ("ints", "normal"), alphas=_ALPHAS, betas=_BETAS, blas="d", cuda_type=1, peak=("fp64", "fp64_tensor")),
     # 16-bit floats: NaN payloads fit in the 9 (float16) or 6 (bfloat16) mantissa bits below the quiet bit.
     DType("float16", np.dtype("float16"), "__half", "6__half", 0x7EAD, 0x7CDE, (0x7CA1, 0x7CB1, 0x7CC1),
-          (0x7D21, 0x7D31, 0x7D41), 0x0200, ("ints", "normal"), **_FLOAT_SCALARS, header="cuda_fp16.h",
+          (0x7D21, 0x7D31, 0x7D41), 0x0200, ("ints", "normal"), alphas=_ALPHAS, betas=_BETAS, header="cuda_fp16.h",
           blas="ex", cuda_type=2, peak=("fp16_tensor",)),
     DType("bfloat16", np.dtype(ml_dtypes.bfloat16), "__nv_bfloat16", "13__nv_bfloat16", 0x7FED, 0x7F9E,
-          (0x7F81, 0x7F82, 0x7F83), (0x7F84, 0x7F85, 0x7F86), 0x0040, ("ints", "normal"), **_FLOAT_SCALARS,
+          (0x7F81, 0x7F82, 0x7F83), (0x7F84, 0x7F85, 0x7F86), 0x0040, ("ints", "normal"), alphas=_ALPHAS, betas=_BETAS,
           header="cuda_bf16.h", blas="ex", cuda_type=14, peak=("bf16_tensor",)),
 )}
 

@@ -45,7 +45,7 @@ def check_buffers(prepared: Prepared, after: dict[str, np.ndarray]) -> None:
     first, second, out = spec.buffers
     _check_guards(out, after[out], prepared.guard, p.output)
     _check_padding(prepared, after[out])
-    for role, name in enumerate((first, second)):
+    for name in (first, second):
         _check_unchanged(name, prepared.hosts[name], after[name], prepared.guard, p.inputs)
 
 
@@ -104,7 +104,8 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
     if unwritten.any():
         first = ", ".join(str(int(i)) for i in np.argwhere(unwritten)[0])
         how = "left as its input value" if ops.c_is_input else "never written"
-        check, what = "unwritten", f"{int(unwritten.sum())} of {got.size} elements of {out} were {how} (first at {out}[{first}])"
+        check = "unwritten"
+        what = f"{int(unwritten.sum())} of {got.size} elements of {out} were {how} (first at {out}[{first}])"
         if mismatch.count > unwritten.sum():
             what += f"; {mismatch.describe(out)}"
     else:
@@ -179,7 +180,7 @@ def _ignores_leading(prepared: Prepared, rerun: Rerun) -> str | None:
     plain = _quietly(rerun, dataclasses.replace(trial, padded=()), "", ops)
     if plain is None or not _right(prepared, plain, ops):
         return None
-    op, layout = prepared.spec.operation, prepared.spec.layout
+    layout = prepared.spec.layout
     for role in trial.padded:
         alone = _quietly(rerun, dataclasses.replace(trial, padded=(role,)), "", ops)
         if alone is not None and not _right(prepared, alone, ops):

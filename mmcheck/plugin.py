@@ -56,7 +56,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 # Property-test budgets.  Failing examples are kept in hypothesis' example database (.hypothesis/), so a
 # rerun starts from the last known failure; "ci" is derandomized so a CI failure replays identically.
-PROFILES = {"ci": {"max_examples": 4, "derandomize": True, "print_blob": True},
+PROFILES: dict[str, dict[str, Any]] = {"ci": {"max_examples": 4, "derandomize": True, "print_blob": True},
             "dev": {"max_examples": 10}, "thorough": {"max_examples": 200}}
 
 

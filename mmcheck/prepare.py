@@ -115,9 +115,9 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
             args.append(buffers[q.name])
         elif q.kind == "scalar":
             kind = np.dtype(CTYPES[q.ctype]) if q.ctype else p.output.numpy
-            value = np.array(scalars[q.name], dtype=kind)
+            value = kind.type(scalars[q.name])
             # A type numpy does not know (bfloat16) is passed as its bits: the kernel reads the same bytes.
-            args.append((value.view(np.dtype(f"uint{8 * kind.itemsize}")) if kind.kind == "V" else value)[()])
+            args.append(value.view(np.dtype(f"uint{8 * kind.itemsize}")) if kind.kind == "V" else value)
         else:
             ctype = CTYPES[q.ctype or "int"]  # a size is an int unless the spec says otherwise
             args.append(np.dtype(ctype).type(lds[q.name] if q.kind == "leading" else launch.env[q.name]))

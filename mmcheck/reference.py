@@ -49,7 +49,8 @@ def _compute(function: Any, ops: Operands) -> np.ndarray:
 def _float64_exact(ops: Operands) -> bool:
     """Every product, sum and scaled term of these integers is exact in float64."""
     largest = float(np.abs(ops.a).max(initial=0)) * float(np.abs(ops.b).max(initial=0)) * ops.a.shape[-1]
-    largest = largest * abs(ops.alpha or 1) + abs(ops.beta or 0) * float(np.abs(ops.c.astype(np.float64)).max(initial=0))
+    c_largest = float(np.abs(ops.c.astype(np.float64)).max(initial=0))
+    largest = largest * abs(ops.alpha or 1) + abs(ops.beta or 0) * c_largest
     return largest < 2.0**53
 
 

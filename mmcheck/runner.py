@@ -212,6 +212,7 @@ def _tile_class(case: Case) -> tuple:
     """The kernel x dtype, and for each size how many of the kernel's largest tile it spans (1, 2, or more;
     16 where the spec names no tile): shapes that differ only past that meet the same races."""
     tile = max(tiles(case.spec), default=16)
+    assert case.shape is not None, "a case that runs has a shape"
     sizes = case.shape.env()
     return (case.spec.path, case.spec.name, case.dtype,
             *(min(3, -(-sizes[n] // tile)) if n != "batch" else min(2, sizes[n]) for n in case.spec.free))

@@ -369,7 +369,8 @@ def _lets(value: Any, fail: Any) -> dict[str, Any]:
         raise fail("let", "must be a table of NAME = expression")
     for key, text in value.items():
         if not _IDENT.match(key) or key in _RESERVED:
-            raise fail("let", f"{key!r} cannot be a let name (an identifier, not one of {', '.join(sorted(_RESERVED))})")
+            reserved = ", ".join(sorted(_RESERVED))
+            raise fail("let", f"{key!r} cannot be a let name (an identifier, not one of {reserved})")
         if isinstance(text, bool) or not isinstance(text, (int, str)):
             raise fail("let", f"{key} = {text!r} must be an integer or an expression string")
     names = frozenset(value)

@@ -94,7 +94,7 @@ class Bench:
     def _no_device(self) -> str | None:
         """Why nothing can be timed here (the same words for every benchmark), or None."""
         try:
-            self.device
+            _ = self.device  # where there is no GPU, asking for it raises Unsupported with the reason
         except Unsupported as e:
             return str(e)
         return None

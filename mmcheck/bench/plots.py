@@ -9,7 +9,8 @@ under the device's roofs: the bandwidth roof (peak_gbps) and one compute roof pe
 (peak_gflops), all read from the records.  Titles name the device.  Files are written atomically.
 
 Each drawn line carries a ``gid`` (``kernel:<label>:<dtype> <op>`` and ``peak:<dtype> <op>`` in a throughput
-panel, ``kernel:<label>:<dtype>``, ``roof:<dtype>`` and ``roof:bandwidth`` on the roofline) so that tests and notebooks can find it in the ``*_figure`` functions' figures."""
+panel, ``kernel:<label>:<dtype>``, ``roof:<dtype>`` and ``roof:bandwidth`` on the roofline) so that tests
+and notebooks can find it in the ``*_figure`` functions' figures."""
 
 from __future__ import annotations
 
@@ -140,7 +141,7 @@ def _throughput_panel(ax: Axes, records: Sequence[BenchRecord], colours: dict[st
     _kernel_lines(ax, records, panel, colours)
     _peak_line(ax, records, panel, dtype)
     _throughput_axes(ax, records, panel, dtype)
-    handles = [h for h in ax.get_lines() if not h.get_label().startswith("_")]
+    handles = [h for h in ax.get_lines() if not str(h.get_label()).startswith("_")]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, frameon=False,
               ncol=1 + (len(handles) > LEGEND_ROWS), borderaxespad=0)
 

@@ -193,15 +193,14 @@ def measure(clock: Clock, method: Method, *, wall: Callable[[], float] = time.pe
     sampler = _Sampler(clock, method, wall)
     sampler.warm_up()
     sampler.read_clock()
+    stop: Stop | None = None
     if method.repeats is not None:
         for _ in range(method.repeats):
             sampler.sample()
-        stop: Stop | None = "batch"
-    else:
-        stop = None
-        while stop is None:
-            sampler.sample()
-            stop = sampler.stop_reason()
+        stop = "batch"
+    while stop is None:
+        sampler.sample()
+        stop = sampler.stop_reason()
     sampler.read_clock()
     return sampler.result(stop)
 

@@ -92,7 +92,7 @@ class EmuBackend:
         if not 0 <= offset <= host.size:
             raise ValueError(f"offset {offset} is outside the array of {host.size} elements")
         try:
-            handle = _Buffer(self._worker, memoryview(np.ascontiguousarray(host).view(np.uint8)))
+            handle = _Buffer(self._worker, np.ascontiguousarray(host).view(np.uint8).data)
         except w.Refused as e:  # the one reason the worker refuses an allocation: no memory for it
             raise OutOfMemory(f"the emulator cannot hold {host.nbytes} bytes: {e}") from None
         return DeviceBuffer(size=host.size, dtype=host.dtype, offset=offset, handle=handle)
