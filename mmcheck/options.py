@@ -2,29 +2,63 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import argparse
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .backends.base import BackendOptions
-from .bench.timer import METHODS
-from .dtypes import PRECISIONS
-from .shapes import DEFAULT_BUDGET, Shape, bench_size
-from .spec import KernelSpec
-
 if TYPE_CHECKING:
-    from .backends.base import Backend
+    from .backends.base import Backend, BackendOptions
     from .bench.timer import Method
-    from .runner import Runner
+    from .runner import Result, Runner
+    from .shapes import Shape
+    from .spec import KernelSpec
 
 
-__all__ = ["Option", "OPTIONS", "Settings"]
+__all__ = ["Option", "OPTIONS", "Settings", "DEFAULT_BUDGET"]
 
+# Multiply-adds per case in a default run: enough for several tiles in every dimension while the CPU
+# reference (and the emulator) stay in the milliseconds.
+DEFAULT_BUDGET = 1 << 20
+
+
+# Option types.  They import what they check only when a value is given: the pytest plugin registers these
+# options in every session, and must not import numpy (through the dtype and shape modules) to do so.
 
 def _backend(name: str) -> str:
     if name in ("auto", "gpu", "emu") or ":" in name:
         return name
-    raise ValueError(f"{name!r} is not auto, gpu, emu or module:Class")
+    raise argparse.ArgumentTypeError(f"{name!r} is not auto, gpu, emu or module:Class")
+
+
+def _one_of(name: str, allowed: Sequence[str], what: str) -> str:
+    if name not in allowed:
+        raise argparse.ArgumentTypeError(f"{name!r} is not {what}: {', '.join(allowed)}")
+    return name
+
+
+def _precision(name: str) -> str:
+    from .dtypes import PRECISIONS
+
+    return _one_of(name, PRECISIONS, "a dtype mmcheck knows")
+
+
+def _method(name: str) -> str:
+    from .bench.timer import METHODS
+
+    return _one_of(name, METHODS, "a timing method")
+
+
+def _shape(text: str) -> Shape:
+    from .shapes import Shape
+
+    return Shape.parse(text)
+
+
+def _bench_size(text: str) -> int | Shape:
+    from .shapes import bench_size
+
+    return bench_size(text)
 
 
 @dataclass(frozen=True)
@@ -58,8 +92,9 @@ class Option:
 
 OPTIONS = (
     Option("src", "directory or .cu file with kernels (repeatable; default: ./cuda_src)", multiple=True),
-    Option("dtype", "only these dtypes (repeatable)", choices=PRECISIONS, multiple=True),
-    Option("shape", "also (CLI: only) check this shape, MxNxK or MxNxKbBATCH (repeatable)", type=Shape.parse,
+    Option("dtype", "only these dtypes, e.g. float32 or float16->float32 (repeatable)", type=_precision,
+           multiple=True),
+    Option("shape", "also (CLI: only) check this shape, MxNxK or MxNxKbBATCH (repeatable)", type=_shape,
            multiple=True, commands=("check",)),
     Option("seed", "base seed of the input data", type=int, default=0),
     Option("backend", "where kernels run: gpu (PyCUDA), emu (CPU emulator), auto (gpu if usable), or a backend "
@@ -77,11 +112,11 @@ OPTIONS = (
     Option("barrier-warnings", "emulator: report barrier divergence as a warning, not an error", type=None,
            default=False, commands=("check",)),
     Option("bench-sizes", "benchmark at these sizes: a square size n (the largest valid n x n x n up to it) or "
-                          "MxNxK[bB] (repeatable; default: the spec's bench, else 4096)", type=bench_size,
+                          "MxNxK[bB] (repeatable; default: the spec's bench, else 4096)", type=_bench_size,
            multiple=True, commands=("bench",)),
     Option("bench-method", "how benchmarks are timed: cold-l2 (L2 flushed before each sample), warm-l2, or "
                            "seed002 (10 warm-ups, then the mean of 100 back-to-back launches)",
-           default="cold-l2", choices=METHODS, commands=("bench",)),
+           default="cold-l2", type=_method, commands=("bench",)),
     Option("warm-l2", "benchmarks: do not flush the L2 cache between samples (same as --bench-method warm-l2)",
            type=None, default=False, commands=("bench",)),
     Option("bench-max-time", "seconds one benchmark may take before it stops sampling (default 15)", type=float,
@@ -131,6 +166,23 @@ class Settings:
             return f"{spec.name}: only a sanitizer can catch it; run with --sanitize (pytest: --mmcheck-sanitize)"
         return None
 
+    def check(self, runner: Runner, spec: KernelSpec, dtype: str) -> Result:
+        """One kernel x dtype as ``mmcheck check`` and a kernel file's test item judge it: its shapes (the
+        generated ones, or --shape: the replay of one reported case) smallest first, up to the first that
+        does not pass."""
+        from .runner import Result
+        from .shapes import satisfies, shapes_for
+
+        if reason := self.unreachable(spec):
+            return Result(runner.case(spec, dtype, None), "skip", reason, shapes_tried=0)
+        if not self.shape:
+            return runner.sweep(spec, dtype, shapes_for(spec, dtype, self.seed, self.budget))
+        shapes = [s for s in self.shape if satisfies(spec, s, dtype)]
+        if not shapes:
+            return Result(runner.case(spec, dtype, self.shape[0]), "skip",
+                          f"{spec.name}: --shape does not satisfy its requires", shapes_tried=0)
+        return runner.sweep(spec, dtype, shapes)
+
     def method(self) -> Method:
         """The timing method these settings describe."""
         from .bench.timer import Method
@@ -138,5 +190,7 @@ class Settings:
         return Method.named("warm-l2" if self.warm_l2 else self.bench_method, max_time=self.bench_max_time)
 
     def backend_options(self) -> BackendOptions:
+        from .backends.base import BackendOptions
+
         return BackendOptions(sanitize=self.sanitize, timeout=self.timeout,
                               strict_barriers=not self.barrier_warnings, compiler=self.compiler)

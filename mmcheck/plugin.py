@@ -1,4 +1,13 @@
-"""The pytest plugin: options, parametrization and fixtures.  The only module that knows pytest.
+"""The pytest plugin: options, kernel files as tests, parametrization and fixtures.  The only module that
+knows pytest.
+
+It is inert until asked: registering the options imports nothing heavy (numpy, hypothesis and the runner come
+with the first hook that needs them), kernel folders are read only when a test asks for kernels, and the
+hypothesis profile (--mmcheck-profile) applies to mmcheck's own property tests only.
+
+A ``.cu`` file with an mmcheck spec is a test file, as a doctest file is: ``pytest kernels/`` or ``pytest
+my_kernel.cu`` runs one test per kernel x dtype, judged as ``mmcheck check`` judges it (its shapes smallest
+first, up to the first that fails; a hang costs one timeout).
 
 Test functions ask for what they need and say which kernels they are about with a marker:
 
@@ -27,15 +36,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 import pytest
 
 from .options import OPTIONS, Settings
-from .spec import Catalog, collect
+
+if TYPE_CHECKING:
+    from hypothesis import settings as HypothesisSettings
+
+    from .runner import Result, Runner
+    from .spec import Catalog, KernelSpec
 
 __all__ = ["KernelCaught"]
 
 _SETTINGS = pytest.StashKey[Settings]()
-_CATALOG = pytest.StashKey[Catalog]()
+_CATALOG = pytest.StashKey["Catalog"]()
+_RUNNER = pytest.StashKey["Runner | str"]()  # the session's runner, or why there is none
+_PROFILE = pytest.StashKey["HypothesisSettings"]()
 
 
 class KernelCaught(AssertionError):
@@ -60,38 +78,156 @@ PROFILES: dict[str, dict[str, Any]] = {"ci": {"max_examples": 4, "derandomize": 
             "dev": {"max_examples": 10}, "thorough": {"max_examples": 200}}
 
 
-def _load_profile(name: str) -> None:
-    from hypothesis import HealthCheck
-    from hypothesis import settings as hypothesis_settings
+def _profile(config: pytest.Config) -> HypothesisSettings:
+    """The hypothesis settings of mmcheck's property tests (--mmcheck-profile), on top of the session's own
+    defaults; built when the first such test is collected."""
+    if _PROFILE not in config.stash:
+        from hypothesis import HealthCheck, settings
 
-    for profile, values in PROFILES.items():
-        hypothesis_settings.register_profile(
-            profile, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-            **values)
-    hypothesis_settings.load_profile(name)
+        config.stash[_PROFILE] = settings(
+            deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+            **PROFILES[config.getoption("mmcheck_profile")])
+    return config.stash[_PROFILE]
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "mmcheck(expect): parametrize over the kernels whose expect is given")
-    _load_profile(config.getoption("mmcheck_profile"))
     settings = Settings.read(lambda dest: config.getoption("mmcheck_" + dest),
                              kernel=tuple(config.getoption("mmcheck_kernel")))
+    if missing := [p for p in settings.src if not Path(p).exists()]:
+        raise pytest.UsageError(f"--mmcheck-src {missing[0]}: no such file or directory")
     if not settings.src:
         default = Path(config.rootpath, "cuda_src")
         settings = dataclasses.replace(settings, src=(str(default),) if default.is_dir() else ())
     config.stash[_SETTINGS] = settings
-    config.stash[_CATALOG] = collect(settings.src)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    runner = config.stash.get(_RUNNER, None)
+    if runner is not None and not isinstance(runner, str):
+        runner.backend.close()
+
+
+def _catalog(config: pytest.Config) -> Catalog:
+    """The kernels of --mmcheck-src (or ./cuda_src), read when a test first asks for them."""
+    if _CATALOG not in config.stash:
+        from .spec import collect
+
+        config.stash[_CATALOG] = collect(config.stash[_SETTINGS].src)
+    return config.stash[_CATALOG]
+
+
+def _runner(config: pytest.Config) -> Runner:
+    """The session's runner on the backend --mmcheck-backend chooses, made once; the test is skipped, with the
+    reason, where no backend is usable."""
+    if _RUNNER not in config.stash:
+        from .backends import get_backend
+        from .errors import BackendUnavailable
+
+        settings = config.stash[_SETTINGS]
+        try:
+            config.stash[_RUNNER] = settings.runner(get_backend(settings.backend, settings.backend_options()))
+        except BackendUnavailable as e:
+            config.stash[_RUNNER] = f"no kernel backend: {e}"
+    runner = config.stash[_RUNNER]
+    if isinstance(runner, str):
+        if config.stash[_SETTINGS].sanitize:
+            # Asked for a sanitizer that is not there: that must not look like a pass.
+            pytest.fail(f"--mmcheck-sanitize cannot run: {runner}", pytrace=False)
+        pytest.skip(runner)
+    return runner
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.suffix != ".cu":
+        return None
+    from .spec import has_spec
+
+    return KernelFile.from_parent(parent, path=file_path) if has_spec(file_path) else None
+
+
+class KernelFile(pytest.File):
+    """A ``.cu`` file with an mmcheck spec: a test per kernel x dtype (--mmcheck-kernel and --mmcheck-dtype
+    select), or one failing test naming the file and the cause where its spec cannot be used."""
+
+    def collect(self):
+        from .spec import collect
+
+        settings = self.config.stash[_SETTINGS]
+        catalog = collect([self.path])
+        for error in catalog.errors:
+            yield SpecErrorItem.from_parent(self, name="spec", error=str(error))
+        for spec, dtype in catalog.select(settings.kernel, settings.dtype):
+            yield KernelItem.from_parent(self, name=f"{spec.name}[{dtype}]", spec=spec, dtype=dtype)
+
+
+class SpecErrorItem(pytest.Item):
+    def __init__(self, *, error: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.error = error
+
+    def runtest(self) -> None:
+        pytest.fail(self.error, pytrace=False)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"{self.path.name}: spec"
+
+
+class KernelItem(pytest.Item):
+    """One kernel x dtype of a kernel file.  A known-bad kernel (expect = "fail") is a strict xfail, as in
+    the parametrized tests."""
+
+    def __init__(self, *, spec: KernelSpec, dtype: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.spec, self.dtype = spec, dtype
+        for mark in _marks(spec, self.config.stash[_SETTINGS]):
+            self.add_marker(mark)
+
+    def runtest(self) -> None:
+        runner, settings = _runner(self.config), self.config.stash[_SETTINGS]
+        _judge(settings.check(runner, self.spec, self.dtype), runner, settings)
+
+    def reportinfo(self) -> tuple[Path, int, str]:  # pytest needs a line to report a skip
+        return self.path, 0, f"{self.spec.name} {self.dtype}"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """mmcheck's property tests (an ``mmcheck`` marker and hypothesis' ``@given``) take --mmcheck-profile,
+    unless the test chose its own settings; every other test keeps the session's."""
+    from_profile: set[int] = set()
+    for item in items:
+        test = getattr(item, "obj", None)
+        if id(test) in from_profile or not getattr(test, "is_hypothesis_test", False):
+            continue
+        if item.get_closest_marker("mmcheck") is None:
+            continue
+        from hypothesis.errors import InvalidArgument
+
+        try:
+            _profile(config)(test)
+        except InvalidArgument:  # decorated with @settings by its author
+            pass
+        from_profile.add(id(test))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    settings = session.config.stash.get(_SETTINGS, None)
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and settings and settings.src \
+            and session.config.getoption("mmcheck_src"):
+        session.config.get_terminal_writer().line(
+            "mmcheck: --mmcheck-src chooses the kernels of tests that ask for them; to run the kernels "
+            f"themselves, name their files or folders: pytest {' '.join(settings.src)}")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    from .shapes import shapes_for
-
     config = metafunc.config
-    settings, catalog = config.stash[_SETTINGS], config.stash[_CATALOG]
     names = metafunc.fixturenames
+    marker = metafunc.definition.get_closest_marker("mmcheck")
+    if "source" not in names and marker is None:
+        return
+    settings, catalog = config.stash[_SETTINGS], _catalog(config)
     if "source" in names:
         metafunc.parametrize("source", catalog.files, ids=[_short(f, config.rootpath) for f in catalog.files])
-    marker = metafunc.definition.get_closest_marker("mmcheck")
     if marker is None:
         return
     if marker.kwargs.get("bench"):
@@ -99,6 +235,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     if "kernel" not in names:
         return
+    from .shapes import shapes_for
+
     expect = marker.kwargs.get("expect", "pass")
     pairs = [(s, d) for s, d in catalog.select(settings.kernel, settings.dtype) if s.expect == expect]
     if "shape" in names:
@@ -164,7 +302,7 @@ def _short(path: Path, root: Path) -> str:
         return str(path)
 
 
-def _marks(spec, settings: Settings) -> list:
+def _marks(spec: KernelSpec, settings: Settings) -> list:
     if spec.expect != "fail":
         return []
     if reason := settings.unreachable(spec):
@@ -179,56 +317,56 @@ def mmcheck_settings(request: pytest.FixtureRequest) -> Settings:
 
 @pytest.fixture(scope="session")
 def mmcheck_catalog(request: pytest.FixtureRequest) -> Catalog:
-    return request.config.stash[_CATALOG]
+    return _catalog(request.config)
 
 
 @pytest.fixture(scope="session")
-def backend(mmcheck_settings: Settings):
-    """The backend chosen by --mmcheck-backend; the test is skipped, with the reason, if none is usable."""
-    from .backends import get_backend
-    from .errors import BackendUnavailable
-
-    try:
-        return get_backend(mmcheck_settings.backend, mmcheck_settings.backend_options())
-    except BackendUnavailable as e:
-        if mmcheck_settings.sanitize:
-            # Asked for a sanitizer that is not there: that must not look like a pass.
-            pytest.fail(f"--mmcheck-sanitize cannot run: {e}", pytrace=False)
-        pytest.skip(f"no kernel backend: {e}")
+def mmcheck_hypothesis(request: pytest.FixtureRequest) -> HypothesisSettings:
+    """The hypothesis settings of --mmcheck-profile, for a test that drives hypothesis itself (``find``)."""
+    return _profile(request.config)
 
 
 @pytest.fixture(scope="session")
-def runner(backend, mmcheck_settings: Settings):
-    return mmcheck_settings.runner(backend)
+def runner(request: pytest.FixtureRequest) -> Runner:
+    """The session's runner; the test is skipped, with the reason, if no backend is usable."""
+    return _runner(request.config)
 
 
 @pytest.fixture(scope="session")
-def judge(runner, mmcheck_settings: Settings) -> Callable[[object], None]:
-    """Turn a runner Result into the test's outcome (pass, skip, or a failure with mmcheck's message; an
-    unexpected failure's arrays are saved to the results folder)."""
+def backend(runner: Runner):
+    """The backend chosen by --mmcheck-backend."""
+    return runner.backend
+
+
+@pytest.fixture(scope="session")
+def judge(runner: Runner, mmcheck_settings: Settings) -> Callable[[Result], None]:
+    """Turn a runner Result into the test's outcome (see ``_judge``)."""
+    return lambda result: _judge(result, runner, mmcheck_settings)
+
+
+def _judge(result: Result, runner: Runner, settings: Settings) -> None:
+    """Pass, skip, or fail with mmcheck's message (an unexpected failure's arrays are saved to the results
+    folder); a known-bad kernel caught by a check its spec names raises KernelCaught, its strict xfail."""
     from .artifacts import save_failure
     from .report import reproduce
 
-    def judge(result) -> None:
-        spec = result.case.spec
-        if result.outcome == "skip":
-            pytest.skip(result.message)
-        if result.outcome == "error":
-            pytest.fail(result.message, pytrace=False)
-        if spec.expect == "fail":
-            if result.caught:
-                raise KernelCaught(f"caught by the {result.check} check:\n{result.message}")
-            if result.outcome == "fail":
-                pytest.fail(f"caught by the {result.check} check, but the spec expects "
-                            f"{' or '.join(spec.catch)}:\n{result.message}", pytrace=False)
-            return  # not caught: the strict xfail turns this into a failure
+    spec = result.case.spec
+    if result.outcome == "skip":
+        pytest.skip(result.message)
+    if result.outcome == "error":
+        pytest.fail(result.message, pytrace=False)
+    if spec.expect == "fail":
+        if result.caught:
+            raise KernelCaught(f"caught by the {result.check} check:\n{result.message}")
         if result.outcome == "fail":
-            command = reproduce(result.case, runner.backend.name)
-            saved = save_failure(Path(mmcheck_settings.results), result.record, command) if result.record else []
-            pytest.fail(f"{result.message}\n  reproduce: {command}" + "".join(f"\n  saved: {p}" for p in saved),
-                        pytrace=False)
-
-    return judge
+            pytest.fail(f"caught by the {result.check} check, but the spec expects "
+                        f"{' or '.join(spec.catch)}:\n{result.message}", pytrace=False)
+        return  # not caught: the strict xfail turns this into a failure
+    if result.outcome == "fail":
+        command = reproduce(result.case, runner.backend.name, settings.compiler)
+        saved = save_failure(Path(settings.results), result.record, command) if result.record else []
+        pytest.fail(f"{result.message}\n  reproduce: {command}" + "".join(f"\n  saved: {p}" for p in saved),
+                    pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -85,6 +85,7 @@ class Runner:
         self._kernels: dict[tuple, Kernel | MmcheckError] = {}
         self._reported: set[tuple] = set()
         self._clean: set[tuple] = set()  # (kernel x dtype, tile class) that passed under the costly schedules
+        self._hung: dict[tuple, Result] = {}  # kernel x dtype -> the case that hung
 
     def compile(self, build: Build) -> Kernel:
         """The backend's compile, memoised, failures included.  The compiler's messages are reported in
@@ -109,6 +110,19 @@ class Runner:
         return Case(spec, dtype, shape, self.seed)
 
     def run(self, case: Case) -> Result:
+        """One case.  After a case of a kernel x dtype hangs, its later cases are not run (each would cost
+        another timeout): they fail at once, naming the hang."""
+        assert case.shape is not None, "a case to run has a shape"
+        key = (case.spec.path, case.spec.name, case.dtype)
+        if hung := self._hung.get(key):
+            return Result(case, "fail", f"{case.spec.name} {case.dtype} {case.shape}: not run, as the case "
+                          f"{hung.case.shape} hung: {hung.message.splitlines()[0]}", check="timeout")
+        result = self._run(case)
+        if result.check == "timeout":
+            self._hung[key] = result
+        return result
+
+    def _run(self, case: Case) -> Result:
         assert case.shape is not None, "a case to run has a shape"
         try:
             launch = plan(case.spec, case.dtype, case.shape)

@@ -19,17 +19,15 @@ from typing import TYPE_CHECKING
 
 from .dtypes import precision
 from .expr import SHAPE_NAMES, Expr, ExprError
+from .options import DEFAULT_BUDGET
 from .spec import KernelSpec, sizeof
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
 __all__ = ["Shape", "Domain", "domains", "tiles", "edge_shapes", "random_shapes", "shapes_for",
-           "shape_strategy", "satisfies", "bench_shapes", "bench_size", "DEFAULT_BUDGET", "BENCH_SIZES"]
+           "shape_strategy", "satisfies", "bench_shapes", "bench_size", "BENCH_SIZES"]
 
-# Multiply-adds per case in a default run: enough for several tiles in every dimension while the CPU
-# reference (and the emulator) stay in the milliseconds.
-DEFAULT_BUDGET = 1 << 20
 # The square size benchmarks run at unless told otherwise.
 BENCH_SIZES: tuple[int, ...] = (4096,)
 

@@ -32,6 +32,7 @@ __all__ = [
     "KernelSpec",
     "parse_specs",
     "load_specs",
+    "has_spec",
     "find_sources",
     "Catalog",
     "collect",
@@ -188,6 +189,14 @@ def load_specs(path: Path | str) -> list[KernelSpec]:
     except (OSError, UnicodeDecodeError) as e:
         raise SpecError(path, f"cannot read: {e}") from None
     return parse_specs(text, path)
+
+
+def has_spec(path: Path) -> bool:
+    """Whether the file carries an mmcheck spec block (a kernel file, not any .cu file)."""
+    try:
+        return _BLOCK.search(path.read_text(encoding="utf-8", errors="replace")) is not None
+    except OSError:
+        return False
 
 
 def find_sources(paths: Iterable[Path | str]) -> list[Path]:

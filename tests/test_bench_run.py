@@ -93,7 +93,7 @@ def test_pytest_benchmark_only_writes_its_json_with_the_gpu_samples_and_mmchecks
     (kernels / "k.cu").write_text(KERNEL)
     pytester.makepyfile(test_bench=TESTS)
     result = pytester.runpytest_subprocess(
-        "--mmcheck-src", str(kernels), "--mmcheck-backend", "tests.fake_backend:FakeTimingBackend",
+        "test_bench.py", "--mmcheck-src", str(kernels), "--mmcheck-backend", "tests.fake_backend:FakeTimingBackend",
         "--mmcheck-bench-max-time", "0.05", "--benchmark-only", "--benchmark-json", "out.json", "-p",
         "no:cacheprovider", f"--rootdir={pytester.path}", "-q")
     outcomes = result.parseoutcomes()

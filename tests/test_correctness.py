@@ -39,7 +39,7 @@ def test_kernel_property(runner, judge, mmcheck_settings, kernel, dtype, data):
 
 
 @pytest.mark.mmcheck(expect="fail")
-def test_known_bad_smallest_shape(runner, judge, mmcheck_settings, kernel, dtype):
+def test_known_bad_smallest_shape(runner, judge, mmcheck_settings, mmcheck_hypothesis, kernel, dtype):
     """Hypothesis searches random shapes for one on which the known-bad kernel is caught, then shrinks it:
     the bug must be found, and the smallest shape that shows it is what a user would debug."""
     caught = {}
@@ -50,7 +50,7 @@ def test_known_bad_smallest_shape(runner, judge, mmcheck_settings, kernel, dtype
 
     # At least 50 tries (a bug may show on few shapes); the search stops at the first catch and shrinks it.
     # The example database is keyed per kernel: a rerun starts from the shape found last time.
-    budget = settings(max_examples=max(50, settings().max_examples))
+    budget = settings(mmcheck_hypothesis, max_examples=max(50, mmcheck_hypothesis.max_examples))
     try:
         smallest = find(shape_strategy(kernel, dtype, budget=mmcheck_settings.budget), is_caught, settings=budget,
                         database_key=f"{kernel.path}:{kernel.name}:{dtype}".encode())

@@ -47,7 +47,7 @@ def test_a_broken_spec_and_a_compile_error_cost_only_their_own_tests(pytester):
         def test_kernel(runner, judge, kernel, dtype, shape):
             judge(runner.run(runner.case(kernel, dtype, shape)))
     """)
-    result = pytester.runpytest_subprocess("--mmcheck-src", str(kernels),
+    result = pytester.runpytest_subprocess("test_kernels.py", "--mmcheck-src", str(kernels),
                                            "--mmcheck-backend", "emu", "-q", "-rf")
     out = result.stdout.str()
     spec_failures = [ln for ln in out.splitlines() if ln.startswith("FAILED test_kernels.py::test_spec")]
@@ -58,3 +58,86 @@ def test_a_broken_spec_and_a_compile_error_cost_only_their_own_tests(pytester):
     assert bad and not good
     assert outcomes["failed"] == 1 + len(bad) and outcomes["passed"] >= 2 + 5
     assert "no_compile.cu:" in out and "error" in out
+
+
+BUG = GOOD.replace("user.good", "user.bug").replace("k < K;", "k < K - 1;").replace(
+    "*/", 'expect = "fail"\ncatch = ["mismatch"]\n*/', 1)
+HANG = GOOD.replace("user.good", "user.hang").replace("C[r * N + c] = s;", "while (s == s) s += 1; C[r * N + c] = s;")
+
+
+@pytest.mark.skipif(not shutil.which("g++"), reason="runs the kernels on the emulator, which needs g++")
+def test_kernel_files_are_test_files_one_test_per_kernel_and_dtype(pytester):
+    kernels = pytester.mkdir("kernels")
+    (kernels / "good.cu").write_text(GOOD)
+    (kernels / "bug.cu").write_text(BUG)
+    (kernels / "hang.cu").write_text(HANG)
+    (kernels / "broken_spec.cu").write_text(GOOD.replace('op = "mm"', 'op = "gemv2"').replace("user.good", "user.x"))
+    (kernels / "no_compile.cu").write_text(GOOD.replace("user.good", "user.bad").replace("float s = 0;", "float s = ;"))
+    (kernels / "plain.cu").write_text("__global__ void not_mine() {}\n")  # no spec: not a test file
+    result = pytester.runpytest_subprocess("kernels", "--mmcheck-backend", "emu", "--mmcheck-timeout", "2",
+                                           "-v", "-rfx", "-p", "no:cacheprovider")
+    out = result.stdout.str()
+    result.assert_outcomes(passed=1, failed=3, xfailed=1)
+    assert "kernels/good.cu::user.good[float32] PASSED" in out
+    assert "kernels/bug.cu::user.bug[float32] XFAIL" in out
+    # A broken spec, a compile error and a hang: one failure each, naming the file and the cause.
+    assert "FAILED kernels/broken_spec.cu::spec - " in out and "broken_spec.cu: kernel 'user.x': key 'op'" in out
+    assert "FAILED kernels/no_compile.cu::user.bad[float32]" in out and "no_compile.cu:" in out
+    assert "FAILED kernels/hang.cu::user.hang[float32]" in out and "2 s" in out
+    assert "plain.cu" not in out
+
+    one = pytester.runpytest_subprocess(str(kernels / "good.cu"), "--mmcheck-backend", "emu", "-q",
+                                        "-p", "no:cacheprovider")
+    one.assert_outcomes(passed=1)
+    # pytest-benchmark skips what is not a benchmark; a kernel file's test is reported as skipped, like any.
+    pytester.runpytest_subprocess(str(kernels / "good.cu"), "--benchmark-only", "-p", "no:cacheprovider",
+                                  "-q").assert_outcomes(skipped=1)
+
+
+UNRELATED = """
+    import pytest
+    from hypothesis import given, settings, strategies as st
+
+    theirs, ours = [], []
+
+    @given(st.integers())
+    def test_theirs(x):
+        theirs.append(x)
+
+    @pytest.mark.mmcheck(expect="pass")
+    @given(st.integers())
+    def test_ours(kernel, dtype, x):
+        ours.append(x)
+
+    def test_counts():
+        assert settings.default.max_examples == 100
+        assert len(theirs) >= 100  # hypothesis' default, not the mmcheck profile's 4
+        assert len(ours) == 4      # --mmcheck-profile ci, on mmcheck's own property test only
+"""
+
+
+def test_an_unrelated_hypothesis_test_keeps_its_own_settings(pytester):
+    kernels = pytester.mkdir("kernels")
+    (kernels / "good.cu").write_text(GOOD)
+    pytester.makepyfile(test_mixed=UNRELATED)
+    result = pytester.runpytest_subprocess("test_mixed.py", "--mmcheck-src", str(kernels), "--mmcheck-profile",
+                                           "ci", "-p", "no:cacheprovider", "-q")
+    result.assert_outcomes(passed=3)
+
+
+def test_registering_the_plugin_imports_nothing_heavy_and_reads_no_kernels(pytester):
+    """A session whose tests ask for no kernels reads no kernel folder (a broken spec in ./cuda_src is not
+    seen) and imports neither numpy nor hypothesis nor mmcheck's spec reader."""
+    pytester.mkdir("cuda_src")
+    (pytester.path / "cuda_src" / "broken.cu").write_text("/* mmcheck\n[[kernel]]\nname = 1\n*/\n")
+    pytester.makeconftest("""
+        import sys
+
+        def pytest_sessionfinish(session):
+            heavy = [m for m in ("numpy", "mmcheck.spec", "mmcheck.runner") if m in sys.modules]
+            (session.config.rootpath / "heavy.txt").write_text(" ".join(heavy))
+    """)
+    pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    result = pytester.runpytest_subprocess("test_plain.py", "-p", "no:cacheprovider", "-q")
+    result.assert_outcomes(passed=1)
+    assert (pytester.path / "heavy.txt").read_text() == ""

@@ -1,5 +1,6 @@
 """On each backend: a kernel that crashes or hangs costs exactly one case, and the run goes on."""
 
+import time
 from pathlib import Path
 
 import pytest
@@ -34,3 +35,12 @@ def test_a_hang_costs_one_case(runner):
     hung = runner.run(runner.case(KERNELS["survival.hang"], "float32", Shape(4, 4, 4)))
     assert hung.outcome == "fail" and hung.check == "timeout", hung.message
     assert runner.run(runner.case(KERNELS["survival.good"], "float32", Shape(33, 9, 17))).ok
+
+
+def test_after_a_hang_the_kernels_other_shapes_fail_at_once_naming_it(runner):
+    runner.run(runner.case(KERNELS["survival.hang"], "float32", Shape(4, 4, 4)))
+    start = time.monotonic()
+    later = runner.run(runner.case(KERNELS["survival.hang"], "float32", Shape(8, 8, 8)))
+    assert time.monotonic() - start < 1  # not another timeout
+    assert later.outcome == "fail" and later.check == "timeout"
+    assert "8x8x8: not run, as the case 4x4x4 hung" in later.message, later.message
