@@ -1,36 +1,76 @@
 """``mmcheck list``, ``check``, ``bench``, ``report`` and ``info``: the same validation and benchmarks as the
-tests, without pytest, and what this machine offers.
-
-Exit status of ``check``: 0 if every kernel's outcome matches its ``expect``, 1 if any does not, 2 for a
-usage or spec error.  Of ``bench``: 0 if every benchmark ran (or was skipped, saying why), 1 if a kernel's
-result was wrong or it crashed, 2 for a usage or spec error.
+tests, without pytest, and what this machine offers.  Exit status: EXIT_CODES.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 from .errors import BackendUnavailable, SpecError
 from .options import OPTIONS, Settings
 from .spec import Catalog, collect
 
+if TYPE_CHECKING:
+    from .backends.base import Backend
+
 __all__ = ["main"]
 
-EXIT_OK, EXIT_MISMATCH, EXIT_USAGE = 0, 1, 2
+T = TypeVar("T")
+
+EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_CODES = """exit status:
+  0    every kernel did what its spec expects (a correct one passed, a known-bad one was caught), or every
+       benchmark ran
+  1    a kernel did not (a wrong result, a crash, a hang, a compile error, a known-bad kernel missed), or
+       check --fail-on-skip and a kernel was skipped; reported even where a spec elsewhere is broken
+  2    a usage error, or a spec that cannot be read (and no kernel failed)
+  130  interrupted (Ctrl-C): what finished is printed, and --json is written with "complete": false"""
+
+EXAMPLES = {
+    "list": """examples:
+  mmcheck list                          the kernels in ./cuda_src
+  mmcheck list 'seed003.*' my/kernels   by name glob, and a folder of your own""",
+    "check": """examples:
+  mmcheck check                         every kernel in ./cuda_src, on the GPU if there is one, else the emulator
+  mmcheck check my_sgemm.cu -v          one file, with the full report of every failure
+  mmcheck check 'blas.*' --dtype 'float16->float32' --backend emu
+  mmcheck check 'buggy.*' --backend gpu --sanitize --json out.json
+  mmcheck check buggy.drops_last_k --dtype float32 --shape 5x6x7 --seed 0   (replay one reported case)""",
+    "bench": """examples:
+  mmcheck bench blas.sgemm_warptiled --bench-sizes 4096 --json run.json
+  mmcheck bench 'seed003.*' --bench-sizes 1024 --bench-sizes 2048 --bench-method warm-l2""",
+    "report": """examples:
+  mmcheck report run.json --plot throughput.png --roofline roofline.png
+  mmcheck report --compare before.json after.json""",
+    "info": """examples:
+  mmcheck info                          what mmcheck finds here and which backend it will use
+  mmcheck info --compiler nvrtc""",
+}
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mmcheck", description="Validate CUDA matrix-multiplication kernels.")
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="mmcheck", description="Validate CUDA matrix-multiplication kernels, and time them against cuBLAS.",
+        epilog="\n\n".join([*EXAMPLES.values(), EXIT_CODES]), formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"mmcheck {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    listing = commands.add_parser("list", help="the kernels found and their specs")
-    check = commands.add_parser("check", help="run the kernels on generated shapes and compare with references")
-    bench = commands.add_parser("bench", help="time the kernels on the GPU against cuBLAS")
-    report = commands.add_parser("report", help="tables and plots of benchmark JSON files")
-    info = commands.add_parser("info", help="the backends, GPU, driver and compilers found here, and which "
-                                            "mmcheck will use")
+
+    def command(name: str, summary: str) -> argparse.ArgumentParser:
+        return commands.add_parser(name, help=summary, description=summary, epilog=f"{EXAMPLES[name]}\n\n{EXIT_CODES}",
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    listing = command("list", "the kernels found and their specs")
+    check = command("check", "run the kernels on generated shapes and compare with references")
+    bench = command("bench", "time the kernels on the GPU against cuBLAS")
+    report = command("report", "tables and plots of benchmark JSON files")
+    info = command("info", "the backends, GPU, driver and compilers found here, and which mmcheck will use")
     for sub in (listing, check, bench):
         sub.add_argument("targets", nargs="*", metavar="NAME-GLOB|PATH.cu|DIR",
                          help="kernels by name glob, or files/directories to read (default: ./cuda_src)")
@@ -87,41 +127,58 @@ def main(argv: Sequence[str] | None = None) -> int:
     return (_check if args.command == "check" else _bench)(args, catalog, globs)
 
 
+def _each(jobs: Sequence[tuple[str, Callable[[], T]]], unit: str,
+          said: Callable[[str, T], tuple[str, bool]]) -> list[T]:
+    """Run the jobs (label, job) in order with a progress display; ``said`` turns a job's outcome into its
+    progress line and whether it is notable.  Ctrl-C stops at once: what finished is returned."""
+    from .progress import Progress
+
+    done: list[T] = []
+    try:
+        with Progress(len(jobs), unit) as progress:
+            for label, job in jobs:
+                progress.start(label)
+                done.append(job())
+                progress.done(*said(label, done[-1]))
+    except KeyboardInterrupt:
+        print(f"mmcheck: interrupted; {len(done)} of {len(jobs)} {unit} finished", file=sys.stderr)
+    return done
+
+
+def _open_backend(settings: Settings, catalog: Catalog) -> Backend | None:
+    """The backend the settings name, after the broken specs are said; None (having said why) if there is
+    none here."""
+    from .backends import get_backend
+
+    for e in catalog.errors:
+        print(f"mmcheck: {e}", file=sys.stderr)
+    try:
+        return get_backend(settings.backend, settings.backend_options())
+    except BackendUnavailable as e:
+        print(f"mmcheck: {e}", file=sys.stderr)
+        return None
+
+
 def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -> int:
     from .artifacts import save_failure
-    from .backends import get_backend
-    from .report import json_document, reproduce, summary, table, write_json
-    from .runner import Result
-    from .shapes import satisfies, shapes_for
+    from .report import json_document, reproduce, summary, table, verdict, write_json
 
     settings = Settings.read(lambda dest: getattr(args, dest, None))
     pairs = catalog.select(globs, settings.dtype)
-    for e in catalog.errors:
-        print(f"mmcheck: {e}", file=sys.stderr)
     if not pairs and not catalog.errors:
         print(f"mmcheck: no kernel matches {' '.join(args.targets) or 'the default folder'}", file=sys.stderr)
         return EXIT_USAGE
-    try:
-        backend = get_backend(settings.backend, settings.backend_options())
-    except BackendUnavailable as e:
-        print(f"mmcheck: {e}", file=sys.stderr)
+    backend = _open_backend(settings, catalog)
+    if backend is None:
         return EXIT_USAGE
     runner = settings.runner(backend)
-    results = []
-    for spec, dtype in pairs:
-        if reason := settings.unreachable(spec):
-            results.append(Result(runner.case(spec, dtype, None), "skip", reason, shapes_tried=0))
-            continue
-        # --shape replaces the generated shapes: the replay of one reported case.
-        if settings.shape:
-            shapes = [s for s in settings.shape if satisfies(spec, s, dtype)]
-            if not shapes:
-                results.append(Result(runner.case(spec, dtype, settings.shape[0]), "skip",
-                                      f"{spec.name}: --shape does not satisfy its requires"))
-                continue
-        else:
-            shapes = shapes_for(spec, dtype, settings.seed, settings.budget)
-        results.append(runner.sweep(spec, dtype, shapes))
+    try:
+        results = _each([(f"{s.name} {d}", partial(settings.check, runner, s, d)) for s, d in pairs],
+                        "kernel x dtype", lambda label, r: (f"{label}: {verdict(r)}",
+                                                            not r.as_expected or r.outcome == "skip"))
+    finally:
+        backend.close()
+    complete = len(results) == len(pairs)
     print(f"backend: {backend.name}")
     print(table(results))
     print(summary(results))
@@ -131,9 +188,14 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
             saved = save_failure(Path(settings.results), r.record, command) if r.record else []
             print(f"\n{r.message}" + (f"\n  reproduce: {command}" if r.outcome == "fail" else "")
                   + "".join(f"\n  saved: {p}" for p in saved))
-    document = json_document(results, catalog.errors, backend.name)
+    document = json_document(results, catalog.errors, backend.name, settings.compiler, complete)
     if args.json:
         write_json(args.json, document)
+    if not complete:
+        return EXIT_INTERRUPTED
+    # A kernel that did not do what its spec expects is the run's verdict, whatever else is broken.
+    if not all(r.as_expected or r.outcome == "skip" for r in results):
+        return EXIT_MISMATCH
     if catalog.errors:
         return EXIT_USAGE
     if args.fail_on_skip and any(r.outcome == "skip" for r in results):
@@ -144,43 +206,40 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
 def _bench(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -> int:
     from pytest_benchmark.plugin import pytest_benchmark_generate_machine_info
 
-    from .backends import get_backend
     from .bench import records, tables
-    from .bench.benchmark import Bench
+    from .bench.benchmark import Bench, Outcome
     from .shapes import bench_shapes
 
     settings = Settings.read(lambda dest: getattr(args, dest, None))
-    for e in catalog.errors:
-        print(f"mmcheck: {e}", file=sys.stderr)
     runs = [(s, d, shape) for s, d in catalog.select(globs, settings.dtype) if s.expect == "pass"
             for shape in bench_shapes(s, d, settings.bench_sizes)]
     if not runs:
         print(f"mmcheck: no correct kernel matches {' '.join(args.targets) or 'the default folder'}", file=sys.stderr)
         return EXIT_USAGE
-    try:
-        backend = get_backend(settings.backend, settings.backend_options())
-    except BackendUnavailable as e:
-        print(f"mmcheck: {e}", file=sys.stderr)
+    backend = _open_backend(settings, catalog)
+    if backend is None:
         return EXIT_USAGE
     bench = Bench(settings.runner(backend), settings.method())
-    found, failed = [], False
     problems = list(dict.fromkeys((s.op, d, shape) for s, d, shape in runs))
-    jobs = [(f"cuBLAS {op} {d} {shape}", lambda p=(op, d, shape): bench.baseline(*p)) for op, d, shape in problems]
-    jobs += [(f"{s.name} {d} {shape}", lambda r=(s, d, shape): bench.run(*r)) for s, d, shape in runs]
-    for i, (label, job) in enumerate(jobs, 1):
-        outcome = job()
-        if outcome.record:
-            found.append(outcome.record)
-        failed |= outcome.failure is not None
-        said = outcome.failure or outcome.skip or f"{label}: {_speed(outcome.record)}"
-        print(f"[{i}/{len(jobs)}] {said}", file=sys.stderr, flush=True)
-    backend.close()
+    jobs = [(f"cuBLAS {op} {d} {shape}", partial(bench.baseline, op, d, shape)) for op, d, shape in problems]
+    jobs += [(f"{s.name} {d} {shape}", partial(bench.run, s, d, shape)) for s, d, shape in runs]
+
+    def said(label: str, outcome: Outcome) -> tuple[str, bool]:
+        return outcome.failure or outcome.skip or f"{label}: {_speed(outcome.record)}", outcome.record is None
+
+    try:
+        outcomes = _each(jobs, "benchmarks", said)
+    finally:
+        backend.close()
+    found = [o.record for o in outcomes if o.record]
     if found:
         print(tables.table(found))
     if args.json and found:
         machine = {**pytest_benchmark_generate_machine_info(), "gpu": found[0].extra["device"]}
         records.write(args.json, records.document(found, machine))
-    return EXIT_MISMATCH if failed else EXIT_OK
+    if len(outcomes) < len(jobs):
+        return EXIT_INTERRUPTED
+    return EXIT_MISMATCH if any(o.failure for o in outcomes) else EXIT_OK
 
 
 def _speed(record) -> str:

@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import shlex
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from .artifacts import atomic_write
+from .publish import atomic_write
 from .errors import SpecError
 from .runner import Case, Result
 from .spec import KernelSpec
 
-__all__ = ["table", "summary", "kernel_list", "json_document", "write_json", "reproduce"]
+__all__ = ["table", "verdict", "summary", "kernel_list", "json_document", "write_json", "reproduce"]
+
+DETAIL_WIDTH = 110  # the table's last column, cut at a word
 
 
 def _grid(rows: Sequence[Sequence[str]]) -> str:
@@ -23,7 +27,8 @@ def _grid(rows: Sequence[Sequence[str]]) -> str:
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
-def _verdict(r: Result) -> str:
+def verdict(r: Result) -> str:
+    """What happened to a kernel x dtype, in a few words: ok, caught (check), FAIL (check), skip, ERROR."""
     if r.caught:
         return f"caught ({r.check})"
     if r.case.spec.expect == "fail" and r.outcome == "pass":
@@ -36,15 +41,27 @@ def _verdict(r: Result) -> str:
 def table(results: Sequence[Result]) -> str:
     """One row per kernel x dtype: shapes tried, verdict, worst error or the failing shape."""
     rows = [("kernel", "dtype", "shapes", "result", "detail")]
-    for r in results:
-        if r.mismatch is not None:
-            detail = f"{r.case.shape}: worst abs err {r.mismatch.abs_err:.3g}"
-        elif r.outcome == "pass":
-            detail = f"up to {r.case.shape}"
-        else:
-            detail = r.message.splitlines()[0][:110] if r.message else ""
-        rows.append((r.case.spec.name, r.case.dtype, str(r.shapes_tried), _verdict(r), detail))
+    rows += [(r.case.spec.name, r.case.dtype, str(r.shapes_tried), verdict(r), _detail(r)) for r in results]
     return _grid(rows)
+
+
+def _detail(r: Result) -> str:
+    """The largest shape passed; else the failing shape and the worst error where it is a number, or what
+    the message says (unwritten elements, a NaN and where it came from, a crash), cut at a word."""
+    if r.outcome == "pass":
+        return f"up to {r.case.shape}"
+    m = r.mismatch
+    if m is not None and r.check == "mismatch" and math.isfinite(m.abs_err):
+        return f"{r.case.shape}: worst abs err {m.abs_err:.3g}"
+    lines = r.message.splitlines() or [""]
+    # The runner begins a case's message with the case ("name dtype MxNxK (inputs ..., seed 0): "): the
+    # shape alone says it here.  A NaN's cause is the diagnosis on the next line.
+    head = f"{r.case.spec.name} {r.case.dtype} {r.case.shape} ("
+    first = lines[0].split("): ", 1)[1] if lines[0].startswith(head) and "): " in lines[0] else lines[0]
+    if m is not None and not math.isfinite(m.abs_err) and len(lines) > 1:
+        first = lines[1].strip()
+    text = f"{r.case.shape}: {first}" if r.case.shape and lines[0].startswith(head) else first
+    return textwrap.shorten(text, DETAIL_WIDTH, placeholder=" ...")
 
 
 def summary(results: Sequence[Result]) -> str:
@@ -99,8 +116,10 @@ def _under(path: Path, folder: Path) -> bool:
         return False
 
 
-def json_document(results: Sequence[Result], errors: Sequence[SpecError], backend: str) -> dict:
-    """``{"ok": bool, "results": [...]}``, one row per kernel x dtype (schema documented in README)."""
+def json_document(results: Sequence[Result], errors: Sequence[SpecError], backend: str, compiler: str = "nvcc",
+                  complete: bool = True) -> dict:
+    """``{"ok": bool, "complete": bool, "results": [...]}``, one row per kernel x dtype (schema documented in
+    README); ``complete`` is false for a run stopped early (Ctrl-C), whose rows are the ones that finished."""
     rows = [{
         "kernel": r.case.spec.name,
         "file": str(r.case.spec.path),
@@ -111,7 +130,7 @@ def json_document(results: Sequence[Result], errors: Sequence[SpecError], backen
         "shape": r.case.shape.env() if r.outcome != "pass" and r.case.shape else None,
         "shapes_tried": r.shapes_tried,
         "message": r.message,
-        "reproduce": reproduce(r.case, backend) if r.outcome == "fail" else None,
+        "reproduce": reproduce(r.case, backend, compiler) if r.outcome == "fail" else None,
     } for r in results]
     rows += [{"kernel": e.kernel, "file": str(e.path), "dtype": None, "outcome": "error", "expect": None,
               "check": None, "shape": None, "shapes_tried": 0, "message": str(e), "reproduce": None}
@@ -120,7 +139,7 @@ def json_document(results: Sequence[Result], errors: Sequence[SpecError], backen
     # unless nothing at all was checked.
     ok = (not errors and all(r.as_expected or r.outcome == "skip" for r in results)
           and any(r.outcome != "skip" for r in results))
-    return {"ok": ok, "results": rows}
+    return {"ok": ok and complete, "complete": complete, "results": rows}
 
 
 def write_json(path: str | Path, document: dict) -> None:

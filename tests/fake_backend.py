@@ -71,6 +71,9 @@ class FakeBackend:
         self.compiles = 0
         self.launched: list[str] = []  # the schedule of every launch
 
+    def close(self):
+        pass
+
     def compile(self, build):
         self.compiles += 1
         spec = build.spec
@@ -164,9 +167,6 @@ class FakeTimingBackend(FakeBackend):
         if dtype == "int32":
             raise Unsupported("cuBLAS has no int32 GEMM to compare with")
         return measure(_Clock(m * n * k * batch * 0.5e-12), method, wall=_Wall())
-
-    def close(self):
-        pass
 
 
 class _Wall:

@@ -104,3 +104,51 @@ def test_a_bug_only_a_sanitizer_can_see_is_skipped_with_the_reason(kernels, caps
     assert main(["check", str(kernels)]) == 0
     out = capsys.readouterr().out
     assert "k.bad" in out and "only a sanitizer can catch it; run with --sanitize" in out
+
+
+def test_a_failing_kernel_exits_1_even_where_a_spec_elsewhere_is_broken(kernels, capsys):
+    (kernels / "bad.cu").write_text(KERNEL.format(name="k.bad", entry="drops_last_k", expect="pass"))
+    (kernels / "broken.cu").write_text(KERNEL.format(name="k.x", entry="good", expect="maybe"))
+    assert main(["check", str(kernels)]) == 1
+    assert "broken.cu: kernel 'k.x': key 'expect'" in capsys.readouterr().err
+
+
+def test_ctrl_c_keeps_what_finished_and_marks_the_json_incomplete(kernels, tmp_path, monkeypatch, capsys):
+    from mmcheck.options import Settings
+
+    check, calls = Settings.check, []
+
+    def interrupted_on_the_third(self, runner, spec, dtype):
+        calls.append(spec.name)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return check(self, runner, spec, dtype)
+
+    monkeypatch.setattr(Settings, "check", interrupted_on_the_third)
+    out = tmp_path / "r.json"
+    assert main(["check", str(kernels), "--json", str(out)]) == 130
+    captured = capsys.readouterr()
+    assert "interrupted; 2 of 4 kernel x dtype finished" in captured.err and "Traceback" not in captured.err
+    assert "2 kernel x dtype:" in captured.out  # the table and summary of what finished
+    doc = json.loads(out.read_text())
+    assert (doc["complete"], doc["ok"], len(doc["results"])) == (False, False, 2)
+
+
+def test_progress_is_a_line_per_kernel_when_not_on_a_terminal(kernels, capsys):
+    assert main(["check", str(kernels)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["[1/4] k.bad int32: caught (mismatch)", "[2/4] k.bad float32: caught (mismatch)",
+                   "[3/4] k.good int32: ok", "[4/4] k.good float32: ok"]
+
+
+def test_version_and_examples_in_help(capsys):
+    from mmcheck import __version__
+
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out.strip() == f"mmcheck {__version__}"
+    for command in ("list", "check", "bench", "report", "info"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text = capsys.readouterr().out
+        assert f"examples:\n  mmcheck {command}" in text and "exit status:" in text and "130" in text

@@ -57,7 +57,8 @@ class _Worker:
             os.close(fd)
             self.log = Path(log)
             command = sanitizer.command(tool, self.log) + command
-        self.process = subprocess.Popen(command, pass_fds=(child_in, child_out))
+        # A process group of its own: Ctrl-C at a terminal reaches mmcheck alone, which stops the child.
+        self.process = subprocess.Popen(command, pass_fds=(child_in, child_out), process_group=0)
         os.close(child_in)
         os.close(child_out)
         self.conn_in, self.conn_out = Connection(parent_in, writable=False), Connection(parent_out, readable=False)

@@ -68,8 +68,9 @@ class Worker:
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         try:
+            # A process group of its own: Ctrl-C at a terminal reaches mmcheck alone, which stops the worker.
             proc = subprocess.Popen([str(executable), str(req_r), str(rep_w)], pass_fds=(req_r, rep_w),
-                                    stdin=subprocess.DEVNULL)
+                                    stdin=subprocess.DEVNULL, process_group=0)
         finally:
             os.close(req_r)
             os.close(rep_w)
