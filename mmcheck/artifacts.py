@@ -1,20 +1,19 @@
 """What a failure leaves behind for the user: the case's arrays as ``.npz`` and, with matplotlib (the
-``plot`` extra), a PNG heat map of where C is wrong.  Files are written atomically (temp file + rename)
-and named by the case, so a rerun replaces them and a killed run leaves nothing half-written."""
+``plot`` extra), a PNG heat map of where C is wrong.  Files are published atomically (publish.py) and
+named by the case, so a rerun replaces them and a killed run leaves nothing half-written."""
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 
-__all__ = ["Record", "save_failure", "atomic_write"]
+from .publish import atomic_write
+
+__all__ = ["Record", "save_failure", "heat_map_figure"]
 
 
 @dataclass(frozen=True)
@@ -23,7 +22,7 @@ class Record:
     search tries must cost no files, the failure that is reported must."""
 
     stem: str
-    arrays: dict[str, np.ndarray]
+    arrays: dict[str, np.ndarray]  # A, B, C, reference, the masks wrong and unwritten, C_input where C was read
     meta: dict
 
 
@@ -34,55 +33,55 @@ def save_failure(folder: Path, record: Record, reproduce: str) -> list[Path]:
     meta = {**record.meta, "reproduce": reproduce}
     arrays: dict[str, Any] = {"meta": np.array(json.dumps(meta)), **record.arrays}
     written = [atomic_write(folder / f"{record.stem}.npz", lambda f: np.savez_compressed(f, **arrays))]
-    png = _heat_map(folder / f"{record.stem}.png", record.arrays["C"], record.arrays["reference"], meta)
+    png = _heat_map(folder / f"{record.stem}.png", record.arrays, meta)
     return written + ([png] if png else [])
 
 
-def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> Path:
-    """Call ``write`` on a temporary file beside ``path`` and rename it into place; on any failure the
-    temporary file is removed and ``path`` is untouched."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def _heat_map(path: Path, arrays: dict[str, np.ndarray], meta: dict) -> Path | None:
     try:
-        # mkstemp makes the file private; a published result gets the permissions a plain open would give.
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _heat_map(path: Path, got: np.ndarray, want: np.ndarray, meta: dict) -> Path | None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        fig = heat_map_figure(arrays, meta)
     except ImportError:
         return None
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        err = np.abs(got[0].astype(np.float64) - want[0])
-        finite = err[np.isfinite(err) & (err > 0)]
-        top = np.log10(finite.max()) if finite.size else 0.0
-        # Right elements are masked (grey); NaN or unwritten ones are drawn at the top of the scale.
-        shown = np.where(np.isfinite(err), np.log10(err), top)
-    shown = np.ma.masked_where(err == 0, shown)
-    cmap = matplotlib.colormaps["magma"].with_extremes(bad="lightgrey")
-    fig, ax = plt.subplots(figsize=(6, 5))
-    image = ax.imshow(shown, cmap=cmap, interpolation="nearest")
-    fig.colorbar(image, ax=ax, label="log10 |C - reference|  (grey: right; NaN/unwritten: top)")
-    ax.set_title(f"{meta['kernel']} {meta['dtype']} {meta['shape']} ({meta['trial']})", fontsize=9)
-    ax.set_xlabel("column j")
-    ax.set_ylabel("row i")
+    import matplotlib.pyplot as plt
+
     try:
         return atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=100))
     finally:
         plt.close(fig)
+
+
+def heat_map_figure(arrays: dict[str, np.ndarray], meta: dict) -> Any:
+    """What the text tile map says, per element of the first batch with an error: right elements grey,
+    unwritten ones and NaN/inf ones in colours of their own, named in the legend only when drawn, and wrong
+    numbers coloured by log10 |C - reference| with a colour bar only when there are some.  ``arrays``: a
+    Record's (C, reference, and the masks wrong and unwritten).  Raises ImportError without matplotlib."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    never, wrong = arrays["unwritten"], arrays["wrong"] & ~arrays["unwritten"]
+    batch = int(np.flatnonzero((wrong | never).any(axis=(1, 2)))[0]) if (wrong | never).any() else 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(arrays["C"][batch].astype(np.float64) - arrays["reference"][batch].astype(np.float64))
+    never, wrong = never[batch], wrong[batch]
+    numbers = wrong & np.isfinite(err)
+    kinds = [("right", "lightgrey", ~wrong & ~never),
+             ("left as its input value" if "C_input" in arrays else "never written", "tab:blue", never),
+             ("NaN or inf", "tab:cyan", wrong & ~np.isfinite(err))]  # where a number was expected
+    base = np.ones((*err.shape, 4))
+    for _, colour, where in kinds:
+        base[where] = matplotlib.colors.to_rgba(colour)
+    fig, ax = plt.subplots(figsize=(6.5, 5), layout="constrained")
+    ax.imshow(base, interpolation="nearest")
+    if numbers.any():
+        shown = np.ma.masked_where(~numbers, np.log10(np.where(numbers, err, 1.0)))
+        image = ax.imshow(shown, cmap="magma", interpolation="nearest")
+        fig.colorbar(image, ax=ax, label="log10 |C - reference| of a wrong number")
+    ax.legend(handles=[Patch(color=c, label=f"{name} ({int(w.sum())})") for name, c, w in kinds if w.any()],
+              loc="upper left", bbox_to_anchor=(0, -0.12), ncol=3, fontsize=8, frameon=False)
+    ax.set_title(f"{meta['kernel']} {meta['dtype']} {meta['shape']} ({meta['trial']}): C[{batch}]", fontsize=9)
+    ax.set_xlabel("column j")
+    ax.set_ylabel("row i")
+    return fig

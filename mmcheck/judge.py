@@ -126,8 +126,9 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
     lines += diagnose(evidence)
     lines.append(tile_map(evidence))
     record = Record(
-        stem=f"{spec.name}-{prepared.dtype}-{prepared.shape}-{trial.pattern}",
-        arrays={"A": ops.a, "B": ops.b, "C": got, "reference": want, **({"C_input": ops.c} if ops.c_is_input else {})},
+        stem=f"{spec.name}-{prepared.dtype.replace('->', '_to_')}-{prepared.shape}-{trial.pattern}",  # no '>' in a name
+        arrays={"A": ops.a, "B": ops.b, "C": got, "reference": want, "wrong": mismatch.mask, "unwritten": unwritten,
+                **({"C_input": ops.c} if ops.c_is_input else {})},
         meta={"kernel": spec.name, "file": str(spec.path), "dtype": prepared.dtype, "shape": str(prepared.shape),
               "trial": str(trial), "pattern": trial.pattern})
     raise Caught(check, "\n".join(lines).replace("\n", "\n  "), mismatch, record)

@@ -81,7 +81,8 @@ def test_a_json_write_that_dies_leaves_no_file(tmp_path, monkeypatch):
 def test_saved_arrays_load_back_with_their_metadata(tmp_path):
     a = np.arange(6.0).reshape(1, 2, 3)
     record = Record("k-float64-2x3x3-ints-seed0",
-                    {"A": a, "B": a.transpose(0, 2, 1), "C": a[:, :, :2], "reference": a[:, :, :2]},
+                    {"A": a, "B": a.transpose(0, 2, 1), "C": a[:, :, :2], "reference": a[:, :, :2],
+                     "wrong": a[:, :, :2] > 4, "unwritten": a[:, :, :2] < 0},
                     {"kernel": "k", "dtype": "float64", "shape": "2x2x3", "trial": "inputs ints"})
     files = save_failure(tmp_path, record, "mmcheck check k")
     assert files[0].name == "k-float64-2x3x3-ints-seed0.npz"
@@ -122,11 +123,48 @@ def test_a_heat_map_is_drawn_with_the_plot_extra(tmp_path):
     want = np.arange(12.0).reshape(1, 3, 4)
     got = want.copy()
     got[0, 2, 3] = np.nan
-    files = save_failure(tmp_path, Record("k", {"A": want, "B": want, "C": got, "reference": want},
-                                          {"kernel": "k", "dtype": "float64", "shape": "3x4x4", "trial": "inputs ints"}),
-                         "mmcheck check k")
+    arrays = {"A": want, "B": want, "C": got, "reference": want, "wrong": np.isnan(got), "unwritten": got < -1}
+    files = save_failure(tmp_path, Record("k", arrays, META), "mmcheck check k")
     assert [f.suffix for f in files] == [".npz", ".png"]
     assert files[1].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+META = {"kernel": "k", "dtype": "float32", "shape": "3x4x4", "trial": "inputs ints"}
+
+
+@pytest.mark.parametrize("case, legend, colour_bar", [
+    ("all NaN", ["NaN or inf (12)"], False),
+    ("all unwritten", ["never written (12)"], False),
+    ("one number wrong", ["right (11)"], True),
+    ("numbers, NaN and unwritten", ["right (9)", "never written (1)", "NaN or inf (1)"], True),
+])
+def test_the_heat_map_names_only_the_kinds_it_draws(case, legend, colour_bar):
+    """The picture says what the text map says: a colour bar only for wrong numbers, a legend entry only
+    for a kind of element that is there (an all-NaN result is not a flat square on a -0.1..0.1 scale)."""
+    pytest.importorskip("matplotlib", reason="the heat map needs the plot extra (matplotlib)")
+    import matplotlib.pyplot as plt
+
+    from mmcheck.artifacts import heat_map_figure
+
+    want = np.arange(12.0).reshape(1, 3, 4)
+    got, never = want.copy(), np.zeros(want.shape, bool)
+    if case == "all NaN":
+        got[:] = np.nan
+    elif case == "all unwritten":
+        never[:] = True
+    else:
+        got[0, 0, 0] += 3
+        if case != "one number wrong":
+            got[0, 1, 1], never[0, 2, 2] = np.nan, True
+    wrong = ~(got == want)
+    fig = heat_map_figure({"C": got, "reference": want, "wrong": wrong, "unwritten": never}, META)
+    try:
+        (ax,) = [a for a in fig.axes if a.get_legend()]
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == legend
+        assert (len(fig.axes) == 2) == colour_bar
+        assert ax.get_title().endswith(": C[0]")
+    finally:
+        plt.close(fig)
 
 
 def test_published_files_are_readable_as_a_plain_open_would_leave_them(tmp_path):
