@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import os
 import shutil
 import subprocess
-import tempfile
 from functools import cache
 from pathlib import Path
 
@@ -23,6 +21,7 @@ import numpy as np
 
 from .compile import cache_root
 from .errors import CompileError
+from .publish import publish
 
 __all__ = ["ijk", "ikj", "ikj_multicore"]
 
@@ -92,14 +91,11 @@ def _build(compiler: str, path: Path) -> None:
     """Compile into a temporary file beside ``path`` and rename it into place, so that a process racing
     this one, or one that is interrupted, never leaves or loads a half-written library."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=".so")
-    os.close(fd)
-    try:
-        done = subprocess.run([compiler, *_FLAGS, "-o", tmp, str(_SOURCE)], capture_output=True, text=True)
+
+    def make(tmp: Path) -> None:
+        done = subprocess.run([compiler, *_FLAGS, "-o", str(tmp), str(_SOURCE)], capture_output=True, text=True)
         if done.returncode != 0:
             raise CompileError(f"{compiler} could not build {_SOURCE}:\n{done.stderr.strip()}")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+
+    publish(path, make)
 

@@ -47,8 +47,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import atomic_write
-from ..compile import Build, cache_key, cache_root, unit_source
+from ..publish import atomic_write
+from ..compile import Build, cache_key, cache_root, local_includes, unit_source
 from ..errors import BackendUnavailable, CompileError, Unsupported
 from .compilers import Compiled, arch_rule, common_options
 
@@ -406,7 +406,8 @@ class Nvrtc:
         expression = f"&{build.instance}"
         options = self.options(build, arch)
         lib = self.library
-        key = cache_key("nvrtc", source, expression, options, lib.version, lib.release, lib.path, self.headers)
+        key = cache_key("nvrtc", source, expression, options, lib.version, lib.release, lib.path, self.headers,
+                        local_includes(build.spec.path, build.spec.source))
         path = self.cache / f"{key}.cubin"
         cached = _read(path)
         if cached:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..artifacts import atomic_write
+from ..publish import atomic_write
 from .records import BenchRecord, dtype_rank
 from .tables import _sig as sig
 

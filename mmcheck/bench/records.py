@@ -37,7 +37,7 @@ from typing import Any, BinaryIO
 from pytest_benchmark.stats import normalize_stats
 from pytest_benchmark.utils import get_commit_info, safe_dumps
 
-from ..artifacts import atomic_write
+from ..publish import atomic_write
 from .stats import stats as _stats
 from .timer import Measurement, Method, throttled
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ...compile import Build, cache_key, cache_root, local_includes, macro_flags
 from ...errors import BackendUnavailable
+from ...publish import publish
 from .unit import compile_failure, compile_unit
 
 __all__ = ["Toolchain", "find_compiler"]
@@ -61,20 +62,17 @@ class Toolchain:
         path = self.cache / f"{key}.so"
         if path.exists():
             return path
-        fd, tmp = tempfile.mkstemp(dir=self.cache, prefix=f".{key}-", suffix=".so")
-        os.close(fd)
-        try:
+
+        def make(tmp: Path) -> None:
             proc = subprocess.run(
                 [self.cxx, *flags, "-include", str(_HERE / "shim.h"), "-isystem", str(_HERE / "include"),
-                 "-x", "c++", "-", "-o", tmp, "-L", str(self.runtime), "-lmmemu", f"-Wl,-rpath,{self.runtime}"],
+                 "-x", "c++", "-", "-o", str(tmp), "-L", str(self.runtime), "-lmmemu",
+                 f"-Wl,-rpath,{self.runtime}"],
                 input=unit, capture_output=True, text=True, env=_C_LOCALE)
             if proc.returncode != 0:
                 raise compile_failure(build, proc.stderr.strip())
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        return path
+
+        return publish(path, make)
 
     def _build_runtime(self) -> Path:
         sources = [_HERE / name for name in ("mmemu.h", "runtime.cpp", "worker.cpp")]
