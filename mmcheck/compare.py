@@ -41,10 +41,10 @@ def tolerance(acc: DType, n: int, magnitude: np.ndarray, out: DType | None = Non
     if n * u < 0.5:
         gamma = n * u / (1 - n * u)
     else:
-        # Past n u = 1/2 (4096 roundings in float16) the worst-case bound says nothing.  Higham and Mary's
-        # probabilistic bound (SIAM J. Sci. Comput. 41(5), 2019), for rounding errors that are independent
-        # and of mean zero, holds with probability at least 1 - 2n exp(-lambda^2 (1 - u)^2 / 2): 1 - 1e-24
-        # for lambda = 12 and n = 4096.
+        # Past n u = 1/2 (1024 roundings in float16, 128 in bfloat16) the worst-case bound says nothing.
+        # Higham and Mary's probabilistic bound (SIAM J. Sci. Comput. 41(5), 2019), for rounding errors that
+        # are independent and of mean zero, holds with probability at least 1 - 2n exp(-lambda^2 (1 - u)^2 / 2):
+        # 1 - 1e-24 for lambda = 12 and n = 4096.
         gamma = math.expm1(_LAMBDA * math.sqrt(n) * u + n * u * u / (1 - u))
     bound = gamma * magnitude + n * acc.tiny
     if out is not None and want is not None and out.unit_roundoff > u:
