@@ -13,6 +13,7 @@ layout = "col"
 params = ["M", "N", "K", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc"]
 block = [32, 8]
 grid = ["cdiv(M, 32)", "cdiv(N, 8)"]
+requires = ["cdiv(N, 8) <= 65535"]
 strict_beta = true
 about = "column-major with lda, ldb, ldc; consecutive threads take consecutive rows (coalesced)"
 */

@@ -18,7 +18,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N"]
 block = [16, 8]
 grid = ["N // 128", "N // 16"]
-requires = ["M == N", "N == K", "N % 128 == 0"]
+requires = ["M == N", "N == K", "N % 128 == 0", "N // 16 <= 65535"]
 about = "Figs. 1.30-1.31: a 16x1 column of C per thread in registers, a 16x32 slab of A in as[32][17]"
 
 [[kernel]]
@@ -29,7 +29,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N"]
 block = [16, 8]
 grid = ["N // 128", "N // 16"]
-requires = ["M == N", "N == K", "N % 128 == 0"]
+requires = ["M == N", "N == K", "N % 128 == 0", "N // 16 <= 65535"]
 about = "Fig. 1.32: GPU6 with four b values loaded ahead, used round robin"
 
 [[kernel]]
@@ -40,7 +40,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N"]
 block = [16, 8]
 grid = ["N // 128", "N // 16"]
-requires = ["M == N", "N == K", "N % 128 == 0"]
+requires = ["M == N", "N == K", "N % 128 == 0", "N // 16 <= 65535"]
 about = "Figs. 1.34-1.35: GPU7 staging a 16x64 slab of A, read as float4, in as[16][65]"
 */
 

@@ -14,7 +14,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N"]
 block = [16, 16]
 grid = ["cdiv(N, 16)", "cdiv(N, 16)"]
-requires = ["M == N", "N == K"]
+requires = ["M == N", "N == K", "cdiv(N, 16) <= 65535"]
 about = "Fig. 3.11: one thread per P element, square Width, bounds-checked"
 
 [[kernel]]

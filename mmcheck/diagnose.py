@@ -96,7 +96,9 @@ def _edge(start: int, length: int, other: dict[str, int], axis: str, tiles: tupl
     dim = {"rows": "M", "columns": "N"}[axis]
     says = f"{axis} >= {start}"
     tile = next((t for t in tiles if start % t == 0 and start + t > length), None)
-    if tile:
+    if threshold := _threshold(start):
+        says += f" ({threshold})"
+    elif tile:
         says += f" (the last partial tile, tile {tile}: boundary handling in {dim}, or a grid rounded down)"
     elif start == length - 1:
         says += f" (the last one: an off-by-one in the bound or loop over {dim})"
@@ -104,6 +106,19 @@ def _edge(start: int, length: int, other: dict[str, int], axis: str, tiles: tupl
     if names and start > 1:
         says += f" ({start} is also {names[0]}: does the bound on {dim} use {names[0]}?)"
     return says
+
+
+def _threshold(index: int) -> str | None:
+    """What usually gives out at ``index`` when it is a power of two from 256 on: a 16-bit index at 2^15
+    and 2^16, a buffer or loop sized for that many elements below."""
+    if index < 256 or index & (index - 1):
+        return None
+    power = index.bit_length() - 1
+    if power == 15:
+        return "2^15: a signed 16-bit index turns negative there"
+    if power == 16:
+        return "2^16: an unsigned 16-bit index wraps to 0 there"
+    return f"2^{power}: a buffer or loop sized for {index} elements gives out there"
 
 
 def _where(e: Evidence, mask: np.ndarray, what: str, right_by_chance: float = 0.0) -> str | None:
@@ -125,22 +140,28 @@ def _where(e: Evidence, mask: np.ndarray, what: str, right_by_chance: float = 0.
         return None
     at = np.unravel_index(np.argmax(np.where(fits, r * c, -1)), fits.shape)  # the smallest region
     r0, c0 = int(at[0]), int(at[1])
-    if (r0 == 1) != (c0 == 1) and (r0 == m or c0 == n):
-        one = "row" if r0 == 1 else "column"
+    # Every row but the first (rows >= 1, no column part), or every column but the first.
+    one = "row" if (r0, c0) == (1, n) and m > 1 else "column" if (r0, c0) == (m, 1) and n > 1 else None
+    if one:
         return (f"{one} 0 is right and every later {one} is wrong: something that changes from {one} to {one} "
                 f"is off (a stride, an offset, or a value carried over from the previous {one})")
     k = e.a.shape[2]
     edges = ([_edge(r0, m, {"N": n, "K": k}, "rows", e.tiles)] if r0 < m else []) + \
             ([_edge(c0, n, {"M": m, "K": k}, "columns", e.tiles)] if c0 < n else [])
-    return f"all {what} are in " + " or ".join(edges)
+    return f"{what} in " + " or ".join(edges)
 
 
 def _wrong_region(e: Evidence) -> str | None:
-    return _where(e, e.bad & ~e.unwritten, f"{int((e.bad & ~e.unwritten).sum())} wrong elements", right_by_chance=0.05)
+    return _where(e, e.bad & ~e.unwritten, _all(int((e.bad & ~e.unwritten).sum()), "wrong"), right_by_chance=0.05)
 
 
 def _unwritten_region(e: Evidence) -> str | None:
-    return _where(e, e.unwritten, f"{int(e.unwritten.sum())} unwritten elements")
+    return _where(e, e.unwritten, _all(int(e.unwritten.sum()), "unwritten"))
+
+
+def _all(count: int, kind: str) -> str:
+    """The subject of a sentence about where the elements are: "the one wrong element is", "all 3 ... are"."""
+    return f"the one {kind} element is" if count == 1 else f"all {count} {kind} elements are"
 
 
 def _batch(e: Evidence) -> str | None:
@@ -168,14 +189,18 @@ def _dropped_terms(e: Evidence) -> str | None:
         return None
     missing = (e.product(e.want) - e.product(e.got))[bad]
     k = e.a.shape[2]
-    for index, name in ((k - 1, "last"), (0, "first")):
-        if np.array_equal(missing, terms[:, :, index, :][bad]):
-            return (f"every wrong element is off by exactly A[i,{index}]*B[{index},j]: the {name} k term is dropped "
-                    "(a loop bound off by one?)")
+    if np.array_equal(missing, terms[:, :, 0, :][bad]):
+        return ("every wrong element is off by exactly A[i,0]*B[0,j]: the first k term is dropped "
+                "(a loop bound off by one?)")
     suffix = np.cumsum(terms[:, :, ::-1, :], axis=2)[:, :, ::-1, :]  # suffix[..., k0, :] = sum over k >= k0
     for k0 in range(k - 1, 0, -1):
         if np.array_equal(missing, suffix[:, :, k0, :][bad]):
             tile = next((t for t in e.tiles if k0 % t == 0), None)
+            if threshold := _threshold(k0):
+                return f"every wrong element lacks exactly the terms k >= {k0} ({threshold})"
+            if k0 == k - 1:
+                return (f"every wrong element is off by exactly A[i,{k0}]*B[{k0},j]: the last k term is dropped "
+                        "(a loop bound off by one?)")
             why = f" (K % {tile} = {k % tile}: the last partial K tile is skipped)" if tile else ""
             return f"every wrong element lacks exactly the terms k >= {k0}{why}"
     return None

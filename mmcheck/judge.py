@@ -103,9 +103,12 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
     unwritten = (data.bits(got, out_type) == before) & (data.bits(want.astype(out_type.numpy), out_type) != before)
     if unwritten.any():
         first = ", ".join(str(int(i)) for i in np.argwhere(unwritten)[0])
-        how = "left as its input value" if ops.c_is_input else "never written"
+        count = int(unwritten.sum())
+        how = ("left as its input value" if count == 1 else "left as their input values") if ops.c_is_input \
+            else "never written"
         check = "unwritten"
-        what = f"{int(unwritten.sum())} of {got.size} elements of {out} were {how} (first at {out}[{first}])"
+        were = "was" if count == 1 else "were"
+        what = f"{count} of {got.size} elements of {out} {were} {how} (first at {out}[{first}])"
         if mismatch.count > unwritten.sum():
             what += f"; {mismatch.describe(out)}"
     else:

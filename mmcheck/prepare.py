@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import data
-from .backends.base import Arg, Backend, DeviceBuffer, Dim3
+from .backends.base import MAX_BLOCK, MAX_GRID, MAX_THREADS, Arg, Backend, DeviceBuffer, Dim3
 from .compile import Build
 from .data import Layout, Operands, Trial
 from .dtypes import precision
@@ -33,6 +33,24 @@ class Plan:
     grid: Dim3
     block: Dim3
     smem: int
+
+    def refused(self) -> str | None:
+        """Why a device would refuse this launch, in terms of the spec and the shape (a grid that outgrows
+        gridDim.y at a large M is the kernel's limit, found at that size); None if it would not."""
+        spec = self.build.spec
+        shape = ", ".join(f"{k} = {v}" for k, v in self.env.items() if k in spec.free)
+        for what, dims, exprs, limits in (("gridDim", self.grid, spec.grid, MAX_GRID),
+                                          ("blockDim", self.block, spec.block, MAX_BLOCK)):
+            for axis, value, limit, e in zip("xyz", dims, limits, (*exprs, None, None)):
+                if value > limit:
+                    text = e.text if e else str(value)
+                    return (f"the launch configuration outgrows the device: {what}.{axis} = {text} = {value} "
+                            f"exceeds {limit} at {shape} (a kernel not meant for such sizes says so in its "
+                            f'requires: "{text} <= {limit}")')
+        if (threads := self.block[0] * self.block[1] * self.block[2]) > MAX_THREADS:
+            return (f"the launch configuration outgrows the device: {threads} threads per block exceed "
+                    f"{MAX_THREADS} at {shape}")
+        return None
 
 
 def plan(spec: KernelSpec, dtype: str, shape: Shape) -> Plan:

@@ -18,6 +18,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from .dtypes import precision
+from .errors import MmcheckError
 from .expr import SHAPE_NAMES, Expr, ExprError
 from .options import DEFAULT_BUDGET
 from .spec import KernelSpec, sizeof
@@ -25,7 +26,8 @@ from .spec import KernelSpec, sizeof
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
-__all__ = ["Shape", "Domain", "domains", "tiles", "edge_shapes", "random_shapes", "shapes_for",
+__all__ = ["Shape", "Domain", "domains", "tiles", "edge_shapes", "threshold_shapes", "THRESHOLDS", "random_shapes",
+           "shapes_for",
            "shape_strategy", "satisfies", "bench_shapes", "bench_size", "BENCH_SIZES"]
 
 # The square size benchmarks run at unless told otherwise.
@@ -145,6 +147,11 @@ def tiles(spec: KernelSpec) -> list[int]:
 
 _SMALL = (1, 2, 3, 5, 7, 13)
 _BATCHES = (1, 2, 3, 7)
+# Sizes just past where kernels commonly give out: a buffer sized for "the largest K we use" (2^8 to 2^12)
+# and a 16-bit index (2^15, 2^16).  A thin shape reaches each cheaply, the other sizes staying small:
+# 1 x 65537 x 1 is 65537 multiply-adds.
+THRESHOLDS = (257, 513, 1025, 2049, 4097, 32769, 65537)
+_SIZE_CAP = 1 << 31  # the grid-limit search stops here: a size past it is the large mode's
 
 
 def _candidates(domain: Domain, tile_sizes: list[int]) -> list[int]:
@@ -191,7 +198,45 @@ def edge_shapes(spec: KernelSpec, dtype: str) -> list[Shape]:
         smallest = [c[min(1, len(c) - 1)] for c in cands]
         choices += [smallest[:batch] + [v] + smallest[batch + 1:] for v in doms[batch].clip((5, 64))]
     choices += _switches(spec, doms, cands)
-    return _finish(spec, dtype, doms, choices)
+    return _finish(spec, dtype, doms, choices) + [s for s in threshold_shapes(spec, dtype)]
+
+
+def threshold_shapes(spec: KernelSpec, dtype: str) -> list[Shape]:
+    """Thin shapes past each size threshold (THRESHOLDS, and the size at which the kernel's grid or block
+    outgrows the device's launch limits), one free size at a time, the others at their smallest; the
+    spec's ``requires`` still rules."""
+    doms = domains(spec)
+    smallest = [_at_least(d, 1) for d in doms]
+    rows = []
+    for g, d in enumerate(doms):
+        values = {_at_least(d, v) for v in THRESHOLDS} | {_launch_limit(spec, dtype, doms, smallest, g)}
+        rows += [smallest[:g] + [v] + smallest[g + 1:] for v in sorted(values) if v]
+    return _finish(spec, dtype, doms, rows)
+
+
+def _launch_limit(spec: KernelSpec, dtype: str, doms: list[Domain], sizes: list[int], g: int) -> int:
+    """The smallest value of group ``g`` (the others at ``sizes``) whose launch a device refuses (a grid
+    dimension past 65535, say), or 0 if there is none below _SIZE_CAP."""
+    from .prepare import plan
+
+    def refused(value: int) -> bool:
+        row = sizes[:g] + [value] + sizes[g + 1:]
+        try:
+            return plan(spec, dtype, _assemble(spec, {n: v for d, v in zip(doms, row) for n in d.names})
+                        ).refused() is not None
+        except MmcheckError:
+            return False
+
+    d = doms[g]
+    low, high = _at_least(d, 1), _at_least(d, 2 * _at_least(d, 1))
+    while high and high < _SIZE_CAP and not refused(high):
+        low, high = high, _at_least(d, 2 * high)
+    if not high or high >= _SIZE_CAP:
+        return 0
+    while high - low > d.mod:  # the smallest refused multiple of the group's modulus
+        mid = _at_least(d, (low + high) // 2)
+        low, high = (low, mid) if refused(mid) else (mid, high)
+    return high
 
 
 def _switches(spec: KernelSpec, doms: list[Domain], cands: list[list[int]]) -> list[list[int]]:

@@ -20,6 +20,7 @@ dtypes = ["int32", "float32"]
 params = ["A", "B", "C", "M", "N", "K"]
 block = [16, 16]
 grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
+requires = ["cdiv(M, 16) <= 65535"]
 expect = "{expect}"
 about = "{entry} kernel"
 */

@@ -14,6 +14,11 @@ ZOO = {s.name: s for s in collect([Path(__file__).resolve().parent.parent / "cud
 
 CASES = {
     "buggy.batch_offset_wrong_size": (Shape(3, 4, 9, 3), "mismatch", "only batch >= 1 is wrong"),
+    "buggy.index_16bit": (Shape(1, 65537, 1), "unwritten",
+                          "columns >= 65536 (2^16: an unsigned 16-bit index wraps to 0 there)"),
+    "buggy.buffer_sized_for_k1024": (Shape(3, 1, 1500), "mismatch",
+                                     "lacks exactly the terms k >= 1024 (2^10: a buffer or loop sized for 1024"),
+    "buggy.rows_in_grid_y": (Shape(65536, 1, 1), "launch", "gridDim.y = M = 65536 exceeds 65535 at M = 65536"),
     "buggy.grid_rounds_down": (Shape(20, 40, 5), "unwritten", "rows >= 16 (the last partial tile, tile 16"),
     "buggy.drops_last_k": (Shape(5, 6, 7), "mismatch", "the last k term is dropped"),
     "buggy.last_partial_tile_skipped": (Shape(5, 6, 37), "mismatch",

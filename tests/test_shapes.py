@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mmcheck.shapes import Shape, domains, satisfies, shape_strategy, shapes_for, tiles
+from mmcheck.shapes import THRESHOLDS, Shape, domains, satisfies, shape_strategy, shapes_for, threshold_shapes, tiles
 from mmcheck.spec import parse_specs
 
 
@@ -40,7 +40,8 @@ def test_general_kernel_gets_edges_around_its_tile_and_unequal_sizes():
     assert any(len({s.M, s.N, s.K}) == 3 for s in shapes)
     assert any(s.K % 16 not in (0,) and s.K > 16 for s in shapes), "a K tail past a full tile"
     assert shapes == sorted(shapes, key=lambda s: (s.macs, s.M, s.N, s.K, s.batch))
-    assert 10 <= len(shapes) <= 40
+    small = [s for s in shapes if s not in threshold_shapes(make(), "float32")]
+    assert 10 <= len(small) <= 40
 
 
 def test_divisibility_and_equality_are_solved_not_filtered():
@@ -93,3 +94,30 @@ def test_strategy_draws_only_valid_shapes(data, mod, square):
     spec = make(requires=requires)
     shape = data.draw(shape_strategy(spec, "float32"))
     assert satisfies(spec, shape, "float32") and shape.N % mod == 0
+
+
+def test_thin_shapes_cross_each_size_threshold_one_free_size_at_a_time():
+    spec = make()
+    shapes = set(shapes_for(spec, "float32"))
+    for t in THRESHOLDS:
+        assert {Shape(t, 1, 1), Shape(1, t, 1), Shape(1, 1, t)} <= shapes
+    # gridDim.y = cdiv(M, 16) passes 65535 at M = 65535 * 16 + 1, within the default budget.
+    assert Shape(1048561, 1, 1) in shapes and Shape(1048560, 1, 1) not in shapes
+
+
+def test_requires_still_rules_the_threshold_shapes():
+    spec = make(requires=["K <= 1024", "cdiv(M, 16) <= 65535"])
+    thin = threshold_shapes(spec, "float32")
+    assert max(s.K for s in thin) <= 1024 and Shape(1, 1, 257) in thin and Shape(1, 65537, 1) in thin
+    assert not [s for s in thin if s.M > 1048560]
+
+
+def test_a_grid_past_the_device_limit_is_a_finding_about_the_launch():
+    from mmcheck.prepare import plan
+
+    spec = make()
+    assert plan(spec, "float32", Shape(1048560, 1, 1)).refused() is None
+    assert plan(spec, "float32", Shape(1048561, 1, 1)).refused() == (
+        "the launch configuration outgrows the device: gridDim.y = cdiv(M, 16) = 65536 exceeds 65535 at "
+        'M = 1048561, N = 1, K = 1 (a kernel not meant for such sizes says so in its requires: "cdiv(M, 16) '
+        '<= 65535")')

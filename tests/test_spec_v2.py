@@ -25,6 +25,7 @@ let = {TILE = "32 if M >= 64 and N >= 64 else 16", HALF = "TILE // 2"}
 params = ["M", "N", "K", "alpha", "A", "B", "beta", "C"]
 block = ["TILE", "TILE"]
 grid = ["cdiv(N, TILE)", "cdiv(M, TILE)"]
+requires = ["cdiv(M, TILE) <= 65535"]
 */
 template <const int TILE>
 __global__ void sgemm(int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C) {
@@ -62,7 +63,7 @@ def test_types_and_integers_mix_in_a_template_list():
 
 
 def test_v1_template_string_still_means_the_type():
-    s = spec(template='"scalar_t"', let=None, block="[16, 16]", grid='["cdiv(N, 16)", "cdiv(M, 16)"]')
+    s = spec(template='"scalar_t"', let=None, block="[16, 16]", grid='["cdiv(N, 16)", "cdiv(M, 16)"]', requires=None)
     assert s.template == ("T",) and plan(s, "float32", Shape(1, 1, 1)).build.template == ("float",)
 
 

@@ -23,6 +23,12 @@ __all__ = ["Backend", "BackendOptions", "Kernel", "DeviceBuffer", "Arg", "Dim3",
 
 Dim3 = tuple[int, int, int]
 
+# What every CUDA device since compute capability 3.0 refuses to launch (the CUDA programming guide's table
+# of technical specifications): blocks per grid and threads per block in each dimension, threads per block.
+MAX_GRID: Dim3 = (2**31 - 1, 65535, 65535)
+MAX_BLOCK: Dim3 = (1024, 1024, 64)
+MAX_THREADS = 1024
+
 
 @dataclass(frozen=True)
 class BackendOptions:

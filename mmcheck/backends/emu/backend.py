@@ -18,17 +18,14 @@ from ...compile import Build, find_symbol, function_symbols
 from ...errors import (BarrierError, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory,
                        SanitizerError, Unsupported)
 from ...spec import KernelSpec
-from ..base import Arg, BackendOptions, DeviceBuffer, Dim3, Kernel
+from ..base import MAX_BLOCK, MAX_GRID, MAX_THREADS, Arg, BackendOptions, DeviceBuffer, Dim3, Kernel
 from . import worker as w
 from .toolchain import Toolchain
 from .unit import check_supported
 
 __all__ = ["EmuBackend"]
 
-# CUDA's launch limits (sm_90); dynamic shared memory up to the opt-in maximum (mmemu.h).
-_MAX_BLOCK = (1024, 1024, 64)
-_MAX_GRID = (2**31 - 1, 65535, 65535)
-_MAX_THREADS = 1024
+# Dynamic shared memory up to the opt-in maximum of sm_90 (mmemu.h).
 _MAX_DYNAMIC_SMEM = 232448
 _FIBER_STACK = "256 KiB"  # runtime.cpp's kStackSize
 _SEED = 0x6D6D636865636B  # the shuffle schedule is the same on every run
@@ -131,11 +128,11 @@ def _check_config(label: str, kernel: Kernel, grid: Dim3, block: Dim3, smem: int
 
     if schedule not in kernel.schedules:
         raise refuse(f"schedule {schedule!r} is not one of {', '.join(kernel.schedules)}")
-    for what, dims, limits in (("grid", grid, _MAX_GRID), ("block", block, _MAX_BLOCK)):
+    for what, dims, limits in (("grid", grid, MAX_GRID), ("block", block, MAX_BLOCK)):
         if len(dims) != 3 or not all(1 <= int(d) <= m for d, m in zip(dims, limits)):
             raise refuse(f"{what} {tuple(dims)} is outside 1..{limits} in some dimension")
-    if block[0] * block[1] * block[2] > _MAX_THREADS:
-        raise refuse(f"block {tuple(block)} has more than {_MAX_THREADS} threads")
+    if block[0] * block[1] * block[2] > MAX_THREADS:
+        raise refuse(f"block {tuple(block)} has more than {MAX_THREADS} threads")
     if not 0 <= smem <= _MAX_DYNAMIC_SMEM:
         raise refuse(f"{smem} bytes of dynamic shared memory is outside 0..{_MAX_DYNAMIC_SMEM}")
 
