@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +100,27 @@ def pytest_configure(config: pytest.Config) -> None:
         default = Path(config.rootpath, "cuda_src")
         settings = dataclasses.replace(settings, src=(str(default),) if default.is_dir() else ())
     config.stash[_SETTINGS] = settings
+    if settings.backend in ("gpu", "auto"):
+        _pin_gpu(os.environ)
+
+
+def _pin_gpu(environ: MutableMapping[str, str]) -> None:
+    """Under pytest-xdist, one GPU per worker: worker gwN sees GPU N modulo the GPUs there are (counted
+    through NVML, which starts no CUDA context), by CUDA_VISIBLE_DEVICES, before any kernel runs.  A
+    choice already made (CUDA_VISIBLE_DEVICES set), one worker, or no NVML leaves the devices as they are."""
+    worker = environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw") or "CUDA_VISIBLE_DEVICES" in environ:
+        return
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        count = pynvml.nvmlDeviceGetCount()
+        pynvml.nvmlShutdown()
+    except Exception:  # no NVML, no driver, no GPU: nothing to spread
+        return
+    if count > 1:
+        environ["CUDA_VISIBLE_DEVICES"] = str(int(worker[2:]) % count)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -1,2 +1,19 @@
+import os
+
+import pytest
+
 # Kernel files that tests drive themselves (a crash, a hang, a race): not test files of this suite.
 collect_ignore_glob = ["kernels/*.cu", "emu/kernels/*.cu"]
+
+
+@pytest.fixture
+def own_session(monkeypatch):
+    """A test that starts pytest again starts a session of its own, not an xdist worker's (under -n the
+    variables would be inherited, and pytest-benchmark switches itself off in a worker)."""
+    for name in [n for n in os.environ if n.startswith("PYTEST_XDIST")]:
+        monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def pytester(pytester, own_session):
+    return pytester

@@ -141,3 +141,35 @@ def test_registering_the_plugin_imports_nothing_heavy_and_reads_no_kernels(pytes
     result = pytester.runpytest_subprocess("test_plain.py", "-p", "no:cacheprovider", "-q")
     result.assert_outcomes(passed=1)
     assert (pytester.path / "heavy.txt").read_text() == ""
+
+
+class FakeNvml:
+    def __init__(self, count):
+        self.count = count
+
+    def nvmlInit(self):
+        pass
+
+    def nvmlShutdown(self):
+        pass
+
+    def nvmlDeviceGetCount(self):
+        return self.count
+
+
+@pytest.mark.parametrize("environ, gpus, pinned", [
+    ({"PYTEST_XDIST_WORKER": "gw0"}, 2, "0"),
+    ({"PYTEST_XDIST_WORKER": "gw3"}, 2, "1"),
+    ({"PYTEST_XDIST_WORKER": "gw1"}, 1, None),  # one GPU: every worker shares it
+    ({"PYTEST_XDIST_WORKER": "gw1", "CUDA_VISIBLE_DEVICES": "5"}, 2, "5"),  # the user's choice stands
+    ({}, 2, None),  # not under xdist
+])
+def test_each_xdist_worker_takes_a_gpu_of_its_own(monkeypatch, environ, gpus, pinned):
+    import sys
+
+    from mmcheck.plugin import _pin_gpu
+
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml(gpus))
+    environ = dict(environ)
+    _pin_gpu(environ)
+    assert environ.get("CUDA_VISIBLE_DEVICES") == pinned

@@ -127,7 +127,7 @@ def test_plain(benchmark):
 """
 
 
-def test_pytest_benchmark_writes_what_load_reads_and_reads_what_document_writes(tmp_path):
+def test_pytest_benchmark_writes_what_load_reads_and_reads_what_document_writes(tmp_path, own_session):
     """One pytest-benchmark run: it compares against a file written here (so it reads our format) and
     writes its own JSON, which ``load`` reads."""
     extra = sample_extra(kernel="tiny")
