@@ -19,7 +19,8 @@ def publish(path: Path, make: Callable[[Path], object]) -> Path:
     ``-o``), then rename it into place; on any failure the temporary file is removed and ``path`` is
     untouched."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    # The temporary name ends as the file's does: writers that go by the suffix (numpy's savez) keep it.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=f".tmp{path.suffix}")
     try:
         # mkstemp makes the file private; a published file gets the permissions a plain open would give.
         os.fchmod(fd, 0o666 & ~_umask())

@@ -221,3 +221,13 @@ def test_the_reproduce_line_names_the_compiler_where_it_matters(backend, compile
     spec = load_specs(Path(__file__).resolve().parent.parent / "cuda_src" / "seed001_blog.cu")[0]
     line = reproduce(Case(spec, "float32", Shape(1, 2, 3), 4), backend, compiler)
     assert line == f"mmcheck check {spec.name} --dtype float32 --shape {Shape(1, 2, 3)} --seed 4 {tail}"
+
+
+def test_a_host_librarys_header_found_among_the_cuda_headers_is_blamed_on_the_users_include():
+    """Where the CUDA headers' folder also has cuBLAS's (a pip environment), NVRTC opens cublas_v2.h and
+    fails inside it; the place to change is the user's include line, not cuBLAS's."""
+    log = ('/venv/nvidia/cu13/include/cublas_api.h(68): catastrophic error: cannot open source file "stdint.h"\n'
+           '  #include <stdint.h>\n  ^\n\n1 catastrophic error detected in the compilation of "k.cu".')
+    source = "// a kernel\n#include <cublas_v2.h>\n__global__ void k() {}\n"
+    assert classify_failure(log, (13, 1), "H", source, "k.cu") == (
+        f"k.cu:2: NVRTC compiles device code only, and <cublas_v2.h> is a host library's header; {GUARD}")

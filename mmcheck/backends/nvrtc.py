@@ -339,18 +339,24 @@ _CUDA_HEADER = re.compile(r"(cuda|cuComplex|mma\.h|sm_\d+|device_|vector_|math_c
                           r"channel_descriptor|driver_types|host_defines|library_types|surface_|texture_|"
                           r"cooperative_groups|crt/|nv/|cuda/|thrust/|cub/)")
 _STANDARD = re.compile(r"[a-z_]+(\.h)?$")
+_INCLUDE = re.compile(r'\s*#\s*include\s*[<"]([^>"]+)[>"]')
 
 _GUARD = "guard host code with #ifndef __CUDACC_RTC__ (NVRTC defines it), or check the file with --compiler nvcc"
 
 
-def classify_failure(log: str, version: tuple[int, int], headers: str, source: str = "") -> str | None:
+def classify_failure(log: str, version: tuple[int, int], headers: str, source: str = "",
+                     path: str = "") -> str | None:
     """What NVRTC's ``log`` shows the file holds that NVRTC cannot take, in words with its place and the
     remedy (mmcheck skips the case as Unsupported); None for an ordinary compile error.  ``headers`` says
-    where this NVRTC's CUDA headers come from; ``source`` is the user's file, whose line names a host
-    function or variable (NVRTC 12 and later quote the line, NVRTC 11 does not)."""
+    where this NVRTC's CUDA headers come from; ``source`` is the user's file (named ``path``), whose line
+    names a host function or variable (NVRTC 12 and later quote the line, NVRTC 11 does not)."""
     missing = _MISSING.search(log)
     if missing:
         where, header = f"{missing['file']}:{missing['line']}", missing["header"]
+        if (library := _host_library_include(source)) and missing["file"] != path:
+            # Where the CUDA headers include a host library's (a pip environment with cuBLAS), that header
+            # is found and fails inside on a C library header: the user's include is what to change.
+            where, header = f"{path}:{library[0]}", library[1]
         if _HOST_LIBRARIES.match(header.rsplit("/", 1)[-1]):
             return (f"{where}: NVRTC compiles device code only, and <{header}> is a host library's header; "
                     f"{_GUARD}")
@@ -375,6 +381,15 @@ def classify_failure(log: str, version: tuple[int, int], headers: str, source: s
         named = f" {name.group(1)}" if name else ""
         return (f"{host['file']}:{host['line']}: NVRTC compiles device code only, and the file has a {what}{named}; "
                 f"{_GUARD}")
+    return None
+
+
+def _host_library_include(source: str) -> tuple[int, str] | None:
+    """The first line of ``source`` that includes a host library's header, and the header."""
+    for number, line in enumerate(source.splitlines(), 1):
+        found = _INCLUDE.match(line)
+        if found and _HOST_LIBRARIES.match(found[1].rsplit("/", 1)[-1]):
+            return number, found[1]
     return None
 
 
@@ -434,7 +449,8 @@ class Nvrtc:
             err, *_ = nvrtc.nvrtcCompileProgram(program, len(flags), flags)
             log = _log(program)
             if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-                reason = classify_failure(log, self.library.version, self.headers, build.spec.source)
+                reason = classify_failure(log, self.library.version, self.headers, build.spec.source,
+                                          str(build.spec.path))
                 if reason:
                     raise Unsupported(reason)
                 raise CompileError(f"{name}: {self.library.label} failed for {build}:\n{log or _error_string(err)}")
