@@ -24,9 +24,22 @@ import numpy as np
 
 from .dtypes import DType
 
-__all__ = ["tolerance", "Mismatch", "compare"]
+__all__ = ["gamma", "tolerance", "Mismatch", "compare"]
 
 _LAMBDA = 12.0  # the probabilistic bound's confidence parameter (see tolerance)
+
+
+def gamma(acc: DType, n: int) -> float:
+    """The relative bound of ``n`` roundings in ``acc``: gamma_n = n u / (1 - n u), or past n u = 1/2 the
+    probabilistic bound that takes its place."""
+    u = acc.unit_roundoff
+    if n * u < 0.5:
+        return n * u / (1 - n * u)
+    # Past n u = 1/2 (1024 roundings in float16, 128 in bfloat16) the worst-case bound says nothing.
+    # Higham and Mary's probabilistic bound (SIAM J. Sci. Comput. 41(5), 2019), for rounding errors that
+    # are independent and of mean zero, holds with probability at least 1 - 2n exp(-lambda^2 (1 - u)^2 / 2):
+    # 1 - 1e-24 for lambda = 12 and n = 4096.
+    return math.expm1(_LAMBDA * math.sqrt(n) * u + n * u * u / (1 - u))
 
 
 def tolerance(acc: DType, n: int, magnitude: np.ndarray, out: DType | None = None,
@@ -37,17 +50,8 @@ def tolerance(acc: DType, n: int, magnitude: np.ndarray, out: DType | None = Non
     float32 accumulation), its one rounding of the value: u_out * (|want| + that bound).
 
     A small absolute term (``n`` times the smallest normal) covers underflow to subnormals."""
-    u = acc.unit_roundoff
-    if n * u < 0.5:
-        gamma = n * u / (1 - n * u)
-    else:
-        # Past n u = 1/2 (1024 roundings in float16, 128 in bfloat16) the worst-case bound says nothing.
-        # Higham and Mary's probabilistic bound (SIAM J. Sci. Comput. 41(5), 2019), for rounding errors that
-        # are independent and of mean zero, holds with probability at least 1 - 2n exp(-lambda^2 (1 - u)^2 / 2):
-        # 1 - 1e-24 for lambda = 12 and n = 4096.
-        gamma = math.expm1(_LAMBDA * math.sqrt(n) * u + n * u * u / (1 - u))
-    bound = gamma * magnitude + n * acc.tiny
-    if out is not None and want is not None and out.unit_roundoff > u:
+    bound = gamma(acc, n) * magnitude + n * acc.tiny
+    if out is not None and want is not None and out.unit_roundoff > acc.unit_roundoff:
         bound = bound + out.unit_roundoff * (np.abs(want) + bound) + out.tiny
     return bound
 
