@@ -48,11 +48,12 @@ about = "1D block tiling: BM x BN tiles of C, TM results per thread kept in regi
 
 __global__ void sgemm_naive(int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C)
 {
-    const int row = blockIdx.y * blockDim.y + threadIdx.y;
-    const int col = blockIdx.x * blockDim.x + threadIdx.x;
+    // Offsets in size_t: a matrix may hold more than 2^31 elements (an int offset wraps there).
+    const size_t row = blockIdx.y * blockDim.y + threadIdx.y;
+    const size_t col = blockIdx.x * blockDim.x + threadIdx.x;
     if (row < M && col < N) {
         float acc = 0.0f;
-        for (int k = 0; k < K; ++k) {
+        for (size_t k = 0; k < K; ++k) {
             acc += A[row * K + k] * B[k * N + col];
         }
         C[row * N + col] = alpha * acc + beta * C[row * N + col];

@@ -17,13 +17,16 @@ from .artifacts import Record
 from .compare import Mismatch, compare, tolerance
 from .data import Operands, Trial
 from .diagnose import Evidence, diagnose, tile_map
+from .freivalds import freivalds
 from .dtypes import DType, precision
 from .ops import DIMS, LEADING
 from .prepare import Prepared
 from .reference import magnitude, reference
-from .shapes import tiles
+from .shapes import LARGE, tiles
 
 __all__ = ["Caught", "Rerun", "check_buffers", "judge"]
+
+_ROWS_SHOWN = 64  # rows of a C past 2**31 elements compared in full once Freivalds' check names them
 
 # Runs the same case again, with another trial, schedule or operands, and returns the logical result; it
 # raises Caught if that launch fails a check of its own.
@@ -93,14 +96,15 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
     right result."""
     spec, trial, ops = prepared.spec, prepared.trial, prepared.operands
     out_type = precision(prepared.dtype).output
+    if got.size >= LARGE:
+        _judge_by_freivalds(prepared, got)
+        return
     want, bound = _expected(prepared, ops)
     mismatch = compare(got, want, bound)
     if mismatch is None:
         return
     out = spec.buffers[2]
-    # An element whose correct value has the bits it held before (poison, or C's input) cannot tell.
-    before = data.bits(ops.c, out_type)
-    unwritten = (data.bits(got, out_type) == before) & (data.bits(want.astype(out_type.numpy), out_type) != before)
+    unwritten = _unwritten(ops, got, want, out_type)
     if unwritten.any():
         first = ", ".join(str(int(i)) for i in np.argwhere(unwritten)[0])
         count = int(unwritten.sum())
@@ -135,6 +139,43 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
         meta={"kernel": spec.name, "file": str(spec.path), "dtype": prepared.dtype, "shape": str(prepared.shape),
               "trial": str(trial), "pattern": trial.pattern})
     raise Caught(check, "\n".join(lines).replace("\n", "\n  "), mismatch, record)
+
+
+def _unwritten(ops: Operands, got: np.ndarray, want: np.ndarray, out_type: DType) -> np.ndarray:
+    """The elements left as they were (the poison, or C's input).  An element whose correct value has the
+    bits it held before cannot tell."""
+    before = data.bits(ops.c, out_type)
+    return (data.bits(got, out_type) == before) & (data.bits(want.astype(out_type.numpy), out_type) != before)
+
+
+def _judge_by_freivalds(prepared: Prepared, got: np.ndarray) -> None:
+    """A C past 2**31 elements, whose full reference would not fit beside it: Freivalds' check in O(n^2)
+    (freivalds.py), then the rows it names compared in full, to say which elements are wrong and how."""
+    spec, ops = prepared.spec, prepared.operands
+    p = precision(prepared.dtype)
+    found = freivalds(spec.operation, ops, got, spec.accumulator(p), p.output, seed=data.case_seed(
+        0, spec.name, prepared.dtype, str(prepared.shape)))
+    if found.passed:
+        return
+    out = spec.buffers[2]
+    batch = next(b for b, (r, c) in enumerate(zip(found.rows, found.columns)) if len(r) or len(c))
+    rows = found.rows[batch][:_ROWS_SHOWN] if len(found.rows[batch]) else np.arange(min(_ROWS_SHOWN, got.shape[1]))
+    part = dataclasses.replace(ops, a=ops.a[batch:batch + 1, rows], b=ops.b[batch:batch + 1],
+                               c=ops.c[batch:batch + 1, rows])
+    mine = got[batch:batch + 1, rows]
+    want, bound = _expected(prepared, part)
+    lines = [found.describe(out)]
+    left = _unwritten(part, mine, want, p.output)
+    unwritten = int(left.sum())
+    if (mismatch := compare(mine, want, bound)) is not None:
+        _, r, col = np.argwhere(left)[0] if unwritten == mismatch.count else mismatch.worst_index
+        where = f"{out}[{batch}, {int(rows[r])}, {col}]"
+        lines.append(f"in {len(rows)} of those rows, compared in full: {mismatch.count} elements differ; " + (
+            f"all {unwritten} {'left as their input values' if ops.c_is_input else 'never written'} (first at {where})"
+            if unwritten == mismatch.count else
+            (f"{unwritten} of them left as they were; " if unwritten else "")
+            + f"worst at {where}: got {mismatch.got!r}, expected {mismatch.want!r} (abs err {mismatch.abs_err:.3g})"))
+    raise Caught("unwritten" if unwritten else "mismatch", "\n".join(lines).replace("\n", "\n  "), mismatch)
 
 
 def _race(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[str, ...], passed: list[str],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -109,6 +109,9 @@ OPTIONS = (
            default="mmcheck-results", commands=("check",)),
     Option("sanitize", "run under compute-sanitizer (GPU) or AddressSanitizer (emulator)", type=None,
            default=False, commands=("check",)),
+    Option("large", "GPU: also shapes with a buffer past 2**31 elements, where a 32-bit element offset wraps "
+                    "(minutes and tens of GiB of host memory per kernel; a shape that does not fit is skipped)",
+           type=None, default=False, commands=("check",)),
     Option("barrier-warnings", "emulator: report barrier divergence as a warning, not an error", type=None,
            default=False, commands=("check",)),
     Option("bench-sizes", "benchmark at these sizes: a square size n (the largest valid n x n x n up to it) or "
@@ -136,6 +139,7 @@ class Settings:
     timeout: float = 10.0
     results: str = "mmcheck-results"
     sanitize: bool = False
+    large: bool = False
     barrier_warnings: bool = False
     bench_sizes: tuple[int | Shape, ...] = ()
     bench_method: str = "cold-l2"
@@ -159,11 +163,21 @@ class Settings:
 
         return Runner(backend, seed=self.seed, guards=not self.sanitize)
 
+    def open_runner(self) -> Runner:
+        """The runner on a backend of its own, the one these settings name; BackendUnavailable says why there
+        is none here."""
+        from .backends import get_backend
+
+        return self.runner(get_backend(self.backend, self.backend_options()))
+
     def unreachable(self, spec: KernelSpec) -> str | None:
         """Why this run cannot catch a known-bad kernel, if it cannot: nothing but a sanitizer sees some bugs
         (a read whose value is never used), so without one the kernel is skipped, saying so."""
         if spec.expect == "fail" and set(spec.catch) == {"sanitizer"} and not self.sanitize:
             return f"{spec.name}: only a sanitizer can catch it; run with --sanitize (pytest: --mmcheck-sanitize)"
+        if spec.large and not self.large:
+            return (f"{spec.name}: only shapes past 2**31 elements show its bug; run with --large (pytest: "
+                    "--mmcheck-large) on a GPU")
         return None
 
     def check(self, runner: Runner, spec: KernelSpec, dtype: str) -> Result:
@@ -171,17 +185,25 @@ class Settings:
         generated ones, or --shape: the replay of one reported case) smallest first, up to the first that
         does not pass."""
         from .runner import Result
-        from .shapes import satisfies, shapes_for
+        from .shapes import satisfies
 
         if reason := self.unreachable(spec):
             return Result(runner.case(spec, dtype, None), "skip", reason, shapes_tried=0)
         if not self.shape:
-            return runner.sweep(spec, dtype, shapes_for(spec, dtype, self.seed, self.budget))
+            return runner.sweep(spec, dtype, self.shapes(spec, dtype))
         shapes = [s for s in self.shape if satisfies(spec, s, dtype)]
         if not shapes:
             return Result(runner.case(spec, dtype, self.shape[0]), "skip",
                           f"{spec.name}: --shape does not satisfy its requires", shapes_tried=0)
         return runner.sweep(spec, dtype, shapes)
+
+    def shapes(self, spec: KernelSpec, dtype: str, extra: Iterable[Shape] = ()) -> list[Shape]:
+        """The generated shapes of a kernel x dtype (and ``extra``), smallest first; with ``large``, the large
+        mode's after them."""
+        from .shapes import large_shapes, shapes_for
+
+        shapes = shapes_for(spec, dtype, self.seed, self.budget, extra=extra)
+        return shapes + [s for s in large_shapes(spec, dtype) if s not in shapes] if self.large else shapes
 
     def method(self) -> Method:
         """The timing method these settings describe."""

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from .devices import pin_gpu
 from .options import OPTIONS, Settings
 
 if TYPE_CHECKING:
@@ -105,22 +106,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _pin_gpu(environ: MutableMapping[str, str]) -> None:
-    """Under pytest-xdist, one GPU per worker: worker gwN sees GPU N modulo the GPUs there are (counted
-    through NVML, which starts no CUDA context), by CUDA_VISIBLE_DEVICES, before any kernel runs.  A
-    choice already made (CUDA_VISIBLE_DEVICES set), one worker, or no NVML leaves the devices as they are."""
+    """Under pytest-xdist, one GPU per worker: worker gwN takes GPU N modulo the GPUs there are
+    (devices.pin_gpu), before any kernel runs."""
     worker = environ.get("PYTEST_XDIST_WORKER", "")
-    if not worker.startswith("gw") or "CUDA_VISIBLE_DEVICES" in environ:
-        return
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        count = pynvml.nvmlDeviceGetCount()
-        pynvml.nvmlShutdown()
-    except Exception:  # no NVML, no driver, no GPU: nothing to spread
-        return
-    if count > 1:
-        environ["CUDA_VISIBLE_DEVICES"] = str(int(worker[2:]) % count)
+    if worker.startswith("gw"):
+        pin_gpu(environ, int(worker[2:]))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -256,13 +246,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     if "kernel" not in names:
         return
-    from .shapes import shapes_for
-
     expect = marker.kwargs.get("expect", "pass")
     pairs = [(s, d) for s, d in catalog.select(settings.kernel, settings.dtype) if s.expect == expect]
     if "shape" in names:
         params = [pytest.param(s, d, shape, id=f"{s.name}-{d}-{shape}") for s, d in pairs
-                  for shape in shapes_for(s, d, settings.seed, settings.budget, extra=settings.shape)]
+                  for shape in settings.shapes(s, d, extra=settings.shape)]
         metafunc.parametrize("kernel,dtype,shape", params)
     else:
         metafunc.parametrize("kernel,dtype", [pytest.param(s, d, id=f"{s.name}-{d}", marks=_marks(s, settings))

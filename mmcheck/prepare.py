@@ -6,6 +6,7 @@ A prepared launch can be launched once to be judged, or many times to be timed; 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -21,7 +22,12 @@ from .expr import Expr, ExprError
 from .shapes import Shape
 from .spec import CTYPES, KernelSpec, sizeof
 
-__all__ = ["Plan", "plan", "Prepared", "prepare"]
+__all__ = ["Plan", "plan", "Prepared", "prepare", "host_bytes", "host_memory"]
+
+# Host copies of a buffer while a case runs: the operands, the laid-out payload and its guarded image, the
+# copy and the pickle that carry it to the backend's worker process and the worker's own, and on the way
+# back the download, its pickle, the received image and the logical result.
+_HOST_COPIES = 10
 
 
 @dataclass(frozen=True)
@@ -140,3 +146,22 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
             ctype = CTYPES[q.ctype or "int"]  # a size is an int unless the spec says otherwise
             args.append(np.dtype(ctype).type(lds[q.name] if q.kind == "leading" else launch.env[q.name]))
     return Prepared(spec, dtype, shape, trial, launch, operands, layouts, guard, hosts, buffers, tuple(args))  # type: ignore[arg-type]
+
+
+def host_bytes(spec: KernelSpec, dtype: str, shape: Shape) -> int:
+    """About how much host memory a case of this shape holds at its peak (see _HOST_COPIES)."""
+    p, op = precision(dtype), spec.operation
+    return _HOST_COPIES * shape.batch * sum(
+        p.of(r).itemsize * op.dims(r, shape)[0] * op.dims(r, shape)[1] for r in range(3))
+
+
+def host_memory() -> int:
+    """The bytes of host memory available now (MemAvailable: free memory and what the page cache would give
+    back; where /proc is not there, the free pages)."""
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")

@@ -20,6 +20,8 @@ __all__ = ["reference", "magnitude", "ON_GPU"]
 
 # Multiply-adds from which the reference is computed on the GPU (where there is one).
 ON_GPU = 1 << 26
+# Input elements converted to float64 at once.
+_PIECE = 1 << 27
 
 
 def reference(op: Op, ops: Operands) -> np.ndarray:
@@ -34,11 +36,30 @@ def magnitude(op: Op, ops: Operands) -> np.ndarray:
 
 
 def _compute(function: Any, ops: Operands) -> np.ndarray:
-    xp = _gpu() if ops.a.size * ops.b.shape[-1] >= ON_GPU else None
+    """``function`` in pieces of at most about _PIECE input elements each (batches, rows of A, columns of
+    B): past 2**31 elements a float64 copy of a whole input would not fit beside it."""
+    a, b, c = ops.a, ops.b, ops.c
+    batch, m, k = a.shape
+    n = b.shape[-1]
+    exact = a.dtype.kind in "iu" and _float64_exact(ops)
+    one = m * k + k * n
+    if batch * one <= _PIECE:
+        return _piece(function, ops, exact, a, b, c)
+    per, rows, cols = (_PIECE // one, m, n) if one <= _PIECE else (1, max(1, _PIECE // k), max(1, _PIECE // k))
+    return np.concatenate([
+        np.concatenate([
+            np.concatenate([_piece(function, ops, exact, a[s:s + per, i:i + rows], b[s:s + per, :, j:j + cols],
+                                   c[s:s + per, i:i + rows, j:j + cols]) for j in range(0, n, cols)], axis=2)
+            for i in range(0, m, rows)], axis=1)
+        for s in range(0, batch, per)], axis=0)
+
+
+def _piece(function: Any, ops: Operands, exact: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    xp = _gpu() if a.size * b.shape[-1] >= ON_GPU else None
     if xp is None:
-        return function(ops.a, ops.b, ops.c, ops.alpha, ops.beta)
-    a, b, c = (xp.asarray(x) for x in (ops.a, ops.b, ops.c))
-    if ops.a.dtype.kind in "iu" and _float64_exact(ops):
+        return function(a, b, c, ops.alpha, ops.beta)
+    a, b, c = (xp.asarray(x) for x in (a, b, c))
+    if exact:
         # The GPU multiplies float64 on its matrix units and int64 in a slow loop: integers whose every sum
         # is below 2**53 come out the same either way.
         a, b, c = (x.astype(xp.float64) for x in (a, b, c))

@@ -21,8 +21,8 @@ from .data import Operands, Trial
 from .errors import (BarrierError, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError,
                      OutOfMemory, SanitizerError, Unsupported)
 from .judge import Caught, check_buffers, judge
-from .prepare import Plan, Prepared, plan, prepare
-from .shapes import Shape, tiles
+from .prepare import Plan, Prepared, host_bytes, host_memory, plan, prepare
+from .shapes import LARGE, LARGE_BUDGET, Shape, largest_buffer, tiles
 from .spec import KernelSpec
 
 __all__ = ["Case", "Result", "Runner", "FAR"]
@@ -126,6 +126,8 @@ class Runner:
 
     def _run(self, case: Case) -> Result:
         assert case.shape is not None, "a case to run has a shape"
+        if largest_buffer(case.spec, case.shape) >= LARGE and (reason := self._out_of_reach(case)):
+            return Result(case, "skip", f"{case.spec.name} {case.dtype} {case.shape}: {reason}")
         try:
             launch = plan(case.spec, case.dtype, case.shape)
             if refusal := launch.refused():
@@ -151,6 +153,20 @@ class Runner:
         except MmcheckError as e:
             return Result(case, "error", str(e))
         return Result(case, "pass")
+
+    def _out_of_reach(self, case: Case) -> str | None:
+        """Why a shape with a buffer past 2**31 elements (the large mode's) cannot run here, if it cannot."""
+        assert case.shape is not None, "a case to run has a shape"
+        if self.backend.name == "emu":
+            return "shapes past 2**31 elements run on the GPU only (the emulator would take hours)"
+        if case.shape.macs > LARGE_BUDGET:
+            return (f"{case.shape.macs:.2g} multiply-adds, past the large mode's {LARGE_BUDGET:.2g}: the kernel's "
+                    "requires admit no thinner shape with a buffer this large")
+        need, have = host_bytes(case.spec, case.dtype, case.shape), host_memory()
+        if need > have:
+            return (f"does not fit in host memory: its copies take about {need / 2**30:.0f} GiB, and "
+                    f"{have / 2**30:.0f} GiB are available")
+        return None
 
     def _schedules(self, case: Case, kernel: Kernel) -> tuple[str, ...]:
         """Every schedule, unless a case of the same kernel x dtype and tile class already passed under the

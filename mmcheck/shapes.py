@@ -239,6 +239,56 @@ def _launch_limit(spec: KernelSpec, dtype: str, doms: list[Domain], sizes: list[
     return high
 
 
+# A 32-bit element offset (row * K + k computed in an int) wraps past 2**31 - 1: the large mode's shapes put
+# one buffer just past 2**31 elements, the side it does not span at its smallest.
+LARGE = (1 << 31) + 1
+_LARGE_SIDE = 32769  # the shorter side of a large buffer: both sides past 2**15, the longer one 65 537
+# Multiply-adds a large shape may take: a thin one takes 2**31 to 2**35; a kernel whose requires admit only
+# cubes (M == N == K) would need 10**14, hours for a slow kernel, and is skipped saying so.
+LARGE_BUDGET = 1 << 38
+
+
+def large_shapes(spec: KernelSpec, dtype: str) -> list[Shape]:
+    """For each buffer whose two sides are free (A, B, C), and for a batched op the batch of A, the thinnest
+    shape that puts it past 2**31 elements, smallest first; the spec's ``requires`` still rules (a side it
+    bounds takes its largest value and the other side the rest)."""
+    from .ops import DIMS
+
+    doms = domains(spec)
+    group = {n: g for g, d in enumerate(doms) for n in d.names}
+    smallest = [_at_least(d, 1) for d in doms]
+    rows = []
+    for first, second in DIMS:
+        if first not in group or second not in group:
+            continue  # a vector (N fixed at 1)
+        g1, g2 = group[first], group[second]
+        if g1 == g2:  # the requires make the two sides equal
+            rows.append(_with(smallest, {g1: _at_least(doms[g1], math.isqrt(LARGE) + 1)}))
+            continue
+        side = _at_least(doms[g2], _LARGE_SIDE) or _largest(doms[g2])
+        rows.append(_with(smallest, {g2: side, g1: _at_least(doms[g1], -(-LARGE // max(side, 1)))}))
+    if "batch" in group:
+        matrix = [_at_least(doms[group[n]], 1024) for n in DIMS[0]]
+        rows.append(_with(smallest, {group["M"]: matrix[0], group["K"]: matrix[1],
+                                     group["batch"]: _at_least(doms[group["batch"]],
+                                                               -(-LARGE // max(matrix[0] * matrix[1], 1)))}))
+    return sorted(_finish(spec, dtype, doms, rows), key=lambda s: (s.macs, s.M, s.N, s.K, s.batch))
+
+
+def largest_buffer(spec: KernelSpec, shape: Shape) -> int:
+    """The elements of the shape's largest buffer (all its batches)."""
+    op = spec.operation
+    return max(shape.batch * math.prod(op.dims(role, shape)) for role in range(3))
+
+
+def _with(row: list[int], values: dict[int, int]) -> list[int]:
+    return [values.get(g, v) for g, v in enumerate(row)]
+
+
+def _largest(domain: Domain) -> int:
+    return domain.hi // domain.mod * domain.mod if domain.hi is not None else 0
+
+
 def _switches(spec: KernelSpec, doms: list[Domain], cands: list[list[int]]) -> list[list[int]]:
     """Where the template instance or a ``let`` value may change (``64 if M >= 128 else 32``): every size
     just below, at and past each constant those expressions hold, but K and batch small, so that each

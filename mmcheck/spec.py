@@ -96,6 +96,7 @@ class KernelSpec:
     strict_beta: bool = False
     bench: tuple[int | str, ...] = ()               # benchmark sizes: n (square) or "MxNxK[bB]"
     accumulate: str | None = None                   # the accumulator the kernel promises (None: the default)
+    large: bool = False                             # known-bad: only shapes past 2**31 elements show the bug
 
     @property
     def operation(self) -> Op:
@@ -156,6 +157,7 @@ def sizeof(p: Precision) -> dict[str, int]:
 _KEYS = {
     "name", "entry", "template", "op", "dtypes", "params", "block", "grid", "requires", "defines",
     "smem", "layout", "expect", "about", "catch", "let", "alpha", "beta", "strict_beta", "bench", "accumulate",
+    "large",
 }
 _REQUIRED = ("name", "entry", "op", "dtypes", "params", "block", "grid")
 
@@ -344,6 +346,11 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         raise fail("strict_beta", "must be true or false")
     if strict and not OPS[op].accumulates:
         raise fail("strict_beta", f"op {op!r} has no beta")
+    large = table.get("large", False)
+    if not isinstance(large, bool):
+        raise fail("large", "must be true or false")
+    if large and expect != "fail":
+        raise fail("large", "only a known-bad kernel (expect = \"fail\") can say that only the large mode shows it")
 
     return KernelSpec(
         name=name,
@@ -369,6 +376,7 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         strict_beta=strict,
         bench=tuple(bench),
         accumulate=accumulate,
+        large=large,
     )
 
 

@@ -27,7 +27,7 @@ def test_kernel(runner, judge, kernel, dtype, shape):
 
 @pytest.mark.mmcheck(expect="fail")
 def test_known_bad_is_caught(runner, judge, mmcheck_settings, kernel, dtype):
-    judge(runner.sweep(kernel, dtype, shapes_for(kernel, dtype, mmcheck_settings.seed, mmcheck_settings.budget)))
+    judge(runner.sweep(kernel, dtype, mmcheck_settings.shapes(kernel, dtype)))
 
 
 @pytest.mark.mmcheck(expect="pass")

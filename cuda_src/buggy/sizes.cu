@@ -1,6 +1,7 @@
 /* mmcheck
 # Known-bad kernels that are right on every small shape and wrong past a size: a 16-bit index, a buffer
-# sized for "the largest K we use", a grid dimension past the device's limit.  The edge cases stay under
+# sized for "the largest K we use", a grid dimension past the device's limit, a 32-bit element offset (only
+# the large mode, on the GPU, reaches buffers past 2^31 elements).  The edge cases stay under
 # about 150 in every dimension; mmcheck's thin shapes past each threshold (one size large, the others
 # small, such as 1 x 65537 x 1) reach them within the default budget.
 
@@ -40,6 +41,20 @@ grid = [1, "M"]
 expect = "fail"
 catch = ["launch"]
 about = "one block per row of A along gridDim.y, which holds at most 65535 blocks: M = 65536 cannot launch"
+
+[[kernel]]
+name = "buggy.offset_32bit"
+entry = "sgemm_int_offsets"
+op = "gemm"
+dtypes = ["float32"]
+params = ["M", "N", "K", "alpha", "A", "B", "beta", "C"]
+block = [16, 16]
+grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
+requires = ["cdiv(M, 16) <= 65535"]
+expect = "fail"
+catch = ["fault", "mismatch", "guard"]
+large = true
+about = "element offsets in an int: past 2^31 elements of A, B or C they wrap negative (the large mode's shapes)"
 */
 
 // C = alpha * A @ B + beta * C, one thread per element of C (blas.sgemm_naive), with a 16-bit column index.
@@ -84,4 +99,20 @@ __global__ void mv_rows_in_grid_y(const float *A, const float *x, float *y, int 
         sum += __shfl_down_sync(0xffffffffu, sum, offset);
     if (threadIdx.x == 0)
         y[row] = sum;
+}
+
+// blas.sgemm_naive with the element offsets in an int.  The products are formed in unsigned arithmetic and
+// converted, so the wrap is the defined one the 32-bit multiply of the usual `A[row * K + k]` gives.
+__global__ void sgemm_int_offsets(int M, int N, int K, float alpha, const float *A, const float *B, float beta,
+                                  float *C)
+{
+    const unsigned row = blockIdx.y * blockDim.y + threadIdx.y;
+    const unsigned col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M && col < N) {
+        float acc = 0.0f;
+        for (unsigned k = 0; k < K; ++k)
+            acc += A[(int)(row * K + k)] * B[(int)(k * N + col)];  // BUG: negative past 2^31 - 1
+        const int c = (int)(row * N + col);
+        C[c] = alpha * acc + beta * C[c];
+    }
 }

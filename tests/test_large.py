@@ -1,0 +1,106 @@
+"""The large mode: shapes with a buffer past 2**31 elements, where a 32-bit element offset wraps; run on the
+GPU only, judged against a reference computed in pieces, or by Freivalds' check where C itself is that large."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mmcheck.backends import get_backend
+from mmcheck.data import Operands
+from mmcheck.errors import BackendUnavailable
+from mmcheck.ops import OPS
+from mmcheck.options import Settings
+from mmcheck.reference import reference
+from mmcheck.runner import Runner
+from mmcheck.shapes import LARGE, LARGE_BUDGET, Shape, large_shapes, largest_buffer
+from mmcheck.spec import SpecError, collect, parse_specs
+from tests.fake_backend import FakeBackend, spec_for
+from tests.test_shapes import make
+
+ZOO = {s.name: s for s in collect([Path(__file__).resolve().parent.parent / "cuda_src"]).specs}
+
+
+def _runner(name: str) -> Runner:
+    try:
+        return Runner(get_backend(name))
+    except BackendUnavailable as e:
+        pytest.skip(f"{name} backend: {e}")
+
+
+@pytest.mark.parametrize("op", ["mm", "bmm", "mv"])
+def test_each_buffer_gets_a_thin_shape_just_past_two_to_the_31_elements(op):
+    spec = make(op)
+    shapes = large_shapes(spec, "float32")
+    roles = {"mm": 3, "bmm": 4, "mv": 1}[op]  # A, B and C; the batch of A; a vector has only A
+    assert len(shapes) == roles, shapes
+    for shape in shapes:
+        sizes = [shape.batch * np.prod(spec.operation.dims(r, shape)) for r in range(3)]
+        big = [s for s in sizes if s >= LARGE]
+        assert len(big) == 1 and big[0] < LARGE + LARGE // 64, (shape, sizes)  # one buffer, just past
+        assert shape.macs <= LARGE_BUDGET and largest_buffer(spec, shape) == big[0]
+
+
+def test_requires_still_rule_the_large_shapes():
+    spec = make(requires=["K <= 1024", "M % 16 == 0"])
+    for shape in large_shapes(spec, "float32"):
+        assert shape.K <= 1024 and shape.M % 16 == 0 and largest_buffer(spec, shape) >= LARGE, shape
+
+
+def test_a_large_shape_is_skipped_on_the_emulator_saying_why():
+    runner, spec = _runner("emu"), ZOO["blas.sgemm_naive"]
+    result = runner.run(runner.case(spec, "float32", large_shapes(spec, "float32")[0]))
+    assert result.outcome == "skip" and "run on the GPU only" in result.message, result
+
+
+def test_a_kernel_only_the_large_mode_catches_is_skipped_without_it():
+    spec = ZOO["buggy.offset_32bit"]
+    assert spec.large and spec.expect == "fail"
+    assert "--large" in Settings().unreachable(spec) and Settings(large=True).unreachable(spec) is None
+
+
+def test_only_a_known_bad_kernel_may_say_large():
+    with pytest.raises(SpecError, match="only a known-bad kernel"):
+        parse_specs(make().source.replace('requires = []', 'requires = []\nlarge = true'), "k.cu")
+
+
+def test_the_reference_in_pieces_is_the_whole_reference(monkeypatch):
+    """Past 2**27 input elements the reference is computed a piece at a time (batches, rows of A, columns of
+    B): the same numbers as in one piece."""
+    rng = np.random.default_rng(3)
+    for batch, m, n, k in [(3, 50, 40, 30), (1, 300, 5, 7), (1, 2, 900, 3)]:
+        a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((batch, m, k), (batch, k, n), (batch, m, n)))
+        ops = Operands(a, b, c, 1.5, 0.5, True)
+        whole = reference(OPS["gemm"], ops)
+        monkeypatch.setattr("mmcheck.reference._PIECE", 500)
+        np.testing.assert_allclose(reference(OPS["gemm"], ops), whole, rtol=1e-14, atol=1e-13)
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize("name, expect", [("blas.sgemm_naive", "pass"), ("buggy.offset_32bit", "fail")])
+def test_large_mode_on_the_gpu(request, name, expect):
+    """Past 2**31 elements: the size_t offsets of blas.sgemm_naive stay right, the int offsets of
+    buggy.offset_32bit wrap.  Minutes and tens of GiB of host memory: only with --mmcheck-large."""
+    if not request.config.getoption("mmcheck_large"):
+        pytest.skip("the large mode's own test: run with --mmcheck-large on a GPU")
+    spec = ZOO[name]
+    result = Settings(large=True).check(_runner("gpu"), spec, "float32")
+    assert result.outcome == expect, result.message
+    if expect == "fail":
+        assert result.check in spec.catch and largest_buffer(spec, result.case.shape) >= LARGE, result
+
+
+@pytest.mark.parametrize("entry, check, words", [
+    ("good", None, None),
+    ("drops_last_k", "mismatch", "elements differ; worst at C[0, "),
+    ("leaves_last_row", "unwritten", "all 33 never written (first at C[0, 16, 0])"),
+])
+def test_a_c_past_two_to_the_31_elements_is_judged_by_freivalds(monkeypatch, entry, check, words):
+    """Freivalds' check names the wrong rows, and those rows compared in full say how they are wrong; here
+    a C of 17 x 33 stands for one past 2**31 elements."""
+    monkeypatch.setattr("mmcheck.judge.LARGE", 100)
+    runner = Runner(FakeBackend(), seed=1)
+    result = runner.run(runner.case(spec_for(entry), "float32", Shape(17, 33, 5)))
+    assert result.check == check, result.message
+    if words:
+        assert "Freivalds' check, 20 random" in result.message and words in result.message, result.message
