@@ -5,9 +5,13 @@ tests, without pytest, and what this machine offers.  Exit status: EXIT_CODES.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
+from contextlib import closing
 from functools import partial
+from itertools import groupby
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -16,11 +20,15 @@ from .options import OPTIONS, Settings
 from .spec import Catalog, collect
 
 if TYPE_CHECKING:
-    from .backends.base import Backend
+    from .progress import Progress
+    from .runner import Result, Runner
+    from .spec import KernelSpec
 
 __all__ = ["main"]
 
 T = TypeVar("T")
+# Runs jobs elsewhere (pool.Pool: in worker processes), yielding each one's index and outcome as it finishes.
+Elsewhere = Callable[[Sequence[Callable[[], T]]], Generator[tuple[int, T], None, None]]
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_CODES = """exit status:
@@ -40,6 +48,8 @@ EXAMPLES = {
   mmcheck check my_sgemm.cu -v          one file, with the full report of every failure
   mmcheck check 'blas.*' --dtype 'float16->float32' --backend emu
   mmcheck check 'buggy.*' --backend gpu --sanitize --json out.json
+  mmcheck check -j auto                 as many kernels at once as there are CPU cores (emulator) or GPUs
+  mmcheck check 'blas.*' -j 4 --backend emu
   mmcheck check buggy.drops_last_k --dtype float32 --shape 5x6x7 --seed 0   (replay one reported case)""",
     "bench": """examples:
   mmcheck bench blas.sgemm_warptiled --bench-sizes 4096 --json run.json
@@ -87,11 +97,37 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--plot", metavar="PNG", help="draw GFLOP/s against the problem size (matplotlib)")
     report.add_argument("--roofline", metavar="PNG", help="draw the roofline chart (matplotlib)")
     check.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    check.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N|auto",
+                       help="check N kernel x dtype jobs at once, each in a worker process with a backend of its "
+                            "own (default 1: one after another, in this process); auto: one per CPU core on the "
+                            "emulator, one per GPU on the GPU backend (NVML's count; 1 where CUDA_VISIBLE_DEVICES "
+                            "is set). On the GPU backend worker N takes GPU N modulo the GPUs there are")
     check.add_argument("--fail-on-skip", action="store_true",
                        help="exit 1 if any kernel was skipped (a construct the backend cannot run)")
     check.add_argument("-v", "--verbose", action="store_true",
                        help="print the full report of every failure, expected ones (known-bad kernels) too")
     return parser
+
+
+def _jobs(text: str) -> int | str:
+    """-j's value: a number of jobs, 1 or more, or auto."""
+    if text == "auto":
+        return text
+    if text.isdecimal() and int(text) >= 1:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"{text!r} is not a number of jobs (1 or more) or auto")
+
+
+def _workers(jobs: int | str, backend: str) -> int:
+    """The worker processes -j asks for on this backend: as many as given, or for ``auto`` one per GPU on the
+    GPU backend, else one per CPU core this process may use."""
+    if jobs != "auto":
+        return int(jobs)
+    if backend == "gpu":
+        from .devices import gpu_count
+
+        return max(1, gpu_count(os.environ))
+    return len(os.sched_getaffinity(0))
 
 
 def _catalog(args: argparse.Namespace) -> tuple[Catalog, tuple[str, ...]]:
@@ -127,33 +163,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     return (_check if args.command == "check" else _bench)(args, catalog, globs)
 
 
-def _each(jobs: Sequence[tuple[str, Callable[[], T]]], unit: str,
-          said: Callable[[str, T], tuple[str, bool]]) -> list[T]:
-    """Run the jobs (label, job) in order with a progress display; ``said`` turns a job's outcome into its
-    progress line and whether it is notable.  Ctrl-C stops at once: what finished is returned."""
+def _each(jobs: Sequence[tuple[str, Callable[[], T]]], unit: str, said: Callable[[str, T], tuple[str, bool]],
+          elsewhere: Elsewhere[T] | None = None) -> list[T]:
+    """Run the jobs (label, job) with a progress display: one after another here, or by ``elsewhere``, which
+    yields each job's index and outcome as it finishes (pool.Pool: in worker processes).  ``said`` turns an
+    outcome into its progress line and whether it is notable.  The outcomes come back in the jobs' order.
+    Ctrl-C stops at once: what finished is returned."""
     from .progress import Progress
 
-    done: list[T] = []
+    done: dict[int, T] = {}
     try:
-        with Progress(len(jobs), unit) as progress:
-            for label, job in jobs:
-                progress.start(label)
-                done.append(job())
-                progress.done(*said(label, done[-1]))
+        with Progress(len(jobs), unit) as progress, \
+                closing(elsewhere([job for _, job in jobs]) if elsewhere else _here(jobs, progress)) as outcomes:
+            for i, outcome in outcomes:
+                done[i] = outcome
+                progress.done(*said(jobs[i][0], outcome))
     except KeyboardInterrupt:
         print(f"mmcheck: interrupted; {len(done)} of {len(jobs)} {unit} finished", file=sys.stderr)
-    return done
+    return [done[i] for i in sorted(done)]
 
 
-def _open_backend(settings: Settings, catalog: Catalog) -> Backend | None:
-    """The backend the settings name, after the broken specs are said; None (having said why) if there is
-    none here."""
-    from .backends import get_backend
+def _here(jobs: Sequence[tuple[str, Callable[[], T]]], progress: Progress) -> Generator[tuple[int, T], None, None]:
+    """The jobs one after another in this process, the running one's label on the progress bar."""
+    for i, (label, job) in enumerate(jobs):
+        progress.start(label)
+        yield i, job()
 
+
+def _open_runner(settings: Settings, catalog: Catalog) -> Runner | None:
+    """The runner on the backend the settings name, after the broken specs are said; None (having said why)
+    if there is no such backend here."""
     for e in catalog.errors:
         print(f"mmcheck: {e}", file=sys.stderr)
     try:
-        return get_backend(settings.backend, settings.backend_options())
+        return settings.open_runner()
     except BackendUnavailable as e:
         print(f"mmcheck: {e}", file=sys.stderr)
         return None
@@ -168,27 +211,45 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     if not pairs and not catalog.errors:
         print(f"mmcheck: no kernel matches {' '.join(args.targets) or 'the default folder'}", file=sys.stderr)
         return EXIT_USAGE
-    backend = _open_backend(settings, catalog)
-    if backend is None:
+    runner = _open_runner(settings, catalog)
+    if runner is None:
         return EXIT_USAGE
-    runner = settings.runner(backend)
-    try:
-        results = _each([(f"{s.name} {d}", partial(settings.check, runner, s, d)) for s, d in pairs],
-                        "kernel x dtype", lambda label, r: (f"{label}: {verdict(r)}",
-                                                            not r.as_expected or r.outcome == "skip"))
-    finally:
-        backend.close()
+    backend = runner.backend.name
+
+    def said(label: str, r: Result) -> tuple[str, bool]:
+        return f"{label}: {verdict(r)}", not r.as_expected or r.outcome == "skip"
+
+    labels = [f"{s.name} {d}" for s, d in pairs]
+    # A kernel's dtypes run in one worker, in order, so that its results are those of one process: a compile
+    # error is told in full for its first dtype, and its other dtypes point back to it.
+    batches = [list(b) for _, b in groupby(range(len(pairs)), key=lambda i: pairs[i][0].name)]
+    workers = min(_workers(args.jobs, backend), len(batches))
+    if workers > 1:
+        from .pool import Pool, check
+
+        runner.backend.close()  # it has shown that the backend is usable, and which it is: each worker opens its own
+        # The workers open the backend that "auto" found here, rather than look again.
+        own = dataclasses.replace(settings, backend=backend) if settings.backend == "auto" else settings
+        pool = Pool(workers, gpu=backend == "gpu", lost=partial(_lost, settings, pairs))
+        results = _each([(label, partial(check, own, s, d)) for label, (s, d) in zip(labels, pairs)],
+                        "kernel x dtype", said, partial(pool.outcomes, batches=batches))
+    else:
+        try:
+            results = _each([(label, partial(settings.check, runner, s, d)) for label, (s, d) in zip(labels, pairs)],
+                            "kernel x dtype", said)
+        finally:
+            runner.backend.close()
     complete = len(results) == len(pairs)
-    print(f"backend: {backend.name}")
+    print(f"backend: {backend}")
     print(table(results))
     print(summary(results))
     for r in results:
         if r.message and r.outcome in ("fail", "error") and (args.verbose or not r.as_expected):
-            command = reproduce(r.case, backend.name, settings.compiler)
+            command = reproduce(r.case, backend, settings.compiler)
             saved = save_failure(Path(settings.results), r.record, command) if r.record else []
             print(f"\n{r.message}" + (f"\n  reproduce: {command}" if r.outcome == "fail" else "")
                   + "".join(f"\n  saved: {p}" for p in saved))
-    document = json_document(results, catalog.errors, backend.name, settings.compiler, complete)
+    document = json_document(results, catalog.errors, backend, settings.compiler, complete)
     if args.json:
         write_json(args.json, document)
     if not complete:
@@ -201,6 +262,14 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     if args.fail_on_skip and any(r.outcome == "skip" for r in results):
         return EXIT_MISMATCH
     return EXIT_OK if document["ok"] else EXIT_MISMATCH
+
+
+def _lost(settings: Settings, pairs: Sequence[tuple[KernelSpec, str]], i: int, why: str) -> Result:
+    """The result of a kernel x dtype that its worker could not check (it died, or has no backend)."""
+    from .runner import Case, Result
+
+    spec, dtype = pairs[i]
+    return Result(Case(spec, dtype, None, settings.seed), "error", f"{spec.name} {dtype}: {why}", shapes_tried=0)
 
 
 def _bench(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -> int:
@@ -216,10 +285,10 @@ def _bench(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     if not runs:
         print(f"mmcheck: no correct kernel matches {' '.join(args.targets) or 'the default folder'}", file=sys.stderr)
         return EXIT_USAGE
-    backend = _open_backend(settings, catalog)
-    if backend is None:
+    runner = _open_runner(settings, catalog)
+    if runner is None:
         return EXIT_USAGE
-    bench = Bench(settings.runner(backend), settings.method())
+    bench = Bench(runner, settings.method())
     problems = list(dict.fromkeys((s.op, d, shape) for s, d, shape in runs))
     jobs = [(f"cuBLAS {op} {d} {shape}", partial(bench.baseline, op, d, shape)) for op, d, shape in problems]
     jobs += [(f"{s.name} {d} {shape}", partial(bench.run, s, d, shape)) for s, d, shape in runs]
@@ -230,7 +299,7 @@ def _bench(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     try:
         outcomes = _each(jobs, "benchmarks", said)
     finally:
-        backend.close()
+        runner.backend.close()
     found = [o.record for o in outcomes if o.record]
     if found:
         print(tables.table(found))

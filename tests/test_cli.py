@@ -1,14 +1,27 @@
 """The CLI's contract: exit codes 0/1/2, the table and the JSON schema tools read."""
 
 import json
+import multiprocessing
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 import mmcheck.backends
-from mmcheck.cli import main
+from mmcheck.cli import _workers, main
+from mmcheck.errors import CompileError
 
 from .fake_backend import FakeBackend
+
+ROOT = Path(__file__).resolve().parent.parent
+needs_gxx = pytest.mark.skipif(not shutil.which("g++"), reason="runs the kernels on the emulator, which needs g++")
 
 KERNEL = """/* mmcheck
 [[kernel]]
@@ -28,12 +41,18 @@ about = "{entry} kernel"
 
 
 @pytest.fixture
-def kernels(tmp_path: Path, monkeypatch) -> Path:
-    monkeypatch.setattr(mmcheck.backends, "get_backend", lambda name, options: FakeBackend(options))
+def kernel_files(tmp_path: Path, monkeypatch) -> Path:
     monkeypatch.chdir(tmp_path)  # the default results folder lands here, not in the checkout
     (tmp_path / "good.cu").write_text(KERNEL.format(name="k.good", entry="good", expect="pass"))
     (tmp_path / "bad.cu").write_text(KERNEL.format(name="k.bad", entry="drops_last_k", expect="fail"))
     return tmp_path
+
+
+@pytest.fixture
+def kernels(kernel_files: Path, monkeypatch) -> Path:
+    """The kernel files, run on the fake backend in this process (-j 1)."""
+    monkeypatch.setattr(mmcheck.backends, "get_backend", lambda name, options: FakeBackend(options))
+    return kernel_files
 
 
 def test_check_exits_0_when_every_outcome_matches_its_expect(kernels, tmp_path, capsys):
@@ -153,3 +172,164 @@ def test_version_and_examples_in_help(capsys):
             main([command, "--help"])
         text = capsys.readouterr().out
         assert f"examples:\n  mmcheck {command}" in text and "exit status:" in text and "130" in text
+
+
+# -j: worker processes open their backends themselves, so that the tests below name theirs as module:Class.
+
+class DyingBackend(FakeBackend):
+    """Its process dies, as under the OOM killer, when it compiles kernel k.dies."""
+
+    def compile(self, build):
+        if build.spec.name == "k.dies":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().compile(build)
+
+
+class SlowBackend(FakeBackend):
+    """A minute to compile kernel k.slow, so that a run is still busy with it when interrupted."""
+
+    def compile(self, build):
+        time.sleep(60 if build.spec.name == "k.slow" else 0.2)
+        return super().compile(build)
+
+
+class GpuLike(FakeBackend):
+    """A backend called gpu whose compiles all fail, saying which GPUs the process sees."""
+
+    name = "gpu"
+
+    def compile(self, build):
+        raise CompileError(f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}")
+
+
+def _progress(err: str) -> list[str]:
+    """The progress lines without their counts, sorted: workers finish in any order."""
+    return sorted(line.split("] ", 1)[1] for line in err.splitlines() if line.startswith("["))
+
+
+@needs_gxx
+def test_jobs_give_the_table_and_json_of_one_process_in_the_same_order(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    # A compile error is told in full for a kernel's first dtype only, as one process tells it.
+    (tmp_path / "no_compile.cu").write_text(KERNEL.format(name="k.no_compile", entry="mm", expect="pass") + (
+        "template <typename T>\n__global__ void mm(const T* A, const T* B, T* C, int M, int N, int K) { T s = ; }\n"))
+    argv = ["check", "seed001.*", "seed002.mm_naive", "buggy.drops_last_k", "k.no_compile", "--src",
+            str(ROOT / "cuda_src"), "--src", "no_compile.cu", "--backend", "emu", "--budget", "4096", "-v"]
+    runs = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"j{jobs}.json"
+        assert main([*argv, "-j", jobs, "--json", str(out)]) == 1
+        captured = capsys.readouterr()
+        runs.append((captured.out, _progress(captured.err), json.loads(out.read_text())))
+    assert runs[0] == runs[1]
+    table, progress, doc = runs[1]
+    assert len(doc["results"]) == len(progress) == 9 and "seed002.mm_naive float64: ok" in progress
+    assert "caught (mismatch)" in table and "reproduce: mmcheck check buggy.drops_last_k" in table
+    assert "the compiler's messages are in this kernel's first failure" in doc["results"][-1]["message"]
+    assert multiprocessing.active_children() == []
+
+
+@pytest.mark.parametrize("jobs", ["0", "-1", "two", "1.5"])
+def test_a_bad_number_of_jobs_is_a_usage_error(kernels, jobs, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["check", str(kernels), "-j", jobs])
+    assert info.value.code == 2
+    assert f"argument -j/--jobs: {jobs!r} is not a number of jobs (1 or more) or auto" in capsys.readouterr().err
+
+
+def test_jobs_auto_is_a_worker_per_cpu_core_or_per_gpu(monkeypatch):
+    nvml = SimpleNamespace(nvmlInit=lambda: None, nvmlShutdown=lambda: None, nvmlDeviceGetCount=lambda: 3)
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert _workers("auto", "emu") == len(os.sched_getaffinity(0)) and _workers("auto", "gpu") == 3
+    assert _workers(5, "gpu") == 5
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")  # the user's choice: every worker shares it
+    assert _workers("auto", "gpu") == 1
+
+
+@needs_gxx
+def test_a_crash_and_a_hang_among_jobs_cost_their_own_kernels_only(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "r.json"
+    assert main(["check", str(ROOT / "tests" / "kernels" / "survival.cu"), "--backend", "emu", "--timeout", "2",
+                 "--budget", "4096", "-j", "2", "--json", str(out)]) == 0
+    rows = [(r["kernel"], r["outcome"], r["check"]) for r in json.loads(out.read_text())["results"]]
+    assert rows == [("survival.good", "pass", None), ("survival.crash", "fail", "fault"),
+                    ("survival.hang", "fail", "timeout")]
+
+
+def test_a_worker_process_that_dies_costs_the_job_it_was_running(kernel_files, tmp_path, capsys):
+    (kernel_files / "dies.cu").write_text(KERNEL.format(name="k.dies", entry="good", expect="pass"))
+    out = tmp_path / "r.json"
+    assert main(["check", str(kernel_files), "--backend", "tests.test_cli:DyingBackend", "-j", "2",
+                 "--json", str(out)]) == 1
+    results = json.loads(out.read_text())["results"]
+    assert [(r["kernel"], r["dtype"], r["outcome"]) for r in results] == [
+        ("k.bad", "int32", "fail"), ("k.bad", "float32", "fail"), ("k.dies", "int32", "error"),
+        ("k.dies", "float32", "error"), ("k.good", "int32", "pass"), ("k.good", "float32", "pass")]
+    assert results[2]["message"] == "k.dies int32: its worker process died while running it"
+    assert "k.dies float32: ERROR" in capsys.readouterr().err
+    assert multiprocessing.active_children() == []
+
+
+def test_on_the_gpu_each_worker_takes_a_gpu_of_its_own(kernel_files, tmp_path, monkeypatch):
+    nvml = tmp_path / "nvml"
+    nvml.mkdir()
+    (nvml / "pynvml.py").write_text("def nvmlInit(): pass\ndef nvmlShutdown(): pass\n"
+                                    "def nvmlDeviceGetCount(): return 2\n")
+    monkeypatch.syspath_prepend(nvml)  # the workers start with this process's sys.path
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    out = tmp_path / "r.json"
+    assert main(["check", str(kernel_files), "--backend", "tests.test_cli:GpuLike", "-j", "2",
+                 "--json", str(out)]) == 1
+    seen = {re.search(r"CUDA_VISIBLE_DEVICES=(\S+)", r["message"]).group(1)
+            for r in json.loads(out.read_text())["results"]}
+    assert seen and seen <= {"0", "1"}
+
+
+def test_ctrl_c_stops_the_workers_keeps_what_finished_and_prints_no_traceback(kernel_files, tmp_path):
+    (kernel_files / "slow.cu").write_text(KERNEL.format(name="k.slow", entry="good", expect="pass"))
+    out = tmp_path / "r.json"
+    # As at a terminal: SIGINT reaches the whole process group, and Python makes it a KeyboardInterrupt (a test
+    # runner may have left SIGINT ignored, which Python would keep).
+    script = ("import signal, sys\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+              "from mmcheck.cli import main\nsys.exit(main(sys.argv[1:]))")
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, "check", str(kernel_files), "--backend", "tests.test_cli:SlowBackend",
+         "-j", "2", "--json", str(out)], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])},
+        process_group=0)
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:
+            if line.startswith("[4/6] "):  # k.bad and k.good finished: a worker is busy with k.slow, one idle
+                break
+        os.killpg(process.pid, signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130, err
+    assert "interrupted; 4 of 6 kernel x dtype finished" in err and "Traceback" not in err
+    doc = json.loads(out.read_text())
+    assert doc["complete"] is False
+    assert [(r["kernel"], r["dtype"]) for r in doc["results"]] == [
+        ("k.bad", "int32"), ("k.bad", "float32"), ("k.good", "int32"), ("k.good", "float32")]
+    deadline = time.monotonic() + 10
+    while (alive := _running_in_group(process.pid)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive, "processes of the run outlived it"
+
+
+def _running_in_group(group: int) -> list[str]:
+    """The live processes of a process group (zombies aside: a container's init may be slow to reap them)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # gone meanwhile
+            continue
+        state, _, pgrp = text.rsplit(")", 1)[1].split()[:3]
+        if int(pgrp) == group and state != "Z":
+            found.append(text)
+    return found

@@ -1,0 +1,187 @@
+"""Jobs run in worker processes, several at once: ``mmcheck check -j N``.
+
+Workers are spawned, never forked (a process that has started CUDA cannot fork), and ignore SIGINT from
+birth: Ctrl-C is the main process's to handle.  A worker opens a backend of its own for its first job, as the
+main process opens one (``Settings.open_runner``), keeps it for every job it runs and closes it when it exits.
+Under the GPU backend a worker first takes a GPU of its own (devices.pin_gpu), before CUDA starts in it.
+
+A kernel that crashes or hangs costs one case already, inside the backend's own kernel processes.  A worker
+that dies itself (the OOM killer, a crash in mmcheck) costs the job it was running: that job is lost, and the
+jobs the broken pool took down with it run again in fresh workers.
+
+Leaving early (Ctrl-C) terminates the workers.  SIGTERM unwinds what a worker runs as Ctrl-C unwinds a check in
+one process (a launch under way on the emulator ends first, within its timeout); the worker then closes its
+backend, which stops its kernel processes, and exits.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable, Generator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from types import FrameType
+from typing import TYPE_CHECKING, Generic, NoReturn, TypeVar
+
+from .devices import pin_gpu
+from .errors import BackendUnavailable
+
+if TYPE_CHECKING:
+    from multiprocessing.sharedctypes import Synchronized
+
+    from .options import Settings
+    from .runner import Result, Runner
+    from .spec import KernelSpec
+
+__all__ = ["Pool", "check"]
+
+T = TypeVar("T")
+
+IDLE = -1  # what a worker runs between jobs, in the table of running jobs
+TERMINATED = 128 + signal.SIGTERM  # a worker's exit status after SIGTERM, as a shell gives it
+
+Running = ctypes.Array[ctypes.c_longlong]  # per worker slot: the index of the job it runs, or IDLE
+
+
+class Pool(Generic[T]):
+    """Jobs run in up to ``workers`` worker processes; ``gpu``: each worker takes a GPU of its own.
+    ``lost(index, why)`` is the outcome of a job that could not run: its worker died, or has no backend."""
+
+    def __init__(self, workers: int, gpu: bool, lost: Callable[[int, str], T]) -> None:
+        self.workers, self.gpu, self.lost = workers, gpu, lost
+        self._context = multiprocessing.get_context("spawn")
+        self._executor: ProcessPoolExecutor | None = None
+
+    def outcomes(self, jobs: Sequence[Callable[[], T]],
+                 batches: Sequence[Sequence[int]]) -> Generator[tuple[int, T], None, None]:
+        """Run the jobs (picklable), each batch of them (indices into ``jobs``) in one worker, in order; yield
+        every job's index and outcome as its batch finishes.  Closed early (Ctrl-C), it stops the workers at
+        once."""
+        left = [list(batch) for batch in batches]
+        try:
+            while left:
+                left = yield from self._round(jobs, left)
+        finally:
+            self._stop(now=bool(left))
+
+    def _round(self, jobs: Sequence[Callable[[], T]],
+               batches: list[list[int]]) -> Generator[tuple[int, T], None, list[list[int]]]:
+        """The batches in fresh workers, until they finish or a worker dies; returns what is left then: the
+        unfinished batches, less the jobs the dead workers were running, which are lost."""
+        slots = min(self.workers, len(batches))
+        taken: Synchronized[int] = self._context.Value("i", 0)
+        running: Running = self._context.RawArray(ctypes.c_longlong, [IDLE] * slots)
+        self._executor = ProcessPoolExecutor(slots, self._context, initializer=_start,
+                                             initargs=(taken, running, self.gpu))
+        # submit() spawns the workers; spawned with SIGINT ignored, they keep ignoring it (Python leaves an
+        # inherited SIG_IGN alone), so that Ctrl-C before their first job prints no traceback of theirs.
+        sigint = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            futures = {self._executor.submit(_run, [(i, jobs[i]) for i in batch]): batch for batch in batches}
+        finally:
+            signal.signal(signal.SIGINT, sigint)
+        unfinished, finished = [], False
+        for future in as_completed(futures):
+            batch, error = futures[future], future.exception()
+            if isinstance(error, BrokenProcessPool):
+                unfinished.append(batch)
+                continue
+            finished = True
+            if isinstance(error, BackendUnavailable):
+                yield from ((i, self.lost(i, f"its worker process has no backend: {error}")) for i in batch)
+            else:
+                yield from zip(batch, future.result())
+        if not unfinished:
+            return []
+        self._stop(now=False)  # the executor has stopped the other workers: once all are gone, ``running`` is final
+        dead, why = set(running) - {IDLE}, "its worker process died while running it"
+        if not dead and not finished:  # workers that die before any job would die again: give up on the rest
+            dead, why = {i for batch in unfinished for i in batch}, "the worker processes died before running it"
+        for batch in unfinished:
+            yield from ((i, self.lost(i, why)) for i in batch if i in dead)
+        return [left for batch in unfinished if (left := [i for i in batch if i not in dead])]
+
+    def _stop(self, now: bool) -> None:
+        """Shut the workers down and wait for them to exit; ``now``: terminate them first, busy or not."""
+        if self._executor is None:
+            return
+        if now:
+            # ProcessPoolExecutor has no public way to stop busy workers before Python 3.14 (terminate_workers).
+            for process in list(self._executor._processes.values()):
+                process.terminate()
+        self._executor.shutdown(cancel_futures=True)
+        self._executor = None
+
+
+def check(settings: Settings, spec: KernelSpec, dtype: str) -> Result:
+    """A pool's job: ``settings.check`` in a worker process, on the runner the worker opened for its first
+    job and keeps."""
+    return settings.check(_worker.runner(settings), spec, dtype)
+
+
+# --- in a worker process ----------------------------------------------------------------------------------
+
+class _Worker:
+    """A worker's own: its slot in the table of running jobs, and the runner its first job opened."""
+
+    def __init__(self, taken: Synchronized[int], running: Running, gpu: bool) -> None:
+        with taken.get_lock():
+            self.slot = taken.value
+            taken.value += 1
+        self.running = running
+        self._runner: Runner | None = None
+        if gpu:
+            pin_gpu(os.environ, self.slot)
+        atexit.register(self.close)
+        signal.signal(signal.SIGTERM, self._terminated)
+
+    def runner(self, settings: Settings) -> Runner:
+        if self._runner is None:
+            self._runner = settings.open_runner()
+        return self._runner
+
+    def close(self) -> None:
+        if self._runner is not None:
+            self._runner.backend.close()
+
+    def _terminated(self, signum: int, frame: FrameType | None) -> NoReturn:
+        """SIGTERM (the main process stops early, or the pool broke): the slot is left idle, as whatever this
+        worker runs is not to blame, and _Stopped unwinds it (see _run)."""
+        # A broken pool terminates every worker again; a second SIGTERM must not cut the first one's short.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        self.running[self.slot] = IDLE
+        raise _Stopped(TERMINATED)
+
+
+class _Stopped(SystemExit):
+    """A worker's SIGTERM.  Between jobs it ends the worker as any SystemExit does (its backend is closed at
+    exit); in a job, _run ends it."""
+
+
+_worker: _Worker  # this process's, where it is a worker (_start)
+
+
+def _start(taken: Synchronized[int], running: Running, gpu: bool) -> None:
+    global _worker
+    _worker = _Worker(taken, running, gpu)
+
+
+def _run(batch: list[tuple[int, Callable[[], T]]]) -> list[T]:
+    """A batch of jobs in order, each marked in the table of running jobs while it runs."""
+    outcomes = []
+    try:
+        for index, job in batch:
+            _worker.running[_worker.slot] = index
+            outcomes.append(job())
+        return outcomes
+    except _Stopped:
+        pass  # the end of this handler releases the job's frames, as Ctrl-C's does in one process
+    finally:
+        _worker.running[_worker.slot] = IDLE
+    # Out now: ProcessPoolExecutor's worker loop would take an exception for the job's outcome, and go on.
+    _worker.close()
+    os._exit(TERMINATED)
