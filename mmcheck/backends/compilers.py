@@ -21,10 +21,13 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
-from ..compile import Build, find_symbol, function_symbols, macro_flags, unit_source
+from ..compile import (Build, cache_key, cache_root, find_symbol, function_symbols, local_includes, macro_flags,
+                       unit_source)
 from ..errors import BackendUnavailable, CompileError
+from ..publish import atomic_write
 
 __all__ = ["COMPILERS", "Compiled", "Compiler", "Nvcc", "get_compiler", "common_options", "arch_rule",
            "driver_rule", "explain_load_error", "resolve"]
@@ -84,8 +87,35 @@ def common_options(build: Build) -> list[str]:
     return [*macro_flags(build.defines), "-lineinfo", "--std=c++17", f"-I{build.spec.path.resolve().parent}"]
 
 
+class CubinCache:
+    """Compiled cubins on disk, one file per key (compile.cache_key of all that decides the output), each
+    published atomically: the pytest-xdist workers and the processes of ``mmcheck check -j`` share it, and
+    none may read another's half-written file."""
+
+    _MAGIC = b"mmcheck-cubin 1\n"
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def get(self, key: str) -> Compiled | None:
+        try:
+            data = (self.folder / f"{key}.cubin").read_bytes()
+        except OSError:
+            return None
+        if not data.startswith(self._MAGIC):
+            return None
+        symbol, _, cubin = data[len(self._MAGIC):].partition(b"\n")
+        return Compiled(cubin, symbol.decode()) if cubin else None
+
+    def put(self, key: str, compiled: Compiled) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        atomic_write(self.folder / f"{key}.cubin",
+                     lambda f: f.write(self._MAGIC + compiled.symbol.encode() + b"\n" + compiled.cubin))
+
+
 class Nvcc:
-    """nvcc through PyCUDA's ``compile``, which caches cubins on disk keyed by the preprocessed source."""
+    """nvcc through PyCUDA's ``compile``, its cubins in mmcheck's own cache (PyCUDA's writes its files in
+    place, which processes compiling the same kernel at once can read half-written)."""
 
     name = "nvcc"
 
@@ -100,11 +130,12 @@ class Nvcc:
             raise BackendUnavailable("nvcc is not on PATH (put the CUDA toolkit's bin/ there, or use "
                                      "--compiler nvrtc)")
         self.path: str = path
-        self.cache_dir = cache_dir
+        self.version = nvcc_version(path)
+        self.cache = CubinCache(Path(cache_dir, "nvcc") if cache_dir else cache_root("nvcc"))
         self._error = pycuda.driver.CompileError
 
     def describe(self) -> str:
-        return f"nvcc {nvcc_version(self.path)} at {self.path}"
+        return f"nvcc {self.version} at {self.path}"
 
     def unsupported(self, cc: tuple[int, int]) -> str | None:
         return None  # nvcc says so itself, in its own words, if it cannot
@@ -112,13 +143,19 @@ class Nvcc:
     def compile(self, build: Build, arch: str) -> Compiled:
         from pycuda.compiler import compile as nvcc_compile
 
+        source, options = unit_source(build), common_options(build)
+        key = cache_key("nvcc", source, options, arch, self.path, self.version,
+                        local_includes(build.spec.path, build.spec.source))
+        if cached := self.cache.get(key):
+            return cached
         try:
-            cubin = nvcc_compile(unit_source(build), options=common_options(build), no_extern_c=True, arch=arch,
-                                 cache_dir=self.cache_dir)
+            cubin = nvcc_compile(source, options=options, no_extern_c=True, arch=arch, cache_dir=False)
         except self._error as e:
             raise CompileError(f"{build.spec.path}: nvcc failed for {build}:\n"
                                f"{(e.stderr or '') + (e.stdout or '') or e}") from None
-        return Compiled(cubin, find_symbol(function_symbols(cubin), build))
+        compiled = Compiled(cubin, find_symbol(function_symbols(cubin), build))
+        self.cache.put(key, compiled)
+        return compiled
 
 
 def nvcc_version(path: str) -> str:

@@ -47,10 +47,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..publish import atomic_write
 from ..compile import Build, cache_key, cache_root, local_includes, unit_source
 from ..errors import BackendUnavailable, CompileError, Unsupported
-from .compilers import Compiled, arch_rule, common_options
+from .compilers import Compiled, CubinCache, arch_rule, common_options
 
 __all__ = ["Nvrtc", "Library", "Wheel", "load", "nvrtc_wheels", "header_wheels", "choose_headers",
            "bindings_rule", "classify_failure", "probe"]
@@ -63,7 +62,6 @@ HEADER_WHEELS = {
     "crt": (re.compile(r"nvidia-cuda-(crt|nvcc-cu\d+)"), "crt/mma.h"),
 }
 _LIBRARY = re.compile(r"libnvrtc\.so\.\d+(\.\d+)?$")
-_MAGIC = b"mmcheck-nvrtc-cubin 1\n"
 
 
 @dataclass(frozen=True)
@@ -404,7 +402,7 @@ class Nvrtc:
         self.library = load()
         self.include, self.headers = choose_headers(self.library.version, header_wheels(), find_toolkit(),
                                                     os.environ.get("MMCHECK_NVRTC_INCLUDE"))
-        self.cache = Path(cache_dir, "nvrtc") if cache_dir else cache_root("nvrtc")
+        self.cache = CubinCache(Path(cache_dir, "nvrtc") if cache_dir else cache_root("nvrtc"))
 
     def describe(self) -> str:
         lib = self.library
@@ -423,9 +421,7 @@ class Nvrtc:
         lib = self.library
         key = cache_key("nvrtc", source, expression, options, lib.version, lib.release, lib.path, self.headers,
                         local_includes(build.spec.path, build.spec.source))
-        path = self.cache / f"{key}.cubin"
-        cached = _read(path)
-        if cached:
+        if cached := self.cache.get(key):
             return cached
         # NVRTC 12 sets the process's locale to "C" while it compiles and leaves it so, which turns Python's
         # default text encoding into ASCII for everything after: put the locale back.
@@ -434,8 +430,7 @@ class Nvrtc:
             compiled = self._compile(build, source, expression, options)
         finally:
             locale.setlocale(locale.LC_ALL, saved)
-        self.cache.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, lambda f: f.write(_MAGIC + compiled.symbol.encode() + b"\n" + compiled.cubin))
+        self.cache.put(key, compiled)
         return compiled
 
     def _compile(self, build: Build, source: str, expression: str, options: Sequence[str]) -> Compiled:
@@ -470,17 +465,6 @@ def _log(program: Any) -> str:
     text = b" " * size
     _check(nvrtc.nvrtcGetProgramLog(program, text), "nvrtcGetProgramLog")
     return text.rstrip(b"\0").decode(errors="replace").strip()
-
-
-def _read(path: Path) -> Compiled | None:
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if not data.startswith(_MAGIC):
-        return None
-    symbol, _, cubin = data[len(_MAGIC):].partition(b"\n")
-    return Compiled(cubin, symbol.decode()) if cubin else None
 
 
 # --- what `mmcheck info` asks of every installed NVRTC ----------------------------------------------------
