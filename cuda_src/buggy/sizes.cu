@@ -52,7 +52,7 @@ block = [16, 16]
 grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
 requires = ["cdiv(M, 16) <= 65535"]
 expect = "fail"
-catch = ["fault", "mismatch", "guard"]
+catch = ["fault", "mismatch", "unwritten", "guard"]
 large = true
 about = "element offsets in an int: past 2^31 elements of A, B or C they wrap negative (the large mode's shapes)"
 */

@@ -144,7 +144,8 @@ class Nvcc:
         from pycuda.compiler import compile as nvcc_compile
 
         source, options = unit_source(build), common_options(build)
-        key = cache_key("nvcc", source, options, arch, self.path, self.version,
+        # The instance too: one file's kernels share a cubin's text, but each entry its own symbol in it.
+        key = cache_key("nvcc", source, build.instance, options, arch, self.path, self.version,
                         local_includes(build.spec.path, build.spec.source))
         if cached := self.cache.get(key):
             return cached

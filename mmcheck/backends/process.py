@@ -42,6 +42,9 @@ _COMPILE_TIMEOUT = 600.0
 # Past the launch timeout the backend in the child reports a hang itself; this much later the parent
 # stops waiting and kills the child (a kernel stuck in a driver call cannot report anything).
 _GRACE = 5.0
+# The parent's wait also covers carrying the buffers to the child and back (pickled through a pipe, then
+# uploaded and downloaded): at a pessimistic 100 MB/s each way, 3 minutes for a buffer of 2**31 floats.
+_CARRIED_PER_SECOND = 100e6
 
 
 class _Worker:
@@ -158,8 +161,9 @@ class ProcessBackend:
         worker = self._worker(tool)
         worker.addresses = []
         try:
+            carried = 2 * sum(host.nbytes for host, _ in hosts) / _CARRIED_PER_SECOND
             results = worker.call("launch", kernel.handle, hosts, packed, grid, block, smem, inner_schedule,
-                                  tool is not None, timeout=self._launch_timeout(tool) + _GRACE)
+                                  tool is not None, timeout=self._launch_timeout(tool) + _GRACE + carried)
         except (KernelFault, KernelTimeout):
             report = worker.sanitizer_report(names)
             self._restart(tool)
