@@ -83,7 +83,7 @@ class _Worker:
             status = "addresses"
             while status == "addresses":
                 if not self.conn_in.poll(None if deadline is None else max(0.0, deadline - time.monotonic())):
-                    raise KernelTimeout(f"no answer after {timeout:g} s")
+                    raise KernelTimeout(f"no answer after {timeout:.3g} s")
                 status, value = self.conn_in.recv()
                 if status == "addresses":
                     self.addresses = value
