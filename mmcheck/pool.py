@@ -21,6 +21,7 @@ import ctypes
 import multiprocessing
 import os
 import signal
+import time
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -43,6 +44,7 @@ T = TypeVar("T")
 
 IDLE = -1  # what a worker runs between jobs, in the table of running jobs
 TERMINATED = 128 + signal.SIGTERM  # a worker's exit status after SIGTERM, as a shell gives it
+_TERMINATE_GRACE = 5.0  # seconds terminated workers get to close their backends before they are killed
 
 Running = ctypes.Array[ctypes.c_longlong]  # per worker slot: the index of the job it runs, or IDLE
 
@@ -111,8 +113,16 @@ class Pool(Generic[T]):
             return
         if now:
             # ProcessPoolExecutor has no public way to stop busy workers before Python 3.14 (terminate_workers).
-            for process in list(self._executor._processes.values()):
+            processes = list(self._executor._processes.values())
+            for process in processes:
                 process.terminate()
+            # A worker stuck where SIGTERM cannot unwind it (inside a lock, a driver call) is killed: Ctrl-C
+            # must not wait on it.
+            deadline = time.monotonic() + _TERMINATE_GRACE
+            for process in processes:
+                process.join(max(0.0, deadline - time.monotonic()))
+                if process.is_alive():
+                    process.kill()
         self._executor.shutdown(cancel_futures=True)
         self._executor = None
 
