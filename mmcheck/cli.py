@@ -100,8 +100,8 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N|auto",
                        help="check N kernel x dtype jobs at once, each in a worker process with a backend of its "
                             "own (default 1: one after another, in this process); auto: one per CPU core on the "
-                            "emulator, one per GPU on the GPU backend (NVML's count; 1 where CUDA_VISIBLE_DEVICES "
-                            "is set). On the GPU backend worker N takes GPU N modulo the GPUs there are")
+                            "emulator, one per GPU on the GPU backend (those CUDA_VISIBLE_DEVICES names, else NVML's "
+                            "count). On the GPU backend worker N takes the Nth GPU, modulo their number")
     check.add_argument("--fail-on-skip", action="store_true",
                        help="exit 1 if any kernel was skipped (a construct the backend cannot run)")
     check.add_argument("-v", "--verbose", action="store_true",

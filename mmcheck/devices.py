@@ -9,11 +9,12 @@ from collections.abc import Mapping, MutableMapping
 __all__ = ["gpu_count", "pin_gpu"]
 
 
-def gpu_count(environ: Mapping[str, str]) -> int:
-    """The GPUs that workers are spread over: NVML's count (NVML starts no CUDA context), 0 without NVML, a
-    driver or a GPU, and 1 where CUDA_VISIBLE_DEVICES is set: that choice stands, the workers share it."""
+def visible_gpus(environ: Mapping[str, str]) -> list[str]:
+    """The GPUs that workers are spread over, as CUDA_VISIBLE_DEVICES names them: the entries it holds where
+    it is set (the user's choice), else every GPU NVML counts (NVML starts no CUDA context); none without
+    NVML, a driver or a GPU."""
     if "CUDA_VISIBLE_DEVICES" in environ:
-        return 1
+        return [d.strip() for d in environ["CUDA_VISIBLE_DEVICES"].split(",") if d.strip()]
     try:
         import pynvml
 
@@ -21,13 +22,17 @@ def gpu_count(environ: Mapping[str, str]) -> int:
         count = pynvml.nvmlDeviceGetCount()
         pynvml.nvmlShutdown()
     except Exception:  # no NVML, no driver, no GPU: nothing to spread
-        return 0
-    return count
+        return []
+    return [str(i) for i in range(count)]
+
+
+def gpu_count(environ: Mapping[str, str]) -> int:
+    return len(visible_gpus(environ))
 
 
 def pin_gpu(environ: MutableMapping[str, str], worker: int) -> None:
-    """Worker N sees GPU N modulo the GPUs there are, by CUDA_VISIBLE_DEVICES; one GPU, none, or a choice
-    already made leaves the devices as they are."""
-    count = gpu_count(environ)
-    if count > 1:
-        environ["CUDA_VISIBLE_DEVICES"] = str(worker % count)
+    """Worker N sees the Nth of the visible GPUs, modulo their number, by CUDA_VISIBLE_DEVICES; one GPU or
+    none leaves the devices as they are."""
+    gpus = visible_gpus(environ)
+    if len(gpus) > 1:
+        environ["CUDA_VISIBLE_DEVICES"] = gpus[worker % len(gpus)]

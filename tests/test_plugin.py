@@ -167,6 +167,7 @@ class FakeNvml:
     ({"PYTEST_XDIST_WORKER": "gw3"}, 2, "1"),
     ({"PYTEST_XDIST_WORKER": "gw1"}, 1, None),  # one GPU: every worker shares it
     ({"PYTEST_XDIST_WORKER": "gw1", "CUDA_VISIBLE_DEVICES": "5"}, 2, "5"),  # the user's choice stands
+    ({"PYTEST_XDIST_WORKER": "gw3", "CUDA_VISIBLE_DEVICES": "4,6"}, 8, "6"),  # spread over the user's choice
     ({}, 2, None),  # not under xdist
 ])
 def test_each_xdist_worker_takes_a_gpu_of_its_own(monkeypatch, environ, gpus, pinned):
