@@ -215,6 +215,11 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     if runner is None:
         return EXIT_USAGE
     backend = runner.backend.name
+    if settings.large and backend == "emu":
+        runner.backend.close()
+        print("mmcheck: --large runs on the GPU only: shapes past 2**31 elements would take the emulator hours",
+              file=sys.stderr)
+        return EXIT_USAGE
 
     def said(label: str, r: Result) -> tuple[str, bool]:
         return f"{label}: {verdict(r)}", not r.as_expected or r.outcome == "skip"

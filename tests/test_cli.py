@@ -336,3 +336,8 @@ def _running_in_group(group: int) -> list[str]:
         if int(pgrp) == group and state != "Z":
             found.append(text)
     return found
+
+
+def test_the_large_mode_on_the_emulator_is_a_usage_error(capsys):
+    assert main(["check", "seed001.naive", "--large", "--backend", "emu"]) == 2
+    assert "--large runs on the GPU only" in capsys.readouterr().err
