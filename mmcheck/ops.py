@@ -59,6 +59,11 @@ class Op:
         env = shape.env()
         return env[rows], env[cols]
 
+    def elements(self, role: int, shape: Shape) -> int:
+        """The elements of buffer ``role``, all batches."""
+        rows, cols = self.dims(role, shape)
+        return shape.batch * rows * cols
+
     def leading_param(self, role: int) -> str | None:
         return LEADING[role] if role in self.leading else None
 

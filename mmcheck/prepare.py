@@ -150,9 +150,8 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
 
 def host_bytes(spec: KernelSpec, dtype: str, shape: Shape) -> int:
     """About how much host memory a case of this shape holds at its peak (see _HOST_COPIES)."""
-    p, op = precision(dtype), spec.operation
-    return _HOST_COPIES * shape.batch * sum(
-        p.of(r).itemsize * op.dims(r, shape)[0] * op.dims(r, shape)[1] for r in range(3))
+    p = precision(dtype)
+    return _HOST_COPIES * sum(p.of(r).itemsize * spec.operation.elements(r, shape) for r in range(3))
 
 
 def host_memory() -> int:

@@ -277,8 +277,7 @@ def large_shapes(spec: KernelSpec, dtype: str) -> list[Shape]:
 
 def largest_buffer(spec: KernelSpec, shape: Shape) -> int:
     """The elements of the shape's largest buffer (all its batches)."""
-    op = spec.operation
-    return max(shape.batch * math.prod(op.dims(role, shape)) for role in range(3))
+    return max(spec.operation.elements(role, shape) for role in range(3))
 
 
 def _with(row: list[int], values: dict[int, int]) -> list[int]:
