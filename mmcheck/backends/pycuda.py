@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PyCudaBackend"]
 
+_POOLED = 64 * 2**20  # bytes: larger buffers (the large mode's) are allocated, and freed, on their own
+
 
 class PyCudaBackend:
     name = "gpu"
@@ -56,6 +58,12 @@ class PyCudaBackend:
         if reason := self.compiler.unsupported((major, minor)):
             raise BackendUnavailable(reason)
         self._driver_modules: list[Any] = []  # cuda-bindings' handles of loaded cubins, kept for introspection
+        # Small buffers come from a pool: cudaMalloc and cudaFree for each of a launch's buffers cost more than
+        # the launch.  Not under --sanitize, where memcheck needs every buffer its exact size to see an access
+        # past its end.
+        from pycuda.tools import DeviceMemoryPool
+
+        self._pool = None if options.sanitize else DeviceMemoryPool()
 
     def compile(self, build: Build) -> Kernel:
         compiled = self.compiler.compile(build, self.arch)
@@ -87,11 +95,14 @@ class PyCudaBackend:
 
     # Buffers move as bytes: the buffer protocol has no format for dtypes numpy adds (bfloat16).
     def upload(self, host: np.ndarray, offset: int) -> DeviceBuffer:
+        raw = np.ascontiguousarray(host).view(np.uint8)
+        size = max(1, raw.nbytes)
         try:
-            return DeviceBuffer(host.size, host.dtype, offset,
-                                self.cuda.to_device(np.ascontiguousarray(host).view(np.uint8)))
+            memory = self._pool.allocate(size) if self._pool and size <= _POOLED else self.cuda.mem_alloc(size)
+            self.cuda.memcpy_htod(memory, raw)
         except self.cuda.MemoryError as e:
             raise OutOfMemory(f"{host.nbytes} bytes: {e}") from None
+        return DeviceBuffer(host.size, host.dtype, offset, memory)
 
     def download(self, buf: DeviceBuffer) -> np.ndarray:
         out = np.empty(buf.size, dtype=buf.dtype)
@@ -165,6 +176,8 @@ class PyCudaBackend:
             cuda=".".join(map(str, self.cuda.get_version()[:2])))
 
     def close(self) -> None:
+        if self._pool:
+            self._pool.stop_holding()
         if not self._driver_modules:
             return
         from cuda.bindings import driver
