@@ -7,20 +7,21 @@ wherever it is run.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
 from . import data
 from .artifacts import Record
-from .backends.base import Backend, DeviceBuffer, Kernel
+from .backends.base import Backend, DeviceBuffer, Kernel, Launched, Submits
 from .compare import Mismatch
 from .compile import Build
 from .data import Operands, Trial
 from .errors import (BarrierError, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError,
                      OutOfMemory, SanitizerError, Unsupported)
-from .judge import Caught, check_buffers, judge
+from .judge import Caught, Rerun, check_buffers, judge
 from .prepare import Plan, Prepared, host_bytes, host_memory, plan, prepare
 from .shapes import LARGE, LARGE_BUDGET, Shape, largest_buffer, tiles
 from .spec import KernelSpec
@@ -88,6 +89,9 @@ class Runner:
         self._reported: set[tuple] = set()
         self._clean: set[tuple] = set()  # (kernel x dtype, tile class) that passed under the costly schedules
         self._hung: dict[tuple, Result] = {}  # kernel x dtype -> the case that hung
+        # Costly launches left running in this sweep: (the case's position in it, the case, its verdict).
+        self._later: list[tuple[int, Case, Callable[[], None]]] = []
+        self._position = 0
 
     def compile(self, build: Build) -> Kernel:
         """The backend's compile, memoised, failures included.  The compiler's messages are reported in
@@ -114,14 +118,49 @@ class Runner:
     def run(self, case: Case) -> Result:
         """One case.  After a case of a kernel x dtype hangs, its later cases are not run (each would cost
         another timeout): they fail at once, naming the hang."""
-        assert case.shape is not None, "a case to run has a shape"
+        result, _ = self._sweep([case])
+        assert result is not None, "a sweep of one case has its result"
+        return result
+
+    def sweep(self, spec: KernelSpec, dtype: str, shapes: Iterable[Shape]) -> Result:
+        """Run shapes in order until one does not pass; that result (with the smallest failing shape, if
+        ``shapes`` is sorted by size), or the last pass."""
+        result, tried = self._sweep(self.case(spec, dtype, shape) for shape in shapes)
+        if result is None:
+            return Result(Case(spec, dtype, None, self.seed), "error", f"{spec.path}: kernel {spec.name!r}: "
+                          "no shape within the budget satisfies its requires", shapes_tried=0)
+        return dataclasses.replace(result, shapes_tried=tried)
+
+    def _sweep(self, cases: Iterable[Case]) -> tuple[Result | None, int]:
+        """The cases in order up to the first that does not pass: its result (or the last pass) and how many
+        cases that took.  The costly schedules' launches run beside the cheap ones (_check); their verdicts
+        are taken in order, so the result is the one that running every launch in turn would give."""
+        result, tried = None, 0
+        try:
+            for case in cases:
+                tried += 1
+                self._position = tried
+                result = self._one(case)
+                if not result.ok:
+                    break
+            self._settle()
+        except _Earlier as earlier:
+            result, tried = self._noted(earlier.result), earlier.position
+        finally:
+            self._later = []
+        return result, tried
+
+    def _one(self, case: Case) -> Result:
         key = (case.spec.path, case.spec.name, case.dtype)
         if hung := self._hung.get(key):
             return Result(case, "fail", f"{case.spec.name} {case.dtype} {case.shape}: not run, as the case "
                           f"{hung.case.shape} hung: {hung.message.splitlines()[0]}", check="timeout")
-        result = self._run(case)
+        return self._noted(self._run(case))
+
+    def _noted(self, result: Result) -> Result:
+        """The result, a hang remembered for its kernel x dtype."""
         if result.check == "timeout":
-            self._hung[key] = result
+            self._hung[(result.case.spec.path, result.case.spec.name, result.case.dtype)] = result
         return result
 
     def _run(self, case: Case) -> Result:
@@ -144,14 +183,8 @@ class Runner:
                 self._check(case, kernel, launch, trial, schedules if i == 0 else schedules[:1])
             if set(kernel.costly) & set(schedules):
                 self._clean.add(_tile_class(case))
-        except Caught as c:
-            return Result(case, "fail", c.args[0], check=c.check, mismatch=c.mismatch, record=c.record)
-        except Unsupported as e:
-            return Result(case, "skip", f"{case.spec.path}: {e}")
-        except OutOfMemory as e:
-            return Result(case, "skip", f"{case.spec.name} {case.dtype} {case.shape}: does not fit: {e}")
-        except MmcheckError as e:
-            return Result(case, "error", str(e))
+        except (Caught, MmcheckError) as e:
+            return _outcome(case, e)
         return Result(case, "pass")
 
     def _out_of_reach(self, case: Case) -> str | None:
@@ -178,22 +211,10 @@ class Runner:
             return tuple(s for s in kernel.schedules if s not in kernel.costly)
         return kernel.schedules
 
-    def sweep(self, spec: KernelSpec, dtype: str, shapes: Iterable[Shape]) -> Result:
-        """Run shapes in order until one does not pass; that result (with the smallest failing shape, if
-        ``shapes`` is sorted by size), or the last pass."""
-        result, tried = None, 0
-        for shape in shapes:
-            tried += 1
-            result = self.run(self.case(spec, dtype, shape))
-            if not result.ok:
-                break
-        if result is None:
-            return Result(Case(spec, dtype, None, self.seed), "error", f"{spec.path}: kernel {spec.name!r}: "
-                          "no shape within the budget satisfies its requires", shapes_tried=0)
-        return dataclasses.replace(result, shapes_tried=tried)
-
     def _check(self, case: Case, kernel: Kernel, launch: Plan, trial: Trial, schedules: tuple[str, ...]) -> None:
-        """One trial under every schedule given; a failure is raised as Caught with the case's context."""
+        """One trial under every schedule given; a failure is raised as Caught with the case's context.  A
+        costly schedule's launch, where the backend can run it beside this process, is left running and
+        judged later (_settle), once the launches before it have been."""
         spec, dtype, shape = case.spec, case.dtype, case.shape
         assert shape is not None, "a case to run has a shape"
         seed = data.case_seed(case.seed, spec.name, dtype, str(shape), trial.pattern, trial.alpha, trial.beta,
@@ -205,29 +226,58 @@ class Runner:
 
         passed: list[str] = []
         for schedule in schedules:
-            try:
-                prepared = self.prepare(case, launch, trial, operands)
-                got = self._launch(prepared, kernel, schedule)
-                judge(prepared, got, schedule, kernel.schedules, passed, rerun)
-            except Caught as c:
-                context = (f"{spec.name} {dtype} {shape} ({trial}, seed {case.seed}"
-                           + (f", schedule {schedule}" if len(kernel.schedules) > 1 else "") + ")")
-                record = c.record and dataclasses.replace(
-                    c.record, stem=f"{c.record.stem}-seed{case.seed}",
-                    meta={**c.record.meta, "seed": case.seed, "schedule": schedule, "backend": self.backend.name})
-                raise Caught(c.check, f"{context}: {c.args[0]}", c.mismatch, record) from None
+            prepared = self.prepare(case, launch, trial, operands)
+            if schedule in kernel.costly and isinstance(self.backend, Submits):
+                self._settle()  # an earlier costly launch that fails ends the sweep before this one runs
+                _check_parameters(kernel, prepared)
+                started = self.backend.submit(kernel, prepared.args, launch.grid, launch.block, launch.smem,
+                                              schedule)
+                self._later.append((self._position, case, partial(
+                    self._judged, case, kernel, trial, schedule, prepared, rerun, tuple(passed), started)))
+                continue
+            self._judged(case, kernel, trial, schedule, prepared, rerun, tuple(passed))
             passed.append(schedule)
+
+    def _judged(self, case: Case, kernel: Kernel, trial: Trial, schedule: str, prepared: Prepared, rerun: Rerun,
+                passed: tuple[str, ...], started: Launched | None = None) -> None:
+        """Launch (or finish the launch ``started``) and judge the result; ``passed``: the schedules under
+        which the same inputs passed."""
+        try:
+            got = self._launch(prepared, kernel, schedule, started)
+            judge(prepared, got, schedule, kernel.schedules, list(passed), rerun)
+        except Caught as c:
+            context = (f"{case.spec.name} {case.dtype} {case.shape} ({trial}, seed {case.seed}"
+                       + (f", schedule {schedule}" if len(kernel.schedules) > 1 else "") + ")")
+            record = c.record and dataclasses.replace(
+                c.record, stem=f"{c.record.stem}-seed{case.seed}",
+                meta={**c.record.meta, "seed": case.seed, "schedule": schedule, "backend": self.backend.name})
+            raise Caught(c.check, f"{context}: {c.args[0]}", c.mismatch, record) from None
+
+    def _settle(self) -> None:
+        """Judge the costly launches left running, oldest first; the first that fails ends the sweep at its
+        case (_Earlier), its tile class no longer clean."""
+        later, self._later = self._later, []
+        for position, case, verdict in later:
+            try:
+                verdict()
+            except (Caught, MmcheckError) as e:
+                self._clean.discard(_tile_class(case))
+                raise _Earlier(_outcome(case, e), position) from None
 
     def prepare(self, case: Case, launch: Plan, trial: Trial, operands: Operands) -> Prepared:
         assert case.shape is not None, "a case to run has a shape"
         return prepare(self.backend, case.spec, case.dtype, case.shape, trial, launch, operands, self.guards)
 
-    def _launch(self, prepared: Prepared, kernel: Kernel, schedule: str) -> np.ndarray:
-        """Launch once and read back; the logical result, after the checks of the buffers around it."""
+    def _launch(self, prepared: Prepared, kernel: Kernel, schedule: str, started: Launched | None = None) -> np.ndarray:
+        """Launch once (or finish the launch ``started``) and read back; the logical result, after the checks
+        of the buffers around it."""
         spec, launch = prepared.spec, prepared.plan
-        _check_parameters(kernel, prepared)
         try:
-            self.backend.launch(kernel, prepared.args, launch.grid, launch.block, launch.smem, schedule)
+            if started:
+                started.wait()
+            else:
+                _check_parameters(kernel, prepared)
+                self.backend.launch(kernel, prepared.args, launch.grid, launch.block, launch.smem, schedule)
         except BarrierError as e:
             raise Caught("barrier", str(e)) from None
         except SanitizerError as e:
@@ -245,6 +295,25 @@ class Runner:
         after = {name: self.backend.download(buf) for name, buf in prepared.buffers.items()}
         check_buffers(prepared, after)
         return prepared.logical(2, after[spec.buffers[2]])
+
+
+class _Earlier(Exception):
+    """A costly launch of an earlier case of the sweep failed: its result, and that case's position."""
+
+    def __init__(self, result: Result, position: int) -> None:
+        super().__init__(result.message)
+        self.result, self.position = result, position
+
+
+def _outcome(case: Case, e: Caught | MmcheckError) -> Result:
+    """The result of a case that a check caught, or that could not be judged."""
+    if isinstance(e, Caught):
+        return Result(case, "fail", e.args[0], check=e.check, mismatch=e.mismatch, record=e.record)
+    if isinstance(e, Unsupported):
+        return Result(case, "skip", f"{case.spec.path}: {e}")
+    if isinstance(e, OutOfMemory):
+        return Result(case, "skip", f"{case.spec.name} {case.dtype} {case.shape}: does not fit: {e}")
+    return Result(case, "error", str(e))
 
 
 def _tile_class(case: Case) -> tuple:

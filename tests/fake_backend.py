@@ -49,6 +49,10 @@ def racy(a, b, c, m, n, k, schedule):
     _mm(a, b, c, m, n, k, drop_last_k=schedule == "reverse")
 
 
+def racy_from_m20_wrong_from_m40(a, b, c, m, n, k, schedule):
+    _mm(a, b, c, m, n, k, drop_last_k=(schedule == "reverse" and m >= 20) or m >= 40)
+
+
 def float_accumulator(a, b, c, m, n, k, schedule):
     A = _payload(a).reshape(m, k).astype(np.float32)
     B = _payload(b).reshape(k, n).astype(np.float32)
@@ -93,6 +97,33 @@ class FakeBackend:
         kernel.handle(*[a if isinstance(a, DeviceBuffer) else int(a) for a in args], schedule)
 
 
+class FakeSubmittingBackend(FakeBackend):
+    """A backend that runs a submitted launch beside its caller: the launch happens only when it is waited
+    for.  ``events`` says in which order launches were submitted, run at once, and waited for."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.events: list[str] = []
+
+    def launch(self, kernel, args, grid, block, smem, schedule):
+        self.events.append(f"launch {schedule}")
+        super().launch(kernel, args, grid, block, smem, schedule)
+
+    def submit(self, kernel, args, grid, block, smem, schedule):
+        self.events.append(f"submit {schedule}")
+        return _Submitted(lambda: super(FakeSubmittingBackend, self).launch(kernel, args, grid, block, smem,
+                                                                            schedule), self.events, schedule)
+
+
+class _Submitted:
+    def __init__(self, run, events, schedule):
+        self.run, self.events, self.schedule = run, events, schedule
+
+    def wait(self):
+        self.events.append(f"wait {self.schedule}")
+        self.run()
+
+
 def spec_for(entry: str, dtypes=("int32", "float32", "float64"), expect="pass", op="mm",
              params=("A", "B", "C", "M", "N", "K"), extra=""):
     from mmcheck.spec import parse_specs
@@ -119,6 +150,19 @@ def kills_its_process(*args):
     import os
 
     os._exit(3)
+
+
+def dies_under_reverse_from_m20(a, b, c, m, n, k, schedule):
+    if schedule == "reverse" and m >= 20:
+        kills_its_process()
+    _mm(a, b, c, m, n, k)
+
+
+class FakeCostlyBackend(FakeBackend):
+    """The fake backend, its reverse schedule costly (as a GPU's race detector is)."""
+
+    def __init__(self, options: BackendOptions = BackendOptions()):
+        super().__init__(options, costly=("reverse",))
 
 
 def never_returns(*args):

@@ -37,3 +37,25 @@ def test_a_hang_is_stopped_and_the_run_goes_on(runner):
 
 def test_a_backend_named_by_class_path():
     assert get_backend(FAKE, isolated=False).name == "fake"
+
+
+@pytest.mark.parametrize("entry, check", [("racy_from_m20_wrong_from_m40", "race"),
+                                          ("dies_under_reverse_from_m20", "fault")])
+def test_a_costly_launch_left_running_in_the_worker_is_judged_as_one_run_in_turn(entry, check):
+    """The worker process runs a costly schedule's launch while the runner goes on with cheap ones; the
+    verdict, a crash of the worker under that launch included, is the one of an in-process run."""
+    shapes = [Shape(5, 5, 5), Shape(10, 7, 3), Shape(20, 17, 5), Shape(30, 9, 9), Shape(50, 3, 3)]
+    spec = spec_for(entry, ("float32",))
+    backend = ProcessBackend(FAKE.replace("FakeBackend", "FakeCostlyBackend"), BackendOptions(timeout=2))
+    try:
+        runner = Runner(backend, seed=5)
+        result = runner.sweep(spec, "float32", shapes)
+        assert (result.outcome, result.check, result.case.shape, result.shapes_tried) == ("fail", check, shapes[2], 3)
+        if check == "race":
+            in_process = Runner(get_backend(FAKE.replace("FakeBackend", "FakeCostlyBackend"), isolated=False), seed=5)
+            assert result.message == in_process.sweep(spec, "float32", shapes).message
+        else:
+            assert "worker process died (exit status 3)" in result.message
+        assert runner.sweep(spec_for("good", ("float32",)), "float32", shapes).ok  # in a healthy worker
+    finally:
+        backend.close()

@@ -12,7 +12,7 @@ from mmcheck.report import reproduce
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
 
-from .fake_backend import FakeBackend, spec_for
+from .fake_backend import FakeBackend, FakeSubmittingBackend, spec_for
 
 SHAPE = Shape(17, 33, 5)
 
@@ -161,3 +161,24 @@ def test_a_costly_schedule_runs_once_per_tile_class_that_passes_and_always_where
     backend.launched.clear()
     racy = [run(runner, "racy", shape=shape) for shape in (Shape(17, 17, 5), Shape(20, 30, 9))]
     assert [r.check for r in racy] == ["race", "race"] and backend.launched.count("reverse") == 2
+
+
+@pytest.mark.parametrize("shapes, first", [
+    # a race that the costly schedule sees at 20x17x5, found when the next costly launch is due (30x9x9)
+    ([Shape(5, 5, 5), Shape(10, 7, 3), Shape(20, 17, 5), Shape(30, 9, 9), Shape(40, 3, 3)], 3),
+    # the same race, and a wrong result at 40x17x5 without a costly launch before it: the race is earlier
+    ([Shape(20, 17, 5), Shape(40, 17, 5)], 1),
+    # no race before the wrong result
+    ([Shape(5, 5, 5), Shape(40, 3, 3)], 2),
+])
+def test_costly_launches_left_running_give_the_verdict_of_launches_run_in_turn(shapes, first):
+    spec = spec_for("racy_from_m20_wrong_from_m40")
+    one_by_one = Runner(FakeBackend(costly=("reverse",)), seed=3).sweep(spec, "float32", shapes)
+    backend = FakeSubmittingBackend(costly=("reverse",))
+    beside = Runner(backend, seed=3).sweep(spec, "float32", shapes)
+    assert (beside.case, beside.outcome, beside.check, beside.message, beside.shapes_tried) == \
+        (one_by_one.case, one_by_one.outcome, one_by_one.check, one_by_one.message, one_by_one.shapes_tried)
+    assert beside.case.shape == shapes[first - 1] and beside.shapes_tried == first
+    # the first costly launch was left running while cheap launches went on
+    submitted = backend.events.index("submit reverse")
+    assert backend.events[submitted + 1].startswith("launch") and "wait reverse" in backend.events[submitted + 2:]

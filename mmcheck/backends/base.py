@@ -19,7 +19,8 @@ from ..spec import KernelSpec
 if TYPE_CHECKING:
     from ..bench.timer import Measurement, Method
 
-__all__ = ["Backend", "BackendOptions", "Kernel", "DeviceBuffer", "Arg", "Dim3", "Device", "Timing"]
+__all__ = ["Backend", "BackendOptions", "Kernel", "DeviceBuffer", "Arg", "Dim3", "Device", "Timing", "Launched",
+           "Submits"]
 
 Dim3 = tuple[int, int, int]
 
@@ -153,4 +154,22 @@ class Backend(Protocol):
 
     def close(self) -> None:
         """Release what the backend holds (worker processes, device memory)."""
+        ...
+
+
+class Launched(Protocol):
+    def wait(self) -> None:
+        """Finish the launch; raise what ``launch`` would have raised."""
+        ...
+
+
+@runtime_checkable
+class Submits(Protocol):
+    """A backend that can also run a launch beside its caller (the GPU backend: its compute-sanitizer tools
+    run in processes of their own).  The runner uses it for the costly schedules, and goes on with the cheap
+    ones meanwhile."""
+
+    def submit(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
+               schedule: str) -> Launched:
+        """Start the launch and return at once; ``wait()`` finishes it, as ``launch`` would."""
         ...

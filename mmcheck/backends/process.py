@@ -7,11 +7,14 @@ exactly one case.  Kernels are recompiled in the new child on demand (the compil
 
 A schedule that names a compute-sanitizer tool (the GPU backend asks for racecheck on kernels with shared
 memory, and for every tool under ``sanitize``) runs in a child started under that tool.  Each tool has its
-own child; its reports are read from the tool's log right after the launch that caused them.
+own child; its reports are read from the tool's log right after the launch that caused them.  A tool's
+child is started as soon as a kernel that needs it is compiled, and runs its launches while the parent goes
+on (``submit``): the runner judges them later, in order.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import os
 import shutil
@@ -22,7 +25,7 @@ import time
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
@@ -55,6 +58,7 @@ class _Worker:
         child_in, parent_out = os.pipe()
         command = [sys.executable, "-m", "mmcheck.backends.process", inner, str(child_in), str(child_out)]
         self.log: Path | None = None
+        self.closed = False
         if tool:
             fd, log = tempfile.mkstemp(prefix=f"mmcheck-{tool}-", suffix=".log")
             os.close(fd)
@@ -70,29 +74,68 @@ class _Worker:
         # that an allocation named in a sanitizer report can be named as A, B or C.
         self.addresses: list[int] = []
         self.reporting_launches = 0
+        # Requests sent and not yet answered, oldest first (the child answers in order).  The greeting is
+        # not waited for here: the child starts (imports, a CUDA context) while the parent goes on, and the
+        # first answer awaited waits for it too.
+        self._waiting: collections.deque[_Answer] = collections.deque()
+        self._answered = 0.0  # when the last answer was read
+        self.launched: _Launch | None = None  # the launch in flight, if any (at most one: see _Launch)
         try:
-            self.call("hello", options, timeout=_START_TIMEOUT)
+            self._greeting = self.send("hello", options, timeout=_START_TIMEOUT)
         except BaseException:
             self.close()
             raise
 
     def call(self, method: str, *args: object, timeout: float | None) -> Any:
-        deadline = None if timeout is None else time.monotonic() + timeout
+        return self.answer(self.send(method, *args, timeout=timeout))
+
+    def send(self, method: str, *args: object, timeout: float | None) -> _Answer:
+        """Send a request; its answer is read by ``answer``.  ``timeout`` counts from when the child can
+        start on it: now, or once it has answered the requests before it."""
+        answer = _Answer(time.monotonic(), timeout)
         try:
             self.conn_out.send((method, args))
+        except (OSError, BrokenPipeError):
+            self._died()
+        self._waiting.append(answer)
+        return answer
+
+    def answer(self, answer: _Answer) -> Any:
+        """The value of a request sent earlier (raised if it was an error), reading the answers before it."""
+        while not answer.done:
+            self._receive(self._waiting[0])
+            self._waiting.popleft()
+            if self._greeting.error:  # the child has no backend (and has left): neither has this worker
+                self.close()
+                raise self._greeting.error
+        if answer.error:
+            raise answer.error
+        return answer.value
+
+    def _receive(self, answer: _Answer) -> None:
+        try:
+            deadline = None if answer.timeout is None else max(answer.sent, self._answered) + answer.timeout
             status = "addresses"
             while status == "addresses":
-                if not self.conn_in.poll(None if deadline is None else max(0.0, deadline - time.monotonic())):
-                    raise KernelTimeout(f"no answer after {timeout:.3g} s")
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if not self.conn_in.poll(left):
+                    assert answer.timeout is not None, "only a request with a deadline can time out"
+                    raise KernelTimeout(f"no answer after {answer.timeout:.3g} s")
                 status, value = self.conn_in.recv()
                 if status == "addresses":
                     self.addresses = value
         except (EOFError, OSError, BrokenPipeError):
-            code = self.process.wait(timeout=10)
-            raise KernelFault(f"the worker process died (exit status {code})") from None
+            self._died()
+        answer.done = True
+        self._answered = time.monotonic()
         if status == "err":
-            raise value
-        return value
+            answer.error = value
+        else:
+            answer.value = value
+
+    def _died(self) -> NoReturn:
+        code = self.process.wait(timeout=10)
+        raise KernelFault(f"the worker process died (exit status {code})") from None
 
     def sanitizer_report(self, names: Sequence[str]) -> str:
         """What the tool reported since the last look, in a few lines ("" if nothing); ``names`` are the
@@ -105,6 +148,7 @@ class _Worker:
         return sanitizer.summarize(lines, dict(zip(self.addresses, names))) if lines else ""
 
     def close(self) -> None:
+        self.closed = True
         self.process.kill()
         self.process.wait()
         for c in (self.conn_in, self.conn_out):
@@ -128,7 +172,7 @@ class ProcessBackend:
         return sanitizer.TOOLS if self.options.sanitize and self.inner == "gpu" else (None,)
 
     def _worker(self, tool: str | None) -> _Worker:
-        if tool not in self._workers:
+        if tool not in self._workers or self._workers[tool].closed:
             options = dataclasses.replace(self.options, timeout=self._launch_timeout(tool))
             self._workers[tool] = _Worker(self.inner, options, tool)
         return self._workers[tool]
@@ -141,6 +185,8 @@ class ProcessBackend:
     def compile(self, build: Build) -> Kernel:
         symbol, schedules, params, costly = self._worker(self._tools[0]).call("compile", build,
                                                                               timeout=_COMPILE_TIMEOUT)
+        for tool in set(costly) & set(sanitizer.TOOLS):
+            self._worker(tool)  # started now, it is ready by the time the runner asks for it
         return Kernel(build.spec, build.dtype, symbol, schedules, build, params, costly)
 
     def upload(self, host: np.ndarray, offset: int) -> DeviceBuffer:
@@ -152,32 +198,26 @@ class ProcessBackend:
 
     def launch(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
                schedule: str) -> None:
-        """Upload, launch and download in one round trip to the worker; on a crash or hang the worker is
-        replaced, so the next launch runs in a healthy process."""
+        self.submit(kernel, args, grid, block, smem, schedule).wait()
+
+    def submit(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
+               schedule: str) -> _Launch:
+        """Upload, launch and download in one round trip to the worker of the schedule's tool, which runs it
+        while the caller goes on; ``wait()`` finishes it.  A worker runs one launch at a time: a launch
+        still in flight on it is finished first."""
         tool = schedule if schedule in sanitizer.TOOLS else None
-        inner_schedule = None if tool else schedule
         buffers, hosts, packed = _transport(args)
-        names = [q.name for q in kernel.spec.params if q.is_buffer]
         worker = self._worker(tool)
+        if worker.launched:
+            worker.launched.finish()
+        worker = self._worker(tool)  # finishing may have replaced it
         worker.addresses = []
-        try:
-            carried = 2 * sum(host.nbytes for host, _ in hosts) / _CARRIED_PER_SECOND
-            results = worker.call("launch", kernel.handle, hosts, packed, grid, block, smem, inner_schedule,
-                                  tool is not None, timeout=self._launch_timeout(tool) + _GRACE + carried)
-        except (KernelFault, KernelTimeout):
-            report = worker.sanitizer_report(names)
-            self._restart(tool)
-            if report and tool:
-                raise SanitizerError(f"compute-sanitizer {tool}: {report}", tool) from None
-            raise
-        report = worker.sanitizer_report(names)
-        if report and tool:  # only a tool reports
-            worker.reporting_launches += 1
-            if worker.reporting_launches >= sanitizer.REPORTING_LAUNCHES[tool]:
-                self._restart(tool)  # before the tool's cap on errors per process silences it
-            raise SanitizerError(f"compute-sanitizer {tool}: {report}", tool)
-        for buf, result in zip(buffers, results):
-            buf.handle.result = result
+        carried = 2 * sum(host.nbytes for host, _ in hosts) / _CARRIED_PER_SECOND
+        answer = worker.send("launch", kernel.handle, hosts, packed, grid, block, smem, None if tool else schedule,
+                             tool is not None, timeout=self._launch_timeout(tool) + _GRACE + carried)
+        worker.launched = _Launch(self, worker, tool, answer, buffers,
+                                  [q.name for q in kernel.spec.params if q.is_buffer])
+        return worker.launched
 
     def time(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
              method: Method) -> Timing:
@@ -209,6 +249,64 @@ class ProcessBackend:
     def close(self) -> None:
         for tool in list(self._workers):
             self._restart(tool)
+
+
+class _Answer:
+    """The answer to one request, once read: a value or an error."""
+
+    def __init__(self, sent: float, timeout: float | None) -> None:
+        self.sent, self.timeout = sent, timeout
+        self.done = False
+        self.value: Any = None
+        self.error: MmcheckError | None = None
+
+
+class _Launch:
+    """A launch sent to a worker.  ``finish`` reads its answer and its tool's report, and on a crash or hang
+    replaces the worker, so that the next launch runs in a healthy process; ``wait`` finishes it and raises
+    what it found.  A worker runs one launch at a time, so the report read after an answer is that launch's
+    (and neither side blocks on a full pipe while the other writes)."""
+
+    def __init__(self, backend: ProcessBackend, worker: _Worker, tool: str | None, answer: _Answer,
+                 buffers: list[DeviceBuffer], names: list[str]) -> None:
+        self.backend, self.worker, self.tool, self.answer = backend, worker, tool, answer
+        self.buffers, self.names = buffers, names
+        self.error: MmcheckError | None = None
+        self.finished = False
+
+    def finish(self) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        worker, tool = self.worker, self.tool
+        if worker.launched is self:
+            worker.launched = None
+        try:
+            results = worker.answer(self.answer)
+        except (KernelFault, KernelTimeout) as e:
+            report = worker.sanitizer_report(self.names)
+            self.backend._restart(tool)
+            self.error = SanitizerError(f"compute-sanitizer {tool}: {report}", tool) if report and tool else e
+            return
+        except MmcheckError as e:
+            self.error = e
+            return
+        report = worker.sanitizer_report(self.names)
+        if report and tool:  # only a tool reports
+            worker.reporting_launches += 1
+            if worker.reporting_launches >= sanitizer.REPORTING_LAUNCHES[tool]:
+                # Replaced before the tool's cap on errors per process silences it; the new one starts now.
+                self.backend._restart(tool)
+                self.backend._worker(tool)
+            self.error = SanitizerError(f"compute-sanitizer {tool}: {report}", tool)
+            return
+        for buf, result in zip(self.buffers, results):
+            buf.handle.result = result
+
+    def wait(self) -> None:
+        self.finish()
+        if self.error:
+            raise self.error
 
 
 def _transport(args: Sequence[Arg]) -> tuple[list[DeviceBuffer], list[tuple[np.ndarray, int]], list[object]]:
@@ -280,9 +378,9 @@ def _serve(inner: str, conn_in: Connection, conn_out: Connection) -> None:
             conn_out.send(("ok", value))
         except MmcheckError as e:
             conn_out.send(("err", e))
-            if isinstance(e, (KernelFault, KernelTimeout)):
-                # The context may be unusable: leave at once (no clean-up in a dead context) and let the
-                # parent start a fresh process.
+            if isinstance(e, (KernelFault, KernelTimeout)) or backend is None:
+                # The context may be unusable (or there is none): leave at once (no clean-up in a dead
+                # context) and let the parent start a fresh process.
                 os._exit(0)
 
 
