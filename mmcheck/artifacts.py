@@ -32,8 +32,6 @@ def save_failure(folder: Path, record: Record, reproduce: str) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     meta = {**record.meta, "reproduce": reproduce}
     arrays: dict[str, Any] = {"meta": np.array(json.dumps(meta)), **record.arrays}
-    # numpy writes the zip itself, to a path: its zip writer meets a write-only file object badly on some
-    # Python and numpy versions (a member's header read back as garbage).
     written = [publish(folder / f"{record.stem}.npz", lambda tmp: np.savez_compressed(tmp, **arrays))]
     png = _heat_map(folder / f"{record.stem}.png", record.arrays, meta)
     return written + ([png] if png else [])

@@ -451,18 +451,20 @@ class Nvrtc:
                 raise CompileError(f"{name}: {self.library.label} failed for {build}:\n{log or _error_string(err)}")
             symbol = _check(nvrtc.nvrtcGetLoweredName(program, expression.encode()), "nvrtcGetLoweredName")
             size = _check(nvrtc.nvrtcGetCUBINSize(program), "nvrtcGetCUBINSize")
-            cubin = b" " * size
+            cubin = bytearray(size)  # written into by NVRTC: never into an immutable (perhaps shared) bytes
             _check(nvrtc.nvrtcGetCUBIN(program, cubin), "nvrtcGetCUBIN")
         finally:
             nvrtc.nvrtcDestroyProgram(program)
-        return Compiled(cubin, symbol.decode() if isinstance(symbol, bytes) else str(symbol), log)
+        return Compiled(bytes(cubin), symbol.decode() if isinstance(symbol, bytes) else str(symbol), log)
 
 
 def _log(program: Any) -> str:
     from cuda.bindings import nvrtc
 
     size = _check(nvrtc.nvrtcGetProgramLogSize(program), "nvrtcGetProgramLogSize")
-    text = b" " * size
+    # A buffer of its own for NVRTC to write into: a clean compile's log is one byte (its NUL), and b" " * 1 is
+    # Python's one shared b" ", which NVRTC would turn into b"\0" for the whole process (numpy's headers too).
+    text = bytearray(size)
     _check(nvrtc.nvrtcGetProgramLog(program, text), "nvrtcGetProgramLog")
     return text.rstrip(b"\0").decode(errors="replace").strip()
 
