@@ -11,7 +11,6 @@ import sys
 from collections.abc import Callable, Generator, Sequence
 from contextlib import closing
 from functools import partial
-from itertools import groupby
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -225,19 +224,20 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
         return f"{label}: {verdict(r)}", not r.as_expected or r.outcome == "skip"
 
     labels = [f"{s.name} {d}" for s, d in pairs]
-    # A kernel's dtypes run in one worker, in order, so that its results are those of one process: a compile
-    # error is told in full for its first dtype, and its other dtypes point back to it.
-    batches = [list(b) for _, b in groupby(range(len(pairs)), key=lambda i: pairs[i][0].name)]
-    workers = min(_workers(args.jobs, backend), len(batches))
+    workers = min(_workers(args.jobs, backend), len(pairs))
     if workers > 1:
         from .pool import Pool, check
+        from .runner import compile_errors_told_once
 
         runner.backend.close()  # it has shown that the backend is usable, and which it is: each worker opens its own
         # The workers open the backend that "auto" found here, rather than look again.
         own = dataclasses.replace(settings, backend=backend) if settings.backend == "auto" else settings
         pool = Pool(workers, gpu=backend == "gpu", lost=partial(_lost, settings, pairs))
-        results = _each([(label, partial(check, own, s, d)) for label, (s, d) in zip(labels, pairs)],
-                        "kernel x dtype", said, partial(pool.outcomes, batches=batches))
+        # Each kernel x dtype is a job of its own, for whichever worker is free; a compile error is then told
+        # in full once, for the kernel's first dtype, as one process tells it.
+        results = compile_errors_told_once(_each([(label, partial(check, own, s, d))
+                                                  for label, (s, d) in zip(labels, pairs)],
+                                                 "kernel x dtype", said, pool.outcomes))
     else:
         try:
             results = _each([(label, partial(settings.check, runner, s, d)) for label, (s, d) in zip(labels, pairs)],

@@ -50,7 +50,8 @@ Running = ctypes.Array[ctypes.c_longlong]  # per worker slot: the index of the j
 
 
 class Pool(Generic[T]):
-    """Jobs run in up to ``workers`` worker processes; ``gpu``: each worker takes a GPU of its own.
+    """Jobs run in up to ``workers`` worker processes, each taking the next job as it finishes one; ``gpu``:
+    each worker takes a GPU of its own.
     ``lost(index, why)`` is the outcome of a job that could not run: its worker died, or has no backend."""
 
     def __init__(self, workers: int, gpu: bool, lost: Callable[[int, str], T]) -> None:
@@ -58,12 +59,10 @@ class Pool(Generic[T]):
         self._context = multiprocessing.get_context("spawn")
         self._executor: ProcessPoolExecutor | None = None
 
-    def outcomes(self, jobs: Sequence[Callable[[], T]],
-                 batches: Sequence[Sequence[int]]) -> Generator[tuple[int, T], None, None]:
-        """Run the jobs (picklable), each batch of them (indices into ``jobs``) in one worker, in order; yield
-        every job's index and outcome as its batch finishes.  Closed early (Ctrl-C), it stops the workers at
-        once."""
-        left = [list(batch) for batch in batches]
+    def outcomes(self, jobs: Sequence[Callable[[], T]]) -> Generator[tuple[int, T], None, None]:
+        """Run the jobs (picklable); yield every job's index and outcome as it finishes.  Closed early
+        (Ctrl-C), it stops the workers at once."""
+        left = list(range(len(jobs)))
         try:
             while left:
                 left = yield from self._round(jobs, left)
@@ -71,10 +70,10 @@ class Pool(Generic[T]):
             self._stop(now=bool(left))
 
     def _round(self, jobs: Sequence[Callable[[], T]],
-               batches: list[list[int]]) -> Generator[tuple[int, T], None, list[list[int]]]:
-        """The batches in fresh workers, until they finish or a worker dies; returns what is left then: the
-        unfinished batches, less the jobs the dead workers were running, which are lost."""
-        slots = min(self.workers, len(batches))
+               indices: list[int]) -> Generator[tuple[int, T], None, list[int]]:
+        """The jobs in fresh workers, until they finish or a worker dies; returns what is left then: the
+        unfinished jobs, less those the dead workers were running, which are lost."""
+        slots = min(self.workers, len(indices))
         taken: Synchronized[int] = self._context.Value("i", 0)
         running: Running = self._context.RawArray(ctypes.c_longlong, [IDLE] * slots)
         self._executor = ProcessPoolExecutor(slots, self._context, initializer=_start,
@@ -83,29 +82,26 @@ class Pool(Generic[T]):
         # inherited SIG_IGN alone), so that Ctrl-C before their first job prints no traceback of theirs.
         sigint = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
-            futures = {self._executor.submit(_run, [(i, jobs[i]) for i in batch]): batch for batch in batches}
+            futures = {self._executor.submit(_run, i, jobs[i]): i for i in indices}
         finally:
             signal.signal(signal.SIGINT, sigint)
         unfinished, finished = [], False
         for future in as_completed(futures):
-            batch, error = futures[future], future.exception()
+            i, error = futures[future], future.exception()
             if isinstance(error, BrokenProcessPool):
-                unfinished.append(batch)
+                unfinished.append(i)
                 continue
             finished = True
-            if isinstance(error, BackendUnavailable):
-                yield from ((i, self.lost(i, f"its worker process has no backend: {error}")) for i in batch)
-            else:
-                yield from zip(batch, future.result())
+            yield i, (self.lost(i, f"its worker process has no backend: {error}")
+                      if isinstance(error, BackendUnavailable) else future.result())
         if not unfinished:
             return []
         self._stop(now=False)  # the executor has stopped the other workers: once all are gone, ``running`` is final
         dead, why = set(running) - {IDLE}, "its worker process died while running it"
         if not dead and not finished:  # workers that die before any job would die again: give up on the rest
-            dead, why = {i for batch in unfinished for i in batch}, "the worker processes died before running it"
-        for batch in unfinished:
-            yield from ((i, self.lost(i, why)) for i in batch if i in dead)
-        return [left for batch in unfinished if (left := [i for i in batch if i not in dead])]
+            dead, why = set(unfinished), "the worker processes died before running it"
+        yield from ((i, self.lost(i, why)) for i in sorted(unfinished) if i in dead)
+        return sorted(i for i in unfinished if i not in dead)
 
     def _stop(self, now: bool) -> None:
         """Shut the workers down and wait for them to exit; ``now``: terminate them first, busy or not."""
@@ -180,14 +176,11 @@ def _start(taken: Synchronized[int], running: Running, gpu: bool) -> None:
     _worker = _Worker(taken, running, gpu)
 
 
-def _run(batch: list[tuple[int, Callable[[], T]]]) -> list[T]:
-    """A batch of jobs in order, each marked in the table of running jobs while it runs."""
-    outcomes = []
+def _run(index: int, job: Callable[[], T]) -> T:
+    """A job, marked in the table of running jobs while it runs."""
     try:
-        for index, job in batch:
-            _worker.running[_worker.slot] = index
-            outcomes.append(job())
-        return outcomes
+        _worker.running[_worker.slot] = index
+        return job()
     except _Stopped:
         pass  # the end of this handler releases the job's frames, as Ctrl-C's does in one process
     finally:

@@ -7,7 +7,7 @@ wherever it is run.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -26,7 +26,7 @@ from .prepare import Plan, Prepared, host_bytes, host_memory, plan, prepare
 from .shapes import LARGE, LARGE_BUDGET, Shape, largest_buffer, tiles
 from .spec import KernelSpec
 
-__all__ = ["Case", "Result", "Runner", "FAR"]
+__all__ = ["Case", "Result", "Runner", "FAR", "compile_errors_told_once"]
 
 FAR = 4097  # past this size a shape runs one trial under one schedule (see Runner._run)
 
@@ -57,6 +57,7 @@ class Result:
     mismatch: Mismatch | None = field(default=None, repr=False)
     shapes_tried: int = 1
     record: Record | None = field(default=None, repr=False, compare=False)
+    compile_error: bool = False  # an error: the kernel did not compile
 
     @property
     def ok(self) -> bool:
@@ -105,8 +106,7 @@ class Runner:
         kernel_id = (build.spec.path, build.spec.name)
         if isinstance(found, CompileError):
             if kernel_id in self._reported:
-                first = str(found).splitlines()[0]
-                raise CompileError(f"{first} (the compiler's messages are in this kernel's first failure)")
+                raise CompileError(_told_before(str(found)))
             self._reported.add(kernel_id)
         if isinstance(found, MmcheckError):
             raise found
@@ -313,17 +313,41 @@ def _outcome(case: Case, e: Caught | MmcheckError) -> Result:
         return Result(case, "skip", f"{case.spec.path}: {e}")
     if isinstance(e, OutOfMemory):
         return Result(case, "skip", f"{case.spec.name} {case.dtype} {case.shape}: does not fit: {e}")
-    return Result(case, "error", str(e))
+    return Result(case, "error", str(e), compile_error=isinstance(e, CompileError))
+
+
+def compile_errors_told_once(results: Sequence[Result]) -> list[Result]:
+    """The results, each kernel's compiler messages in its first compile error only, the later ones pointing
+    back to it: as one runner tells them, for results that come from several (``check -j``)."""
+    told: set[tuple] = set()
+    out = []
+    for r in results:
+        kernel_id = (r.case.spec.path, r.case.spec.name)
+        if r.compile_error and kernel_id in told:
+            r = dataclasses.replace(r, message=_told_before(r.message))
+        told.update([kernel_id] if r.compile_error else [])
+        out.append(r)
+    return out
+
+
+def _told_before(message: str) -> str:
+    """A compile error already told in full: its first line, pointing back."""
+    first, pointer = message.splitlines()[0], " (the compiler's messages are in this kernel's first failure)"
+    return first if first.endswith(pointer) else first + pointer
 
 
 def _tile_class(case: Case) -> tuple:
-    """The kernel x dtype, and for each size how many of the kernel's largest tile it spans (1, 2, or more;
-    16 where the spec names no tile): shapes that differ only past that meet the same races."""
+    """The kernel x dtype, and for each size how many of the kernel's largest tile it spans (16 where the spec
+    names no tile): shapes that differ only past that meet the same races.  A race is between threads of one
+    block, over its shared memory; the blocks along M and N differ only in being the first and the last
+    (partial or not), which two tiles show; along K a race between one tile's reads and the next one's
+    writes needs two tiles, and three where the kernel alternates two buffers.  A batch: one, or more."""
     tile = max(tiles(case.spec), default=16)
     assert case.shape is not None, "a case that runs has a shape"
     sizes = case.shape.env()
+    spans = {"K": 3, "batch": 2}  # how many tiles (batch entries) make a class of their own; M and N: 2
     return (case.spec.path, case.spec.name, case.dtype,
-            *(min(3, -(-sizes[n] // tile)) if n != "batch" else min(2, sizes[n]) for n in case.spec.free))
+            *(min(spans.get(n, 2), -(-sizes[n] // (1 if n == "batch" else tile))) for n in case.spec.free))
 
 
 def _check_parameters(kernel: Kernel, prepared: Prepared) -> None:

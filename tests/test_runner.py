@@ -154,8 +154,9 @@ def test_a_failing_case_leaves_a_record_that_is_saved_only_when_reported(tmp_pat
 def test_a_costly_schedule_runs_once_per_tile_class_that_passes_and_always_where_it_fails():
     backend = FakeBackend(schedules=("forward", "reverse"), costly=("reverse",))
     runner = Runner(backend)
-    # tile 16: 17x17x5 and 20x30x9 span 2, 2, 1 tiles (one class); 40x40x40 spans 3, 3, 3
-    for shape in (Shape(17, 17, 5), Shape(20, 30, 9), Shape(40, 40, 40), Shape(33, 48, 33)):
+    # tile 16: 17x17x5, 20x30x9 and 48x40x9 span 2 or more tiles of M and N and 1 of K (one class); 40x40x40
+    # and 33x48x33 span 3 tiles of K (another)
+    for shape in (Shape(17, 17, 5), Shape(20, 30, 9), Shape(48, 40, 9), Shape(40, 40, 40), Shape(33, 48, 33)):
         assert run(runner, "good", shape=shape).ok
     assert backend.launched.count("reverse") == 2
     backend.launched.clear()
