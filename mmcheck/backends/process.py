@@ -73,7 +73,7 @@ class _Worker:
         # The device addresses of the last launch's buffers, which the child sends before launching, so
         # that an allocation named in a sanitizer report can be named as A, B or C.
         self.addresses: list[int] = []
-        self.reporting_launches = 0
+        self.reporting_launches = self.hazards = 0
         # Requests sent and not yet answered, oldest first (the child answers in order).  The greeting is
         # not waited for here: the child starts (imports, a CUDA context) while the parent goes on, and the
         # first answer awaited waits for it too.
@@ -145,6 +145,7 @@ class _Worker:
         text = self.log.read_text(errors="replace")
         new, self.read_log = text[self.read_log:], len(text)
         lines = sanitizer.read_log(new)
+        self.hazards += sanitizer.hazards(lines)
         return sanitizer.summarize(lines, dict(zip(self.addresses, names))) if lines else ""
 
     def close(self) -> None:
@@ -294,7 +295,8 @@ class _Launch:
         report = worker.sanitizer_report(self.names)
         if report and tool:  # only a tool reports
             worker.reporting_launches += 1
-            if worker.reporting_launches >= sanitizer.REPORTING_LAUNCHES[tool]:
+            if (worker.reporting_launches >= sanitizer.REPORTING_LAUNCHES[tool]
+                    or worker.hazards >= sanitizer.REPORTED_HAZARDS):
                 # Replaced before the tool's cap on errors per process silences it; the new one starts now.
                 self.backend._restart(tool)
                 self.backend._worker(tool)

@@ -13,7 +13,8 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["TOOLS", "SLOWDOWN", "PRINT_LIMIT", "REPORTING_LAUNCHES", "command", "read_log", "summarize"]
+__all__ = ["TOOLS", "SLOWDOWN", "PRINT_LIMIT", "REPORTING_LAUNCHES", "REPORTED_HAZARDS", "command", "read_log",
+           "summarize", "hazards"]
 
 TOOLS = ("memcheck", "racecheck", "synccheck")
 # A kernel runs many times slower under a tool (racecheck tracks every shared-memory access).
@@ -22,10 +23,13 @@ SLOWDOWN = 10
 # errors (they report every thread of a bad access, so the limit is kept low); racecheck, given no print
 # limit (0), still went silent after about 160 launches with a report on an H200, while a race seen on ten
 # launches under a limit of 20 was silent on the eleventh.  So a tool's worker is replaced after this many
-# launches with a report; racecheck's reports are a few lines each, and replacing it after every one made
-# a smallest-shape search take 87 s instead of 6.
+# launches with a report, or, for racecheck, this many hazards reported (160 launches of a missing barrier's
+# 1728 hazards would come to about 2**18: the cap may be one of hazards); racecheck's reports are a few lines
+# each, and replacing its worker after every one made a smallest-shape search take 87 s instead of 6, after
+# every ten a test of 200 racy launches spend most of its minute starting workers.
 PRINT_LIMIT = {"memcheck": 20, "synccheck": 20, "racecheck": 0}
-REPORTING_LAUNCHES = {"memcheck": 1, "synccheck": 1, "racecheck": 10}
+REPORTING_LAUNCHES = {"memcheck": 1, "synccheck": 1, "racecheck": 50}
+REPORTED_HAZARDS = 2**16
 # At most this many distinct errors are summarised; the rest are counted.
 _SHOWN = 3
 
@@ -53,6 +57,11 @@ def read_log(text: str) -> list[str]:
     lines = [ln.removeprefix("=========").removeprefix(" ").rstrip() for ln in text.splitlines()
              if ln.startswith("=========")]
     return [ln for ln in lines if ln.strip() and not _NOISE.search(ln)]
+
+
+def hazards(lines: list[str]) -> int:
+    """How many hazards racecheck's report lines count ("[1728 hazards]")."""
+    return sum(int(n) for n in _HAZARDS.findall(" ".join(lines)))
 
 
 def summarize(lines: list[str], buffers: Mapping[int, str] = {}) -> str:
@@ -110,10 +119,10 @@ def _race(text: str) -> str:
     kinds: dict[str, dict[str, None]] = {"Write": {}, "Read": {}}
     for kind, pc, loc in _ACCESS.findall(text + " "):
         kinds[kind][loc or pc] = None
-    hazards = sum(int(n) for n in _HAZARDS.findall(text))
+    count = sum(int(n) for n in _HAZARDS.findall(text))
     parts = [f"{kind.lower()}s at {_some(list(places))}" for kind, places in kinds.items() if places]
     return (f"shared-memory race between {' and '.join(parts)}"
-            + (f" ({hazards} hazards)" if hazards else "")
+            + (f" ({count} hazards)" if count else "")
             + ": a thread reads a cell another thread writes with no barrier between (a missing __syncthreads?)")
 
 
