@@ -286,7 +286,8 @@ class _Launch:
             results = worker.answer(self.answer)
         except (KernelFault, KernelTimeout) as e:
             report = worker.sanitizer_report(self.names)
-            self.backend._restart(tool)
+            if self.backend._workers.get(tool) is worker:  # not replaced since, for some other reason
+                self.backend._restart(tool)
             self.error = SanitizerError(f"compute-sanitizer {tool}: {report}", tool) if report and tool else e
             return
         except MmcheckError as e:
