@@ -62,6 +62,11 @@ RACE_LINES = """\
 =========     and Read access at mm_tiled_missing_first_sync+0x3c0 in cuda_src/buggy/tiled.cu:89 [128 hazards]
 =========     and Read access at mm_tiled_missing_first_sync+0x3e0 in cuda_src/buggy/tiled.cu:89 [64 hazards]
 """
+# compute-sanitizer 2025.3 (CUDA 13.0, H100) names a C++ kernel with its signature
+RACE_SIGNATURE = """\
+========= Error: Race reported between Write access at mm_tiled_missing_first_sync(const float *, const float *, float *, int, int, int)+0x3b0 in cuda_src/buggy/tiled.cu:86
+=========     and Read access at mm_tiled_missing_first_sync(const float *, const float *, float *, int, int, int)+0x3c0 in cuda_src/buggy/tiled.cu:89 [128 hazards]
+"""
 RACE_OLD_FORM = """\
 ========= WARNING: Race reported between Read access at 0xf10 in /src/kernel.cu:1571:reduce(double*)
 =========     and Write access at 0x8a0 in /src/kernel.cu:557:reduce(double*) [3968 hazards]
@@ -90,6 +95,12 @@ def test_a_race_report_names_the_source_lines_of_both_sides():
         "shared-memory race between writes at cuda_src/buggy/tiled.cu:86 and reads at cuda_src/buggy/tiled.cu:89 "
         "(192 hazards): a thread reads a cell another thread writes with no barrier between (a missing "
         "__syncthreads?)"], said
+
+
+def test_a_race_report_names_the_source_lines_where_the_kernel_is_named_with_its_signature():
+    assert summary(RACE_SIGNATURE).startswith(
+        "shared-memory race between writes at cuda_src/buggy/tiled.cu:86 and reads at cuda_src/buggy/tiled.cu:89 "
+        "(128 hazards)")
 
 
 def test_a_race_report_without_line_info_falls_back_to_code_offsets():

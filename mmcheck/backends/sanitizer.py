@@ -36,7 +36,10 @@ _SHOWN = 3
 _NOISE = re.compile(r"(COMPUTE-SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|Saved host backtrace"
                     r"|Host Frame|Target application returned)")
 _LOCATION = re.compile(r" in (\S+?:\d+)")  # a source location; "in block (0,0,0)" has no ":line"
-_ACCESS = re.compile(r"(Write|Read) access at (\S+?)(?: in (\S+?:\d+))?[\s:]")
+# A race's access: its code address (a function with its signature, spaces and all, and an offset; or a bare
+# address) and, with line info, its source location, up to the hazard count or the next access.
+_ACCESS = re.compile(r"(Write|Read) access at (.*?)(?: in (\S+?:\d+)(?::\S*)?)?"
+                     r"(?= \[\d+ hazards?\]| and (?:Write|Read) access|\s*$)")
 _HAZARDS = re.compile(r"\[(\d+) hazards?\]")
 
 
