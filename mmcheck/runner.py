@@ -23,7 +23,8 @@ from .errors import (BarrierError, CompileError, KernelFault, KernelTimeout, Lau
                      OutOfMemory, SanitizerError, Unsupported)
 from .judge import Caught, Rerun, check_buffers, judge
 from .prepare import Plan, Prepared, host_bytes, host_memory, plan, prepare
-from .shapes import LARGE, LARGE_BUDGET, Shape, largest_buffer, tiles
+from .shapes import (LARGE, LARGE_BUDGET, Shape, covering_shape, largest_buffer, smallest_of_class,
+                     tile_class)
 from .spec import KernelSpec
 
 __all__ = ["Case", "Result", "Runner", "FAR", "compile_errors_told_once"]
@@ -88,10 +89,13 @@ class Runner:
         self.guards = guards
         self._kernels: dict[tuple, Kernel | MmcheckError] = {}
         self._reported: set[tuple] = set()
-        self._clean: set[tuple] = set()  # (kernel x dtype, tile class) that passed under the costly schedules
+        # What the costly launches covered (_race): a kernel x dtype's instance, or one tile class of it.  None
+        # where they passed (or still run), else the race, which every later case it covers shares.
+        self._raced: dict[tuple, Result | None] = {}
         self._hung: dict[tuple, Result] = {}  # kernel x dtype -> the case that hung
-        # Costly launches left running in this sweep: (the case's position in it, the case, its verdict).
-        self._later: list[tuple[int, Case, Callable[[], None]]] = []
+        # Costly launches left running in this sweep: (the case's position in it, the case, its race class,
+        # its verdict).
+        self._later: list[tuple[int, Case, tuple, Callable[[], None]]] = []
         self._position = 0
 
     def compile(self, build: Build) -> Kernel:
@@ -172,20 +176,55 @@ class Runner:
             if refusal := launch.refused():
                 raise Caught("launch", f"{case.spec.name} {case.dtype} {case.shape}: {refusal}")
             kernel = self.compile(launch.build)
-            schedules = self._schedules(case, kernel)
+            schedules = tuple(s for s in kernel.schedules if s not in kernel.costly)
             trials = data.trials(case.spec, case.dtype)
             if max(case.shape.env().values()) > FAR:
                 # A size past the edge cases is there for index arithmetic and launch limits, which neither
                 # the data nor the thread order changes: the small shapes cover those, at a fraction of the cost.
                 trials, schedules = trials[:1], schedules[:1]
+            elif kernel.costly and (raced := self._race(case, kernel, launch, trials[0])):
+                return raced
             for i, trial in enumerate(trials):
                 # Thread order does not depend on the data: the extra schedules run with the first trial.
                 self._check(case, kernel, launch, trial, schedules if i == 0 else schedules[:1])
-            if set(kernel.costly) & set(schedules):
-                self._clean.add(_tile_class(case))
         except (Caught, MmcheckError) as e:
             return _outcome(case, e)
         return Result(case, "pass")
+
+    def _race(self, case: Case, kernel: Kernel, launch: Plan, trial: Trial) -> Result | None:
+        """The costly schedules (a race detector) where the case's races have not been looked for yet, with the
+        first trial, before the case's own launches; the race found, if one was.
+
+        A race is between the threads of one block, so what matters is which kinds of block a launch holds
+        (whole or partial, first or last, how many tiles of K) and the compiled instance and block size.  The
+        widest tile class holds every kind in one launch (shapes.covering_shape): run once on it, a kernel x
+        dtype's instance is covered for every shape.  Where ``requires`` admit no such shape, each tile class
+        runs on its own smallest shape.  Only what the detector itself reports counts here: a wrong result is
+        the cheap schedules' to find, on the case's own shapes, smallest first.  A failure's reruns still use
+        every schedule on its own shape (judge.py)."""
+        assert case.shape is not None, "a case to run has a shape"
+        instance = (case.spec.path, case.spec.name, case.dtype, launch.build.key, launch.block)
+        key = (*instance, *tile_class(case.spec, case.shape))
+        for known in (instance, key):
+            if known in self._raced:
+                return self._raced[known]
+        target, target_launch = case, launch
+        for shape, covers in ((covering_shape(case.spec, case.dtype), instance),
+                              (smallest_of_class(case.spec, case.dtype, case.shape), key)):
+            if shape is None:
+                continue
+            candidate = dataclasses.replace(case, shape=shape)
+            candidate_launch = plan(case.spec, case.dtype, shape)
+            if (candidate_launch.build.key, candidate_launch.block) == instance[3:] and not candidate_launch.refused():
+                target, target_launch, key = candidate, candidate_launch, covers
+                break
+        try:
+            self._check(target, kernel, target_launch, trial, kernel.costly, key)
+        except (Caught, MmcheckError) as e:
+            self._raced[key] = failed = _outcome(target, e)
+            return failed
+        self._raced[key] = None
+        return None
 
     def _out_of_reach(self, case: Case) -> str | None:
         """Why a shape with a buffer past 2**31 elements (the large mode's) cannot run here, if it cannot."""
@@ -201,20 +240,12 @@ class Runner:
                     f"{have / 2**30:.0f} GiB are available")
         return None
 
-    def _schedules(self, case: Case, kernel: Kernel) -> tuple[str, ...]:
-        """Every schedule, unless a case of the same kernel x dtype and tile class already passed under the
-        costly ones: a race is a matter of how the threads of a tile and the tiles of K meet, which the
-        tile class fixes, so another shape of a clean class is run in the cheap schedules only.  A class
-        that failed stays under every schedule (the verdicts of its shapes agree), and a failure's reruns
-        use every schedule (judge.py), so a race that the device order shows is still named."""
-        if kernel.costly and _tile_class(case) in self._clean:
-            return tuple(s for s in kernel.schedules if s not in kernel.costly)
-        return kernel.schedules
-
-    def _check(self, case: Case, kernel: Kernel, launch: Plan, trial: Trial, schedules: tuple[str, ...]) -> None:
+    def _check(self, case: Case, kernel: Kernel, launch: Plan, trial: Trial, schedules: tuple[str, ...],
+               race_class: tuple = ()) -> None:
         """One trial under every schedule given; a failure is raised as Caught with the case's context.  A
-        costly schedule's launch, where the backend can run it beside this process, is left running and
-        judged later (_settle), once the launches before it have been."""
+        costly schedule's launch (of ``race_class``), where the backend can run it beside this process, is
+        left running and judged later (_settle), once the launches before it have been; only what the
+        detector reports counts against it (_race)."""
         spec, dtype, shape = case.spec, case.dtype, case.shape
         assert shape is not None, "a case to run has a shape"
         seed = data.case_seed(case.seed, spec.name, dtype, str(shape), trial.pattern, trial.alpha, trial.beta,
@@ -222,7 +253,10 @@ class Runner:
         operands = data.make_operands(spec, shape, dtype, trial, seed)
 
         def rerun(other: Trial, schedule: str, values: Operands) -> np.ndarray:
-            return self._launch(self.prepare(case, launch, other, values), kernel, schedule or schedules[0])
+            # A failure's reruns come after the costly launches left running: one of those that failed is the
+            # sweep's verdict (_settle), and the reruns (a race detector's among them) need not run.
+            self._settle()
+            return self._launch(self.prepare(case, launch, other, values), kernel, schedule or kernel.schedules[0])
 
         passed: list[str] = []
         for schedule in schedules:
@@ -232,7 +266,7 @@ class Runner:
                 _check_parameters(kernel, prepared)
                 started = self.backend.submit(kernel, prepared.args, launch.grid, launch.block, launch.smem,
                                               schedule)
-                self._later.append((self._position, case, partial(
+                self._later.append((self._position, case, race_class, partial(
                     self._judged, case, kernel, trial, schedule, prepared, rerun, tuple(passed), started)))
                 continue
             self._judged(case, kernel, trial, schedule, prepared, rerun, tuple(passed))
@@ -246,6 +280,8 @@ class Runner:
             got = self._launch(prepared, kernel, schedule, started)
             judge(prepared, got, schedule, kernel.schedules, list(passed), rerun)
         except Caught as c:
+            if schedule in kernel.costly and c.check not in _DETECTED:
+                return  # a wrong result, not a race: the cheap schedules find it on the case's own shapes
             context = (f"{case.spec.name} {case.dtype} {case.shape} ({trial}, seed {case.seed}"
                        + (f", schedule {schedule}" if len(kernel.schedules) > 1 else "") + ")")
             record = c.record and dataclasses.replace(
@@ -255,14 +291,14 @@ class Runner:
 
     def _settle(self) -> None:
         """Judge the costly launches left running, oldest first; the first that fails ends the sweep at its
-        case (_Earlier), its tile class no longer clean."""
+        case (_Earlier), the failure of its race class."""
         later, self._later = self._later, []
-        for position, case, verdict in later:
+        for position, case, race_class, verdict in later:
             try:
                 verdict()
             except (Caught, MmcheckError) as e:
-                self._clean.discard(_tile_class(case))
-                raise _Earlier(_outcome(case, e), position) from None
+                self._raced[race_class] = failed = _outcome(case, e)
+                raise _Earlier(failed, position) from None
 
     def prepare(self, case: Case, launch: Plan, trial: Trial, operands: Operands) -> Prepared:
         assert case.shape is not None, "a case to run has a shape"
@@ -295,6 +331,10 @@ class Runner:
         after = {name: self.backend.download(buf) for name, buf in prepared.buffers.items()}
         check_buffers(prepared, after)
         return prepared.logical(2, after[spec.buffers[2]])
+
+
+# What a race detector's launch can fail with: what it reports, and a race that the result shows.
+_DETECTED = ("race", "barrier", "sanitizer")
 
 
 class _Earlier(Exception):
@@ -334,20 +374,6 @@ def _told_before(message: str) -> str:
     """A compile error already told in full: its first line, pointing back."""
     first, pointer = message.splitlines()[0], " (the compiler's messages are in this kernel's first failure)"
     return first if first.endswith(pointer) else first + pointer
-
-
-def _tile_class(case: Case) -> tuple:
-    """The kernel x dtype, and for each size how many of the kernel's largest tile it spans (16 where the spec
-    names no tile): shapes that differ only past that meet the same races.  A race is between threads of one
-    block, over its shared memory; the blocks along M and N differ only in being the first and the last
-    (partial or not), which two tiles show; along K a race between one tile's reads and the next one's
-    writes needs two tiles, and three where the kernel alternates two buffers.  A batch: one, or more."""
-    tile = max(tiles(case.spec), default=16)
-    assert case.shape is not None, "a case that runs has a shape"
-    sizes = case.shape.env()
-    spans = {"K": 3, "batch": 2}  # how many tiles (batch entries) make a class of their own; M and N: 2
-    return (case.spec.path, case.spec.name, case.dtype,
-            *(min(spans.get(n, 2), -(-sizes[n] // (1 if n == "batch" else tile))) for n in case.spec.free))
 
 
 def _check_parameters(kernel: Kernel, prepared: Prepared) -> None:

@@ -26,9 +26,9 @@ from .spec import KernelSpec, sizeof
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
-__all__ = ["Shape", "Domain", "domains", "tiles", "edge_shapes", "threshold_shapes", "THRESHOLDS", "random_shapes",
-           "shapes_for",
-           "shape_strategy", "satisfies", "bench_shapes", "bench_size", "BENCH_SIZES"]
+__all__ = ["Shape", "Domain", "domains", "tiles", "tile_class", "smallest_of_class", "covering_shape",
+           "edge_shapes", "threshold_shapes", "THRESHOLDS", "random_shapes", "shapes_for", "shape_strategy",
+           "satisfies", "bench_shapes", "bench_size", "BENCH_SIZES"]
 
 # The square size benchmarks run at unless told otherwise.
 BENCH_SIZES: tuple[int, ...] = (4096,)
@@ -143,6 +143,63 @@ def tiles(spec: KernelSpec) -> list[int]:
     for e in (*spec.grid, *(v for _, v in spec.let), *chosen):
         found.update(n.value for n in ast.walk(e.tree) if isinstance(n, ast.Constant))
     return sorted(t for t in found if isinstance(t, int) and 2 <= t <= 1024)
+
+
+# How many tiles of a size (batch entries) make a tile class of their own; the rest: 2 (see tile_class).
+_SPANS = {"K": 3, "batch": 2}
+# The most multiply-adds a covering shape may take: 33x33x65 in a batch of two (a tile of 32).
+_COVERING_MACS = 2 * 33 * 33 * 65
+
+
+def tile_class(spec: KernelSpec, shape: Shape) -> tuple[int, ...]:
+    """For each free size, how many of the kernel's largest tile it spans (16 where the spec names no tile),
+    up to where more tiles meet no new race.  A race is between threads of one block, over its shared
+    memory; the blocks along M and N differ only in being the first and the last (partial or not), which
+    two tiles show; along K a race between one tile's reads and the next one's writes needs two tiles, and
+    three where the kernel alternates two buffers.  A batch: one entry, or more."""
+    tile = max(tiles(spec), default=16)
+    sizes = shape.env()
+    return tuple(min(_SPANS.get(n, 2), -(-sizes[n] // _unit(n, tile))) for n in spec.free)
+
+
+def smallest_of_class(spec: KernelSpec, dtype: str, shape: Shape) -> Shape:
+    """The fewest blocks and tiles that show the races of ``shape``'s tile class: along each size one element
+    past the tiles before the last (a race detector's cost grows with the blocks it runs); ``shape`` itself
+    where ``requires`` admit no smaller shape of its class."""
+    small = _smallest_spanning(spec, dtype, tile_class(spec, shape))
+    return small if small is not None and small.macs <= shape.macs else shape
+
+
+def covering_shape(spec: KernelSpec, dtype: str) -> Shape | None:
+    """The smallest shape of the widest tile class, which holds every kind of block in one launch: along M
+    and N a first block that is whole and a last one that is partial, along K three tiles (the last
+    partial), two batch entries; None where ``requires`` admit no such shape at about that cost, or where
+    it would cost a race detector more than the smaller classes do (tiles past 32: 129x129x257 for a tile
+    of 128 is dozens of steps along K for a kernel whose K tile is 8)."""
+    widest = tuple(_SPANS.get(n, 2) for n in spec.free)
+    shape = _smallest_spanning(spec, dtype, widest)
+    tile = max(tiles(spec), default=16)
+    ideal = math.prod((span - 1) * _unit(n, tile) + 1 for n, span in zip(spec.free, widest))
+    return shape if shape is not None and shape.macs <= min(2 * ideal, _COVERING_MACS) else None
+
+
+def _smallest_spanning(spec: KernelSpec, dtype: str, span: tuple[int, ...]) -> Shape | None:
+    """The smallest shape of tile class ``span`` that meets ``requires``, where the simple constraints lead
+    to one."""
+    tile = max(tiles(spec), default=16)
+    spans = dict(zip(spec.free, span))
+    choice = {}
+    for d in domains(spec):
+        value = max(_at_least(d, (spans[n] - 1) * _unit(n, tile) + 1) for n in d.names)
+        if not value:
+            return None
+        choice.update(dict.fromkeys(d.names, value))
+    small = _assemble(spec, choice)
+    return small if tile_class(spec, small) == span and satisfies(spec, small, dtype) else None
+
+
+def _unit(name: str, tile: int) -> int:
+    return 1 if name == "batch" else tile
 
 
 _SMALL = (1, 2, 3, 5, 7, 13)

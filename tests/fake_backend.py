@@ -49,8 +49,8 @@ def racy(a, b, c, m, n, k, schedule):
     _mm(a, b, c, m, n, k, drop_last_k=schedule == "reverse")
 
 
-def racy_from_m20_wrong_from_m40(a, b, c, m, n, k, schedule):
-    _mm(a, b, c, m, n, k, drop_last_k=(schedule == "reverse" and m >= 20) or m >= 40)
+def racy_past_one_tile_of_n_wrong_from_m40(a, b, c, m, n, k, schedule):
+    _mm(a, b, c, m, n, k, drop_last_k=(schedule == "reverse" and n > 16) or m >= 40)
 
 
 def float_accumulator(a, b, c, m, n, k, schedule):
@@ -152,8 +152,8 @@ def kills_its_process(*args):
     os._exit(3)
 
 
-def dies_under_reverse_from_m20(a, b, c, m, n, k, schedule):
-    if schedule == "reverse" and m >= 20:
+def dies_under_reverse_past_one_tile_of_n(a, b, c, m, n, k, schedule):
+    if schedule == "reverse" and n > 16:
         kills_its_process()
     _mm(a, b, c, m, n, k)
 

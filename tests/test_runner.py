@@ -22,8 +22,8 @@ def runner():
     return Runner(FakeBackend(), seed=1234)
 
 
-def run(runner, entry, dtype="float32", shape=SHAPE):
-    return runner.run(runner.case(spec_for(entry), dtype, shape))
+def run(runner, entry, dtype="float32", shape=SHAPE, extra=""):
+    return runner.run(runner.case(spec_for(entry, extra=extra), dtype, shape))
 
 
 @pytest.mark.parametrize("dtype", ["int32", "float32", "float64"])
@@ -151,35 +151,70 @@ def test_a_failing_case_leaves_a_record_that_is_saved_only_when_reported(tmp_pat
     assert run(runner, "good").record is None
 
 
-def test_a_costly_schedule_runs_once_per_tile_class_that_passes_and_always_where_it_fails():
+SHAPES = (Shape(1, 1, 1), Shape(17, 17, 5), Shape(20, 30, 9), Shape(48, 40, 9), Shape(40, 40, 40), Shape(33, 48, 33))
+
+
+def test_a_costly_schedule_runs_once_per_kernel_and_dtype_on_a_shape_that_holds_every_kind_of_block():
     backend = FakeBackend(schedules=("forward", "reverse"), costly=("reverse",))
     runner = Runner(backend)
-    # tile 16: 17x17x5, 20x30x9 and 48x40x9 span 2 or more tiles of M and N and 1 of K (one class); 40x40x40
-    # and 33x48x33 span 3 tiles of K (another)
-    for shape in (Shape(17, 17, 5), Shape(20, 30, 9), Shape(48, 40, 9), Shape(40, 40, 40), Shape(33, 48, 33)):
+    # tile 16: 17x17x33 holds a whole and a partial block along M and N, and three tiles of K
+    for shape in SHAPES:
         assert run(runner, "good", shape=shape).ok
+    assert backend.launched.count("reverse") == 1
+    backend.launched.clear()
+    racy = [run(runner, "racy", shape=shape) for shape in SHAPES]
+    assert {(r.check, r.case.shape) for r in racy} == {("race", Shape(17, 17, 33))}
+    assert backend.launched == ["reverse", "forward"]  # the costly launch, and the race's rerun
+
+
+def test_where_requires_admit_no_shape_with_every_kind_of_block_each_tile_class_runs_its_smallest():
+    backend = FakeBackend(schedules=("forward", "reverse"), costly=("reverse",))
+    runner = Runner(backend)
+    # K <= 16: one tile of K; 17x17x5, 20x30x9 and 48x40x9 are one class, whose smallest shape is 17x17x1
+    short_k = [s for s in SHAPES if s.K <= 16]
+    for shape in short_k:
+        assert run(runner, "good", extra='requires = ["K <= 16"]', shape=shape).ok
     assert backend.launched.count("reverse") == 2
     backend.launched.clear()
-    racy = [run(runner, "racy", shape=shape) for shape in (Shape(17, 17, 5), Shape(20, 30, 9))]
-    assert [r.check for r in racy] == ["race", "race"] and backend.launched.count("reverse") == 2
+    racy = [run(runner, "racy", extra='requires = ["K <= 16"]', shape=shape) for shape in short_k[1:]]
+    assert {(r.check, r.case.shape) for r in racy} == {("race", Shape(17, 17, 1))}
+    assert backend.launched == ["reverse", "forward"]
 
 
-@pytest.mark.parametrize("shapes, first", [
-    # a race that the costly schedule sees at 20x17x5, found when the next costly launch is due (30x9x9)
-    ([Shape(5, 5, 5), Shape(10, 7, 3), Shape(20, 17, 5), Shape(30, 9, 9), Shape(40, 3, 3)], 3),
+def test_a_race_left_running_is_the_verdict_before_a_later_failure_is_rerun():
+    backend = FakeSubmittingBackend(costly=("reverse",))
+    spec = spec_for("racy_past_one_tile_of_n_wrong_from_m40")  # racy on 17x17x33, wrong from M = 40
+    result = Runner(backend).sweep(spec, "float32", [Shape(5, 5, 5), Shape(40, 3, 3)])
+    assert (result.check, result.case.shape, result.shapes_tried) == ("race", Shape(17, 17, 33), 1)
+    # 40x3x3's wrong result was not rerun under the costly schedule: the race before it was the verdict
+    assert backend.events.count("submit reverse") == 1 and "launch reverse" not in backend.events
+
+
+def test_a_costly_launch_counts_only_what_the_detector_sees_and_leaves_a_wrong_result_to_the_smallest_shape():
+    backend = FakeBackend(schedules=("forward", "reverse"), costly=("reverse",))
+    # wrong on every shape and schedule alike: the costly launch on 17x17x33 is wrong too, but no race
+    result = Runner(backend).sweep(spec_for("drops_last_k"), "float32", [Shape(3, 2, 5), Shape(17, 17, 33)])
+    assert (result.check, result.case.shape, result.shapes_tried) == ("mismatch", Shape(3, 2, 5), 1)
+
+
+@pytest.mark.parametrize("shapes, first, found", [
+    # a race that the costly schedule sees on 20x17x5's smallest of class, 17x17x1, found when the next
+    # costly launch is due (30x9x9)
+    ([Shape(5, 5, 5), Shape(10, 7, 3), Shape(20, 17, 5), Shape(30, 9, 9), Shape(40, 3, 3)], 3, Shape(17, 17, 1)),
     # the same race, and a wrong result at 40x17x5 without a costly launch before it: the race is earlier
-    ([Shape(20, 17, 5), Shape(40, 17, 5)], 1),
+    ([Shape(20, 17, 5), Shape(40, 17, 5)], 1, Shape(17, 17, 1)),
     # no race before the wrong result
-    ([Shape(5, 5, 5), Shape(40, 3, 3)], 2),
+    ([Shape(5, 5, 5), Shape(40, 3, 3)], 2, Shape(40, 3, 3)),
 ])
-def test_costly_launches_left_running_give_the_verdict_of_launches_run_in_turn(shapes, first):
-    spec = spec_for("racy_from_m20_wrong_from_m40")
+def test_costly_launches_left_running_give_the_verdict_of_launches_run_in_turn(shapes, first, found):
+    # K <= 16: each tile class has a costly launch of its own (see above)
+    spec = spec_for("racy_past_one_tile_of_n_wrong_from_m40", extra='requires = ["K <= 16"]')
     one_by_one = Runner(FakeBackend(costly=("reverse",)), seed=3).sweep(spec, "float32", shapes)
     backend = FakeSubmittingBackend(costly=("reverse",))
     beside = Runner(backend, seed=3).sweep(spec, "float32", shapes)
     assert (beside.case, beside.outcome, beside.check, beside.message, beside.shapes_tried) == \
         (one_by_one.case, one_by_one.outcome, one_by_one.check, one_by_one.message, one_by_one.shapes_tried)
-    assert beside.case.shape == shapes[first - 1] and beside.shapes_tried == first
+    assert beside.case.shape == found and beside.shapes_tried == first
     # the first costly launch was left running while cheap launches went on
     submitted = backend.events.index("submit reverse")
     assert backend.events[submitted + 1].startswith("launch") and "wait reverse" in backend.events[submitted + 2:]

@@ -2,7 +2,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mmcheck.shapes import THRESHOLDS, Shape, domains, satisfies, shape_strategy, shapes_for, threshold_shapes, tiles
+from mmcheck.shapes import (THRESHOLDS, Shape, covering_shape, domains, satisfies, shape_strategy, shapes_for, smallest_of_class,
+                            threshold_shapes, tile_class, tiles)
 from mmcheck.spec import parse_specs
 
 
@@ -73,6 +74,36 @@ def test_bmm_gets_batches_incl_many_tiny_matrices_and_mv_fixes_n():
 def test_tiles_come_from_block_defines_and_grid_divisors():
     spec = make(block=(16, 8), grid=("cdiv(N, 128)", "cdiv(M, 16)"), defines="{TILE = 32, DIM = \"N\"}")
     assert tiles(spec) == [8, 16, 32, 128]
+
+
+def test_a_tile_class_has_one_or_more_tiles_of_m_and_n_one_two_or_more_of_k_and_one_or_more_batches():
+    assert tile_class(make(), Shape(16, 17, 33)) == (1, 2, 3)
+    assert tile_class(make(), Shape(200, 1, 200)) == (2, 1, 3)
+    assert tile_class(make(op="bmm"), Shape(3, 3, 17, 5)) == (1, 1, 2, 2)
+    assert tile_class(make(op="mv"), Shape(40, 1, 9)) == (2, 1)
+
+
+def test_the_smallest_of_a_tile_class_is_one_element_past_the_tiles_before_the_last():
+    assert smallest_of_class(make(), "float32", Shape(150, 130, 140)) == Shape(17, 17, 33)
+    assert smallest_of_class(make(), "float32", Shape(5, 40, 20)) == Shape(1, 17, 17)
+    assert smallest_of_class(make(op="bmm"), "float32", Shape(9, 9, 9, 7)) == Shape(1, 1, 1, 2)
+    # requires rule: multiples of 8 and a square, still in the class
+    assert smallest_of_class(make(requires=("M % 8 == 0", "M == N")), "float32", Shape(64, 64, 5)) == Shape(24, 24, 1)
+    # no smaller shape of the class meets requires: the shape itself
+    assert smallest_of_class(make(requires=("M * N == 4096",)), "float32", Shape(64, 64, 5)) == Shape(64, 64, 5)
+    for shape in shapes_for(make(requires=("K % 4 == 0",)), "float32"):
+        small = smallest_of_class(make(requires=("K % 4 == 0",)), "float32", shape)
+        assert tile_class(make(), small) == tile_class(make(), shape) and small.macs <= shape.macs
+
+
+def test_the_covering_shape_holds_every_kind_of_block_where_requires_admit_one_at_about_its_cost():
+    assert covering_shape(make(), "float32") == Shape(17, 17, 33)
+    assert covering_shape(make(op="bmm"), "float32") == Shape(17, 17, 33, 2)
+    assert covering_shape(make(requires=("M % 8 == 0",)), "float32") == Shape(24, 17, 33)
+    assert covering_shape(make(requires=("K <= 16",)), "float32") is None  # one tile of K at most
+    assert covering_shape(make(requires=("M % 128 == 0",)), "float32") is None  # 128 rows: far past its cost
+    assert covering_shape(make(block=(32, 32), grid=("cdiv(N, 32)", "cdiv(M, 32)")), "float32") == Shape(33, 33, 65)
+    assert covering_shape(make(block=(64, 4), grid=("cdiv(N, 64)", "cdiv(M, 64)")), "float32") is None  # tile 64
 
 
 def test_budget_caps_cost_but_not_below_the_smallest_valid_shape():
