@@ -87,7 +87,7 @@ class PyCudaBackend:
         wrapper (backends/process.py).  A GPU usually runs a tiled kernel that lacks a __syncthreads
         correctly, so racecheck is what sees the race; it and synccheck have nothing to look at in a kernel
         without shared memory.  Under --sanitize every case runs every tool; otherwise racecheck is costly
-        (about 50 ms a launch), for a kernel's first cases and its failures' reruns."""
+        (50 ms to a second a launch), run once per kernel x dtype (or tile class) and on failures' reruns."""
         tools = sanitizer.TOOLS if shared else sanitizer.TOOLS[:1]
         if self.options.sanitize:
             return tools, ()
