@@ -203,7 +203,7 @@ class Runner:
         the cheap schedules' to find, on the case's own shapes, smallest first.  A failure's reruns still use
         every schedule on its own shape (judge.py)."""
         assert case.shape is not None, "a case to run has a shape"
-        instance = (case.spec.path, case.spec.name, case.dtype, launch.build.key, launch.block)
+        instance = _instance(case, launch)
         key = (*instance, *tile_class(case.spec, case.shape))
         for known in (instance, key):
             if known in self._raced:
@@ -215,7 +215,7 @@ class Runner:
                 continue
             candidate = dataclasses.replace(case, shape=shape)
             candidate_launch = plan(case.spec, case.dtype, shape)
-            if (candidate_launch.build.key, candidate_launch.block) == instance[3:] and not candidate_launch.refused():
+            if _instance(candidate, candidate_launch) == instance and not candidate_launch.refused():
                 target, target_launch, key = candidate, candidate_launch, covers
                 break
         try:
@@ -374,6 +374,12 @@ def _told_before(message: str) -> str:
     """A compile error already told in full: its first line, pointing back."""
     first, pointer = message.splitlines()[0], " (the compiler's messages are in this kernel's first failure)"
     return first if first.endswith(pointer) else first + pointer
+
+
+def _instance(case: Case, launch: Plan) -> tuple:
+    """The kernel x dtype as compiled and launched: a ``let`` or template may choose the instance and the block
+    by size, and a race detector's verdict holds for one of those only."""
+    return (case.spec.path, case.spec.name, case.dtype, launch.build.key, launch.block)
 
 
 def _check_parameters(kernel: Kernel, prepared: Prepared) -> None:
