@@ -19,6 +19,7 @@ from .options import OPTIONS, Settings
 from .spec import Catalog, collect
 
 if TYPE_CHECKING:
+    from .pool import Pool
     from .progress import Progress
     from .runner import Result, Runner
     from .spec import KernelSpec
@@ -210,15 +211,18 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     if not pairs and not catalog.errors:
         print(f"mmcheck: no kernel matches {' '.join(args.targets) or 'the default folder'}", file=sys.stderr)
         return EXIT_USAGE
+    pool = _started_pool(args.jobs, settings, pairs)
     runner = _open_runner(settings, catalog)
-    if runner is None:
-        return EXIT_USAGE
-    backend = runner.backend.name
-    if settings.large and backend == "emu":
+    if runner is not None and settings.large and runner.backend.name == "emu":
         runner.backend.close()
+        runner = None
         print("mmcheck: --large runs on the GPU only: shapes past 2**31 elements would take the emulator hours",
               file=sys.stderr)
+    if runner is None:
+        if pool is not None:
+            pool.close()
         return EXIT_USAGE
+    backend = runner.backend.name
 
     def said(label: str, r: Result) -> tuple[str, bool]:
         return f"{label}: {verdict(r)}", not r.as_expected or r.outcome == "skip"
@@ -232,7 +236,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
         runner.backend.close()  # it has shown that the backend is usable, and which it is: each worker opens its own
         # The workers open the backend that "auto" found here, rather than look again.
         own = dataclasses.replace(settings, backend=backend) if settings.backend == "auto" else settings
-        pool = Pool(workers, gpu=backend == "gpu", lost=partial(_lost, settings, pairs))
+        pool = pool or Pool(workers, gpu=backend == "gpu", lost=partial(_lost, settings, pairs))
         # Each kernel x dtype is a job of its own, for whichever worker is free; a compile error is then told
         # in full once, for the kernel's first dtype, as one process tells it.
         results = compile_errors_told_once(_each([(label, partial(check, own, s, d))
@@ -267,6 +271,23 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     if args.fail_on_skip and any(r.outcome == "skip" for r in results):
         return EXIT_MISMATCH
     return EXIT_OK if document["ok"] else EXIT_MISMATCH
+
+
+def _started_pool(jobs: int | str, settings: Settings, pairs: Sequence[tuple[KernelSpec, str]]) -> Pool[Result] | None:
+    """The pool of -j's workers, started before this process looks for the backend where its size does not
+    depend on which backend that is: the workers start meanwhile.  None where there is to be no pool, or
+    its size or its use of GPUs waits for the backend (-j auto with --backend auto, a backend class)."""
+    if settings.backend not in ("auto", "gpu", "emu") or (jobs == "auto" and settings.backend == "auto"):
+        return None
+    workers = min(_workers(jobs, settings.backend), len(pairs))
+    if workers < 2:
+        return None
+    from .pool import Pool
+
+    # Under auto a worker may find the GPU: it takes a GPU of its own in case (a no-op without one).
+    pool: Pool[Result] = Pool(workers, gpu=settings.backend != "emu", lost=partial(_lost, settings, pairs))
+    pool.start(settings)
+    return pool
 
 
 def _lost(settings: Settings, pairs: Sequence[tuple[KernelSpec, str]], i: int, why: str) -> Result:

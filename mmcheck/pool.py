@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import dataclasses
 import multiprocessing
 import os
 import signal
@@ -58,6 +59,20 @@ class Pool(Generic[T]):
         self.workers, self.gpu, self.lost = workers, gpu, lost
         self._context = multiprocessing.get_context("spawn")
         self._executor: ProcessPoolExecutor | None = None
+        self._running: Running | None = None
+
+    def start(self, settings: Settings) -> None:
+        """Start the workers now, each opening the runner of ``settings`` as it starts, rather than for its
+        first job: they start (imports, a CUDA context) while this process goes on.  The jobs' own settings
+        may name the backend that ``auto`` found; a worker whose runner is another reopens it."""
+        self._open(self.workers, settings)
+        sigint = signal.signal(signal.SIGINT, signal.SIG_IGN)  # see _round
+        try:
+            for _ in range(self.workers):  # one submission spawns one worker while none is idle
+                assert self._executor is not None
+                self._executor.submit(_started)
+        finally:
+            signal.signal(signal.SIGINT, sigint)
 
     def outcomes(self, jobs: Sequence[Callable[[], T]]) -> Generator[tuple[int, T], None, None]:
         """Run the jobs (picklable); yield every job's index and outcome as it finishes.  Closed early
@@ -69,20 +84,23 @@ class Pool(Generic[T]):
         finally:
             self._stop(now=bool(left))
 
+    def close(self) -> None:
+        """Stop the workers started and not used (the main process found no backend after all)."""
+        self._stop(now=True)
+
     def _round(self, jobs: Sequence[Callable[[], T]],
                indices: list[int]) -> Generator[tuple[int, T], None, list[int]]:
         """The jobs in fresh workers, until they finish or a worker dies; returns what is left then: the
         unfinished jobs, less those the dead workers were running, which are lost."""
-        slots = min(self.workers, len(indices))
-        taken: Synchronized[int] = self._context.Value("i", 0)
-        running: Running = self._context.RawArray(ctypes.c_longlong, [IDLE] * slots)
-        self._executor = ProcessPoolExecutor(slots, self._context, initializer=_start,
-                                             initargs=(taken, running, self.gpu))
+        if self._executor is None:
+            self._open(min(self.workers, len(indices)), None)
+        executor, running = self._executor, self._running
+        assert executor is not None and running is not None
         # submit() spawns the workers; spawned with SIGINT ignored, they keep ignoring it (Python leaves an
         # inherited SIG_IGN alone), so that Ctrl-C before their first job prints no traceback of theirs.
         sigint = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
-            futures = {self._executor.submit(_run, i, jobs[i]): i for i in indices}
+            futures = {executor.submit(_run, i, jobs[i]): i for i in indices}
         finally:
             signal.signal(signal.SIGINT, sigint)
         unfinished, finished = [], False
@@ -102,6 +120,14 @@ class Pool(Generic[T]):
             dead, why = set(unfinished), "the worker processes died before running it"
         yield from ((i, self.lost(i, why)) for i in sorted(unfinished) if i in dead)
         return sorted(i for i in unfinished if i not in dead)
+
+    def _open(self, slots: int, settings: Settings | None) -> None:
+        """A fresh executor of ``slots`` workers (spawned as jobs are submitted), opening the runner of
+        ``settings`` as they start, if given."""
+        taken: Synchronized[int] = self._context.Value("i", 0)
+        self._running = self._context.RawArray(ctypes.c_longlong, [IDLE] * slots)
+        self._executor = ProcessPoolExecutor(slots, self._context, initializer=_start,
+                                             initargs=(taken, self._running, self.gpu, settings))
 
     def _stop(self, now: bool) -> None:
         """Shut the workers down and wait for them to exit; ``now``: terminate them first, busy or not."""
@@ -134,25 +160,46 @@ def check(settings: Settings, spec: KernelSpec, dtype: str) -> Result:
 class _Worker:
     """A worker's own: its slot in the table of running jobs, and the runner its first job opened."""
 
-    def __init__(self, taken: Synchronized[int], running: Running, gpu: bool) -> None:
+    def __init__(self, taken: Synchronized[int], running: Running, gpu: bool, settings: Settings | None) -> None:
         with taken.get_lock():
             self.slot = taken.value
             taken.value += 1
         self.running = running
         self._runner: Runner | None = None
+        self._opened: Settings | None = None  # the settings the runner was opened with
+        self._unavailable: BackendUnavailable | None = None  # why opening it failed, told to the first job
         if gpu:
             pin_gpu(os.environ, self.slot)
         atexit.register(self.close)
         signal.signal(signal.SIGTERM, self._terminated)
+        if settings is not None:
+            try:
+                self._open(settings)
+            except BackendUnavailable as e:
+                self._unavailable = e
 
     def runner(self, settings: Settings) -> Runner:
-        if self._runner is None:
-            self._runner = settings.open_runner()
+        if self._unavailable is not None:
+            raise self._unavailable
+        if self._runner is None or not self._fits(settings):
+            self.close()
+            self._open(settings)
+        assert self._runner is not None
         return self._runner
+
+    def _open(self, settings: Settings) -> None:
+        self._runner, self._opened = settings.open_runner(), settings
+
+    def _fits(self, settings: Settings) -> bool:
+        """The runner is the one ``settings`` ask for: opened with them, or with ``auto`` where it found the
+        backend they name."""
+        assert self._runner is not None and self._opened is not None
+        return settings in (self._opened, dataclasses.replace(self._opened, backend=self._runner.backend.name))
 
     def close(self) -> None:
         if self._runner is not None:
             self._runner.backend.close()
+            self._runner = None
 
     def _terminated(self, signum: int, frame: FrameType | None) -> NoReturn:
         """SIGTERM (the main process stops early, or the pool broke): the slot is left idle, as whatever this
@@ -171,9 +218,13 @@ class _Stopped(SystemExit):
 _worker: _Worker  # this process's, where it is a worker (_start)
 
 
-def _start(taken: Synchronized[int], running: Running, gpu: bool) -> None:
+def _start(taken: Synchronized[int], running: Running, gpu: bool, settings: Settings | None) -> None:
     global _worker
-    _worker = _Worker(taken, running, gpu)
+    _worker = _Worker(taken, running, gpu, settings)
+
+
+def _started() -> None:
+    """What Pool.start submits to spawn a worker: nothing, once the worker has started."""
 
 
 def _run(index: int, job: Callable[[], T]) -> T:

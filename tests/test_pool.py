@@ -1,0 +1,63 @@
+"""check -j's pool: workers started ahead of their jobs open their runner as they start, and keep it."""
+
+import os
+import time
+from functools import partial
+from pathlib import Path
+
+from mmcheck.options import Settings
+from mmcheck.pool import Pool, check
+from mmcheck.spec import collect
+
+from .fake_backend import FakeBackend
+from .test_cli import KERNEL
+
+
+class Opening(FakeBackend):
+    """Leaves a file for each time it is opened, in the folder $OPENINGS."""
+
+    def __init__(self, options):
+        super().__init__(options)
+        Path(os.environ["OPENINGS"], f"{os.getpid()}-{time.monotonic_ns()}").touch()
+
+
+def _openings(folder: Path, at_least: int) -> list[str]:
+    deadline = time.monotonic() + 60
+    while len(found := sorted(p.name for p in folder.iterdir())) < at_least and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return found
+
+
+def _jobs(tmp_path: Path, settings: Settings) -> list:
+    (tmp_path / "good.cu").write_text(KERNEL.format(name="k.good", entry="good", expect="pass"))
+    (tmp_path / "bad.cu").write_text(KERNEL.format(name="k.bad", entry="drops_last_k", expect="fail"))
+    return [partial(check, settings, s, d) for s, d in collect([str(tmp_path)]).select(())]
+
+
+def _outcomes(pool: Pool, jobs: list) -> list[str]:
+    return [r.outcome for _, r in sorted(pool.outcomes(jobs), key=lambda found: found[0])]
+
+
+def test_started_workers_open_their_runner_before_any_job_and_keep_it_for_every_job(tmp_path, monkeypatch):
+    openings = tmp_path / "openings"
+    openings.mkdir()
+    monkeypatch.setenv("OPENINGS", str(openings))  # the workers inherit this process's environment
+    settings = Settings(backend="tests.test_pool:Opening", budget=64)
+    pool = Pool(2, gpu=False, lost=lambda i, why: why)
+    pool.start(settings)
+    before = _openings(openings, at_least=2)
+    assert len({name.split("-")[0] for name in before}) == 2  # one runner in each worker, no job given yet
+    assert _outcomes(pool, _jobs(tmp_path, settings)) == ["fail", "fail", "pass", "pass"]
+    assert sorted(p.name for p in openings.iterdir()) == before
+
+
+def test_a_job_whose_settings_differ_from_the_started_ones_reopens_the_runner(tmp_path, monkeypatch):
+    openings = tmp_path / "openings"
+    openings.mkdir()
+    monkeypatch.setenv("OPENINGS", str(openings))
+    pool = Pool(1, gpu=False, lost=lambda i, why: why)
+    pool.start(Settings(backend="tests.test_pool:Opening", budget=64))
+    assert len(_openings(openings, at_least=1)) == 1
+    jobs = _jobs(tmp_path, Settings(backend="tests.test_pool:Opening", budget=64, seed=7))
+    assert _outcomes(pool, jobs) == ["fail", "fail", "pass", "pass"]
+    assert len(list(openings.iterdir())) == 2  # reopened once, for the first job, then kept
