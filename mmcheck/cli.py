@@ -12,7 +12,7 @@ from collections.abc import Callable, Generator, Sequence
 from contextlib import closing
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import BackendUnavailable, SpecError
 from .options import OPTIONS, Settings
@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 T = TypeVar("T")
-# Runs jobs elsewhere (pool.Pool: in worker processes), yielding each one's index and outcome as it finishes.
-Elsewhere = Callable[[Sequence[Callable[[], T]]], Generator[tuple[int, T], None, None]]
+# Runs jobs elsewhere (pool.Pool: in worker processes, jobs that are pool.Job), yielding each one's index and
+# outcome as it finishes.
+Elsewhere = Callable[[Sequence[Any]], Generator[tuple[int, T], None, None]]
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_CODES = """exit status:
@@ -164,18 +165,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _each(jobs: Sequence[tuple[str, Callable[[], T]]], unit: str, said: Callable[[str, T], tuple[str, bool]],
-          elsewhere: Elsewhere[T] | None = None) -> list[T]:
+          elsewhere: Elsewhere[T] | None = None, order: Sequence[int] | None = None) -> list[T]:
     """Run the jobs (label, job) with a progress display: one after another here, or by ``elsewhere``, which
-    yields each job's index and outcome as it finishes (pool.Pool: in worker processes).  ``said`` turns an
-    outcome into its progress line and whether it is notable.  The outcomes come back in the jobs' order.
-    Ctrl-C stops at once: what finished is returned."""
+    yields each job's index and outcome as it finishes (pool.Pool: in worker processes); started in
+    ``order`` (indices), if given.  ``said`` turns an outcome into its progress line and whether it is
+    notable.  The outcomes come back in the jobs' order.  Ctrl-C stops at once: what finished is returned."""
     from .progress import Progress
 
+    started = list(order) if order is not None else list(range(len(jobs)))
+    queue = [jobs[i] for i in started]
     done: dict[int, T] = {}
     try:
         with Progress(len(jobs), unit) as progress, \
-                closing(elsewhere([job for _, job in jobs]) if elsewhere else _here(jobs, progress)) as outcomes:
-            for i, outcome in outcomes:
+                closing(elsewhere([job for _, job in queue]) if elsewhere else _here(queue, progress)) as outcomes:
+            for position, outcome in outcomes:
+                i = started[position]
                 done[i] = outcome
                 progress.done(*said(jobs[i][0], outcome))
     except KeyboardInterrupt:
@@ -227,27 +231,31 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     def said(label: str, r: Result) -> tuple[str, bool]:
         return f"{label}: {verdict(r)}", not r.as_expected or r.outcome == "skip"
 
-    labels = [f"{s.name} {d}" for s, d in pairs]
+    labels = [_label(s, d) for s, d in pairs]
     workers = min(_workers(args.jobs, backend), len(pairs))
     if workers > 1:
-        from .pool import Pool, check
+        from . import costs
+        from .pool import Check, Pool
         from .runner import compile_errors_told_once
 
         runner.backend.close()  # it has shown that the backend is usable, and which it is: each worker opens its own
         # The workers open the backend that "auto" found here, rather than look again.
         own = dataclasses.replace(settings, backend=backend) if settings.backend == "auto" else settings
-        pool = pool or Pool(workers, gpu=backend == "gpu", lost=partial(_lost, settings, pairs))
+        pool = pool or Pool(workers, gpu=backend == "gpu")
         # Each kernel x dtype is a job of its own, for whichever worker is free; a compile error is then told
         # in full once, for the kernel's first dtype, as one process tells it.
-        results = compile_errors_told_once(_each([(label, partial(check, own, s, d))
+        results = compile_errors_told_once(_each([(label, Check(own, s, d))
                                                   for label, (s, d) in zip(labels, pairs)],
-                                                 "kernel x dtype", said, pool.outcomes))
+                                                 "kernel x dtype", said, pool.outcomes,
+                                                 costs.longest_first(labels, costs.load(backend),
+                                                                     [str((s.path, s.name)) for s, _ in pairs])))
     else:
         try:
             results = _each([(label, partial(settings.check, runner, s, d)) for label, (s, d) in zip(labels, pairs)],
                             "kernel x dtype", said)
         finally:
             runner.backend.close()
+    _remember_costs(backend, results)
     complete = len(results) == len(pairs)
     print(f"backend: {backend}")
     print(table(results))
@@ -273,6 +281,18 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     return EXIT_OK if document["ok"] else EXIT_MISMATCH
 
 
+def _remember_costs(backend: str, results: Sequence[Result]) -> None:
+    """What each kernel x dtype took, for the next check -j to start the longest first (costs.py)."""
+    from . import costs
+
+    costs.save(backend, {_label(r.case.spec, r.case.dtype): r.seconds for r in results if r.seconds is not None})
+
+
+def _label(spec: KernelSpec, dtype: str) -> str:
+    """A kernel x dtype's name: its progress line's, and its cost's (costs.py)."""
+    return f"{spec.name} {dtype}"
+
+
 def _started_pool(jobs: int | str, settings: Settings, pairs: Sequence[tuple[KernelSpec, str]]) -> Pool[Result] | None:
     """The pool of -j's workers, started before this process looks for the backend where its size does not
     depend on which backend that is: the workers start meanwhile.  None where there is to be no pool, or
@@ -285,17 +305,9 @@ def _started_pool(jobs: int | str, settings: Settings, pairs: Sequence[tuple[Ker
     from .pool import Pool
 
     # Under auto a worker may find the GPU: it takes a GPU of its own in case (a no-op without one).
-    pool: Pool[Result] = Pool(workers, gpu=settings.backend != "emu", lost=partial(_lost, settings, pairs))
+    pool: Pool[Result] = Pool(workers, gpu=settings.backend != "emu")
     pool.start(settings)
     return pool
-
-
-def _lost(settings: Settings, pairs: Sequence[tuple[KernelSpec, str]], i: int, why: str) -> Result:
-    """The result of a kernel x dtype that its worker could not check (it died, or has no backend)."""
-    from .runner import Case, Result
-
-    spec, dtype = pairs[i]
-    return Result(Case(spec, dtype, None, settings.seed), "error", f"{spec.name} {dtype}: {why}", shapes_tried=0)
 
 
 def _bench(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -> int:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -183,7 +185,11 @@ class Settings:
     def check(self, runner: Runner, spec: KernelSpec, dtype: str) -> Result:
         """One kernel x dtype as ``mmcheck check`` and a kernel file's test item judge it: its shapes (the
         generated ones, or --shape: the replay of one reported case) smallest first, up to the first that
-        does not pass."""
+        does not pass; with the seconds it took."""
+        start = time.perf_counter()
+        return dataclasses.replace(self._check(runner, spec, dtype), seconds=time.perf_counter() - start)
+
+    def _check(self, runner: Runner, spec: KernelSpec, dtype: str) -> Result:
         from .runner import Result
         from .shapes import satisfies
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from types import FrameType
-from typing import TYPE_CHECKING, Generic, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Generic, NoReturn, Protocol, TypeVar
 
 from .devices import pin_gpu
 from .errors import BackendUnavailable
@@ -39,9 +39,10 @@ if TYPE_CHECKING:
     from .runner import Result, Runner
     from .spec import KernelSpec
 
-__all__ = ["Pool", "check"]
+__all__ = ["Check", "Job", "Pool"]
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 IDLE = -1  # what a worker runs between jobs, in the table of running jobs
 TERMINATED = 128 + signal.SIGTERM  # a worker's exit status after SIGTERM, as a shell gives it
@@ -50,13 +51,21 @@ _TERMINATE_GRACE = 5.0  # seconds terminated workers get to close their backends
 Running = ctypes.Array[ctypes.c_longlong]  # per worker slot: the index of the job it runs, or IDLE
 
 
+class Job(Protocol[T_co]):
+    """What a pool runs: a picklable call, and its outcome where it could not run (``why``: its worker died,
+    or has no backend)."""
+
+    def __call__(self) -> T_co: ...
+
+    def lost(self, why: str) -> T_co: ...
+
+
 class Pool(Generic[T]):
     """Jobs run in up to ``workers`` worker processes, each taking the next job as it finishes one; ``gpu``:
-    each worker takes a GPU of its own.
-    ``lost(index, why)`` is the outcome of a job that could not run: its worker died, or has no backend."""
+    each worker takes a GPU of its own."""
 
-    def __init__(self, workers: int, gpu: bool, lost: Callable[[int, str], T]) -> None:
-        self.workers, self.gpu, self.lost = workers, gpu, lost
+    def __init__(self, workers: int, gpu: bool) -> None:
+        self.workers, self.gpu = workers, gpu
         self._context = multiprocessing.get_context("spawn")
         self._executor: ProcessPoolExecutor | None = None
         self._running: Running | None = None
@@ -74,7 +83,7 @@ class Pool(Generic[T]):
         finally:
             signal.signal(signal.SIGINT, sigint)
 
-    def outcomes(self, jobs: Sequence[Callable[[], T]]) -> Generator[tuple[int, T], None, None]:
+    def outcomes(self, jobs: Sequence[Job[T]]) -> Generator[tuple[int, T], None, None]:
         """Run the jobs (picklable); yield every job's index and outcome as it finishes.  Closed early
         (Ctrl-C), it stops the workers at once."""
         left = list(range(len(jobs)))
@@ -88,7 +97,7 @@ class Pool(Generic[T]):
         """Stop the workers started and not used (the main process found no backend after all)."""
         self._stop(now=True)
 
-    def _round(self, jobs: Sequence[Callable[[], T]],
+    def _round(self, jobs: Sequence[Job[T]],
                indices: list[int]) -> Generator[tuple[int, T], None, list[int]]:
         """The jobs in fresh workers, until they finish or a worker dies; returns what is left then: the
         unfinished jobs, less those the dead workers were running, which are lost."""
@@ -110,7 +119,7 @@ class Pool(Generic[T]):
                 unfinished.append(i)
                 continue
             finished = True
-            yield i, (self.lost(i, f"its worker process has no backend: {error}")
+            yield i, (jobs[i].lost(f"its worker process has no backend: {error}")
                       if isinstance(error, BackendUnavailable) else future.result())
         if not unfinished:
             return []
@@ -118,7 +127,7 @@ class Pool(Generic[T]):
         dead, why = set(running) - {IDLE}, "its worker process died while running it"
         if not dead and not finished:  # workers that die before any job would die again: give up on the rest
             dead, why = set(unfinished), "the worker processes died before running it"
-        yield from ((i, self.lost(i, why)) for i in sorted(unfinished) if i in dead)
+        yield from ((i, jobs[i].lost(why)) for i in sorted(unfinished) if i in dead)
         return sorted(i for i in unfinished if i not in dead)
 
     def _open(self, slots: int, settings: Settings | None) -> None:
@@ -127,7 +136,7 @@ class Pool(Generic[T]):
         taken: Synchronized[int] = self._context.Value("i", 0)
         self._running = self._context.RawArray(ctypes.c_longlong, [IDLE] * slots)
         self._executor = ProcessPoolExecutor(slots, self._context, initializer=_start,
-                                             initargs=(taken, self._running, self.gpu, settings))
+                                             initargs=(taken, self._running, self.gpu, settings, slots))
 
     def _stop(self, now: bool) -> None:
         """Shut the workers down and wait for them to exit; ``now``: terminate them first, busy or not."""
@@ -149,10 +158,23 @@ class Pool(Generic[T]):
         self._executor = None
 
 
-def check(settings: Settings, spec: KernelSpec, dtype: str) -> Result:
-    """A pool's job: ``settings.check`` in a worker process, on the runner the worker opened for its first
-    job and keeps."""
-    return settings.check(_worker.runner(settings), spec, dtype)
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """A pool's job: ``settings.check`` of one kernel x dtype in a worker process, on the runner the worker
+    opened and keeps."""
+
+    settings: Settings
+    spec: KernelSpec
+    dtype: str
+
+    def __call__(self) -> Result:
+        return self.settings.check(_worker.runner(self.settings), self.spec, self.dtype)
+
+    def lost(self, why: str) -> Result:
+        from .runner import Case, Result
+
+        case = Case(self.spec, self.dtype, None, self.settings.seed)
+        return Result(case, "error", f"{self.spec.name} {self.dtype}: {why}", shapes_tried=0)
 
 
 # --- in a worker process ----------------------------------------------------------------------------------
@@ -160,10 +182,17 @@ def check(settings: Settings, spec: KernelSpec, dtype: str) -> Result:
 class _Worker:
     """A worker's own: its slot in the table of running jobs, and the runner its first job opened."""
 
-    def __init__(self, taken: Synchronized[int], running: Running, gpu: bool, settings: Settings | None) -> None:
+    def __init__(self, taken: Synchronized[int], running: Running, gpu: bool, settings: Settings | None,
+                 workers: int) -> None:
+        import numpy  # noqa: F401  (every job needs it; loaded now, its BLAS is there to limit)
+        from threadpoolctl import threadpool_limits
+
         with taken.get_lock():
             self.slot = taken.value
             taken.value += 1
+        # The workers share the CPU cores: BLAS's own threads (the references' products) would only spin
+        # against one another's.
+        threadpool_limits(max(1, len(os.sched_getaffinity(0)) // workers), user_api="blas")
         self.running = running
         self._runner: Runner | None = None
         self._opened: Settings | None = None  # the settings the runner was opened with
@@ -218,9 +247,9 @@ class _Stopped(SystemExit):
 _worker: _Worker  # this process's, where it is a worker (_start)
 
 
-def _start(taken: Synchronized[int], running: Running, gpu: bool, settings: Settings | None) -> None:
+def _start(taken: Synchronized[int], running: Running, gpu: bool, settings: Settings | None, workers: int) -> None:
     global _worker
-    _worker = _Worker(taken, running, gpu, settings)
+    _worker = _Worker(taken, running, gpu, settings, workers)
 
 
 def _started() -> None:

@@ -59,6 +59,7 @@ class Result:
     shapes_tried: int = 1
     record: Record | None = field(default=None, repr=False, compare=False)
     compile_error: bool = False  # an error: the kernel did not compile
+    seconds: float | None = field(default=None, compare=False)  # what checking it took (options.Settings.check)
 
     @property
     def ok(self) -> bool:

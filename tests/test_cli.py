@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 import mmcheck.backends
+from mmcheck import costs
 from mmcheck.cli import _workers, main
 from mmcheck.errors import CompileError
 
@@ -210,6 +211,10 @@ def _progress(err: str) -> list[str]:
 @needs_gxx
 def test_jobs_give_the_table_and_json_of_one_process_in_the_same_order(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
+    # The costs of an earlier run put each kernel's later dtypes first in line, k.no_compile's float32 too.
+    monkeypatch.setattr(costs, "_path", lambda: tmp_path / "costs.json")
+    costs.save("emu", {f"{kernel} {dtype}": seconds for kernel in ("seed002.mm_naive", "k.no_compile")
+                       for seconds, dtype in enumerate(("int32", "float32", "float64"))})
     # A compile error is told in full for a kernel's first dtype only, as one process tells it.
     (tmp_path / "no_compile.cu").write_text(KERNEL.format(name="k.no_compile", entry="mm", expect="pass") + (
         "template <typename T>\n__global__ void mm(const T* A, const T* B, T* C, int M, int N, int K) { T s = ; }\n"))
@@ -300,7 +305,9 @@ def test_ctrl_c_stops_the_workers_keeps_what_finished_and_prints_no_traceback(ke
     process = subprocess.Popen(
         [sys.executable, "-c", script, "check", str(kernel_files), "--backend", "tests.test_cli:SlowBackend",
          "-j", "2", "--json", str(out)], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])},
+        # A cache of its own: no costs of earlier runs change the order the jobs start in (costs.py).
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+             "XDG_CACHE_HOME": str(tmp_path / "cache")},
         process_group=0)
     try:
         assert process.stderr is not None

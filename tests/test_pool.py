@@ -2,11 +2,12 @@
 
 import os
 import time
-from functools import partial
 from pathlib import Path
 
+import pytest
+
 from mmcheck.options import Settings
-from mmcheck.pool import Pool, check
+from mmcheck.pool import Check, Pool
 from mmcheck.spec import collect
 
 from .fake_backend import FakeBackend
@@ -31,7 +32,7 @@ def _openings(folder: Path, at_least: int) -> list[str]:
 def _jobs(tmp_path: Path, settings: Settings) -> list:
     (tmp_path / "good.cu").write_text(KERNEL.format(name="k.good", entry="good", expect="pass"))
     (tmp_path / "bad.cu").write_text(KERNEL.format(name="k.bad", entry="drops_last_k", expect="fail"))
-    return [partial(check, settings, s, d) for s, d in collect([str(tmp_path)]).select(())]
+    return [Check(settings, s, d) for s, d in collect([str(tmp_path)]).select(())]
 
 
 def _outcomes(pool: Pool, jobs: list) -> list[str]:
@@ -43,7 +44,7 @@ def test_started_workers_open_their_runner_before_any_job_and_keep_it_for_every_
     openings.mkdir()
     monkeypatch.setenv("OPENINGS", str(openings))  # the workers inherit this process's environment
     settings = Settings(backend="tests.test_pool:Opening", budget=64)
-    pool = Pool(2, gpu=False, lost=lambda i, why: why)
+    pool = Pool(2, gpu=False)
     pool.start(settings)
     before = _openings(openings, at_least=2)
     assert len({name.split("-")[0] for name in before}) == 2  # one runner in each worker, no job given yet
@@ -55,9 +56,25 @@ def test_a_job_whose_settings_differ_from_the_started_ones_reopens_the_runner(tm
     openings = tmp_path / "openings"
     openings.mkdir()
     monkeypatch.setenv("OPENINGS", str(openings))
-    pool = Pool(1, gpu=False, lost=lambda i, why: why)
+    pool = Pool(1, gpu=False)
     pool.start(Settings(backend="tests.test_pool:Opening", budget=64))
     assert len(_openings(openings, at_least=1)) == 1
     jobs = _jobs(tmp_path, Settings(backend="tests.test_pool:Opening", budget=64, seed=7))
     assert _outcomes(pool, jobs) == ["fail", "fail", "pass", "pass"]
     assert len(list(openings.iterdir())) == 2  # reopened once, for the first job, then kept
+
+
+def _blas_threads() -> list[int]:
+    from threadpoolctl import threadpool_info
+
+    return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+
+def test_workers_share_the_cores_out_among_their_blas_threads():
+    import numpy  # noqa: F401  (loads its BLAS, for threadpoolctl to find)
+
+    if not _blas_threads():
+        pytest.skip("numpy here has no BLAS that threadpoolctl can see")
+    pool = Pool(2, gpu=False)
+    threads = [t for _, found in pool.outcomes([_blas_threads, _blas_threads]) for t in found]
+    assert threads and set(threads) == {max(1, len(os.sched_getaffinity(0)) // 2)}

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["PyCudaBackend"]
 
 _POOLED = 64 * 2**20  # bytes: larger buffers (the large mode's) are allocated, and freed, on their own
+_STAGED = 4 * 2**20  # bytes: buffers up to this size are copied through page-locked memory (see upload)
 
 
 class PyCudaBackend:
@@ -61,9 +62,16 @@ class PyCudaBackend:
         # Small buffers come from a pool: cudaMalloc and cudaFree for each of a launch's buffers cost more than
         # the launch.  Not under --sanitize, where memcheck needs every buffer its exact size to see an access
         # past its end.
-        from pycuda.tools import DeviceMemoryPool
+        from pycuda.tools import DeviceMemoryPool, PageLockedMemoryPool
 
         self._pool = None if options.sanitize else DeviceMemoryPool()
+        # Small buffers also travel through page-locked host memory, by copies queued behind one another, so
+        # that a launch waits on the GPU once: a GPU shared with other processes (racecheck's, other workers')
+        # runs them by time slices, and each wait of a copy or a launch can cost a slice.
+        self._pinned = PageLockedMemoryPool()
+        self._queued: list[np.ndarray] = []  # the page-locked sources of uploads not yet known to be done
+        # Each small buffer of the last launch, as the launch left it: (the buffer, its bytes), by id(buffer).
+        self._fetched: dict[int, tuple[DeviceBuffer, np.ndarray]] = {}
 
     def compile(self, build: Build) -> Kernel:
         compiled = self.compiler.compile(build, self.arch)
@@ -99,36 +107,58 @@ class PyCudaBackend:
         size = max(1, raw.nbytes)
         try:
             memory = self._pool.allocate(size) if self._pool and size <= _POOLED else self.cuda.mem_alloc(size)
-            self.cuda.memcpy_htod(memory, raw)
+            if raw.nbytes > _STAGED:
+                self.cuda.memcpy_htod(memory, raw)
+            elif raw.nbytes:  # queued: the launch after it waits for it
+                staged = self._pinned.allocate(raw.shape, np.uint8)
+                staged[...] = raw
+                self.cuda.memcpy_htod_async(memory, staged)
+                self._queued.append(staged)
         except self.cuda.MemoryError as e:
             raise OutOfMemory(f"{host.nbytes} bytes: {e}") from None
         return DeviceBuffer(host.size, host.dtype, offset, memory)
 
     def download(self, buf: DeviceBuffer) -> np.ndarray:
+        fetched, staged = self._fetched.get(id(buf), (None, None))
+        if fetched is buf and staged is not None:
+            return staged.view(buf.dtype).copy()
         out = np.empty(buf.size, dtype=buf.dtype)
         self.cuda.memcpy_dtoh(out.view(np.uint8), buf.handle)
+        self._queued.clear()  # a synchronous copy waits for everything queued before it
         return out
 
     def launch(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
                schedule: str) -> None:
+        """The kernel, then its small buffers fetched back behind it, waited for together (see download)."""
+        self._fetched.clear()
         function = kernel.handle[1]
         done = self.cuda.Event()
+        fetching = {id(a): a for a in args if isinstance(a, DeviceBuffer) and a.size * a.dtype.itemsize <= _STAGED}
         try:
             function(*_packed(args), block=block, grid=grid, shared=smem)
-            done.record()
         except self.cuda.Error as e:
             raise LaunchError(str(e)) from None
         # Poll instead of blocking so a kernel that never returns is reported.
         deadline = time.monotonic() + self.options.timeout
         try:
+            fetched = {key: (buf, self._fetch(buf)) for key, buf in fetching.items()}
+            done.record()
             while not done.query():
                 if time.monotonic() > deadline:
                     raise KernelTimeout(f"still running after {self.options.timeout:g} s")
-                time.sleep(1e-4)
+                time.sleep(5e-5)
             self.cuda.Context.synchronize()
         except self.cuda.Error as e:
             raise KernelFault(str(e)) from None
+        self._queued.clear()
+        self._fetched = fetched
 
+    def _fetch(self, buf: DeviceBuffer) -> np.ndarray:
+        """A copy of the buffer into page-locked memory, queued behind what is queued."""
+        staged = self._pinned.allocate((buf.size * buf.dtype.itemsize,), np.uint8)
+        if staged.size:
+            self.cuda.memcpy_dtoh_async(staged, buf.handle)
+        return staged
 
     # -- timing ----------------------------------------------------------------------------------------
 
@@ -139,6 +169,7 @@ class PyCudaBackend:
         buffers = [a for a in args if isinstance(a, DeviceBuffer)]
         self.launch(kernel, args, grid, block, smem, "device")
         first = tuple(self.download(b) for b in buffers)
+        self._fetched.clear()  # the timed launches change the buffers: ``last`` is read from the device
         function, introspection = kernel.handle[1], kernel.handle[2]
         enqueue = partial(function, *_packed(args), block=block, grid=grid, shared=smem)
         try:
