@@ -216,17 +216,25 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
         print(f"mmcheck: no kernel matches {' '.join(args.targets) or 'the default folder'}", file=sys.stderr)
         return EXIT_USAGE
     pool = _started_pool(args.jobs, settings, pairs)
-    runner = _open_runner(settings, catalog)
-    if runner is not None and settings.large and runner.backend.name == "emu":
-        runner.backend.close()
-        runner = None
-        print("mmcheck: --large runs on the GPU only: shapes past 2**31 elements would take the emulator hours",
-              file=sys.stderr)
-    if runner is None:
+    for e in catalog.errors:
+        print(f"mmcheck: {e}", file=sys.stderr)
+    runner: Runner | None = None
+    try:
+        if pool is not None:  # its workers say which backend they opened: this process opens none of its own
+            backend = pool.backend(settings)
+        else:
+            runner = settings.open_runner()
+            backend = runner.backend.name
+        if settings.large and backend == "emu":
+            raise BackendUnavailable("--large runs on the GPU only: shapes past 2**31 elements would take the "
+                                     "emulator hours")
+    except BackendUnavailable as e:
+        print(f"mmcheck: {e}", file=sys.stderr)
         if pool is not None:
             pool.close()
+        if runner is not None:
+            runner.backend.close()
         return EXIT_USAGE
-    backend = runner.backend.name
 
     def said(label: str, r: Result) -> tuple[str, bool]:
         return f"{label}: {verdict(r)}", not r.as_expected or r.outcome == "skip"
@@ -238,8 +246,9 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
         from .pool import Check, Pool
         from .runner import compile_errors_told_once
 
-        runner.backend.close()  # it has shown that the backend is usable, and which it is: each worker opens its own
-        # The workers open the backend that "auto" found here, rather than look again.
+        if runner is not None:  # it has shown that the backend is usable, and which it is: each worker opens its own
+            runner.backend.close()
+        # The workers open the backend that "auto" found, rather than look again.
         own = dataclasses.replace(settings, backend=backend) if settings.backend == "auto" else settings
         pool = pool or Pool(workers, gpu=backend == "gpu")
         # Each kernel x dtype is a job of its own, for whichever worker is free; a compile error is then told
@@ -250,6 +259,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
                                                  costs.longest_first(labels, costs.load(backend),
                                                                      [str((s.path, s.name)) for s, _ in pairs])))
     else:
+        assert runner is not None  # a pool is started only for several workers
         try:
             results = _each([(label, partial(settings.check, runner, s, d)) for label, (s, d) in zip(labels, pairs)],
                             "kernel x dtype", said)

@@ -93,8 +93,17 @@ class Pool(Generic[T]):
         finally:
             self._stop(now=bool(left))
 
+    def backend(self, settings: Settings) -> str:
+        """The name of the backend a started worker opened with ``settings``; BackendUnavailable, with the
+        reason, where it has none."""
+        assert self._executor is not None, "start() first"
+        try:
+            return self._executor.submit(_backend_name, settings).result()
+        except BrokenProcessPool:
+            raise BackendUnavailable("the worker processes died before opening a backend") from None
+
     def close(self) -> None:
-        """Stop the workers started and not used (the main process found no backend after all)."""
+        """Stop the workers started and not used (they found no backend)."""
         self._stop(now=True)
 
     def _round(self, jobs: Sequence[Job[T]],
@@ -250,6 +259,10 @@ _worker: _Worker  # this process's, where it is a worker (_start)
 def _start(taken: Synchronized[int], running: Running, gpu: bool, settings: Settings | None, workers: int) -> None:
     global _worker
     _worker = _Worker(taken, running, gpu, settings, workers)
+
+
+def _backend_name(settings: Settings) -> str:
+    return _worker.runner(settings).backend.name
 
 
 def _started() -> None:

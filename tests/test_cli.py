@@ -1,5 +1,6 @@
 """The CLI's contract: exit codes 0/1/2, the table and the JSON schema tools read."""
 
+import importlib.util
 import json
 import multiprocessing
 import os
@@ -345,6 +346,21 @@ def _running_in_group(group: int) -> list[str]:
     return found
 
 
-def test_the_large_mode_on_the_emulator_is_a_usage_error(capsys):
-    assert main(["check", "seed001.naive", "--large", "--backend", "emu"]) == 2
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_the_large_mode_on_the_emulator_is_a_usage_error(jobs, capsys):
+    assert main(["check", "seed001.*", "--large", "--backend", "emu", "-j", jobs]) == 2
     assert "--large runs on the GPU only" in capsys.readouterr().err
+    assert multiprocessing.active_children() == []
+
+
+def test_jobs_on_a_backend_that_is_not_here_are_a_usage_error_with_the_reason(kernel_files, capsys):
+    assert main(["check", str(kernel_files), "--backend", "tests.test_cli:Missing", "-j", "2"]) == 2
+    assert "Missing backend cannot be imported" in capsys.readouterr().err
+    assert multiprocessing.active_children() == []
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pycuda") is not None, reason="PyCUDA is here")
+def test_jobs_on_the_gpu_without_pycuda_are_a_usage_error_with_the_reason(kernel_files, capsys):
+    assert main(["check", str(kernel_files), "--backend", "gpu", "-j", "2"]) == 2
+    assert "PyCUDA is not installed" in capsys.readouterr().err
+    assert multiprocessing.active_children() == []

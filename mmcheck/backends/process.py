@@ -150,8 +150,9 @@ class _Worker:
 
     def close(self) -> None:
         self.closed = True
+        # Killed, not waited for: its CUDA context's teardown takes a while, longer with many at once, and
+        # nothing waits on it (subprocess reaps it later).
         self.process.kill()
-        self.process.wait()
         for c in (self.conn_in, self.conn_out):
             c.close()
         if self.log:
