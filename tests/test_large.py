@@ -78,14 +78,16 @@ def test_the_reference_in_pieces_is_the_whole_reference(monkeypatch):
 
 
 @pytest.mark.parametrize("name, expect", [("blas.sgemm_naive", "pass"), ("buggy.offset_32bit", "fail")])
-def test_large_mode_on_the_gpu(request, name, expect):
+@pytest.mark.parametrize("past", [1, 2], ids=["B", "C"])
+def test_large_mode_on_the_gpu(request, name, expect, past):
     """Past 2**31 elements: the size_t offsets of blas.sgemm_naive stay right, the int offsets of
-    buggy.offset_32bit wrap (mmcheck check --large runs every large shape; one shows it here).  A minute or
-    more and tens of GiB of host memory: only with --mmcheck-large."""
+    buggy.offset_32bit wrap (mmcheck check --large runs every large shape; the thinnest with B, or C, past
+    2**31 show it here).  A C past 2**31 is judged by Freivalds' check.  A minute or more and tens of GiB of
+    host memory each: only with --mmcheck-large."""
     if not request.config.getoption("mmcheck_large"):
         pytest.skip("the large mode's own test: run with --mmcheck-large on a GPU")
     spec, runner = ZOO[name], _runner("gpu")
-    shape = large_shapes(spec, "float32")[0]  # B (K x N) past 2**31 elements
+    shape = next(s for s in large_shapes(spec, "float32") if spec.operation.elements(past, s) >= LARGE)
     result = runner.run(runner.case(spec, "float32", shape))
     assert result.outcome == expect, result.message
     if expect == "fail":
