@@ -48,9 +48,10 @@ class Kernel:
 
     ``schedules`` lists the execution orders (or race detectors) the backend can run it in; the runner
     checks every one, so a race that one order hides is exposed by another.  ``costly`` names the
-    schedules that cost far more than a launch (a race detector): the runner runs them once per tile class
-    (on its smallest shape) and on a failure's reruns, not on every case.  ``params`` are the byte sizes of the kernel's
-    parameters as compiled (None where the backend cannot tell).  ``handle`` is the backend's own object.
+    schedules that cost far more than a launch (a race detector): the runner runs them once per kernel x
+    dtype on a shape that holds every kind of block (else once per tile class, on its smallest shape) and on
+    a failure's reruns, not on every case.  ``params`` are the byte sizes of the kernel's parameters as
+    compiled (None where the backend cannot tell).  ``handle`` is the backend's own object.
     """
 
     spec: KernelSpec
