@@ -257,7 +257,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
                                                   for label, (s, d) in zip(labels, pairs)],
                                                  "kernel x dtype", said, pool.outcomes,
                                                  costs.longest_first(labels, costs.load(backend),
-                                                                     [str((s.path, s.name)) for s, _ in pairs])))
+                                                                     [(s.path, s.name) for s, _ in pairs])))
     else:
         assert runner is not None  # a pool is started only for several workers
         try:

@@ -9,7 +9,7 @@ long); an unreadable file is as good as none (the order is all that depends on i
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 
 from .compile import cache_root
@@ -49,13 +49,13 @@ def save(backend: str, seconds: Mapping[str, float]) -> None:
         pass  # a read-only cache costs the next run its order, nothing else
 
 
-def longest_first(jobs: Sequence[str], costs: Mapping[str, float], kernels: Sequence[str]) -> list[int]:
+def longest_first(jobs: Sequence[str], costs: Mapping[str, float], kernels: Sequence[Hashable]) -> list[int]:
     """The jobs' indices in the order to start them: those never seen, then the longest known first; ties
     keep the jobs' order.  The jobs of one kernel (``kernels[i]`` is job i's) keep their own order among
     themselves: a worker meets a kernel's dtypes as one process does, and tells a compile error in full for
     the first (runner.compile_errors_told_once)."""
     order = sorted(range(len(jobs)), key=lambda i: -costs.get(jobs[i], float("inf")))
-    places: dict[str, list[int]] = {}
+    places: dict[Hashable, list[int]] = {}
     for place, i in enumerate(order):
         places.setdefault(kernels[i], []).append(place)
     for kernel_places in places.values():
