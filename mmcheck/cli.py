@@ -219,9 +219,10 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     for e in catalog.errors:
         print(f"mmcheck: {e}", file=sys.stderr)
     runner: Runner | None = None
+    cc: tuple[int, int] | None = None  # the device's compute capability, where a pool's worker tells it
     try:
         if pool is not None:  # its workers say which backend they opened: this process opens none of its own
-            backend = pool.backend(settings)
+            backend, cc = pool.backend(settings)
         else:
             runner = settings.open_runner()
             backend = runner.backend.name
@@ -242,7 +243,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     labels = [_label(s, d) for s, d in pairs]
     workers = min(_workers(args.jobs, backend), len(pairs))
     if workers > 1:
-        from . import costs
+        from . import ahead, costs
         from .pool import Check, Pool
         from .runner import compile_errors_told_once
 
@@ -251,13 +252,17 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
         # The workers open the backend that "auto" found, rather than look again.
         own = dataclasses.replace(settings, backend=backend) if settings.backend == "auto" else settings
         pool = pool or Pool(workers, gpu=backend == "gpu")
+        order = costs.longest_first(labels, costs.load(backend), [(s.path, s.name) for s, _ in pairs])
+        compiling = ahead.start(own, [pairs[i] for i in order], cc) if cc else None
         # Each kernel x dtype is a job of its own, for whichever worker is free; a compile error is then told
         # in full once, for the kernel's first dtype, as one process tells it.
-        results = compile_errors_told_once(_each([(label, Check(own, s, d))
-                                                  for label, (s, d) in zip(labels, pairs)],
-                                                 "kernel x dtype", said, pool.outcomes,
-                                                 costs.longest_first(labels, costs.load(backend),
-                                                                     [(s.path, s.name) for s, _ in pairs])))
+        try:
+            results = compile_errors_told_once(_each([(label, Check(own, s, d))
+                                                      for label, (s, d) in zip(labels, pairs)],
+                                                     "kernel x dtype", said, pool.outcomes, order))
+        finally:
+            if compiling is not None:
+                compiling.stop()
     else:
         assert runner is not None  # a pool is started only for several workers
         try:

@@ -30,7 +30,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Generic, NoReturn, Protocol, TypeVar
 
 from .devices import pin_gpu
-from .errors import BackendUnavailable
+from .errors import BackendUnavailable, MmcheckError
 
 if TYPE_CHECKING:
     from multiprocessing.sharedctypes import Synchronized
@@ -93,12 +93,12 @@ class Pool(Generic[T]):
         finally:
             self._stop(now=bool(left))
 
-    def backend(self, settings: Settings) -> str:
-        """The name of the backend a started worker opened with ``settings``; BackendUnavailable, with the
-        reason, where it has none."""
+    def backend(self, settings: Settings) -> tuple[str, tuple[int, int] | None]:
+        """The name of the backend a started worker opened with ``settings``, and its device's compute
+        capability where it has one; BackendUnavailable, with the reason, where it has no backend."""
         assert self._executor is not None, "start() first"
         try:
-            return self._executor.submit(_backend_name, settings).result()
+            return self._executor.submit(_opened, settings).result()
         except BrokenProcessPool:
             raise BackendUnavailable("the worker processes died before opening a backend") from None
 
@@ -261,8 +261,12 @@ def _start(taken: Synchronized[int], running: Running, gpu: bool, settings: Sett
     _worker = _Worker(taken, running, gpu, settings, workers)
 
 
-def _backend_name(settings: Settings) -> str:
-    return _worker.runner(settings).backend.name
+def _opened(settings: Settings) -> tuple[str, tuple[int, int] | None]:
+    backend = _worker.runner(settings).backend
+    try:
+        return backend.name, backend.device().cc
+    except MmcheckError:  # no device to tell of (the emulator)
+        return backend.name, None
 
 
 def _started() -> None:

@@ -16,10 +16,11 @@ giving its verdict in words.
 
 from __future__ import annotations
 
+import fcntl
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -112,6 +113,21 @@ class CubinCache:
         atomic_write(self.folder / f"{key}.cubin",
                      lambda f: f.write(self._MAGIC + compiled.symbol.encode() + b"\n" + compiled.cubin))
 
+    def fetch(self, key: str, make: Callable[[], Compiled]) -> Compiled:
+        """The cubin of ``key``: from the cache, or made by ``make`` and kept.  One process (or thread) makes a
+        key at a time, holding a lock file beside it: one that wants the key meanwhile waits, then reads it,
+        rather than compile it again (``check -j`` compiles ahead what its workers will ask for)."""
+        if cached := self.get(key):
+            return cached
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with open(self.folder / f"{key}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or its holder dies
+            if cached := self.get(key):
+                return cached
+            compiled = make()
+            self.put(key, compiled)
+            return compiled
+
 
 class Nvcc:
     """nvcc through PyCUDA's ``compile``, its cubins in mmcheck's own cache (PyCUDA's writes its files in
@@ -147,16 +163,16 @@ class Nvcc:
         # The instance too: one file's kernels share a cubin's text, but each entry its own symbol in it.
         key = cache_key("nvcc", source, build.instance, options, arch, self.path, self.version,
                         local_includes(build.spec.path, build.spec.source))
-        if cached := self.cache.get(key):
-            return cached
-        try:
-            cubin = nvcc_compile(source, options=options, no_extern_c=True, arch=arch, cache_dir=False)
-        except self._error as e:
-            raise CompileError(f"{build.spec.path}: nvcc failed for {build}:\n"
-                               f"{(e.stderr or '') + (e.stdout or '') or e}") from None
-        compiled = Compiled(cubin, find_symbol(function_symbols(cubin), build))
-        self.cache.put(key, compiled)
-        return compiled
+
+        def make() -> Compiled:
+            try:
+                cubin = nvcc_compile(source, options=options, no_extern_c=True, arch=arch, cache_dir=False)
+            except self._error as e:
+                raise CompileError(f"{build.spec.path}: nvcc failed for {build}:\n"
+                                   f"{(e.stderr or '') + (e.stdout or '') or e}") from None
+            return Compiled(cubin, find_symbol(function_symbols(cubin), build))
+
+        return self.cache.fetch(key, make)
 
 
 def nvcc_version(path: str) -> str:

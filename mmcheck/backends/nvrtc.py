@@ -421,17 +421,17 @@ class Nvrtc:
         lib = self.library
         key = cache_key("nvrtc", source, expression, options, lib.version, lib.release, lib.path, self.headers,
                         local_includes(build.spec.path, build.spec.source))
-        if cached := self.cache.get(key):
-            return cached
-        # NVRTC 12 sets the process's locale to "C" while it compiles and leaves it so, which turns Python's
-        # default text encoding into ASCII for everything after: put the locale back.
-        saved = locale.setlocale(locale.LC_ALL)
-        try:
-            compiled = self._compile(build, source, expression, options)
-        finally:
-            locale.setlocale(locale.LC_ALL, saved)
-        self.cache.put(key, compiled)
-        return compiled
+
+        def make() -> Compiled:
+            # NVRTC 12 sets the process's locale to "C" while it compiles and leaves it so, which turns
+            # Python's default text encoding into ASCII for everything after: put the locale back.
+            saved = locale.setlocale(locale.LC_ALL)
+            try:
+                return self._compile(build, source, expression, options)
+            finally:
+                locale.setlocale(locale.LC_ALL, saved)
+
+        return self.cache.fetch(key, make)
 
     def _compile(self, build: Build, source: str, expression: str, options: Sequence[str]) -> Compiled:
         from cuda.bindings import nvrtc

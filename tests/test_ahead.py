@@ -1,0 +1,74 @@
+"""Compiling ahead: the builds a check needs, each once, on threads; a cache entry made by one at a time."""
+
+import threading
+import time
+
+from mmcheck.ahead import Ahead, builds
+from mmcheck.backends.compilers import Compiled, CubinCache
+from mmcheck.errors import CompileError
+from mmcheck.options import Settings
+from mmcheck.spec import parse_specs
+
+SGEMM = """/* mmcheck
+[[kernel]]
+name = "mine.sgemm"
+entry = "sgemm"
+op = "gemm"
+dtypes = ["float32", "float64"]
+template = ["T", "TILE"]
+let = {TILE = "32 if M >= 64 and N >= 64 else 16"}
+params = ["M", "N", "K", "alpha", "A", "B", "beta", "C"]
+block = ["TILE", "TILE"]
+grid = ["cdiv(N, TILE)", "cdiv(M, TILE)"]
+requires = ["cdiv(M, TILE) <= 65535"]
+*/
+"""
+
+
+def test_the_builds_of_every_shape_each_once_in_the_pairs_order():
+    (spec,) = parse_specs(SGEMM, "mine.cu")
+    found = [(b.dtype, b.template) for b in builds(Settings(), [(spec, "float64"), (spec, "float32")])]
+    assert sorted(found[:2]) == [("float64", ("double", "16")), ("float64", ("double", "32"))]
+    assert sorted(found[2:]) == [("float32", ("float", "16")), ("float32", ("float", "32"))]
+
+
+class Recording:
+    """A compiler that notes what it is asked for; a build of a kernel named "bad" does not compile."""
+
+    def __init__(self):
+        self.asked = []
+
+    def compile(self, build, arch):
+        self.asked.append((build.dtype, build.template, arch))
+        if build.spec.name == "bad":
+            raise CompileError("bad: no")
+        return Compiled(b"cubin", "sym")
+
+
+def test_ahead_compiles_each_build_once_and_leaves_failures_to_the_workers():
+    (spec,) = parse_specs(SGEMM, "mine.cu")
+    (bad,) = parse_specs(SGEMM.replace("mine.sgemm", "bad"), "bad.cu")
+    compiler = Recording()
+    ahead = Ahead(compiler, "sm_90", builds(Settings(), [(bad, "float32"), (spec, "float32")]))
+    deadline = time.monotonic() + 30
+    while len(compiler.asked) < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    ahead.stop()
+    assert sorted(compiler.asked) == [("float32", ("float", t), "sm_90") for t in ("16", "16", "32", "32")]
+
+
+def test_a_cache_entry_is_made_once_while_others_wait_for_it(tmp_path):
+    cache, made = CubinCache(tmp_path), []
+
+    def make():
+        made.append(1)
+        time.sleep(0.3)
+        return Compiled(b"cubin", "sym")
+
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(cache.fetch("k", make))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(made) == 1 and got == [Compiled(b"cubin", "sym")] * 4
