@@ -79,7 +79,7 @@ class Ahead:
 def start(settings: Settings, pairs: Sequence[tuple[KernelSpec, str]], cc: tuple[int, int]) -> Ahead | None:
     """Compiling ahead for a device of compute capability ``cc`` with the settings' compiler, if it is nvcc
     and can compile for it; None otherwise."""
-    from .backends.compilers import get_compiler, resolve, sm
+    from .backends.compilers import arch, get_compiler, resolve
 
     if resolve(settings.compiler) != "nvcc":
         return None
@@ -89,4 +89,4 @@ def start(settings: Settings, pairs: Sequence[tuple[KernelSpec, str]], cc: tuple
         return None
     if compiler.unsupported(cc):
         return None
-    return Ahead(compiler, f"sm_{sm(cc)}", builds(settings, pairs))
+    return Ahead(compiler, arch(cc), builds(settings, pairs))

@@ -1,9 +1,10 @@
 """Jobs run in worker processes, several at once: ``mmcheck check -j N``.
 
 Workers are spawned, never forked (a process that has started CUDA cannot fork), and ignore SIGINT from
-birth: Ctrl-C is the main process's to handle.  A worker opens a backend of its own for its first job, as the
-main process opens one (``Settings.open_runner``), keeps it for every job it runs and closes it when it exits.
-Under the GPU backend a worker first takes a GPU of its own (devices.pin_gpu), before CUDA starts in it.
+birth: Ctrl-C is the main process's to handle.  A worker opens a backend of its own (``Settings.open_runner``)
+as it starts, where the pool was started ahead of its jobs (``Pool.start``), else for its first job; it keeps
+it for every job it runs and closes it when it exits.  Under the GPU backend a worker first takes a GPU of its
+own (devices.pin_gpu), before CUDA starts in it.  Its BLAS gets its share of the cores.
 
 A kernel that crashes or hangs costs one case already, inside the backend's own kernel processes.  A worker
 that dies itself (the OOM killer, a crash in mmcheck) costs the job it was running: that job is lost, and the
@@ -189,7 +190,7 @@ class Check:
 # --- in a worker process ----------------------------------------------------------------------------------
 
 class _Worker:
-    """A worker's own: its slot in the table of running jobs, and the runner its first job opened."""
+    """A worker's own: its slot in the table of running jobs, and the runner it opened."""
 
     def __init__(self, taken: Synchronized[int], running: Running, gpu: bool, settings: Settings | None,
                  workers: int) -> None:

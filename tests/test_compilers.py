@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck.backends.compilers import arch_rule, driver_rule, explain_load_error, get_compiler, resolve
+from mmcheck.backends.compilers import arch, arch_rule, driver_rule, explain_load_error, get_compiler, resolve
 from mmcheck.backends.nvrtc import Toolkit, Wheel, bindings_rule, choose_headers, classify_failure
 from mmcheck.cli import _parser
 from mmcheck.errors import BackendUnavailable
@@ -231,3 +231,7 @@ def test_a_host_librarys_header_found_among_the_cuda_headers_is_blamed_on_the_us
     source = "// a kernel\n#include <cublas_v2.h>\n__global__ void k() {}\n"
     assert classify_failure(log, (13, 1), "H", source, "k.cu") == (
         f"k.cu:2: NVRTC compiles device code only, and <cublas_v2.h> is a host library's header; {GUARD}")
+
+
+def test_the_architecture_given_to_compilers_is_spelt_once_for_every_user_of_the_cache():
+    assert arch((9, 0)) == "sm_90" and arch((12, 1)) == "sm_121"

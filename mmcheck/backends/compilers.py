@@ -192,6 +192,11 @@ def sm(cc: tuple[int, int]) -> int:
     return cc[0] * 10 + cc[1]
 
 
+def arch(cc: tuple[int, int]) -> str:
+    """The architecture compilers are given for a compute capability, a part of their cache keys: ``sm_90``."""
+    return f"sm_{sm(cc)}"
+
+
 def arch_rule(compiler: str, archs: Sequence[int], cc: tuple[int, int]) -> str | None:
     """Why ``compiler`` (words, e.g. "NVRTC 13.1"), which compiles cubins for the architectures ``archs``
     (``nvrtcGetSupportedArchs``: 75, 80, ...), cannot compile for a GPU of compute capability ``cc``; None

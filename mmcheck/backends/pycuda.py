@@ -23,7 +23,7 @@ from ..compile import Build
 from ..errors import BackendUnavailable, CompileError, KernelFault, KernelTimeout, LaunchError, OutOfMemory
 from .base import Arg, BackendOptions, Device, DeviceBuffer, Dim3, Kernel, Timing
 from . import sanitizer
-from .compilers import explain_load_error, get_compiler
+from .compilers import arch, explain_load_error, get_compiler
 from .events import EventClock, Hold, L2Flush, Nvml
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class PyCudaBackend:
         self.options = options
         self.gpu = cuda.Context.get_device()
         major, minor = self.gpu.compute_capability()
-        self.arch = f"sm_{major}{minor}"
+        self.arch = arch((major, minor))
         self.compiler = get_compiler(options.compiler, options.cache_dir)
         if reason := self.compiler.unsupported((major, minor)):
             raise BackendUnavailable(reason)
