@@ -90,10 +90,11 @@ def _check_unchanged(name: str, sent: np.ndarray, back: np.ndarray, guard: int, 
 
 
 def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[str, ...],
-          passed: list[str], rerun: Rerun) -> None:
+          passed: list[str], rerun: Rerun, explain: bool = True) -> None:
     """Compare ``got`` with the reference; on a difference, find out what else the same inputs show and
     say what the errors look like.  ``passed``: the schedules under which these inputs already gave the
-    right result."""
+    right result.  Without ``explain`` a difference is told by what differs alone: no reruns, no diagnosis,
+    no record (the verdict is the same; a race may be told as the mismatch it caused)."""
     spec, trial, ops = prepared.spec, prepared.trial, prepared.operands
     out_type = precision(prepared.dtype).output
     if got.size >= LARGE:
@@ -119,6 +120,8 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
         check, what = "mismatch", mismatch.describe(out)
         if not np.any(got) and np.any(want):
             what += " (the result is all zeros)"
+    if not explain:
+        raise Caught(check, what, mismatch)
     lines = [what]
     race = _race(prepared, got, schedule, schedules, passed, rerun)
     if race:

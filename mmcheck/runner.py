@@ -94,6 +94,7 @@ class Runner:
         # where they passed (or still run), else the race, which every later case it covers shares.
         self._raced: dict[tuple, Result | None] = {}
         self._hung: dict[tuple, Result] = {}  # kernel x dtype -> the case that hung
+        self._explain = True  # a failure of the cheap schedules explained (False inside verdict)
         # Costly launches left running in this sweep: (the case's position in it, the case, its race class,
         # its verdict).
         self._later: list[tuple[int, Case, tuple, Callable[[], None]]] = []
@@ -126,6 +127,17 @@ class Runner:
         result, _ = self._sweep([case])
         assert result is not None, "a sweep of one case has its result"
         return result
+
+    def verdict(self, case: Case) -> Result:
+        """One case, as ``run`` judges it, but a failure of the cheap schedules is told by what differs
+        alone: none of the reruns, diagnoses and records that say why (its ``check`` may name the mismatch a
+        race caused).  For searches that try many shapes, such as the smallest that fails: on the GPU each
+        explained failure reruns under racecheck.  The race detector's own launches are judged in full."""
+        self._explain = False
+        try:
+            return self.run(case)
+        finally:
+            self._explain = True
 
     def sweep(self, spec: KernelSpec, dtype: str, shapes: Iterable[Shape]) -> Result:
         """Run shapes in order until one does not pass; that result (with the smallest failing shape, if
@@ -279,7 +291,9 @@ class Runner:
         which the same inputs passed."""
         try:
             got = self._launch(prepared, kernel, schedule, started)
-            judge(prepared, got, schedule, kernel.schedules, list(passed), rerun)
+            # A costly schedule's failure counts only as a race (below), which the reruns may show.
+            judge(prepared, got, schedule, kernel.schedules, list(passed), rerun,
+                  explain=self._explain or schedule in kernel.costly)
         except Caught as c:
             if schedule in kernel.costly and c.check not in _DETECTED:
                 return  # a wrong result, not a race: the cheap schedules find it on the case's own shapes

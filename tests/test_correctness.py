@@ -46,8 +46,8 @@ def test_known_bad_smallest_shape(runner, judge, mmcheck_settings, mmcheck_hypot
     the smallest thin shape past a threshold that catches it."""
     caught = {}
 
-    def is_caught(shape):
-        caught[shape] = result = runner.run(runner.case(kernel, dtype, shape))
+    def is_caught(shape):  # the verdict alone: the search tries dozens of failing shapes
+        caught[shape] = result = runner.verdict(runner.case(kernel, dtype, shape))
         return result.outcome == "fail"
 
     # At least 50 tries (a bug may show on few shapes); the search stops at the first catch and shrinks it.
@@ -64,4 +64,6 @@ def test_known_bad_smallest_shape(runner, judge, mmcheck_settings, mmcheck_hypot
                         f"nor any of the {len(past)} shapes past a size threshold")
         judge(result)
         return
-    judge(caught[smallest])
+    explained = runner.run(runner.case(kernel, dtype, smallest))
+    # A race need not show twice on a GPU: where it hid this time, the search's catch is the evidence.
+    judge(explained if explained.outcome == "fail" else caught[smallest])

@@ -218,3 +218,20 @@ def test_costly_launches_left_running_give_the_verdict_of_launches_run_in_turn(s
     # the first costly launch was left running while cheap launches went on
     submitted = backend.events.index("submit reverse")
     assert backend.events[submitted + 1].startswith("launch") and "wait reverse" in backend.events[submitted + 2:]
+
+
+@pytest.mark.parametrize("entry, shape", [("drops_last_k", SHAPE), ("racy", Shape(17, 17, 33)), ("good", SHAPE)])
+def test_a_verdict_is_the_runs_without_the_reruns_that_explain_it(entry, shape):
+    runs = []
+    for judged in ("run", "verdict"):
+        backend = FakeBackend(schedules=("forward", "reverse"), costly=("reverse",))
+        runner = Runner(backend, seed=1)
+        runs.append((getattr(runner, judged)(runner.case(spec_for(entry), "float32", shape)), backend.launched))
+    (explained, explained_launches), (verdict, verdict_launches) = runs
+    assert verdict.outcome == explained.outcome and verdict.case == explained.case
+    if entry == "drops_last_k":  # the cheap schedule's mismatch, told in one line: no rerun, no record
+        assert explained.record is not None and len(explained.message.splitlines()) > 1
+        assert verdict.check == "mismatch" and verdict.record is None and len(verdict.message.splitlines()) == 1
+        assert len(verdict_launches) < len(explained_launches)
+    if entry == "racy":  # the race detector's launch is judged in full, its rerun included
+        assert verdict.check == explained.check == "race" and verdict_launches == explained_launches
