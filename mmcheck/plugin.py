@@ -9,6 +9,9 @@ A ``.cu`` file with an mmcheck spec is a test file, as a doctest file is: ``pyte
 my_kernel.cu`` runs one test per kernel x dtype, judged as ``mmcheck check`` judges it (its shapes smallest
 first, up to the first that fails; a hang costs one timeout).
 
+Under pytest-xdist each worker takes a GPU of its own where there are several, and, from its first test
+that runs kernels, its share of the CPU cores for the references' BLAS (devices.py).
+
 Test functions ask for what they need and say which kernels they are about with a marker:
 
     @pytest.mark.mmcheck(expect="pass")
@@ -40,7 +43,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .devices import pin_gpu
+from .devices import pin_gpu, share_cores
 from .options import OPTIONS, Settings
 
 if TYPE_CHECKING:
@@ -136,6 +139,8 @@ def _runner(config: pytest.Config) -> Runner:
         from .errors import BackendUnavailable
 
         settings = config.stash[_SETTINGS]
+        if workers := os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+            share_cores(int(workers))  # the references' BLAS, in each of the workers
         try:
             config.stash[_RUNNER] = settings.runner(get_backend(settings.backend, settings.backend_options()))
         except BackendUnavailable as e:

@@ -30,7 +30,7 @@ from concurrent.futures.process import BrokenProcessPool
 from types import FrameType
 from typing import TYPE_CHECKING, Generic, NoReturn, Protocol, TypeVar
 
-from .devices import pin_gpu
+from .devices import pin_gpu, share_cores
 from .errors import BackendUnavailable, MmcheckError
 
 if TYPE_CHECKING:
@@ -194,15 +194,10 @@ class _Worker:
 
     def __init__(self, taken: Synchronized[int], running: Running, gpu: bool, settings: Settings | None,
                  workers: int) -> None:
-        import numpy  # noqa: F401  (every job needs it; loaded now, its BLAS is there to limit)
-        from threadpoolctl import threadpool_limits
-
         with taken.get_lock():
             self.slot = taken.value
             taken.value += 1
-        # The workers share the CPU cores: BLAS's own threads (the references' products) would only spin
-        # against one another's.
-        threadpool_limits(max(1, len(os.sched_getaffinity(0)) // workers), user_api="blas")
+        share_cores(workers)
         self.running = running
         self._runner: Runner | None = None
         self._opened: Settings | None = None  # the settings the runner was opened with

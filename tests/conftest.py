@@ -2,6 +2,14 @@ import os
 
 import pytest
 
+from mmcheck.devices import share_cores
+
+
+def pytest_configure(config):
+    # This suite's own products (references, Freivalds' checks) share the cores as mmcheck's runner does.
+    if workers := os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+        share_cores(int(workers))
+
 # Kernel files that tests drive themselves (a crash, a hang, a race): not test files of this suite.
 collect_ignore_glob = ["kernels/*.cu", "emu/kernels/*.cu"]
 

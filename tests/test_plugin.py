@@ -1,6 +1,7 @@
 """The plugin end to end, in a separate pytest run: a broken spec or a kernel that does not compile costs
 its own tests only, and the other kernels still run."""
 
+import os
 import shutil
 
 import pytest
@@ -160,6 +161,46 @@ class FakeNvml:
 
     def nvmlDeviceGetCount(self):
         return self.count
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: a share of it is all of it")
+@pytest.mark.parametrize("user_set", [False, True])
+def test_an_xdist_workers_blas_takes_its_share_of_the_cores_from_its_first_kernel_test(pytester, monkeypatch,
+                                                                                       user_set):
+    from mmcheck.devices import THREAD_COUNTS
+
+    for name in THREAD_COUNTS:
+        monkeypatch.delenv(name, raising=False)
+    if user_set:  # the user's choice stands
+        monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
+    pytester.makepyfile(plain_backend="""
+        class Plain:
+            name = "plain"
+            def __init__(self, options):
+                pass
+            def close(self):
+                pass
+    """, test_share="""
+        import os
+        import numpy
+        import pytest
+        from threadpoolctl import threadpool_info
+
+        def blas():
+            threads = {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+            if not threads:
+                pytest.skip("numpy here has no BLAS that threadpoolctl can see")
+            return threads
+
+        def test_an_unrelated_test_first():
+            assert blas() == {int(os.environ.get("OPENBLAS_NUM_THREADS", 0)) or len(os.sched_getaffinity(0))}
+
+        def test_one_that_runs_kernels(runner):
+            assert blas() == {int(os.environ.get("OPENBLAS_NUM_THREADS", 0)) or len(os.sched_getaffinity(0)) // 2}
+    """)
+    result = pytester.runpytest_subprocess("--mmcheck-backend", "plain_backend:Plain", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
 
 
 @pytest.mark.parametrize("environ, gpus, pinned", [

@@ -70,8 +70,13 @@ def _blas_threads() -> list[int]:
     return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
 
 
-def test_workers_share_the_cores_out_among_their_blas_threads():
+def test_workers_share_the_cores_out_among_their_blas_threads(monkeypatch):
     import numpy  # noqa: F401  (loads its BLAS, for threadpoolctl to find)
+
+    from mmcheck.devices import THREAD_COUNTS
+
+    for name in THREAD_COUNTS:  # spawned workers inherit them; set, they are the user's choice
+        monkeypatch.delenv(name, raising=False)
 
     if not _blas_threads():
         pytest.skip("numpy here has no BLAS that threadpoolctl can see")
