@@ -20,24 +20,8 @@ def test_spec(source, mmcheck_catalog, mmcheck_settings):
                 f"{source}: kernel {spec.name!r}: no shape within the budget satisfies its requires for {dtype}")
 
 
-@pytest.mark.mmcheck(expect="pass")
-def test_kernel(runner, judge, kernel, dtype, shape):
-    judge(runner.run(runner.case(kernel, dtype, shape)))
-
-
-@pytest.mark.mmcheck(expect="fail")
-def test_known_bad_is_caught(runner, judge, mmcheck_settings, kernel, dtype):
-    judge(runner.sweep(kernel, dtype, mmcheck_settings.shapes(kernel, dtype)))
-
-
-@pytest.mark.mmcheck(expect="pass")
-@given(data=st.data())
-def test_kernel_property(runner, judge, mmcheck_settings, kernel, dtype, data):
-    """Random valid shapes (how many: --mmcheck-profile); a failure is shrunk to the smallest failing shape."""
-    shape = data.draw(shape_strategy(kernel, dtype, budget=mmcheck_settings.budget), label="shape")
-    judge(runner.run(runner.case(kernel, dtype, shape)))
-
-
+# The slowest tests first (a search per known-bad kernel): under pytest-xdist the short ones after them
+# fill the workers' gaps at the end.
 @pytest.mark.mmcheck(expect="fail")
 def test_known_bad_smallest_shape(runner, judge, mmcheck_settings, mmcheck_hypothesis, kernel, dtype):
     """Hypothesis searches random shapes for one on which the known-bad kernel is caught, then shrinks it:
@@ -67,3 +51,21 @@ def test_known_bad_smallest_shape(runner, judge, mmcheck_settings, mmcheck_hypot
     explained = runner.run(runner.case(kernel, dtype, smallest))
     # A race need not show twice on a GPU: where it hid this time, the search's catch is the evidence.
     judge(explained if explained.outcome == "fail" else caught[smallest])
+
+
+@pytest.mark.mmcheck(expect="pass")
+def test_kernel(runner, judge, kernel, dtype, shape):
+    judge(runner.run(runner.case(kernel, dtype, shape)))
+
+
+@pytest.mark.mmcheck(expect="fail")
+def test_known_bad_is_caught(runner, judge, mmcheck_settings, kernel, dtype):
+    judge(runner.sweep(kernel, dtype, mmcheck_settings.shapes(kernel, dtype)))
+
+
+@pytest.mark.mmcheck(expect="pass")
+@given(data=st.data())
+def test_kernel_property(runner, judge, mmcheck_settings, kernel, dtype, data):
+    """Random valid shapes (how many: --mmcheck-profile); a failure is shrunk to the smallest failing shape."""
+    shape = data.draw(shape_strategy(kernel, dtype, budget=mmcheck_settings.budget), label="shape")
+    judge(runner.run(runner.case(kernel, dtype, shape)))
