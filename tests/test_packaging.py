@@ -25,12 +25,12 @@ def test_every_data_file_of_the_package_is_installed():
 
 # The module each requirement is imported as, where it differs from its name.
 MODULES = {"pyelftools": "elftools", "nvidia-ml-py": "pynvml", "cupy-cuda13x": "cupy", "cuda-bindings": "cuda.bindings",
-           "pytest-benchmark": "pytest_benchmark", "pytest-timeout": None, "ml_dtypes": "ml_dtypes", "tox": None,
+           "pytest-benchmark": "pytest_benchmark", "pytest-timeout": None, "pytest-xdist": None, "ml_dtypes": "ml_dtypes", "tox": None,
            "ruff": None, "mypy": None}
 
 
 def test_every_requirement_is_imported_somewhere():
-    """pytest-timeout, tox, ruff and mypy are tools, run rather than imported."""
+    """pytest-timeout, pytest-xdist, tox, ruff and mypy are tools, run rather than imported."""
     sources = "\n".join(p.read_text(encoding="utf-8") for folder in (PACKAGE, ROOT / "tests") for p in folder.rglob("*.py"))
     requirements = list(CONFIG["install_requires"]) + [r for reqs in CONFIG["extras_require"].values() for r in reqs]
     for requirement in requirements:
