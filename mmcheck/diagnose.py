@@ -195,15 +195,23 @@ def _dropped_terms(e: Evidence) -> str | None:
     suffix = np.cumsum(terms[:, :, ::-1, :], axis=2)[:, :, ::-1, :]  # suffix[..., k0, :] = sum over k >= k0
     for k0 in range(k - 1, 0, -1):
         if np.array_equal(missing, suffix[:, :, k0, :][bad]):
-            tile = next((t for t in e.tiles if k0 % t == 0), None)
             if threshold := _threshold(k0):
                 return f"every wrong element lacks exactly the terms k >= {k0} ({threshold})"
             if k0 == k - 1:
                 return (f"every wrong element is off by exactly A[i,{k0}]*B[{k0},j]: the last k term is dropped "
                         "(a loop bound off by one?)")
-            why = f" (K % {tile} = {k % tile}: the last partial K tile is skipped)" if tile else ""
-            return f"every wrong element lacks exactly the terms k >= {k0}{why}"
+            return f"every wrong element lacks exactly the terms k >= {k0}{_k_tiles(k0, k, e.tiles)}"
     return None
+
+
+def _k_tiles(k0: int, k: int, tiles: tuple[int, ...]) -> str:
+    """Which K tiles the terms k >= k0 are: the last partial one alone, or whole tiles from some tile on (a
+    loop over tiles that ends early, or a race that loses them)."""
+    if tile := next((t for t in tiles if k % t and k0 == k - k % t), None):
+        return f" (K % {tile} = {k % tile}: the last partial K tile is skipped)"
+    if tile := next((t for t in tiles if k0 % t == 0), None):
+        return f" (every K tile of {tile} from the one at k = {k0} on: the loop over K tiles ends early?)"
+    return ""
 
 
 def _stale_tile_padding(e: Evidence) -> str | None:

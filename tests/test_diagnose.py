@@ -47,6 +47,14 @@ def test_last_partial_k_tile_skipped():
          "lacks exactly the terms k >= 32 (K % 16 = 5: the last partial K tile is skipped)")
 
 
+def test_whole_k_tiles_lost_are_not_called_the_last_partial_tile():
+    # K = 57: its partial tile starts at 48; the terms from k = 32 on are two tiles and a part
+    e = evidence(Shape(5, 6, 57), lambda a, b, w: a[..., :32] @ b[:, :32])
+    says(e, "lacks exactly the terms k >= 32 (every K tile of 16 from the one at k = 32 on: the loop over K tiles "
+            "ends early?)")
+    assert not any("partial" in s for s in diagnose(e)), diagnose(e)
+
+
 def test_last_partial_k_tile_padding_holds_the_previous_tile():
     says(evidence(Shape(5, 6, 37), lambda a, b, w: w + a[..., 21:32] @ b[:, 21:32]),
          "the terms k = 21..31 added twice: the cells past K in the last partial K tile (tile 16, K % 16 = 5) still "
