@@ -114,6 +114,9 @@ OPTIONS = (
     Option("large", "GPU: also shapes with a buffer past 2**31 elements, where a 32-bit element offset wraps "
                     "(minutes and tens of GiB of host memory per kernel; a shape that does not fit is skipped)",
            type=None, default=False, commands=("check",)),
+    Option("recheck-races", "GPU: run the race detector on every launch it covers, also where an earlier run "
+                            "found the very same launch (compiled code, inputs, tool) clean", type=None,
+           default=False),
     Option("barrier-warnings", "emulator: report barrier divergence as a warning, not an error", type=None,
            default=False, commands=("check",)),
     Option("bench-sizes", "benchmark at these sizes: a square size n (the largest valid n x n x n up to it) or "
@@ -142,6 +145,7 @@ class Settings:
     results: str = "mmcheck-results"
     sanitize: bool = False
     large: bool = False
+    recheck_races: bool = False
     barrier_warnings: bool = False
     bench_sizes: tuple[int | Shape, ...] = ()
     bench_method: str = "cold-l2"
@@ -162,8 +166,10 @@ class Settings:
     def runner(self, backend: Backend) -> Runner:
         """The runner these settings describe (guard bands off under a sanitizer: it needs exact sizes)."""
         from .runner import Runner
+        from .verdicts import Verdicts
 
-        return Runner(backend, seed=self.seed, guards=not self.sanitize)
+        return Runner(backend, seed=self.seed, guards=not self.sanitize,
+                      verdicts=None if self.recheck_races else Verdicts())
 
     def open_runner(self) -> Runner:
         """The runner on a backend of its own, the one these settings name; BackendUnavailable says why there

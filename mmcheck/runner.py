@@ -26,6 +26,7 @@ from .prepare import Plan, Prepared, host_bytes, host_memory, plan, prepare
 from .shapes import (LARGE, LARGE_BUDGET, Shape, covering_shape, largest_buffer, smallest_of_class,
                      tile_class)
 from .spec import KernelSpec
+from .verdicts import Verdicts, launch_digest
 
 __all__ = ["Case", "Result", "Runner", "FAR", "compile_errors_told_once"]
 
@@ -82,12 +83,14 @@ class Result:
 class Runner:
     """Runs cases on one backend, compiling each build (spec, dtype, template arguments, defines) once."""
 
-    def __init__(self, backend: Backend, seed: int = 0, guards: bool = True) -> None:
+    def __init__(self, backend: Backend, seed: int = 0, guards: bool = True, verdicts: Verdicts | None = None) -> None:
         """``guards``: surround buffers with guard bands (off under a sanitizer, which needs exact-size
-        allocations to see an out-of-bounds access)."""
+        allocations to see an out-of-bounds access).  ``verdicts``: where a race detector's clean verdicts are
+        kept across runs (None: the detector runs every time)."""
         self.backend = backend
         self.seed = seed
         self.guards = guards
+        self.verdicts = verdicts
         self._kernels: dict[tuple, Kernel | MmcheckError] = {}
         self._reported: set[tuple] = set()
         # What the costly launches covered (_race): a kernel x dtype's instance, or one tile class of it.  None
@@ -274,16 +277,29 @@ class Runner:
         passed: list[str] = []
         for schedule in schedules:
             prepared = self.prepare(case, launch, trial, operands)
+            digest = (launch_digest(kernel, prepared, launch.grid, launch.block, launch.smem, schedule)
+                      if schedule in kernel.costly and self.verdicts else None)
+            if digest and self.verdicts and self.verdicts.clean(digest):
+                continue  # this very launch was found clean before
+            judged = partial(self._judged, case, kernel, trial, schedule, prepared, rerun, tuple(passed))
+            if digest:
+                judged = partial(self._kept, judged, digest, f"{schedule}: {case.spec.path} {case.spec.name} "
+                                 f"{case.dtype} {case.shape} ({trial}, seed {case.seed})")
             if schedule in kernel.costly and isinstance(self.backend, Submits):
                 self._settle()  # an earlier costly launch that fails ends the sweep before this one runs
                 _check_parameters(kernel, prepared)
                 started = self.backend.submit(kernel, prepared.args, launch.grid, launch.block, launch.smem,
                                               schedule)
-                self._later.append((self._position, case, race_class, partial(
-                    self._judged, case, kernel, trial, schedule, prepared, rerun, tuple(passed), started)))
+                self._later.append((self._position, case, race_class, partial(judged, started)))
                 continue
-            self._judged(case, kernel, trial, schedule, prepared, rerun, tuple(passed))
+            judged()
             passed.append(schedule)
+
+    def _kept(self, judged: Callable[..., None], digest: str, what: str, *started: Launched) -> None:
+        """A costly launch judged; kept as clean if it was (a report raises)."""
+        judged(*started)
+        assert self.verdicts is not None, "only a runner that keeps verdicts keeps them"
+        self.verdicts.keep(digest, what)
 
     def _judged(self, case: Case, kernel: Kernel, trial: Trial, schedule: str, prepared: Prepared, rerun: Rerun,
                 passed: tuple[str, ...], started: Launched | None = None) -> None:

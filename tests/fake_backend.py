@@ -70,8 +70,11 @@ def hangs(*args):
 class FakeBackend:
     name = "fake"
 
-    def __init__(self, options: BackendOptions = BackendOptions(), schedules=("forward", "reverse"), costly=()):
-        self.schedules, self.costly = schedules, costly
+    def __init__(self, options: BackendOptions = BackendOptions(), schedules=("forward", "reverse"), costly=(),
+                 fingerprint=None):
+        """``fingerprint``: the toolchain's, to which each kernel's adds its function and build (None: the
+        backend cannot tell, as a backend of one's own may not)."""
+        self.schedules, self.costly, self.fingerprint = schedules, costly, fingerprint
         self.compiles = 0
         self.launched: list[str] = []  # the schedule of every launch
 
@@ -84,7 +87,8 @@ class FakeBackend:
         function = globals().get(spec.entry)
         if function is None:
             raise CompileError(f"{spec.path}:3: error: '{spec.entry}' was not declared")
-        return Kernel(spec, build.dtype, spec.entry, self.schedules, function, costly=self.costly)
+        return Kernel(spec, build.dtype, spec.entry, self.schedules, function, costly=self.costly,
+                      fingerprint=self.fingerprint and repr((self.fingerprint, spec.entry, build.key)))
 
     def upload(self, host, offset):
         return DeviceBuffer(host.size, host.dtype, offset, host.copy())
@@ -162,7 +166,7 @@ class FakeCostlyBackend(FakeBackend):
     """The fake backend, its reverse schedule costly (as a GPU's race detector is)."""
 
     def __init__(self, options: BackendOptions = BackendOptions()):
-        super().__init__(options, costly=("reverse",))
+        super().__init__(options, costly=("reverse",), fingerprint="fake toolchain")
 
 
 def never_returns(*args):

@@ -5,8 +5,10 @@ import pytest
 from mmcheck.backends import get_backend
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.process import ProcessBackend
+from mmcheck.prepare import plan
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
+from mmcheck.verdicts import Verdicts
 
 from .fake_backend import spec_for
 
@@ -61,5 +63,18 @@ def test_a_costly_launch_left_running_in_the_worker_is_judged_as_one_run_in_turn
             in_process = Runner(get_backend(FAKE.replace("FakeBackend", "FakeCostlyBackend"), isolated=False), seed=5)
             assert result.message == in_process.sweep(spec, "float32", SWEEP).message
         assert runner.sweep(spec_for("good", ("float32",)), "float32", SWEEP).ok  # in a healthy worker
+    finally:
+        backend.close()
+
+
+def test_the_worker_says_what_it_compiled_so_that_a_clean_race_check_is_kept(tmp_path):
+    backend = ProcessBackend(FAKE.replace("FakeBackend", "FakeCostlyBackend"), BackendOptions(timeout=2))
+    try:
+        kept = Verdicts(tmp_path)
+        spec = spec_for("good", ("float32",))
+        assert Runner(backend, seed=5, verdicts=kept).sweep(spec, "float32", SWEEP).ok
+        (digest,) = [f.name for f in tmp_path.iterdir()]
+        kernel = backend.compile(plan(spec, "float32", Shape(17, 17, 33)).build)
+        assert "fake toolchain" in kernel.fingerprint and kept.clean(digest)
     finally:
         backend.close()

@@ -10,7 +10,9 @@ from mmcheck.dtypes import DTYPES
 from mmcheck.prepare import plan
 from mmcheck.report import reproduce
 from mmcheck.runner import Runner
+from mmcheck.options import Settings
 from mmcheck.shapes import Shape
+from mmcheck.verdicts import Verdicts
 
 from .fake_backend import FakeBackend, FakeSubmittingBackend, spec_for
 
@@ -235,3 +237,40 @@ def test_a_verdict_is_the_runs_without_the_reruns_that_explain_it(entry, shape):
         assert len(verdict_launches) < len(explained_launches)
     if entry == "racy":  # the race detector's launch is judged in full, its rerun included
         assert verdict.check == explained.check == "race" and verdict_launches == explained_launches
+
+
+def test_a_clean_race_check_is_kept_across_runs_and_a_race_is_found_on_every_run(tmp_path):
+    for backend_type in (FakeBackend, FakeSubmittingBackend):
+        kept = Verdicts(tmp_path / backend_type.__name__)
+        for entry, verdict in (("good", "pass"), ("racy", "race")):
+            launches = []
+            for _ in range(2):  # two runs, each a runner of its own (a process of its own)
+                backend = backend_type(costly=("reverse",), fingerprint="toolchain 1")
+                result = Runner(backend, verdicts=kept).sweep(spec_for(entry), "float32", SHAPES)
+                assert (result.check or result.outcome) == verdict
+                launches.append(backend.launched.count("reverse"))
+            # a clean verdict is taken from the first run; a race is run, found and explained again
+            assert launches == ([1, 0] if verdict == "pass" else [1, 1]), (backend_type, entry)
+        assert [f.read_text() for f in kept.folder.iterdir()] == [
+            "reverse: cuda_src/fake.cu fake.good float32 17x17x33 (inputs ints, seed 0)\n"]
+
+
+@pytest.mark.parametrize("change", ["fingerprint", "seed", "none"])
+def test_a_kept_verdict_holds_for_the_very_same_launch_only(tmp_path, change):
+    def reverse_launches(fingerprint="toolchain 1", seed=0, verdicts=Verdicts(tmp_path)):
+        backend = FakeBackend(costly=("reverse",), fingerprint=fingerprint)
+        assert Runner(backend, seed=seed, verdicts=verdicts).sweep(spec_for("good"), "float32", SHAPES).ok
+        return backend.launched.count("reverse")
+
+    assert reverse_launches() == 1
+    again = {"fingerprint": {"fingerprint": "toolchain 2"}, "seed": {"seed": 1},
+             "none": {"fingerprint": None}}[change]  # another compiled code or tool; other inputs; unknown code
+    assert reverse_launches(**again) == 1
+    assert reverse_launches(verdicts=None) == 1  # --recheck-races
+    assert len(list(tmp_path.iterdir())) == (1 if change == "none" else 2)
+
+
+def test_the_settings_keep_verdicts_in_the_user_cache_unless_told_to_recheck(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert Settings().runner(FakeBackend()).verdicts.folder == tmp_path / "mmcheck" / "verdicts"
+    assert Settings(recheck_races=True).runner(FakeBackend()).verdicts is None

@@ -51,7 +51,10 @@ class Kernel:
     schedules that cost far more than a launch (a race detector): the runner runs them once per kernel x
     dtype on a shape that holds every kind of block (else once per tile class, on its smallest shape) and on
     a failure's reruns, not on every case.  ``params`` are the byte sizes of the kernel's parameters as
-    compiled (None where the backend cannot tell).  ``handle`` is the backend's own object.
+    compiled (None where the backend cannot tell).  ``fingerprint`` is a digest of the compiled code, the
+    device and the tools that run the costly schedules: the same fingerprint, the same kernel in the same
+    hands, so that a race detector's clean verdict on a launch can be kept across runs (verdicts.py); None
+    where the backend cannot tell.  ``handle`` is the backend's own object.
     """
 
     spec: KernelSpec
@@ -61,6 +64,7 @@ class Kernel:
     handle: Any = field(repr=False, compare=False)
     params: tuple[int, ...] | None = None
     costly: tuple[str, ...] = ()
+    fingerprint: str | None = None
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,9 @@ exactly one case.  Kernels are recompiled in the new child on demand (the compil
 A schedule that names a compute-sanitizer tool (the GPU backend asks for racecheck on kernels with shared
 memory, and for every tool under ``sanitize``) runs in a child started under that tool.  Each tool has its
 own child; its reports are read from the tool's log right after the launch that caused them.  A tool's
-child is started as soon as a kernel that needs it is compiled, and runs its launches while the parent goes
-on (``submit``): the runner judges them later, in order.
+child is started by the first launch that needs it (a launch whose verdict was kept from an earlier run
+needs none, verdicts.py), and runs its launches while the parent goes on (``submit``), starting up
+meanwhile: the runner judges them later, in order.
 """
 
 from __future__ import annotations
@@ -185,11 +186,9 @@ class ProcessBackend:
             worker.close()
 
     def compile(self, build: Build) -> Kernel:
-        symbol, schedules, params, costly = self._worker(self._tools[0]).call("compile", build,
-                                                                              timeout=_COMPILE_TIMEOUT)
-        for tool in set(costly) & set(sanitizer.TOOLS):
-            self._worker(tool)  # started now, it is ready by the time the runner asks for it
-        return Kernel(build.spec, build.dtype, symbol, schedules, build, params, costly)
+        symbol, schedules, params, costly, fingerprint = self._worker(self._tools[0]).call(
+            "compile", build, timeout=_COMPILE_TIMEOUT)
+        return Kernel(build.spec, build.dtype, symbol, schedules, build, params, costly, fingerprint)
 
     def upload(self, host: np.ndarray, offset: int) -> DeviceBuffer:
         return DeviceBuffer(host.size, host.dtype, offset, _Remote(host))
@@ -362,7 +361,7 @@ def _serve(inner: str, conn_in: Connection, conn_out: Connection) -> None:
                 value = backend.name
             elif method == "compile":
                 k = kernel(*args)
-                value = (k.symbol, k.schedules, k.params, k.costly)
+                value = (k.symbol, k.schedules, k.params, k.costly, k.fingerprint)
             elif method == "launch":
                 build, hosts, packed, grid, block, smem, schedule, addresses = args
                 k = kernel(build)

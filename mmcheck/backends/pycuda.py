@@ -11,6 +11,7 @@ crash.
 
 from __future__ import annotations
 
+import hashlib
 import time
 import warnings
 from collections.abc import Sequence
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..compile import Build
+from ..compile import Build, cache_key
 from ..errors import BackendUnavailable, CompileError, KernelFault, KernelTimeout, LaunchError, OutOfMemory
 from .base import Arg, BackendOptions, Device, DeviceBuffer, Dim3, Kernel, Timing
 from . import sanitizer
@@ -88,7 +89,12 @@ class PyCudaBackend:
         introspection = self._introspect(compiled.cubin, compiled.symbol)
         schedules, costly = self._schedules(function.shared_size_bytes > 0 or build.spec.smem.text != "0")
         return Kernel(build.spec, build.dtype, compiled.symbol, schedules, (module, function, introspection),
-                      _parameter_sizes(introspection), costly)
+                      _parameter_sizes(introspection), costly, self._fingerprint(compiled.cubin, compiled.symbol))
+
+    def _fingerprint(self, cubin: bytes, symbol: str) -> str:
+        """The loaded code, the device and driver that run it, and the sanitizer that checks it."""
+        return cache_key(hashlib.sha256(cubin).hexdigest(), symbol, self.gpu.name(), self.arch,
+                         self.cuda.get_driver_version(), sanitizer.installed())
 
     def _schedules(self, shared: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(schedules, costly): the device's own order, and compute-sanitizer tools run by the process

@@ -8,13 +8,14 @@ locations point into the ``.cu`` file itself.
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["TOOLS", "SLOWDOWN", "PRINT_LIMIT", "REPORTING_LAUNCHES", "REPORTED_HAZARDS", "command", "read_log",
-           "summarize", "hazards"]
+__all__ = ["TOOLS", "SLOWDOWN", "PRINT_LIMIT", "REPORTING_LAUNCHES", "REPORTED_HAZARDS", "command", "installed",
+           "read_log", "summarize", "hazards"]
 
 TOOLS = ("memcheck", "racecheck", "synccheck")
 # A kernel runs many times slower under a tool (racecheck tracks every shared-memory access).
@@ -53,6 +54,18 @@ def command(tool: str, log: Path) -> list[str]:
     # kernel's own errors are reports.
     return [shutil.which("compute-sanitizer") or "compute-sanitizer", "--tool", tool, *padding,
             "--report-api-errors", "no", "--log-file", str(log), "--print-limit", str(PRINT_LIMIT[tool])]
+
+
+@functools.cache
+def installed() -> str:
+    """Which compute-sanitizer is installed, as its path, size and modification time ("" where there is
+    none): another install may judge a launch otherwise, so a verdict kept across runs names it."""
+    found = shutil.which("compute-sanitizer")
+    if not found:
+        return ""
+    path = Path(found).resolve()
+    stat = path.stat()
+    return f"{path} {stat.st_size} {stat.st_mtime_ns}"
 
 
 def read_log(text: str) -> list[str]:
