@@ -1,6 +1,7 @@
-"""Compiling ahead, for ``check -j`` on the GPU: every build the check will need, compiled at once on all the
-cores while the workers start and work, into the compile cache their backends read.  nvcc compiles one build
-on one core; alone, each worker would compile its own one after another.  A worker that asks for a build
+"""Compiling ahead, for ``check`` on the GPU: every build the check will need, compiled at once on all the
+cores while the workers (or, with ``-j 1``, the one runner) start and work, into the compile cache their
+backends read.  nvcc compiles one build on one core; alone, each worker would compile its own one after
+another.  A worker that asks for a build
 being compiled here waits for it rather than compile it again (compilers.CubinCache.fetch).
 
 Only nvcc compiles ahead: NVRTC compiles in-process, and sets the process's locale while it does.  What fails

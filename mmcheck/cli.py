@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .devices import capability
 from .errors import BackendUnavailable, SpecError
 from .options import OPTIONS, Settings
 from .spec import Catalog, collect
@@ -219,13 +220,13 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     for e in catalog.errors:
         print(f"mmcheck: {e}", file=sys.stderr)
     runner: Runner | None = None
-    cc: tuple[int, int] | None = None  # the device's compute capability, where a pool's worker tells it
+    cc: tuple[int, int] | None = None  # the device's compute capability (None: there is none)
     try:
         if pool is not None:  # its workers say which backend they opened: this process opens none of its own
             backend, cc = pool.backend(settings)
         else:
             runner = settings.open_runner()
-            backend = runner.backend.name
+            backend, cc = runner.backend.name, capability(runner.backend)
         if settings.large and backend == "emu":
             raise BackendUnavailable("--large runs on the GPU only: shapes past 2**31 elements would take the "
                                      "emulator hours")
@@ -242,34 +243,37 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
 
     labels = [_label(s, d) for s, d in pairs]
     workers = min(_workers(args.jobs, backend), len(pairs))
-    if workers > 1:
-        from . import ahead, costs
-        from .pool import Check, Pool
-        from .runner import compile_errors_told_once
+    from . import ahead, costs
 
-        if runner is not None:  # it has shown that the backend is usable, and which it is: each worker opens its own
-            runner.backend.close()
-        # The workers open the backend that "auto" found, rather than look again.
-        own = dataclasses.replace(settings, backend=backend) if settings.backend == "auto" else settings
-        pool = pool or Pool(workers, gpu=backend == "gpu")
-        order = costs.longest_first(labels, costs.load(backend), [(s.path, s.name) for s, _ in pairs])
-        compiling = ahead.start(own, [pairs[i] for i in order], cc) if cc else None
-        # Each kernel x dtype is a job of its own, for whichever worker is free; a compile error is then told
-        # in full once, for the kernel's first dtype, as one process tells it.
-        try:
+    # The workers open the backend that "auto" found, rather than look again.
+    own = dataclasses.replace(settings, backend=backend) if settings.backend == "auto" else settings
+    order = (costs.longest_first(labels, costs.load(backend), [(s.path, s.name) for s, _ in pairs]) if workers > 1
+             else range(len(pairs)))
+    # Every build the jobs need, compiled on all the cores as soon as the device is known (ahead.py).
+    compiling = ahead.start(own, [pairs[i] for i in order], cc) if cc else None
+    try:
+        if workers > 1:
+            from .pool import Check, Pool
+            from .runner import compile_errors_told_once
+
+            if runner is not None:  # it has shown that the backend is usable, and which: each worker opens its own
+                runner.backend.close()
+            pool = pool or Pool(workers, gpu=backend == "gpu")
+            # Each kernel x dtype is a job of its own, for whichever worker is free; a compile error is then
+            # told in full once, for the kernel's first dtype, as one process tells it.
             results = compile_errors_told_once(_each([(label, Check(own, s, d))
                                                       for label, (s, d) in zip(labels, pairs)],
                                                      "kernel x dtype", said, pool.outcomes, order))
-        finally:
-            if compiling is not None:
-                compiling.stop()
-    else:
-        assert runner is not None  # a pool is started only for several workers
-        try:
-            results = _each([(label, partial(settings.check, runner, s, d)) for label, (s, d) in zip(labels, pairs)],
-                            "kernel x dtype", said)
-        finally:
-            runner.backend.close()
+        else:
+            assert runner is not None  # a pool is started only for several workers
+            try:
+                results = _each([(label, partial(settings.check, runner, s, d))
+                                 for label, (s, d) in zip(labels, pairs)], "kernel x dtype", said)
+            finally:
+                runner.backend.close()
+    finally:
+        if compiling is not None:
+            compiling.stop()
     _remember_costs(backend, results)
     complete = len(results) == len(pairs)
     print(f"backend: {backend}")

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, MutableMapping
+from typing import TYPE_CHECKING
 
-__all__ = ["gpu_count", "pin_gpu", "share_cores"]
+if TYPE_CHECKING:
+    from .backends.base import Backend
+
+__all__ = ["capability", "gpu_count", "pin_gpu", "share_cores"]
 
 # Where one is set, the user chose BLAS's thread count.
 THREAD_COUNTS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
@@ -28,6 +32,17 @@ def visible_gpus(environ: Mapping[str, str]) -> list[str]:
     except Exception:  # no NVML, no driver, no GPU: nothing to spread
         return []
     return [str(i) for i in range(count)]
+
+
+def capability(backend: Backend) -> tuple[int, int] | None:
+    """The compute capability of the backend's device; None where it has none (the emulator)."""
+    from .errors import MmcheckError
+
+    device = getattr(backend, "device", None)  # a backend class of one's own may have none
+    try:
+        return device().cc if device else None
+    except MmcheckError:
+        return None
 
 
 def gpu_count(environ: Mapping[str, str]) -> int:

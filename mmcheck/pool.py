@@ -30,8 +30,8 @@ from concurrent.futures.process import BrokenProcessPool
 from types import FrameType
 from typing import TYPE_CHECKING, Generic, NoReturn, Protocol, TypeVar
 
-from .devices import pin_gpu, share_cores
-from .errors import BackendUnavailable, MmcheckError
+from .devices import capability, pin_gpu, share_cores
+from .errors import BackendUnavailable
 
 if TYPE_CHECKING:
     from multiprocessing.sharedctypes import Synchronized
@@ -259,10 +259,7 @@ def _start(taken: Synchronized[int], running: Running, gpu: bool, settings: Sett
 
 def _opened(settings: Settings) -> tuple[str, tuple[int, int] | None]:
     backend = _worker.runner(settings).backend
-    try:
-        return backend.name, backend.device().cc
-    except MmcheckError:  # no device to tell of (the emulator)
-        return backend.name, None
+    return backend.name, capability(backend)
 
 
 def _started() -> None:

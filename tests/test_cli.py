@@ -15,12 +15,13 @@ from types import SimpleNamespace
 
 import pytest
 
+import mmcheck.ahead
 import mmcheck.backends
 from mmcheck import costs
 from mmcheck.cli import _workers, main
 from mmcheck.errors import CompileError
 
-from .fake_backend import FakeBackend
+from .fake_backend import FakeBackend, FakeTimingBackend
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_gxx = pytest.mark.skipif(not shutil.which("g++"), reason="runs the kernels on the emulator, which needs g++")
@@ -364,3 +365,22 @@ def test_jobs_on_the_gpu_without_pycuda_are_a_usage_error_with_the_reason(kernel
     assert main(["check", str(kernel_files), "--backend", "gpu", "-j", "2"]) == 2
     assert "PyCUDA is not installed" in capsys.readouterr().err
     assert multiprocessing.active_children() == []
+
+
+@pytest.mark.parametrize("backend, cc", [(FakeTimingBackend, (9, 0)), (FakeBackend, None)])
+def test_one_process_compiles_ahead_too_once_it_knows_the_device(kernel_files, monkeypatch, backend, cc):
+    started = []
+
+    class Compiling:
+        def stop(self):
+            started.append("stopped")
+
+    def start(settings, pairs, capability):
+        started.append(([(s.name, d) for s, d in pairs], capability))
+        return Compiling()
+
+    monkeypatch.setattr(mmcheck.backends, "get_backend", lambda name, options: backend(options))
+    monkeypatch.setattr(mmcheck.ahead, "start", start)
+    assert main(["check", str(kernel_files)]) == 0
+    pairs = [("k.bad", "int32"), ("k.bad", "float32"), ("k.good", "int32"), ("k.good", "float32")]
+    assert started == ([(pairs, cc), "stopped"] if cc else [])
