@@ -197,12 +197,18 @@ class Settings:
 
     def _check(self, runner: Runner, spec: KernelSpec, dtype: str) -> Result:
         from .runner import Result
-        from .shapes import satisfies
+        from .shapes import LARGE, largest_buffer, satisfies
 
         if reason := self.unreachable(spec):
             return Result(runner.case(spec, dtype, None), "skip", reason, shapes_tried=0)
         if not self.shape:
-            return runner.sweep(spec, dtype, self.shapes(spec, dtype))
+            shapes = self.shapes(spec, dtype)
+            result = runner.sweep(spec, dtype, shapes)
+            if self.large and result.ok and all(largest_buffer(spec, s) < LARGE for s in shapes):
+                # Asked for, and not run: said, lest the pass be read as one past 2**31 elements.
+                result = dataclasses.replace(result, message="no shape past 2**31 elements: its requires rule "
+                                                             "them out")
+            return result
         shapes = [s for s in self.shape if satisfies(spec, s, dtype)]
         if not shapes:
             return Result(runner.case(spec, dtype, self.shape[0]), "skip",

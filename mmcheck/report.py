@@ -49,7 +49,7 @@ def _detail(r: Result) -> str:
     """The largest shape passed; else the failing shape and the worst error where it is a number, or what
     the message says (unwritten elements, a NaN and where it came from, a crash), cut at a word."""
     if r.outcome == "pass":
-        return f"up to {r.case.shape}"
+        return f"up to {r.case.shape}" + (f"; {r.message}" if r.message else "")
     m = r.mismatch
     if m is not None and r.check == "mismatch" and math.isfinite(m.abs_err):
         return f"{r.case.shape}: worst abs err {m.abs_err:.3g}"

@@ -108,3 +108,16 @@ def test_a_c_past_two_to_the_31_elements_is_judged_by_freivalds(monkeypatch, ent
     assert result.check == check, result.message
     if words:
         assert "Freivalds' check, 20 random" in result.message and words in result.message, result.message
+
+
+def test_a_kernel_whose_requires_keep_its_buffers_small_says_so_under_the_large_mode():
+    from mmcheck.report import table
+
+    bounded = 'requires = ["M * K < 2**31", "K * N < 2**31", "M * N < 2**31", "cdiv(M, 16) <= 65535"]'
+    spec = spec_for("good", ("float32",), extra=bounded)
+    assert large_shapes(spec, "float32") == []
+    runner = Runner(FakeBackend(), seed=1)
+    large, plain = (Settings(large=flag).check(runner, spec, "float32") for flag in (True, False))
+    assert large.ok and large.message == "no shape past 2**31 elements: its requires rule them out"
+    assert "; no shape past 2**31 elements" in table([large])
+    assert plain.ok and plain.message == ""
