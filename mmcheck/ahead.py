@@ -4,16 +4,19 @@ backends read.  nvcc compiles one build on one core; alone, each worker would co
 another.  A worker that asks for a build
 being compiled here waits for it rather than compile it again (compilers.CubinCache.fetch).
 
-Only nvcc compiles ahead: NVRTC compiles in-process, and sets the process's locale while it does.  What fails
-here is left to the worker that needs the build, which reports it.
+nvcc runs as a process of its own, so threads drive it.  NVRTC compiles inside the calling process and sets
+its locale while it does, which other threads would see: it compiles ahead in processes of its own.  What
+fails here is left to the worker that needs the build, which reports it.
 """
 
 from __future__ import annotations
 
+import functools
+import multiprocessing
 import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from .errors import MmcheckError
@@ -46,12 +49,16 @@ def builds(settings: Settings, pairs: Iterable[tuple[KernelSpec, str]]) -> Itera
 
 
 class Ahead:
-    """Builds compiled by ``compiler`` for ``arch`` on as many threads as there are cores, from now on;
-    ``stop`` drops those not yet started."""
+    """Builds compiled by ``compiler`` (a compiler, or the name of one to get in each process) for ``arch``,
+    on as many threads (or processes) as there are cores, from now on; ``stop`` drops those not yet
+    started."""
 
-    def __init__(self, compiler: Compiler, arch: str, todo: Iterable[Build]) -> None:
+    def __init__(self, compiler: Compiler | str, arch: str, todo: Iterable[Build], processes: bool = False) -> None:
         self.compiler, self.arch = compiler, arch
-        self._threads = ThreadPoolExecutor(len(os.sched_getaffinity(0)), thread_name_prefix="mmcheck-ahead")
+        cores = len(os.sched_getaffinity(0))
+        # Spawned, not forked: this process has threads (the planner's, the progress display's).
+        self._threads: Executor = (ProcessPoolExecutor(cores, multiprocessing.get_context("spawn")) if processes
+                                   else ThreadPoolExecutor(cores, thread_name_prefix="mmcheck-ahead"))
         # Planning the builds takes a while too (every pair's shapes): it feeds the threads from one of its own.
         self._planner = threading.Thread(target=self._plan, args=(todo,), daemon=True, name="mmcheck-ahead-plan")
         self._stopped = False
@@ -62,32 +69,42 @@ class Ahead:
             if self._stopped:
                 return
             try:
-                self._threads.submit(self._compile, build)
+                self._threads.submit(_compile, self.compiler, build, self.arch)
             except RuntimeError:  # stopped meanwhile
                 return
-
-    def _compile(self, build: Build) -> None:
-        try:
-            self.compiler.compile(build, self.arch)
-        except MmcheckError:
-            pass  # the worker that needs it compiles it again, and says what is wrong
 
     def stop(self) -> None:
         self._stopped = True
         self._threads.shutdown(wait=False, cancel_futures=True)
 
 
+def _compile(compiler: Compiler | str, build: Build, arch: str) -> None:
+    try:
+        (_named(compiler) if isinstance(compiler, str) else compiler).compile(build, arch)
+    except MmcheckError:
+        pass  # the worker that needs it compiles it again, and says what is wrong
+
+
+@functools.cache
+def _named(name: str) -> Compiler:
+    """A compiler by name, once per process (NVRTC's loads its library and chooses its headers)."""
+    from .backends.compilers import get_compiler
+
+    return get_compiler(name)
+
+
 def start(settings: Settings, pairs: Sequence[tuple[KernelSpec, str]], cc: tuple[int, int]) -> Ahead | None:
-    """Compiling ahead for a device of compute capability ``cc`` with the settings' compiler, if it is nvcc
-    and can compile for it; None otherwise."""
+    """Compiling ahead for a device of compute capability ``cc`` with the settings' compiler, if it can
+    compile for it; None otherwise."""
     from .backends.compilers import arch, get_compiler, resolve
 
-    if resolve(settings.compiler) != "nvcc":
-        return None
+    name = resolve(settings.compiler)
     try:
-        compiler = get_compiler("nvcc")
+        compiler = get_compiler(name)
     except MmcheckError:
         return None
     if compiler.unsupported(cc):
         return None
+    if name == "nvrtc":
+        return Ahead(name, arch(cc), builds(settings, pairs), processes=True)
     return Ahead(compiler, arch(cc), builds(settings, pairs))

@@ -1,13 +1,19 @@
 """Compiling ahead: the builds a check needs, each once, on threads; a cache entry made by one at a time."""
 
+import locale
 import threading
 import time
+from pathlib import Path
 
-from mmcheck.ahead import Ahead, builds
+import pytest
+
+from mmcheck.ahead import Ahead, builds, start
 from mmcheck.backends.compilers import Compiled, CubinCache
 from mmcheck.errors import CompileError
 from mmcheck.options import Settings
 from mmcheck.spec import parse_specs
+
+ZOO = Path(__file__).resolve().parent.parent / "cuda_src"
 
 SGEMM = """/* mmcheck
 [[kernel]]
@@ -72,3 +78,31 @@ def test_a_cache_entry_is_made_once_while_others_wait_for_it(tmp_path):
     for t in threads:
         t.join()
     assert len(made) == 1 and got == [Compiled(b"cubin", "sym")] * 4
+
+
+def test_nvrtc_compiles_ahead_in_processes_of_its_own_into_the_cache_the_workers_read(tmp_path, monkeypatch):
+    """NVRTC sets the locale of the process it compiles in: ahead of the workers it compiles in processes of
+    its own, and what it made is what a worker's compile then finds."""
+    from mmcheck.backends.nvrtc import Nvrtc
+    from mmcheck.errors import BackendUnavailable
+    from mmcheck.spec import load_specs
+
+    try:
+        Nvrtc()
+    except BackendUnavailable as e:
+        pytest.skip(f"no usable NVRTC here: {e}")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # the spawned processes inherit it
+    (spec,) = [s for s in load_specs(ZOO / "blas_sgemm.cu") if s.name == "blas.sgemm_tiled"]
+    settings = Settings(compiler="nvrtc")
+    wanted = list(builds(settings, [(spec, "float32")]))
+    assert len(wanted) == 2  # TILE 16 and 32
+    before = locale.setlocale(locale.LC_ALL)
+    ahead = start(settings, [(spec, "float32")], (9, 0))
+    deadline = time.monotonic() + 120
+    while len(list(tmp_path.glob("mmcheck/nvrtc/*.cubin"))) < len(wanted) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    ahead.stop()
+    assert locale.setlocale(locale.LC_ALL) == before
+    monkeypatch.setattr(Nvrtc, "_compile", lambda *args: pytest.fail("compiled again instead of read"))
+    worker = Nvrtc()
+    assert all(worker.compile(b, "sm_90").cubin for b in wanted)
