@@ -2,6 +2,10 @@
 # GEMM in cuBLAS's own convention: column-major matrices with leading dimensions, so A, B and C may be
 # blocks of larger matrices (a column of A is lda >= M elements apart from the next), and C is not read
 # when beta == 0 (the BLAS rule: it may then hold anything, NaN included; strict_beta checks that).
+#
+# The offsets are int (i + p * lda): a matrix's last one, (columns - 1) * ld + rows - 1, must fit in an int
+# (at most 2^31 - 1).  requires name only M, N and K, so they bound it for the largest leading dimensions
+# mmcheck passes: M + 8, K + 16 and M + 24 for lda, ldb and ldc in its padded trials.
 
 [[kernel]]
 name = "blas.gemm_colmajor"
@@ -13,7 +17,8 @@ layout = "col"
 params = ["M", "N", "K", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc"]
 block = [32, 8]
 grid = ["cdiv(M, 32)", "cdiv(N, 8)"]
-requires = ["cdiv(N, 8) <= 65535"]
+requires = ["cdiv(N, 8) <= 65535", "(K - 1) * (M + 8) + M - 1 < 2**31", "(N - 1) * (K + 16) + K - 1 < 2**31",
+            "(N - 1) * (M + 24) + M - 1 < 2**31"]
 strict_beta = true
 about = "column-major with lda, ldb, ldc; consecutive threads take consecutive rows (coalesced)"
 */

@@ -3,6 +3,9 @@
 # template over the input type T (half or bfloat16) and the output type TC (the same, or float for the
 # tensor-core contract "float16->float32"), accumulating in float; and a half2 kernel that computes two
 # columns per thread with paired half arithmetic, accumulating in half, as its spec declares.
+#
+# The offsets are int (row * K + k), so each of A, B and C may have at most 2^31 elements (the last offset,
+# 2^31 - 1, is the largest an int holds): requires say so.
 
 [[kernel]]
 name = "blas.hgemm_naive"
@@ -13,7 +16,7 @@ template = ["T", "TC"]
 params = ["M", "N", "K", "alpha:float", "A", "B", "beta:float", "C"]
 block = [16, 16]
 grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
-requires = ["cdiv(M, 16) <= 65535"]
+requires = ["cdiv(M, 16) <= 65535", "M * K <= 2**31", "K * N <= 2**31", "M * N <= 2**31"]
 about = "one thread per element of C, half or bfloat16 inputs, a float accumulator, C in T or float"
 
 [[kernel]]
@@ -25,7 +28,7 @@ accumulate = "float16"
 params = ["M", "N", "K", "alpha:float", "A", "B", "beta:float", "C"]
 block = [16, 16]
 grid = ["cdiv(N, 32)", "cdiv(M, 16)"]
-requires = ["N % 2 == 0", "cdiv(M, 16) <= 65535"]
+requires = ["N % 2 == 0", "cdiv(M, 16) <= 65535", "M * K <= 2**31", "K * N <= 2**31", "M * N <= 2**31"]
 about = "two columns per thread: __half2 loads of B and __hfma2, accumulating in half (declared)"
 */
 #include <cuda_fp16.h>

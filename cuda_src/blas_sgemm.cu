@@ -6,6 +6,10 @@
 #
 # Progression: one thread per element of C; shared-memory tiles whose size the launcher chooses by
 # shape; then 1D block tiling, each thread computing a column of TM results from registers.
+#
+# The naive kernel's offsets are size_t, so it is right past 2^31 elements.  The tiled kernels' are int
+# (row * K + k0 + tx): each of A, B and C may have at most 2^31 elements (the last offset, 2^31 - 1, is the
+# largest an int holds), and their requires say so.
 
 [[kernel]]
 name = "blas.sgemm_naive"
@@ -28,7 +32,7 @@ let = {TILE = "32 if M >= 64 and N >= 64 else 16"}
 params = ["M", "N", "K", "alpha", "A", "B", "beta", "C"]
 block = ["TILE", "TILE"]
 grid = ["cdiv(N, TILE)", "cdiv(M, TILE)"]
-requires = ["cdiv(M, TILE) <= 65535"]
+requires = ["cdiv(M, TILE) <= 65535", "M * K <= 2**31", "K * N <= 2**31", "M * N <= 2**31"]
 about = "square shared-memory tiles, 32 wide for large C and 16 for small (chosen by the launcher)"
 
 [[kernel]]
@@ -41,7 +45,7 @@ let = {BM = "64 if M >= 128 and N >= 128 else 32", BN = "BM", BK = 8, TM = 8}
 params = ["M", "N", "K", "alpha", "A", "B", "beta", "C"]
 block = ["BM * BN // TM"]
 grid = ["cdiv(N, BN)", "cdiv(M, BM)"]
-requires = ["cdiv(M, BM) <= 65535"]
+requires = ["cdiv(M, BM) <= 65535", "M * K <= 2**31", "K * N <= 2**31", "M * N <= 2**31"]
 about = "1D block tiling: BM x BN tiles of C, TM results per thread kept in registers"
 */
 #include <cuda_runtime.h>

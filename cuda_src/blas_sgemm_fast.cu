@@ -17,6 +17,9 @@
 #   K % 4 == 0 and N % 4 == 0 and 16-byte aligned buffers, as cudaMalloc's are; VEC = 1 takes any shape.
 #   MINB is __launch_bounds__'s minimum of blocks per SM, which caps the registers.
 #
+# Row offsets are 64-bit ((long long)row * K, (size_t)m * N), so matrices past 2^31 elements work too:
+# requires bound only the grid.
+#
 # Configurations (let): for M and N >= 256, 128 x 128 x 8 tiles of 8 warps (2 x 4) of 64 x 32, 8 x 8 per
 # thread (127 registers under __launch_bounds__(256, 2), 2 blocks per SM), the fastest of the twelve
 # candidates in docs/gpu-runs/sgemm-fast-candidates.cu on an H100 at 4096^3 (92 % of cuBLAS; see

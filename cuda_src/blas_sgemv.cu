@@ -1,6 +1,10 @@
 /* mmcheck
 # SGEMV with the cuBLAS calling convention, y = alpha * A @ x + beta * y, in C++ as a library writes it:
 # the kernel has C++ linkage and shares its file with a template __device__ helper.
+#
+# The offsets are int (row * lda + k): A's last one, (M - 1) * lda + K - 1, must fit in an int (at most
+# 2^31 - 1).  requires name only M and K, so they bound it for the largest lda mmcheck passes, K + 8 in its
+# padded trials.
 
 [[kernel]]
 name = "blas.sgemv_warp"
@@ -10,6 +14,7 @@ dtypes = ["float32"]
 params = ["M", "K", "alpha", "A", "lda", "x", "beta", "y"]
 block = [32, 4]
 grid = ["cdiv(M, 4)"]
+requires = ["(M - 1) * (K + 8) + K - 1 < 2**31"]
 about = "one warp per row of A, reduced with shuffles in a template helper; row-major A with lda"
 */
 #include <cuda_runtime.h>

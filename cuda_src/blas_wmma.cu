@@ -4,6 +4,11 @@
 # of C loading its fragments straight from global memory, so every size must be a multiple of 16 (the
 # fragments' rows start 32-byte aligned and ldm is a multiple of 8).  The staged kernel copies 32 x 16 and
 # 16 x 32 tiles of A and B into shared memory, zero-padded past the matrix, so any M, N and K work.
+#
+# The offsets are int (an int holds up to 2^31 - 1).  The direct kernel's are where its fragments' 16-row
+# blocks start (A + row * K, then + k on the pointer; WMMA steps through the rows): the last is (M - 16) * K
+# in A, (K - 16) * N in B, (M - 16) * N in C.  The staged kernel's are elements' ((row0 + r) * K + k0 + c),
+# so each of A, B and C may have at most 2^31 elements.  The requires say so.
 
 [[kernel]]
 name = "blas.wmma_gemm_direct"
@@ -14,7 +19,8 @@ template = ["T"]
 params = ["M", "N", "K", "alpha", "A", "B", "beta", "C"]
 block = [32]
 grid = ["N // 16", "M // 16"]
-requires = ["M % 16 == 0", "N % 16 == 0", "K % 16 == 0", "M // 16 <= 65535"]
+requires = ["M % 16 == 0", "N % 16 == 0", "K % 16 == 0", "M // 16 <= 65535", "(M - 16) * K < 2**31",
+            "(K - 16) * N < 2**31", "(M - 16) * N < 2**31"]
 about = "one warp per 16x16 tile of C, fragments loaded from global memory: sizes multiples of 16"
 
 [[kernel]]
@@ -26,7 +32,7 @@ template = ["T"]
 params = ["M", "N", "K", "alpha", "A", "B", "beta", "C"]
 block = [128]
 grid = ["cdiv(N, 32)", "cdiv(M, 32)"]
-requires = ["cdiv(M, 32) <= 65535"]
+requires = ["cdiv(M, 32) <= 65535", "M * K <= 2**31", "K * N <= 2**31", "M * N <= 2**31"]
 about = "four warps per 32x32 tile of C, tiles staged zero-padded in shared memory: any M, N, K"
 */
 #include <mma.h>

@@ -5,6 +5,10 @@
 # Progression: the kernel as first printed (it reads the wrong element of b, so mmcheck must reject it),
 # the corrected naive kernel, then the shared-memory version that loads 16x16 tiles of a and b once per
 # phase instead of reading every element from global memory DIM times.
+#
+# The offsets (tiy * Nx + i, DIM * row + ...) and the bound DIM * DIM are int: the kernels are meant for
+# matrices of at most 2^31 elements (the last offset, 2^31 - 1, is the largest an int holds), and their
+# requires say so, per matrix.
 
 [[kernel]]
 name = "seed001.naive_buggy"
@@ -14,7 +18,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C"]
 block = [16, 16]
 grid = ["N // 16", "N // 16"]
-requires = ["M == N", "N == K", "N % 16 == 0"]
+requires = ["M == N", "N == K", "N % 16 == 0", "N * N <= 2**31"]
 defines = { DIM = "N" }
 expect = "fail"
 catch = ["mismatch"]
@@ -28,7 +32,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N", "M"]
 block = [16, 16]
 grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
-requires = ["N == K", "cdiv(M, 16) <= 65535"]
+requires = ["N == K", "cdiv(M, 16) <= 65535", "M * K <= 2**31", "K * N <= 2**31", "M * N <= 2**31"]
 about = "the corrected kernel: C (Ny x Nx) = A (Ny x Nx) B (Nx x Nx), bounds-checked"
 
 [[kernel]]
@@ -39,7 +43,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C"]
 block = [16, 16]
 grid = ["N // 16", "N // 16"]
-requires = ["M == N", "N == K", "N % 16 == 0", "N // 16 <= 65535"]
+requires = ["M == N", "N == K", "N % 16 == 0", "N // 16 <= 65535", "N * N <= 2**31"]
 defines = { DIM = "N", TILE = 16 }
 about = "16x16 shared-memory tiles; DIM must be a multiple of TILE"
 */

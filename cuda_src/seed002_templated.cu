@@ -5,6 +5,9 @@
 #
 # Progression: one thread per output cell with a bounds check (so any shape works), the same kernel
 # extended to a batch through blockIdx.z, then 32x32 shared-memory tiles that zero-pad the edges.
+#
+# Sizes and offsets are size_t, so the kernels are right past 2^31 elements: their requires bound only the
+# grid.
 
 [[kernel]]
 name = "seed002.mm_naive"

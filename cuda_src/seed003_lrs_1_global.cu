@@ -8,6 +8,10 @@
 # float4/float2 vectors: fewer, wider memory transactions for the same arithmetic.  None has a bounds
 # check, and the vector accesses need n to be a multiple of 4 (and the buffers 16-byte aligned), so
 # each requires n to be a multiple of the tile its block covers.
+#
+# The offsets are int and count what each kernel moves: floats in GPU1 (i * n + k), float2s of b and c in
+# GPU2 (a's float4s are fewer), float4s in GPU3.  An int holds offsets up to 2^31 - 1, so a matrix may have
+# at most 2^31, 2^32 and 2^33 elements respectively, and each requires says so.
 
 [[kernel]]
 name = "seed003.gpu1"
@@ -17,7 +21,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N"]
 block = [256, 1]
 grid = ["N // 256", "N"]
-requires = ["M == N", "N == K", "N % 256 == 0", "N <= 65535"]
+requires = ["M == N", "N == K", "N % 256 == 0", "N <= 65535", "N * N <= 2**31"]
 about = "Fig. 1.12: one C element per thread, (256,1) blocks"
 
 [[kernel]]
@@ -28,7 +32,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N"]
 block = [8, 8]
 grid = ["N // 16", "N // 8"]
-requires = ["M == N", "N == K", "N % 16 == 0", "N // 8 <= 65535"]
+requires = ["M == N", "N == K", "N % 16 == 0", "N // 8 <= 65535", "N * N <= 2**32"]
 about = "sec. 1.7.2: a 1x2 strip of C per thread, a as float4, b and c as float2, (8,8) blocks"
 
 [[kernel]]
@@ -39,7 +43,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N"]
 block = [4, 16]
 grid = ["N // 16", "N // 16"]
-requires = ["M == N", "N == K", "N % 16 == 0", "N // 16 <= 65535"]
+requires = ["M == N", "N == K", "N % 16 == 0", "N // 16 <= 65535", "N * N <= 2**33"]
 about = "Fig. 1.21: a 1x4 strip of C per thread, a, b and c as float4, (4,16) blocks"
 */
 

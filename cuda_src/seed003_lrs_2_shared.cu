@@ -7,6 +7,10 @@
 # the b tile transposed, so that each thread walks a row of bs, and pads its rows to 17 floats so that
 # the threads of a half warp, which now read down a column, hit 16 different shared-memory banks.
 # No bounds checks and no padding of partial tiles: n must be a multiple of 16.
+#
+# The offsets into a and b (aNext, bNext) are int, so a matrix may have at most 2^31 elements (the last
+# offset, 2^31 - 1, is the largest an int holds; c's offset is an unsigned int, good to 2^32): requires say
+# so.
 
 [[kernel]]
 name = "seed003.gpu4"
@@ -16,7 +20,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N"]
 block = [16, 16]
 grid = ["N // 16", "N // 16"]
-requires = ["M == N", "N == K", "N % 16 == 0", "N // 16 <= 65535"]
+requires = ["M == N", "N == K", "N % 16 == 0", "N // 16 <= 65535", "N * N <= 2**31"]
 about = "Fig. 1.24: 16x16 shared-memory tiles of a and b, one C element per thread"
 
 [[kernel]]
@@ -27,7 +31,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N"]
 block = [16, 16]
 grid = ["N // 16", "N // 16"]
-requires = ["M == N", "N == K", "N % 16 == 0", "N // 16 <= 65535"]
+requires = ["M == N", "N == K", "N % 16 == 0", "N // 16 <= 65535", "N * N <= 2**31"]
 about = "Fig. 1.27: GPU4 with the b tile stored transposed in a padded bs[16][17]"
 */
 

@@ -9,6 +9,10 @@
 # GPU7 keeps four b values in flight, round robin, so a load's latency overlaps three updates; GPU8
 # stages a 16 x 64 slab of a per step, read as float4.  The blocks tile c exactly and the k loop has no
 # tail, so n must be a multiple of 128.
+#
+# Where a thread starts in a and in c (aNext, cNext) is an int offset; from there the pointers move.  The
+# last thread's start is about n^2 - 9n in a and n^2 - 15n in c, which for multiples of 128 fits in an int
+# (at most 2^31 - 1) exactly while N * N <= 2**31: requires say so.
 
 [[kernel]]
 name = "seed003.gpu6"
@@ -18,7 +22,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N"]
 block = [16, 8]
 grid = ["N // 128", "N // 16"]
-requires = ["M == N", "N == K", "N % 128 == 0", "N // 16 <= 65535"]
+requires = ["M == N", "N == K", "N % 128 == 0", "N // 16 <= 65535", "N * N <= 2**31"]
 about = "Figs. 1.30-1.31: a 16x1 column of C per thread in registers, a 16x32 slab of A in as[32][17]"
 
 [[kernel]]
@@ -29,7 +33,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N"]
 block = [16, 8]
 grid = ["N // 128", "N // 16"]
-requires = ["M == N", "N == K", "N % 128 == 0", "N // 16 <= 65535"]
+requires = ["M == N", "N == K", "N % 128 == 0", "N // 16 <= 65535", "N * N <= 2**31"]
 about = "Fig. 1.32: GPU6 with four b values loaded ahead, used round robin"
 
 [[kernel]]
@@ -40,7 +44,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N"]
 block = [16, 8]
 grid = ["N // 128", "N // 16"]
-requires = ["M == N", "N == K", "N % 128 == 0", "N // 16 <= 65535"]
+requires = ["M == N", "N == K", "N % 128 == 0", "N // 16 <= 65535", "N * N <= 2**31"]
 about = "Figs. 1.34-1.35: GPU7 staging a 16x64 slab of A, read as float4, in as[16][65]"
 */
 

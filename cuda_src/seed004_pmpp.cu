@@ -5,6 +5,9 @@
 #
 # Progression: the book's one-thread-per-element kernel, then the exercises that change how much of
 # the output one thread owns (a whole row, a whole column) and the matrix-vector product.
+#
+# The offsets (row * Width + k) are int, so each kernel is right while a Width x Width matrix has at most
+# 2^31 elements (its last offset, 2^31 - 1, is the largest an int holds): requires say so.
 
 [[kernel]]
 name = "seed004.matmul"
@@ -14,7 +17,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N"]
 block = [16, 16]
 grid = ["cdiv(N, 16)", "cdiv(N, 16)"]
-requires = ["M == N", "N == K", "cdiv(N, 16) <= 65535"]
+requires = ["M == N", "N == K", "cdiv(N, 16) <= 65535", "N * N <= 2**31"]
 about = "Fig. 3.11: one thread per P element, square Width, bounds-checked"
 
 [[kernel]]
@@ -25,7 +28,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N"]
 block = [128]
 grid = ["cdiv(N, 128)"]
-requires = ["M == N", "N == K"]
+requires = ["M == N", "N == K", "N * N <= 2**31"]
 about = "exercise 1a: one thread per output row"
 
 [[kernel]]
@@ -36,7 +39,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N"]
 block = [128]
 grid = ["cdiv(N, 128)"]
-requires = ["M == N", "N == K"]
+requires = ["M == N", "N == K", "N * N <= 2**31"]
 about = "exercise 1b: one thread per output column"
 
 [[kernel]]
@@ -47,7 +50,7 @@ dtypes = ["float32"]
 params = ["y", "A", "x", "M"]
 block = [128]
 grid = ["cdiv(M, 128)"]
-requires = ["M == K"]
+requires = ["M == K", "M * K <= 2**31"]
 about = "exercise 2: y = A x for a square A, one thread per output element"
 */
 

@@ -7,6 +7,7 @@ this file checks what can be checked anywhere, with no GPU.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -17,7 +18,7 @@ import pytest
 
 from mmcheck.compile import Build, find_symbol, function_symbols, macro_flags, unit_source
 from mmcheck.prepare import plan
-from mmcheck.shapes import shapes_for
+from mmcheck.shapes import LARGE, large_shapes, largest_buffer, satisfies, shapes_for
 from mmcheck.spec import KernelSpec, collect, find_sources, load_specs
 
 ZOO = Path(__file__).resolve().parent.parent / "cuda_src"
@@ -69,6 +70,38 @@ def test_admits_a_launchable_shape(spec: KernelSpec, dtype: str):
     shape = _first_shape(spec, dtype)
     p = plan(spec, dtype, shape)
     assert p.block[0] * p.block[1] * p.block[2] <= 1024, f"{spec.name}: block {p.block} has too many threads"
+
+
+# The kernels of cuda_src/*.cu that stay right past 2**31 elements in a buffer, so the large mode has shapes for them.
+RIGHT_PAST_2_31 = {
+    "blas.sgemm_naive",       # offsets in size_t
+    "blas.sgemm_warptiled",   # row offsets in 64 bits: (long long)row * K, (size_t)m * N
+    "seed002.mm_naive",       # sizes and offsets in size_t
+    "seed002.bmm_naive",      # the same, the batch offsets (l * m * n) too
+    "seed002.mm_tiled",       # the same
+    "seed003.gpu2",           # int offsets, but counting float2s and float4s: right up to 2**32 elements
+    "seed003.gpu3",           # int offsets counting float4s: right up to 2**33 elements
+    "blas.wmma_gemm_direct",  # int offsets only where a fragment's 16 rows start: (M - 16) * K < 2**31 still
+}
+
+
+def test_the_large_mode_has_shapes_only_for_kernels_right_past_two_to_the_31_elements():
+    """Every other zoo kernel indexes some buffer with an int offset, and its requires bound that buffer at
+    2**31 elements (or its last offset below 2**31): without those bounds it would have large shapes, with
+    them it has none.  (The known-bad kernels of buggy/ are their own matter: buggy.offset_32bit is there for
+    the large mode to catch.)"""
+    seeds = [(spec, dtype) for spec, dtype in KERNELS if spec.path.parent == ZOO]
+    with_large = {spec.name for spec, dtype in seeds if large_shapes(spec, dtype)}
+    assert with_large == RIGHT_PAST_2_31
+    for spec, dtype in seeds:
+        shapes = large_shapes(spec, dtype)
+        if spec.name in RIGHT_PAST_2_31:
+            assert shapes and all(largest_buffer(spec, s) >= LARGE and satisfies(spec, s, dtype) for s in shapes)
+            continue
+        bounds = [r for r in spec.requires if "2**3" in r.text]
+        assert bounds, f"{spec.name}: no requires bounds its int offsets"
+        unbounded = dataclasses.replace(spec, requires=tuple(r for r in spec.requires if r not in bounds))
+        assert large_shapes(unbounded, dtype), f"{spec.name}: its large shapes are ruled out by more than its bounds"
 
 
 @pytest.mark.parametrize("spec, dtype", KERNELS, ids=[f"{s.name}-{d}" for s, d in KERNELS])
