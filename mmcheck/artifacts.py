@@ -60,6 +60,7 @@ def heat_map_figure(arrays: dict[str, np.ndarray], meta: dict) -> Any:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
 
     never, wrong = arrays["unwritten"], arrays["wrong"] & ~arrays["unwritten"]
     batch = int(np.flatnonzero((wrong | never).any(axis=(1, 2)))[0]) if (wrong | never).any() else 0
@@ -84,4 +85,6 @@ def heat_map_figure(arrays: dict[str, np.ndarray], meta: dict) -> Any:
     ax.set_title(f"{meta['kernel']} {meta['dtype']} {meta['shape']} ({meta['trial']}): C[{batch}]", fontsize=9)
     ax.set_xlabel("column j")
     ax.set_ylabel("row i")
+    for axis in (ax.xaxis, ax.yaxis):  # indices: a 1 x 1 C has no column -0.4
+        axis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     return fig

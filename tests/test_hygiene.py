@@ -167,6 +167,26 @@ def test_the_heat_map_names_only_the_kinds_it_draws(case, legend, colour_bar):
         plt.close(fig)
 
 
+@pytest.mark.parametrize("rows, cols", [(1, 1), (3, 40)])
+def test_the_heat_maps_axes_are_marked_at_whole_indices_only(rows, cols):
+    pytest.importorskip("matplotlib", reason="the heat map needs the plot extra (matplotlib)")
+    import matplotlib.pyplot as plt
+
+    from mmcheck.artifacts import heat_map_figure
+
+    want = np.ones((1, rows, cols))
+    got, wrong = want + 100, np.ones(want.shape, bool)
+    fig = heat_map_figure({"C": got, "reference": want, "wrong": wrong, "unwritten": ~wrong}, META)
+    try:
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        for ticks, size in ((ax.get_xticks(), cols), (ax.get_yticks(), rows)):
+            shown = [t for t in ticks if -0.5 <= t <= size - 0.5]
+            assert shown and all(float(t).is_integer() for t in shown), ticks
+    finally:
+        plt.close(fig)
+
+
 def test_published_files_are_readable_as_a_plain_open_would_leave_them(tmp_path):
     old = os.umask(0o022)
     try:
