@@ -26,7 +26,7 @@ from .prepare import Plan, Prepared, host_bytes, host_memory, plan, prepare
 from .shapes import (LARGE, LARGE_BUDGET, Shape, covering_shape, largest_buffer, smallest_of_class,
                      tile_class)
 from .spec import KernelSpec
-from .verdicts import Verdicts, launch_digest
+from .verdicts import Verdict, Verdicts, launch_digest
 
 __all__ = ["Case", "Result", "Runner", "FAR", "compile_errors_told_once"]
 
@@ -85,7 +85,7 @@ class Runner:
 
     def __init__(self, backend: Backend, seed: int = 0, guards: bool = True, verdicts: Verdicts | None = None) -> None:
         """``guards``: surround buffers with guard bands (off under a sanitizer, which needs exact-size
-        allocations to see an out-of-bounds access).  ``verdicts``: where a race detector's clean verdicts are
+        allocations to see an out-of-bounds access).  ``verdicts``: where a race detector's verdicts are
         kept across runs (None: the detector runs every time)."""
         self.backend = backend
         self.seed = seed
@@ -277,29 +277,33 @@ class Runner:
         passed: list[str] = []
         for schedule in schedules:
             prepared = self.prepare(case, launch, trial, operands)
-            digest = (launch_digest(kernel, prepared, launch.grid, launch.block, launch.smem, schedule)
-                      if schedule in kernel.costly and self.verdicts else None)
-            if digest and self.verdicts and self.verdicts.clean(digest):
-                continue  # this very launch was found clean before
             judged = partial(self._judged, case, kernel, trial, schedule, prepared, rerun, tuple(passed))
-            if digest:
-                judged = partial(self._kept, judged, digest, f"{schedule}: {case.spec.path} {case.spec.name} "
-                                 f"{case.dtype} {case.shape} ({trial}, seed {case.seed})")
-            if schedule in kernel.costly and isinstance(self.backend, Submits):
+            if schedule in kernel.costly:
                 self._settle()  # an earlier costly launch that fails ends the sweep before this one runs
-                _check_parameters(kernel, prepared)
-                started = self.backend.submit(kernel, prepared.args, launch.grid, launch.block, launch.smem,
-                                              schedule)
-                self._later.append((self._position, case, race_class, partial(judged, started)))
-                continue
+                what = f"{schedule}: {spec.path} {spec.name} {dtype} {shape} ({trial}, seed {case.seed})"
+                if (started := self._costly(kernel, prepared, schedule, what)) is None:
+                    continue
+                judged = partial(_judge_costly, judged, started)
+                if isinstance(self.backend, Submits):
+                    self._later.append((self._position, case, race_class, judged))
+                    continue
             judged()
             passed.append(schedule)
 
-    def _kept(self, judged: Callable[..., None], digest: str, what: str, *started: Launched) -> None:
-        """A costly launch judged; kept as clean if it was (a report raises)."""
-        judged(*started)
-        assert self.verdicts is not None, "only a runner that keeps verdicts keeps them"
-        self.verdicts.keep(digest, what)
+    def _costly(self, kernel: Kernel, prepared: Prepared, schedule: str, what: str) -> Launched | None:
+        """A costly schedule's launch: started beside this process where the backend can (judged later, in
+        _settle), else run when judged; or its kept verdict's report, told again; None where this very launch
+        was kept clean.  With verdicts, what the launch finds is kept (_Keeping)."""
+        plan = prepared.plan
+        verdicts = self.verdicts
+        digest = verdicts and launch_digest(kernel, prepared, plan.grid, plan.block, plan.smem, schedule)
+        if digest and verdicts and (kept := verdicts.get(digest)):
+            return None if kept.clean else _Told(kept.error())
+        _check_parameters(kernel, prepared)
+        args = (kernel, prepared.args, plan.grid, plan.block, plan.smem, schedule)
+        started: Launched = (self.backend.submit(*args) if isinstance(self.backend, Submits)
+                             else _Now(partial(self.backend.launch, *args)))
+        return _Keeping(started, verdicts, digest, what) if digest and verdicts else started
 
     def _judged(self, case: Case, kernel: Kernel, trial: Trial, schedule: str, prepared: Prepared, rerun: Rerun,
                 passed: tuple[str, ...], started: Launched | None = None) -> None:
@@ -366,6 +370,52 @@ class Runner:
 
 # What a race detector's launch can fail with: what it reports, and a race that the result shows.
 _DETECTED = ("race", "barrier", "sanitizer")
+
+
+class _Now:
+    """A costly launch on a backend that cannot run it beside its caller: it runs when waited for."""
+
+    def __init__(self, launch: Callable[[], None]) -> None:
+        self.wait = launch
+
+
+@dataclass
+class _Told:
+    """A launch whose kept verdict is a detector's report: waiting for it raises the report."""
+
+    error: SanitizerError
+
+    def wait(self) -> None:
+        raise self.error
+
+
+@dataclass
+class _Keeping:
+    """A costly launch whose verdict is kept once known: its report as soon as the launch raises it; clean
+    once it is judged to have passed (``passed``), as a wrong result under the detector may still be judged a
+    race."""
+
+    started: Launched
+    verdicts: Verdicts
+    digest: str
+    what: str
+
+    def wait(self) -> None:
+        try:
+            self.started.wait()
+        except SanitizerError as e:
+            self.verdicts.keep(self.digest, Verdict.of(self.what, e))
+            raise
+
+    def passed(self) -> None:
+        self.verdicts.keep(self.digest, Verdict.of(self.what))
+
+
+def _judge_costly(judged: Callable[[Launched], None], started: Launched) -> None:
+    """Judge a costly launch; one that passes is kept clean where its verdicts are kept."""
+    judged(started)
+    if isinstance(started, _Keeping):
+        started.passed()
 
 
 class _Earlier(Exception):

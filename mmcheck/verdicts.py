@@ -1,34 +1,38 @@
-"""A race detector's clean verdicts, kept across runs.
+"""A race detector's verdicts, kept across runs.
 
 On the GPU a kernel's race check is its costliest step: one launch under compute-sanitizer racecheck per
-kernel x dtype instance (backends/pycuda.py), 50 ms to a second each, in a process of its own.  Its verdict
-on one launch depends on nothing but what was launched: the compiled code, the tool and the device, the
-launch geometry and the bytes of every argument.  So a launch the detector found clean is kept here under a
-digest of all of those, and a later run (a rerun after editing one kernel of many, another pytest-xdist
-worker, another worker of ``check -j``) that would make the very same launch takes the verdict instead.
-Any change to the kernel's source, its compile, the inputs mmcheck generates, the tool or the driver changes
-the digest.  A detector's report is never kept: a race is found again, and explained, on every run.
+kernel x dtype instance (backends/pycuda.py), 50 ms to a second each, in a process of its own that takes a
+second or two to start.  Its verdict on one launch depends on nothing but what was launched: the compiled
+code, the tool and the device, the launch geometry and the bytes of every argument.  So the verdict on a
+launch (clean, or the detector's report) is kept here under a digest of all of those, and a later run (a
+rerun after editing one kernel of many, another pytest-xdist worker, another worker of ``check -j``) that
+would make the very same launch takes the verdict instead: a clean launch passes, a report is told again,
+saying that it was kept.  Any change to the kernel's source, its compile, the inputs mmcheck generates, the
+tool or the driver changes the digest.
 
-Kept in ``$XDG_CACHE_HOME/mmcheck/verdicts/``, one small file per clean launch, saying what it was;
+Kept in ``$XDG_CACHE_HOME/mmcheck/verdicts/``, one small JSON file per launch, saying what it was;
 ``--recheck-races`` runs the detector again regardless.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .backends.base import DeviceBuffer, Dim3, Kernel
 from .compile import cache_root
+from .errors import SanitizerError
 from .prepare import Prepared
 from .publish import atomic_write
 
-__all__ = ["Verdicts", "launch_digest"]
+__all__ = ["Verdict", "Verdicts", "launch_digest"]
 
-# Part of every digest: what mmcheck counts as a clean verdict may change with it.
-_FORMAT = b"mmcheck-verdict 1"
+# Part of every digest: what mmcheck counts as a verdict, and how it keeps one, may change with it.
+_FORMAT = b"mmcheck-verdict 2"
 
 
 def launch_digest(kernel: Kernel, prepared: Prepared, grid: Dim3, block: Dim3, smem: int,
@@ -51,21 +55,47 @@ def launch_digest(kernel: Kernel, prepared: Prepared, grid: Dim3, block: Dim3, s
     return h.hexdigest()
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """A detector's verdict on one launch: clean (``tool`` None), or the report of ``tool``.  ``what``
+    says which launch it was, for a person looking in the folder."""
+
+    what: str
+    tool: str | None = None
+    report: str = ""
+
+    @classmethod
+    def of(cls, what: str, error: SanitizerError | None = None) -> Verdict:
+        return cls(what) if error is None else cls(what, error.tool, str(error))
+
+    @property
+    def clean(self) -> bool:
+        return self.tool is None
+
+    def error(self) -> SanitizerError:
+        """The report, as the launch raised it, saying where it comes from."""
+        assert self.tool is not None, "a clean verdict has no report"
+        return SanitizerError(f"{self.report} (kept from an earlier run of this very launch; --recheck-races "
+                              "runs the detector again)", self.tool)
+
+
 class Verdicts:
-    """Clean verdicts on disk, by launch digest.  Files are published atomically, so the processes of a run
-    share them safely; an unreadable or unwritable folder only costs the detector's launches."""
+    """Verdicts on disk, by launch digest.  Files are published atomically, so the processes of a run share
+    them safely; an unreadable or unwritable folder only costs the detector's launches."""
 
     def __init__(self, folder: Path | None = None) -> None:
         self.folder = folder or cache_root("verdicts")
 
-    def clean(self, digest: str) -> bool:
-        """Whether the launch of this digest was found clean before."""
-        return (self.folder / digest).is_file()
+    def get(self, digest: str) -> Verdict | None:
+        """The verdict kept on the launch of this digest; None where there is none (or it cannot be read)."""
+        try:
+            return Verdict(**json.loads((self.folder / digest).read_bytes()))
+        except (OSError, ValueError, TypeError):
+            return None
 
-    def keep(self, digest: str, what: str) -> None:
-        """Remember a clean launch; ``what`` says which (for a person looking in the folder)."""
+    def keep(self, digest: str, verdict: Verdict) -> None:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            atomic_write(self.folder / digest, lambda f: f.write(what.encode() + b"\n"))
+            atomic_write(self.folder / digest, lambda f: f.write(json.dumps(asdict(verdict)).encode() + b"\n"))
         except OSError:
             pass

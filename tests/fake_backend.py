@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from mmcheck.backends.base import BackendOptions, DeviceBuffer, Kernel
-from mmcheck.errors import CompileError, KernelFault, KernelTimeout, OutOfMemory
+from mmcheck.errors import CompileError, KernelFault, KernelTimeout, OutOfMemory, SanitizerError
 
 
 def _payload(buf: DeviceBuffer) -> np.ndarray:
@@ -47,6 +47,14 @@ def writes_input(a, b, c, m, n, k, schedule):
 
 def racy(a, b, c, m, n, k, schedule):
     _mm(a, b, c, m, n, k, drop_last_k=schedule == "reverse")
+
+
+def reported_racy(a, b, c, m, n, k, schedule):
+    """Right in every order, and reported by the race detector (as a missing barrier is on a GPU)."""
+    if schedule == "reverse":
+        raise SanitizerError("compute-sanitizer racecheck: shared-memory race between writes at fake.cu:7 and "
+                             "reads at fake.cu:9 (12 hazards)", "racecheck")
+    _mm(a, b, c, m, n, k)
 
 
 def racy_past_one_tile_of_n_wrong_from_m40(a, b, c, m, n, k, schedule):

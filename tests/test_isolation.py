@@ -75,6 +75,6 @@ def test_the_worker_says_what_it_compiled_so_that_a_clean_race_check_is_kept(tmp
         assert Runner(backend, seed=5, verdicts=kept).sweep(spec, "float32", SWEEP).ok
         (digest,) = [f.name for f in tmp_path.iterdir()]
         kernel = backend.compile(plan(spec, "float32", Shape(17, 17, 33)).build)
-        assert "fake toolchain" in kernel.fingerprint and kept.clean(digest)
+        assert "fake toolchain" in kernel.fingerprint and kept.get(digest).clean
     finally:
         backend.close()

@@ -239,20 +239,29 @@ def test_a_verdict_is_the_runs_without_the_reruns_that_explain_it(entry, shape):
         assert verdict.check == explained.check == "race" and verdict_launches == explained_launches
 
 
-def test_a_clean_race_check_is_kept_across_runs_and_a_race_is_found_on_every_run(tmp_path):
+def test_a_race_checks_verdict_is_kept_across_runs_and_a_report_is_told_again_as_kept(tmp_path):
     for backend_type in (FakeBackend, FakeSubmittingBackend):
         kept = Verdicts(tmp_path / backend_type.__name__)
-        for entry, verdict in (("good", "pass"), ("racy", "race")):
-            launches = []
+        for entry, verdict, reruns in (("good", "pass", [1, 0]), ("reported_racy", "race", [1, 0]),
+                                       ("racy", "race", [1, 1])):
+            launches, messages = [], []
             for _ in range(2):  # two runs, each a runner of its own (a process of its own)
                 backend = backend_type(costly=("reverse",), fingerprint="toolchain 1")
                 result = Runner(backend, verdicts=kept).sweep(spec_for(entry), "float32", SHAPES)
                 assert (result.check or result.outcome) == verdict
                 launches.append(backend.launched.count("reverse"))
-            # a clean verdict is taken from the first run; a race is run, found and explained again
-            assert launches == ([1, 0] if verdict == "pass" else [1, 1]), (backend_type, entry)
-        assert [f.read_text() for f in kept.folder.iterdir()] == [
-            "reverse: cuda_src/fake.cu fake.good float32 17x17x33 (inputs ints, seed 0)\n"]
+                messages.append(result.message)
+            # the detector's verdict, clean or its report, is taken from the first run; a race that only the
+            # result shows (no report) is run and found again
+            assert launches == reruns, (backend_type, entry)
+            if entry == "reported_racy":
+                first, second = messages
+                assert "shared-memory race between writes at fake.cu:7" in first and "kept" not in first
+                assert second == first.replace("(12 hazards)", "(12 hazards) (kept from an earlier run of this "
+                                               "very launch; --recheck-races runs the detector again)")
+        assert sorted(Verdicts(kept.folder).get(f.name).what for f in kept.folder.iterdir()) == [
+            "reverse: cuda_src/fake.cu fake.good float32 17x17x33 (inputs ints, seed 0)",
+            "reverse: cuda_src/fake.cu fake.reported_racy float32 17x17x33 (inputs ints, seed 0)"]
 
 
 @pytest.mark.parametrize("change", ["fingerprint", "seed", "none"])

@@ -53,7 +53,7 @@ class Kernel:
     a failure's reruns, not on every case.  ``params`` are the byte sizes of the kernel's parameters as
     compiled (None where the backend cannot tell).  ``fingerprint`` is a digest of the compiled code, the
     device and the tools that run the costly schedules: the same fingerprint, the same kernel in the same
-    hands, so that a race detector's clean verdict on a launch can be kept across runs (verdicts.py); None
+    hands, so that a race detector's verdict on a launch can be kept across runs (verdicts.py); None
     where the backend cannot tell.  ``handle`` is the backend's own object.
     """
 
