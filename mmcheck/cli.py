@@ -14,12 +14,13 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .devices import capability
+from .devices import capability, shared_capability
 from .errors import BackendUnavailable, SpecError
 from .options import OPTIONS, Settings
 from .spec import Catalog, collect
 
 if TYPE_CHECKING:
+    from .ahead import Ahead
     from .pool import Pool
     from .progress import Progress
     from .runner import Result, Runner
@@ -219,6 +220,10 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     pool = _started_pool(args.jobs, settings, pairs)
     for e in catalog.errors:
         print(f"mmcheck: {e}", file=sys.stderr)
+    # Where NVML tells the GPU's compute capability, compiling ahead starts now, on the GPU backend's plan,
+    # while the backend opens (a CUDA context takes a second or two); it starts again if that guess was off.
+    guess = shared_capability(os.environ) if settings.backend in ("auto", "gpu") else None
+    compiling = _compile_ahead(settings, "gpu", args.jobs, pairs, guess) if guess else None
     runner: Runner | None = None
     cc: tuple[int, int] | None = None  # the device's compute capability (None: there is none)
     try:
@@ -234,6 +239,8 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
         print(f"mmcheck: {e}", file=sys.stderr)
         if pool is not None:
             pool.close()
+        if compiling is not None:
+            compiling.stop()
         if runner is not None:
             runner.backend.close()
         return EXIT_USAGE
@@ -243,14 +250,11 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
 
     labels = [_label(s, d) for s, d in pairs]
     workers = min(_workers(args.jobs, backend), len(pairs))
-    from . import ahead, costs
-
-    # The workers open the backend that "auto" found, rather than look again.
-    own = dataclasses.replace(settings, backend=backend) if settings.backend == "auto" else settings
-    order = (costs.longest_first(labels, costs.load(backend), [(s.path, s.name) for s, _ in pairs]) if workers > 1
-             else range(len(pairs)))
-    # Every build the jobs need, compiled on all the cores as soon as the device is known (ahead.py).
-    compiling = ahead.start(own, [pairs[i] for i in order], cc) if cc else None
+    own, order = _planned(settings, backend, workers, pairs)
+    if (backend, cc) != ("gpu", guess):
+        if compiling is not None:
+            compiling.stop()
+        compiling = _compile_ahead(settings, backend, args.jobs, pairs, cc) if cc else None
     try:
         if workers > 1:
             from .pool import Check, Pool
@@ -298,6 +302,30 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     if args.fail_on_skip and any(r.outcome == "skip" for r in results):
         return EXIT_MISMATCH
     return EXIT_OK if document["ok"] else EXIT_MISMATCH
+
+
+def _planned(settings: Settings, backend: str, workers: int,
+             pairs: Sequence[tuple[KernelSpec, str]]) -> tuple[Settings, Sequence[int]]:
+    """The settings the jobs run with on ``backend``, and the order they start in: the longest first
+    where several workers share them (costs.py)."""
+    from . import costs
+
+    # The workers open the backend that "auto" found, rather than look again.
+    own = dataclasses.replace(settings, backend=backend) if settings.backend == "auto" else settings
+    labels = [_label(s, d) for s, d in pairs]
+    order = (costs.longest_first(labels, costs.load(backend), [(s.path, s.name) for s, _ in pairs]) if workers > 1
+             else range(len(pairs)))
+    return own, order
+
+
+def _compile_ahead(settings: Settings, backend: str, jobs: int | str, pairs: Sequence[tuple[KernelSpec, str]],
+                   cc: tuple[int, int]) -> Ahead | None:
+    """Every build the jobs need, compiled on all the cores for a device of compute capability ``cc``, in
+    the order the jobs will start (ahead.py)."""
+    from . import ahead
+
+    own, order = _planned(settings, backend, min(_workers(jobs, backend), len(pairs)), pairs)
+    return ahead.start(own, [pairs[i] for i in order], cc)
 
 
 def _remember_costs(backend: str, results: Sequence[Result]) -> None:

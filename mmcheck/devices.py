@@ -5,13 +5,13 @@ BLAS.  Imports nothing heavy until asked: the pytest plugin calls it in every se
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .backends.base import Backend
 
-__all__ = ["capability", "gpu_count", "pin_gpu", "share_cores"]
+__all__ = ["capability", "gpu_count", "pin_gpu", "share_cores", "shared_capability", "visible_gpus"]
 
 # Where one is set, the user chose BLAS's thread count.
 THREAD_COUNTS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
@@ -34,6 +34,30 @@ def visible_gpus(environ: Mapping[str, str]) -> list[str]:
     return [str(i) for i in range(count)]
 
 
+def shared_capability(environ: Mapping[str, str]) -> tuple[int, int] | None:
+    """The compute capability of the GPUs CUDA will see, as NVML tells it without starting CUDA (a context
+    takes a second or two): known this early, compiling can start while the backend opens (ahead.py).  None
+    where there is none to see, no NVML, or GPUs of several capabilities (which one CUDA sees first, NVML
+    cannot tell)."""
+    if "CUDA_VISIBLE_DEVICES" in environ and not visible_gpus(environ):
+        return None
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            found = {tuple(pynvml.nvmlDeviceGetCudaComputeCapability(pynvml.nvmlDeviceGetHandleByIndex(i)))
+                     for i in range(pynvml.nvmlDeviceGetCount())}
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # no NVML, no driver: the backend will tell
+        return None
+    if len(found) != 1:
+        return None
+    major, minor = found.pop()
+    return int(major), int(minor)
+
+
 def capability(backend: Backend) -> tuple[int, int] | None:
     """The compute capability of the backend's device; None where it has none (the emulator)."""
     from .errors import MmcheckError
@@ -49,10 +73,11 @@ def gpu_count(environ: Mapping[str, str]) -> int:
     return len(visible_gpus(environ))
 
 
-def pin_gpu(environ: MutableMapping[str, str], worker: int) -> None:
+def pin_gpu(environ: MutableMapping[str, str], worker: int, gpus: Sequence[str] | None = None) -> None:
     """Worker N sees the Nth of the visible GPUs, modulo their number, by CUDA_VISIBLE_DEVICES; one GPU or
-    none leaves the devices as they are."""
-    gpus = visible_gpus(environ)
+    none leaves the devices as they are.  ``gpus``: the visible GPUs, where they were counted already (a pool
+    counts them once for all its workers, rather than each worker opening NVML as it starts)."""
+    gpus = visible_gpus(environ) if gpus is None else gpus
     if len(gpus) > 1:
         environ["CUDA_VISIBLE_DEVICES"] = gpus[worker % len(gpus)]
 

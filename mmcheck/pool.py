@@ -30,7 +30,7 @@ from concurrent.futures.process import BrokenProcessPool
 from types import FrameType
 from typing import TYPE_CHECKING, Generic, NoReturn, Protocol, TypeVar
 
-from .devices import capability, pin_gpu, share_cores
+from .devices import capability, pin_gpu, share_cores, visible_gpus
 from .errors import BackendUnavailable
 
 if TYPE_CHECKING:
@@ -145,8 +145,10 @@ class Pool(Generic[T]):
         ``settings`` as they start, if given."""
         taken: Synchronized[int] = self._context.Value("i", 0)
         self._running = self._context.RawArray(ctypes.c_longlong, [IDLE] * slots)
+        # Counted here once: NVML in every worker as it starts would delay each one's CUDA context.
+        gpus = visible_gpus(os.environ) if self.gpu else []
         self._executor = ProcessPoolExecutor(slots, self._context, initializer=_start,
-                                             initargs=(taken, self._running, self.gpu, settings, slots))
+                                             initargs=(taken, self._running, gpus, settings, slots))
 
     def _stop(self, now: bool) -> None:
         """Shut the workers down and wait for them to exit; ``now``: terminate them first, busy or not."""
@@ -192,7 +194,7 @@ class Check:
 class _Worker:
     """A worker's own: its slot in the table of running jobs, and the runner it opened."""
 
-    def __init__(self, taken: Synchronized[int], running: Running, gpu: bool, settings: Settings | None,
+    def __init__(self, taken: Synchronized[int], running: Running, gpus: list[str], settings: Settings | None,
                  workers: int) -> None:
         with taken.get_lock():
             self.slot = taken.value
@@ -202,8 +204,8 @@ class _Worker:
         self._runner: Runner | None = None
         self._opened: Settings | None = None  # the settings the runner was opened with
         self._unavailable: BackendUnavailable | None = None  # why opening it failed, told to the first job
-        if gpu:
-            pin_gpu(os.environ, self.slot)
+        if gpus:
+            pin_gpu(os.environ, self.slot, gpus)
         atexit.register(self.close)
         signal.signal(signal.SIGTERM, self._terminated)
         if settings is not None:
@@ -252,9 +254,10 @@ class _Stopped(SystemExit):
 _worker: _Worker  # this process's, where it is a worker (_start)
 
 
-def _start(taken: Synchronized[int], running: Running, gpu: bool, settings: Settings | None, workers: int) -> None:
+def _start(taken: Synchronized[int], running: Running, gpus: list[str], settings: Settings | None,
+           workers: int) -> None:
     global _worker
-    _worker = _Worker(taken, running, gpu, settings, workers)
+    _worker = _Worker(taken, running, gpus, settings, workers)
 
 
 def _opened(settings: Settings) -> tuple[str, tuple[int, int] | None]:

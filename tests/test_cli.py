@@ -367,6 +367,69 @@ def test_jobs_on_the_gpu_without_pycuda_are_a_usage_error_with_the_reason(kernel
     assert multiprocessing.active_children() == []
 
 
+def nvml_of(*capabilities):
+    """NVML as it answers on a machine with GPUs of these compute capabilities."""
+    return SimpleNamespace(nvmlInit=lambda: None, nvmlShutdown=lambda: None,
+                           nvmlDeviceGetCount=lambda: len(capabilities), nvmlDeviceGetHandleByIndex=lambda i: i,
+                           nvmlDeviceGetCudaComputeCapability=lambda i: capabilities[i])
+
+
+@pytest.mark.parametrize("capabilities, environ, found", [
+    ([(9, 0), (9, 0)], {}, (9, 0)),
+    ([(9, 0), (8, 0)], {}, None),  # which one CUDA sees first, NVML cannot tell
+    ([(9, 0)], {"CUDA_VISIBLE_DEVICES": ""}, None),  # none to see
+    ([], {}, None),
+])
+def test_nvml_tells_the_gpus_shared_compute_capability_before_cuda_starts(monkeypatch, capabilities, environ,
+                                                                          found):
+    from mmcheck.devices import shared_capability
+
+    monkeypatch.setitem(sys.modules, "pynvml", nvml_of(*capabilities))
+    assert shared_capability(environ) == found
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # not installed
+    assert shared_capability({}) is None
+
+
+class NamedGpu(FakeTimingBackend):
+    name = "gpu"
+
+
+@pytest.mark.parametrize("nvml, device", [((9, 0), (9, 0)), ((9, 0), (8, 0)), (None, (9, 0))])
+def test_compiling_ahead_starts_before_the_backend_opens_where_nvml_tells_the_device(
+        kernel_files, monkeypatch, nvml, device):
+    events = []
+
+    class Compiling:
+        def __init__(self, capability):
+            self.capability = capability
+
+        def stop(self):
+            events.append(("stopped", self.capability))
+
+    def start(settings, pairs, capability):
+        events.append(("compiling", settings.backend, capability))
+        return Compiling(capability)
+
+    def opened(name, options):
+        events.append("opened")
+        backend = NamedGpu(options)
+        backend.device = lambda: SimpleNamespace(cc=device)
+        return backend
+
+    monkeypatch.setitem(sys.modules, "pynvml", nvml_of(nvml) if nvml else None)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(mmcheck.backends, "get_backend", opened)
+    monkeypatch.setattr(mmcheck.ahead, "start", start)
+    assert main(["check", str(kernel_files)]) == 0
+    if nvml == device:  # the guess holds: what started before the backend opened goes on to the end
+        assert events == [("compiling", "gpu", (9, 0)), "opened", ("stopped", (9, 0))]
+    elif nvml:  # a wrong guess: compiling starts again for the device found
+        assert events == [("compiling", "gpu", (9, 0)), "opened", ("stopped", (9, 0)),
+                          ("compiling", "gpu", (8, 0)), ("stopped", (8, 0))]
+    else:  # no NVML: compiling waits for the backend
+        assert events == ["opened", ("compiling", "gpu", (9, 0)), ("stopped", (9, 0))]
+
+
 @pytest.mark.parametrize("backend, cc", [(FakeTimingBackend, (9, 0)), (FakeBackend, None)])
 def test_one_process_compiles_ahead_too_once_it_knows_the_device(kernel_files, monkeypatch, backend, cc):
     started = []
