@@ -1,6 +1,8 @@
-"""What each kernel x dtype took to check the last time, so that ``check -j`` starts the longest first, as
+"""What each kernel x dtype took to check in the last runs, so that ``check -j`` starts the longest first, as
 CTest does with its cost data: the jobs started last are then short ones, and the workers finish together
-rather than one of them running a long job alone at the end.
+rather than one of them running a long job alone at the end.  A job's time varies from run to run (on the
+GPU, a failure's reruns start a race detector's process, unless an earlier job of the same worker did), and
+one planned by its short run can end a check alone: a longer time counts at once, a shorter one halfway.
 
 Kept per backend in ``$XDG_CACHE_HOME/mmcheck/costs.json``.  A job never seen before starts first (it may be
 long); an unreadable file is as good as none (the order is all that depends on it).
@@ -37,16 +39,22 @@ def load(backend: str) -> dict[str, float]:
 
 
 def save(backend: str, seconds: Mapping[str, float]) -> None:
-    """Remember these jobs' seconds on this backend, beside what is known of others."""
+    """Remember these jobs' seconds on this backend, beside what is known of others: a job that took longer
+    than its cost, its time; one that took less, halfway from its cost to its time."""
     everything = _read()
     known = everything.get(backend)
-    everything[backend] = {**(known if isinstance(known, dict) else {}), **{j: round(s, 4) for j, s in seconds.items()}}
+    known = known if isinstance(known, dict) else {}
+    everything[backend] = {**known, **{j: round(_cost(known.get(j), s), 4) for j, s in seconds.items()}}
     path = _path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, lambda f: f.write(json.dumps(everything, indent=0, sort_keys=True).encode()))
     except OSError:
         pass  # a read-only cache costs the next run its order, nothing else
+
+
+def _cost(known: object, seconds: float) -> float:
+    return seconds if not isinstance(known, int | float) or seconds >= known else (known + seconds) / 2
 
 
 def longest_first(jobs: Sequence[str], costs: Mapping[str, float], kernels: Sequence[Hashable]) -> list[int]:

@@ -244,9 +244,15 @@ def test_a_bad_number_of_jobs_is_a_usage_error(kernels, jobs, capsys):
     assert f"argument -j/--jobs: {jobs!r} is not a number of jobs (1 or more) or auto" in capsys.readouterr().err
 
 
+def nvml_of(*capabilities):
+    """NVML as it answers on a machine with GPUs of these compute capabilities."""
+    return SimpleNamespace(nvmlInit=lambda: None, nvmlShutdown=lambda: None,
+                           nvmlDeviceGetCount=lambda: len(capabilities), nvmlDeviceGetHandleByIndex=lambda i: i,
+                           nvmlDeviceGetCudaComputeCapability=lambda i: capabilities[i])
+
+
 def test_jobs_auto_is_a_worker_per_cpu_core_or_per_gpu(monkeypatch):
-    nvml = SimpleNamespace(nvmlInit=lambda: None, nvmlShutdown=lambda: None, nvmlDeviceGetCount=lambda: 3)
-    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    monkeypatch.setitem(sys.modules, "pynvml", nvml_of((9, 0), (9, 0), (9, 0)))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert _workers("auto", "emu") == len(os.sched_getaffinity(0)) and _workers("auto", "gpu") == 3
     assert _workers(5, "gpu") == 5
@@ -280,11 +286,7 @@ def test_a_worker_process_that_dies_costs_the_job_it_was_running(kernel_files, t
 
 
 def test_on_the_gpu_each_worker_takes_a_gpu_of_its_own(kernel_files, tmp_path, monkeypatch):
-    nvml = tmp_path / "nvml"
-    nvml.mkdir()
-    (nvml / "pynvml.py").write_text("def nvmlInit(): pass\ndef nvmlShutdown(): pass\n"
-                                    "def nvmlDeviceGetCount(): return 2\n")
-    monkeypatch.syspath_prepend(nvml)  # the workers start with this process's sys.path
+    monkeypatch.setitem(sys.modules, "pynvml", nvml_of((9, 0), (9, 0)))  # counted once, by this process
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     out = tmp_path / "r.json"
     assert main(["check", str(kernel_files), "--backend", "tests.test_cli:GpuLike", "-j", "2",
@@ -367,13 +369,6 @@ def test_jobs_on_the_gpu_without_pycuda_are_a_usage_error_with_the_reason(kernel
     assert multiprocessing.active_children() == []
 
 
-def nvml_of(*capabilities):
-    """NVML as it answers on a machine with GPUs of these compute capabilities."""
-    return SimpleNamespace(nvmlInit=lambda: None, nvmlShutdown=lambda: None,
-                           nvmlDeviceGetCount=lambda: len(capabilities), nvmlDeviceGetHandleByIndex=lambda i: i,
-                           nvmlDeviceGetCudaComputeCapability=lambda i: capabilities[i])
-
-
 @pytest.mark.parametrize("capabilities, environ, found", [
     ([(9, 0), (9, 0)], {}, (9, 0)),
     ([(9, 0), (8, 0)], {}, None),  # which one CUDA sees first, NVML cannot tell
@@ -442,6 +437,7 @@ def test_one_process_compiles_ahead_too_once_it_knows_the_device(kernel_files, m
         started.append(([(s.name, d) for s, d in pairs], capability))
         return Compiling()
 
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # no NVML: the device is known once the backend opens
     monkeypatch.setattr(mmcheck.backends, "get_backend", lambda name, options: backend(options))
     monkeypatch.setattr(mmcheck.ahead, "start", start)
     assert main(["check", str(kernel_files)]) == 0

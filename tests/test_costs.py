@@ -24,6 +24,14 @@ def test_costs_are_kept_per_backend_and_merged_with_what_is_known(own_cache):
     assert costs.load("emu") == {"a float32": 9.0}
 
 
+def test_a_longer_time_counts_at_once_and_a_shorter_one_halfway():
+    """A job that took 2 s and then 0.5 s (its race detector's process started by an earlier job) is still
+    planned among the long ones."""
+    for seconds, cost in ((2.0, 2.0), (0.5, 1.25), (0.5, 0.875), (3.0, 3.0)):
+        costs.save("gpu", {"a float32": seconds})
+        assert costs.load("gpu") == {"a float32": cost}
+
+
 @pytest.mark.parametrize("text", ["not json", '["a list"]', '{"gpu": 3}', '{"gpu": {"a float32": "slow"}}'])
 def test_an_unreadable_file_is_as_good_as_none(own_cache, text):
     own_cache.parent.mkdir(parents=True)
