@@ -4,7 +4,9 @@ int32 arithmetic throughout).
 
 Small problems are computed on the CPU with numpy.  Past ``ON_GPU`` multiply-adds (benchmark sizes, where
 numpy takes seconds) they are computed on the GPU with CuPy, in the same float64 or int64, when CuPy and a
-device are there; the result is the same numbers, so the same bounds apply.
+device are there; the result is the same numbers, so the same bounds apply.  Below it CuPy would cost more
+than it saves: its CUDA context takes a second to start, and as long again to tear down when the process
+exits (a ``check -j`` worker that met one 512^3 reference held up the end of the check).
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from .ops import Op
 
 __all__ = ["reference", "magnitude", "ON_GPU"]
 
-# Multiply-adds from which the reference is computed on the GPU (where there is one).
-ON_GPU = 1 << 26
+# Multiply-adds from which the reference is computed on the GPU (where there is one): about where numpy, on
+# a worker's share of the cores, takes as long as a CUDA context does to start.
+ON_GPU = 1 << 31
 # Input elements converted to float64 at once.
 _PIECE = 1 << 27
 
