@@ -8,7 +8,7 @@ except through the ``Rerun`` it is handed.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 
@@ -28,9 +28,15 @@ __all__ = ["Caught", "Rerun", "check_buffers", "judge"]
 
 _ROWS_SHOWN = 64  # rows of a C past 2**31 elements compared in full once Freivalds' check names them
 
-# Runs the same case again, with another trial, schedule or operands, and returns the logical result; it
-# raises Caught if that launch fails a check of its own.
-Rerun = Callable[[Trial, str, Operands], np.ndarray]
+class Rerun(Protocol):
+    """Runs the same case again, with another trial, schedule or operands, and returns the logical result; it
+    raises Caught if that launch fails a check of its own."""
+
+    def __call__(self, trial: Trial, schedule: str, operands: Operands,
+                 against: np.ndarray | None = None, /) -> np.ndarray:
+        """``against``: the result the rerun's is compared with (a race detector's rerun may then give back
+        what it gave beside the very same result before: runner.py)."""
+        ...
 
 
 class Caught(Exception):
@@ -193,7 +199,7 @@ def _race(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
     d = precision(prepared.dtype).output
     for other in [x for x in schedules if x != schedule] or [schedule]:
         try:
-            again = rerun(prepared.trial, other, prepared.operands)
+            again = rerun(prepared.trial, other, prepared.operands, got)
         except Caught as c:
             if c.check == "race":  # a race detector (compute-sanitizer's racecheck) saw it: that is the answer
                 raise

@@ -7,6 +7,7 @@ wherever it is run.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -268,11 +269,15 @@ class Runner:
                               trial.padded)
         operands = data.make_operands(spec, shape, dtype, trial, seed)
 
-        def rerun(other: Trial, schedule: str, values: Operands) -> np.ndarray:
+        def rerun(other: Trial, schedule: str, values: Operands, against: np.ndarray | None = None) -> np.ndarray:
             # A failure's reruns come after the costly launches left running: one of those that failed is the
             # sweep's verdict (_settle), and the reruns (a race detector's among them) need not run.
             self._settle()
-            return self._launch(self.prepare(case, launch, other, values), kernel, schedule or kernel.schedules[0])
+            prepared, schedule = self.prepare(case, launch, other, values), schedule or kernel.schedules[0]
+            if schedule in kernel.costly:
+                return self._rerun_costly(kernel, prepared, schedule, _what(schedule, case, other, "a rerun"),
+                                          against)
+            return self._launch(prepared, kernel, schedule)
 
         passed: list[str] = []
         for schedule in schedules:
@@ -280,8 +285,7 @@ class Runner:
             judged = partial(self._judged, case, kernel, trial, schedule, prepared, rerun, tuple(passed))
             if schedule in kernel.costly:
                 self._settle()  # an earlier costly launch that fails ends the sweep before this one runs
-                what = f"{schedule}: {spec.path} {spec.name} {dtype} {shape} ({trial}, seed {case.seed})"
-                if (started := self._costly(kernel, prepared, schedule, what)) is None:
+                if (started := self._costly(kernel, prepared, schedule, _what(schedule, case, trial))) is None:
                     continue
                 judged = partial(_judge_costly, judged, started)
                 if isinstance(self.backend, Submits):
@@ -294,16 +298,46 @@ class Runner:
         """A costly schedule's launch: started beside this process where the backend can (judged later, in
         _settle), else run when judged; or its kept verdict's report, told again; None where this very launch
         was kept clean.  With verdicts, what the launch finds is kept (_Keeping)."""
-        plan = prepared.plan
-        verdicts = self.verdicts
-        digest = verdicts and launch_digest(kernel, prepared, plan.grid, plan.block, plan.smem, schedule)
-        if digest and verdicts and (kept := verdicts.get(digest)):
+        digest, kept = self._kept_verdict(kernel, prepared, schedule)
+        if kept is not None:
             return None if kept.clean else _Told(kept.error())
+        return self._start(kernel, prepared, schedule, digest, what, beside=True)
+
+    def _rerun_costly(self, kernel: Kernel, prepared: Prepared, schedule: str, what: str,
+                      against: np.ndarray | None) -> np.ndarray:
+        """A failure's rerun under a costly schedule (is the failure a race?), its verdict kept: where this very
+        launch ran before, its report is told again; where it ran beside the very same result ``against`` (the
+        failure's, which a kernel that reads memory nothing wrote changes from run to run), the result it gave
+        then is given back.  Either way the explanation is the one that run gave, without running it."""
+        digest, kept = self._kept_verdict(kernel, prepared, schedule)
+        if kept is not None and not kept.clean:
+            return self._launch(prepared, kernel, schedule, _Told(kept.error()))
+        key = _beside(digest, against) if digest and against is not None else None
+        kept = self.verdicts.get(key) if key and self.verdicts else None
+        if kept and (got := kept.result_as(prepared.hosts[prepared.spec.buffers[2]].dtype)) is not None:
+            return got
+        got = self._launch(prepared, kernel, schedule, self._start(kernel, prepared, schedule, digest, what, False))
+        if key and self.verdicts:
+            self.verdicts.keep(key, Verdict.of(what, result=got))
+        return got
+
+    def _kept_verdict(self, kernel: Kernel, prepared: Prepared, schedule: str) -> tuple[str | None, Verdict | None]:
+        """The launch's digest, where verdicts are kept and the backend says what it compiled (else None), and
+        the verdict kept on it."""
+        plan = prepared.plan
+        digest = self.verdicts and launch_digest(kernel, prepared, plan.grid, plan.block, plan.smem, schedule)
+        return digest or None, (self.verdicts.get(digest) if digest and self.verdicts else None)
+
+    def _start(self, kernel: Kernel, prepared: Prepared, schedule: str, digest: str | None, what: str,
+               beside: bool) -> Launched:
+        """A costly launch started: ``beside`` this process where the backend can, else run when waited for;
+        what it reports kept under ``digest``."""
         _check_parameters(kernel, prepared)
+        plan = prepared.plan
         args = (kernel, prepared.args, plan.grid, plan.block, plan.smem, schedule)
-        started: Launched = (self.backend.submit(*args) if isinstance(self.backend, Submits)
+        started: Launched = (self.backend.submit(*args) if beside and isinstance(self.backend, Submits)
                              else _Now(partial(self.backend.launch, *args)))
-        return _Keeping(started, verdicts, digest, what) if digest and verdicts else started
+        return _Keeping(started, self.verdicts, digest, what) if digest and self.verdicts else started
 
     def _judged(self, case: Case, kernel: Kernel, trial: Trial, schedule: str, prepared: Prepared, rerun: Rerun,
                 passed: tuple[str, ...], started: Launched | None = None) -> None:
@@ -409,6 +443,18 @@ class _Keeping:
 
     def passed(self) -> None:
         self.verdicts.keep(self.digest, Verdict.of(self.what))
+
+
+def _beside(digest: str, result: np.ndarray) -> str:
+    """The key of a rerun's result: its launch's digest and the result it is compared with."""
+    return hashlib.sha256(digest.encode() + np.ascontiguousarray(result).view(np.uint8).data).hexdigest()
+
+
+def _what(schedule: str, case: Case, trial: Trial, which: str = "") -> str:
+    """A costly launch in words, for a person looking in the verdicts' folder."""
+    spec = case.spec
+    return (f"{schedule}{f' ({which})' if which else ''}: {spec.path} {spec.name} {case.dtype} {case.shape} "
+            f"({trial}, seed {case.seed})")
 
 
 def _judge_costly(judged: Callable[[Launched], None], started: Launched) -> None:

@@ -7,8 +7,8 @@ code, the tool and the device, the launch geometry and the bytes of every argume
 launch (clean, or the detector's report) is kept here under a digest of all of those, and a later run (a
 rerun after editing one kernel of many, another pytest-xdist worker, another worker of ``check -j``) that
 would make the very same launch takes the verdict instead: a clean launch passes, a report is told again,
-saying that it was kept.  Any change to the kernel's source, its compile, the inputs mmcheck generates, the
-tool or the driver changes the digest.
+saying that it was kept, and a failure's rerun under the detector gives the result it gave then.  Any change
+to the kernel's source, its compile, the inputs mmcheck generates, the tool or the driver changes the digest.
 
 Kept in ``$XDG_CACHE_HOME/mmcheck/verdicts/``, one small JSON file per launch, saying what it was;
 ``--recheck-races`` runs the detector again regardless.
@@ -16,6 +16,7 @@ Kept in ``$XDG_CACHE_HOME/mmcheck/verdicts/``, one small JSON file per launch, s
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from dataclasses import asdict, dataclass
@@ -33,6 +34,8 @@ __all__ = ["Verdict", "Verdicts", "launch_digest"]
 
 # Part of every digest: what mmcheck counts as a verdict, and how it keeps one, may change with it.
 _FORMAT = b"mmcheck-verdict 2"
+# A rerun's result is kept up to this size (a failure's smallest shape is small); a larger one runs again.
+_RESULT_BYTES = 1 << 20
 
 
 def launch_digest(kernel: Kernel, prepared: Prepared, grid: Dim3, block: Dim3, smem: int,
@@ -63,14 +66,29 @@ class Verdict:
     what: str
     tool: str | None = None
     report: str = ""
+    # A failure's rerun under the detector, clean: the result it gave (its bytes, base64; its shape), which
+    # the failure's explanation compares with the device's.
+    result: str = ""
+    shape: tuple[int, ...] = ()
 
     @classmethod
-    def of(cls, what: str, error: SanitizerError | None = None) -> Verdict:
-        return cls(what) if error is None else cls(what, error.tool, str(error))
+    def of(cls, what: str, error: SanitizerError | None = None, result: np.ndarray | None = None) -> Verdict:
+        if error is not None:
+            return cls(what, error.tool, str(error))
+        if result is None or result.nbytes > _RESULT_BYTES:
+            return cls(what)
+        return cls(what, result=base64.b64encode(np.ascontiguousarray(result).tobytes()).decode(),
+                   shape=tuple(result.shape))
 
     @property
     def clean(self) -> bool:
         return self.tool is None
+
+    def result_as(self, dtype: np.dtype) -> np.ndarray | None:
+        """The rerun's result, of the output's ``dtype``; None where none was kept."""
+        if not self.shape:
+            return None
+        return np.frombuffer(base64.b64decode(self.result), dtype=dtype).reshape(self.shape).copy()
 
     def error(self) -> SanitizerError:
         """The report, as the launch raised it, saying where it comes from."""

@@ -3,6 +3,8 @@ so the runner's checks can be tested exactly and without a compiler."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from mmcheck.backends.base import BackendOptions, DeviceBuffer, Kernel
@@ -55,6 +57,24 @@ def reported_racy(a, b, c, m, n, k, schedule):
         raise SanitizerError("compute-sanitizer racecheck: shared-memory race between writes at fake.cu:7 and "
                              "reads at fake.cu:9 (12 hazards)", "racecheck")
     _mm(a, b, c, m, n, k)
+
+
+def wrong_from_m40_differently_in_reverse(a, b, c, m, n, k, schedule):
+    """Right below M = 40; from there wrong, and differently under reverse: a race that a failure's rerun shows."""
+    _mm(a, b, c, m, n, k, drop_last_k=m >= 40)
+    if m >= 40 and schedule == "reverse":
+        _payload(c)[0] += 1
+
+
+_launches = itertools.count(1)
+
+
+def wrong_from_m40_differently_each_launch(a, b, c, m, n, k, schedule):
+    """Right below M = 40; from there wrong by what changes from launch to launch, as a read of memory nothing
+    wrote does."""
+    _mm(a, b, c, m, n, k, drop_last_k=m >= 40)
+    if m >= 40:
+        _payload(c)[0] += next(_launches)
 
 
 def racy_past_one_tile_of_n_wrong_from_m40(a, b, c, m, n, k, schedule):

@@ -243,7 +243,11 @@ def test_a_race_checks_verdict_is_kept_across_runs_and_a_report_is_told_again_as
     for backend_type in (FakeBackend, FakeSubmittingBackend):
         kept = Verdicts(tmp_path / backend_type.__name__)
         for entry, verdict, reruns in (("good", "pass", [1, 0]), ("reported_racy", "race", [1, 0]),
-                                       ("racy", "race", [1, 1])):
+                                       ("racy", "race", [1, 1]),
+                                       # the race check passes; a failure's rerun under the detector shows a race
+                                       ("wrong_from_m40_differently_in_reverse", "race", [2, 0]),
+                                       # ... and runs again where the failure's result is not the one it was beside
+                                       ("wrong_from_m40_differently_each_launch", "race", [2, 1])):
             launches, messages = [], []
             for _ in range(2):  # two runs, each a runner of its own (a process of its own)
                 backend = backend_type(costly=("reverse",), fingerprint="toolchain 1")
@@ -251,17 +255,23 @@ def test_a_race_checks_verdict_is_kept_across_runs_and_a_report_is_told_again_as
                 assert (result.check or result.outcome) == verdict
                 launches.append(backend.launched.count("reverse"))
                 messages.append(result.message)
-            # the detector's verdict, clean or its report, is taken from the first run; a race that only the
-            # result shows (no report) is run and found again
+            # the detector's verdict, clean or its report, and a failure's rerun's result are taken from the
+            # first run; a race check whose own result shows the race (no report) runs again
             assert launches == reruns, (backend_type, entry)
+            if entry == "wrong_from_m40_differently_in_reverse":  # the rerun's kept result tells the same
+                assert messages[0] == messages[1] and "different wrong result under schedule reverse" in messages[0]
             if entry == "reported_racy":
                 first, second = messages
                 assert "shared-memory race between writes at fake.cu:7" in first and "kept" not in first
                 assert second == first.replace("(12 hazards)", "(12 hazards) (kept from an earlier run of this "
                                                "very launch; --recheck-races runs the detector again)")
+        rerun = ("reverse (a rerun): cuda_src/fake.cu fake.wrong_from_m40_differently_{} float32 48x40x9 "
+                 "(inputs ints, seed 0)")
+        check = "reverse: cuda_src/fake.cu fake.{} float32 17x17x33 (inputs ints, seed 0)"
         assert sorted(Verdicts(kept.folder).get(f.name).what for f in kept.folder.iterdir()) == [
-            "reverse: cuda_src/fake.cu fake.good float32 17x17x33 (inputs ints, seed 0)",
-            "reverse: cuda_src/fake.cu fake.reported_racy float32 17x17x33 (inputs ints, seed 0)"]
+            rerun.format("each_launch"), rerun.format("each_launch"), rerun.format("in_reverse"),
+            *(check.format(entry) for entry in ("good", "reported_racy", "wrong_from_m40_differently_each_launch",
+                                                "wrong_from_m40_differently_in_reverse"))]
 
 
 @pytest.mark.parametrize("change", ["fingerprint", "seed", "none"])

@@ -147,7 +147,7 @@ def _verify(prepared: Prepared, timing: Timing) -> None:
     check_buffers(prepared, last)
 
 
-def _no_rerun(*args: object) -> np.ndarray:
+def _no_rerun(*args: object, **kwargs: object) -> np.ndarray:
     """A benchmark judges one launch; the reruns that explain a failure are the correctness run's job."""
     raise Caught("mismatch", "not rerun")
 
