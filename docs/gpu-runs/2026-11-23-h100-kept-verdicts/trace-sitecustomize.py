@@ -72,18 +72,9 @@ if _dir:
         marked(_pool._Worker, "__init__", "worker init")
         marked(_pool._Worker, "_open", "worker open runner")
         import mmcheck.backends as _bk
-        def marked_fn(mod, name, label):
-            f = getattr(mod, name)
-            def inner(*a, **k):
-                marks.append((label + " begin", time.time() - _T0))
-                try:
-                    return f(*a, **k)
-                finally:
-                    marks.append((label + " end", time.time() - _T0))
-            setattr(mod, name, inner)
-        marked_fn(_pool, "share_cores", "share_cores")
-        marked_fn(_pool, "pin_gpu", "pin_gpu")
-        marked_fn(_bk, "_load", "backend _load")
+        marked(_pool, "share_cores", "share_cores")
+        marked(_pool, "pin_gpu", "pin_gpu")
+        marked(_bk, "_load", "backend _load")
         marked(process._Worker, "__init__", "kernel process popen")
         marked(process.ProcessBackend, "__init__", "process backend init")
         marks.append(("installed", time.time() - _T0))
