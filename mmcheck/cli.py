@@ -20,7 +20,6 @@ from .options import OPTIONS, Settings
 from .spec import Catalog, collect
 
 if TYPE_CHECKING:
-    from .ahead import Ahead
     from .pool import Pool
     from .progress import Progress
     from .runner import Result, Runner
@@ -209,6 +208,7 @@ def _open_runner(settings: Settings, catalog: Catalog) -> Runner | None:
 
 
 def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -> int:
+    from . import ahead
     from .artifacts import save_failure
     from .report import json_document, reproduce, summary, table, verdict, write_json
 
@@ -223,7 +223,8 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     # Where NVML tells the GPU's compute capability, compiling ahead starts now, on the GPU backend's plan,
     # while the backend opens (a CUDA context takes a second or two); it starts again if that guess was off.
     guess = shared_capability(os.environ) if settings.backend in ("auto", "gpu") else None
-    compiling = _compile_ahead(settings, "gpu", args.jobs, pairs, guess) if guess else None
+    early = _planned(settings, "gpu", min(_workers(args.jobs, "gpu"), len(pairs)), pairs) if guess else None
+    compiling = ahead.start(early[0], [pairs[i] for i in early[1]], guess) if early and guess else None
     runner: Runner | None = None
     cc: tuple[int, int] | None = None  # the device's compute capability (None: there is none)
     try:
@@ -250,11 +251,13 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
 
     labels = [_label(s, d) for s, d in pairs]
     workers = min(_workers(args.jobs, backend), len(pairs))
-    own, order = _planned(settings, backend, workers, pairs)
-    if (backend, cc) != ("gpu", guess):
+    if early and (backend, cc) == ("gpu", guess):  # the guess held: what compiles ahead goes on
+        own, order = early
+    else:
+        own, order = _planned(settings, backend, workers, pairs)
         if compiling is not None:
             compiling.stop()
-        compiling = _compile_ahead(settings, backend, args.jobs, pairs, cc) if cc else None
+        compiling = ahead.start(own, [pairs[i] for i in order], cc) if cc else None
     try:
         if workers > 1:
             from .pool import Check, Pool
@@ -316,16 +319,6 @@ def _planned(settings: Settings, backend: str, workers: int,
     order = (costs.longest_first(labels, costs.load(backend), [(s.path, s.name) for s, _ in pairs]) if workers > 1
              else range(len(pairs)))
     return own, order
-
-
-def _compile_ahead(settings: Settings, backend: str, jobs: int | str, pairs: Sequence[tuple[KernelSpec, str]],
-                   cc: tuple[int, int]) -> Ahead | None:
-    """Every build the jobs need, compiled on all the cores for a device of compute capability ``cc``, in
-    the order the jobs will start (ahead.py)."""
-    from . import ahead
-
-    own, order = _planned(settings, backend, min(_workers(jobs, backend), len(pairs)), pairs)
-    return ahead.start(own, [pairs[i] for i in order], cc)
 
 
 def _remember_costs(backend: str, results: Sequence[Result]) -> None:
