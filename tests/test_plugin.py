@@ -29,8 +29,10 @@ __global__ void mm(const float* A, const float* B, float* C, int M, int N, int K
 }
 """
 
+needs_gpp = pytest.mark.skipif(not shutil.which("g++"), reason="runs the kernels on the emulator, which needs g++")
 
-@pytest.mark.skipif(not shutil.which("g++"), reason="runs the kernels on the emulator, which needs g++")
+
+@needs_gpp
 def test_a_broken_spec_and_a_compile_error_cost_only_their_own_tests(pytester):
     kernels = pytester.mkdir("kernels")
     (kernels / "good.cu").write_text(GOOD)
@@ -66,7 +68,7 @@ BUG = GOOD.replace("user.good", "user.bug").replace("k < K;", "k < K - 1;").repl
 HANG = GOOD.replace("user.good", "user.hang").replace("C[r * N + c] = s;", "while (s == s) s += 1; C[r * N + c] = s;")
 
 
-@pytest.mark.skipif(not shutil.which("g++"), reason="runs the kernels on the emulator, which needs g++")
+@needs_gpp
 def test_kernel_files_are_test_files_one_test_per_kernel_and_dtype(pytester):
     kernels = pytester.mkdir("kernels")
     (kernels / "good.cu").write_text(GOOD)
@@ -87,13 +89,20 @@ def test_kernel_files_are_test_files_one_test_per_kernel_and_dtype(pytester):
     assert "FAILED kernels/hang.cu::user.hang[float32]" in out and "2 s" in out
     assert "plain.cu" not in out
 
-    one = pytester.runpytest_subprocess(str(kernels / "good.cu"), "--mmcheck-backend", "emu", "-q",
-                                        "-p", "no:cacheprovider")
-    one.assert_outcomes(passed=1)
-    # pytest-benchmark skips what is not a benchmark; a kernel file's test is reported as skipped, like any.
-    pytester.runpytest_subprocess(str(kernels / "good.cu"), "--benchmark-only", "-p", "no:cacheprovider",
-                                  "-q").assert_outcomes(skipped=1)
 
+# Each run below is a pytest process of its own, apart from the one above: under pytest-xdist they run at once.
+@needs_gpp
+def test_a_kernel_file_named_alone_is_collected(pytester):
+    (pytester.path / "good.cu").write_text(GOOD)
+    pytester.runpytest_subprocess("good.cu", "--mmcheck-backend", "emu", "-q", "-p", "no:cacheprovider"
+                                  ).assert_outcomes(passed=1)
+
+
+def test_under_benchmark_only_a_kernel_files_test_is_skipped(pytester):
+    # pytest-benchmark skips what is not a benchmark; a kernel file's test is reported as skipped, like any.
+    (pytester.path / "good.cu").write_text(GOOD)
+    pytester.runpytest_subprocess("good.cu", "--benchmark-only", "-p", "no:cacheprovider", "-q"
+                                  ).assert_outcomes(skipped=1)
 
 UNRELATED = """
     import pytest
