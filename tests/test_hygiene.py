@@ -55,7 +55,8 @@ def test_the_line_directive_names_the_users_file_in_compiler_errors(tmp_path):
     (spec,) = parse_specs(spec_text().replace("{}", "{ undeclared_name; }"), "cuda_src/user file.cu")
     unit = tmp_path / "unit.cpp"
     unit.write_text("#define __global__\n" + unit_source(Build(spec, "float32", ("float",))))
-    result = subprocess.run(["g++", "-fsyntax-only", "-include", "cstddef", str(unit)], capture_output=True, text=True, encoding="utf-8")
+    result = subprocess.run(["g++", "-fsyntax-only", "-include", "cstddef", str(unit)], capture_output=True,
+                            text=True, encoding="utf-8")
     assert re.search(r"cuda_src/user file\.cu:\d+:\d+: error: .undeclared_name", result.stderr), result.stderr
 
 
@@ -95,7 +96,8 @@ def test_saved_arrays_load_back_with_their_metadata(tmp_path):
 
 @pytest.mark.parametrize("template, symbols, want", [
     # the instantiation asked for, among another one the file makes itself
-    (("float",), ["_Z9mm_kernelIfEvPKT_S2_PS0_mmm", "_Z9mm_kernelIdEvPKT_S2_PS0_mmm"], "_Z9mm_kernelIfEvPKT_S2_PS0_mmm"),
+    (("float",), ["_Z9mm_kernelIfEvPKT_S2_PS0_mmm", "_Z9mm_kernelIdEvPKT_S2_PS0_mmm"],
+     "_Z9mm_kernelIfEvPKT_S2_PS0_mmm"),
     (("float", "32"), ["_Z9mm_kernelIfLi32EEvPKT_S2_PS0_", "_Z9mm_kernelIfLi16EEvPKT_S2_PS0_"],
      "_Z9mm_kernelIfLi32EEvPKT_S2_PS0_"),
     (("float", "-3"), ["_Z9mm_kernelIfLin3EEvv", "_Z9mm_kernelIfLi3EEvv"], "_Z9mm_kernelIfLin3EEvv"),
@@ -114,7 +116,7 @@ def test_an_overloaded_kernel_is_an_error_that_lists_the_candidates():
     from mmcheck.errors import CompileError
 
     (spec,) = parse_specs(spec_text(), "k.cu")
-    with pytest.raises(CompileError, match="several kernels match.*_Z9mm_kernelPdi, _Z9mm_kernelPfi"):
+    with pytest.raises(CompileError, match=r"several kernels match.*_Z9mm_kernelPdi, _Z9mm_kernelPfi"):
         find_symbol(["_Z9mm_kernelPfi", "_Z9mm_kernelPdi"], Build(spec, "float32"))
 
 

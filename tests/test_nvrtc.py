@@ -211,7 +211,7 @@ def test_compiling_leaves_pythons_shared_bytes_alone(nvrtc, tmp_path):
     """A clean compile's log is one byte, its NUL: written into b" " * 1, Python's one shared b" ", it would turn
     every b" " of the process into b"\\0" (numpy pads the headers of a saved failure's .npy files with them)."""
     Nvrtc(str(tmp_path)).compile(_build(DEVICE), ARCH)
-    assert " ".encode() * 2 == b"  "  # made at run time: b" " * 2 would be folded into a constant when compiled
+    assert bytes(" ", "ascii") * 2 == b"  "  # made at run time: b" " * 2 would be folded into a constant when compiled
 
 
 def test_probe_reports_the_nvrtc_of_this_environment(nvrtc):

@@ -31,7 +31,8 @@ MODULES = {"pyelftools": "elftools", "nvidia-ml-py": "pynvml", "cupy-cuda13x": "
 
 def test_every_requirement_is_imported_somewhere():
     """pytest-timeout, pytest-xdist, tox, ruff and mypy are tools, run rather than imported."""
-    sources = "\n".join(p.read_text(encoding="utf-8") for folder in (PACKAGE, ROOT / "tests") for p in folder.rglob("*.py"))
+    sources = "\n".join(p.read_text(encoding="utf-8")
+                        for folder in (PACKAGE, ROOT / "tests") for p in folder.rglob("*.py"))
     requirements = list(CONFIG["install_requires"]) + [r for reqs in CONFIG["extras_require"].values() for r in reqs]
     for requirement in requirements:
         name = re.match(r"[A-Za-z0-9_.-]+", requirement).group(0)

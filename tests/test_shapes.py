@@ -2,8 +2,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mmcheck.shapes import (THRESHOLDS, Shape, covering_shape, domains, satisfies, shape_strategy, shapes_for, smallest_of_class,
-                            threshold_shapes, tile_class, tiles)
+from mmcheck.shapes import (THRESHOLDS, Shape, covering_shape, domains, satisfies, shape_strategy, shapes_for,
+                            smallest_of_class, threshold_shapes, tile_class, tiles)
 from mmcheck.spec import parse_specs
 
 
@@ -68,7 +68,8 @@ def test_bmm_gets_batches_incl_many_tiny_matrices_and_mv_fixes_n():
     shapes = shapes_for(make("bmm", grid=("cdiv(N, 16)", "cdiv(M, 16)", "batch")), "float32")
     assert {1, 2, 3, 7, 64} <= {s.batch for s in shapes}
     assert any(s.batch == 64 and s.macs <= 64 * 27 for s in shapes)
-    assert all(s.N == 1 and s.batch == 1 for s in shapes_for(make("mv", grid=("cdiv(M, 256)",), block=(256,)), "float32"))
+    mv = make("mv", grid=("cdiv(M, 256)",), block=(256,))
+    assert all(s.N == 1 and s.batch == 1 for s in shapes_for(mv, "float32"))
 
 
 def test_tiles_come_from_block_defines_and_grid_divisors():

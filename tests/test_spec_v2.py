@@ -159,7 +159,8 @@ def test_params_that_do_not_match_the_kernel_are_a_spec_error_naming_both(runner
 
 def test_an_overloaded_kernel_is_an_error_that_lists_the_candidates(runner):
     text = GEMM.replace('template = ["TILE"]\n', "").replace("template <const int TILE>\n", "")
-    text = text.replace("TILE", "16").replace('let = {16 = "32 if M >= 64 and N >= 64 else 16", HALF = "16 // 2"}\n', "")
+    text = text.replace("TILE", "16")
+    text = text.replace('let = {16 = "32 if M >= 64 and N >= 64 else 16", HALF = "16 // 2"}\n', "")
     text += "__global__ void sgemm(int M, double *C) {}\n"
     result = runner.run(runner.case(spec(text, name='"mine.twice"'), "float32", Shape(4, 4, 4)))
     assert result.outcome == "error" and "mine.cu" in result.message, result.message

@@ -103,7 +103,7 @@ def test_a_directory_loads_its_json_files_and_foreign_benchmarks_are_skipped_and
 def test_a_file_that_is_not_benchmark_json_is_named(tmp_path):
     bad = tmp_path / "notes.json"
     bad.write_text('{"results": []}')
-    with pytest.raises(ValueError, match="notes.json: not a pytest-benchmark JSON file"):
+    with pytest.raises(ValueError, match=r"notes\.json: not a pytest-benchmark JSON file"):
         load([bad])
 
 

@@ -270,7 +270,7 @@ def hard_fma_triples(fmt: str, rng: np.random.Generator) -> np.ndarray:
     """a, b whose product is exactly halfway between two neighbours, and a tiny c that decides the
     direction: the double sum a*b + c rounds back to the tie (for bfloat16), so rounding it again to 16
     bits goes to even, wrongly, half the time; and c = -round(a*b), whose exact result is tiny."""
-    _, e_bits, m_bits = FORMATS[fmt]
+    *_, m_bits = FORMATS[fmt]
     fraction_bits = rng.integers(0, 2**m_bits, (20000, 2))
     a, b = 1 + fraction_bits[:, 0] / 2**m_bits, 1 + fraction_bits[:, 1] / 2**m_bits
     p = a * b  # exact
