@@ -242,6 +242,28 @@ def _transposed(e: Evidence) -> str | None:
     return None
 
 
+def _one_index(e: Evidence) -> str | None:
+    """Each column of C computed with one column of B (each row with one row of A), the same for all or the
+    same within each block: an operand's index that leaves out the thread's column (row), b[k * N] for
+    b[k * N + col], or its block's offset (blockIdx * blockDim)."""
+    batch, m, n = e.want.shape
+    if batch * m * n * e.a.shape[-1] > _MAX_TERMS:
+        return None
+    got = e.product(e.got)
+    ab = e.a.astype(np.float64) @ e.b.astype(np.float64)
+    for axis, size, what, operand in ((2, n, "column", e.names[1]), (1, m, "row", e.names[0])):
+        for t in (1, *sorted(e.tiles)):
+            if t >= size:
+                continue
+            if np.allclose(got, np.take(ab, np.arange(size) % t, axis=axis), rtol=1e-5, atol=1e-6):
+                if t == 1:
+                    return (f"every {what} of C is {what} 0's result: {operand} is read at {what} 0 whatever the "
+                            f"{what} (its index leaves out the thread's {what})")
+                return (f"{what} j of C holds {what} j % {t}'s result: {operand}'s index leaves out the block's "
+                        f"offset (blockIdx * {t})")
+    return None
+
+
 def _tiles_transposed(e: Evidence) -> str | None:
     """Each t x t tile of C holds its own transpose: a tile (a WMMA fragment, a shared-memory tile) stored in
     the other memory order."""
@@ -354,5 +376,5 @@ def _zeros(e: Evidence) -> str | None:
 
 _CLASSIFIERS: tuple[Callable[[Evidence], str | None], ...] = (
     _unwritten_region, _wrong_region, _batch, _scalars, _dropped_terms, _stale_tile_padding, _transposed,
-    _tiles_transposed, _precision, _nan, _not_whole, _zeros,
+    _one_index, _tiles_transposed, _precision, _nan, _not_whole, _zeros,
 )

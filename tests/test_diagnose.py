@@ -66,7 +66,8 @@ def test_rows_past_the_last_full_tile():
         out = w.copy()
         out[:, 32:, :] += 1
         return out
-    says(evidence(Shape(40, 20, 3), got), "all 160 wrong elements are in rows >= 32 (the last partial tile, tile 16: boundary handling in M")
+    says(evidence(Shape(40, 20, 3), got),
+         "all 160 wrong elements are in rows >= 32 (the last partial tile, tile 16: boundary handling in M")
 
 
 def test_columns_bounded_by_m_are_unwritten():
@@ -96,6 +97,21 @@ def test_transposed_store():
     def got(a, b, w):
         return np.ascontiguousarray(w.transpose(0, 2, 1)).reshape(w.shape)
     says(evidence(Shape(4, 6, 5), got), "stored transposed")
+
+
+def test_every_column_read_from_column_zero_of_b():
+    says(evidence(Shape(5, 6, 7), lambda a, b, w: np.repeat((a @ b)[..., :1], 6, axis=-1)),
+         "every column of C is column 0's result: B is read at column 0 whatever the column")
+
+
+def test_every_row_read_from_row_zero_of_a():
+    says(evidence(Shape(5, 6, 7), lambda a, b, w: np.repeat((a @ b)[:, :1], 5, axis=1)),
+         "every row of C is row 0's result: A is read at row 0 whatever the row")
+
+
+def test_a_columns_index_without_its_blocks_offset():
+    says(evidence(Shape(3, 40, 7), lambda a, b, w: (a @ b)[..., np.arange(40) % 16]),
+         "column j of C holds column j % 16's result: B's index leaves out the block's offset (blockIdx * 16)")
 
 
 def test_float_accumulator_in_a_double_kernel():
