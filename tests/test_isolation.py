@@ -2,9 +2,8 @@
 
 import pytest
 
-from mmcheck.backends import get_backend
+from mmcheck.backends import get_backend, process
 from mmcheck.backends.base import BackendOptions
-from mmcheck.backends import process
 from mmcheck.backends.process import ProcessBackend
 from mmcheck.prepare import plan
 from mmcheck.runner import Runner

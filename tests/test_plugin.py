@@ -104,6 +104,7 @@ def test_under_benchmark_only_a_kernel_files_test_is_skipped(pytester):
     pytester.runpytest_subprocess("good.cu", "--benchmark-only", "-p", "no:cacheprovider", "-q"
                                   ).assert_outcomes(skipped=1)
 
+
 UNRELATED = """
     import pytest
     from hypothesis import given, settings, strategies as st
