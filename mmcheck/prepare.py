@@ -25,9 +25,9 @@ from .spec import CTYPES, KernelSpec, sizeof
 __all__ = ["Plan", "plan", "Prepared", "prepare", "host_bytes", "host_memory"]
 
 # Host copies of a buffer while a case runs: the operands, the laid-out payload and its guarded image, the
-# copy and the pickle that carry it to the backend's worker process and the worker's own, and on the way
-# back the download, its pickle, the received image and the logical result.
-_HOST_COPIES = 10
+# backend's copy and the shared memory that carries it to the worker process (which maps it), and on the
+# way back the download, the shared memory that carries it back, and the logical result.
+_HOST_COPIES = 8
 
 
 @dataclass(frozen=True)

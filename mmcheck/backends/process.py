@@ -24,7 +24,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -32,7 +31,7 @@ import numpy as np
 
 from ..compile import Build
 from ..errors import BackendUnavailable, KernelFault, KernelTimeout, LaunchError, MmcheckError, SanitizerError
-from . import sanitizer
+from . import channel, sanitizer
 from .base import Arg, BackendOptions, Device, DeviceBuffer, Dim3, Kernel, Timing
 
 if TYPE_CHECKING:
@@ -46,8 +45,8 @@ _COMPILE_TIMEOUT = 600.0
 # Past the launch timeout the backend in the child reports a hang itself; this much later the parent
 # stops waiting and kills the child (a kernel stuck in a driver call cannot report anything).
 _GRACE = 5.0
-# The parent's wait also covers carrying the buffers to the child and back (pickled through a pipe, then
-# uploaded and downloaded): at a pessimistic 100 MB/s each way, 3 minutes for a buffer of 2**31 floats.
+# The parent's wait also covers carrying the buffers to the child and back (copied into shared memory, then
+# uploaded and downloaded: channel.py): at a pessimistic 100 MB/s each way, 3 minutes for 2**31 floats.
 _CARRIED_PER_SECOND = 100e6
 
 
@@ -55,9 +54,8 @@ class _Worker:
     """One child process hosting the real backend, optionally under a compute-sanitizer tool."""
 
     def __init__(self, inner: str, options: BackendOptions, tool: str | None) -> None:
-        parent_in, child_out = os.pipe()
-        child_in, parent_out = os.pipe()
-        command = [sys.executable, "-m", "mmcheck.backends.process", inner, str(child_in), str(child_out)]
+        ours, theirs = channel.ends()
+        command = [sys.executable, "-m", "mmcheck.backends.process", inner, *map(str, theirs)]
         self.log: Path | None = None
         self.closed = False
         if tool:
@@ -66,10 +64,10 @@ class _Worker:
             self.log = Path(log)
             command = sanitizer.command(tool, self.log) + command
         # A process group of its own: Ctrl-C at a terminal reaches mmcheck alone, which stops the child.
-        self.process = subprocess.Popen(command, pass_fds=(child_in, child_out), process_group=0)
-        os.close(child_in)
-        os.close(child_out)
-        self.conn_in, self.conn_out = Connection(parent_in, writable=False), Connection(parent_out, readable=False)
+        self.process = subprocess.Popen(command, pass_fds=theirs, process_group=0)
+        for fd in theirs:
+            os.close(fd)
+        self.channel = channel.Channel(*ours)
         self.read_log = 0
         # The device addresses of the last launch's buffers, which the child sends before launching, so
         # that an allocation named in a sanitizer report can be named as A, B or C.
@@ -95,7 +93,7 @@ class _Worker:
         start on it: now, or once it has answered the requests before it."""
         answer = _Answer(time.monotonic(), timeout)
         try:
-            self.conn_out.send((method, args))
+            self.channel.send((method, args))
         except (OSError, BrokenPipeError):
             self._died()
         self._waiting.append(answer)
@@ -119,10 +117,10 @@ class _Worker:
             status = "addresses"
             while status == "addresses":
                 left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                if not self.conn_in.poll(left):
+                if not self.channel.poll(left):
                     assert answer.timeout is not None, "only a request with a deadline can time out"
                     raise KernelTimeout(f"no answer after {answer.timeout:.3g} s")
-                status, value = self.conn_in.recv()
+                status, value = self.channel.recv()
                 if status == "addresses":
                     self.addresses = value
         except (EOFError, OSError, BrokenPipeError):
@@ -154,8 +152,7 @@ class _Worker:
         # Killed, not waited for: its CUDA context's teardown takes a while, longer with many at once, and
         # nothing waits on it (subprocess reaps it later).
         self.process.kill()
-        for c in (self.conn_in, self.conn_out):
-            c.close()
+        self.channel.close()
         if self.log:
             self.log.unlink(missing_ok=True)
 
@@ -337,7 +334,7 @@ def _uploaded(backend: Any, hosts: list[tuple[np.ndarray, int]], packed: list[ob
 
 # --- the child ---------------------------------------------------------------------------------------
 
-def _serve(inner: str, conn_in: Connection, conn_out: Connection) -> None:
+def _serve(inner: str, link: channel.Channel) -> None:
     from . import get_backend
 
     backend: Any = None  # the real backend, once the parent says hello
@@ -350,7 +347,7 @@ def _serve(inner: str, conn_in: Connection, conn_out: Connection) -> None:
 
     while True:
         try:
-            method, args = conn_in.recv()
+            method, args = link.recv()
         except EOFError:
             return
         try:
@@ -367,7 +364,7 @@ def _serve(inner: str, conn_in: Connection, conn_out: Connection) -> None:
                 k = kernel(build)
                 bufs, call = _uploaded(backend, hosts, packed)
                 if addresses:  # under compute-sanitizer, whose reports give allocations by address
-                    conn_out.send(("addresses", [int(b.handle) for b in bufs]))
+                    link.send(("addresses", [int(b.handle) for b in bufs]))
                 backend.launch(k, call, grid, block, smem, schedule or k.schedules[0])
                 value = [backend.download(b) for b in bufs]
             elif method == "time":
@@ -378,9 +375,9 @@ def _serve(inner: str, conn_in: Connection, conn_out: Connection) -> None:
                 value = getattr(backend, method)(*args)
             else:
                 raise LaunchError(f"unknown request {method!r}")
-            conn_out.send(("ok", value))
+            link.send(("ok", value))
         except MmcheckError as e:
-            conn_out.send(("err", e))
+            link.send(("err", e))
             if isinstance(e, (KernelFault, KernelTimeout)) or backend is None:
                 # The context may be unusable (or there is none): leave at once (no clean-up in a dead
                 # context) and let the parent start a fresh process.
@@ -389,4 +386,4 @@ def _serve(inner: str, conn_in: Connection, conn_out: Connection) -> None:
 
 if __name__ == "__main__":
     # The worker's own stdout stays free for the backend (and the sanitizer); requests use the pipes.
-    _serve(sys.argv[1], Connection(int(sys.argv[2]), writable=False), Connection(int(sys.argv[3]), readable=False))
+    _serve(sys.argv[1], channel.Channel(*map(int, sys.argv[2:5])))
