@@ -213,6 +213,8 @@ class _Worker:
                 self._open(settings)
             except BackendUnavailable as e:
                 self._unavailable = e
+            except _Stopped:  # terminated while opening (another worker found no backend): out without a word,
+                os._exit(TERMINATED)  # as the pool would print the initializer's exception
 
     def runner(self, settings: Settings) -> Runner:
         if self._unavailable is not None:

@@ -386,4 +386,7 @@ def _serve(inner: str, link: channel.Channel) -> None:
 
 if __name__ == "__main__":
     # The worker's own stdout stays free for the backend (and the sanitizer); requests use the pipes.
-    _serve(sys.argv[1], channel.Channel(*map(int, sys.argv[2:5])))
+    try:
+        _serve(sys.argv[1], channel.Channel(*map(int, sys.argv[2:5])))
+    except ConnectionError:  # the parent has gone (stopped early): there is no one to answer
+        pass
