@@ -94,7 +94,8 @@ def _parse(text: str, names: frozenset[str]) -> ast.expr:
             raise ExprError(f"unknown name {node.id!r} in {text!r} (allowed: {', '.join(allowed)})")
     for node in ast.walk(tree):
         if not isinstance(node, _ALLOWED_NODES):
-            raise ExprError(f"{type(node).__name__} is not allowed in {text!r}")
+            what = _SPELLED.get(type(node), type(node).__name__)
+            raise ExprError(f"{what} is not allowed in {text!r}{_HINTS.get(type(node), '')}")
         if isinstance(node, ast.Constant) and (isinstance(node.value, bool) or not isinstance(node.value, int)):
             raise ExprError(f"only integer constants are allowed in {text!r}, not {node.value!r}")
         if isinstance(node, ast.Call) and (node.keywords or not isinstance(node.func, ast.Name)):
@@ -111,6 +112,10 @@ def _labels(tree: ast.expr) -> set[int]:
     return {id(a) for n in ast.walk(tree) if _is_sizeof(n) for a in n.args if isinstance(a, ast.Name)}
 
 
+# What a spec's author wrote, where the syntax tree's name would not say it, and what to write instead.
+_SPELLED: dict[type[ast.AST], str] = {ast.Div: "'/'", ast.MatMult: "'@'", ast.Attribute: "an attribute",
+                                      ast.Subscript: "indexing"}
+_HINTS: dict[type[ast.AST], str] = {ast.Div: ": sizes are integers; write // to round down, or cdiv(a, b) to round up"}
 _ALLOWED_NODES = (
     ast.Expression, ast.Constant, ast.Name, ast.Load, ast.BinOp, ast.UnaryOp, ast.USub, ast.UAdd,
     ast.Not, ast.BoolOp, ast.And, ast.Or, ast.Compare, ast.Call, ast.IfExp, *_BINOPS, *_CMPOPS,
