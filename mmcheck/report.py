@@ -71,8 +71,9 @@ def summary(results: Sequence[Result]) -> str:
               "wrong": sum(not r.as_expected and r.outcome in ("pass", "fail") for r in results),
               "errors": sum(r.outcome == "error" for r in results),
               "skipped": sum(r.outcome == "skip" for r in results)}
-    head = f"{len(results)} kernel x dtype: " + ", ".join(f"{n} {what}" for what, n in counts.items() if n)
-    if counts["skipped"] == len(results) and results:
+    told = ", ".join(f"{n} {what}" for what, n in counts.items() if n)
+    head = f"{len(results)} kernel x dtype" + (f": {told}" if told else "")
+    if counts["skipped"] == len(results):
         head += " (nothing was checked)"
     skips = [f"  skipped {r.case.spec.name} {r.case.dtype}: {r.message.splitlines()[0]}"
              for r in results if r.outcome == "skip"]

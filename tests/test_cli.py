@@ -94,6 +94,15 @@ def test_check_exits_2_for_a_spec_error_and_still_reports_the_rest(kernels, tmp_
     assert {r["outcome"] for r in doc["results"] if r["kernel"] == "k.good"} == {"pass"}
 
 
+def test_a_file_whose_only_spec_is_broken_says_so_and_that_nothing_was_checked(tmp_path, capsys):
+    (tmp_path / "broken.cu").write_text(KERNEL.format(name="k.x", entry="good", expect="pass")
+                                        .replace("block = [16, 16]", 'block = ["M * N / 8", 16]'))
+    assert main(["check", str(tmp_path / "broken.cu")]) == 2
+    said = capsys.readouterr()
+    assert "broken.cu: kernel 'k.x': key 'block': '/' is not allowed in 'M * N / 8'" in said.err, said.err
+    assert said.out.splitlines()[-1] == "0 kernel x dtype (nothing was checked)", said.out
+
+
 @pytest.mark.parametrize("argv", [["check", "no/such/dir.cu"], ["check", "zzz*"]])
 def test_usage_errors_exit_2(kernels, argv, monkeypatch, capsys):
     monkeypatch.chdir(kernels)
