@@ -80,8 +80,10 @@ def heat_map_figure(arrays: dict[str, np.ndarray], meta: dict) -> Any:
         shown = np.ma.masked_where(~numbers, np.log10(np.where(numbers, err, 1.0)))
         image = ax.imshow(shown, cmap="magma", interpolation="nearest")
         fig.colorbar(image, ax=ax, label="log10 |C - reference| of a wrong number")
-    ax.legend(handles=[Patch(color=c, label=f"{name} ({int(w.sum())})") for name, c, w in kinds if w.any()],
-              loc="upper left", bbox_to_anchor=(0, -0.12), ncol=3, fontsize=8, frameon=False)
+    # Below the whole figure, not the axes: under a C of one row, a place relative to the axes' height lies on
+    # the column numbers.
+    fig.legend(handles=[Patch(color=c, label=f"{name} ({int(w.sum())})") for name, c, w in kinds if w.any()],
+               loc="outside lower left", ncol=3, fontsize=8, frameon=False)
     ax.set_title(f"{meta['kernel']} {meta['dtype']} {meta['shape']} ({meta['trial']}): C[{batch}]", fontsize=9)
     ax.set_xlabel("column j")
     ax.set_ylabel("row i")

@@ -161,10 +161,10 @@ def test_the_heat_map_names_only_the_kinds_it_draws(case, legend, colour_bar):
     wrong = ~(got == want)
     fig = heat_map_figure({"C": got, "reference": want, "wrong": wrong, "unwritten": never}, META)
     try:
-        (ax,) = [a for a in fig.axes if a.get_legend()]
-        assert [t.get_text() for t in ax.get_legend().get_texts()] == legend
+        (legend_drawn,) = fig.legends
+        assert [t.get_text() for t in legend_drawn.get_texts()] == legend
         assert (len(fig.axes) == 2) == colour_bar
-        assert ax.get_title().endswith(": C[0]")
+        assert fig.axes[0].get_title().endswith(": C[0]")
     finally:
         plt.close(fig)
 
