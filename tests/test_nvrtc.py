@@ -7,10 +7,12 @@ wheel: pip install 'mmcheck[nvrtc]' nvidia-cuda-nvrtc-cu12 nvidia-cuda-runtime-c
 
 from __future__ import annotations
 
+import functools
 import locale
+import multiprocessing
 import os
 import re
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -39,16 +41,29 @@ def nvrtc(tmp_path_factory) -> Nvrtc:
 @pytest.fixture(scope="module")
 def zoo_builds(request, nvrtc):
     """Every build of every zoo kernel this session collected, compiled in parallel, once each; a test waits
-    only for its own."""
+    only for its own.  In processes of their own, as mmcheck's own compiling ahead does: NVRTC sets the
+    locale of the process it compiles in, so threads of this one would change it under the tests that run
+    meanwhile, and under one another (test_compiling_leaves_the_callers_locale_alone saw it)."""
     wanted = {(item.callspec.params["spec"].name, item.callspec.params["dtype"]): item.callspec.params["spec"]
               for item in request.session.items
               if item.originalname == "test_zoo_kernel_compiles" and hasattr(item, "callspec")}
-    pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
+    pool = ProcessPoolExecutor(os.cpu_count() or 1, multiprocessing.get_context("spawn"))
     request.addfinalizer(pool.shutdown)
+    cache = str(nvrtc.cache.folder.parent)
     futures: dict[tuple[str, str], list[tuple[Build, Future[Compiled]]]] = {
-        (name, dtype): [(b, pool.submit(nvrtc.compile, b, ARCH)) for b in _builds(spec, dtype)]
+        (name, dtype): [(b, pool.submit(_compile_apart, cache, b)) for b in _builds(spec, dtype)]
         for (name, dtype), spec in wanted.items()}
     return lambda spec, dtype: [(b, f.result()) for b, f in futures[spec.name, dtype]]
+
+
+def _compile_apart(cache: str, build: Build) -> Compiled:
+    """``build`` compiled in a process of the zoo's pool, by its one Nvrtc."""
+    return _nvrtc_of_this_process(cache).compile(build, ARCH)
+
+
+@functools.cache
+def _nvrtc_of_this_process(cache: str) -> Nvrtc:
+    return Nvrtc(cache)
 
 
 def _builds(spec: KernelSpec, dtype: str) -> list[Build]:

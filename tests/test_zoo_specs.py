@@ -124,8 +124,12 @@ def nvcc_builds(request, tmp_path_factory):
               if item.originalname == "test_compiles_with_nvcc" and hasattr(item, "callspec")}
     pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
     request.addfinalizer(pool.shutdown)
+    # pytest sets and unsets PYTEST_CURRENT_TEST around every test while these threads start nvcc: a child
+    # that inherited the process's environment could read it mid-change (execve then fails with EFAULT).
+    # One copy, made here, is what every nvcc gets.
+    environment = dict(os.environ)
     builds: dict[tuple[str, str], list[Future]] = {
-        (name, dtype): [pool.submit(_nvcc, build, folder) for build in _builds(spec, dtype)]
+        (name, dtype): [pool.submit(_nvcc, build, folder, environment) for build in _builds(spec, dtype)]
         for (name, dtype), spec in wanted.items()}
     return lambda spec, dtype: [b.result() for b in builds[spec.name, dtype]]
 
@@ -141,14 +145,14 @@ def _builds(spec: KernelSpec, dtype: str) -> list[Build]:
     return list(dict.fromkeys(plan(spec, dtype, shape).build for shape in shapes_for(spec, dtype)))
 
 
-def _nvcc(build: Build, folder: Path) -> tuple[str | None, str | None]:
+def _nvcc(build: Build, folder: Path, environment: dict[str, str]) -> tuple[str | None, str | None]:
     """(compiler messages or None, the kernel's symbol): the unit, defines and flags mmcheck's GPU backend
     uses.  Warnings count as errors: the zoo is what users copy."""
     stem = f"{build.spec.name}-{build.dtype.replace('->', '-')}-{abs(hash(build.key))}"
     source, cubin = folder / f"{stem}.cu", folder / f"{stem}.cubin"
     source.write_text(unit_source(build))
     done = subprocess.run(["nvcc", "--cubin", f"-arch={ARCH}", *macro_flags(build.defines), "-o", str(cubin),
-                           str(source)], capture_output=True, text=True)
+                           str(source)], capture_output=True, text=True, env=environment)
     messages = (done.stderr + done.stdout).strip()
     if done.returncode != 0 or messages:
         outcome = "failed" if done.returncode else "warned"
