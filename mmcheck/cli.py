@@ -285,7 +285,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     complete = len(results) == len(pairs)
     print(f"backend: {backend}")
     print(table(results))
-    print(summary(results))
+    print(summary(results, len(catalog.errors)))
     for r in results:
         if r.message and r.outcome in ("fail", "error") and (args.verbose or not r.as_expected):
             command = reproduce(r.case, backend, settings.compiler)

@@ -171,8 +171,9 @@ class KernelFile(pytest.File):
 
         settings = self.config.stash[_SETTINGS]
         catalog = collect([self.path])
-        for error in catalog.errors:
-            yield SpecErrorItem.from_parent(self, name="spec", error=str(error))
+        for error in catalog.errors:  # the file's, or one per broken kernel
+            name = f"spec[{error.kernel}]" if error.kernel else "spec"
+            yield SpecErrorItem.from_parent(self, name=name, error=str(error))
         for spec, dtype in catalog.select(settings.kernel, settings.dtype):
             yield KernelItem.from_parent(self, name=f"{spec.name}[{dtype}]", spec=spec, dtype=dtype)
 
@@ -186,7 +187,7 @@ class SpecErrorItem(pytest.Item):
         pytest.fail(self.error, pytrace=False)
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, 0, f"{self.path.name}: spec"
+        return self.path, 0, f"{self.path.name}: {self.name}"
 
 
 class KernelItem(pytest.Item):

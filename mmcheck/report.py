@@ -64,20 +64,25 @@ def _detail(r: Result) -> str:
     return textwrap.shorten(text, DETAIL_WIDTH, placeholder=" ...")
 
 
-def summary(results: Sequence[Result]) -> str:
-    """One line of counts, and one line per skipped kernel x dtype saying why (a skip is never silent)."""
+def summary(results: Sequence[Result], broken_specs: int = 0) -> str:
+    """One line of counts (the kernels whose specs could not be used among them, said before the table), and
+    one line per skipped kernel x dtype saying why (a skip is never silent)."""
     counts = {"passed": sum(r.ok and r.case.spec.expect == "pass" for r in results),
               "known-bad caught": sum(r.caught for r in results),
               "wrong": sum(not r.as_expected and r.outcome in ("pass", "fail") for r in results),
               "errors": sum(r.outcome == "error" for r in results),
-              "skipped": sum(r.outcome == "skip" for r in results)}
-    told = ", ".join(f"{n} {what}" for what, n in counts.items() if n)
+              "skipped": sum(r.outcome == "skip" for r in results),
+              "broken specs": broken_specs}
+    told = ", ".join(f"{n} {_ONE.get(what, what) if n == 1 else what}" for what, n in counts.items() if n)
     head = f"{len(results)} kernel x dtype" + (f": {told}" if told else "")
     if counts["skipped"] == len(results):
         head += " (nothing was checked)"
     skips = [f"  skipped {r.case.spec.name} {r.case.dtype}: {r.message.splitlines()[0]}"
              for r in results if r.outcome == "skip"]
     return "\n".join([head, *skips])
+
+
+_ONE = {"errors": "error", "broken specs": "broken spec"}
 
 
 def kernel_list(specs: Sequence[KernelSpec], errors: Sequence[SpecError]) -> str:

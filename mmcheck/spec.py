@@ -162,7 +162,17 @@ _KEYS = {
 _REQUIRED = ("name", "entry", "op", "dtypes", "params", "block", "grid")
 
 def parse_specs(text: str, path: Path | str) -> list[KernelSpec]:
-    """Parse the spec block of one ``.cu`` file's text."""
+    """Parse the spec block of one ``.cu`` file's text; the first broken kernel raises its SpecError."""
+    specs, errors = parse_kernels(text, path)
+    if errors:
+        raise errors[0]
+    return specs
+
+
+def parse_kernels(text: str, path: Path | str) -> tuple[list[KernelSpec], list[SpecError]]:
+    """The kernels of one ``.cu`` file's spec block, and an error for each ``[[kernel]]`` table that cannot be
+    used: a broken kernel costs none of the others in its file.  A name used twice is an error of the later
+    table.  Raises SpecError where the block itself cannot be read."""
     path = Path(path)
     match = _BLOCK.search(text)
     if not match:
@@ -178,19 +188,37 @@ def parse_specs(text: str, path: Path | str) -> list[KernelSpec]:
     tables = doc.get("kernel")
     if not isinstance(tables, list) or not tables:
         raise SpecError(path, "the spec block has no [[kernel]] table")
-    specs = [_kernel(t, path, text, i) for i, t in enumerate(tables)]
-    _check_unique(specs)
-    return specs
+    specs: list[KernelSpec] = []
+    errors: list[SpecError] = []
+    for i, table in enumerate(tables):
+        try:
+            spec = _kernel(table, path, text, i)
+        except SpecError as e:
+            errors.append(e)
+            continue
+        if any(s.name == spec.name for s in specs):
+            errors.append(SpecError(path, "the same name is used twice", kernel=spec.name, key="name"))
+        else:
+            specs.append(spec)
+    return specs, errors
 
 
 def load_specs(path: Path | str) -> list[KernelSpec]:
-    """Read a ``.cu`` file and parse its spec."""
+    """Read a ``.cu`` file and parse its spec; the first broken kernel raises its SpecError."""
+    specs, errors = read_kernels(path)
+    if errors:
+        raise errors[0]
+    return specs
+
+
+def read_kernels(path: Path | str) -> tuple[list[KernelSpec], list[SpecError]]:
+    """Read a ``.cu`` file: its usable kernels, and an error for each broken one (``parse_kernels``)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise SpecError(path, f"cannot read: {e}") from None
-    return parse_specs(text, path)
+    return parse_kernels(text, path)
 
 
 def has_spec(path: Path) -> bool:
@@ -228,42 +256,37 @@ class Catalog:
         return [(s, d) for s in self.specs if not names or any(fnmatch.fnmatchcase(s.name, g) for g in names)
                 for d in s.dtypes if not dtypes or d in dtypes]
 
-    def error_for(self, path: Path) -> SpecError | None:
-        return next((e for e in self.errors if e.path == path), None)
+    def errors_for(self, path: Path) -> list[SpecError]:
+        """The errors of one file: the file's, or one per broken kernel in it."""
+        return [e for e in self.errors if e.path == path]
 
 
 def collect(paths: Iterable[Path | str]) -> Catalog:
-    """Load every ``.cu`` file under ``paths``.  A broken file costs one error and loses none of the
-    others; a kernel name already used in an earlier file is an error of the later file."""
+    """Load every ``.cu`` file under ``paths``.  A broken file or kernel costs one error and loses none of the
+    others; a kernel name already used in an earlier file is an error of the later file's kernel."""
     catalog = Catalog()
     owner: dict[str, Path] = {}
     for path in find_sources(paths):
         catalog.files.append(path)
         try:
-            specs = load_specs(path)
-            for s in specs:
-                if s.name in owner:
-                    raise SpecError(path, f"the name is already used in {owner[s.name]}", kernel=s.name,
-                                    key="name")
+            specs, errors = read_kernels(path)
         except SpecError as e:
             catalog.errors.append(e)
             continue
-        owner.update((s.name, path) for s in specs)
-        catalog.specs.extend(specs)
+        catalog.errors.extend(errors)
+        for s in specs:
+            if s.name in owner:
+                catalog.errors.append(SpecError(path, f"the name is already used in {owner[s.name]}", kernel=s.name,
+                                                key="name"))
+            else:
+                owner[s.name] = path
+                catalog.specs.append(s)
     return catalog
-
-
-def _check_unique(specs: Sequence[KernelSpec]) -> None:
-    seen: set[str] = set()
-    for s in specs:
-        if s.name in seen:
-            raise SpecError(s.path, "the same name is used twice", kernel=s.name, key="name")
-        seen.add(s.name)
 
 
 def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
     if not isinstance(table, dict):
-        raise SpecError(path, f"[[kernel]] #{index + 1} is not a table")
+        raise SpecError(path, "a [[kernel]] entry must be a table", kernel=f"#{index + 1}")
     label = str(table.get("name", f"#{index + 1}"))
 
     def fail(key: str, message: str) -> SpecError:

@@ -100,7 +100,19 @@ def test_a_file_whose_only_spec_is_broken_says_so_and_that_nothing_was_checked(t
     assert main(["check", str(tmp_path / "broken.cu")]) == 2
     said = capsys.readouterr()
     assert "broken.cu: kernel 'k.x': key 'block': '/' is not allowed in 'M * N / 8'" in said.err, said.err
-    assert said.out.splitlines()[-1] == "0 kernel x dtype (nothing was checked)", said.out
+    assert said.out.splitlines()[-1] == "0 kernel x dtype: 1 broken spec (nothing was checked)", said.out
+
+
+def test_a_broken_kernel_is_said_and_the_good_one_beside_it_still_checked(kernels, capsys):
+    good = KERNEL.format(name="k.beside", entry="good", expect="pass")
+    table = good.split("/* mmcheck")[1].split("*/")[0]
+    (kernels / "two.cu").write_text(good.replace("*/", table.replace("k.beside", "k.broken")
+                                                 .replace("block = [16, 16]", 'block = ["M / 8", 16]') + "*/", 1))
+    assert main(["check", str(kernels / "two.cu"), "--dtype", "int32"]) == 2  # the broken spec: usage
+    said = capsys.readouterr()
+    assert "two.cu: kernel 'k.broken': key 'block'" in said.err, said.err
+    assert re.search(r"^k\.beside +int32 +\d+ +ok", said.out, re.M), said.out
+    assert said.out.splitlines()[-1] == "1 kernel x dtype: 1 passed, 1 broken spec", said.out
 
 
 @pytest.mark.parametrize("argv", [["check", "no/such/dir.cu"], ["check", "zzz*"]])

@@ -11,9 +11,9 @@ from mmcheck.spec import load_specs
 
 def test_spec(source, mmcheck_catalog, mmcheck_settings):
     """Each kernel file's spec parses and admits shapes; a broken one costs exactly this one failure."""
-    error = mmcheck_catalog.error_for(source)
-    if error:
-        pytest.fail(str(error), pytrace=False)
+    errors = mmcheck_catalog.errors_for(source)
+    if errors:
+        pytest.fail("\n".join(map(str, errors)), pytrace=False)
     for spec in load_specs(source):
         for dtype in spec.dtypes:
             assert shapes_for(spec, dtype, mmcheck_settings.seed, mmcheck_settings.budget), (

@@ -42,9 +42,9 @@ def test_a_broken_spec_and_a_compile_error_cost_only_their_own_tests(pytester):
         import pytest
 
         def test_spec(source, mmcheck_catalog):
-            error = mmcheck_catalog.error_for(source)
-            if error:
-                pytest.fail(str(error), pytrace=False)
+            errors = mmcheck_catalog.errors_for(source)
+            if errors:
+                pytest.fail("; ".join(map(str, errors)), pytrace=False)
 
         @pytest.mark.mmcheck(expect="pass")
         def test_kernel(runner, judge, kernel, dtype, shape):
@@ -63,6 +63,10 @@ def test_a_broken_spec_and_a_compile_error_cost_only_their_own_tests(pytester):
     assert "no_compile.cu:" in out and "error" in out
 
 
+# A file whose second kernel has a broken spec, beside a good one: the broken one costs the good one nothing.
+TABLE = GOOD.split("/* mmcheck\n")[1].split("*/")[0]
+BROKEN_BESIDE_GOOD = GOOD.replace("user.good", "user.beside").replace(
+    "*/", TABLE.replace("user.good", "user.x").replace('op = "mm"', 'op = "gemv2"') + "*/", 1)
 BUG = GOOD.replace("user.good", "user.bug").replace("k < K;", "k < K - 1;").replace(
     "*/", 'expect = "fail"\ncatch = ["mismatch"]\n*/', 1)
 HANG = GOOD.replace("user.good", "user.hang").replace("C[r * N + c] = s;", "while (s == s) s += 1; C[r * N + c] = s;")
@@ -74,17 +78,19 @@ def test_kernel_files_are_test_files_one_test_per_kernel_and_dtype(pytester):
     (kernels / "good.cu").write_text(GOOD)
     (kernels / "bug.cu").write_text(BUG)
     (kernels / "hang.cu").write_text(HANG)
-    (kernels / "broken_spec.cu").write_text(GOOD.replace('op = "mm"', 'op = "gemv2"').replace("user.good", "user.x"))
+    (kernels / "broken_spec.cu").write_text(BROKEN_BESIDE_GOOD)
     (kernels / "no_compile.cu").write_text(GOOD.replace("user.good", "user.bad").replace("float s = 0;", "float s = ;"))
     (kernels / "plain.cu").write_text("__global__ void not_mine() {}\n")  # no spec: not a test file
     result = pytester.runpytest_subprocess("kernels", "--mmcheck-backend", "emu", "--mmcheck-timeout", "2",
                                            "-v", "-rfx", "-p", "no:cacheprovider")
     out = result.stdout.str()
-    result.assert_outcomes(passed=1, failed=3, xfailed=1)
+    result.assert_outcomes(passed=2, failed=3, xfailed=1)
     assert "kernels/good.cu::user.good[float32] PASSED" in out
+    assert "kernels/broken_spec.cu::user.beside[float32] PASSED" in out
     assert "kernels/bug.cu::user.bug[float32] XFAIL" in out
     # A broken spec, a compile error and a hang: one failure each, naming the file and the cause.
-    assert "FAILED kernels/broken_spec.cu::spec - " in out and "broken_spec.cu: kernel 'user.x': key 'op'" in out
+    assert "FAILED kernels/broken_spec.cu::spec[user.x] - " in out
+    assert "broken_spec.cu: kernel 'user.x': key 'op'" in out
     assert "FAILED kernels/no_compile.cu::user.bad[float32]" in out and "no_compile.cu:" in out
     assert "FAILED kernels/hang.cu::user.hang[float32]" in out and "2 s" in out
     assert "plain.cu" not in out

@@ -115,8 +115,20 @@ def test_collect_keeps_good_files_and_reports_each_bad_one_once(tmp_path: Path):
     catalog = collect([tmp_path])
     assert [s.name for s in catalog.specs] == ["t.mm"]
     assert sorted(e.path.name for e in catalog.errors) == ["b_dup.cu", "bad.cu", "none.cu"]
-    dup = catalog.error_for(tmp_path / "b_dup.cu")
+    (dup,) = catalog.errors_for(tmp_path / "b_dup.cu")
     assert "already used in" in str(dup) and "a_good.cu" in str(dup)
+
+
+def test_a_broken_kernel_costs_none_of_the_others_in_its_file(tmp_path: Path):
+    table = GOOD.split("/* mmcheck")[1].split("*/")[0]
+    broken = table.replace("t.mm", "t.broken").replace('op = "mm"', 'op = "gemv2"')
+    twice = table  # t.mm again: the later table is the error
+    (tmp_path / "k.cu").write_text(GOOD.replace("*/", broken + twice + "*/", 1))
+    catalog = collect([tmp_path])
+    assert [s.name for s in catalog.specs] == ["t.mm"]
+    assert [(e.kernel, e.key) for e in catalog.errors_for(tmp_path / "k.cu")] == [("t.broken", "op"), ("t.mm", "name")]
+    with pytest.raises(SpecError, match=r"t\.broken"):  # parse_specs is all or nothing
+        parse_specs((tmp_path / "k.cu").read_text(), "k.cu")
 
 
 def test_select_by_glob_and_dtype(tmp_path: Path):
