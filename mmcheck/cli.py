@@ -8,7 +8,7 @@ import argparse
 import dataclasses
 import os
 import sys
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from contextlib import closing
 from functools import partial
 from pathlib import Path
@@ -42,10 +42,10 @@ EXIT_CODES = """exit status:
   130  interrupted (Ctrl-C): what finished is printed, and --json is written with "complete": false"""
 
 EXAMPLES = {
-    "list": """examples:
+    "list": """\
   mmcheck list                          the kernels in ./cuda_src
   mmcheck list 'seed003.*' my/kernels   by name glob, and a folder of your own""",
-    "check": """examples:
+    "check": """\
   mmcheck check                         every kernel in ./cuda_src, on the GPU if there is one, else the emulator
   mmcheck check my_sgemm.cu -v          one file, with the full report of every failure
   mmcheck check 'blas.*' --dtype 'float16->float32' --backend emu
@@ -53,16 +53,21 @@ EXAMPLES = {
   mmcheck check -j auto                 as many kernels at once as there are CPU cores (emulator) or GPUs
   mmcheck check 'blas.*' -j 4 --backend emu
   mmcheck check buggy.drops_last_k --dtype float32 --shape 5x6x7 --seed 0   (replay one reported case)""",
-    "bench": """examples:
+    "bench": """\
   mmcheck bench blas.sgemm_warptiled --bench-sizes 4096 --json run.json
   mmcheck bench 'seed003.*' --bench-sizes 1024 --bench-sizes 2048 --bench-method warm-l2""",
-    "report": """examples:
+    "report": """\
   mmcheck report run.json --plot throughput.png --roofline roofline.png
   mmcheck report --compare before.json after.json""",
-    "info": """examples:
+    "info": """\
   mmcheck info                          what mmcheck finds here and which backend it will use
   mmcheck info --compiler nvrtc""",
 }
+
+
+def _epilog(commands: Iterable[str]) -> str:
+    """The examples of ``commands`` under one heading, then the exit codes."""
+    return "examples:\n" + "\n\n".join([*(EXAMPLES[c] for c in commands), EXIT_CODES])
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -70,12 +75,12 @@ def _parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="mmcheck", description="Validate CUDA matrix-multiplication kernels, and time them against cuBLAS.",
-        epilog="\n\n".join([*EXAMPLES.values(), EXIT_CODES]), formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=_epilog(EXAMPLES), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"mmcheck {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     def command(name: str, summary: str) -> argparse.ArgumentParser:
-        return commands.add_parser(name, help=summary, description=summary, epilog=f"{EXAMPLES[name]}\n\n{EXIT_CODES}",
+        return commands.add_parser(name, help=summary, description=summary, epilog=_epilog([name]),
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
 
     listing = command("list", "the kernels found and their specs")

@@ -196,6 +196,11 @@ def test_version_and_examples_in_help(capsys):
             main([command, "--help"])
         text = capsys.readouterr().out
         assert f"examples:\n  mmcheck {command}" in text and "exit status:" in text and "130" in text
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    assert text.count("examples:") == 1 and all(f"\n  mmcheck {c} " in text for c in ("list", "check", "bench",
+                                                                                        "report", "info"))
 
 
 # -j: worker processes open their backends themselves, so that the tests below name theirs as module:Class.
