@@ -25,6 +25,8 @@ from mmcheck.prepare import plan
 from mmcheck.shapes import shapes_for
 from mmcheck.spec import KernelSpec, find_sources, load_specs, parse_specs
 
+from .run_once import RunOnce, this_workers_order
+
 ZOO = Path(__file__).resolve().parent.parent / "cuda_src"
 KERNELS = [(s, d) for f in find_sources([ZOO]) for s in load_specs(f) for d in s.dtypes]
 ARCH = "sm_90"  # Hopper, the lent GPUs; every NVRTC from 11.8 to 13.x compiles for it
@@ -39,26 +41,27 @@ def nvrtc(tmp_path_factory) -> Nvrtc:
 
 
 @pytest.fixture(scope="module")
-def zoo_builds(request, nvrtc):
-    """Every build of every zoo kernel this session collected, compiled in parallel, once each; a test waits
-    only for its own.  In processes of their own, as mmcheck's own compiling ahead does: NVRTC sets the
-    locale of the process it compiles in, so threads of this one would change it under the tests that run
-    meanwhile, and under one another (test_compiling_leaves_the_callers_locale_alone saw it)."""
+def zoo_builds(request, nvrtc, tmp_path_factory):
+    """Every build of every zoo kernel this session collected, compiled in parallel, once each per test
+    run, the xdist workers sharing what they made; a test waits only for its own.  In processes of their
+    own, as mmcheck's own compiling ahead does: NVRTC sets the locale of the process it compiles in, so
+    threads of this one would change it under the tests that run meanwhile, and under one another
+    (test_compiling_leaves_the_callers_locale_alone saw it)."""
     wanted = {(item.callspec.params["spec"].name, item.callspec.params["dtype"]): item.callspec.params["spec"]
               for item in request.session.items
               if item.originalname == "test_zoo_kernel_compiles" and hasattr(item, "callspec")}
     pool = ProcessPoolExecutor(os.cpu_count() or 1, multiprocessing.get_context("spawn"))
     request.addfinalizer(pool.shutdown)
-    cache = str(nvrtc.cache.folder.parent)
+    cache, once = str(nvrtc.cache.folder.parent), RunOnce(tmp_path_factory, "zoo-nvrtc")
     futures: dict[tuple[str, str], list[tuple[Build, Future[Compiled]]]] = {
-        (name, dtype): [(b, pool.submit(_compile_apart, cache, b)) for b in _builds(spec, dtype)]
-        for (name, dtype), spec in wanted.items()}
+        (name, dtype): [(b, pool.submit(_compile_apart, once, cache, b)) for b in _builds(spec, dtype)]
+        for (name, dtype), spec in this_workers_order(list(wanted.items()))}
     return lambda spec, dtype: [(b, f.result()) for b, f in futures[spec.name, dtype]]
 
 
-def _compile_apart(cache: str, build: Build) -> Compiled:
-    """``build`` compiled in a process of the zoo's pool, by its one Nvrtc."""
-    return _nvrtc_of_this_process(cache).compile(build, ARCH)
+def _compile_apart(once: RunOnce, cache: str, build: Build) -> Compiled:
+    """``build`` compiled in a process of the zoo's pool, by its one Nvrtc, unless another worker has."""
+    return once(repr(build.key), lambda: _nvrtc_of_this_process(cache).compile(build, ARCH))
 
 
 @functools.cache

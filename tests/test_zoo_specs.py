@@ -21,6 +21,8 @@ from mmcheck.prepare import plan
 from mmcheck.shapes import LARGE, large_shapes, largest_buffer, satisfies, shapes_for
 from mmcheck.spec import KernelSpec, collect, find_sources, load_specs
 
+from .run_once import RunOnce, this_workers_order
+
 ZOO = Path(__file__).resolve().parent.parent / "cuda_src"
 FILES = find_sources([ZOO])
 KERNELS = [(s, d) for f in FILES for s in load_specs(f) for d in s.dtypes]
@@ -114,11 +116,12 @@ def test_compiles_with_nvcc(spec: KernelSpec, dtype: str, nvcc_builds):
 
 @pytest.fixture(scope="module")
 def nvcc_builds(request, tmp_path_factory):
-    """Compiles every kernel x dtype this session collected, in parallel and once each (nvcc takes about
-    a second a unit, so one at a time would take minutes); a test waits only for its own."""
+    """Compiles every kernel x dtype this session collected, in parallel and once each per test run, the
+    xdist workers sharing what they made (nvcc takes about a second a unit, so one at a time would take
+    minutes); a test waits only for its own."""
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH: the zoo's kernels are only parsed, not compiled")
-    folder = tmp_path_factory.mktemp("nvcc")
+    folder, once = tmp_path_factory.mktemp("nvcc"), RunOnce(tmp_path_factory, "zoo-nvcc")
     wanted = {(item.callspec.params["spec"].name, item.callspec.params["dtype"]): item.callspec.params["spec"]
               for item in request.session.items
               if item.originalname == "test_compiles_with_nvcc" and hasattr(item, "callspec")}
@@ -128,9 +131,13 @@ def nvcc_builds(request, tmp_path_factory):
     # that inherited the process's environment could read it mid-change (execve then fails with EFAULT).
     # One copy, made here, is what every nvcc gets.
     environment = dict(os.environ)
+
+    def compiled(build: Build) -> tuple[str | None, str | None]:
+        return once(repr(build.key), lambda: _nvcc(build, folder, environment))
+
     builds: dict[tuple[str, str], list[Future]] = {
-        (name, dtype): [pool.submit(_nvcc, build, folder, environment) for build in _builds(spec, dtype)]
-        for (name, dtype), spec in wanted.items()}
+        (name, dtype): [pool.submit(compiled, build) for build in _builds(spec, dtype)]
+        for (name, dtype), spec in this_workers_order(list(wanted.items()))}
     return lambda spec, dtype: [b.result() for b in builds[spec.name, dtype]]
 
 

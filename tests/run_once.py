@@ -1,0 +1,52 @@
+"""Work that each pytest-xdist worker's module fixture would otherwise repeat in full (compiling the whole
+zoo, though each worker runs only some of its tests): done once per test run, by the first worker to reach a
+key, and read by the others."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import pickle
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+class RunOnce:
+    """Results by key, in a folder every worker of this test run shares (picklable: processes use it too)."""
+
+    def __init__(self, tmp_path_factory, name: str) -> None:
+        # An xdist worker's base folder lies in the run's own (popen-gwN): that one is shared, and new each run.
+        shared = os.environ.get("PYTEST_XDIST_WORKER")
+        self.folder = (tmp_path_factory.getbasetemp().parent / name if shared else tmp_path_factory.mktemp(name))
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, key: str, make: Callable[[], T]) -> T:
+        """``make()``'s value, or what it raised, made by whichever worker holds the key's lock first."""
+        path = self.folder / hashlib.sha256(key.encode()).hexdigest()[:32]
+        with open(path.with_suffix(".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or its holder dies
+            try:
+                outcome = pickle.loads(path.read_bytes())
+            except FileNotFoundError:
+                try:
+                    outcome = (True, make())
+                except Exception as e:  # the test that needs it reports it
+                    outcome = (False, e)
+                part = path.with_suffix(".part")
+                part.write_bytes(pickle.dumps(outcome))
+                part.replace(path)
+        made, value = outcome
+        if not made:
+            raise value
+        return value
+
+
+def this_workers_order(items: Sequence[T]) -> list[T]:
+    """``items`` rotated so that each xdist worker starts at its own share of them: workers that all go
+    through the same list meet at a key only when one of them has made it."""
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:])
+    start = len(items) * worker // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    return [*items[start:], *items[:start]]
