@@ -50,3 +50,10 @@ def this_workers_order(items: Sequence[T]) -> list[T]:
     worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:])
     start = len(items) * worker // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     return [*items[start:], *items[:start]]
+
+
+def this_workers_cores() -> int:
+    """This xdist worker's share of the CPU cores: compiles on more would only contend with the other
+    workers' (sixteen workers of sixteen processes each on sixteen cores)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    return max(1, len(os.sched_getaffinity(0)) // workers)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import locale
 import multiprocessing
-import os
 import re
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
@@ -25,7 +24,7 @@ from mmcheck.prepare import plan
 from mmcheck.shapes import shapes_for
 from mmcheck.spec import KernelSpec, find_sources, load_specs, parse_specs
 
-from .run_once import RunOnce, this_workers_order
+from .run_once import RunOnce, this_workers_cores, this_workers_order
 
 ZOO = Path(__file__).resolve().parent.parent / "cuda_src"
 KERNELS = [(s, d) for f in find_sources([ZOO]) for s in load_specs(f) for d in s.dtypes]
@@ -50,7 +49,7 @@ def zoo_builds(request, nvrtc, tmp_path_factory):
     wanted = {(item.callspec.params["spec"].name, item.callspec.params["dtype"]): item.callspec.params["spec"]
               for item in request.session.items
               if item.originalname == "test_zoo_kernel_compiles" and hasattr(item, "callspec")}
-    pool = ProcessPoolExecutor(os.cpu_count() or 1, multiprocessing.get_context("spawn"))
+    pool = ProcessPoolExecutor(this_workers_cores(), multiprocessing.get_context("spawn"))
     request.addfinalizer(pool.shutdown)
     cache, once = str(nvrtc.cache.folder.parent), RunOnce(tmp_path_factory, "zoo-nvrtc")
     futures: dict[tuple[str, str], list[tuple[Build, Future[Compiled]]]] = {

@@ -21,7 +21,7 @@ from mmcheck.prepare import plan
 from mmcheck.shapes import LARGE, large_shapes, largest_buffer, satisfies, shapes_for
 from mmcheck.spec import KernelSpec, collect, find_sources, load_specs
 
-from .run_once import RunOnce, this_workers_order
+from .run_once import RunOnce, this_workers_cores, this_workers_order
 
 ZOO = Path(__file__).resolve().parent.parent / "cuda_src"
 FILES = find_sources([ZOO])
@@ -125,7 +125,7 @@ def nvcc_builds(request, tmp_path_factory):
     wanted = {(item.callspec.params["spec"].name, item.callspec.params["dtype"]): item.callspec.params["spec"]
               for item in request.session.items
               if item.originalname == "test_compiles_with_nvcc" and hasattr(item, "callspec")}
-    pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
+    pool = ThreadPoolExecutor(this_workers_cores())
     request.addfinalizer(pool.shutdown)
     # pytest sets and unsets PYTEST_CURRENT_TEST around every test while these threads start nvcc: a child
     # that inherited the process's environment could read it mid-change (execve then fails with EFAULT).
