@@ -244,7 +244,7 @@ def find_sources(paths: Iterable[Path | str]) -> list[Path]:
 
 @dataclass
 class Catalog:
-    """The kernels found in some files, and the files whose specs could not be used (one error each)."""
+    """The kernels found in some files, and an error for each file or kernel whose spec could not be used."""
 
     specs: list[KernelSpec] = field(default_factory=list)
     errors: list[SpecError] = field(default_factory=list)
