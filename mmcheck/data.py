@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import zlib
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -32,8 +35,8 @@ from .ops import LEADING, Op
 from .shapes import Shape
 from .spec import KernelSpec
 
-__all__ = ["Trial", "trials", "benchmark_trial", "granule", "Operands", "make_operands", "case_seed", "guard_width",
-           "Layout", "pad", "padding_mask", "filled", "unpad", "to_buffer", "from_buffer", "bits", "same_bits",
+__all__ = ["Trial", "trials", "benchmark_trial", "granule", "Operands", "draw", "make_operands", "case_seed", "guard_width",
+           "Layout", "image", "padding_mask", "filled", "unpad", "from_buffer", "bits", "same_bits",
            "marker_source"]
 
 # What whole-number C inputs are moved by (see make_operands); the float one is exact in every float type.
@@ -122,30 +125,53 @@ class Operands:
     c_is_input: bool = False  # C holds values a kernel may read, not the poison
 
 
+# How each input pattern is drawn: into the narrowest type that holds it, converted as it is stored (an
+# int64 draw of 2**31 small integers would be 17 GB and most of a minute).
+_DRAWS: dict[str, Callable[[np.random.Generator, int, DType], np.ndarray]] = {
+    "ints": lambda rng, n, d: rng.integers(-8, 9, size=n, dtype=np.int8),
+    "signs": lambda rng, n, d: rng.integers(-1, 2, size=n, dtype=np.int8),
+    "wrap": lambda rng, n, d: rng.integers(-(2**31), 2**31, size=n, dtype=np.int32),
+    "normal": lambda rng, n, d: rng.standard_normal(size=n, dtype=np.float64 if d.itemsize > 4 else np.float32),
+}
+# Past this many elements an input is drawn in pieces of this size, each from its own stream, on every core.
+# The pieces depend on the seed and the size alone, so a case draws the same values on any machine.
+_PIECE = 1 << 22
+
+
+def draw(rng: np.random.Generator, pattern: str, d: DType, dims: tuple[int, ...]) -> np.ndarray:
+    """An array of ``dims`` holding input pattern ``pattern`` in dtype ``d``."""
+    if pattern not in _DRAWS:
+        raise ValueError(f"unknown input pattern {pattern!r}")
+    size = math.prod(dims)
+    out = np.empty(size, dtype=d.numpy)
+    starts = range(0, size, _PIECE)
+    streams = rng.spawn(len(starts)) if len(starts) > 1 else [rng]
+
+    def piece(i: int) -> None:
+        start = starts[i]
+        out[start:start + _PIECE] = _DRAWS[pattern](streams[i], min(_PIECE, size - start), d)
+
+    if len(starts) > 1:
+        with ThreadPoolExecutor(min(len(starts), os.cpu_count() or 1)) as pool:
+            list(pool.map(piece, range(len(starts))))
+    elif starts:
+        piece(0)
+    return out.reshape(dims)
+
+
 def make_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed: int) -> Operands:
     p = precision(dtype)
     op = spec.operation
     rng = np.random.default_rng(seed)
 
-    def draw(d: DType, *dims: int) -> np.ndarray:
-        if trial.pattern == "ints":
-            return rng.integers(-8, 9, size=dims).astype(d.numpy)
-        if trial.pattern == "signs":
-            return rng.integers(-1, 2, size=dims).astype(d.numpy)
-        if trial.pattern == "wrap":
-            return rng.integers(-(2**31), 2**31, size=dims, dtype=np.int64).astype(d.numpy)
-        if trial.pattern == "normal":
-            return rng.standard_normal(size=dims).astype(d.numpy)
-        raise ValueError(f"unknown input pattern {trial.pattern!r}")
-
     (m, k), (_, n) = op.dims(0, shape), op.dims(1, shape)
-    a, b = draw(p.inputs, shape.batch, m, k), draw(p.inputs, shape.batch, k, n)
+    a, b = (draw(rng, trial.pattern, p.inputs, (shape.batch, *dims)) for dims in ((m, k), (k, n)))
     if not op.accumulates or (spec.strict_beta and trial.beta == 0):
         # The BLAS rule under strict_beta: with beta == 0, C need not hold anything (NaN included).
         fill = p.output.unset if op.accumulates else p.output.poison
         return Operands(a, b, filled(shape.batch * m * n, fill, p.output).reshape(shape.batch, m, n),
                         trial.alpha, trial.beta, c_is_input=False)
-    c = draw(p.output, shape.batch, m, n)
+    c = draw(rng, trial.pattern, p.output, (shape.batch, m, n))
     if trial.pattern in ("ints", "signs"):
         # Off the lattice the results lie on (multiples of 1/2 with the default alpha and beta; for integers,
         # far from any sum), so that a value written where another belongs cannot equal C's input by chance.
@@ -192,13 +218,20 @@ class Layout:
         return batch * (rows if self.order == "row" else cols) * self.ld
 
 
-def to_buffer(x: np.ndarray, layout: Layout, fill: int, d: DType) -> np.ndarray:
-    """Flatten a logical (batch, rows, cols) array into memory order; padding cells hold ``fill``'s bits."""
+def image(x: np.ndarray, layout: Layout, guard: int, d: DType, role: int) -> np.ndarray:
+    """Buffer ``role``'s (0: A, 1: B, 2: C) host image: the logical (batch, rows, cols) ``x`` in memory order,
+    its padding cells holding the role's padding pattern, with ``guard`` elements of its guard pattern on
+    each side.  Written in one pass into one array: past 2**31 elements every copy costs seconds."""
     major = x if layout.order == "row" else x.transpose(0, 2, 1)
     batch, lines, length = major.shape
-    out = filled(batch * lines * layout.ld, fill, d).reshape(batch, lines, layout.ld)
-    out[:, :, :length] = major
-    return out.reshape(-1)
+    size = layout.size(x.shape)
+    out = np.empty(size + 2 * guard, dtype=d.numpy)
+    raw = out.view(d.uint)
+    raw[:guard] = raw[guard + size:] = d.guards[role]
+    body = out[guard:guard + size].reshape(batch, lines, layout.ld)
+    body.view(d.uint)[:, :, length:] = d.pads[role]
+    body[:, :, :length] = major
+    return out
 
 
 def from_buffer(flat: np.ndarray, dims: tuple[int, int, int], layout: Layout) -> np.ndarray:
@@ -216,14 +249,6 @@ def padding_mask(dims: tuple[int, int, int], layout: Layout) -> np.ndarray:
     mask = np.zeros((batch, lines, layout.ld), dtype=bool)
     mask[:, :, length:] = True
     return mask.reshape(-1)
-
-
-def pad(payload: np.ndarray, guard: int, d: DType, role: int) -> np.ndarray:
-    """``payload`` with ``guard`` guard elements on each side, holding buffer ``role``'s (0: A, 1: B, 2: C)
-    pattern."""
-    out = filled(payload.size + 2 * guard, d.guards[role], d)
-    out[guard:guard + payload.size] = payload
-    return out
 
 
 def filled(size: int, pattern: int, d: DType) -> np.ndarray:

@@ -127,9 +127,9 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
     layouts = tuple(Layout.of(spec.layout, *op.dims(r, shape), data.LEADING_PADDING[r] if r in trial.padded else 0)
                     for r in range(3))
     values = (operands.a, operands.b, operands.c)
-    payloads = [data.to_buffer(v, layouts[r], p.of(r).pads[r], p.of(r)) for r, v in enumerate(values)]
-    guard = data.guard_width(max(x.size for x in payloads), min(p.inputs.itemsize, p.output.itemsize)) if guards else 0
-    hosts = {name: data.pad(x, guard, p.of(r), r) for r, (name, x) in enumerate(zip(op.buffers, payloads))}
+    largest = max(layouts[r].size(v.shape) for r, v in enumerate(values))
+    guard = data.guard_width(largest, min(p.inputs.itemsize, p.output.itemsize)) if guards else 0
+    hosts = {name: data.image(v, layouts[r], guard, p.of(r), r) for r, (name, v) in enumerate(zip(op.buffers, values))}
     buffers = {name: backend.upload(host, guard) for name, host in hosts.items()}
     lds = {op.leading_param(r): layouts[r].ld for r in spec.leading}
     scalars = {"alpha": operands.alpha, "beta": operands.beta}

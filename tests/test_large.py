@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from mmcheck.backends import get_backend
+from mmcheck import data
 from mmcheck.data import Operands
+from mmcheck.dtypes import DTYPES
 from mmcheck.errors import BackendUnavailable
 from mmcheck.ops import OPS
 from mmcheck.options import Settings
@@ -75,6 +77,24 @@ def test_the_reference_in_pieces_is_the_whole_reference(monkeypatch):
         monkeypatch.setattr("mmcheck.reference._PIECE", 500)
         np.testing.assert_allclose(reference(OPS["gemm"], ops), whole, rtol=1e-14, atol=1e-13)
         monkeypatch.undo()
+
+
+@pytest.mark.parametrize("pattern, dtype, values", [("ints", "float32", range(-8, 9)), ("signs", "bfloat16", (-1, 0, 1)),
+                                                    ("wrap", "int32", None), ("normal", "float16", None)])
+def test_an_input_drawn_in_pieces_is_the_same_on_any_number_of_cores(monkeypatch, pattern, dtype, values):
+    """A large input is drawn in pieces on every core, each piece from its own stream: the values depend on
+    the seed alone, every piece is drawn (the last, short one too) and no two repeat one stream."""
+    d, dims = DTYPES[dtype], (1, 1, 2 * data._PIECE + 21)
+    many = data.draw(np.random.default_rng(5), pattern, d, dims).ravel()
+    monkeypatch.setattr(data.os, "cpu_count", lambda: 1)
+    one = data.draw(np.random.default_rng(5), pattern, d, dims).ravel()
+    assert (many.view(d.uint) == one.view(d.uint)).all()
+    starts = (0, data._PIECE, 2 * data._PIECE)
+    assert len({many[s:s + 21].tobytes() for s in starts}) == 3
+    if values is not None:
+        assert np.isin(many.astype(np.float64), values).all() and np.unique(many[-21:]).size > 1
+    else:
+        assert np.isfinite(many.astype(np.float64)).all() and np.unique(many[-21:]).size == 21
 
 
 @pytest.mark.parametrize("name, expect", [("blas.sgemm_naive", "pass"), ("buggy.offset_32bit", "fail")])
