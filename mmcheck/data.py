@@ -35,8 +35,8 @@ from .ops import LEADING, Op
 from .shapes import Shape
 from .spec import KernelSpec
 
-__all__ = ["Trial", "trials", "benchmark_trial", "granule", "Operands", "draw", "make_operands", "case_seed", "guard_width",
-           "Layout", "image", "padding_mask", "filled", "unpad", "from_buffer", "bits", "same_bits",
+__all__ = ["Trial", "trials", "benchmark_trial", "granule", "Operands", "draw", "make_operands", "case_seed",
+           "guard_width", "Layout", "image", "padding_mask", "filled", "unpad", "from_buffer", "bits", "same_bits",
            "marker_source"]
 
 # What whole-number C inputs are moved by (see make_operands); the float one is exact in every float type.

@@ -79,7 +79,8 @@ def test_the_reference_in_pieces_is_the_whole_reference(monkeypatch):
         monkeypatch.undo()
 
 
-@pytest.mark.parametrize("pattern, dtype, values", [("ints", "float32", range(-8, 9)), ("signs", "bfloat16", (-1, 0, 1)),
+@pytest.mark.parametrize("pattern, dtype, values", [("ints", "float32", range(-8, 9)),
+                                                    ("signs", "bfloat16", (-1, 0, 1)),
                                                     ("wrap", "int32", None), ("normal", "float16", None)])
 def test_an_input_drawn_in_pieces_is_the_same_on_any_number_of_cores(monkeypatch, pattern, dtype, values):
     """A large input is drawn in pieces on every core, each piece from its own stream: the values depend on
