@@ -21,23 +21,27 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TypeVar
 
 import numpy as np
 
+from . import devices
 from .dtypes import DType, precision
 from .ops import LEADING, Op
 from .shapes import Shape
 from .spec import KernelSpec
 
-__all__ = ["Trial", "trials", "benchmark_trial", "granule", "Operands", "draw", "make_operands", "case_seed",
-           "guard_width", "Layout", "image", "padding_mask", "filled", "unpad", "from_buffer", "bits", "same_bits",
-           "marker_source"]
+__all__ = ["Trial", "trials", "benchmark_trial", "granule", "Operands", "draw", "across_cores", "blocks",
+           "make_operands", "case_seed", "guard_width", "Layout", "image", "padding_mask", "filled", "unpad",
+           "from_buffer", "bits", "same_bits", "marker_source"]
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 # What whole-number C inputs are moved by (see make_operands); the float one is exact in every float type.
 C_OFFSET_FLOAT, C_OFFSET_INTEGER = 0.25, 1 << 20
@@ -151,12 +155,28 @@ def draw(rng: np.random.Generator, pattern: str, d: DType, dims: tuple[int, ...]
         start = starts[i]
         out[start:start + _PIECE] = _DRAWS[pattern](streams[i], min(_PIECE, size - start), d)
 
-    if len(starts) > 1:
-        with ThreadPoolExecutor(min(len(starts), os.cpu_count() or 1)) as pool:
-            list(pool.map(piece, range(len(starts))))
-    elif starts:
-        piece(0)
+    across_cores(piece, range(len(starts)))
     return out.reshape(dims)
+
+
+def across_cores(work: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``work`` of each item, on as many threads as this process has cores (numpy lets go of the GIL in its
+    loops over large arrays); in this thread where there is one item."""
+    if len(items) <= 1:
+        return [work(x) for x in items]
+    with ThreadPoolExecutor(min(len(items), devices.cores())) as pool:
+        return list(pool.map(work, items))
+
+
+def blocks(batch: int, rows: int, cols: int, limit: int) -> list[tuple[slice, slice]]:
+    """(batches, rows) pieces of a (batch, rows, cols) array, each of at most about ``limit`` elements:
+    whole batches together where one fits, else rows of one batch."""
+    one = rows * cols
+    if one <= limit:
+        per = max(1, limit // max(one, 1))
+        return [(slice(s, s + per), slice(None)) for s in range(0, batch, per)]
+    step = max(1, limit // max(cols, 1))
+    return [(slice(s, s + 1), slice(i, i + step)) for s in range(batch) for i in range(0, rows, step)]
 
 
 def make_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed: int) -> Operands:
@@ -177,13 +197,19 @@ def make_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed
         # far from any sum), so that a value written where another belongs cannot equal C's input by chance.
         c += p.output.numpy.type(C_OFFSET_INTEGER if p.output.is_integer else C_OFFSET_FLOAT)
     # An element whose correct result equals its input could not tell "left as it was" from "computed":
-    # move such inputs (a few passes settle all but results that equal C whatever it holds).
-    for _ in range(3):
-        want = op.reference(a, b, c, trial.alpha, trial.beta).astype(p.output.numpy)
-        same = bits(want, p.output) == bits(c, p.output)
-        if not same.any():
-            break
-        c[same] += p.output.numpy.type(1)
+    # move such inputs (a few passes settle all but results that equal C whatever it holds).  A piece of C
+    # at a time, on every core: past 2**31 elements a float64 result would not fit beside C.
+    def settle(block: tuple[slice, slice]) -> None:
+        s, i = block
+        piece = c[s, i]
+        for _ in range(3):
+            want = op.reference(a[s, i], b[s], piece, trial.alpha, trial.beta).astype(p.output.numpy)
+            same = bits(want, p.output) == bits(piece, p.output)
+            if not same.any():
+                break
+            piece[same] += p.output.numpy.type(1)
+
+    across_cores(settle, blocks(shape.batch, m, n, _PIECE))
     return Operands(a, b, c, trial.alpha, trial.beta, c_is_input=True)
 
 

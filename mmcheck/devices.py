@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .backends.base import Backend
 
-__all__ = ["capability", "gpu_count", "pin_gpu", "share_cores", "shared_capability", "visible_gpus"]
+__all__ = ["capability", "cores", "gpu_count", "pin_gpu", "share_cores", "shared_capability", "visible_gpus"]
 
 # Where one is set, the user chose BLAS's thread count.
 THREAD_COUNTS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+# The processes sharing this machine's cores, as share_cores was told.
+_sharing = 1
 
 
 def visible_gpus(environ: Mapping[str, str]) -> list[str]:
@@ -82,14 +84,21 @@ def pin_gpu(environ: MutableMapping[str, str], worker: int, gpus: Sequence[str] 
         environ["CUDA_VISIBLE_DEVICES"] = gpus[worker % len(gpus)]
 
 
+def cores() -> int:
+    """This process's share of the CPU cores (see share_cores): what its own threads may use."""
+    return max(1, len(os.sched_getaffinity(0)) // _sharing)
+
+
 def share_cores(workers: int, environ: Mapping[str, str] = os.environ) -> None:
-    """This process's BLAS (the references' products) runs on its share of the CPU cores, ``workers``
-    processes sharing them: each BLAS would otherwise start a thread per core, all spinning against one
-    another (16 pytest-xdist workers on 16 cores took the GPU suite from 70 s to 44 s).  A thread count the
-    user set is left alone.  Loads numpy, whose BLAS is what is limited."""
+    """This process's BLAS (the references' products) and its own threads (``cores``) run on its share of
+    the CPU cores, ``workers`` processes sharing them: each BLAS would otherwise start a thread per core, all
+    spinning against one another (16 pytest-xdist workers on 16 cores took the GPU suite from 70 s to 44 s).
+    A BLAS thread count the user set is left alone.  Loads numpy, whose BLAS is what is limited."""
+    global _sharing
+    _sharing = max(1, workers)
     if workers <= 1 or any(name in environ for name in THREAD_COUNTS):
         return
     import numpy  # noqa: F401  (its BLAS must be loaded to be limited)
     from threadpoolctl import threadpool_limits
 
-    threadpool_limits(max(1, len(os.sched_getaffinity(0)) // workers), user_api="blas")
+    threadpool_limits(cores(), user_api="blas")

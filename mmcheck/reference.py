@@ -11,11 +11,13 @@ exits (a ``check -j`` worker that met one 512^3 reference held up the end of the
 
 from __future__ import annotations
 
+import itertools
+import threading
 from typing import Any
 
 import numpy as np
 
-from .data import Operands
+from .data import Operands, across_cores
 from .ops import Op
 
 __all__ = ["reference", "magnitude", "ON_GPU"]
@@ -25,6 +27,8 @@ __all__ = ["reference", "magnitude", "ON_GPU"]
 ON_GPU = 1 << 31
 # Input elements converted to float64 at once.
 _PIECE = 1 << 27
+# Pieces on the GPU at once: one copied in while another is multiplied; more would only hold more memory.
+_GPU_PIECES = threading.BoundedSemaphore(2)
 
 
 def reference(op: Op, ops: Operands) -> np.ndarray:
@@ -40,7 +44,7 @@ def magnitude(op: Op, ops: Operands) -> np.ndarray:
 
 def _compute(function: Any, ops: Operands) -> np.ndarray:
     """``function`` in pieces of at most about _PIECE input elements each (batches, rows of A, columns of
-    B): past 2**31 elements a float64 copy of a whole input would not fit beside it."""
+    B), on every core: past 2**31 elements a float64 copy of a whole input would not fit beside it."""
     a, b, c = ops.a, ops.b, ops.c
     batch, m, k = a.shape
     n = b.shape[-1]
@@ -49,25 +53,32 @@ def _compute(function: Any, ops: Operands) -> np.ndarray:
     if batch * one <= _PIECE:
         return _piece(function, ops, exact, a, b, c)
     per, rows, cols = (_PIECE // one, m, n) if one <= _PIECE else (1, max(1, _PIECE // k), max(1, _PIECE // k))
-    return np.concatenate([
-        np.concatenate([
-            np.concatenate([_piece(function, ops, exact, a[s:s + per, i:i + rows], b[s:s + per, :, j:j + cols],
-                                   c[s:s + per, i:i + rows, j:j + cols]) for j in range(0, n, cols)], axis=2)
-            for i in range(0, m, rows)], axis=1)
-        for s in range(0, batch, per)], axis=0)
+    corners = list(itertools.product(range(0, batch, per), range(0, m, rows), range(0, n, cols)))
+
+    def piece(corner: tuple[int, int, int]) -> np.ndarray:
+        s, i, j = corner
+        return _piece(function, ops, exact, a[s:s + per, i:i + rows], b[s:s + per, :, j:j + cols],
+                      c[s:s + per, i:i + rows, j:j + cols])
+
+    done = across_cores(piece, corners)
+    out = np.empty((batch, m, n), dtype=done[0].dtype)
+    for (s, i, j), x in zip(corners, done):
+        out[s:s + per, i:i + rows, j:j + cols] = x
+    return out
 
 
 def _piece(function: Any, ops: Operands, exact: bool, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     xp = _gpu() if a.size * b.shape[-1] >= ON_GPU else None
     if xp is None:
         return function(a, b, c, ops.alpha, ops.beta)
-    a, b, c = (xp.asarray(x) for x in (a, b, c))
-    if exact:
-        # The GPU multiplies float64 on its matrix units and int64 in a slow loop: integers whose every sum
-        # is below 2**53 come out the same either way.
-        a, b, c = (x.astype(xp.float64) for x in (a, b, c))
-        return xp.asnumpy(function(a, b, c, ops.alpha, ops.beta, xp=xp)).astype(np.int64)
-    return xp.asnumpy(function(a, b, c, ops.alpha, ops.beta, xp=xp))
+    with _GPU_PIECES:
+        a, b, c = (xp.asarray(x) for x in (a, b, c))
+        if exact:
+            # The GPU multiplies float64 on its matrix units and int64 in a slow loop: integers whose every sum
+            # is below 2**53 come out the same either way.
+            a, b, c = (x.astype(xp.float64) for x in (a, b, c))
+            return xp.asnumpy(function(a, b, c, ops.alpha, ops.beta, xp=xp)).astype(np.int64)
+        return xp.asnumpy(function(a, b, c, ops.alpha, ops.beta, xp=xp))
 
 
 def _float64_exact(ops: Operands) -> bool:

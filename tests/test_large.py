@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from mmcheck.backends import get_backend
-from mmcheck import data
+from mmcheck import data, devices
 from mmcheck.data import Operands
 from mmcheck.dtypes import DTYPES
 from mmcheck.errors import BackendUnavailable
@@ -86,8 +86,9 @@ def test_an_input_drawn_in_pieces_is_the_same_on_any_number_of_cores(monkeypatch
     """A large input is drawn in pieces on every core, each piece from its own stream: the values depend on
     the seed alone, every piece is drawn (the last, short one too) and no two repeat one stream."""
     d, dims = DTYPES[dtype], (1, 1, 2 * data._PIECE + 21)
+    monkeypatch.setattr(devices, "cores", lambda: 3)
     many = data.draw(np.random.default_rng(5), pattern, d, dims).ravel()
-    monkeypatch.setattr(data.os, "cpu_count", lambda: 1)
+    monkeypatch.setattr(devices, "cores", lambda: 1)
     one = data.draw(np.random.default_rng(5), pattern, d, dims).ravel()
     assert (many.view(d.uint) == one.view(d.uint)).all()
     starts = (0, data._PIECE, 2 * data._PIECE)
@@ -96,6 +97,36 @@ def test_an_input_drawn_in_pieces_is_the_same_on_any_number_of_cores(monkeypatch
         assert np.isin(many.astype(np.float64), values).all() and np.unique(many[-21:]).size > 1
     else:
         assert np.isfinite(many.astype(np.float64)).all() and np.unique(many[-21:]).size == 21
+
+
+def test_c_is_settled_in_pieces_as_it_is_whole(monkeypatch):
+    """C's inputs whose result would equal them are moved a piece of C at a time, on every core: the same
+    values as when moved in one piece (and some were moved: with alpha -1.5 and beta -1, an integer A @ B
+    of -(4 j + 1) / 3 makes C = j + 1/4 its own result)."""
+    spec, shape, whole_blocks = ZOO["blas.sgemm_naive"], Shape(67, 61, 1), data.blocks
+    moved = 0
+    for trial in [*data.trials(spec, "float32"), data.Trial("ints", -1.5, -1.0)]:
+        whole = data.make_operands(spec, shape, "float32", trial, 11)
+        monkeypatch.setattr(data, "blocks", lambda batch, rows, cols, limit: whole_blocks(batch, rows, cols, 64))
+        assert len(data.blocks(1, 67, 61, 0)) == 67
+        pieces = data.make_operands(spec, shape, "float32", trial, 11)
+        monkeypatch.undo()
+        assert whole.c.tobytes() == pieces.c.tobytes(), trial
+        if whole.c_is_input:  # C as drawn, after A and B, from the case's stream
+            rng = np.random.default_rng(11)
+            drawn = [data.draw(rng, trial.pattern, DTYPES["float32"], dims) for dims in ((1, 67, 1), (1, 1, 61),
+                                                                                         (1, 67, 61))][2]
+            moved += int((whole.c != drawn + np.float32(data.C_OFFSET_FLOAT * (trial.pattern == "ints"))).sum())
+    assert 0 < moved < 67 * 61, moved
+
+
+@pytest.mark.parametrize("batch, rows, cols, limit", [(1, 10, 10, 1000), (7, 3, 4, 30), (2, 50, 7, 20), (3, 5, 9, 4)])
+def test_blocks_cover_an_array_once_each_within_the_limit(batch, rows, cols, limit):
+    seen = np.zeros((batch, rows, cols), dtype=int)
+    for s, i in data.blocks(batch, rows, cols, limit):
+        seen[s, i] += 1
+        assert seen[s, i].size <= max(limit, cols)
+    assert (seen == 1).all()
 
 
 @pytest.mark.parametrize("name, expect", [("blas.sgemm_naive", "pass"), ("buggy.offset_32bit", "fail")])

@@ -213,6 +213,9 @@ def test_an_xdist_workers_blas_takes_its_share_of_the_cores_from_its_first_kerne
             assert blas() == {int(os.environ.get("OPENBLAS_NUM_THREADS", 0)) or len(os.sched_getaffinity(0))}
 
         def test_one_that_runs_kernels(runner):
+            from mmcheck.devices import cores
+
+            assert cores() == max(1, len(os.sched_getaffinity(0)) // 2)  # mmcheck's own threads, whatever BLAS's
             assert blas() == {int(os.environ.get("OPENBLAS_NUM_THREADS", 0)) or len(os.sched_getaffinity(0)) // 2}
     """)
     result = pytester.runpytest_subprocess("--mmcheck-backend", "plain_backend:Plain", "-p", "no:cacheprovider")
