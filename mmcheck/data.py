@@ -161,10 +161,13 @@ def draw(rng: np.random.Generator, pattern: str, d: DType, dims: tuple[int, ...]
 
 def across_cores(work: Callable[[T], R], items: Sequence[T]) -> list[R]:
     """``work`` of each item, on as many threads as this process has cores (numpy lets go of the GIL in its
-    loops over large arrays); in this thread where there is one item."""
+    loops over large arrays), BLAS on one thread meanwhile (a thread per core in each would spin against the
+    others); in this thread where there is one item."""
     if len(items) <= 1:
         return [work(x) for x in items]
-    with ThreadPoolExecutor(min(len(items), devices.cores())) as pool:
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(min(len(items), devices.cores())) as pool:
         return list(pool.map(work, items))
 
 

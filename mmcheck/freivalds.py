@@ -51,15 +51,16 @@ with probability at most 1/2.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .compare import gamma, tolerance
-from .data import Operands
+from .data import Operands, across_cores
 from .dtypes import DTYPES, DType
 from .ops import Op
 
@@ -70,6 +71,8 @@ SIGMAS = 12.0  # s: a correct row fails with probability 2 exp(-s^2 / 2) < 1.1e-
 # (at 16384 x 16384 on a 2-core machine, blocks of 2**22 took 1.4 times as long, of 2**24 1.6 times).
 BLOCK = 1 << 20
 _F64 = DTYPES["float64"]
+# The ranges of rows a pass over a matrix is split into, each on a core: a fixed number (see _added).
+_RANGES = 16
 _LISTED = 5  # rows or columns that describe() names
 
 
@@ -185,66 +188,86 @@ def _residuals(a: np.ndarray, b: np.ndarray, c: np.ndarray, got: np.ndarray, alp
     """One batch's residuals, (M, k) for the rows and (k, N) for the columns, computed in the vectors' dtype
     (int64 or float64), and for float64 the sums their bounds are made of.
 
-    Three passes over the inputs: X'^T A must precede (X'^T A) B, and B X must precede A (B X).  Each block
-    is taken absolute in place once its products are done."""
+    Three passes over the inputs: X'^T A must precede (X'^T A) B, and B X must precede A (B X).  Each pass
+    runs over _RANGES ranges of rows on every core, its sums added range by range; each block is taken
+    absolute in place once its products are done."""
     m, k = a.shape
     n = b.shape[1]
     wide = x_rows.dtype
     bounds = wide == np.float64
-    # A: X'^T A, and A's column sums and sums of squares.
-    xa = np.zeros((x_cols.shape[1], k), wide)
-    a_cols = np.zeros((2, k))
-    for s, part in _blocks(a, wide, block):
-        xa += _dot(x_cols[s].T, part)
-        if bounds:
-            a_cols[1] += np.einsum("ij,ij->j", part, part)
-            a_cols[0] += np.abs(part, out=part).sum(axis=0)
+    vectors = x_rows.shape[1]
+
+    def a_columns(rows: range) -> tuple[np.ndarray, np.ndarray]:
+        """X'^T A, and A's column sums and sums of squares."""
+        xa, a_cols = np.zeros((vectors, k), wide), np.zeros((2, k))
+        for s, part in _blocks(a, wide, block, rows):
+            xa += _dot(x_cols[s].T, part)
+            if bounds:
+                a_cols[1] += np.einsum("ij,ij->j", part, part)
+                a_cols[0] += np.abs(part, out=part).sum(axis=0)
+        return xa, a_cols
+
+    xa, a_cols = _added(a_columns, a, block)
     if bounds:
         a_cols[1] = _norm(a_cols[1], m)
-    # B: B X and (X'^T A) B; B's row sums and norms, and A's column sums and norms through |B|.
-    bx = np.empty((k, x_rows.shape[1]), wide)
-    xab = np.zeros((x_cols.shape[1], n), wide)
+    bx = np.empty((k, vectors), wide)
     b_rows = np.empty((k, 2))
-    product_cols = np.zeros((2, n))
-    for s, part in _blocks(b, wide, block):
-        bx[s] = _dot(part, x_rows)
-        xab += _dot(xa[:, s], part)
-        if bounds:
-            b_rows[s, 1] = _norm(np.einsum("ij,ij->i", part, part), n)
-            size = np.abs(part, out=part)
-            b_rows[s, 0] = size.sum(axis=1)
-            product_cols += a_cols[:, s] @ size
-    # A again: A (B X), and |A| through B's row sums and norms.
-    abx = np.empty((m, x_rows.shape[1]), wide)
+
+    def b_rows_and_columns(rows: range) -> tuple[np.ndarray, np.ndarray]:
+        """B X and (X'^T A) B; B's row sums and norms, and A's column sums and norms through |B|."""
+        xab, product_cols = np.zeros((vectors, n), wide), np.zeros((2, n))
+        for s, part in _blocks(b, wide, block, rows):
+            bx[s] = _dot(part, x_rows)
+            xab += _dot(xa[:, s], part)
+            if bounds:
+                b_rows[s, 1] = _norm(np.einsum("ij,ij->i", part, part), n)
+                size = np.abs(part, out=part)
+                b_rows[s, 0] = size.sum(axis=1)
+                product_cols += a_cols[:, s] @ size
+        return xab, product_cols
+
+    xab, product_cols = _added(b_rows_and_columns, b, block)
+    abx = np.empty((m, vectors), wide)
     product_rows = np.empty((m, 2))
-    for s, part in _blocks(a, wide, block):
-        abx[s] = _dot(part, bx)
-        if bounds:
-            product_rows[s] = np.abs(part, out=part) @ b_rows
-    # C: (C - beta C0) X and X'^T (C - beta C0); the sums of |C| and |beta C0|, and C0's sums of squares.
-    hx = np.empty((m, x_rows.shape[1]), wide)
-    xh = np.zeros((x_cols.shape[1], n), wide)
-    c_rows, c_cols = np.zeros((3, m)), np.zeros((3, n))  # sum |C|, sum |beta C0|, sum C0^2
-    scratch = None
-    c0_blocks = _blocks(c, wide, block) if beta else itertools.repeat((None, None))  # beta == 0: C0 is not read
-    for (s, h), (_, c0) in zip(_blocks(got, wide, block), c0_blocks):
-        if bounds:
-            if scratch is None:
-                scratch = np.empty_like(h)  # the first block is the largest
-            size = np.abs(h, out=scratch[:len(h)])
-            c_rows[0, s] = size.sum(axis=1)
-            c_cols[0] += size.sum(axis=0)
-        if c0 is not None:
+
+    def a_rows(rows: range) -> tuple[()]:
+        """A (B X), and |A| through B's row sums and norms."""
+        for s, part in _blocks(a, wide, block, rows):
+            abx[s] = _dot(part, bx)
             if bounds:
-                c_rows[2, s] = np.einsum("ij,ij->i", c0, c0)
-                c_cols[2] += np.einsum("ij,ij->j", c0, c0)
-            c0 *= beta  # beta C0 as rounded: what is subtracted, so what the check's own rounding is bounded by
-            h -= c0
+                product_rows[s] = np.abs(part, out=part) @ b_rows
+        return ()
+
+    _added(a_rows, a, block)
+    hx = np.empty((m, vectors), wide)
+    c_rows = np.zeros((3, m))  # sum |C|, sum |beta C0|, sum C0^2
+
+    def c_rows_and_columns(rows: range) -> tuple[np.ndarray, np.ndarray]:
+        """(C - beta C0) X and X'^T (C - beta C0); the sums of |C| and |beta C0|, and C0's sums of squares."""
+        xh, c_cols = np.zeros((vectors, n), wide), np.zeros((3, n))
+        scratch = None
+        c0_blocks = _blocks(c, wide, block, rows) if beta else itertools.repeat((None, None))  # beta 0: unread
+        for (s, h), (_, c0) in zip(_blocks(got, wide, block, rows), c0_blocks):
             if bounds:
-                c_rows[1, s] = np.abs(c0, out=c0).sum(axis=1)
-                c_cols[1] += c0.sum(axis=0)
-        hx[s] = _dot(h, x_rows)
-        xh += _dot(x_cols[s].T, h)
+                if scratch is None:
+                    scratch = np.empty_like(h)  # the first block is the largest
+                size = np.abs(h, out=scratch[:len(h)])
+                c_rows[0, s] = size.sum(axis=1)
+                c_cols[0] += size.sum(axis=0)
+            if c0 is not None:
+                if bounds:
+                    c_rows[2, s] = np.einsum("ij,ij->i", c0, c0)
+                    c_cols[2] += np.einsum("ij,ij->j", c0, c0)
+                c0 *= beta  # beta C0 as rounded: what is subtracted, so what the check's own rounding is bounded by
+                h -= c0
+                if bounds:
+                    c_rows[1, s] = np.abs(c0, out=c0).sum(axis=1)
+                    c_cols[1] += c0.sum(axis=0)
+            hx[s] = _dot(h, x_rows)
+            xh += _dot(x_cols[s].T, h)
+        return xh, c_cols
+
+    xh, c_cols = _added(c_rows_and_columns, got, block)
     row_r, col_r = hx - alpha * abx, xh - alpha * xab
     if not bounds:
         return row_r, col_r, None
@@ -252,6 +275,16 @@ def _residuals(a: np.ndarray, b: np.ndarray, c: np.ndarray, got: np.ndarray, alp
                  c0=(c_rows[1], c_cols[1]), c0_norm=(_norm(c_rows[2], n), _norm(c_cols[2], m)),
                  got=(c_rows[0], c_cols[0]))
     return row_r, col_r, sums
+
+
+def _added(work: Callable[[range], tuple[np.ndarray, ...]], x: np.ndarray, block: int) -> tuple[np.ndarray, ...]:
+    """``work`` over ranges of the rows of ``x`` on every core, the sums it returns added range by range: up
+    to _RANGES ranges of whole blocks (see _blocks), so that the order of every sum depends on the matrix
+    alone, not on the cores there are."""
+    rows, per_block = x.shape[0], max(1, block // max(1, x.shape[1]))
+    step = -(-max(1, -(-rows // _RANGES)) // per_block) * per_block
+    parts = across_cores(work, [range(r, min(r + step, rows)) for r in range(0, max(rows, 1), step)])
+    return tuple(functools.reduce(np.add, sums) for sums in zip(*parts))
 
 
 def _tolerances(sums: _Sums, alpha: float, beta: float, acc: DType, out: DType, roundings: int, m: int, n: int,
@@ -275,16 +308,17 @@ def _dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return x @ y if x.dtype == np.float64 else np.einsum("ij,jk->ik", x, y)
 
 
-def _blocks(x: np.ndarray, wide: np.dtype, block: int) -> Iterator[tuple[slice, np.ndarray]]:
-    """Blocks of whole rows of ``x``, about ``block`` elements each, converted to ``wide``: (rows, values).  The
-    values are one buffer, refilled for each block (a fresh one each time costs its page faults every time)."""
-    rows, cols = x.shape
+def _blocks(x: np.ndarray, wide: np.dtype, block: int, rows: range) -> Iterator[tuple[slice, np.ndarray]]:
+    """Blocks of whole rows of ``x`` within ``rows``, about ``block`` elements each, converted to ``wide``:
+    (rows, values).  The values are one buffer, refilled for each block (a fresh one each time costs its page
+    faults every time)."""
+    cols = x.shape[1]
     step = max(1, block // max(1, cols))
-    buffer = np.empty((min(step, rows), cols), wide)
-    for r in range(0, rows, step):
-        part = buffer[:min(step, rows - r)]
-        part[...] = x[r:r + step]
-        yield slice(r, r + step), part
+    buffer = np.empty((min(step, len(rows)), cols), wide)
+    for r in range(rows.start, rows.stop, step):
+        part = buffer[:min(step, rows.stop - r)]
+        part[...] = x[r:r + len(part)]
+        yield slice(r, r + len(part)), part
 
 
 def _norm(squares: np.ndarray, count: int) -> np.ndarray:

@@ -4,6 +4,7 @@ import time
 import numpy as np
 import pytest
 
+from mmcheck import devices
 from mmcheck.compare import tolerance
 from mmcheck.data import Operands
 from mmcheck.dtypes import DTYPES, precision
@@ -51,6 +52,26 @@ def test_a_dropped_term_is_caught_and_located(name, batch):
     assert result.worst_row == (b, i) and result.residual > result.tolerance
     where = "17" if batch == 1 else "17 (batch 1)"
     assert f"row {where} and column {where.replace('17', '423')} of C exceed their tolerance" in result.describe()
+
+
+@pytest.mark.parametrize("name, dtype", [("gemm", "float32"), ("gemm", "int32")])
+def test_the_check_on_many_cores_is_the_check_on_one_to_the_last_bit(monkeypatch, name, dtype):
+    """Each pass runs over ranges of rows on every core; the ranges depend on the matrix alone, so every sum,
+    residual and tolerance is the same whatever the cores."""
+    ops, got = gaussian((300, 200, 500), alpha=SCALARS[name][0], beta=SCALARS[name][1])
+    if dtype == "int32":
+        ops = Operands(*(np.rint(8 * x).astype(np.int32) for x in (ops.a, ops.b, ops.c)), -3, 2, True)
+        got = (-3 * (ops.a.astype(np.int64) @ ops.b) + 2 * ops.c).astype(np.int32)
+    got[0, 17, 423] += 1 if dtype == "int32" else 5
+    d = DTYPES[dtype]
+    found = []
+    for cores in (1, 3):
+        monkeypatch.setattr(devices, "cores", lambda cores=cores: cores)
+        found.append(freivalds(OPS[name], ops, got, d, d, seed=4, block=5000))
+    one, many = found
+    assert [r.tolist() for r in one.rows] == [r.tolist() for r in many.rows] == [[17]]
+    assert [c.tolist() for c in one.columns] == [c.tolist() for c in many.columns] == [[423]]
+    assert (one.residual, one.tolerance, one.worst_row) == (many.residual, many.tolerance, many.worst_row)
 
 
 def test_a_float32_accumulator_in_a_float64_kernel_is_caught():
