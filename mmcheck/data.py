@@ -247,14 +247,16 @@ class Layout:
         return batch * (rows if self.order == "row" else cols) * self.ld
 
 
-def image(x: np.ndarray, layout: Layout, guard: int, d: DType, role: int) -> np.ndarray:
+def image(x: np.ndarray, layout: Layout, guard: int, d: DType, role: int,
+          empty: Callable[[int, np.dtype], np.ndarray] = np.empty) -> np.ndarray:
     """Buffer ``role``'s (0: A, 1: B, 2: C) host image: the logical (batch, rows, cols) ``x`` in memory order,
     its padding cells holding the role's padding pattern, with ``guard`` elements of its guard pattern on
-    each side.  Written in one pass into one array: past 2**31 elements every copy costs seconds."""
+    each side.  Written in one pass into one array, made by ``empty``: past 2**31 elements every copy costs
+    seconds."""
     major = x if layout.order == "row" else x.transpose(0, 2, 1)
     batch, lines, length = major.shape
     size = layout.size(x.shape)
-    out = np.empty(size + 2 * guard, dtype=d.numpy)
+    out = empty(size + 2 * guard, d.numpy)
     raw = out.view(d.uint)
     raw[:guard] = raw[guard + size:] = d.guards[role]
     body = out[guard:guard + size].reshape(batch, lines, layout.ld)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import data
-from .backends.base import MAX_BLOCK, MAX_GRID, MAX_THREADS, Arg, Backend, DeviceBuffer, Dim3
+from .backends.base import MAX_BLOCK, MAX_GRID, MAX_THREADS, Arg, Backend, DeviceBuffer, Dim3, HostMemory
 from .compile import Build
 from .data import Layout, Operands, Trial
 from .dtypes import precision
@@ -129,7 +129,9 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
     values = (operands.a, operands.b, operands.c)
     largest = max(layouts[r].size(v.shape) for r, v in enumerate(values))
     guard = data.guard_width(largest, min(p.inputs.itemsize, p.output.itemsize)) if guards else 0
-    hosts = {name: data.image(v, layouts[r], guard, p.of(r), r) for r, (name, v) in enumerate(zip(op.buffers, values))}
+    empty = backend.host_empty if isinstance(backend, HostMemory) else np.empty
+    hosts = {name: data.image(v, layouts[r], guard, p.of(r), r, empty)
+             for r, (name, v) in enumerate(zip(op.buffers, values))}
     buffers = {name: backend.upload(host, guard) for name, host in hosts.items()}
     lds = {op.leading_param(r): layouts[r].ld for r in spec.leading}
     scalars = {"alpha": operands.alpha, "beta": operands.beta}

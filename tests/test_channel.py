@@ -1,6 +1,7 @@
 """Messages to and from the worker process: large arrays in shared memory, small ones in the pickle, each
 arriving whole, in order, and apart from the sender's copy."""
 
+import gc
 import mmap
 
 import ml_dtypes
@@ -62,6 +63,25 @@ def test_messages_sent_ahead_arrive_in_order_and_apart_from_the_senders_copy(lin
     assert [float(a[0]) for _, a in got] == [0.0, 1.0, 2.0] and [len(a) for _, a in got] == [BIG, 10, BIG]
     got[0][1][:] = 7  # the receiver's array is its own, and writable
     assert arrays[0][0] == 0 and not receiver.poll(0)
+
+
+def test_an_array_made_in_shared_memory_goes_without_a_copy_and_the_receiver_cannot_change_it(link, monkeypatch):
+    sender, receiver = link
+    array = channel.shared_empty(BIG, np.dtype(np.float32))
+    array[:] = np.arange(BIG)
+    address = array.ctypes.data
+    assert _mapped(array) and address in channel._OWN
+    assert not _mapped(channel.shared_empty(BIG - 1, np.dtype(np.float32)))  # under the threshold: plain memory
+    monkeypatch.setattr(channel, "_memfd", lambda nbytes: pytest.fail("the array was copied"))
+    for _ in range(2):  # its own descriptor, each time
+        sender.send(("launch", array))
+        _, got = receiver.recv()
+        assert np.array_equal(got, array) and _mapped(got)
+        got[:] = -1  # copy on write: what the receiver writes stays its own
+        assert array[5] == 5
+    del array
+    gc.collect()
+    assert address not in channel._OWN  # its descriptor closed with its memory
 
 
 def test_the_receiver_sees_the_end_when_the_sender_closes(link):

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ..bench.timer import Measurement, Method
 
 __all__ = ["Backend", "BackendOptions", "Kernel", "DeviceBuffer", "Arg", "Dim3", "Device", "Timing", "Launched",
-           "Submits"]
+           "Submits", "HostMemory"]
 
 Dim3 = tuple[int, int, int]
 
@@ -177,4 +177,14 @@ class Submits(Protocol):
     def submit(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
                schedule: str) -> Launched:
         """Start the launch and return at once; ``wait()`` finishes it, as ``launch`` would."""
+        ...
+
+
+@runtime_checkable
+class HostMemory(Protocol):
+    """A backend whose uploads travel to another process (the worker that owns the device): host arrays made
+    by it travel without a copy, which past 2**31 elements saves seconds a launch."""
+
+    def host_empty(self, size: int, dtype: np.dtype) -> np.ndarray:
+        """A new, uninitialised 1-d host array for ``upload``."""
         ...

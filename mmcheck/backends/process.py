@@ -187,6 +187,9 @@ class ProcessBackend:
             "compile", build, timeout=_COMPILE_TIMEOUT)
         return Kernel(build.spec, build.dtype, symbol, schedules, build, params, costly, fingerprint)
 
+    def host_empty(self, size: int, dtype: np.dtype) -> np.ndarray:
+        return channel.shared_empty(size, dtype)
+
     def upload(self, host: np.ndarray, offset: int) -> DeviceBuffer:
         return DeviceBuffer(host.size, host.dtype, offset, _Remote(host))
 
