@@ -356,6 +356,8 @@ def _serve(inner: str, link: channel.Channel) -> None:
         try:
             if method == "hello":
                 backend = get_backend(inner, args[0], isolated=False)
+                if hasattr(backend, "empty"):  # its downloads then go back without a copy
+                    backend.empty = channel.shared_empty
                 value: object = None
             elif method == "name":
                 value = backend.name

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +73,8 @@ class PyCudaBackend:
         self._queued: list[np.ndarray] = []  # the page-locked sources of uploads not yet known to be done
         # Each small buffer of the last launch, as the launch left it: (the buffer, its bytes), by id(buffer).
         self._fetched: dict[int, tuple[DeviceBuffer, np.ndarray]] = {}
+        # Where downloads are made: a worker process makes them in shared memory, to send them without a copy.
+        self.empty: Callable[[int, np.dtype], np.ndarray] = np.empty
 
     def compile(self, build: Build) -> Kernel:
         compiled = self.compiler.compile(build, self.arch)
@@ -126,9 +128,10 @@ class PyCudaBackend:
 
     def download(self, buf: DeviceBuffer) -> np.ndarray:
         fetched, staged = self._fetched.get(id(buf), (None, None))
+        out = self.empty(buf.size, buf.dtype)
         if fetched is buf and staged is not None:
-            return staged.view(buf.dtype).copy()
-        out = np.empty(buf.size, dtype=buf.dtype)
+            np.copyto(out, staged.view(buf.dtype))
+            return out
         self.cuda.memcpy_dtoh(out.view(np.uint8), buf.handle)
         self._queued.clear()  # a synchronous copy waits for everything queued before it
         return out
