@@ -84,6 +84,17 @@ def test_an_array_made_in_shared_memory_goes_without_a_copy_and_the_receiver_can
     assert address not in channel._OWN  # its descriptor closed with its memory
 
 
+def test_an_upload_keeps_an_array_the_backend_made_and_copies_any_other():
+    backend = ProcessBackend(FAKE, BackendOptions(timeout=20))
+    try:
+        made, other = backend.host_empty(BIG, np.dtype(np.float32)), np.zeros(BIG, np.float32)
+        assert _mapped(made) and backend.upload(made, 0).handle.host is made
+        kept = backend.upload(other, 0).handle.host
+        assert kept is not other and not np.shares_memory(kept, other)
+    finally:
+        backend.close()
+
+
 def test_the_receiver_sees_the_end_when_the_sender_closes(link):
     sender, receiver = link
     sender.close()

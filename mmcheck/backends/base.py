@@ -186,5 +186,6 @@ class HostMemory(Protocol):
     by it travel without a copy, which past 2**31 elements saves seconds a launch."""
 
     def host_empty(self, size: int, dtype: np.dtype) -> np.ndarray:
-        """A new, uninitialised 1-d host array for ``upload``."""
+        """A new, uninitialised 1-d host array for ``upload``, which keeps it rather than a copy: the caller
+        leaves it as it is once uploaded."""
         ...

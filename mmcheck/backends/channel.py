@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Channel", "SHARED_FROM", "ends", "shared_empty"]
+__all__ = ["Channel", "SHARED_FROM", "ends", "shared_empty", "made_shared"]
 
 SHARED_FROM = 1 << 20
 # The sender's mapping has its pages made up front, not one fault at a time as the copy reaches them: the copy
@@ -132,6 +132,11 @@ def shared_empty(size: int, dtype: np.dtype) -> np.ndarray:
     return out
 
 
+def made_shared(array: np.ndarray) -> bool:
+    """Whether ``array`` is one that shared_empty made, whole (so that ``send`` passes its descriptor on)."""
+    return _OWN.get(array.ctypes.data, (None, -1))[1] == array.nbytes
+
+
 def _forget(address: int, fd: int) -> None:
     del _OWN[address]
     os.close(fd)
@@ -159,9 +164,9 @@ def _shared(buffer: pickle.PickleBuffer) -> int | None:
     raw = buffer.raw()
     if raw.nbytes < SHARED_FROM:
         return None
-    own = _OWN.get(np.frombuffer(raw, np.uint8).ctypes.data)
-    if own is not None and own[1] == raw.nbytes:
-        return os.dup(own[0])
+    array = np.frombuffer(raw, np.uint8)
+    if made_shared(array):
+        return os.dup(_OWN[array.ctypes.data][0])
     made = _memfd(raw.nbytes)
     if made is None:
         return None

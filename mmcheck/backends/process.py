@@ -322,10 +322,11 @@ def _transport(args: Sequence[Arg]) -> tuple[list[DeviceBuffer], list[tuple[np.n
 
 
 class _Remote:
-    """A buffer's host copy until a launch sends it to the worker, and what came back."""
+    """A buffer's host copy until a launch sends it to the worker, and what came back.  An array made by
+    host_empty is kept itself, not copied (see base.HostMemory)."""
 
     def __init__(self, host: np.ndarray) -> None:
-        self.host = host.copy()
+        self.host = host if channel.made_shared(host) else host.copy()
         self.result: np.ndarray | None = None
 
 
