@@ -24,9 +24,10 @@ from .spec import CTYPES, KernelSpec, sizeof
 
 __all__ = ["Plan", "plan", "Prepared", "prepare", "host_bytes", "host_memory"]
 
-# Host copies of a buffer while a case runs: the operands, the laid-out payload and its guarded image, the
-# backend's copy and the shared memory that carries it to the worker process (which maps it), and on the
-# way back the download, the shared memory that carries it back, and the logical result.
+# Host copies of a buffer while a case runs: the operands, the guarded image (in shared memory, which the
+# worker process maps), the worker's download (likewise, mapped here) and the logical result, with the float64
+# pieces of the reference and the checks on top.  Counted twice over: no peak was measured since they were
+# fewer (there were eight).
 _HOST_COPIES = 8
 
 
