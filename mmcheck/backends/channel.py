@@ -138,7 +138,8 @@ def made_shared(array: np.ndarray) -> bool:
 
 
 def _forget(address: int, fd: int) -> None:
-    del _OWN[address]
+    if _OWN.get(address, (None, 0))[0] == fd:  # the address may be another array's already (munmap comes first)
+        del _OWN[address]
     os.close(fd)
 
 
