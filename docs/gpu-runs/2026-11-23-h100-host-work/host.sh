@@ -1,6 +1,6 @@
 #!/bin/bash
-# A large case's host work: the two profiled
-# large cases of blas.sgemm_naive, the large mode's own tests, then the GPU suite.  Logs straight to $OUT.
+# A large case's host work: the two profiled (../2026-11-23-h100-large-shared/prof_large.py, copied beside
+# this script) large cases of blas.sgemm_naive, the large mode's own tests, then the GPU suite.  Logs straight to $OUT.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 XDG_CACHE_HOME=/tmp/cache-host
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
