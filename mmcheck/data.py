@@ -22,11 +22,9 @@ from __future__ import annotations
 import itertools
 import math
 import zlib
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TypeVar
 
 import numpy as np
 
@@ -36,12 +34,9 @@ from .ops import LEADING, Op
 from .shapes import Shape
 from .spec import KernelSpec
 
-__all__ = ["Trial", "trials", "benchmark_trial", "granule", "Operands", "draw", "across_cores", "blocks",
-           "make_operands", "case_seed", "guard_width", "Layout", "image", "padding_mask", "filled", "unpad",
-           "from_buffer", "bits", "same_bits", "marker_source"]
-
-T = TypeVar("T")
-R = TypeVar("R")
+__all__ = ["Trial", "trials", "benchmark_trial", "granule", "Operands", "draw", "blocks", "make_operands",
+           "case_seed", "guard_width", "Layout", "image", "padding_mask", "filled", "unpad", "from_buffer", "bits",
+           "same_bits", "marker_source"]
 
 # What whole-number C inputs are moved by (see make_operands); the float one is exact in every float type.
 C_OFFSET_FLOAT, C_OFFSET_INTEGER = 0.25, 1 << 20
@@ -155,20 +150,8 @@ def draw(rng: np.random.Generator, pattern: str, d: DType, dims: tuple[int, ...]
         start = starts[i]
         out[start:start + _PIECE] = _DRAWS[pattern](streams[i], min(_PIECE, size - start), d)
 
-    across_cores(piece, range(len(starts)))
+    devices.across_cores(piece, range(len(starts)))
     return out.reshape(dims)
-
-
-def across_cores(work: Callable[[T], R], items: Sequence[T]) -> list[R]:
-    """``work`` of each item, on as many threads as this process has cores (numpy lets go of the GIL in its
-    loops over large arrays), BLAS on one thread meanwhile (a thread per core in each would spin against the
-    others); in this thread where there is one item."""
-    if len(items) <= 1:
-        return [work(x) for x in items]
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(min(len(items), devices.cores())) as pool:
-        return list(pool.map(work, items))
 
 
 def blocks(batch: int, rows: int, cols: int, limit: int) -> list[tuple[slice, slice]]:
@@ -212,7 +195,7 @@ def make_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed
                 break
             piece[same] += p.output.numpy.type(1)
 
-    across_cores(settle, blocks(shape.batch, m, n, _PIECE))
+    devices.across_cores(settle, blocks(shape.batch, m, n, _PIECE))
     return Operands(a, b, c, trial.alpha, trial.beta, c_is_input=True)
 
 

@@ -1,22 +1,27 @@
 """What a worker process (pytest-xdist's, ``mmcheck check -j``'s) takes of the machine: where there are
-several GPUs, one of its own, chosen before CUDA starts in the process; and its share of the CPU cores for
-BLAS.  Imports nothing heavy until asked: the pytest plugin calls it in every session."""
+several GPUs, one of its own, chosen before CUDA starts in the process; and its share of the CPU cores, for
+BLAS and for mmcheck's own threads over large arrays.  Imports nothing heavy until asked: the pytest plugin
+calls it in every session."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, MutableMapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from .backends.base import Backend
 
-__all__ = ["capability", "cores", "gpu_count", "pin_gpu", "share_cores", "shared_capability", "visible_gpus"]
+__all__ = ["across_cores", "capability", "cores", "gpu_count", "pin_gpu", "share_cores", "shared_capability",
+           "visible_gpus"]
 
 # Where one is set, the user chose BLAS's thread count.
 THREAD_COUNTS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
 # The processes sharing this machine's cores, as share_cores was told.
 _sharing = 1
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def visible_gpus(environ: Mapping[str, str]) -> list[str]:
@@ -87,6 +92,18 @@ def pin_gpu(environ: MutableMapping[str, str], worker: int, gpus: Sequence[str] 
 def cores() -> int:
     """This process's share of the CPU cores (see share_cores): what its own threads may use."""
     return max(1, len(os.sched_getaffinity(0)) // _sharing)
+
+
+def across_cores(work: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``work`` of each item, on as many threads as this process has cores (numpy lets go of the GIL in its
+    loops over large arrays), BLAS on one thread meanwhile (a thread per core in each would spin against the
+    others); in this thread where there is one item."""
+    if len(items) <= 1:
+        return [work(x) for x in items]
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(min(len(items), cores())) as pool:
+        return list(pool.map(work, items))
 
 
 def share_cores(workers: int, environ: Mapping[str, str] = os.environ) -> None:

@@ -60,7 +60,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .compare import gamma, tolerance
-from .data import Operands, across_cores
+from .data import Operands
+from .devices import across_cores
 from .dtypes import DTYPES, DType
 from .ops import Op
 

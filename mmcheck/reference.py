@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from .data import Operands, across_cores
+from .data import Operands
+from .devices import across_cores
 from .ops import Op
 
 __all__ = ["reference", "magnitude", "ON_GPU"]
