@@ -167,7 +167,10 @@ def _shared(buffer: pickle.PickleBuffer) -> int | None:
         return None
     array = np.frombuffer(raw, np.uint8)
     if made_shared(array):
-        return os.dup(_OWN[array.ctypes.data][0])
+        try:
+            return os.dup(_OWN[array.ctypes.data][0])
+        except OSError:  # out of descriptors: the copy below is refused as well, and the array goes in band
+            pass
     made = _memfd(raw.nbytes)
     if made is None:
         return None
