@@ -154,15 +154,19 @@ def draw(rng: np.random.Generator, pattern: str, d: DType, dims: tuple[int, ...]
     return out.reshape(dims)
 
 
-def blocks(batch: int, rows: int, cols: int, limit: int) -> list[tuple[slice, slice]]:
-    """(batches, rows) pieces of a (batch, rows, cols) array, each of at most about ``limit`` elements:
-    whole batches together where one fits, else rows of one batch."""
-    one = rows * cols
+def blocks(batch: int, m: int, n: int, k: int, limit: int) -> list[tuple[slice, slice, slice]]:
+    """Pieces (batches, rows, columns) of a (batch, M, N) result whose inputs (rows x K of A, K x columns of B)
+    and output each hold at most about ``limit`` elements: whole batches together where one batch's do, else
+    rows and columns of one batch."""
+    one = m * k + k * n + m * n
     if one <= limit:
         per = max(1, limit // max(one, 1))
-        return [(slice(s, s + per), slice(None)) for s in range(0, batch, per)]
-    step = max(1, limit // max(cols, 1))
-    return [(slice(s, s + 1), slice(i, i + step)) for s in range(batch) for i in range(0, rows, step)]
+        return [(slice(s, s + per), slice(None), slice(None)) for s in range(0, batch, per)]
+    per_input = limit // 2 // max(k, 1)  # rows of A, or columns of B, in half the limit
+    cols = min(n, max(1, per_input))
+    rows = min(m, max(1, min(per_input, limit // cols)))
+    return [(slice(s, s + 1), slice(i, i + rows), slice(j, j + cols))
+            for s in range(batch) for i in range(0, m, rows) for j in range(0, n, cols)]
 
 
 def make_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed: int) -> Operands:
@@ -185,17 +189,17 @@ def make_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed
     # An element whose correct result equals its input could not tell "left as it was" from "computed":
     # move such inputs (a few passes settle all but results that equal C whatever it holds).  A piece of C
     # at a time, on every core: past 2**31 elements a float64 result would not fit beside C.
-    def settle(block: tuple[slice, slice]) -> None:
-        s, i = block
-        piece = c[s, i]
+    def settle(block: tuple[slice, slice, slice]) -> None:
+        s, i, j = block
+        piece = c[s, i, j]
         for _ in range(3):
-            want = op.reference(a[s, i], b[s], piece, trial.alpha, trial.beta).astype(p.output.numpy)
+            want = op.reference(a[s, i], b[s, :, j], piece, trial.alpha, trial.beta).astype(p.output.numpy)
             same = bits(want, p.output) == bits(piece, p.output)
             if not same.any():
                 break
             piece[same] += p.output.numpy.type(1)
 
-    devices.across_cores(settle, blocks(shape.batch, m, n, _PIECE))
+    devices.across_cores(settle, blocks(shape.batch, m, n, k, _PIECE))
     return Operands(a, b, c, trial.alpha, trial.beta, c_is_input=True)
 
 

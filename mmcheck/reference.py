@@ -11,13 +11,12 @@ exits (a ``check -j`` worker that met one 512^3 reference held up the end of the
 
 from __future__ import annotations
 
-import itertools
 import threading
 from typing import Any
 
 import numpy as np
 
-from .data import Operands
+from .data import Operands, blocks
 from .devices import across_cores
 from .ops import Op
 
@@ -26,7 +25,7 @@ __all__ = ["reference", "magnitude", "ON_GPU"]
 # Multiply-adds from which the reference is computed on the GPU (where there is one): about where numpy, on
 # a worker's share of the cores, takes as long as a CUDA context does to start.
 ON_GPU = 1 << 31
-# Input elements converted to float64 at once.
+# Elements of an input, or of the result, converted to float64 at once.
 _PIECE = 1 << 27
 # Pieces on the GPU at once: one copied in while another is multiplied; more would only hold more memory.
 _GPU_PIECES = threading.BoundedSemaphore(2)
@@ -44,27 +43,23 @@ def magnitude(op: Op, ops: Operands) -> np.ndarray:
 
 
 def _compute(function: Any, ops: Operands) -> np.ndarray:
-    """``function`` in pieces of at most about _PIECE input elements each (batches, rows of A, columns of
-    B), on every core: past 2**31 elements a float64 copy of a whole input would not fit beside it."""
+    """``function`` in pieces whose inputs and result hold at most about _PIECE elements each (data.blocks),
+    on every core: past 2**31 elements a float64 copy of a whole input would not fit beside it."""
     a, b, c = ops.a, ops.b, ops.c
     batch, m, k = a.shape
-    n = b.shape[-1]
     exact = a.dtype.kind in "iu" and _float64_exact(ops)
-    one = m * k + k * n
-    if batch * one <= _PIECE:
-        return _piece(function, ops, exact, a, b, c)
-    per, rows, cols = (_PIECE // one, m, n) if one <= _PIECE else (1, max(1, _PIECE // k), max(1, _PIECE // k))
-    corners = list(itertools.product(range(0, batch, per), range(0, m, rows), range(0, n, cols)))
+    pieces = blocks(batch, m, b.shape[-1], k, _PIECE)
 
-    def piece(corner: tuple[int, int, int]) -> np.ndarray:
-        s, i, j = corner
-        return _piece(function, ops, exact, a[s:s + per, i:i + rows], b[s:s + per, :, j:j + cols],
-                      c[s:s + per, i:i + rows, j:j + cols])
+    def piece(block: tuple[slice, slice, slice]) -> np.ndarray:
+        s, i, j = block
+        return _piece(function, ops, exact, a[s, i], b[s, :, j], c[s, i, j])
 
-    done = across_cores(piece, corners)
-    out = np.empty((batch, m, n), dtype=done[0].dtype)
-    for (s, i, j), x in zip(corners, done):
-        out[s:s + per, i:i + rows, j:j + cols] = x
+    done = across_cores(piece, pieces)
+    if len(done) == 1:
+        return done[0]
+    out = np.empty((batch, m, b.shape[-1]), dtype=done[0].dtype)
+    for (s, i, j), x in zip(pieces, done):
+        out[s, i, j] = x
     return out
 
 

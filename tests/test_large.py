@@ -107,8 +107,8 @@ def test_c_is_settled_in_pieces_as_it_is_whole(monkeypatch):
     moved = 0
     for trial in [*data.trials(spec, "float32"), data.Trial("ints", -1.5, -1.0)]:
         whole = data.make_operands(spec, shape, "float32", trial, 11)
-        monkeypatch.setattr(data, "blocks", lambda batch, rows, cols, limit: whole_blocks(batch, rows, cols, 64))
-        assert len(data.blocks(1, 67, 61, 0)) == 67
+        monkeypatch.setattr(data, "blocks", lambda batch, m, n, k, limit: whole_blocks(batch, m, n, k, 64))
+        assert len(data.blocks(1, 67, 61, 1, 0)) == 34 * 2  # 2 rows by 32 columns
         pieces = data.make_operands(spec, shape, "float32", trial, 11)
         monkeypatch.undo()
         assert whole.c.tobytes() == pieces.c.tobytes(), trial
@@ -120,12 +120,18 @@ def test_c_is_settled_in_pieces_as_it_is_whole(monkeypatch):
     assert 0 < moved < 67 * 61, moved
 
 
-@pytest.mark.parametrize("batch, rows, cols, limit", [(1, 10, 10, 1000), (7, 3, 4, 30), (2, 50, 7, 20), (3, 5, 9, 4)])
-def test_blocks_cover_an_array_once_each_within_the_limit(batch, rows, cols, limit):
-    seen = np.zeros((batch, rows, cols), dtype=int)
-    for s, i in data.blocks(batch, rows, cols, limit):
-        seen[s, i] += 1
-        assert seen[s, i].size <= max(limit, cols)
+@pytest.mark.parametrize("batch, m, n, k, limit", [(1, 10, 10, 5, 1000), (7, 3, 4, 2, 50), (2, 50, 7, 3, 40),
+                                                   (3, 5, 9, 30, 4), (1, 1, 300, 70, 1000), (1, 300, 200, 1, 500)])
+def test_blocks_cover_a_result_once_each_within_the_limit(batch, m, n, k, limit):
+    """Each piece's inputs (rows of A, columns of B) and result hold at most about ``limit`` elements."""
+    seen = np.zeros((batch, m, n), dtype=int)
+    for s, i, j in data.blocks(batch, m, n, k, limit):
+        seen[s, i, j] += 1
+        batches, rows, cols = seen[s, i, j].shape
+        if (rows, cols) == (m, n):  # whole batches
+            assert batches == 1 or batches * (m * k + k * n + m * n) <= limit
+        else:
+            assert batches == 1 and max(rows, cols) * k <= max(limit // 2, k) and rows * cols <= max(limit, cols)
     assert (seen == 1).all()
 
 
