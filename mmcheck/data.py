@@ -238,8 +238,8 @@ def image(x: np.ndarray, layout: Layout, guard: int, d: DType, role: int,
           empty: Callable[[int, np.dtype], np.ndarray] = np.empty) -> np.ndarray:
     """Buffer ``role``'s (0: A, 1: B, 2: C) host image: the logical (batch, rows, cols) ``x`` in memory order,
     its padding cells holding the role's padding pattern, with ``guard`` elements of its guard pattern on
-    each side.  Written in one pass into one array, made by ``empty``: past 2**31 elements every copy costs
-    seconds."""
+    each side.  Written in one pass into one array, made by ``empty``, a piece at a time on every core: past
+    2**31 elements every copy costs seconds, and so does a fresh array's first touch of its pages."""
     major = x if layout.order == "row" else x.transpose(0, 2, 1)
     batch, lines, length = major.shape
     size = layout.size(x.shape)
@@ -247,8 +247,16 @@ def image(x: np.ndarray, layout: Layout, guard: int, d: DType, role: int,
     raw = out.view(d.uint)
     raw[:guard] = raw[guard + size:] = d.guards[role]
     body = out[guard:guard + size].reshape(batch, lines, layout.ld)
-    body.view(d.uint)[:, :, length:] = d.pads[role]
-    body[:, :, :length] = major
+
+    def piece(block: tuple[slice, slice, slice]) -> None:
+        s, i, j = block
+        start, stop, _ = j.indices(layout.ld)
+        if start < length:
+            body[s, i, start:min(stop, length)] = major[s, i, start:min(stop, length)]
+        if stop > length:
+            body.view(d.uint)[s, i, max(start, length):stop] = d.pads[role]
+
+    devices.across_cores(piece, blocks(batch, lines, layout.ld, 0, _PIECE))
     return out
 
 

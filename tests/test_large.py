@@ -120,6 +120,18 @@ def test_c_is_settled_in_pieces_as_it_is_whole(monkeypatch):
     assert 0 < moved < 67 * 61, moved
 
 
+@pytest.mark.parametrize("order, padding", [("row", 0), ("row", 8), ("col", 16)])
+def test_an_image_written_in_pieces_is_the_image_written_whole(monkeypatch, order, padding):
+    d, x = DTYPES["float32"], np.arange(2 * 37 * 23, dtype=np.float32).reshape(2, 37, 23)
+    layout = data.Layout.of(order, 37, 23, padding)
+    whole = data.image(x, layout, 64, d, 1)
+    monkeypatch.setattr(data, "_PIECE", 20)  # pieces of a few elements: rows and columns split
+    assert len(data.blocks(2, 37, layout.ld, 0, data._PIECE)) > 2 * 37
+    pieces = data.image(x, layout, 64, d, 1)
+    assert whole.view(np.uint32).tobytes() == pieces.view(np.uint32).tobytes()
+    assert np.array_equal(data.from_buffer(data.unpad(pieces, 64)[1], (2, 37, 23), layout), x)
+
+
 @pytest.mark.parametrize("batch, m, n, k, limit", [(1, 10, 10, 5, 1000), (7, 3, 4, 2, 50), (2, 50, 7, 3, 40),
                                                    (3, 5, 9, 30, 4), (1, 1, 300, 70, 1000), (1, 300, 200, 1, 500)])
 def test_blocks_cover_a_result_once_each_within_the_limit(batch, m, n, k, limit):

@@ -121,7 +121,7 @@ def shared_empty(size: int, dtype: np.dtype) -> np.ndarray:
     (else in plain memory): ``send`` passes its descriptor on as it is, without a copy."""
     dtype = np.dtype(dtype)
     nbytes = size * dtype.itemsize
-    made = _memfd(nbytes) if nbytes >= SHARED_FROM else None
+    made = _memfd(nbytes, populated=False) if nbytes >= SHARED_FROM else None
     if made is None:
         return np.empty(size, dtype)
     fd, region = made
@@ -143,8 +143,10 @@ def _forget(address: int, fd: int) -> None:
     os.close(fd)
 
 
-def _memfd(nbytes: int) -> tuple[int, mmap.mmap] | None:
-    """A memfd of ``nbytes`` and the sender's mapping of it, if one can be made."""
+def _memfd(nbytes: int, populated: bool = True) -> tuple[int, mmap.mmap] | None:
+    """A memfd of ``nbytes`` and the sender's mapping of it, if one can be made; ``populated``: its pages made
+    up front, for a copy into it by one thread (a shared_empty array's are made as its writers first touch
+    them, on as many cores as they run on)."""
     if not hasattr(os, "memfd_create"):
         return None
     try:
@@ -153,7 +155,7 @@ def _memfd(nbytes: int) -> tuple[int, mmap.mmap] | None:
         return None
     try:
         os.ftruncate(fd, nbytes)
-        return fd, mmap.mmap(fd, nbytes, flags=_FILLED)
+        return fd, mmap.mmap(fd, nbytes, flags=_FILLED if populated else mmap.MAP_SHARED)
     except (OSError, ValueError):
         os.close(fd)
         return None
