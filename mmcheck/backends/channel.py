@@ -1,11 +1,12 @@
 """Messages between mmcheck and its worker processes, with large arrays carried in shared memory.
 
 A message is pickled (protocol 5) through a pipe.  An array of ``SHARED_FROM`` bytes or more leaves the pickle
-out of band: it is copied into a memfd, whose descriptor travels over a Unix socket beside the pipe, ahead of
-its message, and the receiver maps it and gets an array over that mapping, without another copy.  Through the
-pipe, pickled, one GiB took 25 s to go to a worker and back on a 2-core machine; in shared memory, 1.3 s
-(copying in and out included).  Below ``SHARED_FROM`` a descriptor saves nothing: the array stays in the pickle.
-Where there is no memfd (not Linux), or one cannot be made now, every array stays in the pickle.
+out of band: it is copied into a memfd (unless it lies in one already: below), whose descriptor travels over
+a Unix socket beside the pipe, ahead of its message, and the receiver maps it and gets an array over that
+mapping, without another copy.  Through the pipe, pickled, one GiB took 25 s to go to a worker and back on a
+2-core machine; in shared memory, 1.3 s (copying in and out included).  Below ``SHARED_FROM`` a descriptor
+saves nothing: the array stays in the pickle.  Where there is no memfd (not Linux), or one cannot be made now,
+every array stays in the pickle.
 
 An array made by ``shared_empty`` lies in a memfd from the start: its own descriptor travels, without the copy.
 The receiver maps every array copy-on-write, so that nothing it writes reaches the sender's memory.

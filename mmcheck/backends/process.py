@@ -45,8 +45,8 @@ _COMPILE_TIMEOUT = 600.0
 # Past the launch timeout the backend in the child reports a hang itself; this much later the parent
 # stops waiting and kills the child (a kernel stuck in a driver call cannot report anything).
 _GRACE = 5.0
-# The parent's wait also covers carrying the buffers to the child and back (copied into shared memory, then
-# uploaded and downloaded: channel.py): at a pessimistic 100 MB/s each way, 3 minutes for 2**31 floats.
+# The parent's wait also covers carrying the buffers to the child and back (in shared memory, then uploaded
+# and downloaded: channel.py): at a pessimistic 100 MB/s each way, 3 minutes for 2**31 floats.
 _CARRIED_PER_SECOND = 100e6
 
 
