@@ -17,7 +17,7 @@ layout = "col"
 params = ["M", "N", "K", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc"]
 block = [32, 8]
 grid = ["cdiv(M, 32)", "cdiv(N, 8)"]
-requires = ["cdiv(N, 8) <= 65535", "(K - 1) * (M + 8) + M - 1 < 2**31", "(N - 1) * (K + 16) + K - 1 < 2**31",
+requires = ["(K - 1) * (M + 8) + M - 1 < 2**31", "(N - 1) * (K + 16) + K - 1 < 2**31",
             "(N - 1) * (M + 24) + M - 1 < 2**31"]
 strict_beta = true
 about = "column-major with lda, ldb, ldc; consecutive threads take consecutive rows (coalesced)"

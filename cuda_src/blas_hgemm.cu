@@ -16,7 +16,7 @@ template = ["T", "TC"]
 params = ["M", "N", "K", "alpha:float", "A", "B", "beta:float", "C"]
 block = [16, 16]
 grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
-requires = ["cdiv(M, 16) <= 65535", "M * K <= 2**31", "K * N <= 2**31", "M * N <= 2**31"]
+requires = ["M * K <= 2**31", "K * N <= 2**31", "M * N <= 2**31"]
 about = "one thread per element of C, half or bfloat16 inputs, a float accumulator, C in T or float"
 
 [[kernel]]
@@ -28,7 +28,7 @@ accumulate = "float16"
 params = ["M", "N", "K", "alpha:float", "A", "B", "beta:float", "C"]
 block = [16, 16]
 grid = ["cdiv(N, 32)", "cdiv(M, 16)"]
-requires = ["N % 2 == 0", "cdiv(M, 16) <= 65535", "M * K <= 2**31", "K * N <= 2**31", "M * N <= 2**31"]
+requires = ["N % 2 == 0", "M * K <= 2**31", "K * N <= 2**31", "M * N <= 2**31"]
 about = "two columns per thread: __half2 loads of B and __hfma2, accumulating in half (declared)"
 */
 #include <cuda_fp16.h>

@@ -19,7 +19,6 @@ dtypes = ["float32"]
 params = ["M", "N", "K", "alpha", "A", "B", "beta", "C"]
 block = [16, 16]
 grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
-requires = ["cdiv(M, 16) <= 65535"]
 about = "one thread per element of C, the BLAS contract (alpha, beta) in the epilogue"
 
 [[kernel]]
@@ -32,7 +31,7 @@ let = {TILE = "32 if M >= 64 and N >= 64 else 16"}
 params = ["M", "N", "K", "alpha", "A", "B", "beta", "C"]
 block = ["TILE", "TILE"]
 grid = ["cdiv(N, TILE)", "cdiv(M, TILE)"]
-requires = ["cdiv(M, TILE) <= 65535", "M * K <= 2**31", "K * N <= 2**31", "M * N <= 2**31"]
+requires = ["M * K <= 2**31", "K * N <= 2**31", "M * N <= 2**31"]
 about = "square shared-memory tiles, 32 wide for large C and 16 for small (chosen by the launcher)"
 
 [[kernel]]
@@ -45,7 +44,7 @@ let = {BM = "64 if M >= 128 and N >= 128 else 32", BN = "BM", BK = 8, TM = 8}
 params = ["M", "N", "K", "alpha", "A", "B", "beta", "C"]
 block = ["BM * BN // TM"]
 grid = ["cdiv(N, BN)", "cdiv(M, BM)"]
-requires = ["cdiv(M, BM) <= 65535", "M * K <= 2**31", "K * N <= 2**31", "M * N <= 2**31"]
+requires = ["M * K <= 2**31", "K * N <= 2**31", "M * N <= 2**31"]
 about = "1D block tiling: BM x BN tiles of C, TM results per thread kept in registers"
 */
 #include <cuda_runtime.h>

@@ -36,7 +36,6 @@ let = {BIG = "1 if M >= 256 and N >= 256 else 0", BM = "128 if BIG else 64", BN 
 params = ["M", "N", "K", "alpha", "A", "B", "beta", "C"]
 block = ["(BM // WM) * (BN // WN) * 32"]
 grid = ["cdiv(N, BN)", "cdiv(M, BM)"]
-requires = ["cdiv(M, BM) <= 65535"]
 strict_beta = true
 about = "warp tiling, float4 loads, register blocking, double-buffered shared memory; tiles chosen by shape"
 */

@@ -19,7 +19,7 @@ template = ["T"]
 params = ["M", "N", "K", "alpha", "A", "B", "beta", "C"]
 block = [32]
 grid = ["N // 16", "M // 16"]
-requires = ["M % 16 == 0", "N % 16 == 0", "K % 16 == 0", "M // 16 <= 65535", "(M - 16) * K < 2**31",
+requires = ["M % 16 == 0", "N % 16 == 0", "K % 16 == 0", "(M - 16) * K < 2**31",
             "(K - 16) * N < 2**31", "(M - 16) * N < 2**31"]
 about = "one warp per 16x16 tile of C, fragments loaded from global memory: sizes multiples of 16"
 
@@ -32,7 +32,7 @@ template = ["T"]
 params = ["M", "N", "K", "alpha", "A", "B", "beta", "C"]
 block = [128]
 grid = ["cdiv(N, 32)", "cdiv(M, 32)"]
-requires = ["cdiv(M, 32) <= 65535", "M * K <= 2**31", "K * N <= 2**31", "M * N <= 2**31"]
+requires = ["M * K <= 2**31", "K * N <= 2**31", "M * N <= 2**31"]
 about = "four warps per 32x32 tile of C, tiles staged zero-padded in shared memory: any M, N, K"
 */
 #include <mma.h>

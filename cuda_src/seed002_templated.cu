@@ -18,7 +18,6 @@ dtypes = ["int32", "float32", "float64"]
 params = ["A", "B", "C", "M:size_t", "K:size_t", "N:size_t"]
 block = [32, 32]
 grid = ["cdiv(N, 32)", "cdiv(M, 32)"]
-requires = ["cdiv(M, 32) <= 65535"]
 about = "one thread per C element, bounds-checked: any M, N, K"
 
 [[kernel]]
@@ -30,7 +29,6 @@ dtypes = ["int32", "float32", "float64"]
 params = ["A", "B", "C", "batch:size_t", "M:size_t", "K:size_t", "N:size_t"]
 block = [32, 32]
 grid = ["cdiv(N, 32)", "cdiv(M, 32)", "batch"]
-requires = ["batch <= 65535", "cdiv(M, 32) <= 65535"]
 about = "mm_naive with blockIdx.z selecting the matrix of the batch"
 
 [[kernel]]
@@ -42,7 +40,6 @@ dtypes = ["int32", "float32", "float64"]
 params = ["A", "B", "C", "M:size_t", "K:size_t", "N:size_t"]
 block = [32, 32]
 grid = ["cdiv(N, 32)", "cdiv(M, 32)"]
-requires = ["cdiv(M, 32) <= 65535"]
 defines = { BLOCK_DIM = 32 }
 about = "32x32 shared-memory tiles, zero-padded at every edge: any M, N, K"
 */

@@ -21,7 +21,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N"]
 block = [256, 1]
 grid = ["N // 256", "N"]
-requires = ["M == N", "N == K", "N % 256 == 0", "N <= 65535", "N * N <= 2**31"]
+requires = ["M == N", "N == K", "N % 256 == 0", "N * N <= 2**31"]
 about = "Fig. 1.12: one C element per thread, (256,1) blocks"
 
 [[kernel]]
@@ -32,7 +32,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N"]
 block = [8, 8]
 grid = ["N // 16", "N // 8"]
-requires = ["M == N", "N == K", "N % 16 == 0", "N // 8 <= 65535", "N * N <= 2**32"]
+requires = ["M == N", "N == K", "N % 16 == 0", "N * N <= 2**32"]
 about = "sec. 1.7.2: a 1x2 strip of C per thread, a as float4, b and c as float2, (8,8) blocks"
 
 [[kernel]]
@@ -43,7 +43,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N"]
 block = [4, 16]
 grid = ["N // 16", "N // 16"]
-requires = ["M == N", "N == K", "N % 16 == 0", "N // 16 <= 65535", "N * N <= 2**33"]
+requires = ["M == N", "N == K", "N % 16 == 0", "N * N <= 2**33"]
 about = "Fig. 1.21: a 1x4 strip of C per thread, a, b and c as float4, (4,16) blocks"
 */
 

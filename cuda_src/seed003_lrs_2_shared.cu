@@ -20,7 +20,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N"]
 block = [16, 16]
 grid = ["N // 16", "N // 16"]
-requires = ["M == N", "N == K", "N % 16 == 0", "N // 16 <= 65535", "N * N <= 2**31"]
+requires = ["M == N", "N == K", "N % 16 == 0", "N * N <= 2**31"]
 about = "Fig. 1.24: 16x16 shared-memory tiles of a and b, one C element per thread"
 
 [[kernel]]
@@ -31,7 +31,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N"]
 block = [16, 16]
 grid = ["N // 16", "N // 16"]
-requires = ["M == N", "N == K", "N % 16 == 0", "N // 16 <= 65535", "N * N <= 2**31"]
+requires = ["M == N", "N == K", "N % 16 == 0", "N * N <= 2**31"]
 about = "Fig. 1.27: GPU4 with the b tile stored transposed in a padded bs[16][17]"
 */
 

@@ -22,7 +22,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N"]
 block = [16, 8]
 grid = ["N // 128", "N // 16"]
-requires = ["M == N", "N == K", "N % 128 == 0", "N // 16 <= 65535", "N * N <= 2**31"]
+requires = ["M == N", "N == K", "N % 128 == 0", "N * N <= 2**31"]
 about = "Figs. 1.30-1.31: a 16x1 column of C per thread in registers, a 16x32 slab of A in as[32][17]"
 
 [[kernel]]
@@ -33,7 +33,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N"]
 block = [16, 8]
 grid = ["N // 128", "N // 16"]
-requires = ["M == N", "N == K", "N % 128 == 0", "N // 16 <= 65535", "N * N <= 2**31"]
+requires = ["M == N", "N == K", "N % 128 == 0", "N * N <= 2**31"]
 about = "Fig. 1.32: GPU6 with four b values loaded ahead, used round robin"
 
 [[kernel]]
@@ -44,7 +44,7 @@ dtypes = ["float32"]
 params = ["A", "B", "C", "N"]
 block = [16, 8]
 grid = ["N // 128", "N // 16"]
-requires = ["M == N", "N == K", "N % 128 == 0", "N // 16 <= 65535", "N * N <= 2**31"]
+requires = ["M == N", "N == K", "N % 128 == 0", "N * N <= 2**31"]
 about = "Figs. 1.34-1.35: GPU7 staging a 16x64 slab of A, read as float4, in as[16][65]"
 */
 

@@ -114,6 +114,9 @@ OPTIONS = (
     Option("large", "GPU: also shapes with a buffer past 2**31 elements, where a 32-bit element offset wraps "
                     "(minutes and tens of GiB of host memory per kernel; a shape that does not fit is skipped)",
            type=None, default=False, commands=("check",)),
+    Option("strict-launch", "a launch the device refuses fails the kernel at any shape its requires admit (default: "
+                            "the device's limits bound its launch domain, stated beside its verdict, unless its "
+                            "requires bound the sizes past them)", type=None, default=False, commands=("check",)),
     Option("recheck-races", "GPU: run the race detector on every launch it covers, also where an earlier run "
                             "found the very same launch (compiled code, inputs, tool) clean", type=None,
            default=False),
@@ -145,6 +148,7 @@ class Settings:
     results: str = "mmcheck-results"
     sanitize: bool = False
     large: bool = False
+    strict_launch: bool = False
     recheck_races: bool = False
     barrier_warnings: bool = False
     bench_sizes: tuple[int | Shape, ...] = ()
@@ -197,10 +201,12 @@ class Settings:
 
     def _check(self, runner: Runner, spec: KernelSpec, dtype: str) -> Result:
         from .runner import Result
-        from .shapes import LARGE, largest_buffer, satisfies
+        from .shapes import LARGE, largest_buffer, launch_domain, launch_limits, outside_launch_domain, satisfies
 
         if reason := self.unreachable(spec):
             return Result(runner.case(spec, dtype, None), "skip", reason, shapes_tried=0)
+        strict = self.strict_launch or spec.strict_launch
+        domain = launch_domain(launch_limits(spec, dtype), strict)
         if not self.shape:
             shapes = self.shapes(spec, dtype)
             result = runner.sweep(spec, dtype, shapes)
@@ -208,19 +214,24 @@ class Settings:
                 # Asked for, and not run: said, lest the pass be read as one past 2**31 elements.
                 result = dataclasses.replace(result, message="no shape past 2**31 elements: its requires rule "
                                                              "them out")
-            return result
+            return dataclasses.replace(result, domain=domain)
         shapes = [s for s in self.shape if satisfies(spec, s, dtype)]
         if not shapes:
             return Result(runner.case(spec, dtype, self.shape[0]), "skip",
                           f"{spec.name}: --shape does not satisfy its requires", shapes_tried=0)
-        return runner.sweep(spec, dtype, shapes)
+        if outside := [why for s in shapes if (why := outside_launch_domain(spec, dtype, s, strict))]:
+            return Result(runner.case(spec, dtype, shapes[0]), "skip", f"{spec.name}: --shape {outside[0]}",
+                          shapes_tried=0, domain=domain)
+        return dataclasses.replace(runner.sweep(spec, dtype, shapes), domain=domain)
 
     def shapes(self, spec: KernelSpec, dtype: str, extra: Iterable[Shape] = ()) -> list[Shape]:
-        """The generated shapes of a kernel x dtype (and ``extra``), smallest first; with ``large``, the large
-        mode's after them."""
+        """The generated shapes of a kernel x dtype (and ``extra``), smallest first, within its launch domain
+        unless a refused launch fails it (--strict-launch, or its spec's strict_launch); with ``large``, the
+        large mode's after them."""
         from .shapes import large_shapes, shapes_for
 
-        shapes = shapes_for(spec, dtype, self.seed, self.budget, extra=extra)
+        strict = self.strict_launch or spec.strict_launch
+        shapes = shapes_for(spec, dtype, self.seed, self.budget, extra=extra, strict_launch=strict)
         return shapes + [s for s in large_shapes(spec, dtype) if s not in shapes] if self.large else shapes
 
     def method(self) -> Method:

@@ -104,6 +104,7 @@ def pytest_configure(config: pytest.Config) -> None:
         default = Path(config.rootpath, "cuda_src")
         settings = dataclasses.replace(settings, src=(str(default),) if default.is_dir() else ())
     config.stash[_SETTINGS] = settings
+    config.pluginmanager.register(_LaunchDomains(), "mmcheck-launch-domains")
     if settings.backend in ("gpu", "auto"):
         _pin_gpu(os.environ)
 
@@ -202,7 +203,10 @@ class KernelItem(pytest.Item):
 
     def runtest(self) -> None:
         runner, settings = _runner(self.config), self.config.stash[_SETTINGS]
-        _judge(settings.check(runner, self.spec, self.dtype), runner, settings)
+        result = settings.check(runner, self.spec, self.dtype)
+        if result.domain:  # told in the session's summary (pytest_terminal_summary), from any xdist worker
+            self.user_properties.append((_DOMAIN, result.domain))
+        _judge(result, runner, settings)
 
     def reportinfo(self) -> tuple[Path, int, str]:  # pytest needs a line to report a skip
         return self.path, 0, f"{self.spec.name} {self.dtype}"
@@ -225,6 +229,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         except InvalidArgument:  # decorated with @settings by its author
             pass
         from_profile.add(id(test))
+
+
+_DOMAIN = "mmcheck launch domain"
+
+
+class _LaunchDomains:
+    """Each checked kernel's launch domain, where the device's limits bound it (part of its verdict), told in
+    the session's summary; a kernel item's report carries it, from an xdist worker too."""
+
+    def __init__(self) -> None:
+        self.told: dict[str, str] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call":
+            self.told.update((report.nodeid, str(v)) for k, v in report.user_properties if k == _DOMAIN)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.told:
+            terminalreporter.section("mmcheck launch domains")
+            for nodeid, domain in sorted(self.told.items()):
+                terminalreporter.line(f"{nodeid}: {domain}")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

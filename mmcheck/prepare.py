@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import data
-from .backends.base import MAX_BLOCK, MAX_GRID, MAX_THREADS, Arg, Backend, DeviceBuffer, Dim3, HostMemory
+from .backends.base import (MAX_BLOCK, MAX_DYNAMIC_SMEM, MAX_GRID, MAX_THREADS, Arg, Backend, DeviceBuffer, Dim3,
+                            HostMemory)
 from .compile import Build
 from .data import Layout, Operands, Trial
 from .dtypes import precision
@@ -22,7 +23,7 @@ from .expr import Expr, ExprError
 from .shapes import Shape
 from .spec import CTYPES, KernelSpec, sizeof
 
-__all__ = ["Plan", "plan", "Prepared", "prepare", "host_bytes", "host_memory"]
+__all__ = ["Plan", "Refusal", "plan", "Prepared", "prepare", "host_bytes", "host_memory"]
 
 # Host copies of a buffer while a case runs: the operands, the guarded image (in shared memory, which the
 # worker process maps), the worker's download (likewise, mapped here) and the logical result, with the float64
@@ -41,23 +42,50 @@ class Plan:
     block: Dim3
     smem: int
 
-    def refused(self) -> str | None:
+    def refused(self) -> Refusal | None:
         """Why a device would refuse this launch, in terms of the spec and the shape (a grid that outgrows
-        gridDim.y at a large M is the kernel's limit, found at that size); None if it would not."""
+        gridDim.y at a large M is the limit of the kernel's launch domain, found at that size); None if it
+        would not."""
         spec = self.build.spec
         shape = ", ".join(f"{k} = {v}" for k, v in self.env.items() if k in spec.free)
         for what, dims, exprs, limits in (("gridDim", self.grid, spec.grid, MAX_GRID),
                                           ("blockDim", self.block, spec.block, MAX_BLOCK)):
             for axis, value, limit, e in zip("xyz", dims, limits, (*exprs, None, None)):
                 if value > limit:
-                    text = e.text if e else str(value)
-                    return (f"the launch configuration outgrows the device: {what}.{axis} = {text} = {value} "
-                            f"exceeds {limit} at {shape} (a kernel not meant for such sizes says so in its "
-                            f'requires: "{text} <= {limit}")')
+                    return Refusal(f"{what}.{axis} = {e.text if e else value}", value, limit,
+                                   e.text if e else f"{what}.{axis}", shape)
         if (threads := self.block[0] * self.block[1] * self.block[2]) > MAX_THREADS:
-            return (f"the launch configuration outgrows the device: {threads} threads per block exceed "
-                    f"{MAX_THREADS} at {shape}")
+            return Refusal("the threads per block", threads, MAX_THREADS, _product(spec.block), shape)
+        if self.smem > MAX_DYNAMIC_SMEM:
+            return Refusal(f"the dynamic shared memory = {spec.smem.text}", self.smem, MAX_DYNAMIC_SMEM,
+                           spec.smem.text, shape)
         return None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A launch configuration past the device's limits: ``what`` (gridDim.y = cdiv(M, 16)) is ``value``, past
+    ``limit``, at the shape ``at``; ``bound`` says the same in the spec's terms (cdiv(M, 16) <= 65535)."""
+
+    what: str
+    value: int
+    limit: int
+    term: str
+    at: str
+
+    @property
+    def bound(self) -> str:
+        return f"{self.term} <= {self.limit}"
+
+    def __str__(self) -> str:
+        return (f"the launch configuration outgrows the device: {self.what} = {self.value} exceeds {self.limit} "
+                f"at {self.at}")
+
+
+def _product(exprs: Iterable[Expr]) -> str:
+    """The threads per block, in the spec's terms."""
+    return " * ".join(f"({e.text})" if not e.text.isidentifier() and not e.text.isdigit() else e.text
+                      for e in exprs)
 
 
 def plan(spec: KernelSpec, dtype: str, shape: Shape) -> Plan:

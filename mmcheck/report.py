@@ -15,6 +15,7 @@ from typing import BinaryIO
 from .publish import atomic_write
 from .errors import SpecError
 from .runner import Case, Result
+from .shapes import launch_domain, launch_limits
 from .spec import KernelSpec
 
 __all__ = ["table", "verdict", "summary", "kernel_list", "json_document", "write_json", "reproduce"]
@@ -49,7 +50,7 @@ def _detail(r: Result) -> str:
     """The largest shape passed; else the failing shape and the worst error where it is a number, or what
     the message says (unwritten elements, a NaN and where it came from, a crash), cut at a word."""
     if r.outcome == "pass":
-        return f"up to {r.case.shape}" + (f"; {r.message}" if r.message else "")
+        return "; ".join([f"up to {r.case.shape}", *filter(None, (r.message, r.domain))])
     m = r.mismatch
     if m is not None and r.check == "mismatch" and math.isfinite(m.abs_err):
         return f"{r.case.shape}: worst abs err {m.abs_err:.3g}"
@@ -86,7 +87,8 @@ _ONE = {"errors": "error", "broken specs": "broken spec"}
 
 
 def kernel_list(specs: Sequence[KernelSpec], errors: Sequence[SpecError]) -> str:
-    """Kernels grouped by file, one line each: name, op, dtypes, requires and what it does."""
+    """Kernels grouped by file, one line each: name, op, dtypes, requires and launch domain (of its first
+    dtype), and what it does."""
     out: list[str] = []
     for path in sorted({s.path for s in specs}):
         group = [s for s in specs if s.path == path]
@@ -102,7 +104,8 @@ def _requires(spec: KernelSpec) -> str:
     """The requires as one condition: each part parenthesised where it holds a boolean operator."""
     parts = [r.text if len(spec.requires) == 1 or not any(w in f" {r.text} " for w in (" or ", " and ", " not "))
              else f"({r.text})" for r in spec.requires]
-    return " and ".join(parts) or "any shape"
+    domain = launch_domain(launch_limits(spec, spec.dtypes[0]), spec.strict_launch)
+    return "; ".join(filter(None, (" and ".join(parts) or "any shape", domain)))
 
 
 def reproduce(case: Case, backend: str, compiler: str = "nvcc") -> str:
@@ -136,10 +139,12 @@ def json_document(results: Sequence[Result], errors: Sequence[SpecError], backen
         "shape": r.case.shape.env() if r.outcome != "pass" and r.case.shape else None,
         "shapes_tried": r.shapes_tried,
         "message": r.message,
+        "launch_domain": r.domain or None,
         "reproduce": reproduce(r.case, backend, compiler) if r.outcome == "fail" else None,
     } for r in results]
     rows += [{"kernel": e.kernel, "file": str(e.path), "dtype": None, "outcome": "error", "expect": None,
-              "check": None, "shape": None, "shapes_tried": 0, "message": str(e), "reproduce": None}
+              "check": None, "shape": None, "shapes_tried": 0, "message": str(e), "launch_domain": None,
+              "reproduce": None}
              for e in errors]
     # A skip (the backend cannot run the kernel here, and says why) is shown but does not fail the run,
     # unless nothing at all was checked.

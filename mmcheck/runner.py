@@ -62,6 +62,7 @@ class Result:
     record: Record | None = field(default=None, repr=False, compare=False)
     compile_error: bool = False  # an error: the kernel did not compile
     seconds: float | None = field(default=None, compare=False)  # what checking it took (options.Settings.check)
+    domain: str = ""  # the kernel's launch domain, where the device's limits bound it (shapes.launch_domain)
 
     @property
     def ok(self) -> bool:
@@ -191,7 +192,8 @@ class Runner:
         try:
             launch = plan(case.spec, case.dtype, case.shape)
             if refusal := launch.refused():
-                raise Caught("launch", f"{case.spec.name} {case.dtype} {case.shape}: {refusal}")
+                raise Caught("launch", f"{case.spec.name} {case.dtype} {case.shape}: {refusal} (a shape its spec "
+                             "admits, so the kernel must launch there)")
             kernel = self.compile(launch.build)
             schedules = tuple(s for s in kernel.schedules if s not in kernel.costly)
             trials = data.trials(case.spec, case.dtype)

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
 __all__ = ["Shape", "Domain", "domains", "tiles", "tile_class", "smallest_of_class", "covering_shape",
-           "edge_shapes", "threshold_shapes", "THRESHOLDS", "random_shapes", "shapes_for", "shape_strategy",
+           "edge_shapes", "threshold_shapes", "THRESHOLDS", "LaunchLimit", "launch_limits", "launch_domain",
+           "outside_launch_domain", "random_shapes", "shapes_for", "shape_strategy",
            "satisfies", "bench_shapes", "bench_size", "BENCH_SIZES"]
 
 # The square size benchmarks run at unless told otherwise.
@@ -230,9 +231,9 @@ def _assemble(spec: KernelSpec, choice: dict[str, int]) -> Shape:
     return Shape(size["M"], size["N"], size["K"], size["batch"])
 
 
-def edge_shapes(spec: KernelSpec, dtype: str) -> list[Shape]:
+def edge_shapes(spec: KernelSpec, dtype: str, strict_launch: bool = False) -> list[Shape]:
     """Deterministic edge cases: small sizes and primes, tile-1/tile/tile+1, unequal M, N, K, and
-    batches (1, odd, many tiny matrices)."""
+    batches (1, odd, many tiny matrices); and the thin shapes past size thresholds."""
     doms = domains(spec)
     cands = [_candidates(d, tiles(spec)) for d in doms]
     if any(not c for c in cands):
@@ -255,45 +256,107 @@ def edge_shapes(spec: KernelSpec, dtype: str) -> list[Shape]:
         smallest = [c[min(1, len(c) - 1)] for c in cands]
         choices += [smallest[:batch] + [v] + smallest[batch + 1:] for v in doms[batch].clip((5, 64))]
     choices += _switches(spec, doms, cands)
-    return _finish(spec, dtype, doms, choices) + [s for s in threshold_shapes(spec, dtype)]
+    return _finish(spec, dtype, doms, choices) + threshold_shapes(spec, dtype, strict_launch)
 
 
-def threshold_shapes(spec: KernelSpec, dtype: str) -> list[Shape]:
-    """Thin shapes past each size threshold (THRESHOLDS, and the size at which the kernel's grid or block
-    outgrows the device's launch limits), one free size at a time, the others at their smallest; the
-    spec's ``requires`` still rules."""
+def threshold_shapes(spec: KernelSpec, dtype: str, strict_launch: bool = False) -> list[Shape]:
+    """Thin shapes past each size threshold (THRESHOLDS), one free size at a time, the others at their
+    smallest; the spec's ``requires`` still rules.  Where a size outgrows the device's launch limits
+    (launch_limits), a threshold past the kernel's launch domain is moved to the domain's edge; where the
+    spec promises launches there (LaunchLimit.fails), the first size the device refuses is one of them."""
     doms = domains(spec)
     smallest = [_at_least(d, 1) for d in doms]
+    limits = {limit.names: limit for limit in launch_limits(spec, dtype)}
     rows = []
     for g, d in enumerate(doms):
-        values = {_at_least(d, v) for v in THRESHOLDS} | {_launch_limit(spec, dtype, doms, smallest, g)}
+        values = {_at_least(d, v) for v in THRESHOLDS}
+        if limit := limits.get(d.names):
+            values = values | {limit.refused} if limit.fails(strict_launch) else {min(v, limit.last) for v in values}
         rows += [smallest[:g] + [v] + smallest[g + 1:] for v in sorted(values) if v]
     return _finish(spec, dtype, doms, rows)
 
 
-def _launch_limit(spec: KernelSpec, dtype: str, doms: list[Domain], sizes: list[int], g: int) -> int:
-    """The smallest value of group ``g`` (the others at ``sizes``) whose launch a device refuses (a grid
-    dimension past 65535, say), or 0 if there is none below _SIZE_CAP."""
+@dataclass(frozen=True)
+class LaunchLimit:
+    """Where one group of sizes (those ``requires`` make equal) outgrows the device's launch limits, the
+    other sizes at their smallest: ``last`` still launches, ``refused`` (the next valid size) does not, as
+    ``bound`` (the limit in the spec's terms: cdiv(M, 16) <= 65535) says."""
+
+    names: tuple[str, ...]
+    last: int
+    refused: int
+    bound: str
+    promised: bool  # the spec's requires bound these sizes, and admit the refused one
+
+    def fails(self, strict_launch: bool) -> bool:
+        """Whether a launch past the limit is the kernel's failure: where its spec promises such sizes, or
+        the user asks for every refused launch to fail; else the limit is the edge of its launch domain."""
+        return strict_launch or self.promised
+
+    def __str__(self) -> str:
+        return f"{self.bound} ({' = '.join(self.names)} <= {self.last})"
+
+
+def launch_limits(spec: KernelSpec, dtype: str) -> tuple[LaunchLimit, ...]:
+    """Each group of sizes' launch limit below _SIZE_CAP, where it has one within the spec's ``requires``."""
+    doms = domains(spec)
+    smallest = [_at_least(d, 1) for d in doms]
+    return tuple(limit for g, d in enumerate(doms) if (limit := _launch_limit(spec, dtype, doms, smallest, g)))
+
+
+def launch_domain(limits: Iterable[LaunchLimit], strict_launch: bool = False) -> str:
+    """The kernel's launch domain in words, where a limit bounds it ("" where none does): "launches only while
+    cdiv(M, 16) <= 65535 (M <= 1048560)"."""
+    edges = [str(limit) for limit in limits if not limit.fails(strict_launch)]
+    return f"launches only while {' and '.join(edges)}" if edges else ""
+
+
+def outside_launch_domain(spec: KernelSpec, dtype: str, shape: Shape, strict_launch: bool = False) -> str | None:
+    """Why ``shape`` is outside the kernel's launch domain (the device refuses its launch, and neither the
+    spec nor the user promised launches there), or None where it is inside, or its refusal is a failure."""
     from .prepare import plan
 
-    def refused(value: int) -> bool:
+    try:
+        refusal = plan(spec, dtype, shape).refused()
+    except MmcheckError:
+        return None  # the spec's own error: the runner reports it
+    if refusal is None or strict_launch:
+        return None
+    env = shape.env()
+    if any(limit.promised and env[limit.names[0]] > limit.last for limit in launch_limits(spec, dtype)):
+        return None
+    return f"{refusal}: outside the kernel's launch domain"
+
+
+def _launch_limit(spec: KernelSpec, dtype: str, doms: list[Domain], sizes: list[int], g: int) -> LaunchLimit | None:
+    """Group ``g``'s launch limit (the others at ``sizes``): the smallest value whose launch a device refuses
+    (a grid dimension past 65535, say) and the largest below it, or None if there is none below _SIZE_CAP."""
+    from .prepare import Refusal, plan
+
+    def shape(value: int) -> Shape:
         row = sizes[:g] + [value] + sizes[g + 1:]
+        return _assemble(spec, {n: v for d, v in zip(doms, row) for n in d.names})
+
+    def refusal(value: int) -> Refusal | None:
         try:
-            return plan(spec, dtype, _assemble(spec, {n: v for d, v in zip(doms, row) for n in d.names})
-                        ).refused() is not None
+            return plan(spec, dtype, shape(value)).refused()
         except MmcheckError:
-            return False
+            return None
 
     d = doms[g]
     low, high = _at_least(d, 1), _at_least(d, 2 * _at_least(d, 1))
-    while high and high < _SIZE_CAP and not refused(high):
+    while high and high < _SIZE_CAP and not refusal(high):
         low, high = high, _at_least(d, 2 * high)
     if not high or high >= _SIZE_CAP:
-        return 0
+        return None
     while high - low > d.mod:  # the smallest refused multiple of the group's modulus
         mid = _at_least(d, (low + high) // 2)
-        low, high = (low, mid) if refused(mid) else (mid, high)
-    return high
+        low, high = (low, mid) if refusal(mid) else (mid, high)
+    refused = refusal(high)
+    assert refused is not None, "the search ends on a refused size"
+    if not satisfies(spec, shape(high), dtype):
+        return None  # the requires rule the refused launch out themselves
+    return LaunchLimit(d.names, low, high, refused.bound, promised=d.hi is not None)
 
 
 # A 32-bit element offset (row * K + k computed in an int) wraps past 2**31 - 1: the large mode's shapes put
@@ -397,14 +460,16 @@ def _finish(spec: KernelSpec, dtype: str, doms: list[Domain], choices: list[list
 
 
 def shapes_for(spec: KernelSpec, dtype: str, seed: int = 0, budget: int = DEFAULT_BUDGET, random_count: int = 4,
-               extra: Iterable[Shape] = ()) -> list[Shape]:
-    """Edge cases plus random shapes, smallest first, cheap enough for the default run.
+               extra: Iterable[Shape] = (), strict_launch: bool = False) -> list[Shape]:
+    """Edge cases plus random shapes, smallest first, cheap enough for the default run, within the kernel's
+    launch domain (all of them, with ``strict_launch``).
 
     The budget is raised to cover the smallest valid shapes, so that a kernel restricted to large
     multiples still gets checked."""
-    shapes = edge_shapes(spec, dtype)
+    shapes = edge_shapes(spec, dtype, strict_launch)
     shapes += [s for s in random_shapes(spec, dtype, seed, random_count) if s not in shapes]
     shapes += [s for s in extra if s not in shapes and satisfies(spec, s, dtype)]
+    shapes = [s for s in shapes if not outside_launch_domain(spec, dtype, s, strict_launch)]
     if not shapes:
         return []
     limit = max(budget, 8 * min(s.macs for s in shapes))

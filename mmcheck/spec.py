@@ -94,6 +94,7 @@ class KernelSpec:
     alpha: tuple[float, ...] = ()                   # empty: the dtype's defaults
     beta: tuple[float, ...] = ()
     strict_beta: bool = False
+    strict_launch: bool = False                     # a launch the device refuses fails it at any admitted shape
     bench: tuple[int | str, ...] = ()               # benchmark sizes: n (square) or "MxNxK[bB]"
     accumulate: str | None = None                   # the accumulator the kernel promises (None: the default)
     large: bool = False                             # known-bad: only shapes past 2**31 elements show the bug
@@ -156,8 +157,8 @@ def sizeof(p: Precision) -> dict[str, int]:
 
 _KEYS = {
     "name", "entry", "template", "op", "dtypes", "params", "block", "grid", "requires", "defines",
-    "smem", "layout", "expect", "about", "catch", "let", "alpha", "beta", "strict_beta", "bench", "accumulate",
-    "large",
+    "smem", "layout", "expect", "about", "catch", "let", "alpha", "beta", "strict_beta", "strict_launch", "bench",
+    "accumulate", "large",
 }
 _REQUIRED = ("name", "entry", "op", "dtypes", "params", "block", "grid")
 
@@ -369,6 +370,9 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         raise fail("strict_beta", "must be true or false")
     if strict and not OPS[op].accumulates:
         raise fail("strict_beta", f"op {op!r} has no beta")
+    strict_launch = table.get("strict_launch", False)
+    if not isinstance(strict_launch, bool):
+        raise fail("strict_launch", "must be true or false")
     large = table.get("large", False)
     if not isinstance(large, bool):
         raise fail("large", "must be true or false")
@@ -397,6 +401,7 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         alpha=scalars["alpha"],
         beta=scalars["beta"],
         strict_beta=strict,
+        strict_launch=strict_launch,
         bench=tuple(bench),
         accumulate=accumulate,
         large=large,

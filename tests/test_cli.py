@@ -69,7 +69,7 @@ def test_check_exits_0_when_every_outcome_matches_its_expect(kernels, tmp_path, 
     assert set(rows) == {("k.good", "int32"), ("k.good", "float32"), ("k.bad", "int32"), ("k.bad", "float32")}
     good, bad = rows["k.good", "float32"], rows["k.bad", "int32"]
     assert set(good) == {"kernel", "file", "dtype", "outcome", "expect", "check", "shape", "shapes_tried",
-                         "message", "reproduce"}
+                         "message", "launch_domain", "reproduce"}
     assert (good["outcome"], good["expect"], good["shape"], good["check"]) == ("pass", "pass", None, None)
     assert good["shapes_tried"] > 5 and good["reproduce"] is None
     assert (bad["outcome"], bad["expect"], bad["check"], bad["shapes_tried"]) == ("fail", "fail", "mismatch", 1)

@@ -29,6 +29,9 @@ Dim3 = tuple[int, int, int]
 MAX_GRID: Dim3 = (2**31 - 1, 65535, 65535)
 MAX_BLOCK: Dim3 = (1024, 1024, 64)
 MAX_THREADS = 1024
+# Dynamic shared memory a block may opt into on the largest devices (sm_90: 227 KiB); a launch past it is
+# refused everywhere.
+MAX_DYNAMIC_SMEM = 232448
 
 
 @dataclass(frozen=True)

@@ -266,9 +266,11 @@ class PyCudaBackend:
 
 
 def _packed(args: Sequence[Arg]) -> list[Any]:
-    """The launch's arguments: a buffer as the address of its first element past the guard band."""
-    return [np.uintp(int(a.handle) + a.offset * a.dtype.itemsize) if isinstance(a, DeviceBuffer) else a
-            for a in args]
+    """The launch's arguments: a buffer as the address of its first element past the guard band, a scalar as
+    its bytes (an unsigned integer of its size: PyCUDA's packing has no format for float16 or bfloat16, and
+    the kernel reads the same bytes whatever their type)."""
+    return [np.uintp(int(a.handle) + a.offset * a.dtype.itemsize) if isinstance(a, DeviceBuffer)
+            else a.view(np.dtype(f"uint{8 * a.dtype.itemsize}")) for a in args]
 
 
 def _parameter_sizes(function: Any) -> tuple[int, ...] | None:

@@ -18,15 +18,13 @@ from ...compile import Build, find_symbol, function_symbols
 from ...errors import (BarrierError, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory,
                        SanitizerError, Unsupported)
 from ...spec import KernelSpec
-from ..base import MAX_BLOCK, MAX_GRID, MAX_THREADS, Arg, BackendOptions, DeviceBuffer, Dim3, Kernel
+from ..base import MAX_BLOCK, MAX_DYNAMIC_SMEM, MAX_GRID, MAX_THREADS, Arg, BackendOptions, DeviceBuffer, Dim3, Kernel
 from . import worker as w
 from .toolchain import Toolchain
 from .unit import check_supported
 
 __all__ = ["EmuBackend"]
 
-# Dynamic shared memory up to the opt-in maximum of sm_90 (mmemu.h).
-_MAX_DYNAMIC_SMEM = 232448
 _FIBER_STACK = "256 KiB"  # runtime.cpp's kStackSize
 _SEED = 0x6D6D636865636B  # the shuffle schedule is the same on every run
 # A module that calls any of these needs fibers: its threads meet at barriers or warp operations.
@@ -133,8 +131,8 @@ def _check_config(label: str, kernel: Kernel, grid: Dim3, block: Dim3, smem: int
             raise refuse(f"{what} {tuple(dims)} is outside 1..{limits} in some dimension")
     if block[0] * block[1] * block[2] > MAX_THREADS:
         raise refuse(f"block {tuple(block)} has more than {MAX_THREADS} threads")
-    if not 0 <= smem <= _MAX_DYNAMIC_SMEM:
-        raise refuse(f"{smem} bytes of dynamic shared memory is outside 0..{_MAX_DYNAMIC_SMEM}")
+    if not 0 <= smem <= MAX_DYNAMIC_SMEM:
+        raise refuse(f"{smem} bytes of dynamic shared memory is outside 0..{MAX_DYNAMIC_SMEM}")
 
 
 _KIND_NAMES = {"i": "signed integer", "u": "unsigned integer", "f": "floating-point value", "p": "pointer",
