@@ -352,6 +352,22 @@ extern "C" __global__ void k(const float* A, const float* B, float* C) {
     assert (c[:, :16] == 1).all() and np.isnan(c[:, 16:]).all()  # poisoned, not zero, not stale
 
 
+def test_every_shared_object_starts_on_a_128_byte_boundary(build, emu, run_kernel):
+    """At least the alignment any shared tile has on the GPU in the usual layouts (see shim.h)."""
+    kernel = build("""
+extern "C" __global__ void k(const float* A, const float* B, unsigned* C) {
+    __shared__ char flag;
+    __shared__ short pair[3];
+    __shared__ float tile[3][5];
+    extern __shared__ double buffer[];
+    const void* objects[] = {&flag, pair, tile, buffer};
+    for (int i = 0; i < 4; ++i) C[i] = unsigned(reinterpret_cast<unsigned long long>(objects[i]) % 128);
+}
+""")
+    a = np.zeros(1, np.float32)
+    assert list(run_kernel(emu, kernel, [a, a, np.ones(4, np.uint32)], 1, 1, smem=24)[2]) == [0, 0, 0, 0]
+
+
 def test_vector_types_and_intrinsics(build, emu, run_kernel):
     kernel = build("""
 extern "C" __global__ void k(const float* A, const float* B, float* C) {
