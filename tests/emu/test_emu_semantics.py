@@ -215,17 +215,73 @@ extern "C" __global__ void k(const float* A, const float* B, float* C) {
     assert run_kernel(emu, kernel, [a, a, np.zeros(1, np.float32)], 1, 32)[2][0] == a[:16].sum()
 
 
-def test_warp_operation_waiting_for_an_exited_lane_is_an_error(build, emu, run_kernel):
+GEMV_BY_GROUPS = """
+// y = A x with 8 lanes a row: each lane sums a strided part of the row, then the row's lanes add up their sums
+// by a shuffle reduction over the full mask.  The lanes of rows past M leave first, so the last warp is partial
+// and its mask names lanes that have exited; each reduction reads only lanes of its own row.
+extern "C" __global__ void k(const float* A, const float* x, float* y, int M, int K, int down) {
+    const int lanes = 8;
+    int t = blockIdx.x * blockDim.x + threadIdx.x, row = t / lanes, lane = t % lanes;
+    if (row >= M) return;
+    float sum = 0;
+    for (int k = lane; k < K; k += lanes) sum += A[row * K + k] * x[k];
+    for (int offset = lanes / 2; offset > 0; offset /= 2)
+        sum += down ? __shfl_down_sync(0xffffffff, sum, offset, lanes) : __shfl_xor_sync(0xffffffff, sum, offset);
+    if (lane == 0) y[row] = sum;
+}
+"""
+
+
+@pytest.mark.parametrize("down", [0, 1], ids=["xor", "down"])
+def test_warp_reduction_after_lanes_past_the_end_have_left(build, emu, run_kernel, down):
+    """CUDA asks only the lanes of the mask that have not exited to take part."""
+    kernel = build(GEMV_BY_GROUPS, params=("A", "B", "C", "M:int", "K:int"))
+    m, k = 13, 37  # 4 rows a warp: the last warp has one row left, lanes 8..31 of it have exited
+    rng = np.random.default_rng(down)
+    a, x = rng.integers(-4, 5, (m, k)).astype(np.float32), rng.integers(-4, 5, k).astype(np.float32)
+    for schedule in kernel.schedules:
+        y = run_kernel(emu, kernel, [a.ravel(), x, np.zeros(m, np.float32), *map(np.int32, (m, k, down))],
+                       2, 64, schedule=schedule)[2]
+        np.testing.assert_array_equal(y, a @ x, err_msg=schedule)
+
+
+def test_exited_lanes_named_in_the_mask_take_no_part(build, emu, run_kernel):
+    """A value read from an exited lane is undefined, so it is the poison (NaN), and votes count only the
+    lanes that take part."""
+    kernel = build("""
+extern "C" __global__ void k(const float* A, unsigned* votes, float* C) {
+    if (threadIdx.x >= 24) return;  // lanes 24..31 leave
+    C[threadIdx.x] = __shfl_down_sync(0xffffffff, A[threadIdx.x], 4);
+    unsigned ballot = __ballot_sync(0xffffffff, 1);
+    int all = __all_sync(0xffffffff, 1), any = __any_sync(0xffffffff, threadIdx.x >= 24);
+    if (threadIdx.x == 0) {
+        votes[0] = ballot;
+        votes[1] = all;
+        votes[2] = any;
+    }
+}
+""")
+    a = np.arange(32, dtype=np.float32)
+    votes, c = run_kernel(emu, kernel, [a, np.zeros(3, np.uint32), np.zeros(32, np.float32)], 1, 32)[1:]
+    np.testing.assert_array_equal(c[:20], a[4:24])
+    assert np.isnan(c[20:24]).all() and (c[24:] == 0).all()  # lanes 20..23 read lanes 24..27, which had exited
+    assert list(votes) == [0x00ffffff, 1, 0]
+
+
+def test_warp_operation_waiting_for_a_live_lane_elsewhere_is_a_deadlock(build, emu, run_kernel):
     kernel = build("""
 extern "C" __global__ void k(const float* A, const float* B, float* C) {
-    if (threadIdx.x == 5) return;
-    C[threadIdx.x] = __shfl_xor_sync(0xffffffff, A[threadIdx.x], 1);  // here
+    if (threadIdx.x == 5)
+        __syncthreads();  // lane 5 waits here
+    else
+        C[threadIdx.x] = __shfl_xor_sync(0xffffffff, A[threadIdx.x], 1);  // the others here
 }
 """)
     a = np.zeros(32, np.float32)
-    line = line_of(kernel, "// here")
-    with pytest.raises(BarrierError, match=rf"__shfl_xor_sync at line {line}: mask 0xffffffff names lanes "
-                                           r"0x00000020 of warp 0, which had exited"):
+    barrier, shuffle = line_of(kernel, "// lane 5 waits here"), line_of(kernel, "// the others here")
+    with pytest.raises(BarrierError, match=rf"deadlock: no thread can proceed; thread \(0,0,0\) waits at "
+                                           rf"__shfl_xor_sync at line {shuffle} \(mask 0xffffffff\); thread "
+                                           rf"\(5,0,0\) waits at __syncthreads at line {barrier};"):
         run_kernel(emu, kernel, [a, a, a], 1, 32)
 
 
@@ -294,6 +350,22 @@ extern "C" __global__ void k(const float* A, const float* B, float* C) {
     a = np.ones(32, np.float32)
     c = run_kernel(emu, kernel, [a, a, np.zeros(64, np.float32)], 2, 32)[2].reshape(2, 32)
     assert (c[:, :16] == 1).all() and np.isnan(c[:, 16:]).all()  # poisoned, not zero, not stale
+
+
+def test_every_shared_object_starts_on_a_128_byte_boundary(build, emu, run_kernel):
+    """At least the alignment any shared tile has on the GPU in the usual layouts (see shim.h)."""
+    kernel = build("""
+extern "C" __global__ void k(const float* A, const float* B, unsigned* C) {
+    __shared__ char flag;
+    __shared__ short pair[3];
+    __shared__ float tile[3][5];
+    extern __shared__ double buffer[];
+    const void* objects[] = {&flag, pair, tile, buffer};
+    for (int i = 0; i < 4; ++i) C[i] = unsigned(reinterpret_cast<unsigned long long>(objects[i]) % 128);
+}
+""")
+    a = np.zeros(1, np.float32)
+    assert list(run_kernel(emu, kernel, [a, a, np.ones(4, np.uint32)], 1, 1, smem=24)[2]) == [0, 0, 0, 0]
 
 
 def test_vector_types_and_intrinsics(build, emu, run_kernel):

@@ -161,3 +161,56 @@ def test_wmma_preconditions_are_faults_naming_the_call(emu, run_kernel, gemm, ca
     with pytest.raises(KernelFault, match=r"emu.k \(float32\): " + message.format(**lines) +
                                           r", block \(\d+,0,0\), thread \(\d+,0,0\)$"):
         launch(emu, run_kernel, gemm, 0, a, b, c, block=block, **options)
+
+
+PLAIN_SHARED = """
+#include <mma.h>
+using namespace nvcuda;
+
+// C (16 x 16) = 2 A B for one tile, staged through shared arrays declared without __align__: on the GPU they
+// are 32-byte aligned, coming first and each a multiple of 32 bytes long.  A is loaded from `skew` halves in.
+extern "C" __global__ void k(const half* A, const half* B, float* C, int skew) {
+    __shared__ half As[16 * 16 + 16];
+    __shared__ half Bs[16 * 16];
+    __shared__ float Cs[16 * 16];
+    __shared__ float scale;
+    for (int i = threadIdx.x; i < 16 * 16; i += 32) {
+        As[i] = A[i];
+        Bs[i] = B[i];
+    }
+    if (threadIdx.x == 0) scale = 2;
+    __syncwarp();
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+    wmma::fill_fragment(c, 0.0f);
+    wmma::load_matrix_sync(a, As + skew, 16);  // load A
+    wmma::load_matrix_sync(b, Bs, 16);
+    wmma::mma_sync(c, a, b, c);
+    wmma::store_matrix_sync(Cs, c, 16, wmma::mem_row_major);
+    __syncwarp();
+    for (int i = threadIdx.x; i < 16 * 16; i += 32) C[i] = scale * Cs[i];
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def plain_shared(build):
+    return build(PLAIN_SHARED)
+
+
+def test_wmma_on_plain_shared_arrays(emu, run_kernel, plain_shared):
+    rng = np.random.default_rng(7)
+    a, b = small_integers(rng, 16, 16), small_integers(rng, 16, 16)
+    args = [a.astype(np.float16).ravel().view(np.uint16), b.astype(np.float16).ravel().view(np.uint16),
+            np.zeros(256, np.float32), np.int32(0)]
+    c = run_kernel(emu, plain_shared, args, 1, 32)[2]
+    np.testing.assert_array_equal(c.reshape(16, 16), 2 * a @ b)
+
+
+def test_wmma_on_a_misaligned_pointer_into_shared_memory_is_a_fault(emu, run_kernel, plain_shared):
+    args = [np.zeros(256, np.uint16), np.zeros(256, np.uint16), np.zeros(256, np.float32), np.int32(8)]
+    with pytest.raises(KernelFault, match=rf"wmma::load_matrix_sync at line {line_of(plain_shared, '// load A')}: "
+                                          r"the pointer 0x[0-9a-f]+ is not 256-bit aligned \(it is 16 bytes past a "
+                                          r"32-byte boundary\)"):
+        run_kernel(emu, plain_shared, args, 1, 32)

@@ -33,7 +33,7 @@ namespace {
 
 constexpr size_t kStackSize = 256 * 1024;  // per fiber; reported in stack-overflow messages
 constexpr unsigned char kPoison = 0xff;    // shared memory at block start: NaN for floats, -1 for ints
-constexpr uint64_t kPoisonValue = ~0ull;   // a shuffle from a lane that is not taking part
+constexpr uint64_t kPoisonValue = ~0ull;   // a shuffle from a lane that is not taking part: kPoison's bytes
 
 // ---- context switching: a hand-written switch on x86-64 (~10x faster than swapcontext) -----------
 #if defined(__x86_64__) && !defined(MMEMU_UCONTEXT)
@@ -370,7 +370,8 @@ unsigned warp_lanes(unsigned warp) {  // the lanes of a warp that exist (the las
     return n >= 32 ? ~0u : (1u << n) - 1;
 }
 
-// The value lane `lane` receives from a shuffle completed by the lanes in `group`.
+// The value lane `lane` receives from a shuffle completed by the lanes in `group`.  A source lane outside it
+// (exited, not in the mask, or past the block's last thread) has no defined value in CUDA: the poison.
 uint64_t shuffle(unsigned base, unsigned lane, unsigned group) {
     const Thread& t = E.threads[base + lane];
     unsigned width = unsigned(t.width), seg = lane & ~(width - 1), arg = unsigned(t.arg), src = lane;
@@ -402,9 +403,11 @@ void complete_warp_op(unsigned base, unsigned group, int kind) {
         if (group >> l & 1) release(E.threads[base + l], results[l]);
 }
 
-// Completes every warp operation whose mask lanes have all arrived at it; with `exited_arrive`, lanes
-// that have exited count as arrived (they take no part).  Returns whether any completed.
-bool complete_warp_ops(bool exited_arrive) {
+// Completes every warp operation that every live lane of its mask has arrived at.  CUDA's rule: each lane
+// that is named in the mask and has not exited must call the same operation with the same mask; a lane
+// that has exited takes no part (reading its value gives the poison, see shuffle).  A live lane that waits
+// elsewhere keeps the operation from completing, so fail_deadlock reports it.  Returns whether any completed.
+bool complete_warp_ops() {
     bool progress = false;
     for (unsigned base = 0; base < E.nthreads && E.waiting[kWarp]; base += 32) {
         unsigned lanes = warp_lanes(base / 32);
@@ -418,14 +421,7 @@ bool complete_warp_ops(bool exited_arrive) {
                 if (u.state == kWarp && u.mask == t.mask && u.kind == t.kind) arrived |= 1u << j;
                 else if (u.state == kExited) gone |= 1u << j;
             }
-            if (arrived != want && !(exited_arrive && (arrived | gone) == want)) continue;
-            if (gone) {
-                char text[256];
-                snprintf(text, sizeof text,
-                         "%s at line %d: mask 0x%08x names lanes 0x%08x of warp %u, which had exited",
-                         warp_name(t.kind), t.line, t.mask, gone, base / 32);
-                misuse(text);
-            }
+            if ((arrived | gone) != want) continue;
             complete_warp_op(base, arrived, t.kind);
             progress = true;
         }
@@ -562,9 +558,8 @@ void complete_barrier() {
 
 // Called when no thread is ready: complete whatever rendezvous can complete, or report why none can.
 void resolve() {
-    if (complete_warp_ops(false) || complete_activemasks() || complete_gathers()) return;
+    if (complete_warp_ops() || complete_activemasks() || complete_gathers()) return;
     if (E.waiting[kBarrier] && E.waiting[kBarrier] == E.nthreads - E.exited) return complete_barrier();
-    if (complete_warp_ops(true)) return;  // lanes of a mask had exited: misuse() reports or warns
     fail_deadlock();
 }
 

@@ -25,7 +25,16 @@
 #define __constant__
 #define __managed__
 #define __grid_constant__
-#define __shared__ thread_local
+// Every __shared__ object, static or dynamic, starts on a 128-byte boundary.  CUDA promises no more than the
+// type's alignment: on an H100 (CUDA 13) static shared variables lie in declaration order, each at its natural
+// alignment, from a 1 KiB boundary, and dynamic shared memory follows them on a 16-byte boundary.  A plain
+// `__shared__ half As[256]` is thus 32-byte aligned there, as WMMA needs, whenever what is declared before it
+// adds up to a multiple of 32 bytes, as in the usual kernels.  g++ and the linker lay thread_locals out in
+// their own order, so no layout can follow the GPU's; each object gets more than any alignment the emulator
+// checks (WMMA's 32 bytes) instead.  The cost: a tile that the GPU's packing misaligns (a `__shared__ char`
+// declared before it) is not caught here.
+#define MMEMU_SHARED_ALIGN 128
+#define __shared__ thread_local __attribute__((aligned(MMEMU_SHARED_ALIGN)))
 #define __forceinline__ inline __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
@@ -318,7 +327,7 @@ inline unsigned lane() { return thread_rank() % warpSize; }
 
 // ---- what the compile unit's trailer instantiates -------------------------------------------------
 // Storage behind every `extern __shared__` array of the file; each such name is made an alias of it.
-alignas(128) thread_local unsigned char mmemu_dyn_smem[MMEMU_MAX_DYNAMIC_SMEM];
+alignas(MMEMU_SHARED_ALIGN) thread_local unsigned char mmemu_dyn_smem[MMEMU_MAX_DYNAMIC_SMEM];
 
 namespace mmemu {
 template <class T>
