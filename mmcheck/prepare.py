@@ -17,7 +17,7 @@ from .backends.base import (MAX_BLOCK, MAX_DYNAMIC_SMEM, MAX_GRID, MAX_THREADS, 
                             HostMemory)
 from .compile import Build
 from .data import Layout, Operands, Trial
-from .dtypes import precision
+from .dtypes import DTYPES, precision
 from .errors import MmcheckError
 from .expr import Expr, ExprError
 from .shapes import Shape
@@ -169,7 +169,7 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
         if q.kind == "buffer":
             args.append(buffers[q.name])
         elif q.kind == "scalar":
-            kind = np.dtype(CTYPES[q.ctype]) if q.ctype else p.output.numpy
+            kind = _scalar_dtype(CTYPES[q.ctype]) if q.ctype else p.output.numpy
             value = kind.type(scalars[q.name])
             # A type numpy does not know (bfloat16) is passed as its bits: the kernel reads the same bytes.
             args.append(value.view(np.dtype(f"uint{8 * kind.itemsize}")) if kind.kind == "V" else value)
@@ -177,6 +177,11 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
             ctype = CTYPES[q.ctype or "int"]  # a size is an int unless the spec says otherwise
             args.append(np.dtype(ctype).type(lds[q.name] if q.kind == "leading" else launch.env[q.name]))
     return Prepared(spec, dtype, shape, trial, launch, operands, layouts, guard, hosts, buffers, tuple(args))  # type: ignore[arg-type]
+
+
+def _scalar_dtype(name: str) -> np.dtype:
+    """A typed scalar's numpy dtype: mmcheck's own (bfloat16 is ml_dtypes'), else numpy's."""
+    return DTYPES[name].numpy if name in DTYPES else np.dtype(name)
 
 
 def host_bytes(spec: KernelSpec, dtype: str, shape: Shape) -> int:

@@ -39,8 +39,10 @@ __all__ = [
 ]
 
 # A scalar parameter's C type -> the numpy dtype mmcheck packs it as.
+# The C types a size or scalar parameter may be given, and the dtype of each (a dtype of DTYPES, or numpy's).
 CTYPES = {"int": "int32", "unsigned": "uint32", "size_t": "uint64", "long": "int64", "float": "float32",
-          "double": "float64"}
+          "double": "float64", "half": "float16", "__half": "float16", "__nv_bfloat16": "bfloat16",
+          "nv_bfloat16": "bfloat16"}
 _INTEGER_CTYPES = ("int", "unsigned", "size_t", "long")
 LAYOUTS = ("row", "col")
 EXPECTS = ("pass", "fail")

@@ -171,3 +171,56 @@ def test_an_overloaded_kernel_is_an_error_that_lists_the_candidates(runner):
 
 def test_expr_conditionals_and_let_names_reach_the_spec():
     assert Expr("1 if N > 4 else 2", frozenset()).eval({"N": 5}) == 1
+
+
+HALF_SCALARS = """/* mmcheck
+[[kernel]]
+name = "mine.hgemm_half_scalars"
+entry = "hgemm"
+op = "gemm"
+dtypes = ["float16->float32", "float16"]
+template = ["TC"]
+params = ["M", "N", "K", "alpha:__half", "A", "B", "beta:__half", "C"]
+block = [16, 16]
+grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
+
+[[kernel]]
+name = "mine.bgemm_bf16_scalars"
+entry = "bgemm"
+op = "gemm"
+dtypes = ["bfloat16->float32"]
+params = ["M", "N", "K", "alpha:__nv_bfloat16", "A", "B", "beta:__nv_bfloat16", "C"]
+block = [16, 16]
+grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
+*/
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+// C = alpha * A @ B + beta * C with half-precision scalars, as public half-precision gemms take them.
+template <typename TC>
+__global__ void hgemm(int M, int N, int K, __half alpha, const __half *A, const __half *B, __half beta, TC *C) {
+    const int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M && col < N) {
+        float acc = 0.0f;
+        for (int k = 0; k < K; ++k) acc += __half2float(A[row * K + k]) * __half2float(B[k * N + col]);
+        C[row * N + col] = (TC)(__half2float(alpha) * acc + __half2float(beta) * (float)C[row * N + col]);
+    }
+}
+
+__global__ void bgemm(int M, int N, int K, __nv_bfloat16 alpha, const __nv_bfloat16 *A, const __nv_bfloat16 *B,
+                      __nv_bfloat16 beta, float *C) {
+    const int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M && col < N) {
+        float acc = 0.0f;
+        for (int k = 0; k < K; ++k) acc += __bfloat162float(A[row * K + k]) * __bfloat162float(B[k * N + col]);
+        C[row * N + col] = __bfloat162float(alpha) * acc + __bfloat162float(beta) * C[row * N + col];
+    }
+}
+"""
+
+
+def test_half_and_bfloat16_scalars_are_passed_by_their_bytes(runner):
+    for s in parse_specs(HALF_SCALARS, "half_scalars.cu"):
+        for dtype in s.dtypes:
+            result = runner.sweep(s, dtype, shapes_for(s, dtype, budget=1 << 14))
+            assert result.outcome == "pass", result.message
