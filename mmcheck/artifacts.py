@@ -1,6 +1,7 @@
 """What a failure leaves behind for the user: the case's arrays as ``.npz`` and, with matplotlib (the
-``plot`` extra), a PNG heat map of where C is wrong.  Files are published atomically (publish.py) and
-named by the case, so a rerun replaces them and a killed run leaves nothing half-written."""
+``plot`` extra), a PNG heat map of where C is wrong; where mmcheck itself failed, the traceback for a bug
+report.  Files are published atomically (publish.py) and named by the case, so a rerun replaces them and a
+killed run leaves nothing half-written."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from .publish import atomic_write, publish
 
-__all__ = ["Record", "save_failure", "heat_map_figure"]
+__all__ = ["Record", "save_failure", "save_traceback", "heat_map_figure"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,12 @@ def save_failure(folder: Path, record: Record, reproduce: str) -> list[Path]:
     written = [publish(folder / f"{record.stem}.npz", lambda tmp: np.savez_compressed(tmp, **arrays))]
     png = _heat_map(folder / f"{record.stem}.png", record.arrays, meta)
     return written + ([png] if png else [])
+
+
+def save_traceback(folder: Path, stem: str, trace: str) -> Path:
+    """Write ``<stem>.txt``: the traceback of an error of mmcheck's own, to go with a bug report."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return atomic_write(folder / f"{stem}.txt", lambda f: f.write(trace.encode()))
 
 
 def _heat_map(path: Path, arrays: dict[str, np.ndarray], meta: dict) -> Path | None:

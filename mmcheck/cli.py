@@ -32,13 +32,15 @@ T = TypeVar("T")
 # outcome as it finishes.
 Elsewhere = Callable[[Sequence[Any]], Generator[tuple[int, T], None, None]]
 
-EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 EXIT_CODES = """exit status:
   0    every kernel did what its spec expects (a correct one passed, a known-bad one was caught), or every
        benchmark ran
   1    a kernel did not (a wrong result, a crash, a hang, a compile error, a known-bad kernel missed), or
        check --fail-on-skip and a kernel was skipped; reported even where a spec elsewhere is broken
   2    a usage error, or a spec that cannot be read (and no kernel failed)
+  3    an internal error: mmcheck's own code failed on a case (a bug to report; the case has no verdict),
+       and no kernel failed
   130  interrupted (Ctrl-C): what finished is printed, and --json is written with "complete": false"""
 
 EXAMPLES = {
@@ -292,19 +294,22 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     print(table(results))
     print(summary(results, len(catalog.errors)))
     for r in results:
-        if r.message and r.outcome in ("fail", "error") and (args.verbose or not r.as_expected):
+        if r.message and r.outcome in ("fail", "error", "internal") and (args.verbose or not r.as_expected):
             command = reproduce(r.case, backend, settings.compiler)
             saved = save_failure(Path(settings.results), r.record, command) if r.record else []
-            print(f"\n{r.message}" + (f"\n  reproduce: {command}" if r.outcome == "fail" else "")
+            print(f"\n{r.message}" + (f"\n  reproduce: {command}" if r.outcome in ("fail", "internal") else "")
                   + "".join(f"\n  saved: {p}" for p in saved))
     document = json_document(results, catalog.errors, backend, settings.compiler, complete)
     if args.json:
         write_json(args.json, document)
     if not complete:
         return EXIT_INTERRUPTED
-    # A kernel that did not do what its spec expects is the run's verdict, whatever else is broken.
-    if not all(r.as_expected or r.outcome == "skip" for r in results):
+    # A kernel that did not do what its spec expects is the run's verdict, whatever else is broken; a case that
+    # mmcheck failed on says nothing of its kernel.
+    if not all(r.as_expected or r.outcome in ("skip", "internal") for r in results):
         return EXIT_MISMATCH
+    if any(r.outcome == "internal" for r in results):
+        return EXIT_INTERNAL
     if catalog.errors:
         return EXIT_USAGE
     if args.fail_on_skip and any(r.outcome == "skip" for r in results):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import traceback
+
 __all__ = [
     "MmcheckError",
     "SpecError",
@@ -14,6 +16,7 @@ __all__ = [
     "Unsupported",
     "OutOfMemory",
     "BackendUnavailable",
+    "InternalError",
 ]
 
 
@@ -77,3 +80,22 @@ class SanitizerError(KernelFault):
 
     def __reduce__(self):  # keep ``tool`` across the process boundary
         return (type(self), (str(self), self.tool))
+
+
+class InternalError(MmcheckError):
+    """mmcheck's own code failed (a bug), in this process or in a backend's worker process: not the kernel's
+    doing.  The message is the exception's last line; ``trace`` its traceback, as text."""
+
+    def __init__(self, message: str, trace: str = "") -> None:
+        super().__init__(message)
+        self.trace = trace
+
+    @classmethod
+    def of(cls, error: BaseException, where: str = "") -> InternalError:
+        """``error``, an exception mmcheck did not raise on purpose, with its traceback; ``where`` it was
+        raised, where not in this process."""
+        trace = "".join(traceback.format_exception(error))
+        return cls(traceback.format_exception_only(error)[0].strip(), f"{where}:\n{trace}" if where else trace)
+
+    def __reduce__(self):  # keep ``trace`` across the process boundary
+        return (type(self), (str(self), self.trace))

@@ -7,6 +7,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -107,7 +108,8 @@ OPTIONS = (
     Option("budget", "largest problem, in multiply-adds, of the generated shapes", type=int,
            default=DEFAULT_BUDGET, commands=("check",)),
     Option("timeout", "seconds a launch may run before it counts as hung", type=float, default=10.0),
-    Option("results", "folder where failing cases are saved (.npz arrays; .png heat map with matplotlib)",
+    Option("results", "folder where failing cases are saved (.npz arrays; .png heat map with matplotlib), and "
+                      "the traceback of an error of mmcheck's own",
            default="mmcheck-results", commands=("check",)),
     Option("sanitize", "run under compute-sanitizer (GPU) or AddressSanitizer (emulator)", type=None,
            default=False, commands=("check",)),
@@ -173,7 +175,7 @@ class Settings:
         from .verdicts import Verdicts
 
         return Runner(backend, seed=self.seed, guards=not self.sanitize,
-                      verdicts=None if self.recheck_races else Verdicts())
+                      verdicts=None if self.recheck_races else Verdicts(), results=Path(self.results))
 
     def open_runner(self) -> Runner:
         """The runner on a backend of its own, the one these settings name; BackendUnavailable says why there

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Generator, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from .devices import pin_gpu, share_cores
+from .errors import InternalError
 from .options import OPTIONS, Settings
 
 if TYPE_CHECKING:
@@ -211,6 +212,13 @@ class KernelItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int, str]:  # pytest needs a line to report a skip
         return self.path, 0, f"{self.spec.name} {self.dtype}"
 
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        """An error of mmcheck's own as its message alone, which says where its traceback was saved: the
+        plugin's frames would say nothing more."""
+        if isinstance(excinfo.value, InternalError):
+            return f"{excinfo.typename}: {excinfo.value}"
+        return super().repr_failure(excinfo, style)
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """mmcheck's property tests (an ``mmcheck`` marker and hypothesis' ``@given``) take --mmcheck-profile,
@@ -250,6 +258,21 @@ class _LaunchDomains:
             terminalreporter.section("mmcheck launch domains")
             for nodeid, domain in sorted(self.told.items()):
                 terminalreporter.line(f"{nodeid}: {domain}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """A test that an error of mmcheck's own (InternalError) ended is marked, to be told as an error
+    (pytest_report_teststatus): no verdict on a kernel, neither failed nor, if known-bad, caught."""
+    outcome = yield
+    if call.excinfo is not None and call.excinfo.errisinstance(InternalError):
+        outcome.get_result().mmcheck_internal = True
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
+    if getattr(report, "mmcheck_internal", False):
+        return "error", "E", "ERROR"
+    return None
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -386,15 +409,20 @@ def judge(runner: Runner, mmcheck_settings: Settings) -> Callable[[Result], None
 
 def _judge(result: Result, runner: Runner, settings: Settings) -> None:
     """Pass, skip, or fail with mmcheck's message (an unexpected failure's arrays are saved to the results
-    folder); a known-bad kernel caught by a check its spec names raises KernelCaught, its strict xfail."""
+    folder); a known-bad kernel caught by a check its spec names raises KernelCaught, its strict xfail.  An
+    error of mmcheck's own raises InternalError: the test errs (pytest_report_teststatus), judging no kernel."""
     from .artifacts import save_failure
     from .report import reproduce
 
+    __tracebackhide__ = True
     spec = result.case.spec
     if result.outcome == "skip":
         pytest.skip(result.message)
     if result.outcome == "error":
         pytest.fail(result.message, pytrace=False)
+    if result.outcome == "internal":
+        raise InternalError(f"{result.message}\n  reproduce: "
+                            f"{reproduce(result.case, runner.backend.name, settings.compiler)}")
     if spec.expect == "fail":
         if result.caught:
             raise KernelCaught(f"caught by the {result.check} check:\n{result.message}")

@@ -29,14 +29,16 @@ def _grid(rows: Sequence[Sequence[str]]) -> str:
 
 
 def verdict(r: Result) -> str:
-    """What happened to a kernel x dtype, in a few words: ok, caught (check), FAIL (check), skip, ERROR."""
+    """What happened to a kernel x dtype, in a few words: ok, caught (check), FAIL (check), skip, ERROR, or
+    INTERNAL ERROR (mmcheck's own, no verdict on the kernel)."""
     if r.caught:
         return f"caught ({r.check})"
     if r.case.spec.expect == "fail" and r.outcome == "pass":
         return "MISSED (a known-bad kernel passed)"
     if r.case.spec.expect == "fail" and r.outcome == "fail":
         return f"FAIL ({r.check}, not a check its spec names)"
-    return {"pass": "ok", "fail": f"FAIL ({r.check})", "skip": "skip", "error": "ERROR"}[r.outcome]
+    return {"pass": "ok", "fail": f"FAIL ({r.check})", "skip": "skip", "error": "ERROR",
+            "internal": "INTERNAL ERROR"}[r.outcome]
 
 
 def table(results: Sequence[Result]) -> str:
@@ -72,6 +74,7 @@ def summary(results: Sequence[Result], broken_specs: int = 0) -> str:
               "known-bad caught": sum(r.caught for r in results),
               "wrong": sum(not r.as_expected and r.outcome in ("pass", "fail") for r in results),
               "errors": sum(r.outcome == "error" for r in results),
+              "internal errors (mmcheck's own)": sum(r.outcome == "internal" for r in results),
               "skipped": sum(r.outcome == "skip" for r in results),
               "broken specs": broken_specs}
     told = ", ".join(f"{n} {_ONE.get(what, what) if n == 1 else what}" for what, n in counts.items() if n)
@@ -83,7 +86,8 @@ def summary(results: Sequence[Result], broken_specs: int = 0) -> str:
     return "\n".join([head, *skips])
 
 
-_ONE = {"errors": "error", "broken specs": "broken spec"}
+_ONE = {"errors": "error", "internal errors (mmcheck's own)": "internal error (mmcheck's own)",
+        "broken specs": "broken spec"}
 
 
 def kernel_list(specs: Sequence[KernelSpec], errors: Sequence[SpecError]) -> str:
@@ -140,7 +144,7 @@ def json_document(results: Sequence[Result], errors: Sequence[SpecError], backen
         "shapes_tried": r.shapes_tried,
         "message": r.message,
         "launch_domain": r.domain or None,
-        "reproduce": reproduce(r.case, backend, compiler) if r.outcome == "fail" else None,
+        "reproduce": reproduce(r.case, backend, compiler) if r.outcome in ("fail", "internal") else None,
     } for r in results]
     rows += [{"kernel": e.kernel, "file": str(e.path), "dtype": None, "outcome": "error", "expect": None,
               "check": None, "shape": None, "shapes_tried": 0, "message": str(e), "launch_domain": None,

@@ -11,17 +11,18 @@ import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 
 from . import data
-from .artifacts import Record
+from .artifacts import Record, save_traceback
 from .backends.base import Backend, DeviceBuffer, Kernel, Launched, Submits
 from .compare import Mismatch
 from .compile import Build
 from .data import Operands, Trial
-from .errors import (BarrierError, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError,
-                     OutOfMemory, SanitizerError, Unsupported)
+from .errors import (BarrierError, CompileError, InternalError, KernelFault, KernelTimeout, LaunchError,
+                     MmcheckError, OutOfMemory, SanitizerError, Unsupported)
 from .judge import Caught, Rerun, check_buffers, judge
 from .prepare import Plan, Prepared, host_bytes, host_memory, plan, prepare
 from .shapes import (LARGE, LARGE_BUDGET, Shape, covering_shape, largest_buffer, smallest_of_class,
@@ -51,7 +52,9 @@ class Result:
     """How one case (or, from ``Runner.sweep``, one kernel x dtype) turned out.
 
     ``outcome`` is pass, fail (the kernel is wrong: ``check`` names what caught it), skip (cannot be run
-    here; ``message`` says why) or error (the harness could not judge it: spec, compile or launch error)."""
+    here; ``message`` says why), error (the harness could not judge it: spec, compile or launch error) or
+    internal (mmcheck's own code failed, a bug, not the kernel's doing: ``message`` says where its traceback
+    was saved)."""
 
     case: Case
     outcome: str
@@ -85,11 +88,14 @@ class Result:
 class Runner:
     """Runs cases on one backend, compiling each build (spec, dtype, template arguments, defines) once."""
 
-    def __init__(self, backend: Backend, seed: int = 0, guards: bool = True, verdicts: Verdicts | None = None) -> None:
+    def __init__(self, backend: Backend, seed: int = 0, guards: bool = True, verdicts: Verdicts | None = None,
+                 results: Path = Path("mmcheck-results")) -> None:
         """``guards``: surround buffers with guard bands (off under a sanitizer, which needs exact-size
         allocations to see an out-of-bounds access).  ``verdicts``: where a race detector's verdicts are
-        kept across runs (None: the detector runs every time)."""
+        kept across runs (None: the detector runs every time).  ``results``: where the traceback of an
+        error of mmcheck's own is saved."""
         self.backend = backend
+        self.results = results
         self.seed = seed
         self.guards = guards
         self.verdicts = verdicts
@@ -177,7 +183,13 @@ class Runner:
         if hung := self._hung.get(key):
             return Result(case, "fail", f"{case.spec.name} {case.dtype} {case.shape}: not run, as the case "
                           f"{hung.case.shape} hung: {hung.message.splitlines()[0]}", check="timeout")
-        return self._noted(self._run(case))
+        try:
+            result = self._run(case)
+        except _Earlier:
+            raise  # an earlier case's verdict: the sweep's (_sweep)
+        except Exception as e:  # neither a check nor an error raised on purpose: mmcheck's own bug (_outcome)
+            result = _outcome(case, e, self.results)
+        return self._noted(result)
 
     def _noted(self, result: Result) -> Result:
         """The result, a hang remembered for its kernel x dtype."""
@@ -207,7 +219,7 @@ class Runner:
                 # Thread order does not depend on the data: the extra schedules run with the first trial.
                 self._check(case, kernel, launch, trial, schedules if i == 0 else schedules[:1])
         except (Caught, MmcheckError) as e:
-            return _outcome(case, e)
+            return _outcome(case, e, self.results)
         return Result(case, "pass")
 
     def _race(self, case: Case, kernel: Kernel, launch: Plan, trial: Trial) -> Result | None:
@@ -240,7 +252,7 @@ class Runner:
         try:
             self._check(target, kernel, target_launch, trial, kernel.costly, key)
         except (Caught, MmcheckError) as e:
-            self._raced[key] = failed = _outcome(target, e)
+            self._raced[key] = failed = _outcome(target, e, self.results)
             return failed
         self._raced[key] = None
         return None
@@ -367,8 +379,8 @@ class Runner:
         for position, case, race_class, verdict in later:
             try:
                 verdict()
-            except (Caught, MmcheckError) as e:
-                self._raced[race_class] = failed = _outcome(case, e)
+            except Exception as e:  # a check, an error, or mmcheck's own bug (_outcome)
+                self._raced[race_class] = failed = _outcome(case, e, self.results)
                 raise _Earlier(failed, position) from None
 
     def prepare(self, case: Case, launch: Plan, trial: Trial, operands: Operands) -> Prepared:
@@ -474,15 +486,32 @@ class _Earlier(Exception):
         self.result, self.position = result, position
 
 
-def _outcome(case: Case, e: Caught | MmcheckError) -> Result:
-    """The result of a case that a check caught, or that could not be judged."""
+def _outcome(case: Case, e: Exception, results: Path) -> Result:
+    """The result of a case that a check caught, that could not be judged, or on which mmcheck's own code
+    failed (any other exception: its traceback is saved in ``results``)."""
     if isinstance(e, Caught):
         return Result(case, "fail", e.args[0], check=e.check, mismatch=e.mismatch, record=e.record)
     if isinstance(e, Unsupported):
         return Result(case, "skip", f"{case.spec.path}: {e}")
     if isinstance(e, OutOfMemory):
         return Result(case, "skip", f"{case.spec.name} {case.dtype} {case.shape}: does not fit: {e}")
-    return Result(case, "error", str(e), compile_error=isinstance(e, CompileError))
+    if isinstance(e, MmcheckError) and not isinstance(e, InternalError):
+        return Result(case, "error", str(e), compile_error=isinstance(e, CompileError))
+    # One from a worker process holds its traceback there; one raised here is its own traceback.
+    return _internal(case, e if isinstance(e, InternalError) and e.trace else InternalError.of(e), results)
+
+
+def _internal(case: Case, error: InternalError, results: Path) -> Result:
+    """The result of a case on which mmcheck's own code failed: said to be no verdict on the kernel, with the
+    exception's last line, where its traceback was saved and a request for a bug report."""
+    stem = f"internal-{case.spec.name}-{case.dtype.replace('->', '_to_')}-{case.shape}-seed{case.seed}"
+    try:
+        saved = f"its traceback is saved in {save_traceback(results, stem, error.trace)}"
+    except OSError as e:
+        saved = f"its traceback could not be saved ({e}):\n{error.trace}"
+    return Result(case, "internal", f"{case.spec.name} {case.dtype} {case.shape} (seed {case.seed}): mmcheck's own "
+                  f"error, not the kernel's: {error}\n  {saved}\n  this is a bug in mmcheck: please report it, with "
+                  "that traceback")
 
 
 def compile_errors_told_once(results: Sequence[Result]) -> list[Result]:

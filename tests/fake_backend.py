@@ -95,6 +95,14 @@ def hangs(*args):
     raise KernelTimeout("still running after 1 s")
 
 
+def packs_its_arguments_badly(*args):
+    """What PyCUDA's argument packing once did inside a launch: an exception of the launching code's own, where
+    the kernel did nothing wrong."""
+    import struct
+
+    struct.pack("Z")
+
+
 class FakeBackend:
     name = "fake"
 

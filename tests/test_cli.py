@@ -1,4 +1,4 @@
-"""The CLI's contract: exit codes 0/1/2, the table and the JSON schema tools read."""
+"""The CLI's contract: exit codes 0/1/2/3, the table and the JSON schema tools read."""
 
 import importlib.util
 import json
@@ -155,6 +155,24 @@ def test_a_failing_kernel_exits_1_even_where_a_spec_elsewhere_is_broken(kernels,
     (kernels / "broken.cu").write_text(KERNEL.format(name="k.x", entry="good", expect="maybe"))
     assert main(["check", str(kernels)]) == 1
     assert "broken.cu: kernel 'k.x': key 'expect'" in capsys.readouterr().err
+
+
+def test_an_error_of_mmchecks_own_exits_3_saying_whose_it_is_and_a_failing_kernel_still_exits_1(kernels, tmp_path,
+                                                                                                 capsys):
+    (kernels / "own.cu").write_text(KERNEL.format(name="k.own", entry="packs_its_arguments_badly", expect="pass"))
+    out = tmp_path / "r.json"
+    assert main(["check", str(kernels), "--dtype", "int32", "--json", str(out)]) == 3
+    said = capsys.readouterr().out
+    assert re.search(r"^k\.own +int32 +1 +INTERNAL ERROR +1x1x1: mmcheck's own error, not the kernel's: "
+                     r"struct\.error: bad char in struct format$", said, re.M), said
+    assert "1 passed, 1 known-bad caught, 1 internal error (mmcheck's own)" in said
+    trace = Path("mmcheck-results") / "internal-k.own-int32-1x1x1-seed0.txt"
+    assert f"  its traceback is saved in {trace}\n  this is a bug in mmcheck: please report it" in said
+    assert "reproduce: mmcheck check k.own --src " in said and "struct.error" in trace.read_text()
+    (row,) = [r for r in json.loads(out.read_text())["results"] if r["kernel"] == "k.own"]
+    assert (row["outcome"], row["check"]) == ("internal", None) and row["reproduce"].startswith("mmcheck check k.own")
+    (kernels / "bad.cu").write_text(KERNEL.format(name="k.bad", entry="drops_last_k", expect="pass"))
+    assert main(["check", str(kernels), "--dtype", "int32"]) == 1  # a kernel's failure is the run's verdict
 
 
 def test_ctrl_c_keeps_what_finished_and_marks_the_json_incomplete(kernels, tmp_path, monkeypatch, capsys):

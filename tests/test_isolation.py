@@ -82,3 +82,23 @@ def test_the_worker_says_what_it_compiled_so_that_a_clean_race_check_is_kept(tmp
         assert "fake toolchain" in kernel.fingerprint and kept.get(digest).clean
     finally:
         backend.close()
+
+
+def test_an_exception_in_the_worker_is_mmchecks_own_error_not_a_crash_of_the_kernel(runner, tmp_path):
+    """A Python exception while the worker handles a request comes back with its traceback, as an internal
+    error; the worker goes on."""
+    own = Runner(runner.backend, seed=5, results=tmp_path)
+    worker = runner.backend._workers[None].process.pid
+    bug, after = [own.run(own.case(spec_for(entry, ("float32",)), "float32", Shape(5, 6, 7)))
+                  for entry in ("packs_its_arguments_badly", "good")]
+    assert (bug.outcome, bug.check) == ("internal", None)
+    trace = tmp_path / "internal-fake.packs_its_arguments_badly-float32-5x6x7-seed5.txt"
+    assert bug.message.splitlines() == [
+        "fake.packs_its_arguments_badly float32 5x6x7 (seed 5): mmcheck's own error, not the kernel's: "
+        "struct.error: bad char in struct format",
+        f"  its traceback is saved in {trace}",
+        "  this is a bug in mmcheck: please report it, with that traceback"]
+    text = trace.read_text()
+    assert text.startswith(f"in the {FAKE} backend's worker process (pid {worker}):\nTraceback")
+    assert 'struct.pack("Z")' in text and text.endswith("struct.error: bad char in struct format\n")
+    assert after.ok and runner.backend._workers[None].process.pid == worker

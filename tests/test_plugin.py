@@ -3,10 +3,12 @@ its own tests only, and the other kernels still run."""
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
 pytest_plugins = ["pytester"]
+ROOT = Path(__file__).resolve().parent.parent
 
 GOOD = """/* mmcheck
 [[kernel]]
@@ -94,6 +96,52 @@ def test_kernel_files_are_test_files_one_test_per_kernel_and_dtype(pytester):
     assert "FAILED kernels/no_compile.cu::user.bad[float32]" in out and "no_compile.cu:" in out
     assert "FAILED kernels/hang.cu::user.hang[float32]" in out and "2 s" in out
     assert "plain.cu" not in out
+
+
+# A kernel of the fake backend (tests/fake_backend.py) whose launch raises an exception of the launching code's own.
+OWN = """/* mmcheck
+[[kernel]]
+name = "user.{name}"
+entry = "packs_its_arguments_badly"
+op = "mm"
+dtypes = ["float32"]
+params = ["A", "B", "C", "M", "N", "K"]
+block = [16, 16]
+grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
+expect = "{expect}"
+*/
+"""
+
+
+def test_an_error_of_mmchecks_own_errs_the_test_and_is_no_verdict_on_the_kernel(pytester, monkeypatch):
+    """Not a failed assertion about the kernel, nor a known-bad kernel caught: an InternalError, its message
+    saying whose error it is and where its traceback is."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    kernels = pytester.mkdir("kernels")
+    for name, expect in (("own", "pass"), ("own_bad", "fail")):
+        (kernels / f"{name}.cu").write_text(OWN.format(name=name, expect=expect))
+    pytester.makepyfile(test_kernels="""
+        import pytest
+        from mmcheck.shapes import Shape
+
+        @pytest.mark.mmcheck(expect="pass")
+        def test_kernel(runner, judge, kernel, dtype):
+            judge(runner.run(runner.case(kernel, dtype, Shape(1, 1, 1))))
+    """)
+    result = pytester.runpytest_subprocess("kernels", "test_kernels.py", "--mmcheck-src", "kernels",
+                                           "--mmcheck-backend", "tests.fake_backend:FakeBackend", "-p",
+                                           "no:cacheprovider", f"--rootdir={pytester.path}", "-rE")
+    result.assert_outcomes(errors=3)
+    out = result.stdout.str()
+    for name in ("own", "own_bad"):
+        assert (f"InternalError: user.{name} float32 1x1x1 (seed 0): mmcheck's own error, not the "
+                "kernel's: struct.error: bad char in struct format") in out
+        trace = pytester.path / "mmcheck-results" / f"internal-user.{name}-float32-1x1x1-seed0.txt"
+        assert "struct.error" in trace.read_text()
+    assert "its traceback is saved in mmcheck-results/internal-user.own-float32-1x1x1-seed0.txt" in out
+    assert "please report it" in out and "reproduce: mmcheck check user.own " in out
+    assert "ERROR test_kernels.py::test_kernel[user.own-float32] - mmcheck.errors.Interna" in out
+    assert "def runtest" not in out  # a kernel file's test: the message alone, without the plugin's frames
 
 
 # Each run below is a pytest process of its own, apart from the one above: under pytest-xdist they run at once.

@@ -293,3 +293,42 @@ def test_the_settings_keep_verdicts_in_the_user_cache_unless_told_to_recheck(tmp
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert Settings().runner(FakeBackend()).verdicts.folder == tmp_path / "mmcheck" / "verdicts"
     assert Settings(recheck_races=True).runner(FakeBackend()).verdicts is None
+
+
+def test_an_exception_of_mmchecks_own_is_an_internal_error_of_the_case_and_the_sweep_goes_on(tmp_path, monkeypatch):
+    """Not a failure of the kernel, nor a traceback that ends the run: the case's result says whose error it
+    is, where its traceback is and asks for a bug report."""
+    import mmcheck.judge
+
+    def broken(evidence):
+        raise KeyError("tiles")
+
+    monkeypatch.setattr(mmcheck.judge, "diagnose", broken)
+    runner = Runner(FakeBackend(), seed=3, results=tmp_path / "results")
+    result = runner.sweep(spec_for("drops_last_k", expect="fail"), "float32", [Shape(1, 1, 1), SHAPE])
+    assert (result.outcome, result.check, result.case.shape, result.shapes_tried) == ("internal", None,
+                                                                                      Shape(1, 1, 1), 1)
+    trace = tmp_path / "results" / "internal-fake.drops_last_k-float32-1x1x1-seed3.txt"
+    assert result.message.splitlines() == [
+        "fake.drops_last_k float32 1x1x1 (seed 3): mmcheck's own error, not the kernel's: KeyError: 'tiles'",
+        f"  its traceback is saved in {trace}", "  this is a bug in mmcheck: please report it, with that traceback"]
+    text = trace.read_text()
+    assert text.startswith("Traceback") and "in broken" in text and text.endswith("KeyError: 'tiles'\n")
+    assert not result.caught and not result.as_expected  # a known-bad kernel is not caught by mmcheck's bug
+    assert run(runner, "good").ok  # the runner goes on
+
+
+def test_an_exception_in_a_costly_launch_judged_later_is_an_internal_error_of_its_case(tmp_path, monkeypatch):
+    from . import fake_backend
+
+    def breaks_under_reverse(a, b, c, m, n, k, schedule):
+        if schedule == "reverse":
+            raise ValueError("no such schedule")
+        fake_backend.good(a, b, c, m, n, k, schedule)
+
+    monkeypatch.setattr(fake_backend, "breaks_under_reverse", breaks_under_reverse, raising=False)
+    runner = Runner(FakeSubmittingBackend(costly=("reverse",)), results=tmp_path)
+    result = runner.sweep(spec_for("breaks_under_reverse"), "float32", [Shape(1, 1, 1), Shape(5, 5, 5)])
+    assert (result.outcome, result.shapes_tried) == ("internal", 1), result.message
+    assert "mmcheck's own error, not the kernel's: ValueError: no such schedule" in result.message
+    assert len(list(tmp_path.glob("internal-fake.breaks_under_reverse-float32-*.txt"))) == 1

@@ -44,3 +44,53 @@ def test_after_a_hang_the_kernels_other_shapes_fail_at_once_naming_it(runner):
     assert time.monotonic() - start < 1  # not another timeout
     assert later.outcome == "fail" and later.check == "timeout"
     assert "8x8x8: not run, as the case 4x4x4 hung" in later.message, later.message
+
+
+NULL_WRITE = """/* mmcheck
+[[kernel]]
+name = "survival.null"
+entry = "mm_null"
+op = "mm"
+dtypes = ["float32"]
+params = ["A", "B", "C", "M", "N", "K"]
+block = [16, 16]
+grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
+*/
+__global__ void mm_null(const float* A, const float* B, float* C, int M, int N, int K) {
+    // Null for every shape, made from M so that the compiler cannot see it (for a null it sees, g++ drops the
+    // write or plants a trap).
+    float* null = reinterpret_cast<float*>(static_cast<size_t>(M) >> 40);
+    *null = 1.0f;
+}
+"""
+
+
+def test_a_kernel_that_writes_through_a_null_pointer_is_a_fault_not_an_error_of_mmchecks(runner, tmp_path):
+    (tmp_path / "null.cu").write_text(NULL_WRITE)
+    (spec,) = load_specs(tmp_path / "null.cu")
+    result = Runner(runner.backend, results=tmp_path).run(runner.case(spec, "float32", Shape(4, 4, 4)))
+    assert (result.outcome, result.check) == ("fail", "fault"), result.message
+    assert "the kernel crashed" in result.message and "mmcheck's own" not in result.message
+    if runner.backend.name == "emu":
+        assert "null pointer dereference (address 0x0)" in result.message, result.message
+    assert not list(tmp_path.glob("internal-*"))
+
+
+def test_an_emulator_worker_that_dies_is_mmchecks_own_error_not_the_kernels(tmp_path):
+    """A kernel runs in a child of the emulator's worker: the worker's own death is no verdict on a kernel."""
+    try:
+        backend = get_backend("emu", BackendOptions(timeout=3))
+    except BackendUnavailable as e:
+        pytest.skip(f"emu backend: {e}")
+    _, _, (worker, *_), _ = backend._worker._closer.peek()  # its process
+    worker.kill()
+    worker.wait()
+    runner = Runner(backend, results=tmp_path)
+    try:
+        result = runner.run(runner.case(KERNELS["survival.good"], "float32", Shape(4, 4, 4)))
+    finally:
+        backend.close()
+    assert result.outcome == "internal", result.message
+    assert ("mmcheck's own error, not the kernel's: mmcheck.backends.emu.worker.WorkerError: the emulator worker "
+            "died ([Errno 32] Broken pipe)") in result.message
+    assert "WorkerError" in (tmp_path / "internal-survival.good-float32-4x4x4-seed0.txt").read_text()

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import numpy as np
 
 from ..compile import Build
-from ..errors import BackendUnavailable, KernelFault, KernelTimeout, LaunchError, MmcheckError, SanitizerError
+from ..errors import (BackendUnavailable, InternalError, KernelFault, KernelTimeout, LaunchError, MmcheckError,
+                      SanitizerError)
 from . import channel, sanitizer
 from .base import Arg, BackendOptions, Device, DeviceBuffer, Dim3, Kernel, Timing
 
@@ -382,8 +383,13 @@ def _serve(inner: str, link: channel.Channel) -> None:
             else:
                 raise LaunchError(f"unknown request {method!r}")
             link.send(("ok", value))
-        except MmcheckError as e:
-            link.send(("err", e))
+        except Exception as e:
+            # An exception mmcheck did not raise on purpose (PyCUDA's argument packing, a bug of its own) is
+            # mmcheck's error, not the kernel's: it goes back with its traceback, and this worker goes on,
+            # rather than die and have the parent take its death for a crash of the kernel.  (Where the
+            # parent has gone, this send fails too, and ends the worker.)
+            where = f"in the {inner} backend's worker process (pid {os.getpid()})"
+            link.send(("err", e if isinstance(e, MmcheckError) else InternalError.of(e, where)))
             if isinstance(e, (KernelFault, KernelTimeout)) or backend is None:
                 # The context may be unusable (or there is none): leave at once (no clean-up in a dead
                 # context) and let the parent start a fresh process.

@@ -10,7 +10,7 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import MmcheckError
+from ...errors import InternalError
 
 __all__ = ["Worker", "WorkerError", "Refused", "ParamInfo", "LaunchResult", "SCHEDULES",
            "DONE", "FAULT", "SANITIZER", "BARRIER", "TRAP", "TIMEOUT", "PRECONDITION", "STACK_OVERFLOW"]
@@ -26,12 +26,13 @@ _LAUNCH = struct.Struct("<I3I3IQBBBQII")                   # kernel, grid, block
 _RESULT = struct.Struct("<B3I3IiiiiQIiiq")                 # see launch() in worker.cpp
 
 
-class WorkerError(MmcheckError):
-    """The worker is gone."""
+class WorkerError(InternalError):
+    """The worker is gone: the emulator's own error, not the kernel's (a kernel runs in a child of its own)."""
 
 
 class Refused(WorkerError):
-    """The worker refused a request (the message says why)."""
+    """The worker refused a request (the message says why); the backend tells a refusal that is not its own
+    error (a module it cannot load, memory it cannot map) as such."""
 
 
 @dataclass(frozen=True)
