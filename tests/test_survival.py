@@ -94,3 +94,26 @@ def test_an_emulator_worker_that_dies_is_mmchecks_own_error_not_the_kernels(tmp_
     assert ("mmcheck's own error, not the kernel's: mmcheck.backends.emu.worker.WorkerError: the emulator worker "
             "died ([Errno 32] Broken pipe)") in result.message
     assert "WorkerError" in (tmp_path / "internal-survival.good-float32-4x4x4-seed0.txt").read_text()
+
+
+def test_a_file_whose_static_constructor_crashes_the_emulators_worker_is_that_files_error(tmp_path):
+    """Loading a kernel file runs its static constructors in the emulator's worker: a crash there is the
+    file's, told as an error naming it, and no error of mmcheck's own."""
+    from mmcheck.spec import parse_specs
+
+    text = (Path(__file__).parent / "kernels" / "survival.cu").read_text()
+    text += "\n__attribute__((constructor)) static void crash_on_load() { __builtin_trap(); }\n"
+    source = tmp_path / "crashes_on_load.cu"
+    source.write_text(text)
+    spec = next(s for s in parse_specs(text, source) if s.name == "survival.good")
+    try:
+        backend = get_backend("emu", BackendOptions(timeout=3))
+    except BackendUnavailable as e:
+        pytest.skip(f"emu backend: {e}")
+    runner = Runner(backend, results=tmp_path)
+    try:
+        result = runner.run(runner.case(spec, "float32", Shape(4, 4, 4)))
+    finally:
+        backend.close()
+    assert result.outcome == "error", result.message
+    assert "crashes_on_load.cu" in result.message and "static constructors" in result.message

@@ -76,7 +76,7 @@ class EmuBackend:
                 kernel_id, params = self._worker.load(path)
             except w.Refused as e:  # dlopen's complaint, e.g. a symbol the linker let through
                 raise CompileError(f"{spec.path}: the emulator cannot load {build}: {e}") from None
-            except w.WorkerError as e:  # loading runs the file's own static constructors in the worker
+            except w.DiedHandling as e:  # loading runs the file's own static constructors in the worker
                 raise CompileError(f"{spec.path}: loading {build} ended the emulator's worker: the file's static "
                                    f"constructors or global objects crashed it ({e})") from None
             module = self._modules[path] = _Module(kernel_id, params, _RENDEZVOUS in binary)

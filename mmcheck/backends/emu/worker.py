@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ...errors import InternalError
 
-__all__ = ["Worker", "WorkerError", "Refused", "ParamInfo", "LaunchResult", "SCHEDULES",
+__all__ = ["Worker", "WorkerError", "DiedHandling", "Refused", "ParamInfo", "LaunchResult", "SCHEDULES",
            "DONE", "FAULT", "SANITIZER", "BARRIER", "TRAP", "TIMEOUT", "PRECONDITION", "STACK_OVERFLOW"]
 
 # mmemu.h: schedule codes, launch states, fault codes.
@@ -28,6 +28,10 @@ _RESULT = struct.Struct("<B3I3IiiiiQIiiq")                 # see launch() in wor
 
 class WorkerError(InternalError):
     """The worker is gone: the emulator's own error, not the kernel's (a kernel runs in a child of its own)."""
+
+
+class DiedHandling(WorkerError):
+    """The worker died while it handled a request: loading a module runs the file's own static constructors."""
 
 
 class Refused(WorkerError):
@@ -130,11 +134,15 @@ class Worker:
         parts = [memoryview(p).cast("B") for p in payload]
         try:
             _write_all(self._out, [struct.pack("<I", 1 + sum(p.nbytes for p in parts)), op, *parts])
+        except OSError as e:
+            self.close()
+            raise WorkerError(f"the emulator worker died ({e})") from None
+        try:
             n, status = struct.unpack("<IB", _read_exact(self._in, 5))
             reply = _read_exact(self._in, n - 1)
         except (OSError, EOFError) as e:
             self.close()
-            raise WorkerError(f"the emulator worker died ({e})") from None
+            raise DiedHandling(f"the emulator worker died handling the request ({e})") from None
         if status != 0:
             raise Refused(reply.decode(errors="replace"))
         return reply
