@@ -83,11 +83,13 @@ def function_symbols(binary: bytes) -> list[str]:
 
 
 def find_symbol(symbols: Iterable[str], build: Build) -> str:
-    """The symbol among ``symbols`` that is ``build``'s kernel; CompileError if there is none, or several
-    (an overloaded kernel: the message lists them)."""
+    """The symbol among ``symbols`` that is ``build``'s kernel, never a part of it that the compiler split
+    off; CompileError if there is none, or several (an overloaded kernel: the message lists them)."""
     entry = build.spec.entry
     mangled = f"_Z{len(entry)}{entry}"
-    names = set(symbols)
+    # A dot marks a compiler-made local clone (foo.cold, foo.part.0, foo.constprop.0, foo.isra.0,
+    # foo.lto_priv.0): neither a mangled nor an extern "C" name can hold one.
+    names = {s for s in symbols if "." not in s}
     if build.template:
         found = {s for s in names if s.startswith(mangled + "I")}
         if len(found) > 1:  # the file instantiates the template itself too: keep the arguments asked for

@@ -67,6 +67,18 @@ def test_constructs_in_comments_and_strings_are_ignored(build):
           '  const char* s = "tex1Dfetch"; C[0] = s[0];\n}')
 
 
+def test_a_part_that_the_compiler_splits_off_the_kernel_is_not_a_second_kernel(build, emu, run_kernel):
+    """g++ moves the unlikely abort() into a function of its own, <symbol>.cold."""
+    kernel = build('#include <cstdlib>\n'
+                   '__global__ void k(const float* A, const float* B, float* C, int M) {\n'
+                   '  if (M < 0) abort();\n'
+                   '  C[threadIdx.x] = A[threadIdx.x] * 2;\n}', params=["A", "B", "C", "M"])
+    assert kernel.symbol == "_Z1kPKfS0_Pfi"
+    a = np.arange(32, dtype=np.float32)
+    got = run_kernel(emu, kernel, [a, a, np.zeros(32, np.float32), np.int32(32)], 1, 32)[2]
+    np.testing.assert_array_equal(got, 2 * a)
+
+
 def test_a_compile_error_names_the_file_and_line(compiled, emu, spec_of):
     spec = spec_of('extern "C" __global__ void k(const float* A, const float* B, float* C) {\n'
                    "  C[0] = undeclared_thing;\n}", path="kernels/broken.cu")
