@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .dtypes import precision
 from .errors import CompileError
+from .expr import BOOLEANS
 from .spec import KernelSpec
 
 __all__ = ["Build", "unit_source", "function_symbols", "find_symbol", "cache_key", "cache_root",
@@ -107,12 +108,12 @@ def find_symbol(symbols: Iterable[str], build: Build) -> str:
 
 def _argument(build: Build, text: str) -> str:
     """A regular expression for one template argument in a mangled name: a type's code (or a substitution
-    of an earlier one), or an integer literal of any integer type (``Li32E``, ``Lj32E``, ``Lin5E``)."""
+    of an earlier one), or an integer literal of any integer type (``Li32E``, ``Lj32E``, ``Lin5E``, ``Lb1E``)."""
     p = precision(build.dtype)
     for d in (p.inputs, p.output):
         if text == d.ctype:
             return f"(?:{re.escape(d.mangled)}|S[0-9A-Z]*_)"
-    value = int(text)
+    value = BOOLEANS[text] if text in BOOLEANS else int(text)
     return f"L[a-z]+{'n' if value < 0 else ''}{abs(value)}E"
 
 
