@@ -194,6 +194,8 @@ def _failure(label: str, args: Sequence[Arg], spec: KernelSpec, r: w.LaunchResul
         return KernelFault(f"{label}: __trap() at line {r.code}, {where}")
     if r.state == w.PRECONDITION:  # what the GPU shows for it is a fault, or garbage
         return KernelFault(f"{label}: {r.message}, {where}")
+    if r.state == w.UNSUPPORTED:
+        return Unsupported(f"{label}: the emulator cannot run {r.message} at {spec.path}:{r.code}")
     if r.state == w.SANITIZER:
         return SanitizerError(f"{label}: AddressSanitizer: {_access(args, spec, r)}, {where}\n"
                               f"{_sanitizer_report(r.stderr)}", "asan")
