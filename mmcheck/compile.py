@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .dtypes import precision
 from .errors import CompileError
+from .expr import BOOLEANS
 from .spec import KernelSpec
 
 __all__ = ["Build", "unit_source", "function_symbols", "find_symbol", "cache_key", "cache_root",
@@ -83,11 +84,13 @@ def function_symbols(binary: bytes) -> list[str]:
 
 
 def find_symbol(symbols: Iterable[str], build: Build) -> str:
-    """The symbol among ``symbols`` that is ``build``'s kernel; CompileError if there is none, or several
-    (an overloaded kernel: the message lists them)."""
+    """The symbol among ``symbols`` that is ``build``'s kernel, never a part of it that the compiler split
+    off; CompileError if there is none, or several (an overloaded kernel: the message lists them)."""
     entry = build.spec.entry
     mangled = f"_Z{len(entry)}{entry}"
-    names = set(symbols)
+    # A dot marks a compiler-made local clone (foo.cold, foo.part.0, foo.constprop.0, foo.isra.0,
+    # foo.lto_priv.0): neither a mangled nor an extern "C" name can hold one.
+    names = {s for s in symbols if "." not in s}
     if build.template:
         found = {s for s in names if s.startswith(mangled + "I")}
         if len(found) > 1:  # the file instantiates the template itself too: keep the arguments asked for
@@ -105,12 +108,12 @@ def find_symbol(symbols: Iterable[str], build: Build) -> str:
 
 def _argument(build: Build, text: str) -> str:
     """A regular expression for one template argument in a mangled name: a type's code (or a substitution
-    of an earlier one), or an integer literal of any integer type (``Li32E``, ``Lj32E``, ``Lin5E``)."""
+    of an earlier one), or an integer literal of any integer type (``Li32E``, ``Lj32E``, ``Lin5E``, ``Lb1E``)."""
     p = precision(build.dtype)
     for d in (p.inputs, p.output):
         if text == d.ctype:
             return f"(?:{re.escape(d.mangled)}|S[0-9A-Z]*_)"
-    value = int(text)
+    value = BOOLEANS[text] if text in BOOLEANS else int(text)
     return f"L[a-z]+{'n' if value < 0 else ''}{abs(value)}E"
 
 

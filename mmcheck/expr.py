@@ -1,8 +1,9 @@
 """A small, safe evaluator for the expressions a kernel spec may hold.
 
 Grid sizes, ``requires`` constraints, ``let`` values, template arguments, shape-dependent ``defines`` and
-``smem`` are written as Python-like expressions over the shape names (and the spec's ``let`` names).  They
-come from files users hand us, so they are parsed with ``ast`` and only a whitelist of nodes is evaluated;
+``smem`` are written as Python-like expressions over the shape names (and the spec's ``let`` names), with
+C++'s ``true`` and ``false`` for 1 and 0 (a ``bool`` template parameter's arguments).  They come from files
+users hand us, so they are parsed with ``ast`` and only a whitelist of nodes is evaluated;
 ``eval`` is never called.
 """
 
@@ -14,9 +15,11 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import TypeGuard, cast
 
-__all__ = ["ExprError", "SHAPE_NAMES", "Expr", "cdiv"]
+__all__ = ["ExprError", "SHAPE_NAMES", "BOOLEANS", "Expr", "cdiv"]
 
 SHAPE_NAMES = ("M", "N", "K", "batch")
+# C++'s boolean literals and their values.
+BOOLEANS = {"true": 1, "false": 0}
 
 
 class ExprError(ValueError):
@@ -80,6 +83,18 @@ class Expr:
         """The value under ``env``; ``sizeof`` maps "T" (inputs) and "TC" (output) to byte sizes."""
         return _Evaluator(env, sizeof).visit(self._tree)
 
+    @property
+    def is_truth(self) -> bool:
+        """Whether the value is a truth value, as a C++ ``bool`` is: ``true``, ``false``, a comparison, a
+        ``not``, ``and`` or ``or``, or a choice between two truth values."""
+        return _is_truth(self._tree)
+
+    def literal(self, value: int) -> str:
+        """``value`` (this expression's) as C++ text.  A truth value is ``true`` or ``false``: a ``bool``
+        template parameter takes those from every compiler (an integer only where it converts without
+        narrowing), and an integer one takes them as 1 and 0."""
+        return ("true" if value else "false") if self.is_truth else str(value)
+
 
 @lru_cache(maxsize=1024)
 def _parse(text: str, names: frozenset[str]) -> ast.expr:
@@ -90,7 +105,8 @@ def _parse(text: str, names: frozenset[str]) -> ast.expr:
     allowed = (*SHAPE_NAMES, *sorted(names))
     labels = _labels(tree)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and id(node) not in labels and node.id not in (*allowed, *_FUNCS, "sizeof"):
+        if (isinstance(node, ast.Name) and id(node) not in labels
+                and node.id not in (*allowed, *BOOLEANS, *_FUNCS, "sizeof")):
             raise ExprError(f"unknown name {node.id!r} in {text!r} (allowed: {', '.join(allowed)})")
     for node in ast.walk(tree):
         if not isinstance(node, _ALLOWED_NODES):
@@ -101,6 +117,13 @@ def _parse(text: str, names: frozenset[str]) -> ast.expr:
         if isinstance(node, ast.Call) and (node.keywords or not isinstance(node.func, ast.Name)):
             raise ExprError(f"only plain calls of cdiv/min/max/sizeof are allowed in {text!r}")
     return tree
+
+
+def _is_truth(node: ast.expr) -> bool:
+    if isinstance(node, ast.IfExp):
+        return _is_truth(node.body) and _is_truth(node.orelse)
+    return (isinstance(node, (ast.Compare, ast.BoolOp)) or (isinstance(node, ast.Name) and node.id in BOOLEANS)
+            or (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)))
 
 
 def _is_sizeof(node: ast.AST) -> TypeGuard[ast.Call]:
@@ -133,6 +156,8 @@ class _Evaluator(ast.NodeVisitor):
     def visit_Name(self, node: ast.Name) -> int:
         if node.id == "sizeof":
             raise ExprError("sizeof must be called: sizeof()")
+        if node.id in BOOLEANS:
+            return BOOLEANS[node.id]
         try:
             return int(self.env[node.id])
         except KeyError:

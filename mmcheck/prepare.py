@@ -113,7 +113,7 @@ def plan(spec: KernelSpec, dtype: str, shape: Shape) -> Plan:
         return tuple(values + [1] * (3 - len(values)))  # type: ignore[return-value]
 
     types = {"T": p.inputs.ctype, "TC": p.output.ctype}
-    template = tuple(types[t] if isinstance(t, str) else str(value("template", t)) for t in spec.template or ())
+    template = tuple(types[t] if isinstance(t, str) else t.literal(value("template", t)) for t in spec.template or ())
     defines = tuple((k, str(value("defines", v))) for k, v in spec.defines)
     return Plan(Build(spec, dtype, template, defines), env, dims(spec.grid, "grid"), dims(spec.block, "block"),
                 value("smem", spec.smem))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .dtypes import DTYPES, PRECISIONS, DType, Precision, precision
 from .errors import SpecError
-from .expr import SHAPE_NAMES, Expr, ExprError
+from .expr import BOOLEANS, SHAPE_NAMES, Expr, ExprError
 from .ops import OPS, SCALARS, SIZES, Op
 
 if TYPE_CHECKING:
@@ -56,7 +56,8 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
 _SHAPE = re.compile(r"[1-9]\d*x[1-9]\d*x[1-9]\d*(b[1-9]\d*)?\Z")
 # Names a ``let`` cannot take: they already mean something in an expression.
-_RESERVED = {*SHAPE_NAMES, *TYPE_ARGS, "cdiv", "min", "max", "sizeof", "and", "or", "not", "if", "else"}
+_RESERVED = {*SHAPE_NAMES, *TYPE_ARGS, *BOOLEANS, "cdiv", "min", "max", "sizeof", "and", "or", "not", "if",
+             "else"}
 
 
 @dataclass(frozen=True)
@@ -437,7 +438,7 @@ def _lets(value: Any, fail: Any) -> dict[str, Any]:
 
 def _template(value: Any, expr: Any, fail: Any) -> tuple[str | Expr, ...]:
     """v1: one identifier, the dtype's type parameter; v2: the arguments in order, "T" (the inputs' C type),
-    "TC" (the output's) or an integer expression."""
+    "TC" (the output's) or an integer expression (``true``/``false`` for a ``bool`` parameter)."""
     if isinstance(value, str):
         if not _IDENT.match(value):
             raise fail("template", f"{value!r} is not a valid identifier")

@@ -36,6 +36,27 @@ def test_conditional_expressions(text, env, want):
     assert Expr(text).eval(env) == want
 
 
+def test_true_and_false_are_one_and_zero():
+    assert Expr("true").eval({}) == 1 and Expr("false").eval({}) == 0
+    assert Expr("16 if true else 8").eval({}) == 16 and Expr("N * false").eval({"N": 3}) == 0
+    assert Expr("true and M > 1").names == {"M"}
+
+
+@pytest.mark.parametrize("text, env, want", [
+    ("false", {}, "false"),
+    ("true", {}, "true"),
+    ("N % 4 == 0", {"N": 8}, "true"),
+    ("not M > 1 or N > 1", {"M": 2, "N": 1}, "false"),
+    ("true if M >= 64 else K > 8", {"M": 1, "K": 9}, "true"),
+    ("1", {}, "1"),                          # an integer stays one: it may be an int parameter's 1
+    ("32 if M >= 64 else 16", {"M": 64}, "32"),
+    ("M > 1 if N else 4", {"M": 2, "N": 1}, "1"),  # one branch not a truth value: an integer
+])
+def test_a_truth_value_is_written_as_cxx_true_or_false(text, env, want):
+    e = Expr(text)
+    assert e.literal(e.eval(env)) == want
+
+
 def test_let_names_are_allowed_only_where_declared():
     e = Expr("cdiv(N, TILE) * TILE", frozenset({"TILE"}))
     assert e.names == {"N", "TILE"} and e.eval({"N": 33, "TILE": 16}) == 48

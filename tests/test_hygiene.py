@@ -101,8 +101,15 @@ def test_saved_arrays_load_back_with_their_metadata(tmp_path):
     (("float", "32"), ["_Z9mm_kernelIfLi32EEvPKT_S2_PS0_", "_Z9mm_kernelIfLi16EEvPKT_S2_PS0_"],
      "_Z9mm_kernelIfLi32EEvPKT_S2_PS0_"),
     (("float", "-3"), ["_Z9mm_kernelIfLin3EEvv", "_Z9mm_kernelIfLi3EEvv"], "_Z9mm_kernelIfLin3EEvv"),
+    (("false", "true"), ["_Z9mm_kernelILb1ELb1EEvv", "_Z9mm_kernelILb0ELb1EEvv"], "_Z9mm_kernelILb0ELb1EEvv"),
     ((), ["mm_kernel", "_Z10mm_kernel2v"], "mm_kernel"),           # extern "C"
     ((), ["_Z9mm_kernelPKfS0_Pfiii", "_Z3foov"], "_Z9mm_kernelPKfS0_Pfiii"),  # C++ linkage
+    # parts that g++ splits off a kernel, or clones of it, are no kernels
+    ((), ["_Z9mm_kernelPKfS0_Pfiii", "_Z9mm_kernelPKfS0_Pfiii.cold", "_Z9mm_kernelPKfS0_Pfiii.part.0",
+          "_Z9mm_kernelPKfS0_Pfiii.constprop.0"], "_Z9mm_kernelPKfS0_Pfiii"),
+    ((), ["mm_kernel", "mm_kernel.cold", "mm_kernel.lto_priv.0"], "mm_kernel"),
+    (("float",), ["_Z9mm_kernelIfEvPKT_S2_PS0_mmm", "_Z9mm_kernelIfEvPKT_S2_PS0_mmm.isra.0"],
+     "_Z9mm_kernelIfEvPKT_S2_PS0_mmm"),
 ])
 def test_the_kernel_is_found_among_the_function_symbols(template, symbols, want):
     from mmcheck.compile import find_symbol

@@ -1,15 +1,18 @@
 """Sanitizer mode catches what nothing else can: an out-of-bounds read whose value is never used."""
 
 import re
+import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from mmcheck.backends import get_backend, sanitizer
-from mmcheck.errors import BackendUnavailable
+from mmcheck.backends import BackendOptions, get_backend, sanitizer
+from mmcheck.compile import Build
+from mmcheck.errors import BackendUnavailable, KernelTimeout
 from mmcheck.options import Settings
 from mmcheck.shapes import Shape
-from mmcheck.spec import collect
+from mmcheck.spec import collect, parse_specs
 
 
 
@@ -44,6 +47,59 @@ def test_without_a_sanitizer_the_read_is_invisible(sanitized, unused_read):
     """The reason the sanitizer is needed: unsanitized, the same case passes."""
     plain = Settings().runner(get_backend(sanitized.backend.name))
     assert plain.run(plain.case(unused_read, "float32", Shape(32, 48, 64))).ok
+
+
+def emulator(cache: Path | None, timeout: float = 10, sanitize: bool = True):
+    try:
+        return get_backend("emu", BackendOptions(sanitize=sanitize, timeout=timeout,
+                                                 cache_dir=cache and str(cache)))
+    except BackendUnavailable as e:
+        pytest.skip(f"emu backend: {e}")
+
+
+def test_the_emulator_measures_address_sanitizer_s_slowdown_once(tmp_path, monkeypatch):
+    from mmcheck.backends.emu import backend as emu
+
+    first = emulator(tmp_path)
+    factor = first.slowdown
+    first.close()
+    assert factor >= 2, "every access checked, the sanitized build is slower than the plain one"
+    monkeypatch.setattr(emu, "_measure_slowdown", lambda backend: pytest.fail("measured a second time"))
+    for backend, want in ((emulator(tmp_path), factor), (emulator(tmp_path, sanitize=False), 1)):
+        assert backend.slowdown == want  # the factor kept in the cache; the plain build's own speed
+        backend.close()
+
+
+HANG = """/* mmcheck
+[[kernel]]
+name = "hang"
+entry = "k"
+op = "mm"
+dtypes = ["float32"]
+params = ["A", "B", "C"]
+block = [1]
+grid = [1]
+*/
+extern "C" __global__ void k(const float* A, const float* B, float* C) {
+    volatile int spin = 1;
+    while (spin) {}
+}
+"""
+
+
+def test_a_sanitized_emulator_launch_has_the_timeout_times_the_slowdown():
+    backend = emulator(None, timeout=0.3)
+    backend.slowdown = 3  # as if measured
+    try:
+        kernel = backend.compile(Build(parse_specs(HANG, "hang.cu")[0], "float32"))
+        buffers = [backend.upload(np.zeros(4, np.float32), 0) for _ in range(3)]
+        start = time.monotonic()
+        with pytest.raises(KernelTimeout, match=r"hang \(float32\): did not finish within 0.9 s: the 0.3 s limit "
+                                                r"times 3, AddressSanitizer's measured slowdown \(was running"):
+            backend.launch(kernel, buffers, (1, 1, 1), (1, 1, 1), 0, "forward")
+        assert time.monotonic() - start >= 0.9
+    finally:
+        backend.close()
 
 
 # compute-sanitizer's log, as the H200 wrote it for buggy.missing_first_sync without line info, and in the

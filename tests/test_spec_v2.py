@@ -94,6 +94,7 @@ def test_requires_may_use_sizeof_and_let():
     ({"let": '{A = "B", B = "A + 1"}'}, "let", "cycle: (A -> B -> A|B -> A -> B)"),
     ({"let": '{TILE = "Q * 2"}'}, "let", "unknown name 'Q'"),
     ({"let": '{M = 4}'}, "let", "'M' cannot be a let name"),
+    ({"let": '{true = 4}'}, "let", "'true' cannot be a let name"),
     ({"template": '["TILE", "WIDTH"]'}, "template", "unknown name 'WIDTH'"),
     ({"template": "[]"}, "template", "non-empty list"),
     ({"alpha": '["two"]'}, "alpha", "non-empty list of numbers"),
@@ -135,6 +136,39 @@ def test_a_cublas_style_kernel_passes_on_every_shape_and_both_tile_sizes(runner)
     shapes = shapes_for(s, "float32")
     assert {plan(s, "float32", sh).build.template for sh in shapes} == {("16",), ("32",)}
     result = runner.sweep(s, "float32", shapes)
+    assert result.outcome == "pass", result.message
+
+
+# A kernel with a bool template parameter: the spec gives C++'s false, and a truth value chosen by shape.
+FLAGS = """/* mmcheck
+[[kernel]]
+name = "mine.flags"
+entry = "scaled"
+op = "gemm"
+dtypes = ["float32"]
+template = ["false", "N % 4 == 0"]
+params = ["M", "N", "K", "alpha", "A", "B", "beta", "C"]
+block = [16, 16]
+grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
+requires = ["cdiv(M, 16) <= 65535"]
+*/
+template <bool TRANSPOSED, bool ALIGNED>
+__global__ void scaled(int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C) {
+    static_assert(!TRANSPOSED, "only row-major B");
+    const int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
+    if (row >= M || col >= N || (ALIGNED && N % 4 != 0)) return;
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];
+    C[row * N + col] = alpha * acc + beta * C[row * N + col];
+}
+"""
+
+
+def test_a_bool_template_parameter_takes_true_and_false(runner):
+    s = spec(FLAGS)
+    assert plan(s, "float32", Shape(4, 8, 4)).build.instance == "scaled<false, true>"
+    assert plan(s, "float32", Shape(4, 7, 4)).build.instance == "scaled<false, false>"
+    result = runner.sweep(s, "float32", shapes_for(s, "float32"))
     assert result.outcome == "pass", result.message
 
 

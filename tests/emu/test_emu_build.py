@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +13,9 @@ from mmcheck.backends import get_backend
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.emu import EmuBackend
 from mmcheck.errors import BackendUnavailable, CompileError, Unsupported
+from mmcheck.runner import Runner
+from mmcheck.shapes import shapes_for
+from mmcheck.spec import load_specs
 
 COPY = "(const float* A, const float* B, float* C) { C[threadIdx.x] = A[threadIdx.x] * 2; }"
 
@@ -44,8 +49,6 @@ def test_cuda_headers_that_the_shim_replaces_may_be_included(build, emu, run_ker
 
 @pytest.mark.parametrize("body, construct", [
     ('extern "C" __global__ void k(const float* A, const float* B, float* C) {\n'
-     '  asm volatile("membar.gl;");\n}', r":12: the emulator cannot run inline assembly \(asm\)"),
-    ('extern "C" __global__ void k(const float* A, const float* B, float* C) {\n'
      '  long long t = clock64(); C[0] = t;\n}', r"cannot run clock-based timing \(clock64\)"),
     ('extern "C" __global__ void k(const float* A, const float* B, float* C, cudaTextureObject_t tex) {}',
      r"cannot run textures and surfaces \(cudaTextureObject_t\)"),
@@ -61,10 +64,81 @@ def test_constructs_that_cannot_be_emulated_are_unsupported(build, body, constru
         build(body)
 
 
+# Inline assembly in the forms kernels write it: an asm label (a declaration's, which g++ takes as it is), a
+# plain statement with an operand, a raw string over lines with no outputs and a clobber, and a macro over
+# escaped lines whose template is too long to show whole.
+ASM = r"""#define MMA(d, a)                                                          \
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "          \
+                 "{%0,%1,%2,%3}, {%4,%5}, {%4}, {%0,%1,%2,%3};"                \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])             \
+                 : [lo] "r"(a[0]), [hi] "r"(a[1]))
+__device__ float twice(float x) asm("asm_label_twice");
+__device__ float twice(float x) { return 2 * x; }
+extern "C" __global__ void k(const float* A, const float* B, float* C, int mode) {
+  unsigned lane = 0, a[2] = {1, 2};
+  float d[4] = {};
+  if (mode == 1) asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+  else if (mode == 2) __asm__ __volatile__(R"(
+      { .reg .pred p;
+        setp.eq.u32 p, %0, 0; }
+  )" :: "r"(lane) : "memory");
+  else if (mode == 3) MMA(d, a);
+  C[threadIdx.x] = twice(A[threadIdx.x]) + lane + d[0];
+}
+"""
+
+
+@pytest.mark.parametrize("mode, text, at", [
+    (1, "mov.u32 %0, %%laneid;", 'asm("mov'),
+    (2, "{ .reg .pred p; setp.eq.u32 p, %0, 0; }", "__asm__ __volatile__"),
+    (3, "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%...", "asm volatile"),  # 60 characters
+])
+def test_a_launch_that_reaches_inline_assembly_is_unsupported_naming_it_and_its_line(build, emu, run_kernel,
+                                                                                      mode, text, at):
+    kernel = build(ASM, params=["A", "B", "C", "M"])
+    line = kernel.spec.source.count("\n", 0, kernel.spec.source.index(at)) + 1
+    a = np.arange(32, dtype=np.float32)
+    np.testing.assert_array_equal(run_kernel(emu, kernel, [a, a, np.zeros_like(a), np.int32(0)], 1, 32)[2], 2 * a)
+    with pytest.raises(Unsupported, match=rf"emu\.k \(float32\): the emulator cannot run inline assembly "
+                                          rf"\(`{re.escape(text)}`\) at inline\.cu:{line}$"):
+        run_kernel(emu, kernel, [a, a, np.zeros_like(a), np.int32(mode)], 1, 32)
+
+
+INLINE_ASM = load_specs(Path(__file__).parent / "kernels" / "inline_asm.cu")
+
+
+def test_inline_assembly_that_no_launch_reaches_costs_nothing(emu):
+    """An unused macro and the file's other kernel hold PTX: the plain kernel is checked as any other."""
+    spec = next(s for s in INLINE_ASM if s.name == "emu.asm_unreached")
+    result = Runner(emu, seed=1).sweep(spec, "float32", shapes_for(spec, "float32"))
+    assert result.outcome == "pass", result.message
+
+
+def test_a_kernel_that_runs_inline_assembly_is_a_skip_naming_the_line(emu):
+    spec = next(s for s in INLINE_ASM if s.name == "emu.asm_reached")
+    line = spec.source.count("\n", 0, spec.source.index("ld.global.nc")) + 1
+    result = Runner(emu, seed=1).sweep(spec, "float32", shapes_for(spec, "float32"))
+    assert result.outcome == "skip" and result.shapes_tried == 1, result.message
+    assert re.search(r"the emulator cannot run inline assembly \(`ld\.global\.nc\.f32 %0, \[%1\];`\) at "
+                     rf"\S*inline_asm\.cu:{line}$", result.message), result.message
+
+
 def test_constructs_in_comments_and_strings_are_ignored(build):
     build('// asm("...") and clock64() in a comment\n'
           'extern "C" __global__ void k(const float* A, const float* B, float* C) {\n'
           '  const char* s = "tex1Dfetch"; C[0] = s[0];\n}')
+
+
+def test_a_part_that_the_compiler_splits_off_the_kernel_is_not_a_second_kernel(build, emu, run_kernel):
+    """g++ moves the unlikely abort() into a function of its own, <symbol>.cold."""
+    kernel = build('#include <cstdlib>\n'
+                   '__global__ void k(const float* A, const float* B, float* C, int M) {\n'
+                   '  if (M < 0) abort();\n'
+                   '  C[threadIdx.x] = A[threadIdx.x] * 2;\n}', params=["A", "B", "C", "M"])
+    assert kernel.symbol == "_Z1kPKfS0_Pfi"
+    a = np.arange(32, dtype=np.float32)
+    got = run_kernel(emu, kernel, [a, a, np.zeros(32, np.float32), np.int32(32)], 1, 32)[2]
+    np.testing.assert_array_equal(got, 2 * a)
 
 
 def test_a_compile_error_names_the_file_and_line(compiled, emu, spec_of):

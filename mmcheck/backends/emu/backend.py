@@ -3,22 +3,29 @@ shim, and run by mmemu-worker with CUDA's semantics (blocks, fiber threads, barr
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import math
 import os
+import platform
 import signal
+import time
 import warnings
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
 import numpy as np
 
-from ...compile import Build, find_symbol, function_symbols
+from ...compile import Build, cache_key, find_symbol, function_symbols
 from ...errors import (BarrierError, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory,
                        SanitizerError, Unsupported)
-from ...spec import KernelSpec
-from ..base import MAX_BLOCK, MAX_DYNAMIC_SMEM, MAX_GRID, MAX_THREADS, Arg, BackendOptions, DeviceBuffer, Dim3, Kernel
+from ...publish import atomic_write
+from ...spec import KernelSpec, load_specs
+from ..base import (MAX_BLOCK, MAX_DYNAMIC_SMEM, MAX_GRID, MAX_THREADS, Arg, BackendOptions, DeviceBuffer, Dim3,
+                    Kernel)
 from . import worker as w
 from .toolchain import Toolchain
 from .unit import check_supported
@@ -30,6 +37,15 @@ _SEED = 0x6D6D636865636B  # the shuffle schedule is the same on every run
 # A module that calls any of these needs fibers: its threads meet at barriers or warp operations.
 _RENDEZVOUS = b"mmemu_rv_"
 _NO_CLOCK = "benchmarks need a GPU: the CPU emulator's timings would say nothing about one"
+# AddressSanitizer's slowdown is measured on this kernel (16x16 shared-memory tiles) at this size (M, N, K),
+# about 0.05 s a launch on the plain build, where starting a launch's process counts for little.  Of each
+# build's launches the fastest counts, since others' work on the machine only ever slows one down.  Measured
+# so on 2026-11-25 (g++ 12, x86-64, two cores that others' work kept busy): 0.043 s plain, 0.141 s sanitized;
+# four such measurements gave 3.0x to 3.6x, so a factor of 4 (two of naive loops without barriers: 1.2x-1.4x).
+_CALIBRATION = Path(__file__).resolve().parent / "calibrate.cu"
+_CALIBRATION_SHAPE = (128, 128, 512)
+_CALIBRATION_LAUNCHES = 5
+_CALIBRATION_LIMIT = 60.0  # seconds; a calibration launch is no user's kernel, which the hang limit is for
 
 
 @dataclass(frozen=True)
@@ -100,17 +116,42 @@ class EmuBackend:
 
     def launch(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
                schedule: str) -> None:
+        limit = self.options.timeout * self.slowdown
+        said = (f"{limit:g} s: the {self.options.timeout:g} s limit times {self.slowdown}, AddressSanitizer's "
+                "measured slowdown" if self.slowdown > 1 else f"{limit:g} s")
+        self._run(kernel, args, grid, block, smem, schedule, limit, said)
+
+    @functools.cached_property
+    def slowdown(self) -> int:
+        """How many times longer a launch takes on this backend's build of the emulator than on the plain
+        one, rounded up (kernels vary around it): 1 for the plain build; for AddressSanitizer's, measured
+        once per machine and build (_measure_slowdown) and kept in the cache.  Launches' hang limit is the
+        timeout times this."""
+        if not self.options.sanitize:
+            return 1
+        key = cache_key("asan-slowdown", self._toolchain.runtime.name, _CALIBRATION.read_bytes(), platform.node())
+        path = self._toolchain.cache / f"asan-slowdown-{key}"
+        try:
+            return int(path.read_text())
+        except (OSError, ValueError):  # not measured yet
+            factor = _measure_slowdown(self)
+            atomic_write(path, lambda f: f.write(str(factor).encode()))
+            return factor
+
+    def _run(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int, schedule: str,
+             limit: float, said: str) -> None:
+        """``launch``, stopped as hung after ``limit`` seconds (``said``: that limit, for the message)."""
         module: _Module = kernel.handle
         label = f"{kernel.spec.name} ({kernel.dtype})"
         _check_config(label, kernel, grid, block, smem, schedule)
         packed = _pack_args(label, kernel.spec, module.params, args)
-        timeout_ms = min(max(1, round(self.options.timeout * 1000)), 2**31 - 1)
+        timeout_ms = min(max(1, round(limit * 1000)), 2**31 - 1)
         result = self._worker.launch(module.id, grid, block, smem, w.SCHEDULES[schedule], module.fibers,
                                      self.options.strict_barriers, _SEED, timeout_ms, packed)
         for line in result.warnings.splitlines():
-            warnings.warn(f"{label}: {line}", RuntimeWarning, stacklevel=2)
+            warnings.warn(f"{label}: {line}", RuntimeWarning, stacklevel=3)
         if result.state != w.DONE:
-            raise _failure(label, args, kernel.spec, result, self.options.timeout)
+            raise _failure(label, args, kernel.spec, result, said)
 
     # A CPU that runs a block's threads one after another has no clock that says anything about a GPU.
     def time(self, *args: object) -> NoReturn:
@@ -121,6 +162,36 @@ class EmuBackend:
 
     def device(self) -> NoReturn:
         raise Unsupported(_NO_CLOCK)
+
+
+def _measure_slowdown(sanitized: EmuBackend) -> int:
+    """How many times longer the calibration kernel takes on ``sanitized``'s build than on the plain one,
+    rounded up.  The two builds' launches take turns, so that the machine's other work weighs on both."""
+    plain = EmuBackend(dataclasses.replace(sanitized.options, sanitize=False))
+    try:
+        plain_launch, sanitized_launch = _calibration(plain), _calibration(sanitized)
+        times = [(plain_launch(), sanitized_launch()) for _ in range(_CALIBRATION_LAUNCHES)]
+    finally:
+        plain.close()
+    return max(1, math.ceil(min(t for _, t in times) / min(t for t, _ in times)))
+
+
+def _calibration(backend: EmuBackend) -> Callable[[], float]:
+    """A launch of the calibration kernel on ``backend``, compiled and with its buffers uploaded: each call
+    runs it and returns the seconds it took."""
+    spec = load_specs(_CALIBRATION)[0]
+    m, n, k = _CALIBRATION_SHAPE
+    kernel = backend.compile(Build(spec, "float32"))
+    data = [backend.upload(np.ones(size, np.float32), 0) for size in (m * k, k * n, m * n)]
+    args: list[Arg] = [*data, np.int32(m), np.int32(n), np.int32(k)]
+
+    def launch() -> float:
+        start = time.perf_counter()
+        backend._run(kernel, args, (-(-n // 16), -(-m // 16), 1), (16, 16, 1), 0, "forward", _CALIBRATION_LIMIT,
+                     f"{_CALIBRATION_LIMIT:g} s (measuring AddressSanitizer's slowdown)")
+        return time.perf_counter() - start
+
+    return launch
 
 
 def _check_config(label: str, kernel: Kernel, grid: Dim3, block: Dim3, smem: int, schedule: str) -> None:
@@ -185,16 +256,19 @@ def _mismatch(arg: Arg, param: w.ParamInfo) -> str | None:
     return None
 
 
-def _failure(label: str, args: Sequence[Arg], spec: KernelSpec, r: w.LaunchResult, timeout: float) -> MmcheckError:
+def _failure(label: str, args: Sequence[Arg], spec: KernelSpec, r: w.LaunchResult, limit: str) -> MmcheckError:
+    """The error for launch result ``r``; ``limit``: the hang limit as the message says it."""
     where = f"block {_dim(r.block)}, thread {_dim(r.thread)}"
     if r.state == w.TIMEOUT:
-        return KernelTimeout(f"{label}: did not finish within {timeout:g} s (was running block {_dim(r.block)})")
+        return KernelTimeout(f"{label}: did not finish within {limit} (was running block {_dim(r.block)})")
     if r.state == w.BARRIER:
         return BarrierError(f"{label}: {r.message} (in block {_dim(r.block)})")
     if r.state == w.TRAP:
         return KernelFault(f"{label}: __trap() at line {r.code}, {where}")
     if r.state == w.PRECONDITION:  # what the GPU shows for it is a fault, or garbage
         return KernelFault(f"{label}: {r.message}, {where}")
+    if r.state == w.UNSUPPORTED:
+        return Unsupported(f"{label}: the emulator cannot run {r.message} at {spec.path}:{r.code}")
     if r.state == w.SANITIZER:
         return SanitizerError(f"{label}: AddressSanitizer: {_access(args, spec, r)}, {where}\n"
                               f"{_sanitizer_report(r.stderr)}", "asan")

@@ -58,6 +58,9 @@ MMEMU_EXPORT void mmemu_rv_gather(const void* mine, const void** all, const char
 MMEMU_EXPORT __attribute__((noreturn)) void mmemu_trap(int line);
 // Ends the launch in MMEMU_PRECONDITION with a printf-formatted message.
 MMEMU_EXPORT __attribute__((noreturn, format(printf, 1, 2))) void mmemu_violation(const char* format, ...);
+// Ends the launch in MMEMU_UNSUPPORTED: the kernel reached a construct the emulator cannot run (`what`, such as
+// "inline assembly") whose source text is `text`, at line `line` of the kernel file.
+MMEMU_EXPORT __attribute__((noreturn)) void mmemu_unsupported(const char* what, const char* text, int line);
 
 // ---- worker -> runtime ---------------------------------------------------------------------------
 
@@ -74,6 +77,8 @@ enum {
     MMEMU_TIMEOUT,     // set by the worker, never by the child
     MMEMU_PRECONDITION,  // an operation's precondition was violated (the GPU would fault or compute garbage);
                          // message says which
+    MMEMU_UNSUPPORTED,   // the kernel reached a construct the emulator cannot run: message says which, `code`
+                         // is its line
 };
 // Extra detail for MMEMU_FAULT, in `code` when the runtime knows better than si_code.  wire
 enum { MMEMU_STACK_OVERFLOW = 1000 };

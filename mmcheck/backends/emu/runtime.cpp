@@ -13,6 +13,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -661,6 +662,28 @@ MMEMU_EXPORT void mmemu_violation(const char* format, ...) {
     vsnprintf(text, sizeof text, format, ap);
     va_end(ap);
     violation(E.threads[E.current], text);
+}
+
+MMEMU_EXPORT void mmemu_unsupported(const char* what, const char* text, int line) {
+    constexpr size_t kShown = 60;  // of the text, on one line: enough to recognise an instruction
+    char shown[kShown + 1];
+    size_t n = 0;
+    bool blank = false, cut = false;
+    for (const char* p = text; *p && !cut; ++p) {
+        if (isspace(static_cast<unsigned char>(*p))) {
+            blank = n > 0;
+        } else if (n + blank < kShown) {
+            if (blank) shown[n++] = ' ';
+            shown[n++] = *p;
+            blank = false;
+        } else {
+            cut = true;
+        }
+    }
+    shown[n] = '\0';
+    snprintf(E.status->message, sizeof E.status->message, "%s (`%s%s`)", what, shown, cut ? "..." : "");
+    E.status->code = line;
+    finish(MMEMU_UNSUPPORTED, 7);
 }
 
 MMEMU_EXPORT void mmemu_trap(int line) {

@@ -271,6 +271,19 @@ MMEMU_ATOMIC_CAS(unsigned short)
 #define __trap() mmemu_trap(__LINE__)
 
 namespace mmemu {
+// An inline-assembly statement of the kernel file, which the compile unit rewrites into a call of this
+// (unit.py): its line, its template, its operands' constraints (one string: outputs' first, comma separated),
+// the outputs' addresses and the inputs' values.  No instruction is emulated: a thread that reaches one ends
+// the launch as unsupported, naming it, while one that no thread reaches costs nothing.
+template <class... Operands>
+inline void inline_asm(int line, const char* text, const char* constraints, const Operands&... operands) {
+    (void)constraints;
+    (void(operands), ...);
+    mmemu_unsupported("inline assembly", text, line);
+}
+}  // namespace mmemu
+
+namespace mmemu {
 // A warp operation bound to its kind and line; the call operator takes CUDA's own argument list, so
 // that CUDA's default arguments (width, mask) work through a macro.
 struct WarpOp {

@@ -1,5 +1,9 @@
 """A kernel file as the emulator compiles it: the compile unit's text, the constructs that cannot be
-emulated, and what the compiler's complaints mean."""
+emulated, and what the compiler's complaints mean.
+
+Inline assembly is PTX, which the host compiler cannot take; each ``asm(...)`` statement of the file becomes
+a call of ``mmemu::inline_asm`` (shim.h) with the statement's line, template, constraints and operands, so
+that only a launch that reaches one stops, as unsupported, and the rest of the file runs."""
 
 from __future__ import annotations
 
@@ -11,11 +15,12 @@ from ...spec import KernelSpec
 
 __all__ = ["compile_unit", "check_supported", "compile_failure"]
 
-# Comments and string/char literals, blanked out before any scan so that prose cannot trigger a match.
-_NOT_CODE = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
+# Comments and string/char literals (raw ones too, as multi-line PTX often is), blanked out before any scan
+# so that prose cannot trigger a match.
+_NOT_CODE = re.compile(r"//[^\n]*|/\*.*?\*/|(?<!\w)(?:u8|[uUL])?R\"(?P<delim>[^()\\\s]{0,16})\(.*?\)(?P=delim)\""
+                       r"|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
 # (pattern whose group 1 names the construct, what it is)
 _UNSUPPORTED = (
-    (re.compile(r"\b(asm|__asm__|__asm)\b"), "inline assembly"),
     (re.compile(r"\b(tex1Dfetch|tex[123]D\w*|texCubemap\w*|surf[123]D\w*|cudaTextureObject_t|cudaSurfaceObject_t"
                 r"|texture\s*<)"), "textures and surfaces"),
     (re.compile(r"\b(this_grid|grid_group|this_multi_grid|multi_grid_group)\b"),
@@ -51,11 +56,28 @@ _INSTANTIATION = re.compile(r"In instantiation of '(?:class|struct) ([^']+)'")
 _NOT_A_MEMBER = re.compile(r":(\d+):\d+: error: '(\w+)' is not a member of '([\w:]+)'")
 _CUDA_NAMESPACES = ("cooperative_groups", "nvcuda", "nvcuda::wmma")
 _NAMESPACE_ALIAS = re.compile(r"\bnamespace\s+(\w+)\s*=\s*(?:::)?\s*([\w:]+)\s*;")
+# An inline-assembly statement up to its opening parenthesis: the keyword and its qualifiers, which may be
+# apart by escaped line ends in a macro.
+_GAP = r"(?:\s|\\)*"  # outside literals, a backslash is a line continuation
+_ASM = re.compile(rf"\b(?:asm|__asm__|__asm)\b(?:{_GAP}\b(?:volatile|__volatile__|__volatile|inline|__inline__"
+                  rf"|goto)\b)*{_GAP}\(")
+_ESCAPED_LINE_END = re.compile(r"\\[ \t\r]*\n")
+_BLANK = " \t\r\n\\"  # what may surround a piece of a statement: blanks and line continuations
+# What may come right before a statement besides ; { } or a label's colon: a control clause's keyword (before
+# its parenthesis), else or do, or a macro definition's head.
+_CONTROL = ("if", "while", "for", "switch", "constexpr")
+_MACRO_HEAD = re.compile(r"#[ \t]*define[ \t]+\w+(?:\([^()]*\))?\Z")
+_OPERAND_NAME = re.compile(r"\A\[\s*\w+\s*\]")  # [name] "=r"(x): names mean nothing to a call
 
 
-def _code(source: str) -> str:
-    """``source`` with comments and literals blanked, newlines kept so that offsets still give lines."""
-    return _NOT_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), source)
+def _code(source: str, literals: bool = False) -> str:
+    """``source`` with comments and literals blanked (``literals``: comments only), newlines kept so that
+    offsets still give lines."""
+    def blank(match: re.Match[str]) -> str:
+        text = match.group()
+        return text if literals and not text.startswith("/") else re.sub(r"[^\n]", " ", text)
+
+    return _NOT_CODE.sub(blank, source)
 
 
 def _host_bodies(code: str) -> list[tuple[int, int]]:
@@ -88,10 +110,94 @@ def _launches(code: str) -> list[tuple[re.Match[str], bool]]:
     return [(m, any(lo < m.start() < hi for lo, hi in hosts)) for m in _LAUNCH.finditer(code)]
 
 
+_NESTING = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
+
+
+def _closing(code: str, opening: int) -> int | None:
+    """The offset of the bracket that closes the one at ``opening`` in ``code`` (literals blanked)."""
+    depth = 0
+    for i in range(opening, len(code)):
+        depth += _NESTING.get(code[i], 0)
+        if not depth:
+            return i
+    return None
+
+
+def _opening(code: str, closing: int) -> int:
+    """The offset of the parenthesis that opens the one closing at ``closing`` (-1 if none does)."""
+    depth = 0
+    for i in range(closing, -1, -1):
+        depth += {")": 1, "(": -1}.get(code[i], 0)
+        if not depth:
+            return i
+    return -1
+
+
+def _split(code: str, lo: int, hi: int, separator: str) -> list[tuple[int, int]]:
+    """The spans of ``code[lo:hi]`` between the ``separator`` characters outside any brackets."""
+    spans, depth, start = [], 0, lo
+    for i in range(lo, hi):
+        depth += _NESTING.get(code[i], 0)
+        if code[i] == separator and not depth:
+            spans.append((start, i))
+            start = i + 1
+    return spans + [(start, hi)]
+
+
+def _is_statement(code: str, at: int) -> bool:
+    """Whether the ``asm`` at ``at`` starts a statement, rather than being the asm label of a declaration
+    (``register int r asm("r1")``, ``void f() asm("g")``), which g++ takes as it is."""
+    end = len(code[:at].rstrip(_BLANK))
+    hash_sign = code.rfind("#", 0, end)
+    if not end or code[end - 1] in ";{}:" or (hash_sign >= 0 and _MACRO_HEAD.match(code, hash_sign, end)):
+        return True
+    if code[end - 1] == ")":
+        opening = _opening(code, end - 1)
+        word = re.search(r"(\w+)\s*\Z", code[max(0, opening - 40):max(0, opening)])
+        return word is not None and word.group(1) in _CONTROL
+    word = re.search(r"\w+\Z", code[max(0, end - 10):end])
+    return word is not None and word.group() in ("else", "do")
+
+
+def _inline_asm_calls(source: str) -> str:
+    """``source`` with every inline-assembly statement made a call
+    ``mmemu::inline_asm(line, template, constraints, &output..., input...)``: the constraints are one
+    string, outputs' first, comma separated; outputs are passed by address, inputs by value; clobbers are
+    dropped.  The text keeps its line count (in a macro, its escaped line ends), so that later lines keep
+    their numbers."""
+    code, text = _code(source), _code(source, literals=True)
+    out, done = [], 0
+    for match in _ASM.finditer(code):
+        opening = match.end() - 1
+        closing = _closing(code, opening)
+        if closing is None or not _is_statement(code, match.start()):
+            continue  # unbalanced (the compiler will say so), or an asm label
+        sections = _split(code, opening + 1, closing, ":")
+        constraints, operands = [], []
+        for output, section in zip((True, False), sections[1:3]):
+            for lo, hi in _split(code, *section, ","):
+                paren = code.find("(", lo, hi)
+                if paren < 0:
+                    continue  # an empty operand list
+                constraints.append(_OPERAND_NAME.sub("", text[lo:paren].strip(_BLANK)).strip(_BLANK))
+                expression = text[paren + 1:_closing(code, paren)]
+                operands.append(f"&({expression})" if output else f"({expression})")
+        listed = ' "," '.join(constraints) or '""'
+        line = code.count("\n", 0, match.start()) + 1
+        call = f"mmemu::inline_asm({line}, {text[opening + 1:sections[0][1]].strip(_BLANK)}, {listed}"
+        call += "".join(f", {operand}" for operand in operands) + ")"
+        statement = source[match.start():closing + 1]
+        line_end = " \\\n" if _ESCAPED_LINE_END.search(statement) else "\n"
+        out += [source[done:match.start()], call, line_end * (statement.count("\n") - call.count("\n"))]
+        done = closing + 1
+    return "".join(out) + source[done:]
+
+
 def check_supported(spec: KernelSpec) -> None:
     """Raise Unsupported, naming the construct and its line, if the file uses one the emulator cannot
     run faithfully.  A kernel launch in host code (a launcher left in the file) is harmless, since host
-    code never runs; one anywhere else is dynamic parallelism."""
+    code never runs; one anywhere else is dynamic parallelism.  Inline assembly is judged where a launch
+    reaches it (see _inline_asm_calls)."""
     code = _code(spec.source)
     found = [(m, m.group(1).strip(), what) for pattern, what in _UNSUPPORTED if (m := pattern.search(code))]
     found += [(m, "<<<", "kernel launches from a kernel (dynamic parallelism)")
@@ -106,13 +212,15 @@ def compile_unit(build: Build) -> str:
     """The text g++ compiles: ``unit_source``'s unit (whose ``#line`` directives make diagnostics and
     ``__LINE__`` name the .cu file's own lines) and a trailer that exports the typed launcher and backs
     every ``extern __shared__`` array with the dynamic shared memory storage.  Launches in host code lose
-    their ``<<<...>>>``: a plain call of the kernel, which g++ can compile and nothing runs."""
+    their ``<<<...>>>``: a plain call of the kernel, which g++ can compile and nothing runs.  Inline
+    assembly becomes calls of the emulator (_inline_asm_calls)."""
     spec = build.spec
     source = spec.source
     for match, in_host in _launches(_code(source)):
         if in_host:
             blank = re.sub(r"[^\n]", " ", match.group())
             source = source[:match.start()] + blank + source[match.end():]
+    source = _inline_asm_calls(source)
     text = unit_source(build).replace(spec.source, source, 1)  # unit_source embeds the file verbatim
     trailer = [f"MMEMU_EXPORT_KERNEL({build.instance})"]
     trailer += [f"MMEMU_DYNAMIC_SHARED({name})" for name in sorted(set(_EXTERN_SHARED.findall(_code(source))))]

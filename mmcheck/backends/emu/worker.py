@@ -13,11 +13,11 @@ from pathlib import Path
 from ...errors import InternalError
 
 __all__ = ["Worker", "WorkerError", "DiedHandling", "Refused", "ParamInfo", "LaunchResult", "SCHEDULES",
-           "DONE", "FAULT", "SANITIZER", "BARRIER", "TRAP", "TIMEOUT", "PRECONDITION", "STACK_OVERFLOW"]
+           "DONE", "FAULT", "SANITIZER", "BARRIER", "TRAP", "TIMEOUT", "PRECONDITION", "UNSUPPORTED", "STACK_OVERFLOW"]
 
 # mmemu.h: schedule codes, launch states, fault codes.
 SCHEDULES = {"forward": 0, "reverse": 1, "shuffle": 2}
-RUNNING, DONE, FAULT, SANITIZER, BARRIER, TRAP, TIMEOUT, PRECONDITION = range(8)
+RUNNING, DONE, FAULT, SANITIZER, BARRIER, TRAP, TIMEOUT, PRECONDITION, UNSUPPORTED = range(9)
 STACK_OVERFLOW = 1000
 
 _PARAM = struct.Struct("<ccHII")                          # mmemu_param
