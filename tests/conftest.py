@@ -10,8 +10,9 @@ def pytest_configure(config):
     if workers := os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
         share_cores(int(workers))
 
-# Kernel files that tests drive themselves (a crash, a hang, a race): not test files of this suite.
-collect_ignore_glob = ["kernels/*.cu", "emu/kernels/*.cu"]
+# Kernel files that tests drive themselves (a crash, a hang, a race; the corpus of correct kernels, which
+# test_corpus.py checks): not test files of this suite.
+collect_ignore_glob = ["kernels/*.cu", "emu/kernels/*.cu", "corpus/*.cu"]
 
 
 @pytest.fixture
