@@ -8,6 +8,7 @@ rather than thousands of rejected draws; every shape is still filtered through a
 from __future__ import annotations
 
 import ast
+import copy
 import itertools
 import math
 import random
@@ -104,7 +105,7 @@ def domains(spec: KernelSpec) -> list[Domain]:
     mod = {n: 1 for n in names}
     lo = {n: 1 for n in names}
     hi: dict[str, int | None] = {n: None for n in names}
-    for left, op, right in _atoms(spec.requires):
+    for left, op, right in _atoms(spec):
         lname, rname = _name(left), _name(right)
         if isinstance(op, ast.Eq) and lname in names and rname in names:
             assert lname is not None and rname is not None
@@ -527,9 +528,17 @@ def _largest_square(spec: KernelSpec, dtype: str, n: int) -> Shape | None:
 
 # --- reading simple constraints out of the requires expressions -------------------------------------
 
-def _atoms(requires: Iterable[Expr]) -> Iterable[tuple[ast.expr, ast.cmpop, ast.expr]]:
-    """Top-level conjuncts as (left, op, right) comparisons; a chain ``a == b == c`` gives two."""
-    stack = [r.tree for r in requires]
+def _atoms(spec: KernelSpec) -> Iterable[tuple[ast.expr, ast.cmpop, ast.expr]]:
+    """The top-level conjuncts of ``requires`` as (left, op, right) comparisons, a chain ``a == b == c`` giving
+    two, with each ``let`` name of a constant value (``BLOCK_SIZE = "32"``) replaced by that value."""
+    constants: dict[str, int] = {}
+    for name, e in spec.let:  # in an order that evaluates each after what it uses
+        try:
+            constants[name] = e.eval(constants)
+        except ExprError:
+            continue  # it depends on the shape or the dtype
+    substituted = _Constants(constants)
+    stack = [substituted.visit(copy.deepcopy(r.tree)) for r in spec.requires]
     while stack:
         node = stack.pop()
         if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
@@ -537,6 +546,16 @@ def _atoms(requires: Iterable[Expr]) -> Iterable[tuple[ast.expr, ast.cmpop, ast.
         elif isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
             yield from zip(operands, node.ops, operands[1:])
+
+
+class _Constants(ast.NodeTransformer):
+    """Names of known values replaced by those values."""
+
+    def __init__(self, values: dict[str, int]) -> None:
+        self.values = values
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return ast.Constant(self.values[node.id]) if node.id in self.values else node
 
 
 def _multiple(names: tuple[str, ...], mod: int, k: int) -> tuple[tuple[str, ...], int]:

@@ -143,3 +143,22 @@ def test_requires_still_rules_the_threshold_shapes():
     thin = threshold_shapes(spec, "float32")
     assert max(s.K for s in thin) <= 1024 and Shape(1, 1, 257) in thin and Shape(1, 65537, 1) in thin
     assert not [s for s in thin if s.M > 1048560]
+
+
+def test_a_let_of_constant_value_in_requires_is_solved_like_a_number():
+    """The CUDA samples' style: ``let = {BLOCK_SIZE = "32"}`` and ``M % BLOCK_SIZE == 0``: the shapes are
+    multiples of 32, not the few that a filter over small sizes lets through."""
+    (spec,) = parse_specs("""/* mmcheck
+[[kernel]]
+name = "s"
+entry = "k"
+op = "mm"
+dtypes = ["float32"]
+params = ["A", "B", "C", "M", "N", "K"]
+let = {BLOCK = "32"}
+block = ["BLOCK", "BLOCK"]
+grid = ["cdiv(N, BLOCK)", "M // BLOCK"]
+requires = ["M % BLOCK == 0", "K % BLOCK == 0"]
+*/""", "k.cu")
+    assert [(d.names, d.mod) for d in domains(spec)] == [(("M",), 32), (("N",), 1), (("K",), 32)]
+    assert len(shapes_for(spec, "float32")) > 10
