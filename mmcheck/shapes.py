@@ -295,7 +295,8 @@ class LaunchLimit:
         return strict_launch or self.promised
 
     def __str__(self) -> str:
-        return f"{self.bound} ({' = '.join(self.names)} <= {self.last})"
+        sizes = f"{' = '.join(self.names)} <= {self.last}"
+        return self.bound if self.bound == sizes else f"{self.bound} ({sizes})"
 
 
 def launch_limits(spec: KernelSpec, dtype: str) -> tuple[LaunchLimit, ...]:
