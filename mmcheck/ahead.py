@@ -32,13 +32,14 @@ __all__ = ["Ahead", "builds", "start"]
 
 def builds(settings: Settings, pairs: Iterable[tuple[KernelSpec, str]]) -> Iterator[Build]:
     """The builds the kernel x dtype pairs' shapes need, each once, in the pairs' order."""
+    from .check import shapes, unreachable
     from .prepare import plan
 
     seen: set[tuple] = set()
     for spec, dtype in pairs:
-        if settings.unreachable(spec):
+        if unreachable(settings, spec):
             continue
-        for shape in settings.shapes(spec, dtype):
+        for shape in shapes(settings, spec, dtype):
             try:
                 build = plan(spec, dtype, shape).build
             except MmcheckError:  # a spec the runner will report

@@ -205,10 +205,12 @@ def _here(jobs: Sequence[tuple[str, Callable[[], T]]], progress: Progress) -> Ge
 def _open_runner(settings: Settings, catalog: Catalog) -> Runner | None:
     """The runner on the backend the settings name, after the broken specs are said; None (having said why)
     if there is no such backend here."""
+    from .check import open_runner
+
     for e in catalog.errors:
         print(f"mmcheck: {e}", file=sys.stderr)
     try:
-        return settings.open_runner()
+        return open_runner(settings)
     except BackendUnavailable as e:
         print(f"mmcheck: {e}", file=sys.stderr)
         return None
@@ -217,6 +219,7 @@ def _open_runner(settings: Settings, catalog: Catalog) -> Runner | None:
 def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -> int:
     from . import ahead
     from .artifacts import save_failure
+    from .check import check, open_runner
     from .report import json_document, reproduce, summary, table, verdict, write_json
 
     settings = Settings.read(lambda dest: getattr(args, dest, None))
@@ -238,7 +241,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
         if pool is not None:  # its workers say which backend they opened: this process opens none of its own
             backend, cc = pool.backend(settings)
         else:
-            runner = settings.open_runner()
+            runner = open_runner(settings)
             backend, cc = runner.backend.name, capability(runner.backend)
         if settings.large and backend == "emu":
             raise BackendUnavailable("--large runs on the GPU only: shapes past 2**31 elements would take the "
@@ -281,7 +284,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
         else:
             assert runner is not None  # a pool is started only for several workers
             try:
-                results = _each([(label, partial(settings.check, runner, s, d))
+                results = _each([(label, partial(check, settings, runner, s, d))
                                  for label, (s, d) in zip(labels, pairs)], "kernel x dtype", said)
             finally:
                 runner.backend.close()

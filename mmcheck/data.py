@@ -30,8 +30,7 @@ import numpy as np
 
 from . import devices
 from .dtypes import DType, precision
-from .ops import LEADING, Op
-from .shapes import Shape
+from .ops import LEADING, Op, Shape
 from .spec import KernelSpec
 
 __all__ = ["Trial", "trials", "benchmark_trial", "granule", "Operands", "draw", "blocks", "make_operands",

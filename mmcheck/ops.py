@@ -10,14 +10,12 @@ entry.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+import re
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .shapes import Shape
-
-__all__ = ["Op", "OPS", "SIZES", "LEADING", "SCALARS", "DIMS"]
+__all__ = ["Shape", "bench_size", "Op", "OPS", "SIZES", "LEADING", "SCALARS", "DIMS"]
 
 SIZES = ("M", "N", "K", "batch")
 SCALARS = ("alpha", "beta")
@@ -25,6 +23,40 @@ SCALARS = ("alpha", "beta")
 LEADING = ("lda", "ldb", "ldc")
 # (rows, cols) of each buffer role, as size names.
 DIMS = (("M", "K"), ("K", "N"), ("M", "N"))
+
+
+@dataclass(frozen=True, order=True)
+class Shape:
+    """C[M,N] = A[M,K] @ B[K,N], ``batch`` times (``mv`` has N == 1)."""
+
+    M: int
+    N: int
+    K: int
+    batch: int = 1
+
+    @property
+    def macs(self) -> int:
+        return self.M * self.N * self.K * self.batch
+
+    def env(self) -> dict[str, int]:
+        return {"M": self.M, "N": self.N, "K": self.K, "batch": self.batch}
+
+    def __str__(self) -> str:
+        return f"{self.M}x{self.N}x{self.K}" + (f"b{self.batch}" if self.batch != 1 else "")
+
+    @classmethod
+    def parse(cls, text: str) -> Shape:
+        """Inverse of ``str``: ``17x33x5`` or ``17x33x5b4``."""
+        m = re.fullmatch(r"(\d+)x(\d+)x(\d+)(?:b(\d+))?", text.strip())
+        if not m or 0 in (values := [int(g) for g in m.groups(default="1")]):
+            raise ValueError(f"not a shape: {text!r} (expected MxNxK or MxNxKbBATCH with positive sizes)")
+        return cls(*values)
+
+
+def bench_size(text: str) -> int | Shape:
+    """A benchmark size as given on a command line: ``4096`` (square) or ``1024x1024x1024b128``."""
+    return int(text) if text.strip().isdigit() else Shape.parse(text)
+
 
 
 @dataclass(frozen=True)

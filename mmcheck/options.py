@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .backends.base import Backend, BackendOptions
+    from .backends.base import BackendOptions
     from .bench.timer import Method
-    from .runner import Result, Runner
-    from .shapes import Shape
-    from .spec import KernelSpec
+    from .ops import Shape
 
 
 __all__ = ["Option", "OPTIONS", "Settings", "DEFAULT_BUDGET"]
@@ -53,13 +48,13 @@ def _method(name: str) -> str:
 
 
 def _shape(text: str) -> Shape:
-    from .shapes import Shape
+    from .ops import Shape
 
     return Shape.parse(text)
 
 
 def _bench_size(text: str) -> int | Shape:
-    from .shapes import bench_size
+    from .ops import bench_size
 
     return bench_size(text)
 
@@ -168,73 +163,6 @@ class Settings:
             if value not in (None, [], ()):
                 values[o.dest] = tuple(value) if o.multiple else value
         return cls(**values, **extra)
-
-    def runner(self, backend: Backend) -> Runner:
-        """The runner these settings describe (guard bands off under a sanitizer: it needs exact sizes)."""
-        from .runner import Runner
-        from .verdicts import Verdicts
-
-        return Runner(backend, seed=self.seed, guards=not self.sanitize,
-                      verdicts=None if self.recheck_races else Verdicts(), results=Path(self.results))
-
-    def open_runner(self) -> Runner:
-        """The runner on a backend of its own, the one these settings name; BackendUnavailable says why there
-        is none here."""
-        from .backends import get_backend
-
-        return self.runner(get_backend(self.backend, self.backend_options()))
-
-    def unreachable(self, spec: KernelSpec) -> str | None:
-        """Why this run cannot catch a known-bad kernel, if it cannot: nothing but a sanitizer sees some bugs
-        (a read whose value is never used), so without one the kernel is skipped, saying so."""
-        if spec.expect == "fail" and set(spec.catch) == {"sanitizer"} and not self.sanitize:
-            return f"{spec.name}: only a sanitizer can catch it; run with --sanitize (pytest: --mmcheck-sanitize)"
-        if spec.large and not self.large:
-            return (f"{spec.name}: only shapes past 2**31 elements show its bug; run with --large (pytest: "
-                    "--mmcheck-large) on a GPU")
-        return None
-
-    def check(self, runner: Runner, spec: KernelSpec, dtype: str) -> Result:
-        """One kernel x dtype as ``mmcheck check`` and a kernel file's test item judge it: its shapes (the
-        generated ones, or --shape: the replay of one reported case) smallest first, up to the first that
-        does not pass; with the seconds it took."""
-        start = time.perf_counter()
-        return dataclasses.replace(self._check(runner, spec, dtype), seconds=time.perf_counter() - start)
-
-    def _check(self, runner: Runner, spec: KernelSpec, dtype: str) -> Result:
-        from .runner import Result
-        from .shapes import LARGE, largest_buffer, launch_domain, launch_limits, outside_launch_domain, satisfies
-
-        if reason := self.unreachable(spec):
-            return Result(runner.case(spec, dtype, None), "skip", reason, shapes_tried=0)
-        strict = self.strict_launch or spec.strict_launch
-        domain = launch_domain(launch_limits(spec, dtype), strict)
-        if not self.shape:
-            shapes = self.shapes(spec, dtype)
-            result = runner.sweep(spec, dtype, shapes)
-            if self.large and result.ok and all(largest_buffer(spec, s) < LARGE for s in shapes):
-                # Asked for, and not run: said, lest the pass be read as one past 2**31 elements.
-                result = dataclasses.replace(result, message="no shape past 2**31 elements: its requires rule "
-                                                             "them out")
-            return dataclasses.replace(result, domain=domain)
-        shapes = [s for s in self.shape if satisfies(spec, s, dtype)]
-        if not shapes:
-            return Result(runner.case(spec, dtype, self.shape[0]), "skip",
-                          f"{spec.name}: --shape does not satisfy its requires", shapes_tried=0)
-        if outside := [why for s in shapes if (why := outside_launch_domain(spec, dtype, s, strict))]:
-            return Result(runner.case(spec, dtype, shapes[0]), "skip", f"{spec.name}: --shape {outside[0]}",
-                          shapes_tried=0, domain=domain)
-        return dataclasses.replace(runner.sweep(spec, dtype, shapes), domain=domain)
-
-    def shapes(self, spec: KernelSpec, dtype: str, extra: Iterable[Shape] = ()) -> list[Shape]:
-        """The generated shapes of a kernel x dtype (and ``extra``), smallest first, within its launch domain
-        unless a refused launch fails it (--strict-launch, or its spec's strict_launch); with ``large``, the
-        large mode's after them."""
-        from .shapes import large_shapes, shapes_for
-
-        strict = self.strict_launch or spec.strict_launch
-        shapes = shapes_for(spec, dtype, self.seed, self.budget, extra=extra, strict_launch=strict)
-        return shapes + [s for s in large_shapes(spec, dtype) if s not in shapes] if self.large else shapes
 
     def method(self) -> Method:
         """The timing method these settings describe."""

@@ -138,13 +138,14 @@ def _runner(config: pytest.Config) -> Runner:
     reason, where no backend is usable."""
     if _RUNNER not in config.stash:
         from .backends import get_backend
+        from .check import runner as settings_runner
         from .errors import BackendUnavailable
 
         settings = config.stash[_SETTINGS]
         if workers := os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
             share_cores(int(workers))  # the references' BLAS, in each of the workers
         try:
-            config.stash[_RUNNER] = settings.runner(get_backend(settings.backend, settings.backend_options()))
+            config.stash[_RUNNER] = settings_runner(settings, get_backend(settings.backend, settings.backend_options()))
         except BackendUnavailable as e:
             config.stash[_RUNNER] = f"no kernel backend: {e}"
     runner = config.stash[_RUNNER]
@@ -203,8 +204,10 @@ class KernelItem(pytest.Item):
             self.add_marker(mark)
 
     def runtest(self) -> None:
+        from .check import check
+
         runner, settings = _runner(self.config), self.config.stash[_SETTINGS]
-        result = settings.check(runner, self.spec, self.dtype)
+        result = check(settings, runner, self.spec, self.dtype)
         if result.domain:  # told in the session's summary (pytest_terminal_summary), from any xdist worker
             self.user_properties.append((_DOMAIN, result.domain))
         _judge(result, runner, settings)
@@ -303,8 +306,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     expect = marker.kwargs.get("expect", "pass")
     pairs = [(s, d) for s, d in catalog.select(settings.kernel, settings.dtype) if s.expect == expect]
     if "shape" in names:
+        from .check import shapes
+
         params = [pytest.param(s, d, shape, id=f"{s.name}-{d}-{shape}") for s, d in pairs
-                  for shape in settings.shapes(s, d, extra=settings.shape)]
+                  for shape in shapes(settings, s, d, extra=settings.shape)]
         metafunc.parametrize("kernel,dtype,shape", params)
     else:
         metafunc.parametrize("kernel,dtype", [pytest.param(s, d, id=f"{s.name}-{d}", marks=_marks(s, settings))
@@ -368,7 +373,9 @@ def _short(path: Path, root: Path) -> str:
 def _marks(spec: KernelSpec, settings: Settings) -> list:
     if spec.expect != "fail":
         return []
-    if reason := settings.unreachable(spec):
+    from .check import unreachable
+
+    if reason := unreachable(settings, spec):
         return [pytest.mark.skip(reason=reason)]
     return [pytest.mark.xfail(strict=True, raises=KernelCaught, reason="known-bad kernel")]
 

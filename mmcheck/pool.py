@@ -180,7 +180,9 @@ class Check:
     dtype: str
 
     def __call__(self) -> Result:
-        return self.settings.check(_worker.runner(self.settings), self.spec, self.dtype)
+        from .check import check
+
+        return check(self.settings, _worker.runner(self.settings), self.spec, self.dtype)
 
     def lost(self, why: str) -> Result:
         from .runner import Case, Result
@@ -226,7 +228,9 @@ class _Worker:
         return self._runner
 
     def _open(self, settings: Settings) -> None:
-        self._runner, self._opened = settings.open_runner(), settings
+        from .check import open_runner
+
+        self._runner, self._opened = open_runner(settings), settings
 
     def _fits(self, settings: Settings) -> bool:
         """The runner is the one ``settings`` ask for: opened with them, or with ``auto`` where it found the

@@ -20,7 +20,7 @@ from .data import Layout, Operands, Trial
 from .dtypes import DTYPES, precision
 from .errors import MmcheckError
 from .expr import Expr, ExprError
-from .shapes import Shape
+from .ops import Shape
 from .spec import CTYPES, KernelSpec, sizeof
 
 __all__ = ["Plan", "Refusal", "plan", "Prepared", "prepare", "host_bytes", "host_memory"]

@@ -12,7 +12,6 @@ import copy
 import itertools
 import math
 import random
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING
 from .dtypes import precision
 from .errors import MmcheckError
 from .expr import SHAPE_NAMES, Expr, ExprError
+from .ops import Shape, bench_size
 from .options import DEFAULT_BUDGET
 from .spec import KernelSpec, sizeof
 
@@ -34,34 +34,6 @@ __all__ = ["Shape", "Domain", "domains", "tiles", "tile_class", "smallest_of_cla
 
 # The square size benchmarks run at unless told otherwise.
 BENCH_SIZES: tuple[int, ...] = (4096,)
-
-
-@dataclass(frozen=True, order=True)
-class Shape:
-    """C[M,N] = A[M,K] @ B[K,N], ``batch`` times (``mv`` has N == 1)."""
-
-    M: int
-    N: int
-    K: int
-    batch: int = 1
-
-    @property
-    def macs(self) -> int:
-        return self.M * self.N * self.K * self.batch
-
-    def env(self) -> dict[str, int]:
-        return {"M": self.M, "N": self.N, "K": self.K, "batch": self.batch}
-
-    def __str__(self) -> str:
-        return f"{self.M}x{self.N}x{self.K}" + (f"b{self.batch}" if self.batch != 1 else "")
-
-    @classmethod
-    def parse(cls, text: str) -> Shape:
-        """Inverse of ``str``: ``17x33x5`` or ``17x33x5b4``."""
-        m = re.fullmatch(r"(\d+)x(\d+)x(\d+)(?:b(\d+))?", text.strip())
-        if not m or 0 in (values := [int(g) for g in m.groups(default="1")]):
-            raise ValueError(f"not a shape: {text!r} (expected MxNxK or MxNxKbBATCH with positive sizes)")
-        return cls(*values)
 
 
 @dataclass(frozen=True)
@@ -499,11 +471,6 @@ def shape_strategy(spec: KernelSpec, dtype: str, max_dim: int = 160,
     # edge case moves towards the smaller ones.
     edges = sorted((s for s in edge_shapes(spec, dtype) if s.macs <= limit), key=lambda s: (s.macs, s.M, s.N, s.K))
     return st.one_of(st.sampled_from(edges), drawn) if edges else drawn
-
-
-def bench_size(text: str) -> int | Shape:
-    """A benchmark size as given on a command line: ``4096`` (square) or ``1024x1024x1024b128``."""
-    return int(text) if text.strip().isdigit() else Shape.parse(text)
 
 
 def bench_shapes(spec: KernelSpec, dtype: str, sizes: Iterable[int | Shape] = ()) -> list[Shape]:

@@ -13,15 +13,12 @@ import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .dtypes import DTYPES, PRECISIONS, DType, Precision, precision
 from .errors import SpecError
 from .expr import BOOLEANS, SHAPE_NAMES, Expr, ExprError
-from .ops import OPS, SCALARS, SIZES, Op
-
-if TYPE_CHECKING:
-    from .shapes import Shape
+from .ops import OPS, SCALARS, SIZES, Op, Shape
 
 __all__ = [
     "CTYPES",

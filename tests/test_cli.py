@@ -176,17 +176,17 @@ def test_an_error_of_mmchecks_own_exits_3_saying_whose_it_is_and_a_failing_kerne
 
 
 def test_ctrl_c_keeps_what_finished_and_marks_the_json_incomplete(kernels, tmp_path, monkeypatch, capsys):
-    from mmcheck.options import Settings
+    import mmcheck.check
 
-    check, calls = Settings.check, []
+    check, calls = mmcheck.check.check, []
 
-    def interrupted_on_the_third(self, runner, spec, dtype):
+    def interrupted_on_the_third(settings, runner, spec, dtype):
         calls.append(spec.name)
         if len(calls) == 3:
             raise KeyboardInterrupt
-        return check(self, runner, spec, dtype)
+        return check(settings, runner, spec, dtype)
 
-    monkeypatch.setattr(Settings, "check", interrupted_on_the_third)
+    monkeypatch.setattr(mmcheck.check, "check", interrupted_on_the_third)
     out = tmp_path / "r.json"
     assert main(["check", str(kernels), "--json", str(out)]) == 130
     captured = capsys.readouterr()

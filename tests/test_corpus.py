@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from mmcheck import check as checking
 from mmcheck.spec import collect
 
 from .test_zoo_specs import ARCH
@@ -55,7 +56,7 @@ def test_is_valid_cuda(path: Path, tmp_path: Path):
 @pytest.mark.parametrize("spec, dtype", KERNELS, ids=[f"{s.name}-{d}" for s, d in KERNELS])
 def test_correct_kernel_passes(runner, judge, mmcheck_settings, spec, dtype):
     assert spec.expect == "pass", f"{spec.name}: the corpus holds correct kernels only"
-    result = mmcheck_settings.check(runner, spec, dtype)
+    result = checking.check(mmcheck_settings, runner, spec, dtype)
     if result.outcome == "skip":
         pytest.fail(f"{spec.name} {dtype} was skipped, yet the backend should run it: {result.message}",
                     pytrace=False)

@@ -5,6 +5,7 @@ from hypothesis import find, given, settings
 from hypothesis.errors import NoSuchExample
 from hypothesis import strategies as st
 
+from mmcheck import check as checking
 from mmcheck.shapes import shape_strategy, shapes_for, threshold_shapes
 from mmcheck.spec import load_specs
 
@@ -60,7 +61,7 @@ def test_kernel(runner, judge, kernel, dtype, shape):
 
 @pytest.mark.mmcheck(expect="fail")
 def test_known_bad_is_caught(runner, judge, mmcheck_settings, kernel, dtype):
-    judge(runner.sweep(kernel, dtype, mmcheck_settings.shapes(kernel, dtype)))
+    judge(runner.sweep(kernel, dtype, checking.shapes(mmcheck_settings, kernel, dtype)))
 
 
 @pytest.mark.mmcheck(expect="pass")

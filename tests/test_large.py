@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mmcheck import check as checking
 from mmcheck.backends import get_backend
 from mmcheck import data, devices
 from mmcheck.data import Operands
@@ -58,7 +59,7 @@ def test_a_large_shape_is_skipped_on_the_emulator_saying_why():
 def test_a_kernel_only_the_large_mode_catches_is_skipped_without_it():
     spec = ZOO["buggy.offset_32bit"]
     assert spec.large and spec.expect == "fail"
-    assert "--large" in Settings().unreachable(spec) and Settings(large=True).unreachable(spec) is None
+    assert "--large" in checking.unreachable(Settings(), spec) and checking.unreachable(Settings(large=True), spec) is None
 
 
 def test_only_a_known_bad_kernel_may_say_large():
@@ -187,7 +188,7 @@ def test_a_kernel_whose_requires_keep_its_buffers_small_says_so_under_the_large_
     spec = spec_for("good", ("float32",), extra=bounded)
     assert large_shapes(spec, "float32") == []
     runner = Runner(FakeBackend(), seed=1)
-    large, plain = (Settings(large=flag).check(runner, spec, "float32") for flag in (True, False))
+    large, plain = (checking.check(Settings(large=flag), runner, spec, "float32") for flag in (True, False))
     assert large.ok and large.message == "no shape past 2**31 elements: its requires rule them out"
     assert "; no shape past 2**31 elements" in table([large])
     assert plain.ok and plain.message == ""

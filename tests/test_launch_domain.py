@@ -5,6 +5,7 @@ import shutil
 
 import pytest
 
+from mmcheck import check as checking
 from mmcheck.errors import SpecError
 from mmcheck.options import Settings
 from mmcheck.prepare import plan
@@ -88,7 +89,7 @@ needs_gpp = pytest.mark.skipif(not shutil.which("g++"), reason="runs the kernels
 
 @pytest.fixture(scope="module")
 def emu():
-    runner = Settings(backend="emu").open_runner()
+    runner = checking.open_runner(Settings(backend="emu"))
     yield runner
     runner.backend.close()
 
@@ -96,7 +97,7 @@ def emu():
 @needs_gpp
 def test_a_correct_textbook_kernel_passes_with_its_domain_stated(emu):
     spec = spec_of(NAIVE)
-    result = Settings(backend="emu").check(emu, spec, "float32")
+    result = checking.check(Settings(backend="emu"), emu, spec, "float32")
     assert result.outcome == "pass", result.message
     assert result.domain == "launches only while cdiv(M, 16) <= 65535 (M <= 1048560)"
     assert "; launches only while cdiv(M, 16) <= 65535 (M <= 1048560)" in table([result])
@@ -110,7 +111,7 @@ def test_a_correct_textbook_kernel_passes_with_its_domain_stated(emu):
 def test_a_refused_launch_fails_where_it_was_promised_or_asked_for(emu, how):
     extra = {"spec key": "strict_launch = true", "requires": 'requires = ["M <= 2000000"]'}.get(how, "")
     settings = Settings(backend="emu", strict_launch=how == "option")
-    result = settings.check(emu, spec_of(NAIVE, extra), "float32")
+    result = checking.check(settings, emu, spec_of(NAIVE, extra), "float32")
     assert (result.outcome, result.check, result.case.shape) == ("fail", "launch", PAST)
     assert "gridDim.y = cdiv(M, 16) = 65536 exceeds 65535 at M = 1048561" in result.message
     assert "a shape its spec admits" in result.message
@@ -118,7 +119,7 @@ def test_a_refused_launch_fails_where_it_was_promised_or_asked_for(emu, how):
 
 @needs_gpp
 def test_a_shape_asked_for_past_the_domain_is_a_skip_saying_why(emu):
-    result = Settings(backend="emu", shape=(PAST,)).check(emu, spec_of(NAIVE), "float32")
+    result = checking.check(Settings(backend="emu", shape=(PAST,)), emu, spec_of(NAIVE), "float32")
     assert result.outcome == "skip"
     assert "outside the kernel's launch domain" in result.message and "gridDim.y = cdiv(M, 16)" in result.message
 

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from mmcheck import check as checking
 from mmcheck.artifacts import save_failure
 from mmcheck.dtypes import DTYPES
 from mmcheck.prepare import plan
@@ -291,8 +292,8 @@ def test_a_kept_verdict_holds_for_the_very_same_launch_only(tmp_path, change):
 
 def test_the_settings_keep_verdicts_in_the_user_cache_unless_told_to_recheck(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert Settings().runner(FakeBackend()).verdicts.folder == tmp_path / "mmcheck" / "verdicts"
-    assert Settings(recheck_races=True).runner(FakeBackend()).verdicts is None
+    assert checking.runner(Settings(), FakeBackend()).verdicts.folder == tmp_path / "mmcheck" / "verdicts"
+    assert checking.runner(Settings(recheck_races=True), FakeBackend()).verdicts is None
 
 
 def test_an_exception_of_mmchecks_own_is_an_internal_error_of_the_case_and_the_sweep_goes_on(tmp_path, monkeypatch):

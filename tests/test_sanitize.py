@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mmcheck import check as checking
 from mmcheck.backends import BackendOptions, get_backend, sanitizer
 from mmcheck.compile import Build
 from mmcheck.errors import BackendUnavailable, KernelTimeout
@@ -31,7 +32,7 @@ def sanitized(request):
         backend = get_backend(request.param, settings.backend_options())
     except BackendUnavailable as e:
         pytest.skip(f"{request.param} backend with sanitizer: {e}")
-    return settings.runner(backend)
+    return checking.runner(settings, backend)
 
 
 def test_the_unused_out_of_bounds_read_is_caught(sanitized, unused_read):
@@ -45,7 +46,7 @@ def test_the_unused_out_of_bounds_read_is_caught(sanitized, unused_read):
 
 def test_without_a_sanitizer_the_read_is_invisible(sanitized, unused_read):
     """The reason the sanitizer is needed: unsanitized, the same case passes."""
-    plain = Settings().runner(get_backend(sanitized.backend.name))
+    plain = checking.runner(Settings(), get_backend(sanitized.backend.name))
     assert plain.run(plain.case(unused_read, "float32", Shape(32, 48, 64))).ok
 
 
