@@ -311,7 +311,7 @@ def load() -> Library:
         archs = _check(nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs")
     except Exception as e:  # ImportError, or the binding's own error when it finds no libnvrtc
         where = f" ({choice.origin})" if choice.path else ""
-        raise BackendUnavailable(f"cuda-bindings {bindings} cannot load NVRTC{where}: {e}") from None
+        raise BackendUnavailable(f"cuda-bindings {bindings} cannot load NVRTC{where}: {str(e).strip()}") from None
     version = (int(major), int(minor))
     if choice.major is not None and version[0] != choice.major:
         raise BackendUnavailable(f"cuda-bindings {bindings} loaded NVRTC {major}.{minor}, not {choice.path} "
