@@ -171,7 +171,8 @@ class Nvcc:
     def cubin(self, source: str, options: Sequence[str], arch: str) -> tuple[bytes, str]:
         """The cubin of ``source`` for ``arch``, uncached, and what nvcc said while succeeding ("" if nothing);
         CompileError with what nvcc said where it fails."""
-        with tempfile.TemporaryDirectory(prefix="mmcheck-nvcc-") as folder:
+        # A folder named as PyCUDA's are (tempfile's default): the cubin's line table records it.
+        with tempfile.TemporaryDirectory() as folder:
             Path(folder, "kernel.cu").write_text(source, encoding="utf-8")
             command = [self.path, "--cubin", *options, "-arch", arch, "kernel.cu"]
             done = subprocess.run(command, cwd=folder, capture_output=True)
@@ -242,7 +243,7 @@ def driver_rule(compiler: tuple[int, int], driver: tuple[int, int], binary: str 
             "(CUDA_ERROR_UNSUPPORTED_PTX_VERSION)")
 
 
-# code: (the driver's own words, as PyCUDA's messages quote them; what it means here)
+# code: (the driver's own words, as PyCUDA's and cuda.core's messages quote them; what it means here)
 _LOAD_ERRORS = {
     "CUDA_ERROR_UNSUPPORTED_PTX_VERSION": (
         "compiled with an unsupported toolchain",

@@ -1,5 +1,5 @@
-"""What a GPU backend is, written once over a few primitives that a binding of CUDA implements (pycuda.py:
-PyCUDA).
+"""What the two GPU backends share, written once over a few primitives each implements with its own binding
+of CUDA (pycuda.py: PyCUDA; cuda_core.py: NVIDIA's cuda.core and cuda-bindings).
 
 A kernel is compiled by one of two compilers (compilers.py: nvcc, the default, or NVRTC), each giving a
 cubin for the device's exact ``sm_XY`` and the kernel's symbol in it; the backend loads the cubin in the

@@ -1,4 +1,4 @@
-"""The GPU backend through PyCUDA (gpu.py holds what does not depend on the binding).
+"""The GPU backend through PyCUDA (gpu.py holds what it shares with the cuda.core one).
 
 The cubin is loaded with PyCUDA's ``module_from_buffer`` (what ``SourceModule`` does with nvcc's cubin) in the
 device's primary context.  The kernel's parameters' sizes and its occupancy are read through the driver's
@@ -23,7 +23,7 @@ __all__ = ["PyCudaBackend"]
 
 
 class PyCudaBackend(GpuBackend):
-    name = "gpu"
+    name = "pycuda"
 
     def __init__(self, options: BackendOptions = BackendOptions()) -> None:
         try:
