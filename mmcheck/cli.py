@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .devices import capability, shared_capability
+from .devices import GPU_BACKENDS, capability, shared_capability
 from .errors import BackendUnavailable, SpecError
 from .options import OPTIONS, Settings
 from .spec import Catalog, collect
@@ -132,7 +132,7 @@ def _workers(jobs: int | str, backend: str) -> int:
     GPU backend, else one per CPU core this process may use."""
     if jobs != "auto":
         return int(jobs)
-    if backend == "gpu":
+    if backend in GPU_BACKENDS:
         from .devices import gpu_count
 
         return max(1, gpu_count(os.environ))
@@ -232,7 +232,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
         print(f"mmcheck: {e}", file=sys.stderr)
     # Where NVML tells the GPU's compute capability, compiling ahead starts now, on the GPU backend's plan,
     # while the backend opens (a CUDA context takes a second or two); it starts again if that guess was off.
-    guess = shared_capability(os.environ) if settings.backend in ("auto", "gpu") else None
+    guess = shared_capability(os.environ) if settings.backend in ("auto", *GPU_BACKENDS) else None
     early = _planned(settings, "gpu", min(_workers(args.jobs, "gpu"), len(pairs)), pairs) if guess else None
     compiling = ahead.start(early[0], [pairs[i] for i in early[1]], guess) if early and guess else None
     runner: Runner | None = None
@@ -261,7 +261,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
 
     labels = [_label(s, d) for s, d in pairs]
     workers = min(_workers(args.jobs, backend), len(pairs))
-    if early and (backend, cc) == ("gpu", guess):  # the guess held: what compiles ahead goes on
+    if early and backend in GPU_BACKENDS and cc == guess:  # the guess held: what compiles ahead goes on
         own, order = early
     else:
         own, order = _planned(settings, backend, workers, pairs)
@@ -275,7 +275,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
 
             if runner is not None:  # it has shown that the backend is usable, and which: each worker opens its own
                 runner.backend.close()
-            pool = pool or Pool(workers, gpu=backend == "gpu")
+            pool = pool or Pool(workers, gpu=backend in GPU_BACKENDS)
             # Each kernel x dtype is a job of its own, for whichever worker is free; a compile error is then
             # told in full once, for the kernel's first dtype, as one process tells it.
             results = compile_errors_told_once(_each([(label, Check(own, s, d))
@@ -329,8 +329,8 @@ def _planned(settings: Settings, backend: str, workers: int,
     # The workers open the backend that "auto" found, rather than look again.
     own = dataclasses.replace(settings, backend=backend) if settings.backend == "auto" else settings
     labels = [_label(s, d) for s, d in pairs]
-    order = (costs.longest_first(labels, costs.load(backend), [(s.path, s.name) for s, _ in pairs]) if workers > 1
-             else range(len(pairs)))
+    order = (costs.longest_first(labels, costs.load(_costs_name(backend)), [(s.path, s.name) for s, _ in pairs])
+             if workers > 1 else range(len(pairs)))
     return own, order
 
 
@@ -338,7 +338,14 @@ def _remember_costs(backend: str, results: Sequence[Result]) -> None:
     """What each kernel x dtype took, for the next check -j to start the longest first (costs.py)."""
     from . import costs
 
-    costs.save(backend, {_label(r.case.spec, r.case.dtype): r.seconds for r in results if r.seconds is not None})
+    costs.save(_costs_name(backend),
+               {_label(r.case.spec, r.case.dtype): r.seconds for r in results if r.seconds is not None})
+
+
+def _costs_name(backend: str) -> str:
+    """The name a backend's costs are kept under: one for the GPU backends, as a kernel takes as long on either,
+    and the plan of -j is made (_planned) before the backend that ``gpu`` stands for is known."""
+    return "gpu" if backend in GPU_BACKENDS else backend
 
 
 def _label(spec: KernelSpec, dtype: str) -> str:
@@ -350,7 +357,7 @@ def _started_pool(jobs: int | str, settings: Settings, pairs: Sequence[tuple[Ker
     """The pool of -j's workers, started before this process looks for the backend where its size does not
     depend on which backend that is: the workers start meanwhile.  None where there is to be no pool, or
     its size or its use of GPUs waits for the backend (-j auto with --backend auto, a backend class)."""
-    if settings.backend not in ("auto", "gpu", "emu") or (jobs == "auto" and settings.backend == "auto"):
+    if settings.backend not in ("auto", "emu", *GPU_BACKENDS) or (jobs == "auto" and settings.backend == "auto"):
         return None
     workers = min(_workers(jobs, settings.backend), len(pairs))
     if workers < 2:

@@ -13,8 +13,13 @@ from typing import TYPE_CHECKING, TypeVar
 if TYPE_CHECKING:
     from .backends.base import Backend
 
-__all__ = ["across_cores", "capability", "cores", "gpu_count", "pin_gpu", "share_cores", "shared_capability",
-           "visible_gpus"]
+__all__ = ["GPU_BACKENDS", "across_cores", "capability", "cores", "gpu_count", "pin_gpu", "share_cores",
+           "shared_capability", "visible_gpus"]
+
+# The backends whose kernels run on a GPU (each worker takes one of its own): ``gpu``, the name that stands for
+# the first of the two that is usable, and the two (backends/__init__.py).  Here, where the pytest plugin can
+# read it without importing the backends.
+GPU_BACKENDS = ("gpu", "cuda-core", "pycuda")
 
 # Where one is set, the user chose BLAS's thread count.
 THREAD_COUNTS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")

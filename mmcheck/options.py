@@ -7,6 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .devices import GPU_BACKENDS
+
 if TYPE_CHECKING:
     from .backends.base import BackendOptions
     from .bench.timer import Method
@@ -24,9 +26,9 @@ DEFAULT_BUDGET = 1 << 20
 # options in every session, and must not import numpy (through the dtype and shape modules) to do so.
 
 def _backend(name: str) -> str:
-    if name in ("auto", "gpu", "emu") or ":" in name:
+    if name in ("auto", "emu", *GPU_BACKENDS) or ":" in name:
         return name
-    raise argparse.ArgumentTypeError(f"{name!r} is not auto, gpu, emu or module:Class")
+    raise argparse.ArgumentTypeError(f"{name!r} is not auto, emu, {', '.join(GPU_BACKENDS)} or module:Class")
 
 
 def _one_of(name: str, allowed: Sequence[str], what: str) -> str:
@@ -95,9 +97,10 @@ OPTIONS = (
     Option("shape", "also (CLI: only) check this shape, MxNxK or MxNxKbBATCH (repeatable)", type=_shape,
            multiple=True, commands=("check",)),
     Option("seed", "base seed of the input data", type=int, default=0),
-    Option("backend", "where kernels run: gpu (PyCUDA), emu (CPU emulator), auto (gpu if usable), or a backend "
-                      "class of your own as module:Class", type=_backend, default="auto"),
-    Option("compiler", "GPU: the compiler of the kernels: nvcc (through PyCUDA), nvrtc (the NVRTC wheel "
+    Option("backend", "where kernels run: gpu (cuda-core, else pycuda: the GPU through NVIDIA's cuda.core or "
+                      "through PyCUDA), emu (CPU emulator), auto (gpu if usable), or a backend class of your own as "
+                      "module:Class", type=_backend, default="auto"),
+    Option("compiler", "GPU: the compiler of the kernels: nvcc, nvrtc (the NVRTC wheel "
                        "installed, e.g. nvidia-cuda-nvrtc-cu12), or auto (nvcc if on PATH, else nvrtc)",
            default="nvcc", choices=("nvcc", "nvrtc", "auto"), commands=("check", "bench", "info")),
     Option("budget", "largest problem, in multiply-adds, of the generated shapes", type=int,

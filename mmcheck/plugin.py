@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .devices import pin_gpu, share_cores
+from .devices import GPU_BACKENDS, pin_gpu, share_cores
 from .errors import InternalError
 from .options import OPTIONS, Settings
 
@@ -106,7 +106,7 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = dataclasses.replace(settings, src=(str(default),) if default.is_dir() else ())
     config.stash[_SETTINGS] = settings
     config.pluginmanager.register(_LaunchDomains(), "mmcheck-launch-domains")
-    if settings.backend in ("gpu", "auto"):
+    if settings.backend in ("auto", *GPU_BACKENDS):
         _pin_gpu(os.environ)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .publish import atomic_write
+from .devices import GPU_BACKENDS
 from .errors import SpecError
 from .runner import Case, Result
 from .shapes import launch_domain, launch_limits
@@ -117,7 +118,7 @@ def reproduce(case: Case, backend: str, compiler: str = "nvcc") -> str:
     the GPU's default."""
     src = case.spec.path
     where = [] if _under(src, Path("cuda_src")) else ["--src", str(src)]
-    compiled = ["--compiler", compiler] if backend == "gpu" and compiler != "nvcc" else []
+    compiled = ["--compiler", compiler] if backend in GPU_BACKENDS and compiler != "nvcc" else []
     return shlex.join(["mmcheck", "check", case.spec.name, *where, "--dtype", case.dtype, "--shape",
                        str(case.shape), "--seed", str(case.seed), "--backend", backend, *compiled])
 

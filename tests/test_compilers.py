@@ -211,6 +211,8 @@ def test_the_pytest_option_reaches_the_backend_options(pytester):
 
 @pytest.mark.parametrize("backend, compiler, tail", [("gpu", "nvrtc", "--backend gpu --compiler nvrtc"),
                                                       ("gpu", "nvcc", "--backend gpu"),
+                                                      ("cuda-core", "nvrtc", "--backend cuda-core --compiler nvrtc"),
+                                                      ("pycuda", "auto", "--backend pycuda --compiler auto"),
                                                       ("emu", "nvrtc", "--backend emu")])
 def test_the_reproduce_line_names_the_compiler_where_it_matters(backend, compiler, tail):
     from mmcheck.report import reproduce

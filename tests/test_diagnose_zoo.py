@@ -72,7 +72,7 @@ def runner(request):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_diagnosis_names_the_bug(runner, name):
     shape, check, words = CASES[name]
-    if runner.backend.name == "gpu":
+    if runner.backend.name != "emu":
         check, words = ON_GPU.get(name, (check, words))
     spec = ZOO[name]
     dtype = spec.dtypes[0]
@@ -86,6 +86,6 @@ def test_a_race_is_caught_on_every_run_not_only_the_first(runner):
     a print limit of 20, after about 160 without one, on an H200): a race must still be seen after 200
     runs.  The emulator has no such limit; a few runs show that its schedules keep finding the race."""
     spec, shape = ZOO["buggy.missing_first_sync"], Shape(1, 1, 2)
-    runs = 200 if runner.backend.name == "gpu" else 12
+    runs = 200 if runner.backend.name != "emu" else 12
     checks = [runner.run(runner.case(spec, "float32", shape)).check for _ in range(runs)]
     assert checks == ["race"] * runs, [(i, c) for i, c in enumerate(checks) if c != "race"][:5]

@@ -19,8 +19,9 @@ def said() -> str:
 
 def test_every_section_is_there(said):
     assert re.match(r"mmcheck \S+, Python \d+\.\d+\.\d+ \(.+\)\n", said)
-    assert re.search(r"^backends:\n  gpu: (available|unavailable: .+)\n  emu: (available|unavailable: .+)\n"
-                     r"  auto picks: (gpu|emu|none)$", said, re.M), said
+    assert re.search(r"^backends:\n  cuda-core: (available|unavailable: .+)\n"
+                     r"  pycuda: (available|unavailable: .+)\n  emu: (available|unavailable: .+)\n"
+                     r"  auto picks: (cuda-core|pycuda|emu|none)$", said, re.M), said
     assert re.search(r"^compilers:\n  nvcc: (release \d+\.\d+ \(V[\d.]+\) at \S+|none on PATH)$", said, re.M), said
     assert re.search(r"^  mmcheck will use: nvcc.* \(--compiler nvcc, the default\)$", said, re.M), said
     assert re.search(r"^emulator compiler: (.+ \(/\S+\)|none \(.+\))$", said, re.M), said

@@ -42,7 +42,7 @@ class BackendOptions:
     timeout: float = 10.0           # seconds one launch may take before it counts as a hang
     strict_barriers: bool = True    # emulator: barrier divergence is an error (False: a warning)
     cache_dir: str | None = None    # where compiled modules are kept; None: the user cache dir
-    compiler: str = "nvcc"          # GPU: nvcc (through PyCUDA), nvrtc, or auto (nvcc if on PATH, else nvrtc)
+    compiler: str = "nvcc"          # GPU: nvcc, nvrtc, or auto (nvcc if on PATH, else nvrtc)
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """The GPU backend's two compilers behind one small interface: a build and the device's exact architecture
 in, a cubin and the kernel's symbol in it out.
 
-- ``nvcc``, through PyCUDA's ``compile`` (the step ``SourceModule`` runs, with PyCUDA's on-disk cache);
-  the kernel's symbol is found among the cubin's function symbols (``compile.find_symbol``).
+- ``nvcc``, run as PyCUDA's ``compile`` runs it (the step ``SourceModule`` takes), without PyCUDA, so that
+  both GPU backends use it; the kernel's symbol is found among the cubin's function symbols
+  (``compile.find_symbol``).
 - ``nvrtc`` (nvrtc.py), through NVIDIA's cuda-bindings; the symbol is NVRTC's lowered name of the kernel's
   name expression (``&entry``, or ``&entry<float, 32>`` for a template).
 
@@ -20,6 +21,7 @@ import fcntl
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,17 +132,13 @@ class CubinCache:
 
 
 class Nvcc:
-    """nvcc through PyCUDA's ``compile``, its cubins in mmcheck's own cache (PyCUDA's writes its files in
-    place, which processes compiling the same kernel at once can read half-written)."""
+    """nvcc run on the unit as PyCUDA's ``compile`` runs it (``nvcc --cubin <options> -arch sm_XY kernel.cu`` in
+    a folder of its own), its cubins in mmcheck's own cache (PyCUDA's writes its files in place, which
+    processes compiling the same kernel at once can read half-written)."""
 
     name = "nvcc"
 
     def __init__(self, cache_dir: str | None = None) -> None:
-        try:
-            import pycuda.compiler
-            import pycuda.driver
-        except ImportError as e:
-            raise BackendUnavailable(f"the nvcc path needs PyCUDA ({e}); pip install 'mmcheck[cuda]'") from None
         path = shutil.which("nvcc")
         if path is None:
             raise BackendUnavailable("nvcc is not on PATH (put the CUDA toolkit's bin/ there, or use "
@@ -148,7 +146,6 @@ class Nvcc:
         self.path: str = path
         self.version = nvcc_version(path)
         self.cache = CubinCache(Path(cache_dir, "nvcc") if cache_dir else cache_root("nvcc"))
-        self._error = pycuda.driver.CompileError
 
     def describe(self) -> str:
         return f"nvcc {self.version} at {self.path}"
@@ -157,8 +154,6 @@ class Nvcc:
         return None  # nvcc says so itself, in its own words, if it cannot
 
     def compile(self, build: Build, arch: str) -> Compiled:
-        from pycuda.compiler import compile as nvcc_compile
-
         source, options = unit_source(build), common_options(build)
         # The instance too: one file's kernels share a cubin's text, but each entry its own symbol in it.
         key = cache_key("nvcc", source, build.instance, options, arch, self.path, self.version,
@@ -166,13 +161,29 @@ class Nvcc:
 
         def make() -> Compiled:
             try:
-                cubin = nvcc_compile(source, options=options, no_extern_c=True, arch=arch, cache_dir=False)
-            except self._error as e:
-                raise CompileError(f"{build.spec.path}: nvcc failed for {build}:\n"
-                                   f"{(e.stderr or '') + (e.stdout or '') or e}") from None
-            return Compiled(cubin, find_symbol(function_symbols(cubin), build))
+                cubin, said = self.cubin(source, options, arch)
+            except CompileError as e:
+                raise CompileError(f"{build.spec.path}: nvcc failed for {build}:\n{e}") from None
+            return Compiled(cubin, find_symbol(function_symbols(cubin), build), said)
 
         return self.cache.fetch(key, make)
+
+    def cubin(self, source: str, options: Sequence[str], arch: str) -> tuple[bytes, str]:
+        """The cubin of ``source`` for ``arch``, uncached, and what nvcc said while succeeding ("" if nothing);
+        CompileError with what nvcc said where it fails."""
+        # A folder named as PyCUDA's are (tempfile's default): the cubin's line table records it.
+        with tempfile.TemporaryDirectory() as folder:
+            Path(folder, "kernel.cu").write_text(source, encoding="utf-8")
+            command = [self.path, "--cubin", *options, "-arch", arch, "kernel.cu"]
+            done = subprocess.run(command, cwd=folder, capture_output=True)
+            said = (done.stderr + done.stdout).decode(errors="replace").strip()
+            try:
+                cubin = Path(folder, "kernel.cubin").read_bytes()
+            except OSError:
+                cubin = b""
+        if done.returncode != 0 or not cubin:
+            raise CompileError(said or f"nvcc exited with status {done.returncode} and wrote no cubin")
+        return cubin, said
 
 
 def nvcc_version(path: str) -> str:
@@ -232,7 +243,7 @@ def driver_rule(compiler: tuple[int, int], driver: tuple[int, int], binary: str 
             "(CUDA_ERROR_UNSUPPORTED_PTX_VERSION)")
 
 
-# code: (the driver's own words, as PyCUDA's messages quote them; what it means here)
+# code: (the driver's own words, as PyCUDA's and cuda.core's messages quote them; what it means here)
 _LOAD_ERRORS = {
     "CUDA_ERROR_UNSUPPORTED_PTX_VERSION": (
         "compiled with an unsupported toolchain",

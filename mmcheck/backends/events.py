@@ -7,6 +7,9 @@ GEMM takes).  As nvbench does, a one-thread kernel spinning on a flag in host me
 events and launches queue up behind it, the flag is set, and the GPU then runs them back to back.  Under a
 profiler that makes every launch wait for the one before (Nsight Compute, attached through
 CUDA_INJECTION64_PATH) nothing can queue behind the hold, so there is none.
+
+The clock is written once for both GPU backends: each hands it what it needs of its own binding of CUDA
+(PyCUDA's, cuda.core's) as a few callables, all working on the stream the backend launches on.
 """
 
 from __future__ import annotations
@@ -14,19 +17,20 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, Self
 
 import numpy as np
 
 from ..errors import KernelTimeout
 
-__all__ = ["EventClock", "Hold", "L2Flush", "Nvml"]
+__all__ = ["Event", "EventClock", "HOLD_KERNEL", "HOLD_SOURCE", "Hold", "L2Flush", "Nvml"]
 
 PROFILED = bool(os.environ.get("CUDA_INJECTION64_PATH"))
 # A held stream must not fill the launch queue, or queueing blocks while the GPU waits for the flag: only
 # this many launches are queued behind a hold (more run unheld).
 HOLD_MAX = 256
-_HOLD_SOURCE = r"""
+HOLD_KERNEL = "mmcheck_hold"
+HOLD_SOURCE = r"""
 extern "C" __global__ void mmcheck_hold(volatile int* release, long long cycles)
 {
     // Spin until the host sets the flag, or give up after `cycles` (a host that died must not hang the GPU).
@@ -37,35 +41,49 @@ extern "C" __global__ void mmcheck_hold(volatile int* release, long long cycles)
 """
 
 
+class Event(Protocol):
+    """A CUDA event of a backend's binding, on the stream its launches go to."""
+
+    def record(self) -> None: ...
+
+    def query(self) -> bool:
+        """Whether the work before the record is done."""
+        ...
+
+    def time_till(self, end: Self) -> float:
+        """Milliseconds from this event to ``end``, both done."""
+        ...
+
+
 class Hold:
-    """The blocking kernel and its flag in mapped host memory."""
+    """The blocking kernel and its flag in page-locked host memory the device reads: ``kernel(address,
+    cycles)`` queues HOLD_SOURCE's kernel on one thread, ``flag`` is the host's view of the flag and
+    ``address`` the device's."""
 
-    def __init__(self, cuda: Any, arch: str, seconds: float, clock_mhz: float) -> None:
-        from pycuda.compiler import SourceModule
-
-        self.function = SourceModule(_HOLD_SOURCE, arch=arch, no_extern_c=True).get_function("mmcheck_hold")
-        self.flag = cuda.pagelocked_zeros(1, np.int32, mem_flags=cuda.host_alloc_flags.DEVICEMAP)
-        self.pointer = np.uintp(self.flag.base.get_device_pointer())
-        self.cycles = np.int64(seconds * clock_mhz * 1e6)
+    def __init__(self, kernel: Callable[[int, int], None], flag: np.ndarray, address: int, seconds: float,
+                 clock_mhz: float) -> None:
+        self.kernel, self.flag, self.address = kernel, flag, address
+        self.cycles = int(seconds * clock_mhz * 1e6)
 
     def start(self) -> None:
         self.flag[0] = 0
-        self.function(self.pointer, self.cycles, block=(1, 1, 1), grid=(1, 1))
+        self.kernel(self.address, self.cycles)
 
     def release(self) -> None:
         self.flag[0] = 1
 
 
 class L2Flush:
-    """A buffer the size of the L2 cache, cleared before a cold-L2 sample (nvbench's method)."""
+    """A buffer the size of the L2 cache, cleared before a cold-L2 sample (nvbench's method): ``allocate(bytes)``
+    gives device memory, ``clear(memory, words)`` queues zeroing its first 32-bit words."""
 
-    def __init__(self, cuda: Any, l2_bytes: int) -> None:
-        self.cuda = cuda
+    def __init__(self, allocate: Callable[[int], Any], clear: Callable[[Any, int], None], l2_bytes: int) -> None:
+        self.clear = clear
         self.words = max(l2_bytes, 4) // 4
-        self.buffer = cuda.mem_alloc(self.words * 4)
+        self.buffer = allocate(self.words * 4)
 
     def __call__(self) -> None:
-        self.cuda.memset_d32_async(self.buffer, 0, self.words)
+        self.clear(self.buffer, self.words)
 
 
 class Nvml:
@@ -116,11 +134,11 @@ class Nvml:
 class EventClock:
     """bench.timer.Clock for one enqueue function (a kernel launch or a library call)."""
 
-    def __init__(self, cuda: Any, enqueue: Callable[[], None], hold: Hold, flush: L2Flush, nvml: Nvml,
-                 timeout: float) -> None:
-        self.cuda, self.enqueue, self.hold, self.flush, self.nvml = cuda, enqueue, hold, flush, nvml
+    def __init__(self, event: Callable[[], Event], enqueue: Callable[[], None], hold: Hold, flush: L2Flush,
+                 nvml: Nvml, timeout: float) -> None:
+        self.enqueue, self.hold, self.flush, self.nvml = enqueue, hold, flush, nvml
         self.timeout = timeout
-        self.start, self.end = cuda.Event(), cuda.Event()
+        self.start, self.end = event(), event()
 
     def launch(self, flush_l2: bool) -> float:
         if flush_l2:

@@ -5,7 +5,7 @@ never returns cannot be stopped from inside it.  Here the real backend lives in 
 launch crashes or hangs, the child is killed and the next call starts a fresh one, so the fault costs
 exactly one case.  Kernels are recompiled in the new child on demand (the compile caches make that cheap).
 
-A schedule that names a compute-sanitizer tool (the GPU backend asks for racecheck on kernels with shared
+A schedule that names a compute-sanitizer tool (the GPU backends ask for racecheck on kernels with shared
 memory, and for every tool under ``sanitize``) runs in a child started under that tool.  Each tool has its
 own child; its reports are read from the tool's log right after the launch that caused them.  A tool's
 child is started by the first launch that needs it (a launch whose verdict was kept from an earlier run
@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import numpy as np
 
 from ..compile import Build
+from ..devices import GPU_BACKENDS
 from ..errors import (BackendUnavailable, InternalError, KernelFault, KernelTimeout, LaunchError, MmcheckError,
                       SanitizerError)
 from . import channel, sanitizer
@@ -163,14 +164,14 @@ class ProcessBackend:
 
     def __init__(self, inner: str, options: BackendOptions = BackendOptions()) -> None:
         self.inner, self.options = inner, options
-        if options.sanitize and inner == "gpu" and not shutil.which("compute-sanitizer"):
+        if options.sanitize and inner in GPU_BACKENDS and not shutil.which("compute-sanitizer"):
             raise BackendUnavailable("--sanitize needs compute-sanitizer on PATH, and it is not there")
         self._workers: dict[str | None, _Worker] = {}
         self.name: str = self._worker(self._tools[0]).call("name", timeout=_START_TIMEOUT)
 
     @property
     def _tools(self) -> tuple[str | None, ...]:
-        return sanitizer.TOOLS if self.options.sanitize and self.inner == "gpu" else (None,)
+        return sanitizer.TOOLS if self.options.sanitize and self.inner in GPU_BACKENDS else (None,)
 
     def _worker(self, tool: str | None) -> _Worker:
         if tool not in self._workers or self._workers[tool].closed:

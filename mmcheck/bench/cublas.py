@@ -2,7 +2,7 @@
 same clock as the kernel.
 
 cuBLAS is reached through CuPy (the ``bench`` extra): CuPy ships cuBLAS's raw bindings, which take device
-pointers, on the CUDA runtime's primary context, the same context PyCUDA's kernels run in, and on the
+pointers, on the CUDA runtime's primary context, the same context the GPU backends' kernels run in, and on the
 legacy default stream, the stream the clock's events are recorded on.  (nvmath-python would serve as well;
 CuPy is the binding already installed on most GPU machines, and its arrays give fresh random inputs.)
 Math mode is CUBLAS_DEFAULT_MATH, so float32 runs in float32 (no TF32 tensor cores).

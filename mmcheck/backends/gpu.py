@@ -1,0 +1,346 @@
+"""What the two GPU backends share, written once over a few primitives each implements with its own binding
+of CUDA (pycuda.py: PyCUDA; cuda_core.py: NVIDIA's cuda.core and cuda-bindings).
+
+A kernel is compiled by one of two compilers (compilers.py: nvcc, the default, or NVRTC), each giving a
+cubin for the device's exact ``sm_XY`` and the kernel's symbol in it; the backend loads the cubin in the
+device's primary context, the one the CUDA runtime and other libraries (CuPy's cuBLAS) share, and launches on
+the legacy default stream, where the cuBLAS baseline's calls and the clock's events go too.  The kernel's
+parameters' sizes are read from the loaded code, so a spec whose ``params`` do not match the kernel is
+reported as such rather than as a crash.
+
+Small buffers come from a pool and travel through page-locked host memory by copies queued behind one
+another, so that a launch waits on the GPU once (see ``upload``).  A launch is polled, not waited for, so
+that a kernel that never returns is reported as hung.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import warnings
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..compile import Build, cache_key
+from ..errors import (BackendUnavailable, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError,
+                      OutOfMemory)
+from . import sanitizer
+from .base import Arg, BackendOptions, Device, DeviceBuffer, Dim3, Kernel, Timing
+from .compilers import Compiled, arch, explain_load_error, get_compiler
+from .events import HOLD_KERNEL, HOLD_SOURCE, Event, EventClock, Hold, L2Flush, Nvml
+
+if TYPE_CHECKING:
+    from ..bench.timer import Measurement, Method
+
+__all__ = ["GpuBackend", "driver_arguments"]
+
+POOLED = 64 * 2**20  # bytes: larger buffers (the large mode's) are allocated, and freed, on their own
+STAGED = 4 * 2**20  # bytes: buffers up to this size are copied through page-locked memory (see upload)
+
+
+class GpuBackend(ABC):
+    """A GPU backend, less its binding of CUDA: a subclass opens the device, sets ``_error`` to what its
+    binding raises when a CUDA call fails, calls ``__init__`` with the device's compute capability, and
+    implements the primitives below.  Device memory is whatever ``_allocate`` gives that ``int()`` turns into
+    its address."""
+
+    name: str
+    _error: type[Exception]
+
+    def __init__(self, options: BackendOptions, cc: tuple[int, int]) -> None:
+        self.options = options
+        self.cc = cc
+        self.arch = arch(cc)
+        self.compiler = get_compiler(options.compiler, options.cache_dir)
+        if reason := self.compiler.unsupported(cc):
+            raise BackendUnavailable(reason)
+        self._queued: list[np.ndarray] = []  # the page-locked sources of uploads not yet known to be done
+        # Each small buffer of the last launch, as the launch left it: (the buffer, its bytes), by id(buffer).
+        self._fetched: dict[int, tuple[DeviceBuffer, np.ndarray]] = {}
+        # Where downloads are made: a worker process makes them in shared memory, to send them without a copy.
+        self.empty: Callable[[int, np.dtype], np.ndarray] = np.empty
+
+    def compile(self, build: Build) -> Kernel:
+        compiled = self.compiler.compile(build, self.arch)
+        if compiled.log:  # as PyCUDA reports what nvcc says while succeeding
+            warnings.warn(f"{self.compiler.name} succeeded for {build}, but said:\n{compiled.log}", stacklevel=2)
+        try:
+            handle = self._load(compiled)
+        except self._error as e:
+            version = self._driver_version()
+            meaning = explain_load_error(str(e), self.compiler.describe(), self.arch,
+                                         (version // 1000, version % 1000 // 10))
+            raise CompileError(f"{build.spec.path}: cannot load {build}: {meaning}") from None
+        schedules, costly = self._schedules(self._static_smem(handle) > 0 or build.spec.smem.text != "0")
+        return Kernel(build.spec, build.dtype, compiled.symbol, schedules, handle, self._parameter_sizes(handle),
+                      costly, self._fingerprint(compiled.cubin, compiled.symbol))
+
+    def _fingerprint(self, cubin: bytes, symbol: str) -> str:
+        """The loaded code, the device and driver that run it, and the sanitizer that checks it."""
+        return cache_key(hashlib.sha256(cubin).hexdigest(), symbol, self._device_name(), self.arch,
+                         self._driver_version(), sanitizer.installed())
+
+    def _schedules(self, shared: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(schedules, costly): the device's own order, and compute-sanitizer tools run by the process
+        wrapper (backends/process.py).  A GPU usually runs a tiled kernel that lacks a __syncthreads
+        correctly, so racecheck is what sees the race; it and synccheck have nothing to look at in a kernel
+        without shared memory.  Under --sanitize every case runs every tool; otherwise racecheck is costly
+        (50 ms to a second a launch), run once per kernel x dtype (or tile class) and on failures' reruns."""
+        tools = sanitizer.TOOLS if shared else sanitizer.TOOLS[:1]
+        if self.options.sanitize:
+            return tools, ()
+        return (("device", "racecheck"), ("racecheck",)) if shared else (("device",), ())
+
+    # Buffers move as bytes: the buffer protocol has no format for dtypes numpy adds (bfloat16).
+    def upload(self, host: np.ndarray, offset: int) -> DeviceBuffer:
+        """Small buffers come from a pool: cudaMalloc and cudaFree for each of a launch's buffers cost more
+        than the launch.  Not under --sanitize, where memcheck needs every buffer its exact size to see an
+        access past its end.  Small buffers also travel through page-locked host memory, by copies queued
+        behind one another, so that a launch waits on the GPU once: a GPU shared with other processes
+        (racecheck's, other workers') runs them by time slices, and each wait of a copy or a launch can cost
+        a slice."""
+        raw = np.ascontiguousarray(host).view(np.uint8)
+        size = max(1, raw.nbytes)
+        try:
+            memory = self._allocate(size, pooled=not self.options.sanitize and size <= POOLED)
+            if raw.nbytes > STAGED:
+                self._copy_in(memory, raw)
+            elif raw.nbytes:  # queued: the launch after it waits for it
+                staged = self._pinned(raw.nbytes)
+                staged[...] = raw
+                self._copy_in_queued(memory, staged)
+                self._queued.append(staged)
+        except self._error as e:
+            if not self._out_of_memory(e):
+                raise
+            raise OutOfMemory(f"{host.nbytes} bytes: {e}") from None
+        return DeviceBuffer(host.size, host.dtype, offset, memory)
+
+    def download(self, buf: DeviceBuffer) -> np.ndarray:
+        fetched, staged = self._fetched.get(id(buf), (None, None))
+        out = self.empty(buf.size, buf.dtype)
+        if fetched is buf and staged is not None:
+            np.copyto(out, staged.view(buf.dtype))
+            return out
+        self._copy_out(out.view(np.uint8), buf.handle)
+        self._queued.clear()  # a synchronous copy waits for everything queued before it
+        return out
+
+    def launch(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
+               schedule: str) -> None:
+        """The kernel, then its small buffers fetched back behind it, waited for together (see download)."""
+        self._fetched.clear()
+        fetching = {id(a): a for a in args if isinstance(a, DeviceBuffer) and a.size * a.dtype.itemsize <= STAGED}
+        try:
+            self._enqueue(kernel.handle, args, grid, block, smem)()
+        except self._error as e:
+            raise LaunchError(str(e)) from None
+        # Poll instead of blocking so a kernel that never returns is reported.
+        deadline = time.monotonic() + self.options.timeout
+        try:
+            fetched = {key: (buf, self._fetch(buf)) for key, buf in fetching.items()}
+            finished = self._marker()
+            while not (done := finished()) and time.monotonic() <= deadline:
+                time.sleep(5e-5)
+            if done:
+                self._synchronize()
+        except self._error as e:
+            raise KernelFault(str(e)) from None
+        if not done:
+            raise KernelTimeout(f"still running after {self.options.timeout:g} s")
+        self._queued.clear()
+        self._fetched = fetched
+
+    def _fetch(self, buf: DeviceBuffer) -> np.ndarray:
+        """A copy of the buffer into page-locked memory, queued behind what is queued."""
+        staged = self._pinned(buf.size * buf.dtype.itemsize)
+        if staged.size:
+            self._copy_out_queued(staged, buf.handle)
+        return staged
+
+    # -- timing ----------------------------------------------------------------------------------------
+
+    def time(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
+             method: Method) -> Timing:
+        from ..bench.timer import measure
+
+        buffers = [a for a in args if isinstance(a, DeviceBuffer)]
+        self.launch(kernel, args, grid, block, smem, "device")
+        first = tuple(self.download(b) for b in buffers)
+        self._fetched.clear()  # the timed launches change the buffers: ``last`` is read from the device
+        try:
+            measurement = measure(self._clock(self._enqueue(kernel.handle, args, grid, block, smem)), method)
+        except MmcheckError:  # a hang, as the clock tells it
+            raise
+        except self._error as e:
+            raise KernelFault(f"while timing: {e}") from None
+        last = tuple(self.download(b) for b in buffers)
+        threads = block[0] * block[1] * block[2]
+        blocks = self._blocks_per_sm(kernel.handle, threads, smem)
+        occupancy = None if blocks is None else blocks * threads / self._attribute("MAX_THREADS_PER_MULTIPROCESSOR")
+        return Timing(measurement, first, last, self._registers(kernel.handle), self._static_smem(kernel.handle),
+                      occupancy)
+
+    def time_library(self, op: str, dtype: str, m: int, n: int, k: int, batch: int, alpha: float | None,
+                     beta: float | None, method: Method) -> Measurement:
+        from ..bench import cublas
+        from ..bench.timer import measure
+
+        call = cublas.prepare(op, dtype, m, n, k, batch, alpha, beta)
+        call.enqueue()  # the first call creates the library's workspace: outside the timing
+        self._synchronize()
+        return measure(self._clock(call.enqueue), method)
+
+    def device(self) -> Device:
+        nvml = self._nvml
+        version = self._driver_version()
+        driver = nvml.driver_version() or "unknown"
+        return Device(
+            name=self._device_name(), cc=self.cc, sms=self._attribute("MULTIPROCESSOR_COUNT"),
+            clock_mhz=nvml.max_clock_mhz() or self._attribute("CLOCK_RATE", 0) / 1e3,
+            default_clock_mhz=nvml.default_clock_mhz(), memory_clock_mhz=nvml.max_clock_mhz(memory=True),
+            bus_width_bits=nvml.bus_width_bits() or self._attribute("GLOBAL_MEMORY_BUS_WIDTH", None),
+            l2_bytes=self._attribute("L2_CACHE_SIZE"),
+            max_threads_per_sm=self._attribute("MAX_THREADS_PER_MULTIPROCESSOR"),
+            driver=f"{driver} (CUDA {version // 1000}.{version % 1000 // 10})", cuda=self._cuda_version())
+
+    def _clock(self, enqueue: Callable[[], None]) -> EventClock:
+        return EventClock(self._event, enqueue, self._hold, self._flush, self._nvml, self.options.timeout)
+
+    @cached_property
+    def _nvml(self) -> Nvml:
+        return Nvml(self._pci_bus_id())
+
+    @cached_property
+    def _hold(self) -> Hold:
+        flag, address = self._host_flag()
+        return Hold(self._hold_kernel(HOLD_SOURCE, HOLD_KERNEL), flag, address, 10 * self.options.timeout,
+                    self._nvml.max_clock_mhz() or 2000)
+
+    @cached_property
+    def _flush(self) -> L2Flush:
+        return L2Flush(lambda size: self._allocate(size, pooled=False), self._clear, self._attribute("L2_CACHE_SIZE"))
+
+    def _attribute(self, name: str, default: Any = ...) -> Any:
+        """A device attribute by its CUDA name (``L2_CACHE_SIZE``); ``default`` where this CUDA no longer has
+        it (CUDA 13 dropped some)."""
+        value = self._read_attribute(name)
+        if value is None:
+            if default is ...:
+                raise BackendUnavailable(f"CUDA reports no device attribute {name}")
+            return default
+        return value
+
+    # -- the primitives, on the binding ------------------------------------------------------------------
+
+    @abstractmethod
+    def _load(self, compiled: Compiled) -> Any:
+        """The kernel loaded from the cubin: the Kernel's handle.  Raises ``_error`` where the driver refuses."""
+
+    @abstractmethod
+    def _static_smem(self, handle: Any) -> int:
+        """Bytes of static shared memory the kernel uses."""
+
+    @abstractmethod
+    def _registers(self, handle: Any) -> int:
+        """Registers a thread of the kernel uses."""
+
+    @abstractmethod
+    def _parameter_sizes(self, handle: Any) -> tuple[int, ...] | None:
+        """The byte size of each of the kernel's parameters, as the driver reads them from the loaded code;
+        None where the binding or the driver cannot tell (CUDA older than 12.4)."""
+
+    @abstractmethod
+    def _blocks_per_sm(self, handle: Any, threads: int, smem: int) -> int | None:
+        """Blocks of ``threads`` resident on one SM (the driver's occupancy calculator: registers, shared
+        memory and the block limit all count); None where unknown."""
+
+    @abstractmethod
+    def _enqueue(self, handle: Any, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int) -> Callable[[], None]:
+        """The launch, prepared: each call queues it once (with ``driver_arguments(args)``)."""
+
+    @abstractmethod
+    def _allocate(self, size: int, pooled: bool) -> Any:
+        """``size`` bytes of device memory, from the pool if ``pooled``, else allocated on their own and freed
+        once dropped."""
+
+    @abstractmethod
+    def _out_of_memory(self, error: Exception) -> bool:
+        """Whether a failed ``_allocate`` (or page-locked allocation) ran out of memory."""
+
+    @abstractmethod
+    def _pinned(self, size: int) -> np.ndarray:
+        """``size`` bytes of page-locked host memory, from a pool: back to it once the array is dropped."""
+
+    @abstractmethod
+    def _copy_in(self, memory: Any, raw: np.ndarray) -> None:
+        """Copy host bytes to device memory, waiting for it."""
+
+    @abstractmethod
+    def _copy_in_queued(self, memory: Any, staged: np.ndarray) -> None:
+        """Queue a copy of page-locked host bytes to device memory."""
+
+    @abstractmethod
+    def _copy_out(self, out: np.ndarray, memory: Any) -> None:
+        """Copy device memory to host bytes, waiting for it (and for what was queued before)."""
+
+    @abstractmethod
+    def _copy_out_queued(self, staged: np.ndarray, memory: Any) -> None:
+        """Queue a copy of device memory to page-locked host bytes."""
+
+    @abstractmethod
+    def _marker(self) -> Callable[[], bool]:
+        """Mark the stream here: the callable tells whether the work queued before is done (raising
+        ``_error`` where it crashed)."""
+
+    @abstractmethod
+    def _synchronize(self) -> None:
+        """Wait for the device; raises ``_error`` where a kernel crashed."""
+
+    @abstractmethod
+    def _event(self) -> Event:
+        """A timing event on the stream."""
+
+    @abstractmethod
+    def _clear(self, memory: Any, words: int) -> None:
+        """Queue zeroing the first ``words`` 32-bit words of device memory."""
+
+    @abstractmethod
+    def _host_flag(self) -> tuple[np.ndarray, int]:
+        """One int32 of page-locked host memory, and the address the device reads it at."""
+
+    @abstractmethod
+    def _hold_kernel(self, source: str, name: str) -> Callable[[int, int], None]:
+        """The kernel ``name`` of the extern "C" ``source`` (events.Hold's), compiled and loaded: each call
+        queues it on one thread with (an address, a 64-bit count)."""
+
+    @abstractmethod
+    def _read_attribute(self, name: str) -> int | None:
+        """The device attribute of that CUDA name; None where this CUDA has no such attribute."""
+
+    @abstractmethod
+    def _device_name(self) -> str: ...
+
+    @abstractmethod
+    def _driver_version(self) -> int:
+        """The CUDA version the driver supports, as CUDA numbers it (13000 for 13.0)."""
+
+    @abstractmethod
+    def _cuda_version(self) -> str:
+        """The CUDA version of the binding (``13.0``)."""
+
+    @abstractmethod
+    def _pci_bus_id(self) -> str: ...
+
+
+def driver_arguments(args: Sequence[Arg]) -> list[np.generic]:
+    """A launch's arguments as both bindings pack them: a buffer as the address of its first element past the
+    guard band (a 64-bit unsigned integer), a scalar as its bytes (an unsigned integer of its size: neither
+    binding packs bfloat16, PyCUDA not even float16, and the kernel reads the same bytes whatever their
+    type)."""
+    return [np.uintp(int(a.handle) + a.offset * a.dtype.itemsize) if isinstance(a, DeviceBuffer)
+            else a.view(np.dtype(f"uint{8 * a.dtype.itemsize}")) for a in args]
