@@ -15,7 +15,8 @@ from . import backends
 from .backends.base import Backend
 from .ops import Shape
 from .options import Settings
-from .runner import Result, Runner
+from .results import Outcome, Result
+from .runner import Runner
 from .shapes import (LARGE, large_shapes, largest_buffer, launch_domain, launch_limits, outside_launch_domain,
                      satisfies, shapes_for)
 from .spec import KernelSpec
@@ -56,7 +57,7 @@ def check(settings: Settings, runner: Runner, spec: KernelSpec, dtype: str) -> R
 
 def _check(settings: Settings, runner: Runner, spec: KernelSpec, dtype: str) -> Result:
     if reason := unreachable(settings, spec):
-        return Result(runner.case(spec, dtype, None), "skip", reason, shapes_tried=0)
+        return Result(runner.case(spec, dtype, None), Outcome.SKIP, reason, shapes_tried=0)
     strict = settings.strict_launch or spec.strict_launch
     domain = launch_domain(launch_limits(spec, dtype), strict)
     if not settings.shape:
@@ -68,10 +69,10 @@ def _check(settings: Settings, runner: Runner, spec: KernelSpec, dtype: str) -> 
         return dataclasses.replace(result, domain=domain)
     asked = [s for s in settings.shape if satisfies(spec, s, dtype)]
     if not asked:
-        return Result(runner.case(spec, dtype, settings.shape[0]), "skip",
+        return Result(runner.case(spec, dtype, settings.shape[0]), Outcome.SKIP,
                       f"{spec.name}: --shape does not satisfy its requires", shapes_tried=0)
     if outside := [why for s in asked if (why := outside_launch_domain(spec, dtype, s, strict))]:
-        return Result(runner.case(spec, dtype, asked[0]), "skip", f"{spec.name}: --shape {outside[0]}",
+        return Result(runner.case(spec, dtype, asked[0]), Outcome.SKIP, f"{spec.name}: --shape {outside[0]}",
                       shapes_tried=0, domain=domain)
     return dataclasses.replace(runner.sweep(spec, dtype, asked), domain=domain)
 

@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .devices import GPU_BACKENDS, capability, shared_capability
 from .errors import BackendUnavailable, SpecError
 from .options import OPTIONS, Settings
+from .results import Outcome
 from .spec import Catalog, collect
 
 if TYPE_CHECKING:
     from .pool import Pool
     from .progress import Progress
-    from .runner import Result, Runner
+    from .results import Result
+    from .runner import Runner
     from .spec import KernelSpec
 
 __all__ = ["main"]
@@ -257,7 +259,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
         return EXIT_USAGE
 
     def said(label: str, r: Result) -> tuple[str, bool]:
-        return f"{label}: {verdict(r)}", not r.as_expected or r.outcome == "skip"
+        return f"{label}: {verdict(r)}", not r.as_expected or r.outcome == Outcome.SKIP
 
     labels = [_label(s, d) for s, d in pairs]
     workers = min(_workers(args.jobs, backend), len(pairs))
@@ -271,7 +273,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     try:
         if workers > 1:
             from .pool import Check, Pool
-            from .runner import compile_errors_told_once
+            from .results import compile_errors_told_once
 
             if runner is not None:  # it has shown that the backend is usable, and which: each worker opens its own
                 runner.backend.close()
@@ -297,10 +299,12 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     print(table(results))
     print(summary(results, len(catalog.errors)))
     for r in results:
-        if r.message and r.outcome in ("fail", "error", "internal") and (args.verbose or not r.as_expected):
+        told = r.outcome in (Outcome.FAIL, Outcome.ERROR, Outcome.INTERNAL)
+        if r.message and told and (args.verbose or not r.as_expected):
             command = reproduce(r.case, backend, settings.compiler)
             saved = save_failure(Path(settings.results), r.record, command) if r.record else []
-            print(f"\n{r.message}" + (f"\n  reproduce: {command}" if r.outcome in ("fail", "internal") else "")
+            replay = r.outcome in (Outcome.FAIL, Outcome.INTERNAL)
+            print(f"\n{r.message}" + (f"\n  reproduce: {command}" if replay else "")
                   + "".join(f"\n  saved: {p}" for p in saved))
     document = json_document(results, catalog.errors, backend, settings.compiler, complete)
     if args.json:
@@ -309,13 +313,13 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
         return EXIT_INTERRUPTED
     # A kernel that did not do what its spec expects is the run's verdict, whatever else is broken; a case that
     # mmcheck failed on says nothing of its kernel.
-    if not all(r.as_expected or r.outcome in ("skip", "internal") for r in results):
+    if not all(r.as_expected or r.outcome in (Outcome.SKIP, Outcome.INTERNAL) for r in results):
         return EXIT_MISMATCH
-    if any(r.outcome == "internal" for r in results):
+    if any(r.outcome == Outcome.INTERNAL for r in results):
         return EXIT_INTERNAL
     if catalog.errors:
         return EXIT_USAGE
-    if args.fail_on_skip and any(r.outcome == "skip" for r in results):
+    if args.fail_on_skip and any(r.outcome == Outcome.SKIP for r in results):
         return EXIT_MISMATCH
     return EXIT_OK if document["ok"] else EXIT_MISMATCH
 
@@ -374,7 +378,7 @@ def _bench(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     from pytest_benchmark.plugin import pytest_benchmark_generate_machine_info
 
     from .bench import records, tables
-    from .bench.benchmark import Bench, Outcome
+    from .bench.benchmark import Bench, Timed
     from .shapes import bench_shapes
 
     settings = Settings.read(lambda dest: getattr(args, dest, None))
@@ -391,7 +395,7 @@ def _bench(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     jobs = [(f"cuBLAS {op} {d} {shape}", partial(bench.baseline, op, d, shape)) for op, d, shape in problems]
     jobs += [(f"{s.name} {d} {shape}", partial(bench.run, s, d, shape)) for s, d, shape in runs]
 
-    def said(label: str, outcome: Outcome) -> tuple[str, bool]:
+    def said(label: str, outcome: Timed) -> tuple[str, bool]:
         return outcome.failure or outcome.skip or f"{label}: {_speed(outcome.record)}", outcome.record is None
 
     try:

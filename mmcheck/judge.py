@@ -14,7 +14,7 @@ import numpy as np
 
 from . import data
 from .artifacts import Record
-from .compare import Mismatch, compare, tolerance
+from .compare import compare, tolerance
 from .data import Operands, Trial
 from .diagnose import Evidence, diagnose, tile_map
 from .freivalds import freivalds
@@ -22,9 +22,10 @@ from .dtypes import DType, precision
 from .ops import DIMS, LEADING
 from .prepare import Prepared
 from .reference import magnitude, reference
+from .results import Caught
 from .shapes import LARGE, tiles
 
-__all__ = ["Caught", "Rerun", "check_buffers", "judge"]
+__all__ = ["Rerun", "check_buffers", "judge"]
 
 _ROWS_SHOWN = 64  # rows of a C past 2**31 elements compared in full once Freivalds' check names them
 
@@ -37,15 +38,6 @@ class Rerun(Protocol):
         """``against``: the result the rerun's is compared with (a race detector's rerun may then give back
         what it gave beside the very same result before: runner.py)."""
         ...
-
-
-class Caught(Exception):
-    """A check failed (``check`` in spec.CATCHES); the message says what was seen."""
-
-    def __init__(self, check: str, message: str, mismatch: Mismatch | None = None,
-                 record: Record | None = None) -> None:
-        super().__init__(message)
-        self.check, self.mismatch, self.record = check, mismatch, record
 
 
 def check_buffers(prepared: Prepared, after: dict[str, np.ndarray]) -> None:

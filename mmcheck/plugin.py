@@ -50,7 +50,8 @@ from .options import OPTIONS, Settings
 if TYPE_CHECKING:
     from hypothesis import settings as HypothesisSettings
 
-    from .runner import Result, Runner
+    from .results import Result
+    from .runner import Runner
     from .spec import Catalog, KernelSpec
 
 __all__ = ["KernelCaught"]
@@ -420,24 +421,25 @@ def _judge(result: Result, runner: Runner, settings: Settings) -> None:
     error of mmcheck's own raises InternalError: the test errs (pytest_report_teststatus), judging no kernel."""
     from .artifacts import save_failure
     from .report import reproduce
+    from .results import Outcome
 
     __tracebackhide__ = True
     spec = result.case.spec
-    if result.outcome == "skip":
+    if result.outcome == Outcome.SKIP:
         pytest.skip(result.message)
-    if result.outcome == "error":
+    if result.outcome == Outcome.ERROR:
         pytest.fail(result.message, pytrace=False)
-    if result.outcome == "internal":
+    if result.outcome == Outcome.INTERNAL:
         raise InternalError(f"{result.message}\n  reproduce: "
                             f"{reproduce(result.case, runner.backend.name, settings.compiler)}")
     if spec.expect == "fail":
         if result.caught:
             raise KernelCaught(f"caught by the {result.check} check:\n{result.message}")
-        if result.outcome == "fail":
+        if result.outcome == Outcome.FAIL:
             pytest.fail(f"caught by the {result.check} check, but the spec expects "
                         f"{' or '.join(spec.catch)}:\n{result.message}", pytrace=False)
         return  # not caught: the strict xfail turns this into a failure
-    if result.outcome == "fail":
+    if result.outcome == Outcome.FAIL:
         command = reproduce(result.case, runner.backend.name, settings.compiler)
         saved = save_failure(Path(settings.results), result.record, command) if result.record else []
         pytest.fail(f"{result.message}\n  reproduce: {command}" + "".join(f"\n  saved: {p}" for p in saved),

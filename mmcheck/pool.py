@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from multiprocessing.sharedctypes import Synchronized
 
     from .options import Settings
-    from .runner import Result, Runner
+    from .results import Result
+    from .runner import Runner
     from .spec import KernelSpec
 
 __all__ = ["Check", "Job", "Pool"]
@@ -185,10 +186,10 @@ class Check:
         return check(self.settings, _worker.runner(self.settings), self.spec, self.dtype)
 
     def lost(self, why: str) -> Result:
-        from .runner import Case, Result
+        from .results import Case, Outcome, Result
 
         case = Case(self.spec, self.dtype, None, self.settings.seed)
-        return Result(case, "error", f"{self.spec.name} {self.dtype}: {why}", shapes_tried=0)
+        return Result(case, Outcome.ERROR, f"{self.spec.name} {self.dtype}: {why}", shapes_tried=0)
 
 
 # --- in a worker process ----------------------------------------------------------------------------------

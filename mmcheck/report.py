@@ -15,7 +15,7 @@ from typing import BinaryIO
 from .publish import atomic_write
 from .devices import GPU_BACKENDS
 from .errors import SpecError
-from .runner import Case, Result
+from .results import Case, Outcome, Result
 from .shapes import launch_domain, launch_limits
 from .spec import KernelSpec
 
@@ -34,9 +34,9 @@ def verdict(r: Result) -> str:
     INTERNAL ERROR (mmcheck's own, no verdict on the kernel)."""
     if r.caught:
         return f"caught ({r.check})"
-    if r.case.spec.expect == "fail" and r.outcome == "pass":
+    if r.case.spec.expect == "fail" and r.outcome == Outcome.PASS:
         return "MISSED (a known-bad kernel passed)"
-    if r.case.spec.expect == "fail" and r.outcome == "fail":
+    if r.case.spec.expect == "fail" and r.outcome == Outcome.FAIL:
         return f"FAIL ({r.check}, not a check its spec names)"
     return {"pass": "ok", "fail": f"FAIL ({r.check})", "skip": "skip", "error": "ERROR",
             "internal": "INTERNAL ERROR"}[r.outcome]
@@ -52,7 +52,7 @@ def table(results: Sequence[Result]) -> str:
 def _detail(r: Result) -> str:
     """The largest shape passed; else the failing shape and the worst error where it is a number, or what
     the message says (unwritten elements, a NaN and where it came from, a crash), cut at a word."""
-    if r.outcome == "pass":
+    if r.outcome == Outcome.PASS:
         return "; ".join([f"up to {r.case.shape}", *filter(None, (r.message, r.domain))])
     m = r.mismatch
     if m is not None and r.check == "mismatch" and math.isfinite(m.abs_err):
@@ -73,17 +73,17 @@ def summary(results: Sequence[Result], broken_specs: int = 0) -> str:
     one line per skipped kernel x dtype saying why (a skip is never silent)."""
     counts = {"passed": sum(r.ok and r.case.spec.expect == "pass" for r in results),
               "known-bad caught": sum(r.caught for r in results),
-              "wrong": sum(not r.as_expected and r.outcome in ("pass", "fail") for r in results),
-              "errors": sum(r.outcome == "error" for r in results),
-              "internal errors (mmcheck's own)": sum(r.outcome == "internal" for r in results),
-              "skipped": sum(r.outcome == "skip" for r in results),
+              "wrong": sum(not r.as_expected and r.outcome in (Outcome.PASS, Outcome.FAIL) for r in results),
+              "errors": sum(r.outcome == Outcome.ERROR for r in results),
+              "internal errors (mmcheck's own)": sum(r.outcome == Outcome.INTERNAL for r in results),
+              "skipped": sum(r.outcome == Outcome.SKIP for r in results),
               "broken specs": broken_specs}
     told = ", ".join(f"{n} {_ONE.get(what, what) if n == 1 else what}" for what, n in counts.items() if n)
     head = f"{len(results)} kernel x dtype" + (f": {told}" if told else "")
     if counts["skipped"] == len(results):
         head += " (nothing was checked)"
     skips = [f"  skipped {r.case.spec.name} {r.case.dtype}: {r.message.splitlines()[0]}"
-             for r in results if r.outcome == "skip"]
+             for r in results if r.outcome == Outcome.SKIP]
     return "\n".join([head, *skips])
 
 
@@ -141,11 +141,11 @@ def json_document(results: Sequence[Result], errors: Sequence[SpecError], backen
         "outcome": r.outcome,
         "expect": r.case.spec.expect,
         "check": r.check,
-        "shape": r.case.shape.env() if r.outcome != "pass" and r.case.shape else None,
+        "shape": r.case.shape.env() if r.outcome != Outcome.PASS and r.case.shape else None,
         "shapes_tried": r.shapes_tried,
         "message": r.message,
         "launch_domain": r.domain or None,
-        "reproduce": reproduce(r.case, backend, compiler) if r.outcome in ("fail", "internal") else None,
+        "reproduce": reproduce(r.case, backend, compiler) if r.outcome in (Outcome.FAIL, Outcome.INTERNAL) else None,
     } for r in results]
     rows += [{"kernel": e.kernel, "file": str(e.path), "dtype": None, "outcome": "error", "expect": None,
               "check": None, "shape": None, "shapes_tried": 0, "message": str(e), "launch_domain": None,
@@ -153,8 +153,8 @@ def json_document(results: Sequence[Result], errors: Sequence[SpecError], backen
              for e in errors]
     # A skip (the backend cannot run the kernel here, and says why) is shown but does not fail the run,
     # unless nothing at all was checked.
-    ok = (not errors and all(r.as_expected or r.outcome == "skip" for r in results)
-          and any(r.outcome != "skip" for r in results))
+    ok = (not errors and all(r.as_expected or r.outcome == Outcome.SKIP for r in results)
+          and any(r.outcome != Outcome.SKIP for r in results))
     return {"ok": ok and complete, "complete": complete, "results": rows}
 
 

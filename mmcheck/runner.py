@@ -1,88 +1,36 @@
 """The one place that drives a backend: plan -> compile -> for each trial: prepare -> launch -> judge.
 
-Tests, the property tests and the CLI all go through :class:`Runner`, so a kernel is judged the same way
-wherever it is run.
+Tests, the property tests, ``mmcheck check`` and the benchmarks' checks all go through :class:`Runner`, so a
+kernel is judged the same way wherever it is run.  The race detector's launches are races.py's, one launch
+is launch.py's, and what a case came to is results.py's.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from . import data
-from .artifacts import Record, save_traceback
-from .backends.base import Backend, DeviceBuffer, Kernel, Launched, Submits
-from .compare import Mismatch
+from .backends.base import Backend, Kernel, Launched
 from .compile import Build
 from .data import Operands, Trial
-from .errors import (BarrierError, CompileError, InternalError, KernelFault, KernelTimeout, LaunchError,
-                     MmcheckError, OutOfMemory, SanitizerError, Unsupported)
-from .judge import Caught, Rerun, check_buffers, judge
+from .errors import CompileError, MmcheckError, Unsupported
+from .judge import Rerun, judge
+from .launch import launch
 from .prepare import Plan, Prepared, host_bytes, host_memory, plan, prepare
-from .shapes import (LARGE, LARGE_BUDGET, Shape, covering_shape, largest_buffer, smallest_of_class,
-                     tile_class)
+from .races import DETECTED, Earlier, Races, what
+from .results import Case, Caught, Outcome, Result, outcome_of, told_before
+from .shapes import LARGE, LARGE_BUDGET, Shape, largest_buffer
 from .spec import KernelSpec
-from .verdicts import Verdict, Verdicts, launch_digest
+from .verdicts import Verdicts
 
-__all__ = ["Case", "Result", "Runner", "FAR", "compile_errors_told_once"]
+__all__ = ["Runner", "FAR"]
 
 FAR = 4097  # past this size a shape runs one trial under one schedule (see Runner._run)
-
-
-@dataclass(frozen=True)
-class Case:
-    spec: KernelSpec
-    dtype: str
-    shape: Shape | None  # None only in the result of a sweep that had no shape to try
-    seed: int = 0
-
-    @property
-    def id(self) -> str:
-        return f"{self.spec.name}-{self.dtype}-{self.shape}"
-
-
-@dataclass(frozen=True)
-class Result:
-    """How one case (or, from ``Runner.sweep``, one kernel x dtype) turned out.
-
-    ``outcome`` is pass, fail (the kernel is wrong: ``check`` names what caught it), skip (cannot be run
-    here; ``message`` says why), error (the harness could not judge it: spec, compile or launch error) or
-    internal (mmcheck's own code failed, a bug, not the kernel's doing: ``message`` says where its traceback
-    was saved)."""
-
-    case: Case
-    outcome: str
-    message: str = ""
-    check: str | None = None
-    mismatch: Mismatch | None = field(default=None, repr=False)
-    shapes_tried: int = 1
-    record: Record | None = field(default=None, repr=False, compare=False)
-    compile_error: bool = False  # an error: the kernel did not compile
-    seconds: float | None = field(default=None, compare=False)  # what checking it took (options.Settings.check)
-    domain: str = ""  # the kernel's launch domain, where the device's limits bound it (shapes.launch_domain)
-
-    @property
-    def ok(self) -> bool:
-        return self.outcome == "pass"
-
-    @property
-    def caught(self) -> bool:
-        """A known-bad kernel was caught by one of the checks its spec names (any check, if it names none)."""
-        spec = self.case.spec
-        return (spec.expect == "fail" and self.outcome == "fail"
-                and (not spec.catch or self.check in spec.catch))
-
-    @property
-    def as_expected(self) -> bool:
-        """The outcome is what the spec's ``expect`` promises: a correct kernel passes, a known-bad one is
-        caught by a check its spec names."""
-        return self.caught if self.case.spec.expect == "fail" else self.outcome == "pass"
 
 
 class Runner:
@@ -99,17 +47,11 @@ class Runner:
         self.seed = seed
         self.guards = guards
         self.verdicts = verdicts
+        self.races = Races(backend, verdicts, results)
         self._kernels: dict[tuple, Kernel | MmcheckError] = {}
         self._reported: set[tuple] = set()
-        # What the costly launches covered (_race): a kernel x dtype's instance, or one tile class of it.  None
-        # where they passed (or still run), else the race, which every later case it covers shares.
-        self._raced: dict[tuple, Result | None] = {}
         self._hung: dict[tuple, Result] = {}  # kernel x dtype -> the case that hung
         self._explain = True  # a failure of the cheap schedules explained (False inside verdict)
-        # Costly launches left running in this sweep: (the case's position in it, the case, its race class,
-        # its verdict).
-        self._later: list[tuple[int, Case, tuple, Callable[[], None]]] = []
-        self._position = 0
 
     def compile(self, build: Build) -> Kernel:
         """The backend's compile, memoised, failures included.  The compiler's messages are reported in
@@ -123,7 +65,7 @@ class Runner:
         kernel_id = (build.spec.path, build.spec.name)
         if isinstance(found, CompileError):
             if kernel_id in self._reported:
-                raise CompileError(_told_before(str(found)))
+                raise CompileError(told_before(str(found)))
             self._reported.add(kernel_id)
         if isinstance(found, MmcheckError):
             raise found
@@ -155,7 +97,7 @@ class Runner:
         ``shapes`` is sorted by size), or the last pass."""
         result, tried = self._sweep(self.case(spec, dtype, shape) for shape in shapes)
         if result is None:
-            return Result(Case(spec, dtype, None, self.seed), "error", f"{spec.path}: kernel {spec.name!r}: "
+            return Result(Case(spec, dtype, None, self.seed), Outcome.ERROR, f"{spec.path}: kernel {spec.name!r}: "
                           "no shape within the budget satisfies its requires", shapes_tried=0)
         return dataclasses.replace(result, shapes_tried=tried)
 
@@ -167,28 +109,28 @@ class Runner:
         try:
             for case in cases:
                 tried += 1
-                self._position = tried
+                self.races.position = tried
                 result = self._one(case)
                 if not result.ok:
                     break
-            self._settle()
-        except _Earlier as earlier:
+            self.races.settle()
+        except Earlier as earlier:
             result, tried = self._noted(earlier.result), earlier.position
         finally:
-            self._later = []
+            self.races.later = []
         return result, tried
 
     def _one(self, case: Case) -> Result:
         key = (case.spec.path, case.spec.name, case.dtype)
         if hung := self._hung.get(key):
-            return Result(case, "fail", f"{case.spec.name} {case.dtype} {case.shape}: not run, as the case "
+            return Result(case, Outcome.FAIL, f"{case.spec.name} {case.dtype} {case.shape}: not run, as the case "
                           f"{hung.case.shape} hung: {hung.message.splitlines()[0]}", check="timeout")
         try:
             result = self._run(case)
-        except _Earlier:
+        except Earlier:
             raise  # an earlier case's verdict: the sweep's (_sweep)
-        except Exception as e:  # neither a check nor an error raised on purpose: mmcheck's own bug (_outcome)
-            result = _outcome(case, e, self.results)
+        except Exception as e:  # neither a check nor an error raised on purpose: mmcheck's own bug (outcome_of)
+            result = outcome_of(case, e, self.results)
         return self._noted(result)
 
     def _noted(self, result: Result) -> Result:
@@ -200,62 +142,27 @@ class Runner:
     def _run(self, case: Case) -> Result:
         assert case.shape is not None, "a case to run has a shape"
         if largest_buffer(case.spec, case.shape) >= LARGE and (reason := self._out_of_reach(case)):
-            return Result(case, "skip", f"{case.spec.name} {case.dtype} {case.shape}: {reason}")
+            return Result(case, Outcome.SKIP, f"{case.spec.name} {case.dtype} {case.shape}: {reason}")
         try:
-            launch = plan(case.spec, case.dtype, case.shape)
-            if refusal := launch.refused():
+            launched = plan(case.spec, case.dtype, case.shape)
+            if refusal := launched.refused():
                 raise Caught("launch", f"{case.spec.name} {case.dtype} {case.shape}: {refusal} (a shape its spec "
                              "admits, so the kernel must launch there)")
-            kernel = self.compile(launch.build)
+            kernel = self.compile(launched.build)
             schedules = tuple(s for s in kernel.schedules if s not in kernel.costly)
             trials = data.trials(case.spec, case.dtype)
             if max(case.shape.env().values()) > FAR:
                 # A size past the edge cases is there for index arithmetic and launch limits, which neither
                 # the data nor the thread order changes: the small shapes cover those, at a fraction of the cost.
                 trials, schedules = trials[:1], schedules[:1]
-            elif kernel.costly and (raced := self._race(case, kernel, launch, trials[0])):
+            elif kernel.costly and (raced := self.races.race(case, kernel, launched, trials[0], self._check)):
                 return raced
             for i, trial in enumerate(trials):
                 # Thread order does not depend on the data: the extra schedules run with the first trial.
-                self._check(case, kernel, launch, trial, schedules if i == 0 else schedules[:1])
+                self._check(case, kernel, launched, trial, schedules if i == 0 else schedules[:1])
         except (Caught, MmcheckError) as e:
-            return _outcome(case, e, self.results)
-        return Result(case, "pass")
-
-    def _race(self, case: Case, kernel: Kernel, launch: Plan, trial: Trial) -> Result | None:
-        """The costly schedules (a race detector) where the case's races have not been looked for yet, with the
-        first trial, before the case's own launches; the race found, if one was.
-
-        A race is between the threads of one block, so what matters is which kinds of block a launch holds
-        (whole or partial, first or last, how many tiles of K) and the compiled instance and block size.  The
-        widest tile class holds every kind in one launch (shapes.covering_shape): run once on it, a kernel x
-        dtype's instance is covered for every shape.  Where ``requires`` admit no such shape, each tile class
-        runs on its own smallest shape.  Only what the detector itself reports counts here: a wrong result is
-        the cheap schedules' to find, on the case's own shapes, smallest first.  A failure's reruns still use
-        every schedule on its own shape (judge.py)."""
-        assert case.shape is not None, "a case to run has a shape"
-        instance = _instance(case, launch)
-        key = (*instance, *tile_class(case.spec, case.shape))
-        for known in (instance, key):
-            if known in self._raced:
-                return self._raced[known]
-        target, target_launch = case, launch
-        for shape, covers in ((covering_shape(case.spec, case.dtype), instance),
-                              (smallest_of_class(case.spec, case.dtype, case.shape), key)):
-            if shape is None:
-                continue
-            candidate = dataclasses.replace(case, shape=shape)
-            candidate_launch = plan(case.spec, case.dtype, shape)
-            if _instance(candidate, candidate_launch) == instance and not candidate_launch.refused():
-                target, target_launch, key = candidate, candidate_launch, covers
-                break
-        try:
-            self._check(target, kernel, target_launch, trial, kernel.costly, key)
-        except (Caught, MmcheckError) as e:
-            self._raced[key] = failed = _outcome(target, e, self.results)
-            return failed
-        self._raced[key] = None
-        return None
+            return outcome_of(case, e, self.results)
+        return Result(case, Outcome.PASS)
 
     def _out_of_reach(self, case: Case) -> str | None:
         """Why a shape with a buffer past 2**31 elements (the large mode's) cannot run here, if it cannot."""
@@ -271,99 +178,50 @@ class Runner:
                     f"{have / 2**30:.0f} GiB are available")
         return None
 
-    def _check(self, case: Case, kernel: Kernel, launch: Plan, trial: Trial, schedules: tuple[str, ...],
+    def _check(self, case: Case, kernel: Kernel, launched: Plan, trial: Trial, schedules: tuple[str, ...],
                race_class: tuple = ()) -> None:
         """One trial under every schedule given; a failure is raised as Caught with the case's context.  A
-        costly schedule's launch (of ``race_class``), where the backend can run it beside this process, is
-        left running and judged later (_settle), once the launches before it have been; only what the
-        detector reports counts against it (_race)."""
+        costly schedule's launch (of ``race_class``) is races.py's to start and judge."""
         spec, dtype, shape = case.spec, case.dtype, case.shape
         assert shape is not None, "a case to run has a shape"
         seed = data.case_seed(case.seed, spec.name, dtype, str(shape), trial.pattern, trial.alpha, trial.beta,
                               trial.padded)
         operands = data.make_operands(spec, shape, dtype, trial, seed)
+        read = partial(launch, self.backend)
 
         def rerun(other: Trial, schedule: str, values: Operands, against: np.ndarray | None = None) -> np.ndarray:
             # A failure's reruns come after the costly launches left running: one of those that failed is the
-            # sweep's verdict (_settle), and the reruns (a race detector's among them) need not run.
-            self._settle()
-            prepared, schedule = self.prepare(case, launch, other, values), schedule or kernel.schedules[0]
+            # sweep's verdict (races.settle), and the reruns (a race detector's among them) need not run.
+            self.races.settle()
+            prepared, schedule = self.prepare(case, launched, other, values), schedule or kernel.schedules[0]
             if schedule in kernel.costly:
-                return self._rerun_costly(kernel, prepared, schedule, _what(schedule, case, other, "a rerun"),
-                                          against)
-            return self._launch(prepared, kernel, schedule)
+                return self.races.rerun(kernel, prepared, schedule, what(schedule, case, other, "a rerun"), against,
+                                        read)
+            return read(prepared, kernel, schedule)
 
         passed: list[str] = []
         for schedule in schedules:
-            prepared = self.prepare(case, launch, trial, operands)
+            prepared = self.prepare(case, launched, trial, operands)
             judged = partial(self._judged, case, kernel, trial, schedule, prepared, rerun, tuple(passed))
             if schedule in kernel.costly:
-                self._settle()  # an earlier costly launch that fails ends the sweep before this one runs
-                if (started := self._costly(kernel, prepared, schedule, _what(schedule, case, trial))) is None:
-                    continue
-                judged = partial(_judge_costly, judged, started)
-                if isinstance(self.backend, Submits):
-                    self._later.append((self._position, case, race_class, judged))
-                    continue
+                if self.races.start(kernel, prepared, schedule, what(schedule, case, trial), judged, case,
+                                    race_class):
+                    passed.append(schedule)
+                continue
             judged()
             passed.append(schedule)
-
-    def _costly(self, kernel: Kernel, prepared: Prepared, schedule: str, what: str) -> Launched | None:
-        """A costly schedule's launch: started beside this process where the backend can (judged later, in
-        _settle), else run when judged; or its kept verdict's report, told again; None where this very launch
-        was kept clean.  With verdicts, what the launch finds is kept (_Keeping)."""
-        digest, kept = self._kept_verdict(kernel, prepared, schedule)
-        if kept is not None:
-            return None if kept.clean else _Told(kept.error())
-        return self._start(kernel, prepared, schedule, digest, what, beside=True)
-
-    def _rerun_costly(self, kernel: Kernel, prepared: Prepared, schedule: str, what: str,
-                      against: np.ndarray | None) -> np.ndarray:
-        """A failure's rerun under a costly schedule (is the failure a race?), its verdict kept: where this very
-        launch ran before, its report is told again; where it ran beside the very same result ``against`` (the
-        failure's, which a kernel that reads memory nothing wrote changes from run to run), the result it gave
-        then is given back.  Either way the explanation is the one that run gave, without running it."""
-        digest, kept = self._kept_verdict(kernel, prepared, schedule)
-        if kept is not None and not kept.clean:
-            return self._launch(prepared, kernel, schedule, _Told(kept.error()))
-        key = _beside(digest, against) if digest and against is not None else None
-        kept = self.verdicts.get(key) if key and self.verdicts else None
-        if kept and (got := kept.result_as(prepared.hosts[prepared.spec.buffers[2]].dtype)) is not None:
-            return got
-        got = self._launch(prepared, kernel, schedule, self._start(kernel, prepared, schedule, digest, what, False))
-        if key and self.verdicts:
-            self.verdicts.keep(key, Verdict.of(what, result=got))
-        return got
-
-    def _kept_verdict(self, kernel: Kernel, prepared: Prepared, schedule: str) -> tuple[str | None, Verdict | None]:
-        """The launch's digest, where verdicts are kept and the backend says what it compiled (else None), and
-        the verdict kept on it."""
-        plan = prepared.plan
-        digest = self.verdicts and launch_digest(kernel, prepared, plan.grid, plan.block, plan.smem, schedule)
-        return digest or None, (self.verdicts.get(digest) if digest and self.verdicts else None)
-
-    def _start(self, kernel: Kernel, prepared: Prepared, schedule: str, digest: str | None, what: str,
-               beside: bool) -> Launched:
-        """A costly launch started: ``beside`` this process where the backend can, else run when waited for;
-        what it reports kept under ``digest``."""
-        _check_parameters(kernel, prepared)
-        plan = prepared.plan
-        args = (kernel, prepared.args, plan.grid, plan.block, plan.smem, schedule)
-        started: Launched = (self.backend.submit(*args) if beside and isinstance(self.backend, Submits)
-                             else _Now(partial(self.backend.launch, *args)))
-        return _Keeping(started, self.verdicts, digest, what) if digest and self.verdicts else started
 
     def _judged(self, case: Case, kernel: Kernel, trial: Trial, schedule: str, prepared: Prepared, rerun: Rerun,
                 passed: tuple[str, ...], started: Launched | None = None) -> None:
         """Launch (or finish the launch ``started``) and judge the result; ``passed``: the schedules under
         which the same inputs passed."""
         try:
-            got = self._launch(prepared, kernel, schedule, started)
+            got = launch(self.backend, prepared, kernel, schedule, started)
             # A costly schedule's failure counts only as a race (below), which the reruns may show.
             judge(prepared, got, schedule, kernel.schedules, list(passed), rerun,
                   explain=self._explain or schedule in kernel.costly)
         except Caught as c:
-            if schedule in kernel.costly and c.check not in _DETECTED:
+            if schedule in kernel.costly and c.check not in DETECTED:
                 return  # a wrong result, not a race: the cheap schedules find it on the case's own shapes
             context = (f"{case.spec.name} {case.dtype} {case.shape} ({trial}, seed {case.seed}"
                        + (f", schedule {schedule}" if len(kernel.schedules) > 1 else "") + ")")
@@ -372,183 +230,6 @@ class Runner:
                 meta={**c.record.meta, "seed": case.seed, "schedule": schedule, "backend": self.backend.name})
             raise Caught(c.check, f"{context}: {c.args[0]}", c.mismatch, record) from None
 
-    def _settle(self) -> None:
-        """Judge the costly launches left running, oldest first; the first that fails ends the sweep at its
-        case (_Earlier), the failure of its race class."""
-        later, self._later = self._later, []
-        for position, case, race_class, verdict in later:
-            try:
-                verdict()
-            except Exception as e:  # a check, an error, or mmcheck's own bug (_outcome)
-                self._raced[race_class] = failed = _outcome(case, e, self.results)
-                raise _Earlier(failed, position) from None
-
-    def prepare(self, case: Case, launch: Plan, trial: Trial, operands: Operands) -> Prepared:
+    def prepare(self, case: Case, launched: Plan, trial: Trial, operands: Operands) -> Prepared:
         assert case.shape is not None, "a case to run has a shape"
-        return prepare(self.backend, case.spec, case.dtype, case.shape, trial, launch, operands, self.guards)
-
-    def _launch(self, prepared: Prepared, kernel: Kernel, schedule: str, started: Launched | None = None) -> np.ndarray:
-        """Launch once (or finish the launch ``started``) and read back; the logical result, after the checks
-        of the buffers around it."""
-        spec, launch = prepared.spec, prepared.plan
-        try:
-            if started:
-                started.wait()
-            else:
-                _check_parameters(kernel, prepared)
-                self.backend.launch(kernel, prepared.args, launch.grid, launch.block, launch.smem, schedule)
-        except BarrierError as e:
-            raise Caught("barrier", str(e)) from None
-        except SanitizerError as e:
-            # racecheck reports a race and synccheck a barrier error, whatever tool found them.
-            check = {"racecheck": "race", "synccheck": "barrier"}.get(e.tool, "sanitizer")
-            raise Caught(check, f"the sanitizer reported: {e}") from None
-        except KernelFault as e:
-            raise Caught("fault", f"the kernel crashed: {e}") from None
-        except KernelTimeout as e:
-            raise Caught("timeout", f"the kernel did not finish: {e}") from None
-        except LaunchError as e:
-            raise MmcheckError(f"{spec.path}: kernel {spec.name!r}: launch refused for {prepared.dtype} "
-                               f"{prepared.shape} (grid {launch.grid}, block {launch.block}, smem {launch.smem}): "
-                               f"{e}") from None
-        after = {name: self.backend.download(buf) for name, buf in prepared.buffers.items()}
-        check_buffers(prepared, after)
-        return prepared.logical(2, after[spec.buffers[2]])
-
-
-# What a race detector's launch can fail with: what it reports, and a race that the result shows.
-_DETECTED = ("race", "barrier", "sanitizer")
-
-
-class _Now:
-    """A costly launch on a backend that cannot run it beside its caller: it runs when waited for."""
-
-    def __init__(self, launch: Callable[[], None]) -> None:
-        self.wait = launch
-
-
-@dataclass
-class _Told:
-    """A launch whose kept verdict is a detector's report: waiting for it raises the report."""
-
-    error: SanitizerError
-
-    def wait(self) -> None:
-        raise self.error
-
-
-@dataclass
-class _Keeping:
-    """A costly launch whose verdict is kept once known: its report as soon as the launch raises it; clean
-    once it is judged to have passed (``passed``), as a wrong result under the detector may still be judged a
-    race."""
-
-    started: Launched
-    verdicts: Verdicts
-    digest: str
-    what: str
-
-    def wait(self) -> None:
-        try:
-            self.started.wait()
-        except SanitizerError as e:
-            self.verdicts.keep(self.digest, Verdict.of(self.what, e))
-            raise
-
-    def passed(self) -> None:
-        self.verdicts.keep(self.digest, Verdict.of(self.what))
-
-
-def _beside(digest: str, result: np.ndarray) -> str:
-    """The key of a rerun's result: its launch's digest and the result it is compared with."""
-    return hashlib.sha256(digest.encode() + np.ascontiguousarray(result).view(np.uint8).data).hexdigest()
-
-
-def _what(schedule: str, case: Case, trial: Trial, which: str = "") -> str:
-    """A costly launch in words, for a person looking in the verdicts' folder."""
-    spec = case.spec
-    return (f"{schedule}{f' ({which})' if which else ''}: {spec.path} {spec.name} {case.dtype} {case.shape} "
-            f"({trial}, seed {case.seed})")
-
-
-def _judge_costly(judged: Callable[[Launched], None], started: Launched) -> None:
-    """Judge a costly launch; one that passes is kept clean where its verdicts are kept."""
-    judged(started)
-    if isinstance(started, _Keeping):
-        started.passed()
-
-
-class _Earlier(Exception):
-    """A costly launch of an earlier case of the sweep failed: its result, and that case's position."""
-
-    def __init__(self, result: Result, position: int) -> None:
-        super().__init__(result.message)
-        self.result, self.position = result, position
-
-
-def _outcome(case: Case, e: Exception, results: Path) -> Result:
-    """The result of a case that a check caught, that could not be judged, or on which mmcheck's own code
-    failed (any other exception: its traceback is saved in ``results``)."""
-    if isinstance(e, Caught):
-        return Result(case, "fail", e.args[0], check=e.check, mismatch=e.mismatch, record=e.record)
-    if isinstance(e, Unsupported):
-        return Result(case, "skip", f"{case.spec.path}: {e}")
-    if isinstance(e, OutOfMemory):
-        return Result(case, "skip", f"{case.spec.name} {case.dtype} {case.shape}: does not fit: {e}")
-    if isinstance(e, MmcheckError) and not isinstance(e, InternalError):
-        return Result(case, "error", str(e), compile_error=isinstance(e, CompileError))
-    # One from a worker process holds its traceback there; one raised here is its own traceback.
-    return _internal(case, e if isinstance(e, InternalError) and e.trace else InternalError.of(e), results)
-
-
-def _internal(case: Case, error: InternalError, results: Path) -> Result:
-    """The result of a case on which mmcheck's own code failed: said to be no verdict on the kernel, with the
-    exception's last line, where its traceback was saved and a request for a bug report."""
-    stem = f"internal-{case.spec.name}-{case.dtype.replace('->', '_to_')}-{case.shape}-seed{case.seed}"
-    try:
-        saved = f"its traceback is saved in {save_traceback(results, stem, error.trace)}"
-    except OSError as e:
-        saved = f"its traceback could not be saved ({e}):\n{error.trace}"
-    return Result(case, "internal", f"{case.spec.name} {case.dtype} {case.shape} (seed {case.seed}): mmcheck's own "
-                  f"error, not the kernel's: {error}\n  {saved}\n  this is a bug in mmcheck: please report it, with "
-                  "that traceback")
-
-
-def compile_errors_told_once(results: Sequence[Result]) -> list[Result]:
-    """The results, each kernel's compiler messages in its first compile error only, the later ones pointing
-    back to it: as one runner tells them, for results that come from several (``check -j``)."""
-    told: set[tuple] = set()
-    out = []
-    for r in results:
-        kernel_id = (r.case.spec.path, r.case.spec.name)
-        if r.compile_error and kernel_id in told:
-            r = dataclasses.replace(r, message=_told_before(r.message))
-        told.update([kernel_id] if r.compile_error else [])
-        out.append(r)
-    return out
-
-
-def _told_before(message: str) -> str:
-    """A compile error already told in full: its first line, pointing back."""
-    first, pointer = message.splitlines()[0], " (the compiler's messages are in this kernel's first failure)"
-    return first if first.endswith(pointer) else first + pointer
-
-
-def _instance(case: Case, launch: Plan) -> tuple:
-    """The kernel x dtype as compiled and launched: a ``let`` or template may choose the instance and the block
-    by size, and a race detector's verdict holds for one of those only."""
-    return (case.spec.path, case.spec.name, case.dtype, launch.build.key, launch.block)
-
-
-def _check_parameters(kernel: Kernel, prepared: Prepared) -> None:
-    """The spec's parameter list against the compiled kernel's (where the backend can tell): a mismatch is
-    the spec's error, said as such, rather than a crash or garbage."""
-    if kernel.params is None:
-        return
-    given = tuple(8 if isinstance(a, DeviceBuffer) else a.dtype.itemsize for a in prepared.args)
-    if given != kernel.params:
-        spec = prepared.spec
-        listed = ", ".join(f"{q.name} ({n} bytes)" for q, n in zip(spec.params, given))
-        raise MmcheckError(f"{spec.path}: kernel {spec.name!r}: key 'params': the spec gives {len(given)} "
-                           f"parameters ({listed}), but the compiled {kernel.symbol} takes {len(kernel.params)} "
-                           f"({', '.join(f'{n} bytes' for n in kernel.params)})")
+        return prepare(self.backend, case.spec, case.dtype, case.shape, trial, launched, operands, self.guards)

@@ -216,7 +216,7 @@ def test_the_pytest_option_reaches_the_backend_options(pytester):
                                                       ("emu", "nvrtc", "--backend emu")])
 def test_the_reproduce_line_names_the_compiler_where_it_matters(backend, compiler, tail):
     from mmcheck.report import reproduce
-    from mmcheck.runner import Case
+    from mmcheck.results import Case
     from mmcheck.shapes import Shape
     from mmcheck.spec import load_specs
 

@@ -17,21 +17,23 @@ from .. import data
 from ..backends.base import Backend, Device, Timing
 from ..dtypes import precision
 from ..errors import KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory, Unsupported
-from ..judge import Caught, check_buffers, judge
+from ..judge import check_buffers, judge
+from ..results import Caught
 from ..ops import OPS
 from ..prepare import Prepared, plan
-from ..runner import Case, Runner
+from ..results import Case
+from ..runner import Runner
 from ..shapes import Shape
 from ..spec import KernelSpec
 from . import peak, records
 from .records import BenchRecord
 from .timer import Measurement, Method
 
-__all__ = ["Outcome", "Bench"]
+__all__ = ["Timed", "Bench"]
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Timed:
     """What became of one benchmark: a record, or why there is none (``failure``: the kernel is wrong or
     crashed; ``skip``: it cannot be timed here)."""
 
@@ -55,11 +57,11 @@ class Bench:
     def device(self) -> Device:
         return self.backend.device()
 
-    def run(self, spec: KernelSpec, dtype: str, shape: Shape) -> Outcome:
+    def run(self, spec: KernelSpec, dtype: str, shape: Shape) -> Timed:
         """Benchmark ``spec`` for ``dtype`` at ``shape``."""
         case = self.runner.case(spec, dtype, shape)
         if reason := self._no_device():
-            return Outcome(skip=reason)
+            return Timed(skip=reason)
         try:
             launch = plan(spec, dtype, shape)
             kernel = self.runner.compile(launch.build)
@@ -70,26 +72,26 @@ class Bench:
             timing = self.backend.time(kernel, prepared.args, launch.grid, launch.block, launch.smem, self.method)
             _verify(prepared, timing)
         except Caught as c:
-            return Outcome(failure=f"{_label(case)}: not timed, its result is wrong: {c.args[0]}")
+            return Timed(failure=f"{_label(case)}: not timed, its result is wrong: {c.args[0]}")
         except (Unsupported, OutOfMemory) as e:
-            return Outcome(skip=f"{_label(case)}: {e}")
+            return Timed(skip=f"{_label(case)}: {e}")
         except (KernelFault, KernelTimeout, LaunchError, MmcheckError) as e:
-            return Outcome(failure=f"{_label(case)}: {e}")
+            return Timed(failure=f"{_label(case)}: {e}")
         library = self._baseline(spec.op, dtype, shape)
         extra = self._extra(spec.name, str(spec.path), spec.op, dtype, shape, timing.measurement, library)
         extra.update(verified="exact" if trial.exact else "bound", registers=timing.registers,
                      smem_static=timing.smem_static, smem_dynamic=launch.smem, occupancy=timing.occupancy)
-        return Outcome(record=records.record(timing.measurement.samples, extra, options=self.method.options()))
+        return Timed(record=records.record(timing.measurement.samples, extra, options=self.method.options()))
 
-    def baseline(self, op: str, dtype: str, shape: Shape) -> Outcome:
+    def baseline(self, op: str, dtype: str, shape: Shape) -> Timed:
         """cuBLAS alone on the problem that benchmarks of ``op`` and ``dtype`` run (its row in the tables)."""
         if reason := self._no_device():
-            return Outcome(skip=reason)
+            return Timed(skip=reason)
         library = self._baseline(op, dtype, shape)
         if isinstance(library, str):
-            return Outcome(skip=f"cuBLAS {op} {dtype} {shape}: {library}")
+            return Timed(skip=f"cuBLAS {op} {dtype} {shape}: {library}")
         extra = self._extra("cublas", "cuBLAS", op, dtype, shape, library, library)
-        return Outcome(record=records.record(library.samples, extra, options=self.method.options()))
+        return Timed(record=records.record(library.samples, extra, options=self.method.options()))
 
     def _no_device(self) -> str | None:
         """Why nothing can be timed here (the same words for every benchmark), or None."""

@@ -1,0 +1,58 @@
+"""One prepared launch on a backend: its parameters checked against the compiled kernel, the kernel run (or a
+launch already started finished), what the backend raised said as a check's finding, and the result read back
+after the checks of the buffers around it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .backends.base import Backend, DeviceBuffer, Kernel, Launched
+from .errors import BarrierError, KernelFault, KernelTimeout, LaunchError, MmcheckError, SanitizerError
+from .judge import check_buffers
+from .prepare import Prepared
+from .results import Caught
+
+__all__ = ["launch", "check_parameters"]
+
+
+def launch(backend: Backend, prepared: Prepared, kernel: Kernel, schedule: str,
+           started: Launched | None = None) -> np.ndarray:
+    """Launch once (or finish the launch ``started``) and read back; the logical result, after the checks of
+    the buffers around it."""
+    spec, plan = prepared.spec, prepared.plan
+    try:
+        if started:
+            started.wait()
+        else:
+            check_parameters(kernel, prepared)
+            backend.launch(kernel, prepared.args, plan.grid, plan.block, plan.smem, schedule)
+    except BarrierError as e:
+        raise Caught("barrier", str(e)) from None
+    except SanitizerError as e:
+        # racecheck reports a race and synccheck a barrier error, whatever tool found them.
+        check = {"racecheck": "race", "synccheck": "barrier"}.get(e.tool, "sanitizer")
+        raise Caught(check, f"the sanitizer reported: {e}") from None
+    except KernelFault as e:
+        raise Caught("fault", f"the kernel crashed: {e}") from None
+    except KernelTimeout as e:
+        raise Caught("timeout", f"the kernel did not finish: {e}") from None
+    except LaunchError as e:
+        raise MmcheckError(f"{spec.path}: kernel {spec.name!r}: launch refused for {prepared.dtype} "
+                           f"{prepared.shape} (grid {plan.grid}, block {plan.block}, smem {plan.smem}): {e}") from None
+    after = {name: backend.download(buf) for name, buf in prepared.buffers.items()}
+    check_buffers(prepared, after)
+    return prepared.logical(2, after[spec.buffers[2]])
+
+
+def check_parameters(kernel: Kernel, prepared: Prepared) -> None:
+    """The spec's parameter list against the compiled kernel's (where the backend can tell): a mismatch is the
+    spec's error, said as such, rather than a crash or garbage."""
+    if kernel.params is None:
+        return
+    given = tuple(8 if isinstance(a, DeviceBuffer) else a.dtype.itemsize for a in prepared.args)
+    if given != kernel.params:
+        spec = prepared.spec
+        listed = ", ".join(f"{q.name} ({n} bytes)" for q, n in zip(spec.params, given))
+        raise MmcheckError(f"{spec.path}: kernel {spec.name!r}: key 'params': the spec gives {len(given)} "
+                           f"parameters ({listed}), but the compiled {kernel.symbol} takes {len(kernel.params)} "
+                           f"({', '.join(f'{n} bytes' for n in kernel.params)})")
