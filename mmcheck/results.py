@@ -93,7 +93,8 @@ def outcome_of(case: Case, e: Exception, results: Path) -> Result:
     if isinstance(e, Caught):
         return Result(case, Outcome.FAIL, e.args[0], check=e.check, mismatch=e.mismatch, record=e.record)
     if isinstance(e, Unsupported):
-        return Result(case, Outcome.SKIP, f"{case.spec.path}: {e}")
+        where = "" if str(e).startswith(str(case.spec.path)) else f"{case.spec.path}: "
+        return Result(case, Outcome.SKIP, f"{where}{e}")
     if isinstance(e, OutOfMemory):
         return Result(case, Outcome.SKIP, f"{case.spec.name} {case.dtype} {case.shape}: does not fit: {e}")
     if isinstance(e, MmcheckError) and not isinstance(e, InternalError):
