@@ -328,7 +328,7 @@ class Runner:
             return self._launch(prepared, kernel, schedule, _Told(kept.error()))
         key = _beside(digest, against) if digest and against is not None else None
         kept = self.verdicts.get(key) if key and self.verdicts else None
-        if kept and (got := kept.result_as(prepared.hosts[prepared.spec.buffers[2]].dtype)) is not None:
+        if kept and (got := kept.result_as(prepared.hosts[prepared.spec.operation.output.name].dtype)) is not None:
             return got
         got = self._launch(prepared, kernel, schedule, self._start(kernel, prepared, schedule, digest, what, False))
         if key and self.verdicts:
@@ -413,7 +413,7 @@ class Runner:
                                f"{e}") from None
         after = {name: self.backend.download(buf) for name, buf in prepared.buffers.items()}
         check_buffers(prepared, after)
-        return prepared.logical(2, after[spec.buffers[2]])
+        return prepared.result(after)
 
 
 # What a race detector's launch can fail with: what it reports, and a race that the result shows.
