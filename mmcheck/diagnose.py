@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .compare import tolerance
-from .data import C_OFFSET_FLOAT, Layout, Operands, from_buffer, granule, marker_source
+from .data import C_OFFSET_FLOAT, Layout, Operands, granule, marker_source
 from .dtypes import DTYPES
 from .ops import Op, Operand
 
@@ -28,8 +28,8 @@ _MAX_TERMS = 1 << 22
 class Evidence:
     """A failing launch of ``op``: the logical ``operands`` (alpha and beta with them), the result ``got`` and
     reference ``want`` (batch, M, N), which elements are wrong (``bad``) or never written (``unwritten``), the
-    output's dtype, whether the data was exact, the tile sizes the spec suggests, each operand's memory order
-    (``layouts``: "row" or "col", row-major where not named) and the accumulator the kernel promises.  For
+    output's dtype, whether the data was exact, the tile sizes the spec suggests, how each operand lay in
+    memory (``layouts``; row-major and unpadded where not named) and the accumulator the kernel promises.  For
     C = alpha * A @ B + beta * C, ``a`` and ``b`` are the op's factors and ``c`` is C's input."""
 
     op: Op
@@ -41,7 +41,7 @@ class Evidence:
     dtype: str
     exact: bool
     tiles: tuple[int, ...] = ()
-    layouts: Mapping[str, str] = field(default_factory=dict)
+    layouts: Mapping[str, Layout] = field(default_factory=dict)
     accumulator: str | None = None  # the type the kernel promises to accumulate in (None: ``dtype``)
 
     @property
@@ -70,8 +70,8 @@ class Evidence:
         """C held NaN because beta == 0 (strict_beta): it need not be read."""
         return self.op.accumulates and not self.operands.output_is_input
 
-    def order(self, operand: Operand) -> str:
-        return self.layouts.get(operand.name, "row")
+    def layout(self, operand: Operand) -> Layout:
+        return self.layouts.get(operand.name) or Layout.of("row", *self.operands[operand.name].shape[1:])
 
 
     def product(self, x: np.ndarray) -> np.ndarray:
@@ -264,48 +264,85 @@ _OTHER = {"row": "col", "col": "row"}
 
 
 def _layouts(e: Evidence) -> str | None:
-    """The result of a kernel that takes an operand (or several) in the other memory order than the spec
+    """The result of a kernel that takes an operand (or several) in the other memory order than its spec
     says: an input read in it (the reference recomputed with that input misread) or the output written in it
     (the result read back in the order it was written).  One operand is tried before two, and so on."""
     out = e.op.output
-    matrices = [o for o in e.op.operands if min((e.want if o is out else e.operands[o.name]).shape[1:]) > 1]
+    matrices = [o for o in e.op.operands if min(e.operands[o.name].shape[1:]) > 1]
     for count in range(1, len(matrices) + 1):
         for chosen in itertools.combinations(matrices, count):
-            if _misread_result(e, chosen):
-                said = "; ".join(f"{o.name} is {'written' if o is out else 'read'} {_MAJOR[_OTHER[e.order(o)]]}, "
-                                 f"but its spec says {_MAJOR[e.order(o)]}" for o in chosen)
-                if chosen == (out,):
-                    return f"the result is stored transposed: C[j][i] was written where C[i][j] belongs ({said})"
-                return f"{said}: the result is exactly that"
+            if not _misread_result(e, chosen):
+                continue
+            said = "; ".join(f"{o.name} is {'written' if o is out else 'read'} {_MAJOR[_OTHER[e.layout(o).order]]}, "
+                             f"but its spec says {_MAJOR[e.layout(o).order]}" for o in chosen)
+            if chosen == (out,):
+                return f"the result is stored transposed: C[j][i] was written where C[i][j] belongs ({said})"
+            return f"{said}: the result is exactly that"
     return None
 
 
 def _misread_result(e: Evidence, chosen: tuple[Operand, ...]) -> bool:
-    """Whether the result is what a kernel computes that takes the ``chosen`` operands in the other order."""
+    """Whether the result is what a kernel computes that takes the ``chosen`` operands in the other order.  It
+    may read an input's rows (columns) as long as the leading dimension it is given, or as the matrix's; it
+    writes the output's as long as the matrix's (a leading dimension of the other order would leave some
+    elements unwritten)."""
     out = e.op.output
-    got = _misread(e.got, e.order(out)) if out in chosen else e.got
+    got = _misread(e.got, e.layout(out), _length(e.got, _OTHER[e.layout(out).order])) if out in chosen else e.got
+    if got is None:
+        return False
     inputs = [o for o in chosen if o is not out]
-    if not inputs:
+    if inputs and e.got.size * e.a.shape[-1] > _MAX_TERMS:
+        return False
+    for misread in itertools.product(*(_readings(e, o) for o in inputs)):
         want = e.want
-    else:
-        if e.got.size * e.a.shape[-1] > _MAX_TERMS:
-            return False
-        values = {**e.operands.values, **{o.name: _misread(e.operands[o.name], e.order(o)) for o in inputs}}
-        a, b = e.op.factors(values)
-        want = e.op.reference(a, b, values[out.name], e.alpha, e.beta)
+        if inputs:
+            values = {**e.operands.values, **{o.name: x for o, x in zip(inputs, misread)}}
+            a, b = e.op.factors(values)
+            want = e.op.reference(a, b, values[out.name], e.alpha, e.beta)
+        if _same(e, got, want):
+            return True
+    return False
+
+
+def _readings(e: Evidence, operand: Operand) -> list[np.ndarray]:
+    """The input ``operand`` as a kernel that takes it in the other order reads it: its rows (columns) as far
+    apart as the leading dimension it is given, or as the matrix's own."""
+    value, layout = e.operands[operand.name], e.layout(operand)
+    lds = dict.fromkeys((layout.ld, _length(value, _OTHER[layout.order])))
+    return [x for ld in lds if (x := _misread(value, layout, ld)) is not None]
+
+
+def _length(x: np.ndarray, order: str) -> int:
+    """The length of a row (``order`` "row") or a column of the (batch, rows, cols) ``x``."""
+    return x.shape[2] if order == "row" else x.shape[1]
+
+
+def _misread(x: np.ndarray, layout: Layout, ld: int) -> np.ndarray | None:
+    """``x`` (batch, rows, cols) laid out as ``layout`` and each batch read back in the other order, its rows
+    (or columns) ``ld`` elements apart: what a kernel that takes the other order sees of an input, or leaves
+    of an output it writes; None where that reads a padding cell or past the matrix."""
+    batch, rows, cols = x.shape
+    stored = x if layout.order == "row" else x.transpose(0, 2, 1)
+    memory = np.zeros((batch, stored.shape[1], layout.ld), x.dtype)
+    memory[:, :, :stored.shape[2]] = stored
+    held = np.zeros(memory.shape[1:], bool)
+    held[:, :stored.shape[2]] = True
+    other = _OTHER[layout.order]
+    lines, length = (rows, cols) if other == "row" else (cols, rows)
+    at = np.arange(lines)[:, None] * ld + np.arange(length)
+    if at.max() >= held.size or not held.reshape(-1)[at].all():
+        return None
+    read = memory.reshape(batch, -1)[:, at]
+    return read if other == "row" else read.transpose(0, 2, 1)
+
+
+def _same(e: Evidence, got: np.ndarray, want: np.ndarray) -> bool:
+    """``got`` is ``want``: bit for bit in the output's type for exact data, else to a relative 1e-5."""
     if e.exact:
         kind = DTYPES[e.dtype].numpy
         with np.errstate(invalid="ignore", over="ignore"):
             return np.array_equal(got.astype(kind), want.astype(kind))
     return np.allclose(got, want, rtol=1e-5, atol=1e-6, equal_nan=False)
-
-
-def _misread(x: np.ndarray, order: str) -> np.ndarray:
-    """``x`` (batch, rows, cols) laid out in ``order``, unpadded, and read back in the other order: what a
-    kernel that takes the other order sees of an input, or leaves of an output it writes."""
-    _, rows, cols = x.shape
-    memory = np.ascontiguousarray(x if order == "row" else x.transpose(0, 2, 1)).reshape(-1)
-    return from_buffer(memory, x.shape, Layout.of(_OTHER[order], rows, cols))
 
 
 def _one_index(e: Evidence) -> str | None:

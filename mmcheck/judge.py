@@ -136,7 +136,7 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
     lines += filter(None, (_reads_c(prepared, rerun), _ignores_leading(prepared, rerun)))
     evidence = Evidence(op, ops, got, want, mismatch.mask | unwritten, unwritten, out_type.name,
                         exact=bound is None, tiles=tuple(tiles(spec)),
-                        layouts={o.name: prepared.layouts[o.name].order for o in op.operands},
+                        layouts=prepared.layouts,
                         accumulator=spec.accumulator(precision(prepared.dtype)).name)
     lines += diagnose(evidence)
     lines.append(tile_map(evidence))

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from mmcheck.data import Trial, make_operands
+from mmcheck.data import Layout, Trial, make_operands
 from mmcheck.diagnose import Evidence, diagnose, tile_map
 from mmcheck.ops import OPS
 from mmcheck.reference import reference
@@ -22,7 +22,8 @@ def evidence(shape, got_from, dtype="float32", pattern="ints", unwritten=None, t
     unwritten = np.zeros(want.shape, bool) if unwritten is None else unwritten
     got[unwritten] = np.nan
     bad = (got != want) | unwritten
-    return Evidence(OPS["bmm"], ops, got, want, bad, unwritten, dtype, pattern != "normal", tiles, layouts or {})
+    laid = {name: Layout.of((layouts or {}).get(name, "row"), *x.shape[1:]) for name, x in ops.values.items()}
+    return Evidence(OPS["bmm"], ops, got, want, bad, unwritten, dtype, pattern != "normal", tiles, laid)
 
 
 def gemm_evidence(got_from, alpha=-1.5, beta=2.0, dtype="float32"):
@@ -130,6 +131,14 @@ def test_an_input_read_in_the_other_memory_order(layouts, got, words):
     e = evidence(Shape(4, 6, 5, 2), lambda a, b, w: got(a, b), layouts=layouts)
     says(e, words)
     assert sum("spec says" in s for s in diagnose(e)) == 1, diagnose(e)
+
+
+def test_an_input_read_in_the_other_order_with_the_leading_dimension_it_was_given():
+    """B (K x N = 3 x 6) column-major, ldb = K = 3, read as b[k * ldb + j]: rows 3 apart and 6 long."""
+    def got(a, b, w):
+        memory = b.transpose(0, 2, 1).reshape(b.shape[0], -1)
+        return a @ memory[:, np.arange(3)[:, None] * 3 + np.arange(6)]
+    says(evidence(Shape(4, 6, 3), got, layouts={"B": "col"}), "B is read row-major, but its spec says column-major")
 
 
 def test_a_square_input_read_in_the_other_order_is_its_transpose():
