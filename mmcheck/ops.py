@@ -103,6 +103,8 @@ class Operand:
 
 @dataclass(frozen=True)
 class Op:
+    """One operation: its operands, its reference, and what shapes and kernels of it vary."""
+
     name: str
     operands: tuple[Operand, ...]          # exactly one of them not an input: the output
     # The reference: the two (batch, rows, cols) factors whose product the op computes, from its operands'
@@ -130,9 +132,6 @@ class Op:
     def output(self) -> Operand:
         """The operand the kernel writes (and, in-out, reads)."""
         return next(o for o in self.operands if o.role != INPUT)
-
-    def operand(self, name: str) -> Operand:
-        return next(o for o in self.operands if o.name == name)
 
     def place(self, operand: Operand) -> int:
         """The operand's place in the op: which of a dtype's guard and padding patterns its buffer holds."""
