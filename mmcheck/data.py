@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -30,7 +30,7 @@ import numpy as np
 
 from . import devices
 from .dtypes import DType, precision
-from .ops import LEADING, Op, Shape
+from .ops import Op, Shape
 from .spec import KernelSpec
 
 __all__ = ["Trial", "trials", "benchmark_trial", "granule", "Operands", "draw", "blocks", "make_operands",
@@ -41,10 +41,6 @@ __all__ = ["Trial", "trials", "benchmark_trial", "granule", "Operands", "draw", 
 C_OFFSET_FLOAT, C_OFFSET_INTEGER = 0.25, 1 << 20
 # Patterns whose every result is exactly representable, compared bit for bit.
 EXACT_PATTERNS = ("ints", "wrap", "signs")
-# How much longer than the matrix a padded leading dimension is, per buffer role (A, B, C): different for
-# each, so a kernel that uses one buffer's leading dimension for another's is wrong; multiples of 8, so
-# vector loads and WMMA (ldm a multiple of 8) stay aligned.
-LEADING_PADDING = (8, 16, 24)
 
 
 @dataclass(frozen=True)
@@ -55,7 +51,7 @@ class Trial:
     pattern: str
     alpha: float | None = None
     beta: float | None = None
-    padded: tuple[int, ...] = ()  # the buffer roles (0: A, 1: B, 2: C) whose leading dimension is padded
+    padded: tuple[str, ...] = ()  # the leading dimensions padded (lda, ldb, ldc; ops.Operand.padding says by how much)
 
     @property
     def exact(self) -> bool:
@@ -67,7 +63,7 @@ class Trial:
         if self.alpha is not None:
             parts.append(f"alpha {self.alpha:g}, beta {self.beta:g}")
         if self.padded:
-            parts.append("padded " + "/".join(LEADING[r] for r in self.padded))
+            parts.append("padded " + "/".join(self.padded))
         return ", ".join(parts)
 
 
@@ -79,9 +75,10 @@ def trials(spec: KernelSpec, dtype: str) -> list[Trial]:
     pairs = list(itertools.product(*spec.scalars(p))) if spec.operation.scalars else [(None, None)]
     out = [Trial(first, a, b) for a, b in pairs]
     alpha, beta = pairs[-1]
-    if spec.leading:
-        out.append(Trial(first, alpha, beta, padded=spec.leading))
-    return out + [Trial(pattern, alpha, beta, padded=spec.leading) for pattern in rest]
+    padded = tuple(o.leading for o in spec.leading if o.leading)
+    if padded:
+        out.append(Trial(first, alpha, beta, padded=padded))
+    return out + [Trial(pattern, alpha, beta, padded=padded) for pattern in rest]
 
 
 def benchmark_trial(op: Op, dtype: str, accumulator: DType) -> Trial:
@@ -111,16 +108,17 @@ def case_seed(seed: int, *parts: object) -> int:
 
 @dataclass(frozen=True)
 class Operands:
-    """Logical (row-major, batch-first) values of one trial: ``a`` (batch, M, K) and ``b`` (batch, K, N) in
-    the inputs' dtype (for a matrix-vector op N is 1), and ``c`` (batch, M, N), the output buffer's contents
-    before the launch: C's input where the op reads C, else the poison."""
+    """Logical (row-major, batch-first) values of one trial, by operand name, each (batch, rows, cols): the
+    inputs in the inputs' dtype (A (batch, M, K), B (batch, K, N), x (batch, K, 1)), and the output buffer's
+    contents before the launch in the output's: its input where the op reads it, else the poison."""
 
-    a: np.ndarray
-    b: np.ndarray
-    c: np.ndarray
+    values: Mapping[str, np.ndarray]
     alpha: float | None = None
     beta: float | None = None
-    c_is_input: bool = False  # C holds values a kernel may read, not the poison
+    output_is_input: bool = False  # the output holds values a kernel may read, not the poison
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.values[name]
 
 
 # How each input pattern is drawn: into the narrowest type that holds it, converted as it is stored (an
@@ -169,18 +167,19 @@ def blocks(batch: int, m: int, n: int, k: int, limit: int) -> list[tuple[slice, 
 
 
 def make_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed: int) -> Operands:
+    """The inputs drawn in the op's order, then the output: drawn too where the op reads it, else poison."""
     p = precision(dtype)
-    op = spec.operation
+    op, out = spec.operation, spec.operation.output
     rng = np.random.default_rng(seed)
 
-    (m, k), (_, n) = op.dims(0, shape), op.dims(1, shape)
-    a, b = (draw(rng, trial.pattern, p.inputs, (shape.batch, *dims)) for dims in ((m, k), (k, n)))
+    values = {o.name: draw(rng, trial.pattern, p.inputs, (shape.batch, *o.dims(shape))) for o in op.inputs}
+    dims = (shape.batch, *out.dims(shape))
     if not op.accumulates or (spec.strict_beta and trial.beta == 0):
         # The BLAS rule under strict_beta: with beta == 0, C need not hold anything (NaN included).
         fill = p.output.unset if op.accumulates else p.output.poison
-        return Operands(a, b, filled(shape.batch * m * n, fill, p.output).reshape(shape.batch, m, n),
-                        trial.alpha, trial.beta, c_is_input=False)
-    c = draw(rng, trial.pattern, p.output, (shape.batch, m, n))
+        values[out.name] = filled(math.prod(dims), fill, p.output).reshape(dims)
+        return Operands(values, trial.alpha, trial.beta, output_is_input=False)
+    c = values[out.name] = draw(rng, trial.pattern, p.output, dims)
     if trial.pattern in ("ints", "signs"):
         # Off the lattice the results lie on (multiples of 1/2 with the default alpha and beta; for integers,
         # far from any sum), so that a value written where another belongs cannot equal C's input by chance.
@@ -188,6 +187,8 @@ def make_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed
     # An element whose correct result equals its input could not tell "left as it was" from "computed":
     # move such inputs (a few passes settle all but results that equal C whatever it holds).  A piece of C
     # at a time, on every core: past 2**31 elements a float64 result would not fit beside C.
+    a, b = op.factors(values)
+
     def settle(block: tuple[slice, slice, slice]) -> None:
         s, i, j = block
         piece = c[s, i, j]
@@ -198,8 +199,8 @@ def make_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed
                 break
             piece[same] += p.output.numpy.type(1)
 
-    devices.across_cores(settle, blocks(shape.batch, m, n, k, _PIECE))
-    return Operands(a, b, c, trial.alpha, trial.beta, c_is_input=True)
+    devices.across_cores(settle, blocks(shape.batch, a.shape[1], b.shape[2], a.shape[2], _PIECE))
+    return Operands(values, trial.alpha, trial.beta, output_is_input=True)
 
 
 # A guard band past this many elements costs more than it finds (the emulator's guard pages and the
@@ -233,18 +234,19 @@ class Layout:
         return batch * (rows if self.order == "row" else cols) * self.ld
 
 
-def image(x: np.ndarray, layout: Layout, guard: int, d: DType, role: int,
+def image(x: np.ndarray, layout: Layout, guard: int, d: DType, place: int,
           empty: Callable[[int, np.dtype], np.ndarray] = np.empty) -> np.ndarray:
-    """Buffer ``role``'s (0: A, 1: B, 2: C) host image: the logical (batch, rows, cols) ``x`` in memory order,
-    its padding cells holding the role's padding pattern, with ``guard`` elements of its guard pattern on
-    each side.  Written in one pass into one array, made by ``empty``, a piece at a time on every core: past
-    2**31 elements every copy costs seconds, and so does a fresh array's first touch of its pages."""
+    """The host image of the operand at ``place`` in its op (ops.Op.place): the logical (batch, rows, cols)
+    ``x`` in memory order, its padding cells holding that place's padding pattern, with ``guard`` elements of
+    its guard pattern on each side.  Written in one pass into one array, made by ``empty``, a piece at a time
+    on every core: past 2**31 elements every copy costs seconds, and so does a fresh array's first touch of
+    its pages."""
     major = x if layout.order == "row" else x.transpose(0, 2, 1)
     batch, lines, length = major.shape
     size = layout.size(x.shape)
     out = empty(size + 2 * guard, d.numpy)
     raw = out.view(d.uint)
-    raw[:guard] = raw[guard + size:] = d.guards[role]
+    raw[:guard] = raw[guard + size:] = d.guards[place]
     body = out[guard:guard + size].reshape(batch, lines, layout.ld)
 
     def piece(block: tuple[slice, slice, slice]) -> None:
@@ -253,7 +255,7 @@ def image(x: np.ndarray, layout: Layout, guard: int, d: DType, role: int,
         if start < length:
             body[s, i, start:min(stop, length)] = major[s, i, start:min(stop, length)]
         if stop > length:
-            body.view(d.uint)[s, i, max(start, length):stop] = d.pads[role]
+            body.view(d.uint)[s, i, max(start, length):stop] = d.pads[place]
 
     devices.across_cores(piece, blocks(batch, lines, layout.ld, 0, _PIECE))
     return out
@@ -300,14 +302,14 @@ def same_bits(x: np.ndarray, pattern: int, d: DType) -> np.ndarray:
 
 
 def marker_source(x: np.ndarray, d: DType) -> tuple[np.ndarray, np.ndarray]:
-    """Per element: the role (0: A, 1: B, 2: C) whose guard pattern, quieted or not, ``x`` holds, else -1;
-    and likewise for the padding patterns."""
+    """Per element: the place in its op (ops.Op.place) of the operand whose guard pattern, quieted or not, ``x``
+    holds, else -1; and likewise for the padding patterns."""
     quiet = d.uint.type(d.quiet)
     held = bits(x, d) | quiet
     found = []
     for patterns in (d.guards, d.pads):
-        roles = np.full(x.shape, -1)
-        for role, pattern in enumerate(patterns):
-            roles[held == (d.uint.type(pattern) | quiet)] = role
-        found.append(roles)
+        places = np.full(x.shape, -1)
+        for place, pattern in enumerate(patterns):
+            places[held == (d.uint.type(pattern) | quiet)] = place
+        found.append(places)
     return found[0], found[1]

@@ -7,14 +7,16 @@ draws where the errors are, one character per tile of C.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import itertools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .compare import tolerance
-from .data import C_OFFSET_FLOAT, granule, marker_source
+from .data import C_OFFSET_FLOAT, Layout, Operands, granule, marker_source
 from .dtypes import DTYPES
+from .ops import Op, Operand
 
 __all__ = ["Evidence", "diagnose", "tile_map"]
 
@@ -24,14 +26,14 @@ _MAX_TERMS = 1 << 22
 
 @dataclass(frozen=True)
 class Evidence:
-    """A failing launch: logical inputs ``a`` (batch, M, K) and ``b`` (batch, K, N), the result ``got`` and
-    reference ``want`` (batch, M, N), which elements are wrong (``bad``) or never written
-    (``unwritten``), the output's dtype, the tile sizes the spec suggests, and whether the data was exact.
-    For C = alpha * A @ B + beta * C: ``alpha``, ``beta`` and C's input ``c`` (None where C held no
-    numbers)."""
+    """A failing launch of ``op``: the logical ``operands`` (alpha and beta with them), the result ``got`` and
+    reference ``want`` (batch, M, N), which elements are wrong (``bad``) or never written (``unwritten``), the
+    output's dtype, whether the data was exact, the tile sizes the spec suggests, how each operand lay in
+    memory (``layouts``; row-major and unpadded where not named) and the accumulator the kernel promises.  For
+    C = alpha * A @ B + beta * C, ``a`` and ``b`` are the op's factors and ``c`` is C's input."""
 
-    a: np.ndarray
-    b: np.ndarray
+    op: Op
+    operands: Operands
     got: np.ndarray
     want: np.ndarray
     bad: np.ndarray
@@ -39,12 +41,37 @@ class Evidence:
     dtype: str
     exact: bool
     tiles: tuple[int, ...] = ()
-    names: tuple[str, str, str] = ("A", "B", "C")
-    c: np.ndarray | None = None
-    alpha: float | None = None
-    beta: float | None = None
-    c_unset: bool = False  # C held NaN because beta == 0 (strict_beta): it need not be read
+    layouts: Mapping[str, Layout] = field(default_factory=dict)
     accumulator: str | None = None  # the type the kernel promises to accumulate in (None: ``dtype``)
+
+    @property
+    def a(self) -> np.ndarray:
+        return self.op.factors(self.operands.values)[0]
+
+    @property
+    def b(self) -> np.ndarray:
+        return self.op.factors(self.operands.values)[1]
+
+    @property
+    def c(self) -> np.ndarray | None:
+        """The output's input; None where it held no numbers."""
+        return self.operands[self.op.output.name] if self.operands.output_is_input else None
+
+    @property
+    def alpha(self) -> float | None:
+        return self.operands.alpha
+
+    @property
+    def beta(self) -> float | None:
+        return self.operands.beta
+
+    @property
+    def c_unset(self) -> bool:
+        """C held NaN because beta == 0 (strict_beta): it need not be read."""
+        return self.op.accumulates and not self.operands.output_is_input
+
+    def layout(self, operand: Operand) -> Layout:
+        return self.layouts.get(operand.name) or Layout.of("row", *self.operands[operand.name].shape[1:])
 
 
     def product(self, x: np.ndarray) -> np.ndarray:
@@ -232,14 +259,90 @@ def _stale_tile_padding(e: Evidence) -> str | None:
     return None
 
 
-def _transposed(e: Evidence) -> str | None:
-    batch, m, n = e.want.shape
-    if m == 1 or n == 1:
-        return None
-    stored = e.got.reshape(batch, n, m).transpose(0, 2, 1)
-    if np.allclose(stored, e.want, rtol=1e-5, atol=1e-6, equal_nan=False):
-        return "the result is stored transposed: C[j][i] was written where C[i][j] belongs"
+_MAJOR = {"row": "row-major", "col": "column-major"}
+_OTHER = {"row": "col", "col": "row"}
+
+
+def _layouts(e: Evidence) -> str | None:
+    """The result of a kernel that takes an operand (or several) in the other memory order than its spec
+    says: an input read in it (the reference recomputed with that input misread) or the output written in it
+    (the result read back in the order it was written).  One operand is tried before two, and so on."""
+    out = e.op.output
+    matrices = [o for o in e.op.operands if min(e.operands[o.name].shape[1:]) > 1]
+    for count in range(1, len(matrices) + 1):
+        for chosen in itertools.combinations(matrices, count):
+            if not _misread_result(e, chosen):
+                continue
+            said = "; ".join(f"{o.name} is {'written' if o is out else 'read'} {_MAJOR[_OTHER[e.layout(o).order]]}, "
+                             f"but its spec says {_MAJOR[e.layout(o).order]}" for o in chosen)
+            if chosen == (out,):
+                return f"the result is stored transposed: C[j][i] was written where C[i][j] belongs ({said})"
+            return f"{said}: the result is exactly that"
     return None
+
+
+def _misread_result(e: Evidence, chosen: tuple[Operand, ...]) -> bool:
+    """Whether the result is what a kernel computes that takes the ``chosen`` operands in the other order.  It
+    may read an input's rows (columns) as long as the leading dimension it is given, or as the matrix's; it
+    writes the output's as long as the matrix's (a leading dimension of the other order would leave some
+    elements unwritten)."""
+    out = e.op.output
+    got = _misread(e.got, e.layout(out), _length(e.got, _OTHER[e.layout(out).order])) if out in chosen else e.got
+    if got is None:
+        return False
+    inputs = [o for o in chosen if o is not out]
+    if inputs and e.got.size * e.a.shape[-1] > _MAX_TERMS:
+        return False
+    for misread in itertools.product(*(_readings(e, o) for o in inputs)):
+        want = e.want
+        if inputs:
+            values = {**e.operands.values, **{o.name: x for o, x in zip(inputs, misread)}}
+            a, b = e.op.factors(values)
+            want = e.op.reference(a, b, values[out.name], e.alpha, e.beta)
+        if _same(e, got, want):
+            return True
+    return False
+
+
+def _readings(e: Evidence, operand: Operand) -> list[np.ndarray]:
+    """The input ``operand`` as a kernel that takes it in the other order reads it: its rows (columns) as far
+    apart as the leading dimension it is given, or as the matrix's own."""
+    value, layout = e.operands[operand.name], e.layout(operand)
+    lds = dict.fromkeys((layout.ld, _length(value, _OTHER[layout.order])))
+    return [x for ld in lds if (x := _misread(value, layout, ld)) is not None]
+
+
+def _length(x: np.ndarray, order: str) -> int:
+    """The length of a row (``order`` "row") or a column of the (batch, rows, cols) ``x``."""
+    return x.shape[2] if order == "row" else x.shape[1]
+
+
+def _misread(x: np.ndarray, layout: Layout, ld: int) -> np.ndarray | None:
+    """``x`` (batch, rows, cols) laid out as ``layout`` and each batch read back in the other order, its rows
+    (or columns) ``ld`` elements apart: what a kernel that takes the other order sees of an input, or leaves
+    of an output it writes; None where that reads a padding cell or past the matrix."""
+    batch, rows, cols = x.shape
+    stored = x if layout.order == "row" else x.transpose(0, 2, 1)
+    memory = np.zeros((batch, stored.shape[1], layout.ld), x.dtype)
+    memory[:, :, :stored.shape[2]] = stored
+    held = np.zeros(memory.shape[1:], bool)
+    held[:, :stored.shape[2]] = True
+    other = _OTHER[layout.order]
+    lines, length = (rows, cols) if other == "row" else (cols, rows)
+    at = np.arange(lines)[:, None] * ld + np.arange(length)
+    if at.max() >= held.size or not held.reshape(-1)[at].all():
+        return None
+    read = memory.reshape(batch, -1)[:, at]
+    return read if other == "row" else read.transpose(0, 2, 1)
+
+
+def _same(e: Evidence, got: np.ndarray, want: np.ndarray) -> bool:
+    """``got`` is ``want``: bit for bit in the output's type for exact data, else to a relative 1e-5."""
+    if e.exact:
+        kind = DTYPES[e.dtype].numpy
+        with np.errstate(invalid="ignore", over="ignore"):
+            return np.array_equal(got.astype(kind), want.astype(kind))
+    return np.allclose(got, want, rtol=1e-5, atol=1e-6, equal_nan=False)
 
 
 def _one_index(e: Evidence) -> str | None:
@@ -251,7 +354,11 @@ def _one_index(e: Evidence) -> str | None:
         return None
     got = e.product(e.got)
     ab = e.a.astype(np.float64) @ e.b.astype(np.float64)
-    for axis, size, what, operand in ((2, n, "column", e.names[1]), (1, m, "row", e.names[0])):
+    out = e.op.output
+    # The input whose columns are C's (B), and the one whose rows are C's (A).
+    spans = {side: next(o.name for o in e.op.inputs if getattr(o, side) == getattr(out, side))
+             for side in ("rows", "cols")}
+    for axis, size, what, operand in ((2, n, "column", spans["cols"]), (1, m, "row", spans["rows"])):
         for t in (1, *sorted(e.tiles)):
             if t >= size:
                 continue
@@ -336,18 +443,19 @@ def _nan(e: Evidence) -> str | None:
         return None
     says = f"{int(nan.sum())} results are NaN although the inputs are finite: "
     guards, pads = (sorted({int(r) for r in found} - {-1}) for found in marker_source(e.got[nan], DTYPES[e.dtype]))
+    operands = e.op.operands
     if guards:
-        read = " and ".join(e.names[r] for r in guards)
+        read = " and ".join(operands[r].name for r in guards)
         return says + (f"the kernel read past the end (or before the start) of {read}: its guard band's NaN "
                        "reached the result")
     if pads:
-        read = " and ".join(f"{e.names[r]} ({'lda ldb ldc'.split()[r]})" for r in pads)
+        read = " and ".join(f"{operands[r].name} ({operands[r].leading})" for r in pads)
         return says + (f"the kernel read the padding of {read}: the cells past the matrix when the leading "
                        "dimension is longer than it (an index that uses the leading dimension where the matrix "
                        "width belongs, or the reverse)")
-    first, second, out = e.names
-    also = f", or {out}, which held NaN because beta == 0" if e.c_unset else ""
-    return says + (f"the kernel read a guard band (out of bounds of {first} or {second}) or memory never written "
+    inputs = " or ".join(o.name for o in e.op.inputs)
+    also = f", or {e.op.output.name}, which held NaN because beta == 0" if e.c_unset else ""
+    return says + (f"the kernel read a guard band (out of bounds of {inputs}) or memory never written "
                    f"(e.g. a shared tile read before it was filled){also}")
 
 
@@ -375,6 +483,6 @@ def _zeros(e: Evidence) -> str | None:
 
 
 _CLASSIFIERS: tuple[Callable[[Evidence], str | None], ...] = (
-    _unwritten_region, _wrong_region, _batch, _scalars, _dropped_terms, _stale_tile_padding, _transposed,
+    _unwritten_region, _wrong_region, _batch, _scalars, _dropped_terms, _stale_tile_padding, _layouts,
     _one_index, _tiles_transposed, _precision, _nan, _not_whole, _zeros,
 )

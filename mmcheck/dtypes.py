@@ -25,10 +25,11 @@ class DType:
     ``poison`` fills an output before each launch: a quiet NaN for floats, so that reading an unwritten
     element also propagates.  ``unset`` fills C when the kernel need not read it (beta == 0 under
     ``strict_beta``): a signalling NaN, which arithmetic turns into a quiet one, so a result computed from it
-    is told from an element never written.  ``guards`` (A, B, C) fill the bands around each buffer and ``pads``
+    is told from an element never written.  ``guards`` fill the bands around each buffer and ``pads``
     the padding of rows or columns longer than the matrix (leading dimensions): signalling NaNs with payloads no
-    arithmetic yields, one per buffer, so that where the hardware keeps payloads (x86 does, NVIDIA GPUs do
-    not) a NaN in C names what was read.  ``quiet`` is the bit an operation sets in a signalling NaN.
+    arithmetic yields, one for each operand's place in its op (A, B, C: ops.Op.place), so that where the
+    hardware keeps payloads (x86 does, NVIDIA GPUs do not) a NaN in C names what was read.  ``quiet`` is the
+    bit an operation sets in a signalling NaN.
     """
 
     name: str
@@ -125,10 +126,6 @@ class Precision:
     @property
     def mixed(self) -> bool:
         return self.inputs != self.output
-
-    def of(self, role: int) -> DType:
-        """The dtype of buffer ``role`` (0: A, 1: B, 2: C)."""
-        return self.output if role == 2 else self.inputs
 
 
 def precision(name: str) -> Precision:

@@ -122,9 +122,11 @@ def freivalds(op: Op, ops: Operands, got: np.ndarray, acc: DType, out: DType, se
     """Check the kernel's result ``got`` (batch, M, N) of ``op`` on ``ops`` with ``vectors`` random vectors
     per side (the module's docstring derives the bounds and the guarantee).  ``acc`` is the accumulator the
     kernel promises and ``out`` C's dtype, as for compare.tolerance; ``block`` is how many elements are
-    converted to float64 at a time.  With beta == 0, or for an op without scalars, C0 is not read."""
-    batches, m, k = ops.a.shape
-    n = ops.b.shape[-1]
+    converted to float64 at a time.  A and B are the op's factors, C0 its output's input: with beta == 0, or
+    for an op without scalars, C0 is not read."""
+    (a, b), c = op.factors(ops.values), ops[op.output.name]
+    batches, m, k = a.shape
+    n = b.shape[-1]
     if got.shape != (batches, m, n):
         raise ValueError(f"the result has shape {got.shape}, the operands make {(batches, m, n)}")
     if vectors < 1:
@@ -136,21 +138,21 @@ def freivalds(op: Op, ops: Operands, got: np.ndarray, acc: DType, out: DType, se
     rows: list[np.ndarray] = []
     columns: list[np.ndarray] = []
     worst_score, worst_row, worst_residual, worst_tolerance = -np.inf, None, 0.0, 0.0
-    for b in range(batches):
+    for batch in range(batches):
         if not m or not n:
             rows.append(np.zeros(0, np.intp))
             columns.append(np.zeros(0, np.intp))
             continue
         bits_rows, bits_cols = rng.integers(0, 2, size=(n, vectors)), rng.integers(0, 2, size=(m, vectors))
+        one = (a[batch], b[batch], c[batch], got[batch])
         if exact:
-            row_r, col_r, _ = _residuals(ops.a[b], ops.b[b], ops.c[b], got[b], np.int64(alpha), np.int64(beta),
-                                         bits_rows, bits_cols, block)
+            row_r, col_r, _ = _residuals(*one, np.int64(alpha), np.int64(beta), bits_rows, bits_cols, block)
             row_res, col_res = _wrapped(row_r).max(axis=1), _wrapped(col_r).max(axis=0)
             row_tol, col_tol = np.zeros(m), np.zeros(n)
             score = row_res.astype(np.float64)
         else:
-            row_r, col_r, sums = _residuals(ops.a[b], ops.b[b], ops.c[b], got[b], float(alpha), float(beta),
-                                            1.0 - 2.0 * bits_rows, 1.0 - 2.0 * bits_cols, block)
+            row_r, col_r, sums = _residuals(*one, float(alpha), float(beta), 1.0 - 2.0 * bits_rows,
+                                            1.0 - 2.0 * bits_cols, block)
             assert sums is not None
             row_res, col_res = np.abs(row_r).max(axis=1), np.abs(col_r).max(axis=0)
             row_tol, col_tol = _tolerances(sums, float(alpha), float(beta), acc, out, k + op.roundings, m, n, k)
@@ -161,7 +163,7 @@ def freivalds(op: Op, ops: Operands, got: np.ndarray, acc: DType, out: DType, se
         columns.append(np.flatnonzero(~(col_res <= col_tol) | ~np.isfinite(col_tol)))
         i = int(np.argmax(score))
         if score[i] > worst_score:
-            worst_score, worst_row = float(score[i]), (b, i)
+            worst_score, worst_row = float(score[i]), (batch, i)
             worst_residual, worst_tolerance = float(row_res[i]), float(row_tol[i])
     return Freivalds(passed=not any(map(len, rows + columns)), vectors=vectors, exact=exact, rows=tuple(rows),
                      columns=tuple(columns), worst_row=worst_row, residual=worst_residual,

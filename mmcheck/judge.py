@@ -19,7 +19,7 @@ from .data import Operands, Trial
 from .diagnose import Evidence, diagnose, tile_map
 from .freivalds import freivalds
 from .dtypes import DType, precision
-from .ops import DIMS, LEADING
+from .ops import Operand
 from .prepare import Prepared
 from .reference import magnitude, reference
 from .results import Caught
@@ -42,18 +42,18 @@ class Rerun(Protocol):
 
 def check_buffers(prepared: Prepared, after: dict[str, np.ndarray]) -> None:
     """The output's guard bands and padding hold their patterns, and the inputs are unchanged."""
-    spec, p = prepared.spec, precision(prepared.dtype)
-    first, second, out = spec.buffers
-    _check_guards(out, after[out], prepared.guard, p.output)
-    _check_padding(prepared, after[out])
-    for name in (first, second):
-        _check_unchanged(name, prepared.hosts[name], after[name], prepared.guard, p.inputs)
+    op, p = prepared.spec.operation, precision(prepared.dtype)
+    out = op.output
+    _check_guards(out.name, after[out.name], prepared.guard, p.output, p.output.guards[op.place(out)])
+    _check_padding(prepared, out, after[out.name])
+    for o in op.inputs:
+        _check_unchanged(o.name, prepared.hosts[o.name], after[o.name], prepared.guard, p.inputs)
 
 
-def _check_guards(name: str, padded: np.ndarray, guard: int, d: DType) -> None:
+def _check_guards(name: str, padded: np.ndarray, guard: int, d: DType, pattern: int) -> None:
     before, _, after = data.unpad(padded, guard)
-    hit_before = np.flatnonzero(~data.same_bits(before, d.guards[2], d))
-    hit_after = np.flatnonzero(~data.same_bits(after, d.guards[2], d))
+    hit_before = np.flatnonzero(~data.same_bits(before, pattern, d))
+    hit_after = np.flatnonzero(~data.same_bits(after, pattern, d))
     if hit_after.size:
         raise Caught("guard", f"wrote {hit_after.size} element(s) past the end of {name} "
                               f"(first at offset +{hit_after[0]} after its last element)")
@@ -62,17 +62,17 @@ def _check_guards(name: str, padded: np.ndarray, guard: int, d: DType) -> None:
                               f"(nearest at offset -{guard - hit_before[-1]})")
 
 
-def _check_padding(prepared: Prepared, image: np.ndarray) -> None:
+def _check_padding(prepared: Prepared, out: Operand, image: np.ndarray) -> None:
     """A padded leading dimension's cells past the matrix belong to nobody: writing them is out of bounds."""
-    if 2 not in prepared.trial.padded:
+    if out.leading not in prepared.trial.padded:
         return
     d = precision(prepared.dtype).output
-    layout = prepared.layouts[2]
+    layout = prepared.layouts[out.name]
     payload = data.unpad(image, prepared.guard)[1]
-    mask = data.padding_mask(prepared.dims(2), layout)
-    hit = np.flatnonzero(mask & ~data.same_bits(payload, d.pads[2], d))
+    mask = data.padding_mask(prepared.dims(out), layout)
+    hit = np.flatnonzero(mask & ~data.same_bits(payload, d.pads[prepared.spec.operation.place(out)], d))
     if hit.size:
-        name, ld = prepared.spec.buffers[2], LEADING[2]
+        name, ld = out.name, out.leading
         raise Caught("guard", f"wrote {hit.size} element(s) into the padding of {name} (the cells past each "
                               f"{'row' if layout.order == 'row' else 'column'} when {ld} = {layout.ld}; first at "
                               f"buffer offset {hit[0]}): an index that uses the matrix width instead of {ld}?")
@@ -94,7 +94,7 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
     right result.  Without ``explain`` a difference is told by what differs alone: no reruns, no diagnosis,
     no record (the verdict is the same; a race may be told as the mismatch it caused)."""
     spec, trial, ops = prepared.spec, prepared.trial, prepared.operands
-    out_type = precision(prepared.dtype).output
+    op, out_type = spec.operation, precision(prepared.dtype).output
     if got.size >= LARGE:
         _judge_by_freivalds(prepared, got)
         return
@@ -102,12 +102,12 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
     mismatch = compare(got, want, bound)
     if mismatch is None:
         return
-    out = spec.buffers[2]
-    unwritten = _unwritten(ops, got, want, out_type)
+    out = op.output.name
+    unwritten = _unwritten(ops[out], got, want, out_type)
     if unwritten.any():
         first = ", ".join(str(int(i)) for i in np.argwhere(unwritten)[0])
         count = int(unwritten.sum())
-        how = ("left as its input value" if count == 1 else "left as their input values") if ops.c_is_input \
+        how = ("left as its input value" if count == 1 else "left as their input values") if ops.output_is_input \
             else "never written"
         check = "unwritten"
         were = "was" if count == 1 else "were"
@@ -126,26 +126,25 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
         check = "race"
         lines.append(race)
     lines += filter(None, (_reads_c(prepared, rerun), _ignores_leading(prepared, rerun)))
-    evidence = Evidence(ops.a, ops.b, got, want, mismatch.mask | unwritten, unwritten, out_type.name,
-                        exact=bound is None, tiles=tuple(tiles(spec)), names=spec.buffers,
-                        c=ops.c if ops.c_is_input else None, alpha=ops.alpha, beta=ops.beta,
-                        c_unset=spec.operation.accumulates and not ops.c_is_input,
+    evidence = Evidence(op, ops, got, want, mismatch.mask | unwritten, unwritten, out_type.name,
+                        exact=bound is None, tiles=tuple(tiles(spec)),
+                        layouts=prepared.layouts,
                         accumulator=spec.accumulator(precision(prepared.dtype)).name)
     lines += diagnose(evidence)
     lines.append(tile_map(evidence))
     record = Record(
         stem=f"{spec.name}-{prepared.dtype.replace('->', '_to_')}-{prepared.shape}-{trial.pattern}",  # no '>' in a name
-        arrays={"A": ops.a, "B": ops.b, "C": got, "reference": want, "wrong": mismatch.mask, "unwritten": unwritten,
-                **({"C_input": ops.c} if ops.c_is_input else {})},
+        arrays={**{o.name: ops[o.name] for o in op.inputs}, "C": got, "reference": want, "wrong": mismatch.mask,
+                "unwritten": unwritten, **({"C_input": ops[out]} if ops.output_is_input else {})},
         meta={"kernel": spec.name, "file": str(spec.path), "dtype": prepared.dtype, "shape": str(prepared.shape),
               "trial": str(trial), "pattern": trial.pattern})
     raise Caught(check, "\n".join(lines).replace("\n", "\n  "), mismatch, record)
 
 
-def _unwritten(ops: Operands, got: np.ndarray, want: np.ndarray, out_type: DType) -> np.ndarray:
-    """The elements left as they were (the poison, or C's input).  An element whose correct value has the
-    bits it held before cannot tell."""
-    before = data.bits(ops.c, out_type)
+def _unwritten(held: np.ndarray, got: np.ndarray, want: np.ndarray, out_type: DType) -> np.ndarray:
+    """The elements left as they were before the launch (``held``: the poison, or C's input).  An element whose
+    correct value has the bits it held before cannot tell."""
+    before = data.bits(held, out_type)
     return (data.bits(got, out_type) == before) & (data.bits(want.astype(out_type.numpy), out_type) != before)
 
 
@@ -158,21 +157,23 @@ def _judge_by_freivalds(prepared: Prepared, got: np.ndarray) -> None:
         0, spec.name, prepared.dtype, str(prepared.shape)))
     if found.passed:
         return
-    out = spec.buffers[2]
+    out = spec.operation.output
     batch = next(b for b, (r, c) in enumerate(zip(found.rows, found.columns)) if len(r) or len(c))
     rows = found.rows[batch][:_ROWS_SHOWN] if len(found.rows[batch]) else np.arange(min(_ROWS_SHOWN, got.shape[1]))
-    part = dataclasses.replace(ops, a=ops.a[batch:batch + 1, rows], b=ops.b[batch:batch + 1],
-                               c=ops.c[batch:batch + 1, rows])
+    # Those rows of the output, and of each operand whose rows are the output's (A), all of the others (B).
+    part = dataclasses.replace(ops, values={o.name: ops[o.name][batch:batch + 1, rows] if o.rows == out.rows
+                                            else ops[o.name][batch:batch + 1] for o in spec.operation.operands})
     mine = got[batch:batch + 1, rows]
     want, bound = _expected(prepared, part)
-    lines = [found.describe(out)]
-    left = _unwritten(part, mine, want, p.output)
+    lines = [found.describe(out.name)]
+    left = _unwritten(part[out.name], mine, want, p.output)
     unwritten = int(left.sum())
     if (mismatch := compare(mine, want, bound)) is not None:
         _, r, col = np.argwhere(left)[0] if unwritten == mismatch.count else mismatch.worst_index
-        where = f"{out}[{batch}, {int(rows[r])}, {col}]"
+        where = f"{out.name}[{batch}, {int(rows[r])}, {col}]"
         lines.append(f"in {len(rows)} of those rows, compared in full: {mismatch.count} elements differ; " + (
-            f"all {unwritten} {'left as their input values' if ops.c_is_input else 'never written'} (first at {where})"
+            f"all {unwritten} {'left as their input values' if ops.output_is_input else 'never written'} "
+            f"(first at {where})"
             if unwritten == mismatch.count else
             (f"{unwritten} of them left as they were; " if unwritten else "")
             + f"worst at {where}: got {mismatch.got!r}, expected {mismatch.want!r} (abs err {mismatch.abs_err:.3g})"))
@@ -206,10 +207,11 @@ def _race(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
 def _reads_c(prepared: Prepared, rerun: Rerun) -> str | None:
     """Under strict_beta a beta == 0 trial fills C with NaN; if the same inputs pass once C holds numbers,
     the kernel read C."""
-    ops = prepared.operands
-    if ops.beta != 0 or ops.c_is_input or not prepared.spec.operation.accumulates:
+    ops, op = prepared.operands, prepared.spec.operation
+    if ops.beta != 0 or ops.output_is_input or not op.accumulates:
         return None
-    finite = dataclasses.replace(ops, c=np.zeros_like(ops.c), c_is_input=True)
+    out = op.output.name
+    finite = dataclasses.replace(ops, values={**ops.values, out: np.zeros_like(ops[out])}, output_is_input=True)
     again = _quietly(rerun, prepared.trial, "", finite)
     if again is None or not _right(prepared, again, finite):
         return None
@@ -226,15 +228,14 @@ def _ignores_leading(prepared: Prepared, rerun: Rerun) -> str | None:
     plain = _quietly(rerun, dataclasses.replace(trial, padded=()), "", ops)
     if plain is None or not _right(prepared, plain, ops):
         return None
-    layout = prepared.spec.layout
-    for role in trial.padded:
-        alone = _quietly(rerun, dataclasses.replace(trial, padded=(role,)), "", ops)
+    for ld in trial.padded:
+        alone = _quietly(rerun, dataclasses.replace(trial, padded=(ld,)), "", ops)
         if alone is not None and not _right(prepared, alone, ops):
-            name, ld = prepared.spec.buffers[role], LEADING[role]
-            rows, cols = DIMS[role]
-            minimal = cols if layout == "row" else rows
+            operand = next(o for o in prepared.spec.operation.operands if o.leading == ld)
+            row_major = prepared.layouts[operand.name].order == "row"
+            minimal = operand.cols if row_major else operand.rows
             return (f"wrong only when {ld} is padded, right when {ld} = {minimal}: the kernel ignores {ld} and "
-                    f"takes the length of {name}'s {'rows' if layout == 'row' else 'columns'} as {minimal}?")
+                    f"takes the length of {operand.name}'s {'rows' if row_major else 'columns'} as {minimal}?")
     return "wrong only when the leading dimensions are padded: the kernel ignores one of them"
 
 
@@ -264,7 +265,7 @@ def _expected(prepared: Prepared, ops: Operands) -> tuple[np.ndarray, np.ndarray
 def _fits(size: np.ndarray, acc: DType, ops: Operands) -> bool:
     """Every partial sum of whole-number data (in steps of the finest fraction alpha and beta bring in) is
     exact in ``acc``."""
-    offset = data.C_OFFSET_FLOAT if ops.c_is_input and ops.beta else None
+    offset = data.C_OFFSET_FLOAT if ops.output_is_input and ops.beta else None
     return bool(np.all(size <= acc.exact_integers * data.granule(ops.alpha, ops.beta, offset)))
 
 

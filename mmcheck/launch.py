@@ -41,7 +41,7 @@ def launch(backend: Backend, prepared: Prepared, kernel: Kernel, schedule: str,
                            f"{prepared.shape} (grid {plan.grid}, block {plan.block}, smem {plan.smem}): {e}") from None
     after = {name: backend.download(buf) for name, buf in prepared.buffers.items()}
     check_buffers(prepared, after)
-    return prepared.logical(2, after[spec.buffers[2]])
+    return prepared.result(after)
 
 
 def check_parameters(kernel: Kernel, prepared: Prepared) -> None:

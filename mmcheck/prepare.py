@@ -20,7 +20,7 @@ from .data import Layout, Operands, Trial
 from .dtypes import DTYPES, precision
 from .errors import MmcheckError
 from .expr import Expr, ExprError
-from .ops import Shape
+from .ops import Operand, Shape
 from .spec import CTYPES, KernelSpec, sizeof
 
 __all__ = ["Plan", "Refusal", "plan", "Prepared", "prepare", "host_bytes", "host_memory"]
@@ -122,7 +122,7 @@ def plan(spec: KernelSpec, dtype: str, shape: Shape) -> Plan:
 @dataclass(frozen=True)
 class Prepared:
     """One trial's launch, ready to run: the host images uploaded (guard bands and padding included), the
-    device buffers and the argument list, by buffer name."""
+    device buffers, each operand's layout and the argument list; by operand name."""
 
     spec: KernelSpec
     dtype: str
@@ -130,39 +130,42 @@ class Prepared:
     trial: Trial
     plan: Plan
     operands: Operands
-    layouts: tuple[Layout, Layout, Layout]
+    layouts: dict[str, Layout]
     guard: int
     hosts: dict[str, np.ndarray]
     buffers: dict[str, DeviceBuffer]
     args: tuple[Arg, ...]
 
-    def dims(self, role: int) -> tuple[int, int, int]:
-        rows, cols = self.spec.operation.dims(role, self.shape)
-        return self.shape.batch, rows, cols
+    def dims(self, operand: Operand) -> tuple[int, int, int]:
+        return self.shape.batch, *operand.dims(self.shape)
 
-    def logical(self, role: int, image: np.ndarray) -> np.ndarray:
-        """The logical (batch, rows, cols) matrix of buffer ``role`` in a downloaded image of it."""
-        return np.ascontiguousarray(data.from_buffer(data.unpad(image, self.guard)[1], self.dims(role),
-                                                     self.layouts[role]))
+    def logical(self, operand: Operand, image: np.ndarray) -> np.ndarray:
+        """The logical (batch, rows, cols) matrix of ``operand`` in a downloaded image of its buffer."""
+        return np.ascontiguousarray(data.from_buffer(data.unpad(image, self.guard)[1], self.dims(operand),
+                                                     self.layouts[operand.name]))
+
+    def result(self, images: dict[str, np.ndarray]) -> np.ndarray:
+        """The logical output in the downloaded images of the buffers (by operand name)."""
+        out = self.spec.operation.output
+        return self.logical(out, images[out.name])
 
 
 def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial: Trial, launch: Plan,
             operands: Operands, guards: bool = True) -> Prepared:
-    """Lay the operands out in memory (row or column major, leading dimensions padded if the trial says so),
-    surround each buffer with guard bands (``guards``; off under a sanitizer, which needs exact-size
-    allocations to see an out-of-bounds access) and upload them."""
+    """Lay the operands out in memory (each row or column major, as the spec says; leading dimensions padded
+    if the trial says so), surround each buffer with guard bands (``guards``; off under a sanitizer, which
+    needs exact-size allocations to see an out-of-bounds access) and upload them."""
     p = precision(dtype)
     op = spec.operation
-    layouts = tuple(Layout.of(spec.layout, *op.dims(r, shape), data.LEADING_PADDING[r] if r in trial.padded else 0)
-                    for r in range(3))
-    values = (operands.a, operands.b, operands.c)
-    largest = max(layouts[r].size(v.shape) for r, v in enumerate(values))
+    layouts = {o.name: Layout.of(spec.layout(o.name), *o.dims(shape), o.padding if o.leading in trial.padded else 0)
+               for o in op.operands}
+    largest = max(layouts[o.name].size(operands[o.name].shape) for o in op.operands)
     guard = data.guard_width(largest, min(p.inputs.itemsize, p.output.itemsize)) if guards else 0
     empty = backend.host_empty if isinstance(backend, HostMemory) else np.empty
-    hosts = {name: data.image(v, layouts[r], guard, p.of(r), r, empty)
-             for r, (name, v) in enumerate(zip(op.buffers, values))}
+    hosts = {o.name: data.image(operands[o.name], layouts[o.name], guard, o.dtype(p), op.place(o), empty)
+             for o in op.operands}
     buffers = {name: backend.upload(host, guard) for name, host in hosts.items()}
-    lds = {op.leading_param(r): layouts[r].ld for r in spec.leading}
+    lds = {o.leading: layouts[o.name].ld for o in spec.leading}
     scalars = {"alpha": operands.alpha, "beta": operands.beta}
     args: list[Arg] = []
     for q in spec.params:
@@ -176,7 +179,7 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
         else:
             ctype = CTYPES[q.ctype or "int"]  # a size is an int unless the spec says otherwise
             args.append(np.dtype(ctype).type(lds[q.name] if q.kind == "leading" else launch.env[q.name]))
-    return Prepared(spec, dtype, shape, trial, launch, operands, layouts, guard, hosts, buffers, tuple(args))  # type: ignore[arg-type]
+    return Prepared(spec, dtype, shape, trial, launch, operands, layouts, guard, hosts, buffers, tuple(args))
 
 
 def _scalar_dtype(name: str) -> np.dtype:
@@ -187,7 +190,7 @@ def _scalar_dtype(name: str) -> np.dtype:
 def host_bytes(spec: KernelSpec, dtype: str, shape: Shape) -> int:
     """About how much host memory a case of this shape holds at its peak (see _HOST_COPIES)."""
     p = precision(dtype)
-    return _HOST_COPIES * sum(p.of(r).itemsize * spec.operation.elements(r, shape) for r in range(3))
+    return _HOST_COPIES * sum(o.dtype(p).itemsize * o.elements(shape) for o in spec.operation.operands)
 
 
 def host_memory() -> int:

@@ -120,7 +120,7 @@ class Races:
             return launch(prepared, kernel, schedule, _Told(kept.error()))
         key = _beside(digest, against) if digest and against is not None else None
         kept = self.verdicts.get(key) if key and self.verdicts else None
-        if kept and (got := kept.result_as(prepared.hosts[prepared.spec.buffers[2]].dtype)) is not None:
+        if kept and (got := kept.result_as(prepared.hosts[prepared.spec.operation.output.name].dtype)) is not None:
             return got
         got = launch(prepared, kernel, schedule, self._started(kernel, prepared, schedule, digest, what, False))
         if key and self.verdicts:

@@ -1,4 +1,5 @@
-"""References from the op table: alpha * A @ B + beta * C (the parts the op has) in float64, or in int64 for
+"""References from the op table: alpha * X @ Y + beta * C (the parts the op has; X and Y its factors, C its
+output) in float64, or in int64 for
 integer data (int64 arithmetic wraps modulo 2**64, and reducing that modulo 2**32 gives the same result as
 int32 arithmetic throughout).
 
@@ -33,21 +34,22 @@ _GPU_PIECES = threading.BoundedSemaphore(2)
 
 def reference(op: Op, ops: Operands) -> np.ndarray:
     """The exact (integers) or float64 result, shape (batch, M, N)."""
-    return _compute(op.reference, ops)
+    return _compute(op.reference, op, ops)
 
 
 def magnitude(op: Op, ops: Operands) -> np.ndarray:
-    """``|alpha| |A| @ |B| + |beta| |C|`` in float64: the scale rounding errors are bounded by (see
+    """``|alpha| |X| @ |Y| + |beta| |C|`` in float64: the scale rounding errors are bounded by (see
     compare.tolerance)."""
-    return _compute(op.magnitude, ops)
+    return _compute(op.magnitude, op, ops)
 
 
-def _compute(function: Any, ops: Operands) -> np.ndarray:
-    """``function`` in pieces whose inputs and result hold at most about _PIECE elements each (data.blocks),
-    on every core: past 2**31 elements a float64 copy of a whole input would not fit beside it."""
-    a, b, c = ops.a, ops.b, ops.c
+def _compute(function: Any, op: Op, ops: Operands) -> np.ndarray:
+    """``function`` of the op's factors and output in pieces whose inputs and result hold at most about _PIECE
+    elements each (data.blocks), on every core: past 2**31 elements a float64 copy of a whole input would not
+    fit beside it."""
+    (a, b), c = op.factors(ops.values), ops[op.output.name]
     batch, m, k = a.shape
-    exact = a.dtype.kind in "iu" and _float64_exact(ops)
+    exact = a.dtype.kind in "iu" and _float64_exact(a, b, c, ops)
     pieces = blocks(batch, m, b.shape[-1], k, _PIECE)
 
     def piece(block: tuple[slice, slice, slice]) -> np.ndarray:
@@ -77,10 +79,11 @@ def _piece(function: Any, ops: Operands, exact: bool, a: np.ndarray, b: np.ndarr
         return xp.asnumpy(function(a, b, c, ops.alpha, ops.beta, xp=xp))
 
 
-def _float64_exact(ops: Operands) -> bool:
-    """Every product, sum and scaled term of these integers is exact in float64."""
-    largest = float(np.abs(ops.a).max(initial=0)) * float(np.abs(ops.b).max(initial=0)) * ops.a.shape[-1]
-    c_largest = float(np.abs(ops.c.astype(np.float64)).max(initial=0))
+def _float64_exact(a: np.ndarray, b: np.ndarray, c: np.ndarray, ops: Operands) -> bool:
+    """Every product, sum and scaled term of these integers (factors ``a`` and ``b``, output ``c``) is exact in
+    float64."""
+    largest = float(np.abs(a).max(initial=0)) * float(np.abs(b).max(initial=0)) * a.shape[-1]
+    c_largest = float(np.abs(c.astype(np.float64)).max(initial=0))
     largest = largest * abs(ops.alpha or 1) + abs(ops.beta or 0) * c_largest
     return largest < 2.0**53
 

@@ -343,18 +343,17 @@ LARGE_BUDGET = 1 << 38
 
 
 def large_shapes(spec: KernelSpec, dtype: str) -> list[Shape]:
-    """For each buffer whose two sides are free (A, B, C), and for a batched op the batch of A, the thinnest
-    shape that puts it past 2**31 elements, smallest first; the spec's ``requires`` still rules (a side it
-    bounds takes its largest value and the other side the rest)."""
-    from .ops import DIMS
-
+    """For each operand whose two sides are free (A, B, C), and for a batched op the batch of its first input
+    (A), the thinnest shape that puts it past 2**31 elements, smallest first; the spec's ``requires`` still
+    rules (a side it bounds takes its largest value and the other side the rest)."""
     doms = domains(spec)
     group = {n: g for g, d in enumerate(doms) for n in d.names}
     smallest = [_at_least(d, 1) for d in doms]
     rows = []
-    for first, second in DIMS:
+    for operand in spec.operation.operands:
+        first, second = operand.rows, operand.cols
         if first not in group or second not in group:
-            continue  # a vector (N fixed at 1)
+            continue  # a vector (x, y: one column)
         g1, g2 = group[first], group[second]
         if g1 == g2:  # the requires make the two sides equal
             rows.append(_with(smallest, {g1: _at_least(doms[g1], math.isqrt(LARGE) + 1)}))
@@ -362,8 +361,9 @@ def large_shapes(spec: KernelSpec, dtype: str) -> list[Shape]:
         side = _at_least(doms[g2], _LARGE_SIDE) or _largest(doms[g2])
         rows.append(_with(smallest, {g2: side, g1: _at_least(doms[g1], -(-LARGE // max(side, 1)))}))
     if "batch" in group:
-        matrix = [_at_least(doms[group[n]], 1024) for n in DIMS[0]]
-        rows.append(_with(smallest, {group["M"]: matrix[0], group["K"]: matrix[1],
+        sides = (spec.operation.inputs[0].rows, spec.operation.inputs[0].cols)
+        matrix = [_at_least(doms[group[n]], 1024) for n in sides]
+        rows.append(_with(smallest, {group[sides[0]]: matrix[0], group[sides[1]]: matrix[1],
                                      group["batch"]: _at_least(doms[group["batch"]],
                                                                -(-LARGE // max(matrix[0] * matrix[1], 1)))}))
     return sorted(_finish(spec, dtype, doms, rows), key=lambda s: (s.macs, s.M, s.N, s.K, s.batch))
@@ -371,7 +371,7 @@ def large_shapes(spec: KernelSpec, dtype: str) -> list[Shape]:
 
 def largest_buffer(spec: KernelSpec, shape: Shape) -> int:
     """The elements of the shape's largest buffer (all its batches)."""
-    return max(spec.operation.elements(role, shape) for role in range(3))
+    return max(o.elements(shape) for o in spec.operation.operands)
 
 
 def _with(row: list[int], values: dict[int, int]) -> list[int]:

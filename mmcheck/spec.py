@@ -18,7 +18,7 @@ from typing import Any
 from .dtypes import DTYPES, PRECISIONS, DType, Precision, precision
 from .errors import SpecError
 from .expr import BOOLEANS, SHAPE_NAMES, Expr, ExprError
-from .ops import OPS, SCALARS, SIZES, Op, Shape
+from .ops import OPS, SCALARS, SIZES, Op, Operand, Shape
 
 __all__ = [
     "CTYPES",
@@ -86,7 +86,7 @@ class KernelSpec:
     requires: tuple[Expr, ...] = ()
     defines: tuple[tuple[str, Expr], ...] = ()
     smem: Expr = Expr("0")
-    layout: str = "row"
+    layouts: tuple[tuple[str, str], ...] = ()       # (operand, "row" or "col"), each operand of the op
     expect: str = "pass"
     about: str = ""
     catch: tuple[str, ...] = ()
@@ -104,20 +104,19 @@ class KernelSpec:
         return OPS[self.op]
 
     @property
-    def buffers(self) -> tuple[str, str, str]:
-        """Names of the (first input, second input, output) buffers for this op."""
-        return self.operation.buffers
-
-    @property
     def free(self) -> tuple[str, ...]:
         """The sizes a shape varies for this kernel."""
         return self.operation.free(tuple(p.name for p in self.params))
 
     @property
-    def leading(self) -> tuple[int, ...]:
-        """The buffer roles (0: A, 1: B, 2: C) whose leading dimension the kernel takes."""
+    def leading(self) -> tuple[Operand, ...]:
+        """The operands whose leading dimension the kernel takes."""
         names = {p.name for p in self.params}
-        return tuple(r for r in range(3) if self.operation.leading_param(r) in names)
+        return tuple(o for o in self.operation.operands if o.leading in names)
+
+    def layout(self, operand: str) -> str:
+        """How ``operand`` lies in memory: "row" (row-major, the default) or "col" (column-major)."""
+        return dict(self.layouts).get(operand, "row")
 
     @property
     def sizes(self) -> frozenset[str]:
@@ -393,7 +392,7 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         requires=exprs("requires", 0, 64) if "requires" in table else (),
         defines=tuple((k, expr("defines", v)) for k, v in defines.items()),
         smem=expr("smem", table.get("smem", "0")),
-        layout=string("layout", choices=LAYOUTS) if "layout" in table else "row",
+        layouts=_layouts(table.get("layout", "row"), OPS[op], fail),
         expect=expect,
         about=string("about") if "about" in table else "",
         catch=tuple(catch),
@@ -445,6 +444,23 @@ def _template(value: Any, expr: Any, fail: Any) -> tuple[str | Expr, ...]:
     return tuple(v if v in TYPE_ARGS else expr("template", v) for v in value)
 
 
+def _layouts(value: Any, op: Op, fail: Any) -> tuple[tuple[str, str], ...]:
+    """Each operand's memory order: one for all (``layout = "col"``), or by operand (``layout = {A = "row",
+    B = "col"}``, the operands it leaves out row-major)."""
+    orders = ", ".join(map(repr, LAYOUTS))
+    if isinstance(value, str) and value in LAYOUTS:
+        value = dict.fromkeys(op.names, value)
+    if not isinstance(value, dict):
+        raise fail("layout", f"must be one of {orders} (every operand), or a table of operand = order like "
+                             f"{{{op.names[0]} = \"row\", {op.names[1]} = \"col\"}}, not {value!r}")
+    for name, order in value.items():
+        if name not in op.names:
+            raise fail("layout", f"unknown operand {name!r} for op {op.name!r} (operands {', '.join(op.names)})")
+        if order not in LAYOUTS:
+            raise fail("layout", f"{name} must be one of {orders}, not {order!r}")
+    return tuple((name, value.get(name, "row")) for name in op.names)
+
+
 def _values(table: Mapping[str, Any], key: str, op: Op, dtypes: Sequence[str], fail: Any) -> tuple[float, ...]:
     if key not in table:
         return ()
@@ -462,12 +478,12 @@ def _values(table: Mapping[str, Any], key: str, op: Op, dtypes: Sequence[str], f
 def _params(value: Any, op: Op, fail: Any) -> tuple[Param, ...]:
     if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
         raise fail("params", "must be a list of strings like \"A\" or \"M:size_t\"")
-    leading = [op.leading_param(r) for r in range(3)]
+    leading = [o.leading for o in op.operands if o.leading]
     params: list[Param] = []
     for item in value:
         name, _, ctype = item.partition(":")
         name, ctype = name.strip(), ctype.strip()
-        if name in op.buffers:
+        if name in op.names:
             if ctype:
                 raise fail("params", f"buffer {name} takes no type (it is a pointer to its dtype)")
             params.append(Param(name))
@@ -481,15 +497,15 @@ def _params(value: Any, op: Op, fail: Any) -> tuple[Param, ...]:
                 raise fail("params", f"scalar {name} has type {ctype!r}; use one of {', '.join(CTYPES)}")
             params.append(Param(name, ctype or None, "scalar"))
         else:
-            extra = [*op.scalars, *filter(None, leading)]
-            raise fail("params", f"unknown parameter {name!r} for op {op.name!r} (buffers {', '.join(op.buffers)}; "
+            extra = [*op.scalars, *leading]
+            raise fail("params", f"unknown parameter {name!r} for op {op.name!r} (buffers {', '.join(op.names)}; "
                                  f"sizes {', '.join(SIZES)}" + (f"; also {', '.join(extra)}" if extra else "") + ")")
     names = [p.name for p in params]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:
         raise fail("params", f"{dup} appears twice")
-    missing = [b for b in (*op.buffers, *op.scalars) if b not in names]
+    missing = [b for b in (*op.names, *op.scalars) if b not in names]
     if missing:
-        kind = "buffer" if missing[0] in op.buffers else "scalar"
+        kind = "buffer" if missing[0] in op.names else "scalar"
         raise fail("params", f"missing {kind} parameter(s) {', '.join(missing)} for op {op.name!r}")
     return tuple(params)

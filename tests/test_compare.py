@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from mmcheck.compare import compare, tolerance
-from mmcheck.data import Trial, make_operands
+from mmcheck.data import Operands, Trial, make_operands
 from mmcheck.dtypes import DTYPES
 from mmcheck.ops import OPS
 from mmcheck.reference import magnitude, reference
@@ -22,7 +22,7 @@ def operands(spec, shape, dtype, pattern, seed, alpha=None, beta=None):
 def test_int32_reference_wraps_like_32_bit_arithmetic():
     ops = operands(MM, Shape(3, 4, 50), "int32", "wrap", seed=7)
     want = reference(OPS["mm"], ops).astype(np.int32)
-    a, b = ops.a[0].tolist(), ops.b[0].tolist()
+    a, b = ops["A"][0].tolist(), ops["B"][0].tolist()
     for i in range(3):
         for j in range(4):
             exact = sum(a[i][k] * b[k][j] for k in range(50))
@@ -33,23 +33,24 @@ def test_int32_reference_wraps_like_32_bit_arithmetic():
 def test_references_are_batch_and_op_aware():
     ops = operands(MM, Shape(3, 5, 4, 2), "float64", "normal", seed=1)
     assert reference(OPS["bmm"], ops).shape == (2, 3, 5)
-    np.testing.assert_allclose(reference(OPS["bmm"], ops)[1], ops.a[1] @ ops.b[1])
+    np.testing.assert_allclose(reference(OPS["bmm"], ops)[1], ops["A"][1] @ ops["B"][1])
     mv = operands(MV, Shape(6, 1, 9), "float32", "ints", seed=1)
-    assert mv.b.shape == (1, 9, 1) and reference(OPS["mv"], mv).shape == (1, 6, 1)
+    assert mv["x"].shape == (1, 9, 1) and reference(OPS["mv"], mv).shape == (1, 6, 1)
 
 
 def test_gemm_reference_is_alpha_ab_plus_beta_c_and_ignores_c_when_beta_is_zero():
     ops = operands(GEMM, Shape(3, 4, 5), "float64", "ints", seed=2, alpha=-1.5, beta=2.0)
-    np.testing.assert_array_equal(reference(OPS["gemm"], ops), -1.5 * (ops.a @ ops.b) + 2.0 * ops.c)
-    nan_c = ops.__class__(ops.a, ops.b, np.full_like(ops.c, np.nan), 2.0, 0.0)
-    np.testing.assert_array_equal(reference(OPS["gemm"], nan_c), 2.0 * (ops.a @ ops.b))
+    a, b, c = ops["A"], ops["B"], ops["C"]
+    np.testing.assert_array_equal(reference(OPS["gemm"], ops), -1.5 * (a @ b) + 2.0 * c)
+    nan_c = Operands({"A": a, "B": b, "C": np.full_like(c, np.nan)}, 2.0, 0.0)
+    np.testing.assert_array_equal(reference(OPS["gemm"], nan_c), 2.0 * (a @ b))
 
 
 def test_c_input_never_equals_the_expected_result():
     """An element left untouched must be told from a computed one: no C input equals its result."""
     for seed in range(20):
         ops = operands(GEMM, Shape(9, 9, 1), "int32", "ints", seed, alpha=1, beta=0)
-        assert not np.any(ops.c == reference(OPS["gemm"], ops)), seed
+        assert not np.any(ops["C"] == reference(OPS["gemm"], ops)), seed
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -58,7 +59,7 @@ def test_bound_holds_for_correct_summation_orders(dtype, k):
     """Sequential, reversed and pairwise sums in the dtype all lie inside the bound."""
     ops = operands(MM, Shape(8, 8, k), dtype, "normal", seed=k)
     want, bound = reference(OPS["mm"], ops), tolerance(DTYPES[dtype], k + 1, magnitude(OPS["mm"], ops))
-    a, b = ops.a[0], ops.b[0]
+    a, b = ops["A"][0], ops["B"][0]
     products = a[:, :, None] * b[None, :, :]  # (M, K, N) in the dtype
     sequential = np.zeros((8, 8), dtype)
     for kk in range(k):
@@ -77,8 +78,8 @@ def test_gemm_bound_holds_for_the_scalars_roundings(dtype):
     want = reference(OPS["gemm"], ops)
     bound = tolerance(DTYPES[dtype], 300 + OPS["gemm"].roundings, magnitude(OPS["gemm"], ops))
     t = np.dtype(dtype).type
-    product = np.matmul(ops.a, ops.b)  # in the dtype
-    got = (t(-1.5) * product + t(2.0) * ops.c).astype(dtype)
+    product = np.matmul(ops["A"], ops["B"])  # in the dtype
+    got = (t(-1.5) * product + t(2.0) * ops["C"]).astype(dtype)
     assert compare(got, want, bound) is None
     assert compare((t(-1.5) * product).astype(dtype), want, bound) is not None  # beta * C dropped
 
@@ -87,9 +88,9 @@ def test_gemm_bound_holds_for_the_scalars_roundings(dtype):
 def test_bound_sees_one_wrong_term_and_a_narrower_accumulator(k):
     ops = operands(MM, Shape(4, 4, k), "float64", "normal", seed=3)
     want, bound = reference(OPS["mm"], ops), tolerance(DTYPES["float64"], k + 1, magnitude(OPS["mm"], ops))
-    dropped = np.matmul(ops.a[..., :-1], ops.b[:, :-1])
+    dropped = np.matmul(ops["A"][..., :-1], ops["B"][:, :-1])
     assert compare(dropped, want, bound).count >= 15
-    narrow = np.matmul(ops.a.astype(np.float32), ops.b.astype(np.float32)).astype(np.float64)
+    narrow = np.matmul(ops["A"].astype(np.float32), ops["B"].astype(np.float32)).astype(np.float64)
     assert compare(narrow, want, bound).count >= 8
 
 

@@ -1,8 +1,9 @@
 """Each classifier on a synthetic wrong result built to show exactly one pattern."""
 
 import numpy as np
+import pytest
 
-from mmcheck.data import Trial, make_operands
+from mmcheck.data import Layout, Trial, make_operands
 from mmcheck.diagnose import Evidence, diagnose, tile_map
 from mmcheck.ops import OPS
 from mmcheck.reference import reference
@@ -14,23 +15,25 @@ BMM = spec_for("good", op="bmm", params=("A", "B", "C", "M", "N", "K", "batch"))
 GEMM = spec_for("good", op="gemm", params=("M", "N", "K", "alpha", "A", "B", "beta", "C"))
 
 
-def evidence(shape, got_from, dtype="float32", pattern="ints", unwritten=None, tiles=(16,)):
+def evidence(shape, got_from, dtype="float32", pattern="ints", unwritten=None, tiles=(16,), layouts=None):
     ops = make_operands(BMM, shape, dtype, Trial(pattern), seed=11)
     want = reference(OPS["bmm"], ops)
-    got = got_from(ops.a.astype(np.float64), ops.b.astype(np.float64), want).astype(dtype)
+    got = got_from(ops["A"].astype(np.float64), ops["B"].astype(np.float64), want).astype(dtype)
     unwritten = np.zeros(want.shape, bool) if unwritten is None else unwritten
     got[unwritten] = np.nan
     bad = (got != want) | unwritten
-    return Evidence(ops.a, ops.b, got, want, bad, unwritten, dtype, pattern != "normal", tiles)
+    laid = {name: Layout.of((layouts or {}).get(name, "row"), *x.shape[1:]) for name, x in ops.values.items()}
+    return Evidence(OPS["bmm"], ops, got, want, bad, unwritten, dtype, pattern != "normal", tiles, laid)
 
 
 def gemm_evidence(got_from, alpha=-1.5, beta=2.0, dtype="float32"):
     ops = make_operands(GEMM, Shape(5, 6, 7), dtype, Trial("ints", alpha, beta), seed=3)
     want = reference(OPS["gemm"], ops)
-    a, b, c = (x.astype(np.float64) for x in (ops.a, ops.b, ops.c))
+    a, b, c = (ops[x].astype(np.float64) for x in "ABC")
     got = got_from(a, b, c).astype(dtype)
     none = np.zeros(want.shape, bool)
-    return Evidence(ops.a, ops.b, got, want, got != want, none, dtype, True, (16,), c=ops.c, alpha=alpha, beta=beta)
+    assert (ops.alpha, ops.beta) == (alpha, beta) and ops.output_is_input
+    return Evidence(OPS["gemm"], ops, got, want, got != want, none, dtype, True, (16,))
 
 
 def says(e, words):
@@ -97,6 +100,50 @@ def test_transposed_store():
     def got(a, b, w):
         return np.ascontiguousarray(w.transpose(0, 2, 1)).reshape(w.shape)
     says(evidence(Shape(4, 6, 5), got), "stored transposed")
+
+
+def as_stored_read_other(x, order):
+    """A (batch, rows, cols) matrix stored in ``order`` and read in the other one."""
+    batch, rows, cols = x.shape
+    if order == "row":
+        return x.reshape(batch, cols, rows).transpose(0, 2, 1)
+    return np.ascontiguousarray(x.transpose(0, 2, 1)).reshape(x.shape)
+
+
+def test_a_column_major_result_stored_row_major():
+    e = evidence(Shape(4, 6, 5), lambda a, b, w: as_stored_read_other(w, "row"), layouts={"C": "col"})
+    says(e, "the result is stored transposed: C[j][i] was written where C[i][j] belongs (C is written row-major, "
+            "but its spec says column-major)")
+    row_major = evidence(Shape(4, 6, 5), lambda a, b, w: as_stored_read_other(w, "row"))
+    assert not any("transposed" in s for s in diagnose(row_major)), diagnose(row_major)
+
+
+@pytest.mark.parametrize("layouts, got, words", [
+    ({"B": "col"}, lambda a, b: a @ as_stored_read_other(b, "col"),
+     "B is read row-major, but its spec says column-major: the result is exactly that"),
+    ({}, lambda a, b: as_stored_read_other(a, "row") @ b, "A is read column-major, but its spec says row-major"),
+    ({"A": "col", "B": "col"}, lambda a, b: as_stored_read_other(a, "col") @ b,
+     "A is read row-major, but its spec says column-major"),
+    ({"A": "col"}, lambda a, b: as_stored_read_other(a, "col") @ as_stored_read_other(b, "row"),
+     "A is read row-major, but its spec says column-major; B is read column-major, but its spec says row-major"),
+])
+def test_an_input_read_in_the_other_memory_order(layouts, got, words):
+    e = evidence(Shape(4, 6, 5, 2), lambda a, b, w: got(a, b), layouts=layouts)
+    says(e, words)
+    assert sum("spec says" in s for s in diagnose(e)) == 1, diagnose(e)
+
+
+def test_an_input_read_in_the_other_order_with_the_leading_dimension_it_was_given():
+    """B (K x N = 3 x 6) column-major, ldb = K = 3, read as b[k * ldb + j]: rows 3 apart and 6 long."""
+    def got(a, b, w):
+        memory = b.transpose(0, 2, 1).reshape(b.shape[0], -1)
+        return a @ memory[:, np.arange(3)[:, None] * 3 + np.arange(6)]
+    says(evidence(Shape(4, 6, 3), got, layouts={"B": "col"}), "B is read row-major, but its spec says column-major")
+
+
+def test_a_square_input_read_in_the_other_order_is_its_transpose():
+    e = evidence(Shape(6, 6, 6), lambda a, b, w: a @ b.transpose(0, 2, 1), layouts={"B": "col"})
+    says(e, "B is read row-major, but its spec says column-major")
 
 
 def test_every_column_read_from_column_zero_of_b():

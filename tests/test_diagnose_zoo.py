@@ -47,6 +47,13 @@ CASES = {
     "buggy.wmma_store_col_major": (Shape(32, 48, 16), "mismatch", "every 16x16 tile of C is stored transposed"),
     "seed001.naive_buggy": (Shape(16, 16, 16), "mismatch", "every column of C is column 0's result: B is read at "
                                                            "column 0"),
+    # B read as B[p * ldb + j] with ldb = K: rows 4 apart and 6 long, within B where K <= N
+    "buggy.layout_nn_b_row": (Shape(5, 6, 4), "mismatch", "B is read row-major, but its spec says column-major"),
+    "buggy.layout_nt_b_col": (Shape(5, 4, 6), "mismatch", "B is read column-major, but its spec says row-major"),
+    "buggy.layout_tn_a_col": (Shape(6, 5, 4), "mismatch", "A is read column-major, but its spec says row-major"),
+    "buggy.layout_tt_c_row": (Shape(6, 6, 4), "mismatch", "the result is stored transposed: C[j][i] was written where "
+                                                          "C[i][j] belongs (C is written row-major, but its spec says "
+                                                          "column-major)"),
 }
 # Where the GPU shows the same bug differently.  Its races are seen by racecheck, which names the source
 # lines.  Threads that have returned count as arrived at a barrier on sm_70 and later, so an early return

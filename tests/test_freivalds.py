@@ -15,6 +15,11 @@ F32, F64 = DTYPES["float32"], DTYPES["float64"]
 SCALARS = {"mm": (None, None), "bmm": (None, None), "gemm": (-1.5, 2.0)}
 
 
+def matrices(a, b, c, alpha=None, beta=None, c_is_input=False):
+    """The operands of C = alpha * A @ B + beta * C."""
+    return Operands({"A": a, "B": b, "C": c}, alpha, beta, output_is_input=c_is_input)
+
+
 def gaussian(shape, batch=1, dtype=np.float32, seed=0, alpha=None, beta=None):
     """Operands of shape (M, K, N) and their product computed in ``dtype`` (numpy's matmul: BLAS's order)."""
     m, k, n = shape
@@ -23,7 +28,7 @@ def gaussian(shape, batch=1, dtype=np.float32, seed=0, alpha=None, beta=None):
     got = np.matmul(a, b)
     if alpha is not None:
         got = dtype(alpha) * got + dtype(beta) * c
-    return Operands(a, b, c, alpha, beta, c_is_input=alpha is not None), got.astype(dtype)
+    return matrices(a, b, c, alpha, beta, c_is_input=alpha is not None), got.astype(dtype)
 
 
 @pytest.mark.parametrize("block", [1 << 20, 5000])
@@ -42,7 +47,7 @@ def test_a_correct_float32_product_passes(name, batch, block):
 def test_a_dropped_term_is_caught_and_located(name, batch):
     ops, got = gaussian((300, 200, 500), batch, alpha=SCALARS[name][0], beta=SCALARS[name][1])
     b, i, j = batch - 1, 17, 423
-    terms = ops.a[b, i, :] * ops.b[b, :, j]
+    terms = ops["A"][b, i, :] * ops["B"][b, :, j]
     k = int(np.argmax(np.abs(terms)))  # the largest term of C[b, i, j], as a kernel that skips a k would drop
     got[b, i, j] -= np.float32(ops.alpha or 1) * terms[k]
     result = freivalds(OPS[name], ops, got, F32, F32, seed=2, block=5000)
@@ -60,8 +65,8 @@ def test_the_check_on_many_cores_is_the_check_on_one_to_the_last_bit(monkeypatch
     residual and tolerance is the same whatever the cores."""
     ops, got = gaussian((300, 200, 500), alpha=SCALARS[name][0], beta=SCALARS[name][1])
     if dtype == "int32":
-        ops = Operands(*(np.rint(8 * x).astype(np.int32) for x in (ops.a, ops.b, ops.c)), -3, 2, True)
-        got = (-3 * (ops.a.astype(np.int64) @ ops.b) + 2 * ops.c).astype(np.int32)
+        ops = matrices(*(np.rint(8 * ops[x]).astype(np.int32) for x in "ABC"), -3, 2, True)
+        got = (-3 * (ops["A"].astype(np.int64) @ ops["B"]) + 2 * ops["C"]).astype(np.int32)
     got[0, 17, 423] += 1 if dtype == "int32" else 5
     d = DTYPES[dtype]
     found = []
@@ -76,8 +81,8 @@ def test_the_check_on_many_cores_is_the_check_on_one_to_the_last_bit(monkeypatch
 
 def test_a_float32_accumulator_in_a_float64_kernel_is_caught():
     ops, got = gaussian((200, 300, 100))
-    ops64 = Operands(*(x.astype(np.float64) for x in (ops.a, ops.b, ops.c)))
-    assert freivalds(OPS["mm"], ops64, np.matmul(ops64.a, ops64.b), F64, F64).passed
+    ops64 = matrices(*(ops[x].astype(np.float64) for x in "ABC"))
+    assert freivalds(OPS["mm"], ops64, np.matmul(ops64["A"], ops64["B"]), F64, F64).passed
     result = freivalds(OPS["mm"], ops64, got.astype(np.float64), F64, F64)
     assert len(result.rows[0]) == 200 and len(result.columns[0]) == 100
     assert result.residual > 1e3 * result.tolerance
@@ -87,7 +92,7 @@ def test_a_float32_accumulator_in_a_float64_kernel_is_caught():
 def test_half_inputs_accumulated_in_float32_pass(name):
     p = precision(name)
     ops, _ = gaussian((100, 700, 90), dtype=p.inputs.numpy.type)
-    got = np.matmul(ops.a.astype(np.float32), ops.b.astype(np.float32)).astype(p.output.numpy)
+    got = np.matmul(ops["A"].astype(np.float32), ops["B"].astype(np.float32)).astype(p.output.numpy)
     assert freivalds(OPS["mm"], ops, got, p.default_accumulator, p.output).passed
     got[0, 5, 6] += 2**12  # C's elements are about 20, the rows' tolerances up to 250 (a bfloat16 C's rounding)
     result = freivalds(OPS["mm"], ops, got, p.default_accumulator, p.output)
@@ -96,7 +101,7 @@ def test_half_inputs_accumulated_in_float32_pass(name):
 
 def test_beta_zero_leaves_c0_unread():
     ops, got = gaussian((50, 60, 70), alpha=-1.5, beta=0.0)
-    ops = Operands(ops.a, ops.b, np.full_like(ops.c, np.nan), -1.5, 0.0)
+    ops = matrices(ops["A"], ops["B"], np.full_like(ops["C"], np.nan), -1.5, 0.0)
     assert freivalds(OPS["gemm"], ops, got, F32, F32).passed
 
 
@@ -112,7 +117,7 @@ def int32_problem(seed=0):
     rng = np.random.default_rng(seed)
     a, b, c = (rng.integers(-(2**31), 2**31, size=(2, *dims)).astype(np.int32) for dims in ((30, 40), (40, 50),
                                                                                                (30, 50)))
-    ops = Operands(a, b, c, -2, 3, c_is_input=True)
+    ops = matrices(a, b, c, -2, 3, c_is_input=True)
     return ops, OPS["gemm"].reference(a, b, c, -2, 3).astype(np.int32)
 
 
@@ -163,7 +168,7 @@ def test_correct_products_never_fail(name):
                                                                                           b.astype(acc))
         if op.scalars:
             got = acc(alpha) * got + acc(beta) * c.astype(acc)
-        ops = Operands(a, b, c, alpha, beta, c_is_input=op.scalars != ())
+        ops = matrices(a, b, c, alpha, beta, c_is_input=op.scalars != ())
         result = freivalds(op, ops, got.astype(p.output.numpy), p.default_accumulator, p.output, seed=seed)
         assert result.passed, (seed, result.describe())
 
@@ -177,13 +182,14 @@ def test_the_tolerances_bound_the_root_sum_of_squares_of_the_element_tolerances(
     if structure == "permutation":
         b = np.zeros((1, k, n), np.float32)
         b[0, np.arange(n) % k, np.arange(n)] = 2.0
-        ops = Operands(ops.a, b, ops.c, -1.5, 2.0, c_is_input=True)
-    got = op.reference(ops.a, ops.b, ops.c, -1.5, 2.0).astype(np.float32)
+        ops = matrices(ops["A"], b, ops["C"], -1.5, 2.0, c_is_input=True)
+    a, b, c = ops["A"], ops["B"], ops["C"]
+    got = op.reference(a, b, c, -1.5, 2.0).astype(np.float32)
     rng = np.random.default_rng(0)
     x_rows, x_cols = (1.0 - 2.0 * rng.integers(0, 2, size=(length, 4)) for length in (n, m))
-    *_, sums = _residuals(ops.a[0], ops.b[0], ops.c[0], got[0], -1.5, 2.0, x_rows, x_cols, 1000)
+    *_, sums = _residuals(a[0], b[0], c[0], got[0], -1.5, 2.0, x_rows, x_cols, 1000)
     rows, cols = _tolerances(sums, -1.5, 2.0, F32, F32, k + op.roundings, m, n, k)
-    size = op.magnitude(ops.a, ops.b, ops.c, -1.5, 2.0)[0]
+    size = op.magnitude(a, b, c, -1.5, 2.0)[0]
     each = tolerance(F32, k + op.roundings, size, F32, size)
     exact_rows, exact_cols = SIGMAS * np.sqrt((each**2).sum(axis=1)), SIGMAS * np.sqrt((each**2).sum(axis=0))
     assert np.all(exact_rows <= rows) and np.all(exact_cols <= cols)
@@ -224,7 +230,7 @@ def test_a_16384_square_product_is_checked_in_seconds_not_minutes():
     b = (u[:, None] * v)[None]
     got = ((a[0] @ u)[:, None] * v)[None]
     got[0, 12345, 678] += 2.0**17
-    ops = Operands(a, b, np.empty_like(got))  # C0: never read by mm
+    ops = matrices(a, b, np.empty_like(got))  # C0: never read by mm
     # The better of two runs: the first also pays for faulting in the memory the blocks use.  Among other
     # workers the cores are shared and nothing is timed: one run.
     timed = not os.environ.get("PYTEST_XDIST_WORKER")

@@ -38,7 +38,7 @@ def test_each_buffer_gets_a_thin_shape_just_past_two_to_the_31_elements(op):
     roles = {"mm": 3, "bmm": 4, "mv": 1}[op]  # A, B and C; the batch of A; a vector has only A
     assert len(shapes) == roles, shapes
     for shape in shapes:
-        sizes = [shape.batch * np.prod(spec.operation.dims(r, shape)) for r in range(3)]
+        sizes = [shape.batch * np.prod(o.dims(shape)) for o in spec.operation.operands]
         big = [s for s in sizes if s >= LARGE]
         assert len(big) == 1 and big[0] < LARGE + LARGE // 64, (shape, sizes)  # one buffer, just past
         assert shape.macs <= LARGE_BUDGET and largest_buffer(spec, shape) == big[0]
@@ -74,7 +74,7 @@ def test_the_reference_in_pieces_is_the_whole_reference(monkeypatch):
     rng = np.random.default_rng(3)
     for batch, m, n, k in [(3, 50, 40, 30), (1, 300, 5, 7), (1, 2, 900, 3)]:
         a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((batch, m, k), (batch, k, n), (batch, m, n)))
-        ops = Operands(a, b, c, 1.5, 0.5, True)
+        ops = Operands({"A": a, "B": b, "C": c}, 1.5, 0.5, True)
         whole = reference(OPS["gemm"], ops)
         monkeypatch.setattr("mmcheck.reference._PIECE", 500)
         np.testing.assert_allclose(reference(OPS["gemm"], ops), whole, rtol=1e-14, atol=1e-13)
@@ -113,12 +113,12 @@ def test_c_is_settled_in_pieces_as_it_is_whole(monkeypatch):
         assert len(data.blocks(1, 67, 61, 1, 0)) == 34 * 2  # 2 rows by 32 columns
         pieces = data.make_operands(spec, shape, "float32", trial, 11)
         monkeypatch.undo()
-        assert whole.c.tobytes() == pieces.c.tobytes(), trial
-        if whole.c_is_input:  # C as drawn, after A and B, from the case's stream
+        assert whole["C"].tobytes() == pieces["C"].tobytes(), trial
+        if whole.output_is_input:  # C as drawn, after A and B, from the case's stream
             rng = np.random.default_rng(11)
             drawn = [data.draw(rng, trial.pattern, DTYPES["float32"], dims) for dims in ((1, 67, 1), (1, 1, 61),
                                                                                          (1, 67, 61))][2]
-            moved += int((whole.c != drawn + np.float32(data.C_OFFSET_FLOAT * (trial.pattern == "ints"))).sum())
+            moved += int((whole["C"] != drawn + np.float32(data.C_OFFSET_FLOAT * (trial.pattern == "ints"))).sum())
     assert 0 < moved < 67 * 61, moved
 
 
@@ -159,7 +159,7 @@ def test_large_mode_on_the_gpu(request, name, expect, past):
     if not request.config.getoption("mmcheck_large"):
         pytest.skip("the large mode's own test: run with --mmcheck-large on a GPU")
     spec, runner = ZOO[name], _runner("gpu")
-    shape = next(s for s in large_shapes(spec, "float32") if spec.operation.elements(past, s) >= LARGE)
+    shape = next(s for s in large_shapes(spec, "float32") if spec.operation.operands[past].elements(s) >= LARGE)
     result = runner.run(runner.case(spec, "float32", shape))
     assert result.outcome == expect, result.message
     if expect == "fail":

@@ -50,8 +50,31 @@ def test_parses_every_key():
     assert [e.text for e in spec.grid] == ["cdiv(N, 32)", "cdiv(M, 32)"]
     assert dict((k, v.text) for k, v in spec.defines) == {"TILE": "32", "DIM": "N"}
     assert spec.smem.eval({}, sizeof={"T": 8, "TC": 8}) == 16384
-    assert spec.layout == "row" and spec.expect == "pass" and spec.about == "a test kernel"
+    assert spec.layout("A") == spec.layout("B") == spec.layout("C") == "row"
+    assert spec.expect == "pass" and spec.about == "a test kernel"
     assert spec.sizes == {"M", "N", "K"}
+
+
+@pytest.mark.parametrize("layout, orders", [
+    (None, "row row row"),
+    ('"col"', "col col col"),
+    ('"row"', "row row row"),
+    ('{A = "row", B = "col", C = "row"}', "row col row"),
+    ('{B = "col"}', "row col row"),  # an operand left out is row-major
+    ('{A = "col", C = "col"}', "col row col"),
+])
+def test_layout_is_one_order_for_all_operands_or_one_per_operand(layout, orders):
+    (spec,) = parse_specs(spec_text(layout=layout), "k.cu")
+    assert " ".join(spec.layout(name) for name in "ABC") == orders
+    assert spec.layouts == tuple(zip("ABC", orders.split()))
+
+
+def test_a_vector_ops_layout_names_its_own_operands():
+    text = spec_text(op='"mv"', params='["A", "x", "y", "M", "K"]', layout='{A = "col"}')
+    (spec,) = parse_specs(text, "k.cu")
+    assert [spec.layout(name) for name in ("A", "x", "y")] == ["col", "row", "row"]
+    with pytest.raises(SpecError, match="unknown operand 'B' for op 'mv' \\(operands A, x, y\\)"):
+        parse_specs(text.replace('layout = {A = "col"}', 'layout = {B = "col"}'), "k.cu")
 
 
 def test_size_type_defaults_to_int():
@@ -77,6 +100,9 @@ def test_size_type_defaults_to_int():
     ({"defines": '{X = "1.5"}'}, "defines", "only integer constants"),
     ({"catch": '["mismatch"]'}, "catch", "only a kernel with expect"),
     ({"layout": '"diagonal"'}, "layout", "must be one of"),
+    ({"layout": '{A = "row", Q = "col"}'}, "layout", "unknown operand 'Q' for op 'mm' \\(operands A, B, C\\)"),
+    ({"layout": '{B = "diagonal"}'}, "layout", "B must be one of 'row', 'col', not 'diagonal'"),
+    ({"layout": '["row", "col"]'}, "layout", "or a table of operand = order"),
 ])
 def test_each_error_names_file_kernel_and_key(changes, key, message):
     if key is None:  # an unknown key, added rather than replaced

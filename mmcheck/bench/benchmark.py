@@ -144,7 +144,7 @@ def _verify(prepared: Prepared, timing: Timing) -> None:
     names = [q.name for q in prepared.spec.params if q.is_buffer]  # the backend's order: the arguments'
     first, last = dict(zip(names, timing.first)), dict(zip(names, timing.last))
     check_buffers(prepared, first)
-    got = prepared.logical(2, first[prepared.spec.buffers[2]])
+    got = prepared.result(first)
     judge(prepared, got, "device", ("device",), [], _no_rerun)
     check_buffers(prepared, last)
 
