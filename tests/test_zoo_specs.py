@@ -84,6 +84,10 @@ RIGHT_PAST_2_31 = {
     "seed003.gpu2",           # int offsets, but counting float2s and float4s: right up to 2**32 elements
     "seed003.gpu3",           # int offsets counting float4s: right up to 2**33 elements
     "blas.wmma_gemm_direct",  # int offsets only where a fragment's 16 rows start: (M - 16) * K < 2**31 still
+    "blas.tc_mma_global",     # row offsets in size_t
+    "blas.tc_mma_ldmatrix",   # the same, for every tile
+    "blas.tc_mma_pipeline",
+    "blas.tc_mma_pipeline_wide",
 }
 
 
