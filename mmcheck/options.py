@@ -7,8 +7,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .devices import GPU_BACKENDS
-
 if TYPE_CHECKING:
     from .backends.base import BackendOptions
     from .bench.timer import Method
@@ -26,9 +24,11 @@ DEFAULT_BUDGET = 1 << 20
 # options in every session, and must not import numpy (through the dtype and shape modules) to do so.
 
 def _backend(name: str) -> str:
-    if name in ("auto", "emu", *GPU_BACKENDS) or ":" in name:
+    from .backends import ALIASES, BACKENDS, known
+
+    if known(name):
         return name
-    raise argparse.ArgumentTypeError(f"{name!r} is not auto, emu, {', '.join(GPU_BACKENDS)} or module:Class")
+    raise argparse.ArgumentTypeError(f"{name!r} is not {', '.join([*ALIASES, *BACKENDS])} or module:Class")
 
 
 def _one_of(name: str, allowed: Sequence[str], what: str) -> str:

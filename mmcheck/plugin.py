@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .devices import GPU_BACKENDS, pin_gpu, share_cores
+from .devices import pin_gpu, share_cores, visible_gpus
 from .errors import InternalError
 from .options import OPTIONS, Settings
 
@@ -107,16 +107,25 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = dataclasses.replace(settings, src=(str(default),) if default.is_dir() else ())
     config.stash[_SETTINGS] = settings
     config.pluginmanager.register(_LaunchDomains(), "mmcheck-launch-domains")
-    if settings.backend in ("auto", *GPU_BACKENDS):
-        _pin_gpu(os.environ)
+    _pin_gpu(os.environ, settings.backend)
 
 
-def _pin_gpu(environ: MutableMapping[str, str]) -> None:
-    """Under pytest-xdist, one GPU per worker: worker gwN takes GPU N modulo the GPUs there are
-    (devices.pin_gpu), before any kernel runs."""
+def _pin_gpu(environ: MutableMapping[str, str], backend: str = "auto") -> None:
+    """Under pytest-xdist, on a backend whose kernels run on a GPU, one GPU per worker: worker gwN takes GPU N
+    modulo the GPUs there are (devices.pin_gpu), before any kernel runs.  The backend's capabilities are read
+    only where there are several GPUs to spread over: they import its module."""
+    from .backends import capabilities
+    from .errors import BackendUnavailable
+
     worker = environ.get("PYTEST_XDIST_WORKER", "")
-    if worker.startswith("gw"):
-        pin_gpu(environ, int(worker[2:]))
+    if not worker.startswith("gw") or len(gpus := visible_gpus(environ)) < 2:
+        return
+    try:
+        gpu = capabilities(backend).gpu
+    except BackendUnavailable:  # the first test that asks for the runner says why
+        return
+    if gpu:
+        pin_gpu(environ, int(worker[2:]), gpus)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -425,13 +434,16 @@ def _judge(result: Result, runner: Runner, settings: Settings) -> None:
 
     __tracebackhide__ = True
     spec = result.case.spec
+
+    def command() -> str:
+        return reproduce(result.case, runner.backend.name, runner.backend.capabilities, settings.compiler)
+
     if result.outcome == Outcome.SKIP:
         pytest.skip(result.message)
     if result.outcome == Outcome.ERROR:
         pytest.fail(result.message, pytrace=False)
     if result.outcome == Outcome.INTERNAL:
-        raise InternalError(f"{result.message}\n  reproduce: "
-                            f"{reproduce(result.case, runner.backend.name, settings.compiler)}")
+        raise InternalError(f"{result.message}\n  reproduce: {command()}")
     if spec.expect == "fail":
         if result.caught:
             raise KernelCaught(f"caught by the {result.check} check:\n{result.message}")
@@ -440,9 +452,9 @@ def _judge(result: Result, runner: Runner, settings: Settings) -> None:
                         f"{' or '.join(spec.catch)}:\n{result.message}", pytrace=False)
         return  # not caught: the strict xfail turns this into a failure
     if result.outcome == Outcome.FAIL:
-        command = reproduce(result.case, runner.backend.name, settings.compiler)
-        saved = save_failure(Path(settings.results), result.record, command) if result.record else []
-        pytest.fail(f"{result.message}\n  reproduce: {command}" + "".join(f"\n  saved: {p}" for p in saved),
+        replay = command()
+        saved = save_failure(Path(settings.results), result.record, replay) if result.record else []
+        pytest.fail(f"{result.message}\n  reproduce: {replay}" + "".join(f"\n  saved: {p}" for p in saved),
                     pytrace=False)
 
 

@@ -10,14 +10,16 @@ import shlex
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-from .publish import atomic_write
-from .devices import GPU_BACKENDS
 from .errors import SpecError
+from .publish import atomic_write
 from .results import Case, Outcome, Result
 from .shapes import launch_domain, launch_limits
 from .spec import KernelSpec
+
+if TYPE_CHECKING:
+    from .backends.base import Capabilities
 
 __all__ = ["table", "verdict", "summary", "kernel_list", "json_document", "write_json", "reproduce"]
 
@@ -113,12 +115,12 @@ def _requires(spec: KernelSpec) -> str:
     return "; ".join(filter(None, (" and ".join(parts) or "any shape", domain)))
 
 
-def reproduce(case: Case, backend: str, compiler: str = "nvcc") -> str:
-    """The command line that replays exactly this case (shell-quoted); the compiler is named where it is not
-    the GPU's default."""
+def reproduce(case: Case, backend: str, declared: Capabilities, compiler: str = "nvcc") -> str:
+    """The command line that replays exactly this case (shell-quoted) on ``backend``, which declares
+    ``declared``; the compiler is named where the kernels run on a GPU and it is not the default."""
     src = case.spec.path
     where = [] if _under(src, Path("cuda_src")) else ["--src", str(src)]
-    compiled = ["--compiler", compiler] if backend in GPU_BACKENDS and compiler != "nvcc" else []
+    compiled = ["--compiler", compiler] if declared.gpu and compiler != "nvcc" else []
     return shlex.join(["mmcheck", "check", case.spec.name, *where, "--dtype", case.dtype, "--shape",
                        str(case.shape), "--seed", str(case.seed), "--backend", backend, *compiled])
 
@@ -130,8 +132,8 @@ def _under(path: Path, folder: Path) -> bool:
         return False
 
 
-def json_document(results: Sequence[Result], errors: Sequence[SpecError], backend: str, compiler: str = "nvcc",
-                  complete: bool = True) -> dict:
+def json_document(results: Sequence[Result], errors: Sequence[SpecError], backend: str, declared: Capabilities,
+                  compiler: str = "nvcc", complete: bool = True) -> dict:
     """``{"ok": bool, "complete": bool, "results": [...]}``, one row per kernel x dtype (schema documented in
     README); ``complete`` is false for a run stopped early (Ctrl-C), whose rows are the ones that finished."""
     rows = [{
@@ -145,7 +147,8 @@ def json_document(results: Sequence[Result], errors: Sequence[SpecError], backen
         "shapes_tried": r.shapes_tried,
         "message": r.message,
         "launch_domain": r.domain or None,
-        "reproduce": reproduce(r.case, backend, compiler) if r.outcome in (Outcome.FAIL, Outcome.INTERNAL) else None,
+        "reproduce": (reproduce(r.case, backend, declared, compiler) if r.outcome in (Outcome.FAIL, Outcome.INTERNAL)
+                      else None),
     } for r in results]
     rows += [{"kernel": e.kernel, "file": str(e.path), "dtype": None, "outcome": "error", "expect": None,
               "check": None, "shape": None, "shapes_tried": 0, "message": str(e), "launch_domain": None,

@@ -167,8 +167,9 @@ class Runner:
     def _out_of_reach(self, case: Case) -> str | None:
         """Why a shape with a buffer past 2**31 elements (the large mode's) cannot run here, if it cannot."""
         assert case.shape is not None, "a case to run has a shape"
-        if self.backend.name == "emu":
-            return "shapes past 2**31 elements run on the GPU only (the emulator would take hours)"
+        if not self.backend.capabilities.large:
+            return (f"the {self.backend.name} backend cannot run shapes past 2**31 elements in reasonable time (a GPU "
+                    "can)")
         if case.shape.macs > LARGE_BUDGET:
             return (f"{case.shape.macs:.2g} multiply-adds, past the large mode's {LARGE_BUDGET:.2g}: the kernel's "
                     "requires admit no thinner shape with a buffer this large")

@@ -7,7 +7,7 @@ import itertools
 
 import numpy as np
 
-from mmcheck.backends.base import BackendOptions, DeviceBuffer, Kernel
+from mmcheck.backends.base import BackendOptions, Capabilities, DeviceBuffer, Kernel
 from mmcheck.errors import CompileError, KernelFault, KernelTimeout, OutOfMemory, SanitizerError
 
 
@@ -105,6 +105,7 @@ def packs_its_arguments_badly(*args):
 
 class FakeBackend:
     name = "fake"
+    capabilities = Capabilities()
 
     def __init__(self, options: BackendOptions = BackendOptions(), schedules=("forward", "reverse"), costly=(),
                  fingerprint=None):
@@ -226,6 +227,7 @@ class FakeTimingBackend(FakeBackend):
     fast), with a little seeded jitter, so the benchmark path runs end to end without a GPU."""
 
     name = "fake-gpu"
+    capabilities = Capabilities(gpu=True, times=True)
 
     def device(self):
         from mmcheck.backends.base import Device

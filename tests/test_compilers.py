@@ -215,13 +215,14 @@ def test_the_pytest_option_reaches_the_backend_options(pytester):
                                                       ("pycuda", "auto", "--backend pycuda --compiler auto"),
                                                       ("emu", "nvrtc", "--backend emu")])
 def test_the_reproduce_line_names_the_compiler_where_it_matters(backend, compiler, tail):
+    from mmcheck.backends import capabilities
     from mmcheck.report import reproduce
     from mmcheck.results import Case
     from mmcheck.shapes import Shape
     from mmcheck.spec import load_specs
 
     spec = load_specs(Path(__file__).resolve().parent.parent / "cuda_src" / "seed001_blog.cu")[0]
-    line = reproduce(Case(spec, "float32", Shape(1, 2, 3), 4), backend, compiler)
+    line = reproduce(Case(spec, "float32", Shape(1, 2, 3), 4), backend, capabilities(backend), compiler)
     assert line == f"mmcheck check {spec.name} --dtype float32 --shape {Shape(1, 2, 3)} --seed 4 {tail}"
 
 

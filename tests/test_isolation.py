@@ -5,6 +5,7 @@ import pytest
 from mmcheck.backends import get_backend, process
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.process import ProcessBackend
+from mmcheck.errors import BackendUnavailable
 from mmcheck.prepare import plan
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
@@ -43,6 +44,12 @@ def test_a_hang_is_stopped_and_the_run_goes_on(runner):
 
 def test_a_backend_named_by_class_path():
     assert get_backend(FAKE, isolated=False).name == "fake"
+
+
+def test_sanitize_on_a_backend_that_declares_no_sanitizer_is_refused():
+    """--sanitize must not pass kernels unsanitized, as if it had found nothing."""
+    with pytest.raises(BackendUnavailable, match="fake_backend:FakeBackend backend has no sanitizer"):
+        get_backend(FAKE, BackendOptions(sanitize=True))
 
 
 SWEEP = [Shape(5, 5, 5), Shape(10, 7, 3), Shape(20, 17, 5), Shape(30, 9, 9), Shape(50, 3, 3)]

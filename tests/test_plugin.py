@@ -239,8 +239,11 @@ def test_an_xdist_workers_blas_takes_its_share_of_the_cores_from_its_first_kerne
         monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
     monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
     pytester.makepyfile(plain_backend="""
+        from mmcheck.backends.base import Capabilities
+
         class Plain:
             name = "plain"
+            capabilities = Capabilities()
             def __init__(self, options):
                 pass
             def close(self):

@@ -67,8 +67,8 @@ def test_a_failure_message_says_what_where_and_how_to_reproduce(runner):
     message = result.message
     assert message.startswith("fake.drops_last_k float32 17x33x5 (inputs ints, seed 1234, schedule forward): ")
     assert "% )" not in message and "worst at C[0, " in message and "exact comparison" in message
-    assert reproduce(result.case, "fake") == ("mmcheck check fake.drops_last_k --dtype float32 --shape 17x33x5 "
-                                              "--seed 1234 --backend fake")
+    assert reproduce(result.case, "fake", FakeBackend.capabilities) == (
+        "mmcheck check fake.drops_last_k --dtype float32 --shape 17x33x5 --seed 1234 --backend fake")
 
 
 def test_exact_patterns_catch_a_single_dropped_term_at_large_k(runner):
@@ -147,7 +147,7 @@ def test_a_failing_case_leaves_a_record_that_is_saved_only_when_reported(tmp_pat
     runner = Runner(FakeBackend(), seed=1)
     result = run(runner, "drops_last_k")
     assert not (tmp_path / "results").exists(), "a probe must not write files"
-    files = save_failure(tmp_path / "results", result.record, reproduce(result.case, "fake"))
+    files = save_failure(tmp_path / "results", result.record, reproduce(result.case, "fake", FakeBackend.capabilities))
     assert files[0].name == "fake.drops_last_k-float32-17x33x5-ints-seed1.npz" and files[0].exists()
     meta = json.loads(str(np.load(files[0])["meta"]))
     assert meta["reproduce"].startswith("mmcheck check fake.drops_last_k") and meta["seed"] == 1

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from mmcheck import check as checking
-from mmcheck.backends import BackendOptions, get_backend, sanitizer
+from mmcheck.backends import get_backend, sanitizer
+from mmcheck.backends.base import BackendOptions
 from mmcheck.compile import Build
 from mmcheck.errors import BackendUnavailable, KernelTimeout
 from mmcheck.options import Settings

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from ..compile import Build
+from ..errors import MmcheckError
 from ..spec import KernelSpec
 
 if TYPE_CHECKING:
     from ..bench.timer import Measurement, Method
 
-__all__ = ["Backend", "BackendOptions", "Kernel", "DeviceBuffer", "Arg", "Dim3", "Device", "Timing", "Launched",
-           "Submits", "HostMemory"]
+__all__ = ["Backend", "BackendOptions", "Capabilities", "Kernel", "DeviceBuffer", "Arg", "Dim3", "Device", "Timing",
+           "BackendClass", "Launched", "Submits", "HostMemory", "compute_capability"]
 
 Dim3 = tuple[int, int, int]
 
@@ -32,6 +33,26 @@ MAX_THREADS = 1024
 # Dynamic shared memory a block may opt into on the largest devices (sm_90: 227 KiB); a launch past it is
 # refused everywhere.
 MAX_DYNAMIC_SMEM = 232448
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do, declared on its class (``capabilities``): mmcheck decides by these, never by a
+    backend's name, and reads them before opening one (registry.capabilities).
+
+    ``gpu``: its kernels run on a real GPU, compiled by nvcc or NVRTC (--compiler): each worker process of a
+    run takes a GPU of its own, and compiling can start before the backend opens.  ``sanitizers``: what
+    --sanitize runs there (compute-sanitizer's tools; the emulator's AddressSanitizer and bounds check), none
+    where it has no sanitizer.  ``times``: a clock worth reporting, for benchmarks.  ``large``: shapes past
+    2**31 elements run in reasonable time.  ``isolated``: it runs in a worker process of its own (process.py),
+    its faults being able to poison the process that runs it (a CUDA context after an illegal address).
+    """
+
+    gpu: bool = False
+    sanitizers: tuple[str, ...] = ()
+    times: bool = False
+    large: bool = False
+    isolated: bool = False
 
 
 @dataclass(frozen=True)
@@ -122,6 +143,7 @@ class Timing:
 @runtime_checkable
 class Backend(Protocol):
     name: str
+    capabilities: Capabilities
 
     def compile(self, build: Build) -> Kernel:
         """Compile (or fetch from cache) ``build``; raise CompileError or Unsupported."""
@@ -165,6 +187,15 @@ class Backend(Protocol):
         ...
 
 
+class BackendClass(Protocol):
+    """A backend's class: what it declares it can do, read before one is opened, and how one is opened."""
+
+    capabilities: Capabilities
+
+    def __call__(self, options: BackendOptions) -> Backend:
+        ...
+
+
 class Launched(Protocol):
     def wait(self) -> None:
         """Finish the launch; raise what ``launch`` would have raised."""
@@ -192,3 +223,14 @@ class HostMemory(Protocol):
         """A new, uninitialised 1-d host array for ``upload``, which keeps it rather than a copy: the caller
         leaves it as it is once uploaded."""
         ...
+
+
+def compute_capability(backend: Backend) -> tuple[int, int] | None:
+    """The compute capability of the GPU the backend's kernels run on; None where they run on none, or it
+    cannot tell (it has no clock, which describes the device)."""
+    if not (backend.capabilities.gpu and backend.capabilities.times):
+        return None
+    try:
+        return backend.device().cc
+    except MmcheckError:
+        return None

@@ -29,7 +29,7 @@ from ..compile import Build, cache_key
 from ..errors import (BackendUnavailable, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError,
                       OutOfMemory)
 from . import sanitizer
-from .base import Arg, BackendOptions, Device, DeviceBuffer, Dim3, Kernel, Timing
+from .base import Arg, BackendOptions, Capabilities, Device, DeviceBuffer, Dim3, Kernel, Timing
 from .compilers import Compiled, arch, explain_load_error, get_compiler
 from .events import HOLD_KERNEL, HOLD_SOURCE, Event, EventClock, Hold, L2Flush, Nvml
 
@@ -49,6 +49,9 @@ class GpuBackend(ABC):
     its address."""
 
     name: str
+    # A fault can leave the CUDA context unusable, and a hung kernel cannot be stopped from its own process: the
+    # backend runs in a worker process, under compute-sanitizer's tools where they are asked for.
+    capabilities = Capabilities(gpu=True, sanitizers=sanitizer.TOOLS, times=True, large=True, isolated=True)
     _error: type[Exception]
 
     def __init__(self, options: BackendOptions, cc: tuple[int, int]) -> None:

@@ -30,10 +30,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import numpy as np
 
 from ..compile import Build
-from ..devices import GPU_BACKENDS
 from ..errors import (BackendUnavailable, InternalError, KernelFault, KernelTimeout, LaunchError, MmcheckError,
                       SanitizerError)
-from . import channel, sanitizer
+from . import channel, registry, sanitizer
 from .base import Arg, BackendOptions, Device, DeviceBuffer, Dim3, Kernel, Timing
 
 if TYPE_CHECKING:
@@ -164,14 +163,15 @@ class ProcessBackend:
 
     def __init__(self, inner: str, options: BackendOptions = BackendOptions()) -> None:
         self.inner, self.options = inner, options
-        if options.sanitize and inner in GPU_BACKENDS and not shutil.which("compute-sanitizer"):
+        self.capabilities = registry.load(inner).capabilities
+        if options.sanitize and self.capabilities.sanitizers and not shutil.which("compute-sanitizer"):
             raise BackendUnavailable("--sanitize needs compute-sanitizer on PATH, and it is not there")
         self._workers: dict[str | None, _Worker] = {}
         self.name: str = self._worker(self._tools[0]).call("name", timeout=_START_TIMEOUT)
 
     @property
     def _tools(self) -> tuple[str | None, ...]:
-        return sanitizer.TOOLS if self.options.sanitize and self.inner in GPU_BACKENDS else (None,)
+        return self.capabilities.sanitizers if self.options.sanitize and self.capabilities.sanitizers else (None,)
 
     def _worker(self, tool: str | None) -> _Worker:
         if tool not in self._workers or self._workers[tool].closed:
@@ -341,8 +341,6 @@ def _uploaded(backend: Any, hosts: list[tuple[np.ndarray, int]], packed: list[ob
 # --- the child ---------------------------------------------------------------------------------------
 
 def _serve(inner: str, link: channel.Channel) -> None:
-    from . import get_backend
-
     backend: Any = None  # the real backend, once the parent says hello
     kernels: dict[tuple, Kernel] = {}
 
@@ -358,7 +356,7 @@ def _serve(inner: str, link: channel.Channel) -> None:
             return
         try:
             if method == "hello":
-                backend = get_backend(inner, args[0], isolated=False)
+                backend = registry.load(inner)(args[0])
                 if hasattr(backend, "empty"):  # its downloads then go back without a copy
                     backend.empty = channel.shared_empty
                 value: object = None

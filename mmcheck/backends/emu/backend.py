@@ -24,8 +24,8 @@ from ...errors import (BarrierError, CompileError, KernelFault, KernelTimeout, L
                        SanitizerError, Unsupported)
 from ...publish import atomic_write
 from ...spec import KernelSpec, load_specs
-from ..base import (MAX_BLOCK, MAX_DYNAMIC_SMEM, MAX_GRID, MAX_THREADS, Arg, BackendOptions, DeviceBuffer, Dim3,
-                    Kernel)
+from ..base import (MAX_BLOCK, MAX_DYNAMIC_SMEM, MAX_GRID, MAX_THREADS, Arg, BackendOptions, Capabilities,
+                    DeviceBuffer, Dim3, Kernel)
 from . import worker as w
 from .toolchain import Toolchain
 from .unit import check_supported
@@ -69,6 +69,9 @@ class EmuBackend:
     """Runs kernels on the CPU: blocks one after another, the threads of a block as cooperative fibers."""
 
     name = "emu"
+    # --sanitize builds it with AddressSanitizer and UndefinedBehaviorSanitizer's bounds check.  Each launch runs
+    # in a process of its own already (worker.py); shapes past 2**31 elements would take hours.
+    capabilities = Capabilities(sanitizers=("asan", "ubsan"))
 
     def __init__(self, options: BackendOptions = BackendOptions()) -> None:
         self.options = options
