@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .backends import ALIASES, capabilities
 from .backends.base import compute_capability
 from .devices import shared_capability
-from .errors import BackendUnavailable, SpecError
+from .errors import BackendUnavailable, SpecError, Unsupported
 from .options import OPTIONS, Settings
 from .results import Outcome
 from .spec import Catalog, collect
@@ -43,7 +43,8 @@ EXIT_CODES = """exit status:
        benchmark ran
   1    a kernel did not (a wrong result, a crash, a hang, a compile error, a known-bad kernel missed), or
        check --fail-on-skip and a kernel was skipped; reported even where a spec elsewhere is broken
-  2    a usage error, or a spec that cannot be read (and no kernel failed)
+  2    a usage error (among them what the backend cannot do: bench without a clock, --large where shapes
+       past 2**31 elements cannot run), or a spec that cannot be read (and no kernel failed)
   3    an internal error: mmcheck's own code failed on a case (a bug to report; the case has no verdict),
        and no kernel failed
   130  interrupted (Ctrl-C): what finished is printed, and --json is written with "complete": false"""
@@ -399,7 +400,12 @@ def _bench(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     runner = _open_runner(settings, catalog)
     if runner is None:
         return EXIT_USAGE
-    bench = Bench(runner, settings.method())
+    try:
+        bench = Bench(runner, settings.method())
+    except Unsupported as e:  # the backend has no clock
+        print(f"mmcheck: {e}", file=sys.stderr)
+        runner.backend.close()
+        return EXIT_USAGE
     problems = list(dict.fromkeys((s.op, d, shape) for s, d, shape in runs))
     jobs = [(f"cuBLAS {op} {d} {shape}", partial(bench.baseline, op, d, shape)) for op, d, shape in problems]
     jobs += [(f"{s.name} {d} {shape}", partial(bench.run, s, d, shape)) for s, d, shape in runs]

@@ -7,9 +7,9 @@ runner drives it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from ..bench.timer import Measurement, Method
 
 __all__ = ["Backend", "BackendOptions", "Capabilities", "Kernel", "DeviceBuffer", "Arg", "Dim3", "Device", "Timing",
-           "BackendClass", "Launched", "Submits", "HostMemory", "compute_capability"]
+           "BackendClass", "Times", "Launched", "Submits", "DownloadsInto", "HostMemory", "clock",
+           "compute_capability"]
 
 Dim3 = tuple[int, int, int]
 
@@ -166,10 +167,19 @@ class Backend(Protocol):
         """
         ...
 
+    def close(self) -> None:
+        """Release what the backend holds (worker processes, device memory)."""
+        ...
+
+
+class Times(Protocol):
+    """A backend with a clock worth reporting, which declares it (``capabilities.times``; ``clock`` gives it):
+    benchmarks time its kernels and the vendor library on the device it describes."""
+
     def time(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
              method: Method) -> Timing:
         """Launch once (checked like ``launch``), then time launches by ``method`` in the process that owns
-        the device; Unsupported where the backend has no clock worth reporting (the emulator)."""
+        the device."""
         ...
 
     def time_library(self, op: str, dtype: str, m: int, n: int, k: int, batch: int, alpha: float | None,
@@ -179,11 +189,7 @@ class Backend(Protocol):
         ...
 
     def device(self) -> Device:
-        """The device benchmarks run on; Unsupported where there is none."""
-        ...
-
-    def close(self) -> None:
-        """Release what the backend holds (worker processes, device memory)."""
+        """The device benchmarks run on."""
         ...
 
 
@@ -215,6 +221,14 @@ class Submits(Protocol):
 
 
 @runtime_checkable
+class DownloadsInto(Protocol):
+    """A backend whose downloads are made by an allocator of its caller's choosing: the worker process that runs
+    it (process.py) makes them in shared memory, to send them back without a copy."""
+
+    empty: Callable[[int, np.dtype], np.ndarray]
+
+
+@runtime_checkable
 class HostMemory(Protocol):
     """A backend whose uploads travel to another process (the worker that owns the device): host arrays made
     by it travel without a copy, which past 2**31 elements saves seconds a launch."""
@@ -225,12 +239,18 @@ class HostMemory(Protocol):
         ...
 
 
+def clock(backend: Backend) -> Times | None:
+    """The backend's clock: the backend itself where it declares one (``capabilities.times``), else None."""
+    return cast(Times, backend) if backend.capabilities.times else None
+
+
 def compute_capability(backend: Backend) -> tuple[int, int] | None:
     """The compute capability of the GPU the backend's kernels run on; None where they run on none, or it
     cannot tell (it has no clock, which describes the device)."""
-    if not (backend.capabilities.gpu and backend.capabilities.times):
+    found = clock(backend)
+    if found is None or not backend.capabilities.gpu:
         return None
     try:
-        return backend.device().cc
+        return found.device().cc
     except MmcheckError:
         return None

@@ -33,7 +33,7 @@ from ..compile import Build
 from ..errors import (BackendUnavailable, InternalError, KernelFault, KernelTimeout, LaunchError, MmcheckError,
                       SanitizerError)
 from . import channel, registry, sanitizer
-from .base import Arg, BackendOptions, Device, DeviceBuffer, Dim3, Kernel, Timing
+from .base import Arg, BackendOptions, Device, DeviceBuffer, Dim3, DownloadsInto, Kernel, Timing
 
 if TYPE_CHECKING:
     from ..bench.timer import Measurement, Method
@@ -357,7 +357,7 @@ def _serve(inner: str, link: channel.Channel) -> None:
         try:
             if method == "hello":
                 backend = registry.load(inner)(args[0])
-                if hasattr(backend, "empty"):  # its downloads then go back without a copy
+                if isinstance(backend, DownloadsInto):  # its downloads then go back without a copy
                     backend.empty = channel.shared_empty
                 value: object = None
             elif method == "name":
@@ -377,8 +377,10 @@ def _serve(inner: str, link: channel.Channel) -> None:
                 build, hosts, packed, grid, block, smem, timing = args
                 _, call = _uploaded(backend, hosts, packed)
                 value = backend.time(kernel(build), call, grid, block, smem, timing)
-            elif method in ("time_library", "device"):
-                value = getattr(backend, method)(*args)
+            elif method == "time_library":
+                value = backend.time_library(*args)
+            elif method == "device":
+                value = backend.device()
             else:
                 raise LaunchError(f"unknown request {method!r}")
             link.send(("ok", value))
