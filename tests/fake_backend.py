@@ -199,6 +199,31 @@ def dies_under_reverse_past_one_tile_of_n(a, b, c, m, n, k, schedule):
     _mm(a, b, c, m, n, k)
 
 
+def tells_its_tool(a, b, c, m, n, k, schedule):
+    """Right; under a tool that watches launches (test_isolation.FakeTools), it tells the tool it ran, as a
+    sanitizer reports what it saw."""
+    import os
+
+    _mm(a, b, c, m, n, k)
+    if "FAKE_TOOL_LOG" in os.environ:
+        with open(os.environ["FAKE_TOOL_LOG"], "a") as log:
+            log.write(f"{m}x{n}x{k} launched\n")
+
+
+class _Addressed(np.ndarray):
+    """A fake buffer with an address, as device memory has: a tool's report names buffers by it."""
+
+    def __int__(self):
+        return self.ctypes.data
+
+
+class FakeAddressedBackend(FakeBackend):
+    """The fake backend, its buffers with addresses."""
+
+    def upload(self, host, offset):
+        return DeviceBuffer(host.size, host.dtype, offset, host.copy().view(_Addressed))
+
+
 class FakeCostlyBackend(FakeBackend):
     """The fake backend, its reverse schedule costly (as a GPU's race detector is)."""
 

@@ -35,6 +35,7 @@ def get_backend(name: str = "auto", options: BackendOptions | None = None, isola
         raise BackendUnavailable(f"{name} backend has no sanitizer for --sanitize to run")
     if isolated and cls.capabilities.isolated:
         from .process import ProcessBackend
+        from .sanitizer import hosting
 
-        return ProcessBackend(name, options)
+        return ProcessBackend(name, options, hosting(cls.capabilities.sanitizers, options.sanitize))
     return cls(options)

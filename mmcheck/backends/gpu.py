@@ -88,10 +88,10 @@ class GpuBackend(ABC):
                          self._driver_version(), sanitizer.installed())
 
     def _schedules(self, shared: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(schedules, costly): the device's own order, and compute-sanitizer tools run by the process
-        wrapper (backends/process.py).  A GPU usually runs a tiled kernel that lacks a __syncthreads
-        correctly, so racecheck is what sees the race; it and synccheck have nothing to look at in a kernel
-        without shared memory.  Under --sanitize every case runs every tool; otherwise racecheck is costly
+        """(schedules, costly): the device's own order, and compute-sanitizer tools, which the backend's worker
+        processes run under (sanitizer.py, through process.py).  A GPU usually runs a tiled kernel that lacks a
+        __syncthreads correctly, so racecheck is what sees the race; it and synccheck have nothing to look at in
+        a kernel without shared memory.  Under --sanitize every case runs every tool; otherwise racecheck is costly
         (50 ms to a second a launch), run once per kernel x dtype (or tile class) and on failures' reruns."""
         tools = sanitizer.TOOLS if shared else sanitizer.TOOLS[:1]
         if self.options.sanitize:
