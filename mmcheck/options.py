@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .backends.base import BackendOptions
-    from .bench.timer import Method
+    from .timer import Method
     from .ops import Shape
 
 
@@ -44,7 +44,7 @@ def _precision(name: str) -> str:
 
 
 def _method(name: str) -> str:
-    from .bench.timer import METHODS
+    from .timer import METHODS
 
     return _one_of(name, METHODS, "a timing method")
 
@@ -169,7 +169,7 @@ class Settings:
 
     def method(self) -> Method:
         """The timing method these settings describe."""
-        from .bench.timer import Method
+        from .timer import Method
 
         return Method.named("warm-l2" if self.warm_l2 else self.bench_method, max_time=self.bench_max_time)
 

@@ -348,7 +348,7 @@ def _parametrize_benchmarks(metafunc: pytest.Metafunc, settings: Settings, catal
 
 class ReplayTimer:
     """pytest-benchmark's timer for mmcheck's GPU benchmarks.  The samples are taken on the device, with CUDA
-    events (bench/timer.py); this clock replays them, each round of ``benchmark.pedantic`` advancing it by one
+    events (timer.py); this clock replays them, each round of ``benchmark.pedantic`` advancing it by one
     sample, so pytest-benchmark's statistics, JSON, autosave and --benchmark-compare see the GPU times as if
     it had measured them (and calibrates nothing: pedantic mode)."""
 

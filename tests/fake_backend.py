@@ -263,7 +263,7 @@ class FakeTimingBackend(FakeBackend):
 
     def time(self, kernel, args, grid, block, smem, method):
         from mmcheck.backends.base import Timing
-        from mmcheck.bench.timer import measure
+        from mmcheck.timer import measure
 
         self.launch(kernel, args, grid, block, smem, "forward")
         buffers = [a for a in args if isinstance(a, DeviceBuffer)]
@@ -272,7 +272,7 @@ class FakeTimingBackend(FakeBackend):
         return Timing(measure(_Clock(macs * 1e-12), method, wall=_Wall()), first, first, 32, 2048, 0.5)
 
     def time_library(self, op, dtype, m, n, k, batch, alpha, beta, method):
-        from mmcheck.bench.timer import measure
+        from mmcheck.timer import measure
         from mmcheck.errors import Unsupported
 
         if dtype == "int32":

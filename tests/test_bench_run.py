@@ -10,7 +10,7 @@ import pytest
 
 from mmcheck.bench.benchmark import Bench
 from mmcheck.bench.records import EXTRA_KEYS, load
-from mmcheck.bench.timer import Method
+from mmcheck.timer import Method
 from mmcheck.errors import Unsupported
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape

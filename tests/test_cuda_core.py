@@ -23,7 +23,7 @@ from mmcheck.backends.compilers import Nvcc
 from mmcheck.backends.events import HOLD_KERNEL, HOLD_SOURCE
 from mmcheck.backends.gpu import driver_arguments
 from mmcheck.bench.benchmark import Bench
-from mmcheck.bench.timer import Method
+from mmcheck.timer import Method
 from mmcheck.compile import Build, function_symbols
 from mmcheck.errors import BackendUnavailable, CompileError, KernelFault, KernelTimeout
 from mmcheck.options import OPTIONS

@@ -18,7 +18,7 @@ from ..errors import MmcheckError
 from ..spec import KernelSpec
 
 if TYPE_CHECKING:
-    from ..bench.timer import Measurement, Method
+    from ..timer import Measurement, Method
 
 __all__ = ["Backend", "BackendOptions", "Capabilities", "Kernel", "DeviceBuffer", "Arg", "Dim3", "Device", "Timing",
            "BackendClass", "Times", "Launched", "Submits", "DownloadsInto", "HostMemory", "clock",

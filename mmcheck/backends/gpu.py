@@ -21,20 +21,18 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..compile import Build, cache_key
 from ..errors import (BackendUnavailable, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError,
                       OutOfMemory)
-from . import sanitizer
+from ..timer import Measurement, Method, measure
+from . import cublas, sanitizer
 from .base import Arg, BackendOptions, Capabilities, Device, DeviceBuffer, Dim3, Kernel, Timing
 from .compilers import Compiled, arch, explain_load_error, get_compiler
 from .events import HOLD_KERNEL, HOLD_SOURCE, Event, EventClock, Hold, L2Flush, Nvml
-
-if TYPE_CHECKING:
-    from ..bench.timer import Measurement, Method
 
 __all__ = ["GpuBackend", "driver_arguments"]
 
@@ -169,8 +167,6 @@ class GpuBackend(ABC):
 
     def time(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
              method: Method) -> Timing:
-        from ..bench.timer import measure
-
         buffers = [a for a in args if isinstance(a, DeviceBuffer)]
         self.launch(kernel, args, grid, block, smem, "device")
         first = tuple(self.download(b) for b in buffers)
@@ -190,9 +186,6 @@ class GpuBackend(ABC):
 
     def time_library(self, op: str, dtype: str, m: int, n: int, k: int, batch: int, alpha: float | None,
                      beta: float | None, method: Method) -> Measurement:
-        from ..bench import cublas
-        from ..bench.timer import measure
-
         call = cublas.prepare(op, dtype, m, n, k, batch, alpha, beta)
         call.enqueue()  # the first call creates the library's workspace: outside the timing
         self._synchronize()

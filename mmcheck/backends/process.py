@@ -32,7 +32,7 @@ from . import channel, registry
 from .base import Arg, BackendOptions, Device, DeviceBuffer, Dim3, DownloadsInto, Kernel, Timing
 
 if TYPE_CHECKING:
-    from ..bench.timer import Measurement, Method
+    from ..timer import Measurement, Method
 
 __all__ = ["ProcessBackend", "Tools", "Watch"]
 

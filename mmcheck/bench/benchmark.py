@@ -25,9 +25,9 @@ from ..results import Case
 from ..runner import Runner
 from ..shapes import Shape
 from ..spec import KernelSpec
+from ..timer import Measurement, Method
 from . import peak, records
 from .records import BenchRecord
-from .timer import Measurement, Method
 
 __all__ = ["Timed", "Bench"]
 
