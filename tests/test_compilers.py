@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck.backends.compilers import arch, arch_rule, driver_rule, explain_load_error, get_compiler, resolve
+from mmcheck.backends.compilers import driver_rule, explain_load_error, get_compiler, resolve
+from mmcheck.backends.cubin import arch, arch_rule
 from mmcheck.backends.nvrtc import Toolkit, Wheel, bindings_rule, choose_headers, classify_failure
 from mmcheck.cli import _parser
 from mmcheck.errors import BackendUnavailable

@@ -31,7 +31,8 @@ from ..errors import (BackendUnavailable, CompileError, KernelFault, KernelTimeo
 from ..timer import Measurement, Method, measure
 from . import cublas, sanitizer
 from .base import Arg, BackendOptions, Capabilities, Device, DeviceBuffer, Dim3, Kernel, Timing
-from .compilers import Compiled, arch, explain_load_error, get_compiler
+from .compilers import explain_load_error, get_compiler
+from .cubin import Compiled, arch
 from .events import HOLD_KERNEL, HOLD_SOURCE, Event, EventClock, Hold, L2Flush, Nvml
 
 __all__ = ["GpuBackend", "driver_arguments"]
