@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .backends import ALIASES, capabilities
 from .backends.base import compute_capability
+from .defaults import SRC
 from .devices import shared_capability
 from .errors import BackendUnavailable, SpecError, Unsupported
 from .options import OPTIONS, Settings
@@ -98,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     info = command("info", "the backends, GPU, driver and compilers found here, and which mmcheck will use")
     for sub in (listing, check, bench):
         sub.add_argument("targets", nargs="*", metavar="NAME-GLOB|PATH.cu|DIR",
-                         help="kernels by name glob, or files/directories to read (default: ./cuda_src)")
+                         help=f"kernels by name glob, or files/directories to read (default: ./{SRC})")
         sub.add_argument("--src", action="append", help="directory or .cu file with kernels (repeatable)")
     for name, sub in (("check", check), ("bench", bench), ("info", info)):
         for o in OPTIONS:
@@ -146,14 +147,14 @@ def _workers(jobs: int | str, gpu: bool) -> int:
 
 
 def _catalog(args: argparse.Namespace) -> tuple[Catalog, tuple[str, ...]]:
-    """Files named as targets (or --src, or ./cuda_src) and the name globs among the targets.  A target
-    that looks like a path (a folder separator, or .cu) is one, and must exist."""
+    """Files named as targets (or --src, or the default folder, defaults.SRC) and the name globs among the
+    targets.  A target that looks like a path (a folder separator, or .cu) is one, and must exist."""
     paths = [t for t in args.targets if Path(t).exists() or "/" in t or t.endswith(".cu")]
     globs = tuple(t for t in args.targets if t not in paths)
     sources = paths + (args.src or [])
-    if not sources and not Path("cuda_src").is_dir():
-        raise SpecError("cuda_src", "no such folder here: name .cu files or folders to check (or use --src)")
-    return collect(sources or ["cuda_src"]), globs
+    if not sources and not Path(SRC).is_dir():
+        raise SpecError(SRC, "no such folder here: name .cu files or folders to check (or use --src)")
+    return collect(sources or [SRC]), globs
 
 
 def main(argv: Sequence[str] | None = None) -> int:

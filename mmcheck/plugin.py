@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from .defaults import SRC
 from .devices import pin_gpu, share_cores, visible_gpus
 from .errors import InternalError
 from .options import OPTIONS, Settings
@@ -103,7 +104,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if missing := [p for p in settings.src if not Path(p).exists()]:
         raise pytest.UsageError(f"--mmcheck-src {missing[0]}: no such file or directory")
     if not settings.src:
-        default = Path(config.rootpath, "cuda_src")
+        default = Path(config.rootpath, SRC)
         settings = dataclasses.replace(settings, src=(str(default),) if default.is_dir() else ())
     config.stash[_SETTINGS] = settings
     config.pluginmanager.register(_LaunchDomains(), "mmcheck-launch-domains")
@@ -135,7 +136,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def _catalog(config: pytest.Config) -> Catalog:
-    """The kernels of --mmcheck-src (or ./cuda_src), read when a test first asks for them."""
+    """The kernels of --mmcheck-src (or the default folder), read when a test first asks for them."""
     if _CATALOG not in config.stash:
         from .spec import collect
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
+from .defaults import COMPILER, SRC
 from .errors import SpecError
 from .publish import atomic_write
 from .results import Case, Outcome, Result
@@ -115,12 +116,12 @@ def _requires(spec: KernelSpec) -> str:
     return "; ".join(filter(None, (" and ".join(parts) or "any shape", domain)))
 
 
-def reproduce(case: Case, backend: str, declared: Capabilities, compiler: str = "nvcc") -> str:
+def reproduce(case: Case, backend: str, declared: Capabilities, compiler: str = COMPILER) -> str:
     """The command line that replays exactly this case (shell-quoted) on ``backend``, which declares
     ``declared``; the compiler is named where the kernels run on a GPU and it is not the default."""
     src = case.spec.path
-    where = [] if _under(src, Path("cuda_src")) else ["--src", str(src)]
-    compiled = ["--compiler", compiler] if declared.gpu and compiler != "nvcc" else []
+    where = [] if _under(src, Path(SRC)) else ["--src", str(src)]
+    compiled = ["--compiler", compiler] if declared.gpu and compiler != COMPILER else []
     return shlex.join(["mmcheck", "check", case.spec.name, *where, "--dtype", case.dtype, "--shape",
                        str(case.shape), "--seed", str(case.seed), "--backend", backend, *compiled])
 
@@ -133,7 +134,7 @@ def _under(path: Path, folder: Path) -> bool:
 
 
 def json_document(results: Sequence[Result], errors: Sequence[SpecError], backend: str, declared: Capabilities,
-                  compiler: str = "nvcc", complete: bool = True) -> dict:
+                  compiler: str = COMPILER, complete: bool = True) -> dict:
     """``{"ok": bool, "complete": bool, "results": [...]}``, one row per kernel x dtype (schema documented in
     README); ``complete`` is false for a run stopped early (Ctrl-C), whose rows are the ones that finished."""
     rows = [{

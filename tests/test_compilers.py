@@ -194,12 +194,18 @@ def test_an_unknown_compiler_is_refused():
         get_compiler("clang")
 
 
-@pytest.mark.parametrize("argv, compiler", [(["check"], "nvcc"), (["check", "--compiler", "nvrtc"], "nvrtc"),
-                                            (["bench", "--compiler", "auto"], "auto"),
+@pytest.mark.parametrize("argv, compiler", [(["check"], "auto"), (["check", "--compiler", "nvrtc"], "nvrtc"),
+                                            (["bench", "--compiler", "nvcc"], "nvcc"),
                                             (["info", "--compiler", "nvrtc"], "nvrtc")])
 def test_the_cli_option_reaches_the_backend_options(argv, compiler):
     args = _parser().parse_args(argv)
     assert Settings.read(lambda dest: getattr(args, dest, None)).backend_options().compiler == compiler
+
+
+def test_the_settings_left_alone_are_the_backends_own_defaults():
+    from mmcheck.backends.base import BackendOptions
+
+    assert Settings().backend_options() == BackendOptions()  # the timeout and the compiler among them
 
 
 def test_the_pytest_option_reaches_the_backend_options(pytester):
@@ -211,9 +217,9 @@ def test_the_pytest_option_reaches_the_backend_options(pytester):
 
 
 @pytest.mark.parametrize("backend, compiler, tail", [("gpu", "nvrtc", "--backend gpu --compiler nvrtc"),
-                                                      ("gpu", "nvcc", "--backend gpu"),
-                                                      ("cuda-core", "nvrtc", "--backend cuda-core --compiler nvrtc"),
-                                                      ("pycuda", "auto", "--backend pycuda --compiler auto"),
+                                                      ("gpu", "auto", "--backend gpu"),
+                                                      ("cuda-core", "nvcc", "--backend cuda-core --compiler nvcc"),
+                                                      ("pycuda", "auto", "--backend pycuda"),
                                                       ("emu", "nvrtc", "--backend emu")])
 def test_the_reproduce_line_names_the_compiler_where_it_matters(backend, compiler, tail):
     from mmcheck.backends import capabilities

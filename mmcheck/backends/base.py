@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 import numpy as np
 
 from ..compile import Build
+from ..defaults import COMPILER, TIMEOUT
 from ..errors import MmcheckError
 from ..spec import KernelSpec
 
@@ -61,10 +62,10 @@ class BackendOptions:
     """Settings a user chooses for a run; each backend reads those that apply to it."""
 
     sanitize: bool = False          # compute-sanitizer on the GPU, AddressSanitizer on the emulator
-    timeout: float = 10.0           # seconds one launch may take before it counts as a hang
+    timeout: float = TIMEOUT        # seconds one launch may take before it counts as a hang
     strict_barriers: bool = True    # emulator: barrier divergence is an error (False: a warning)
     cache_dir: str | None = None    # where compiled modules are kept; None: the user cache dir
-    compiler: str = "nvcc"          # GPU: nvcc, nvrtc, or auto (nvcc if on PATH, else nvrtc)
+    compiler: str = COMPILER        # GPU: nvcc, nvrtc, or auto (nvcc if on PATH, else nvrtc)
 
 
 @dataclass(frozen=True)

@@ -27,13 +27,12 @@ from pathlib import Path
 from typing import Protocol
 
 from ..compile import Build, cache_key, cache_root, find_symbol, function_symbols, local_includes, unit_source
+from ..defaults import COMPILERS
 from ..errors import BackendUnavailable, CompileError
 from .cubin import Compiled, CubinCache, common_options
 from .nvrtc import Nvrtc
 
-__all__ = ["COMPILERS", "Compiler", "Nvcc", "get_compiler", "driver_rule", "explain_load_error", "resolve"]
-
-COMPILERS = ("nvcc", "nvrtc", "auto")
+__all__ = ["Compiler", "Nvcc", "get_compiler", "driver_rule", "explain_load_error", "resolve"]
 
 
 class Compiler(Protocol):
