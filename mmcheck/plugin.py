@@ -285,7 +285,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
     if getattr(report, "mmcheck_internal", False):
-        return "error", "E", "ERROR"
+        from .report import WORDS
+        from .results import Outcome
+
+        return "error", "E", WORDS[Outcome.INTERNAL]
     return None
 
 
@@ -430,7 +433,7 @@ def _judge(result: Result, runner: Runner, settings: Settings) -> None:
     folder); a known-bad kernel caught by a check its spec names raises KernelCaught, its strict xfail.  An
     error of mmcheck's own raises InternalError: the test errs (pytest_report_teststatus), judging no kernel."""
     from .artifacts import save_failure
-    from .report import reproduce
+    from .report import reproduce, verdict
     from .results import Outcome
 
     __tracebackhide__ = True
@@ -447,10 +450,10 @@ def _judge(result: Result, runner: Runner, settings: Settings) -> None:
         raise InternalError(f"{result.message}\n  reproduce: {command()}")
     if spec.expect == "fail":
         if result.caught:
-            raise KernelCaught(f"caught by the {result.check} check:\n{result.message}")
+            raise KernelCaught(f"{verdict(result)}:\n{result.message}")
         if result.outcome == Outcome.FAIL:
-            pytest.fail(f"caught by the {result.check} check, but the spec expects "
-                        f"{' or '.join(spec.catch)}:\n{result.message}", pytrace=False)
+            pytest.fail(f"{verdict(result)}; its spec expects {' or '.join(spec.catch)}:\n{result.message}",
+                        pytrace=False)
         return  # not caught: the strict xfail turns this into a failure
     if result.outcome == Outcome.FAIL:
         replay = command()

@@ -22,7 +22,7 @@ from .spec import KernelSpec
 if TYPE_CHECKING:
     from .backends.base import Capabilities
 
-__all__ = ["table", "verdict", "summary", "kernel_list", "json_document", "write_json", "reproduce"]
+__all__ = ["WORDS", "table", "verdict", "summary", "kernel_list", "json_document", "write_json", "reproduce"]
 
 DETAIL_WIDTH = 110  # the table's last column, cut at a word
 
@@ -32,6 +32,11 @@ def _grid(rows: Sequence[Sequence[str]]) -> str:
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
+# An outcome's word in the table, the progress lines and pytest's verbose report; ``verdict`` qualifies it.
+WORDS = {Outcome.PASS: "ok", Outcome.FAIL: "FAIL", Outcome.SKIP: "skip", Outcome.ERROR: "ERROR",
+         Outcome.INTERNAL: "INTERNAL ERROR"}
+
+
 def verdict(r: Result) -> str:
     """What happened to a kernel x dtype, in a few words: ok, caught (check), FAIL (check), skip, ERROR, or
     INTERNAL ERROR (mmcheck's own, no verdict on the kernel)."""
@@ -39,10 +44,10 @@ def verdict(r: Result) -> str:
         return f"caught ({r.check})"
     if r.case.spec.expect == "fail" and r.outcome == Outcome.PASS:
         return "MISSED (a known-bad kernel passed)"
-    if r.case.spec.expect == "fail" and r.outcome == Outcome.FAIL:
-        return f"FAIL ({r.check}, not a check its spec names)"
-    return {"pass": "ok", "fail": f"FAIL ({r.check})", "skip": "skip", "error": "ERROR",
-            "internal": "INTERNAL ERROR"}[r.outcome]
+    if r.outcome == Outcome.FAIL:
+        named = ", not a check its spec names" if r.case.spec.expect == "fail" else ""
+        return f"{WORDS[r.outcome]} ({r.check}{named})"
+    return WORDS[r.outcome]
 
 
 def table(results: Sequence[Result]) -> str:
@@ -54,20 +59,17 @@ def table(results: Sequence[Result]) -> str:
 
 def _detail(r: Result) -> str:
     """The largest shape passed; else the failing shape and the worst error where it is a number, or what
-    the message says (unwritten elements, a NaN and where it came from, a crash), cut at a word."""
+    was found (unwritten elements, a NaN and where it came from, a crash), cut at a word."""
     if r.outcome == Outcome.PASS:
         return "; ".join([f"up to {r.case.shape}", *filter(None, (r.message, r.domain))])
     m = r.mismatch
     if m is not None and r.check == "mismatch" and math.isfinite(m.abs_err):
         return f"{r.case.shape}: worst abs err {m.abs_err:.3g}"
-    lines = r.message.splitlines() or [""]
-    # The runner begins a case's message with the case ("name dtype MxNxK (inputs ..., seed 0): "): the
-    # shape alone says it here.  A NaN's cause is the diagnosis on the next line.
-    head = f"{r.case.spec.name} {r.case.dtype} {r.case.shape} ("
-    first = lines[0].split("): ", 1)[1] if lines[0].startswith(head) and "): " in lines[0] else lines[0]
-    if m is not None and not math.isfinite(m.abs_err) and len(lines) > 1:
-        first = lines[1].strip()
-    text = f"{r.case.shape}: {first}" if r.case.shape and lines[0].startswith(head) else first
+    # Of the case the finding was made in (its context), the shape alone says it here.  A NaN's cause is the
+    # diagnosis on the finding's next line.
+    lines = r.finding.splitlines() or [""]
+    first = lines[1].strip() if m is not None and not math.isfinite(m.abs_err) and len(lines) > 1 else lines[0]
+    text = f"{r.case.shape}: {first}" if r.context and r.case.shape else first
     return textwrap.shorten(text, DETAIL_WIDTH, placeholder=" ...")
 
 
