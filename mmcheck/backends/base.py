@@ -3,6 +3,13 @@
 A backend compiles a build (a spec's source for one dtype, template arguments and defines), moves buffers
 to and from its memory and launches.  It knows nothing of shapes, references, tolerances or pytest: the
 runner drives it.
+
+A new backend?  One module in backends/ plus its registry line (registry.BACKENDS): a class that implements
+``Backend`` and declares its ``Capabilities`` (a GPU or not, its sanitizers, a clock, shapes past 2**31
+elements, a worker process of its own), which callers read before opening it.  What some backends do beyond
+the interface is a protocol of its own, which a backend implements where it can: ``Times`` where it declares a
+clock (benchmarks), ``Submits`` where it runs a launch beside its caller, ``HostMemory`` and ``DownloadsInto``
+where its buffers cross between processes.
 """
 
 from __future__ import annotations

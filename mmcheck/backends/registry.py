@@ -1,4 +1,5 @@
-"""The backends by name, and what each declares it can do, read from its class without opening it.
+"""The backends by name (a new backend's line goes in BACKENDS), and what each declares it can do, read from
+its class without opening it.
 
 Light to import: a backend's module is imported only when its class is asked for, so that the options can
 check a name (and the pytest plugin register them) without numpy or a CUDA binding.
