@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .defaults import COMPILER, COMPILERS, SRC, TIMEOUT
+
 if TYPE_CHECKING:
     from .backends.base import BackendOptions
     from .timer import Method

@@ -45,7 +45,7 @@ import pytest
 
 from .defaults import SRC
 from .devices import pin_gpu, share_cores, visible_gpus
-from .errors import InternalError
+from .errors import BackendUnavailable, InternalError, Unsupported
 from .options import OPTIONS, Settings
 
 if TYPE_CHECKING:
@@ -111,12 +111,11 @@ def pytest_configure(config: pytest.Config) -> None:
     _pin_gpu(os.environ, settings.backend)
 
 
-def _pin_gpu(environ: MutableMapping[str, str], backend: str = "auto") -> None:
+def _pin_gpu(environ: MutableMapping[str, str], backend: str) -> None:
     """Under pytest-xdist, on a backend whose kernels run on a GPU, one GPU per worker: worker gwN takes GPU N
     modulo the GPUs there are (devices.pin_gpu), before any kernel runs.  The backend's capabilities are read
     only where there are several GPUs to spread over: they import its module."""
     from .backends import capabilities
-    from .errors import BackendUnavailable
 
     worker = environ.get("PYTEST_XDIST_WORKER", "")
     if not worker.startswith("gw") or len(gpus := visible_gpus(environ)) < 2:
@@ -150,7 +149,6 @@ def _runner(config: pytest.Config) -> Runner:
     if _RUNNER not in config.stash:
         from .backends import get_backend
         from .check import runner as settings_runner
-        from .errors import BackendUnavailable
 
         settings = config.stash[_SETTINGS]
         if workers := os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
@@ -467,7 +465,6 @@ def mmcheck_bench(runner, mmcheck_settings: Settings):
     """Benchmarks on the session's backend, by the method the options choose (bench/benchmark.py); the test
     is skipped, saying why, where the backend has no clock."""
     from .bench.benchmark import Bench
-    from .errors import Unsupported
 
     try:
         return Bench(runner, mmcheck_settings.method())

@@ -274,6 +274,7 @@ def test_an_xdist_workers_blas_takes_its_share_of_the_cores_from_its_first_kerne
     result.assert_outcomes(passed=2)
 
 
+@pytest.mark.parametrize("backend", ["auto", "gpu", "emu"])
 @pytest.mark.parametrize("environ, gpus, pinned", [
     ({"PYTEST_XDIST_WORKER": "gw0"}, 2, "0"),
     ({"PYTEST_XDIST_WORKER": "gw3"}, 2, "1"),
@@ -282,12 +283,14 @@ def test_an_xdist_workers_blas_takes_its_share_of_the_cores_from_its_first_kerne
     ({"PYTEST_XDIST_WORKER": "gw3", "CUDA_VISIBLE_DEVICES": "4,6"}, 8, "6"),  # spread over the user's choice
     ({}, 2, None),  # not under xdist
 ])
-def test_each_xdist_worker_takes_a_gpu_of_its_own(monkeypatch, environ, gpus, pinned):
+def test_each_xdist_worker_takes_a_gpu_of_its_own(monkeypatch, backend, environ, gpus, pinned):
+    """On a backend whose kernels run on a GPU (auto's first choice): on the emulator the GPUs stay as they are."""
     import sys
 
     from mmcheck.plugin import _pin_gpu
 
     monkeypatch.setitem(sys.modules, "pynvml", FakeNvml(gpus))
     environ = dict(environ)
-    _pin_gpu(environ)
-    assert environ.get("CUDA_VISIBLE_DEVICES") == pinned
+    before = environ.get("CUDA_VISIBLE_DEVICES")
+    _pin_gpu(environ, backend)
+    assert environ.get("CUDA_VISIBLE_DEVICES") == (pinned if backend != "emu" else before)

@@ -51,10 +51,11 @@ class Capabilities:
 
     ``gpu``: its kernels run on a real GPU, compiled by nvcc or NVRTC (--compiler): each worker process of a
     run takes a GPU of its own, and compiling can start before the backend opens.  ``sanitizers``: what
-    --sanitize runs there (compute-sanitizer's tools; the emulator's AddressSanitizer and bounds check), none
-    where it has no sanitizer.  ``times``: a clock worth reporting, for benchmarks.  ``large``: shapes past
-    2**31 elements run in reasonable time.  ``isolated``: it runs in a worker process of its own (process.py),
-    its faults being able to poison the process that runs it (a CUDA context after an illegal address).
+    --sanitize runs there (compute-sanitizer's tools; the emulator's AddressSanitizer and bounds check); none
+    where it has no sanitizer, and --sanitize is refused there.  ``times``: a clock worth reporting, for
+    benchmarks.  ``large``: shapes past 2**31 elements run in reasonable time.  ``isolated``: it runs in a
+    worker process of its own (process.py), its faults being able to poison the process that runs it (a CUDA
+    context after an illegal address).
     """
 
     gpu: bool = False
