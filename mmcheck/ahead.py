@@ -2,7 +2,7 @@
 cores while the workers (or, with ``-j 1``, the one runner) start and work, into the compile cache their
 backends read.  nvcc compiles one build on one core; alone, each worker would compile its own one after
 another.  A worker that asks for a build
-being compiled here waits for it rather than compile it again (compilers.CubinCache.fetch).
+being compiled here waits for it rather than compile it again (cubin.CubinCache.fetch).
 
 nvcc runs as a process of its own, so threads drive it.  NVRTC compiles inside the calling process and sets
 its locale while it does, which other threads would see: it compiles ahead in processes of its own.  What
@@ -97,7 +97,8 @@ def _named(name: str) -> Compiler:
 def start(settings: Settings, pairs: Sequence[tuple[KernelSpec, str]], cc: tuple[int, int]) -> Ahead | None:
     """Compiling ahead for a device of compute capability ``cc`` with the settings' compiler, if it can
     compile for it; None otherwise."""
-    from .backends.compilers import arch, get_compiler, resolve
+    from .backends.compilers import get_compiler, resolve
+    from .backends.cubin import arch
 
     name = resolve(settings.compiler)
     try:

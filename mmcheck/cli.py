@@ -14,13 +14,17 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .devices import GPU_BACKENDS, capability, shared_capability
-from .errors import BackendUnavailable, SpecError
+from .backends import ALIASES, capabilities
+from .backends.base import compute_capability
+from .defaults import SRC
+from .devices import shared_capability
+from .errors import BackendUnavailable, SpecError, Unsupported
 from .options import OPTIONS, Settings
 from .results import Outcome
 from .spec import Catalog, collect
 
 if TYPE_CHECKING:
+    from .backends.base import Capabilities
     from .pool import Pool
     from .progress import Progress
     from .results import Result
@@ -40,7 +44,8 @@ EXIT_CODES = """exit status:
        benchmark ran
   1    a kernel did not (a wrong result, a crash, a hang, a compile error, a known-bad kernel missed), or
        check --fail-on-skip and a kernel was skipped; reported even where a spec elsewhere is broken
-  2    a usage error, or a spec that cannot be read (and no kernel failed)
+  2    a usage error (among them what the backend cannot do: bench without a clock, --large where shapes
+       past 2**31 elements cannot run), or a spec that cannot be read (and no kernel failed)
   3    an internal error: mmcheck's own code failed on a case (a bug to report; the case has no verdict),
        and no kernel failed
   130  interrupted (Ctrl-C): what finished is printed, and --json is written with "complete": false"""
@@ -94,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     info = command("info", "the backends, GPU, driver and compilers found here, and which mmcheck will use")
     for sub in (listing, check, bench):
         sub.add_argument("targets", nargs="*", metavar="NAME-GLOB|PATH.cu|DIR",
-                         help="kernels by name glob, or files/directories to read (default: ./cuda_src)")
+                         help=f"kernels by name glob, or files/directories to read (default: ./{SRC})")
         sub.add_argument("--src", action="append", help="directory or .cu file with kernels (repeatable)")
     for name, sub in (("check", check), ("bench", bench), ("info", info)):
         for o in OPTIONS:
@@ -129,12 +134,12 @@ def _jobs(text: str) -> int | str:
     raise argparse.ArgumentTypeError(f"{text!r} is not a number of jobs (1 or more) or auto")
 
 
-def _workers(jobs: int | str, backend: str) -> int:
-    """The worker processes -j asks for on this backend: as many as given, or for ``auto`` one per GPU on the
-    GPU backend, else one per CPU core this process may use."""
+def _workers(jobs: int | str, gpu: bool) -> int:
+    """The worker processes -j asks for: as many as given, or for ``auto`` one per GPU on a backend whose kernels
+    run on one (``gpu``), else one per CPU core this process may use."""
     if jobs != "auto":
         return int(jobs)
-    if backend in GPU_BACKENDS:
+    if gpu:
         from .devices import gpu_count
 
         return max(1, gpu_count(os.environ))
@@ -142,14 +147,14 @@ def _workers(jobs: int | str, backend: str) -> int:
 
 
 def _catalog(args: argparse.Namespace) -> tuple[Catalog, tuple[str, ...]]:
-    """Files named as targets (or --src, or ./cuda_src) and the name globs among the targets.  A target
-    that looks like a path (a folder separator, or .cu) is one, and must exist."""
+    """Files named as targets (or --src, or the default folder, defaults.SRC) and the name globs among the
+    targets.  A target that looks like a path (a folder separator, or .cu) is one, and must exist."""
     paths = [t for t in args.targets if Path(t).exists() or "/" in t or t.endswith(".cu")]
     globs = tuple(t for t in args.targets if t not in paths)
     sources = paths + (args.src or [])
-    if not sources and not Path("cuda_src").is_dir():
-        raise SpecError("cuda_src", "no such folder here: name .cu files or folders to check (or use --src)")
-    return collect(sources or ["cuda_src"]), globs
+    if not sources and not Path(SRC).is_dir():
+        raise SpecError(SRC, "no such folder here: name .cu files or folders to check (or use --src)")
+    return collect(sources or [SRC]), globs
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -229,25 +234,31 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     if not pairs and not catalog.errors:
         print(f"mmcheck: no kernel matches {' '.join(args.targets) or 'the default folder'}", file=sys.stderr)
         return EXIT_USAGE
-    pool = _started_pool(args.jobs, settings, pairs)
     for e in catalog.errors:
         print(f"mmcheck: {e}", file=sys.stderr)
-    # Where NVML tells the GPU's compute capability, compiling ahead starts now, on the GPU backend's plan,
-    # while the backend opens (a CUDA context takes a second or two); it starts again if that guess was off.
-    guess = shared_capability(os.environ) if settings.backend in ("auto", *GPU_BACKENDS) else None
-    early = _planned(settings, "gpu", min(_workers(args.jobs, "gpu"), len(pairs)), pairs) if guess else None
-    compiling = ahead.start(early[0], [pairs[i] for i in early[1]], guess) if early and guess else None
+    try:
+        declared = capabilities(settings.backend)
+    except BackendUnavailable as e:
+        print(f"mmcheck: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    pool = _started_pool(args.jobs, settings, declared, pairs)
+    # Where NVML tells the GPU's compute capability, compiling ahead starts now, on a GPU backend's plan, while
+    # the backend opens (a CUDA context takes a second or two); it starts again if that guess was off.
+    guess = shared_capability(os.environ) if declared.gpu else None
+    early = (_order(_costs_name(settings.backend, True), min(_workers(args.jobs, True), len(pairs)), pairs)
+             if guess else None)
+    compiling = ahead.start(settings, [pairs[i] for i in early], guess) if early is not None and guess else None
     runner: Runner | None = None
     cc: tuple[int, int] | None = None  # the device's compute capability (None: there is none)
     try:
         if pool is not None:  # its workers say which backend they opened: this process opens none of its own
-            backend, cc = pool.backend(settings)
+            backend, found, cc = pool.backend(settings)
         else:
             runner = open_runner(settings)
-            backend, cc = runner.backend.name, capability(runner.backend)
-        if settings.large and backend == "emu":
-            raise BackendUnavailable("--large runs on the GPU only: shapes past 2**31 elements would take the "
-                                     "emulator hours")
+            backend, found, cc = runner.backend.name, runner.backend.capabilities, compute_capability(runner.backend)
+        if settings.large and not found.large:
+            raise BackendUnavailable(f"--large runs where shapes past 2**31 elements can run (on a GPU): the "
+                                     f"{backend} backend cannot run them")
     except BackendUnavailable as e:
         print(f"mmcheck: {e}", file=sys.stderr)
         if pool is not None:
@@ -262,11 +273,13 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
         return f"{label}: {verdict(r)}", not r.as_expected or r.outcome == Outcome.SKIP
 
     labels = [_label(s, d) for s, d in pairs]
-    workers = min(_workers(args.jobs, backend), len(pairs))
-    if early and backend in GPU_BACKENDS and cc == guess:  # the guess held: what compiles ahead goes on
-        own, order = early
+    workers = min(_workers(args.jobs, found.gpu), len(pairs))
+    # The workers open the backend that an alias ("auto") found, rather than look again.
+    own = dataclasses.replace(settings, backend=backend) if settings.backend in ALIASES else settings
+    if early is not None and found.gpu and cc == guess:  # the guess held: what compiles ahead goes on
+        order = early
     else:
-        own, order = _planned(settings, backend, workers, pairs)
+        order = _order(_costs_name(backend, found.gpu), workers, pairs)
         if compiling is not None:
             compiling.stop()
         compiling = ahead.start(own, [pairs[i] for i in order], cc) if cc else None
@@ -277,7 +290,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
 
             if runner is not None:  # it has shown that the backend is usable, and which: each worker opens its own
                 runner.backend.close()
-            pool = pool or Pool(workers, gpu=backend in GPU_BACKENDS)
+            pool = pool or Pool(workers, gpu=found.gpu)
             # Each kernel x dtype is a job of its own, for whichever worker is free; a compile error is then
             # told in full once, for the kernel's first dtype, as one process tells it.
             results = compile_errors_told_once(_each([(label, Check(own, s, d))
@@ -293,7 +306,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     finally:
         if compiling is not None:
             compiling.stop()
-    _remember_costs(backend, results)
+    _remember_costs(_costs_name(backend, found.gpu), results)
     complete = len(results) == len(pairs)
     print(f"backend: {backend}")
     print(table(results))
@@ -301,12 +314,12 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     for r in results:
         told = r.outcome in (Outcome.FAIL, Outcome.ERROR, Outcome.INTERNAL)
         if r.message and told and (args.verbose or not r.as_expected):
-            command = reproduce(r.case, backend, settings.compiler)
+            command = reproduce(r.case, backend, found, settings.compiler)
             saved = save_failure(Path(settings.results), r.record, command) if r.record else []
             replay = r.outcome in (Outcome.FAIL, Outcome.INTERNAL)
             print(f"\n{r.message}" + (f"\n  reproduce: {command}" if replay else "")
                   + "".join(f"\n  saved: {p}" for p in saved))
-    document = json_document(results, catalog.errors, backend, settings.compiler, complete)
+    document = json_document(results, catalog.errors, backend, found, settings.compiler, complete)
     if args.json:
         write_json(args.json, document)
     if not complete:
@@ -324,32 +337,28 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     return EXIT_OK if document["ok"] else EXIT_MISMATCH
 
 
-def _planned(settings: Settings, backend: str, workers: int,
-             pairs: Sequence[tuple[KernelSpec, str]]) -> tuple[Settings, Sequence[int]]:
-    """The settings the jobs run with on ``backend``, and the order they start in: the longest first
-    where several workers share them (costs.py)."""
+def _order(kept: str, workers: int, pairs: Sequence[tuple[KernelSpec, str]]) -> Sequence[int]:
+    """The order the jobs start in: the longest first (by the costs kept under ``kept``, costs.py) where several
+    workers share them."""
     from . import costs
 
-    # The workers open the backend that "auto" found, rather than look again.
-    own = dataclasses.replace(settings, backend=backend) if settings.backend == "auto" else settings
-    labels = [_label(s, d) for s, d in pairs]
-    order = (costs.longest_first(labels, costs.load(_costs_name(backend)), [(s.path, s.name) for s, _ in pairs])
-             if workers > 1 else range(len(pairs)))
-    return own, order
+    if workers <= 1:
+        return range(len(pairs))
+    return costs.longest_first([_label(s, d) for s, d in pairs], costs.load(kept), [(s.path, s.name) for s, _ in pairs])
 
 
-def _remember_costs(backend: str, results: Sequence[Result]) -> None:
-    """What each kernel x dtype took, for the next check -j to start the longest first (costs.py)."""
+def _remember_costs(kept: str, results: Sequence[Result]) -> None:
+    """What each kernel x dtype took, kept under ``kept``, for the next check -j to start the longest first
+    (costs.py)."""
     from . import costs
 
-    costs.save(_costs_name(backend),
-               {_label(r.case.spec, r.case.dtype): r.seconds for r in results if r.seconds is not None})
+    costs.save(kept, {_label(r.case.spec, r.case.dtype): r.seconds for r in results if r.seconds is not None})
 
 
-def _costs_name(backend: str) -> str:
-    """The name a backend's costs are kept under: one for the GPU backends, as a kernel takes as long on either,
-    and the plan of -j is made (_planned) before the backend that ``gpu`` stands for is known."""
-    return "gpu" if backend in GPU_BACKENDS else backend
+def _costs_name(backend: str, gpu: bool) -> str:
+    """The name a backend's costs are kept under: one for the backends whose kernels run on a GPU, as a kernel
+    takes as long on either, and the plan of -j is made before the backend that an alias stands for is known."""
+    return "gpu" if gpu else backend
 
 
 def _label(spec: KernelSpec, dtype: str) -> str:
@@ -357,19 +366,21 @@ def _label(spec: KernelSpec, dtype: str) -> str:
     return f"{spec.name} {dtype}"
 
 
-def _started_pool(jobs: int | str, settings: Settings, pairs: Sequence[tuple[KernelSpec, str]]) -> Pool[Result] | None:
-    """The pool of -j's workers, started before this process looks for the backend where its size does not
-    depend on which backend that is: the workers start meanwhile.  None where there is to be no pool, or
-    its size or its use of GPUs waits for the backend (-j auto with --backend auto, a backend class)."""
-    if settings.backend not in ("auto", "emu", *GPU_BACKENDS) or (jobs == "auto" and settings.backend == "auto"):
+def _started_pool(jobs: int | str, settings: Settings, declared: Capabilities,
+                  pairs: Sequence[tuple[KernelSpec, str]]) -> Pool[Result] | None:
+    """The pool of -j's workers, started before this process looks for the backend (``declared``: what the
+    backend the settings name declares) where its size does not depend on which backend that is: the workers
+    start meanwhile.  None where there is to be no pool, or its size waits for the backend (-j auto with
+    --backend auto, which may find a GPU or not)."""
+    if jobs == "auto" and settings.backend == "auto":
         return None
-    workers = min(_workers(jobs, settings.backend), len(pairs))
+    workers = min(_workers(jobs, declared.gpu), len(pairs))
     if workers < 2:
         return None
     from .pool import Pool
 
     # Under auto a worker may find the GPU: it takes a GPU of its own in case (a no-op without one).
-    pool: Pool[Result] = Pool(workers, gpu=settings.backend != "emu")
+    pool: Pool[Result] = Pool(workers, gpu=declared.gpu)
     pool.start(settings)
     return pool
 
@@ -390,7 +401,12 @@ def _bench(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     runner = _open_runner(settings, catalog)
     if runner is None:
         return EXIT_USAGE
-    bench = Bench(runner, settings.method())
+    try:
+        bench = Bench(runner, settings.method())
+    except Unsupported as e:  # the backend has no clock
+        print(f"mmcheck: {e}", file=sys.stderr)
+        runner.backend.close()
+        return EXIT_USAGE
     problems = list(dict.fromkeys((s.op, d, shape) for s, d, shape in runs))
     jobs = [(f"cuBLAS {op} {d} {shape}", partial(bench.baseline, op, d, shape)) for op, d, shape in problems]
     jobs += [(f"{s.name} {d} {shape}", partial(bench.run, s, d, shape)) for s, d, shape in runs]

@@ -8,18 +8,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
-if TYPE_CHECKING:
-    from .backends.base import Backend
-
-__all__ = ["GPU_BACKENDS", "across_cores", "capability", "cores", "gpu_count", "pin_gpu", "share_cores",
-           "shared_capability", "visible_gpus"]
-
-# The backends whose kernels run on a GPU (each worker takes one of its own): ``gpu``, the name that stands for
-# the first of the two that is usable, and the two (backends/__init__.py).  Here, where the pytest plugin can
-# read it without importing the backends.
-GPU_BACKENDS = ("gpu", "cuda-core", "pycuda")
+__all__ = ["across_cores", "cores", "gpu_count", "pin_gpu", "share_cores", "shared_capability", "visible_gpus"]
 
 # Where one is set, the user chose BLAS's thread count.
 THREAD_COUNTS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
@@ -68,17 +59,6 @@ def shared_capability(environ: Mapping[str, str]) -> tuple[int, int] | None:
         return None
     major, minor = found.pop()
     return int(major), int(minor)
-
-
-def capability(backend: Backend) -> tuple[int, int] | None:
-    """The compute capability of the backend's device; None where it has none (the emulator)."""
-    from .errors import MmcheckError
-
-    device = getattr(backend, "device", None)  # a backend class of one's own may have none
-    try:
-        return device().cc if device else None
-    except MmcheckError:
-        return None
 
 
 def gpu_count(environ: Mapping[str, str]) -> int:

@@ -117,7 +117,8 @@ def _version_of(argv: list[str], pattern: str) -> str | None:
 def lines(settings: Settings = Settings()) -> list[str]:
     """The report, one fact a line."""
     from .backends import BACKENDS, get_backend
-    from .backends.compilers import arch_rule, driver_rule, nvcc_version, resolve
+    from .backends.compilers import driver_rule, nvcc_version, resolve
+    from .backends.cubin import arch_rule
     from .backends.emu.toolchain import find_compiler
     from .backends.nvrtc import nvrtc_wheels, probe
 

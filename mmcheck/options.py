@@ -1,4 +1,6 @@
-"""Run settings, defined once and registered on both pytest's parser (plugin.py) and the CLI's (cli.py)."""
+"""Run settings, defined once and registered on both pytest's parser (plugin.py) and the CLI's (cli.py): each
+option's default is written once, in its row of the table (those the modules below share, in defaults.py),
+and Settings holds it where the option is not given."""
 
 from __future__ import annotations
 
@@ -7,11 +9,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .devices import GPU_BACKENDS
+from .defaults import COMPILER, COMPILERS, SRC, TIMEOUT
 
 if TYPE_CHECKING:
     from .backends.base import BackendOptions
-    from .bench.timer import Method
+    from .timer import Method
     from .ops import Shape
 
 
@@ -26,9 +28,11 @@ DEFAULT_BUDGET = 1 << 20
 # options in every session, and must not import numpy (through the dtype and shape modules) to do so.
 
 def _backend(name: str) -> str:
-    if name in ("auto", "emu", *GPU_BACKENDS) or ":" in name:
+    from .backends import ALIASES, BACKENDS, known
+
+    if known(name):
         return name
-    raise argparse.ArgumentTypeError(f"{name!r} is not auto, emu, {', '.join(GPU_BACKENDS)} or module:Class")
+    raise argparse.ArgumentTypeError(f"{name!r} is not {', '.join([*ALIASES, *BACKENDS])} or module:Class")
 
 
 def _one_of(name: str, allowed: Sequence[str], what: str) -> str:
@@ -44,7 +48,7 @@ def _precision(name: str) -> str:
 
 
 def _method(name: str) -> str:
-    from .bench.timer import METHODS
+    from .timer import METHODS
 
     return _one_of(name, METHODS, "a timing method")
 
@@ -91,7 +95,7 @@ class Option:
 
 
 OPTIONS = (
-    Option("src", "directory or .cu file with kernels (repeatable; default: ./cuda_src)", multiple=True),
+    Option("src", f"directory or .cu file with kernels (repeatable; default: ./{SRC})", multiple=True),
     Option("dtype", "only these dtypes, e.g. float32 or float16->float32 (repeatable)", type=_precision,
            multiple=True),
     Option("shape", "also (CLI: only) check this shape, MxNxK or MxNxKbBATCH (repeatable)", type=_shape,
@@ -100,12 +104,13 @@ OPTIONS = (
     Option("backend", "where kernels run: gpu (cuda-core, else pycuda: the GPU through NVIDIA's cuda.core or "
                       "through PyCUDA), emu (CPU emulator), auto (gpu if usable), or a backend class of your own as "
                       "module:Class", type=_backend, default="auto"),
-    Option("compiler", "GPU: the compiler of the kernels: nvcc, nvrtc (the NVRTC wheel "
-                       "installed, e.g. nvidia-cuda-nvrtc-cu12), or auto (nvcc if on PATH, else nvrtc)",
-           default="nvcc", choices=("nvcc", "nvrtc", "auto"), commands=("check", "bench", "info")),
+    Option("compiler", "GPU: the compiler of the kernels: nvcc, nvrtc (the NVRTC wheel installed, e.g. "
+                       "nvidia-cuda-nvrtc-cu12), or auto (nvcc if on PATH, else nvrtc; default: %(default)s)",
+           default=COMPILER, choices=COMPILERS, commands=("check", "bench", "info")),
     Option("budget", "largest problem, in multiply-adds, of the generated shapes", type=int,
            default=DEFAULT_BUDGET, commands=("check",)),
-    Option("timeout", "seconds a launch may run before it counts as hung", type=float, default=10.0),
+    Option("timeout", "seconds a launch may run before it counts as hung (default %(default)s)", type=float,
+           default=TIMEOUT),
     Option("results", "folder where failing cases are saved (.npz arrays; .png heat map with matplotlib), and "
                       "the traceback of an error of mmcheck's own",
            default="mmcheck-results", commands=("check",)),
@@ -130,31 +135,38 @@ OPTIONS = (
            default="cold-l2", type=_method, commands=("bench",)),
     Option("warm-l2", "benchmarks: do not flush the L2 cache between samples (same as --bench-method warm-l2)",
            type=None, default=False, commands=("bench",)),
-    Option("bench-max-time", "seconds one benchmark may take before it stops sampling (default 15)", type=float,
-           default=15.0, commands=("bench",)),
+    Option("bench-max-time", "seconds one benchmark may take before it stops sampling (default %(default)s)",
+           type=float, default=15.0, commands=("bench",)),
 )
+
+
+def _default(dest: str) -> Any:
+    """What Settings holds where option ``dest`` is not given: its default in the table (none, for one given
+    several times)."""
+    (option,) = [o for o in OPTIONS if o.dest == dest]
+    return () if option.multiple else option.default
 
 
 @dataclass(frozen=True)
 class Settings:
-    src: tuple[str, ...] = ()
-    dtype: tuple[str, ...] = ()
-    shape: tuple[Shape, ...] = ()
-    seed: int = 0
-    backend: str = "auto"
-    compiler: str = "nvcc"
-    budget: int = DEFAULT_BUDGET
-    timeout: float = 10.0
-    results: str = "mmcheck-results"
-    sanitize: bool = False
-    large: bool = False
-    strict_launch: bool = False
-    recheck_races: bool = False
-    barrier_warnings: bool = False
-    bench_sizes: tuple[int | Shape, ...] = ()
-    bench_method: str = "cold-l2"
-    warm_l2: bool = False
-    bench_max_time: float = 15.0
+    src: tuple[str, ...] = _default("src")
+    dtype: tuple[str, ...] = _default("dtype")
+    shape: tuple[Shape, ...] = _default("shape")
+    seed: int = _default("seed")
+    backend: str = _default("backend")
+    compiler: str = _default("compiler")
+    budget: int = _default("budget")
+    timeout: float = _default("timeout")
+    results: str = _default("results")
+    sanitize: bool = _default("sanitize")
+    large: bool = _default("large")
+    strict_launch: bool = _default("strict_launch")
+    recheck_races: bool = _default("recheck_races")
+    barrier_warnings: bool = _default("barrier_warnings")
+    bench_sizes: tuple[int | Shape, ...] = _default("bench_sizes")
+    bench_method: str = _default("bench_method")
+    warm_l2: bool = _default("warm_l2")
+    bench_max_time: float = _default("bench_max_time")
     kernel: tuple[str, ...] = field(default=())  # name globs (pytest: --mmcheck-kernel; CLI: positional)
 
     @classmethod
@@ -169,7 +181,7 @@ class Settings:
 
     def method(self) -> Method:
         """The timing method these settings describe."""
-        from .bench.timer import Method
+        from .timer import Method
 
         return Method.named("warm-l2" if self.warm_l2 else self.bench_method, max_time=self.bench_max_time)
 

@@ -43,8 +43,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .devices import GPU_BACKENDS, pin_gpu, share_cores
-from .errors import InternalError
+from .defaults import SRC
+from .devices import pin_gpu, share_cores, visible_gpus
+from .errors import BackendUnavailable, InternalError, Unsupported
 from .options import OPTIONS, Settings
 
 if TYPE_CHECKING:
@@ -103,20 +104,28 @@ def pytest_configure(config: pytest.Config) -> None:
     if missing := [p for p in settings.src if not Path(p).exists()]:
         raise pytest.UsageError(f"--mmcheck-src {missing[0]}: no such file or directory")
     if not settings.src:
-        default = Path(config.rootpath, "cuda_src")
+        default = Path(config.rootpath, SRC)
         settings = dataclasses.replace(settings, src=(str(default),) if default.is_dir() else ())
     config.stash[_SETTINGS] = settings
     config.pluginmanager.register(_LaunchDomains(), "mmcheck-launch-domains")
-    if settings.backend in ("auto", *GPU_BACKENDS):
-        _pin_gpu(os.environ)
+    _pin_gpu(os.environ, settings.backend)
 
 
-def _pin_gpu(environ: MutableMapping[str, str]) -> None:
-    """Under pytest-xdist, one GPU per worker: worker gwN takes GPU N modulo the GPUs there are
-    (devices.pin_gpu), before any kernel runs."""
+def _pin_gpu(environ: MutableMapping[str, str], backend: str) -> None:
+    """Under pytest-xdist, on a backend whose kernels run on a GPU, one GPU per worker: worker gwN takes GPU N
+    modulo the GPUs there are (devices.pin_gpu), before any kernel runs.  The backend's capabilities are read
+    only where there are several GPUs to spread over: they import its module."""
+    from .backends import capabilities
+
     worker = environ.get("PYTEST_XDIST_WORKER", "")
-    if worker.startswith("gw"):
-        pin_gpu(environ, int(worker[2:]))
+    if not worker.startswith("gw") or len(gpus := visible_gpus(environ)) < 2:
+        return
+    try:
+        gpu = capabilities(backend).gpu
+    except BackendUnavailable:  # the first test that asks for the runner says why
+        return
+    if gpu:
+        pin_gpu(environ, int(worker[2:]), gpus)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -126,7 +135,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def _catalog(config: pytest.Config) -> Catalog:
-    """The kernels of --mmcheck-src (or ./cuda_src), read when a test first asks for them."""
+    """The kernels of --mmcheck-src (or the default folder), read when a test first asks for them."""
     if _CATALOG not in config.stash:
         from .spec import collect
 
@@ -140,7 +149,6 @@ def _runner(config: pytest.Config) -> Runner:
     if _RUNNER not in config.stash:
         from .backends import get_backend
         from .check import runner as settings_runner
-        from .errors import BackendUnavailable
 
         settings = config.stash[_SETTINGS]
         if workers := os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
@@ -275,7 +283,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
     if getattr(report, "mmcheck_internal", False):
-        return "error", "E", "ERROR"
+        from .report import WORDS
+        from .results import Outcome
+
+        return "error", "E", WORDS[Outcome.INTERNAL]
     return None
 
 
@@ -339,7 +350,7 @@ def _parametrize_benchmarks(metafunc: pytest.Metafunc, settings: Settings, catal
 
 class ReplayTimer:
     """pytest-benchmark's timer for mmcheck's GPU benchmarks.  The samples are taken on the device, with CUDA
-    events (bench/timer.py); this clock replays them, each round of ``benchmark.pedantic`` advancing it by one
+    events (timer.py); this clock replays them, each round of ``benchmark.pedantic`` advancing it by one
     sample, so pytest-benchmark's statistics, JSON, autosave and --benchmark-compare see the GPU times as if
     it had measured them (and calibrates nothing: pedantic mode)."""
 
@@ -420,38 +431,45 @@ def _judge(result: Result, runner: Runner, settings: Settings) -> None:
     folder); a known-bad kernel caught by a check its spec names raises KernelCaught, its strict xfail.  An
     error of mmcheck's own raises InternalError: the test errs (pytest_report_teststatus), judging no kernel."""
     from .artifacts import save_failure
-    from .report import reproduce
+    from .report import reproduce, verdict
     from .results import Outcome
 
     __tracebackhide__ = True
     spec = result.case.spec
+
+    def command() -> str:
+        return reproduce(result.case, runner.backend.name, runner.backend.capabilities, settings.compiler)
+
     if result.outcome == Outcome.SKIP:
         pytest.skip(result.message)
     if result.outcome == Outcome.ERROR:
         pytest.fail(result.message, pytrace=False)
     if result.outcome == Outcome.INTERNAL:
-        raise InternalError(f"{result.message}\n  reproduce: "
-                            f"{reproduce(result.case, runner.backend.name, settings.compiler)}")
+        raise InternalError(f"{result.message}\n  reproduce: {command()}")
     if spec.expect == "fail":
         if result.caught:
-            raise KernelCaught(f"caught by the {result.check} check:\n{result.message}")
+            raise KernelCaught(f"{verdict(result)}:\n{result.message}")
         if result.outcome == Outcome.FAIL:
-            pytest.fail(f"caught by the {result.check} check, but the spec expects "
-                        f"{' or '.join(spec.catch)}:\n{result.message}", pytrace=False)
+            pytest.fail(f"{verdict(result)}; its spec expects {' or '.join(spec.catch)}:\n{result.message}",
+                        pytrace=False)
         return  # not caught: the strict xfail turns this into a failure
     if result.outcome == Outcome.FAIL:
-        command = reproduce(result.case, runner.backend.name, settings.compiler)
-        saved = save_failure(Path(settings.results), result.record, command) if result.record else []
-        pytest.fail(f"{result.message}\n  reproduce: {command}" + "".join(f"\n  saved: {p}" for p in saved),
+        replay = command()
+        saved = save_failure(Path(settings.results), result.record, replay) if result.record else []
+        pytest.fail(f"{result.message}\n  reproduce: {replay}" + "".join(f"\n  saved: {p}" for p in saved),
                     pytrace=False)
 
 
 @pytest.fixture(scope="session")
 def mmcheck_bench(runner, mmcheck_settings: Settings):
-    """Benchmarks on the session's backend, by the method the options choose (bench/benchmark.py)."""
+    """Benchmarks on the session's backend, by the method the options choose (bench/benchmark.py); the test
+    is skipped, saying why, where the backend has no clock."""
     from .bench.benchmark import Bench
 
-    return Bench(runner, mmcheck_settings.method())
+    try:
+        return Bench(runner, mmcheck_settings.method())
+    except Unsupported as e:
+        pytest.skip(str(e))
 
 
 @pytest.fixture

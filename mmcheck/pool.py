@@ -30,12 +30,12 @@ from concurrent.futures.process import BrokenProcessPool
 from types import FrameType
 from typing import TYPE_CHECKING, Generic, NoReturn, Protocol, TypeVar
 
-from .devices import capability, pin_gpu, share_cores, visible_gpus
+from .backends.base import Capabilities, compute_capability
+from .devices import pin_gpu, share_cores, visible_gpus
 from .errors import BackendUnavailable
 
 if TYPE_CHECKING:
     from multiprocessing.sharedctypes import Synchronized
-
     from .options import Settings
     from .results import Result
     from .runner import Runner
@@ -95,9 +95,10 @@ class Pool(Generic[T]):
         finally:
             self._stop(now=bool(left))
 
-    def backend(self, settings: Settings) -> tuple[str, tuple[int, int] | None]:
-        """The name of the backend a started worker opened with ``settings``, and its device's compute
-        capability where it has one; BackendUnavailable, with the reason, where it has no backend."""
+    def backend(self, settings: Settings) -> tuple[str, Capabilities, tuple[int, int] | None]:
+        """The name of the backend a started worker opened with ``settings``, what it declares it can do, and its
+        GPU's compute capability where it has one; BackendUnavailable, with the reason, where it has no
+        backend."""
         assert self._executor is not None, "start() first"
         try:
             return self._executor.submit(_opened, settings).result()
@@ -267,9 +268,9 @@ def _start(taken: Synchronized[int], running: Running, gpus: list[str], settings
     _worker = _Worker(taken, running, gpus, settings, workers)
 
 
-def _opened(settings: Settings) -> tuple[str, tuple[int, int] | None]:
+def _opened(settings: Settings) -> tuple[str, Capabilities, tuple[int, int] | None]:
     backend = _worker.runner(settings).backend
-    return backend.name, capability(backend)
+    return backend.name, backend.capabilities, compute_capability(backend)
 
 
 def _started() -> None:

@@ -10,16 +10,19 @@ import shlex
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-from .publish import atomic_write
-from .devices import GPU_BACKENDS
+from .defaults import COMPILER, SRC
 from .errors import SpecError
+from .publish import atomic_write
 from .results import Case, Outcome, Result
 from .shapes import launch_domain, launch_limits
 from .spec import KernelSpec
 
-__all__ = ["table", "verdict", "summary", "kernel_list", "json_document", "write_json", "reproduce"]
+if TYPE_CHECKING:
+    from .backends.base import Capabilities
+
+__all__ = ["WORDS", "table", "verdict", "summary", "kernel_list", "json_document", "write_json", "reproduce"]
 
 DETAIL_WIDTH = 110  # the table's last column, cut at a word
 
@@ -29,6 +32,11 @@ def _grid(rows: Sequence[Sequence[str]]) -> str:
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
+# An outcome's word in the table, the progress lines and pytest's verbose report; ``verdict`` qualifies it.
+WORDS = {Outcome.PASS: "ok", Outcome.FAIL: "FAIL", Outcome.SKIP: "skip", Outcome.ERROR: "ERROR",
+         Outcome.INTERNAL: "INTERNAL ERROR"}
+
+
 def verdict(r: Result) -> str:
     """What happened to a kernel x dtype, in a few words: ok, caught (check), FAIL (check), skip, ERROR, or
     INTERNAL ERROR (mmcheck's own, no verdict on the kernel)."""
@@ -36,10 +44,10 @@ def verdict(r: Result) -> str:
         return f"caught ({r.check})"
     if r.case.spec.expect == "fail" and r.outcome == Outcome.PASS:
         return "MISSED (a known-bad kernel passed)"
-    if r.case.spec.expect == "fail" and r.outcome == Outcome.FAIL:
-        return f"FAIL ({r.check}, not a check its spec names)"
-    return {"pass": "ok", "fail": f"FAIL ({r.check})", "skip": "skip", "error": "ERROR",
-            "internal": "INTERNAL ERROR"}[r.outcome]
+    if r.outcome == Outcome.FAIL:
+        named = ", not a check its spec names" if r.case.spec.expect == "fail" else ""
+        return f"{WORDS[r.outcome]} ({r.check}{named})"
+    return WORDS[r.outcome]
 
 
 def table(results: Sequence[Result]) -> str:
@@ -51,20 +59,17 @@ def table(results: Sequence[Result]) -> str:
 
 def _detail(r: Result) -> str:
     """The largest shape passed; else the failing shape and the worst error where it is a number, or what
-    the message says (unwritten elements, a NaN and where it came from, a crash), cut at a word."""
+    was found (unwritten elements, a NaN and where it came from, a crash), cut at a word."""
     if r.outcome == Outcome.PASS:
         return "; ".join([f"up to {r.case.shape}", *filter(None, (r.message, r.domain))])
     m = r.mismatch
     if m is not None and r.check == "mismatch" and math.isfinite(m.abs_err):
         return f"{r.case.shape}: worst abs err {m.abs_err:.3g}"
-    lines = r.message.splitlines() or [""]
-    # The runner begins a case's message with the case ("name dtype MxNxK (inputs ..., seed 0): "): the
-    # shape alone says it here.  A NaN's cause is the diagnosis on the next line.
-    head = f"{r.case.spec.name} {r.case.dtype} {r.case.shape} ("
-    first = lines[0].split("): ", 1)[1] if lines[0].startswith(head) and "): " in lines[0] else lines[0]
-    if m is not None and not math.isfinite(m.abs_err) and len(lines) > 1:
-        first = lines[1].strip()
-    text = f"{r.case.shape}: {first}" if r.case.shape and lines[0].startswith(head) else first
+    # Of the case the finding was made in (its context), the shape alone says it here.  A NaN's cause is the
+    # diagnosis on the finding's next line.
+    lines = r.finding.splitlines() or [""]
+    first = lines[1].strip() if m is not None and not math.isfinite(m.abs_err) and len(lines) > 1 else lines[0]
+    text = f"{r.case.shape}: {first}" if r.context and r.case.shape else first
     return textwrap.shorten(text, DETAIL_WIDTH, placeholder=" ...")
 
 
@@ -113,12 +118,12 @@ def _requires(spec: KernelSpec) -> str:
     return "; ".join(filter(None, (" and ".join(parts) or "any shape", domain)))
 
 
-def reproduce(case: Case, backend: str, compiler: str = "nvcc") -> str:
-    """The command line that replays exactly this case (shell-quoted); the compiler is named where it is not
-    the GPU's default."""
+def reproduce(case: Case, backend: str, declared: Capabilities, compiler: str = COMPILER) -> str:
+    """The command line that replays exactly this case (shell-quoted) on ``backend``, which declares
+    ``declared``; the compiler is named where the kernels run on a GPU and it is not the default."""
     src = case.spec.path
-    where = [] if _under(src, Path("cuda_src")) else ["--src", str(src)]
-    compiled = ["--compiler", compiler] if backend in GPU_BACKENDS and compiler != "nvcc" else []
+    where = [] if _under(src, Path(SRC)) else ["--src", str(src)]
+    compiled = ["--compiler", compiler] if declared.gpu and compiler != COMPILER else []
     return shlex.join(["mmcheck", "check", case.spec.name, *where, "--dtype", case.dtype, "--shape",
                        str(case.shape), "--seed", str(case.seed), "--backend", backend, *compiled])
 
@@ -130,8 +135,8 @@ def _under(path: Path, folder: Path) -> bool:
         return False
 
 
-def json_document(results: Sequence[Result], errors: Sequence[SpecError], backend: str, compiler: str = "nvcc",
-                  complete: bool = True) -> dict:
+def json_document(results: Sequence[Result], errors: Sequence[SpecError], backend: str, declared: Capabilities,
+                  compiler: str = COMPILER, complete: bool = True) -> dict:
     """``{"ok": bool, "complete": bool, "results": [...]}``, one row per kernel x dtype (schema documented in
     README); ``complete`` is false for a run stopped early (Ctrl-C), whose rows are the ones that finished."""
     rows = [{
@@ -145,7 +150,8 @@ def json_document(results: Sequence[Result], errors: Sequence[SpecError], backen
         "shapes_tried": r.shapes_tried,
         "message": r.message,
         "launch_domain": r.domain or None,
-        "reproduce": reproduce(r.case, backend, compiler) if r.outcome in (Outcome.FAIL, Outcome.INTERNAL) else None,
+        "reproduce": (reproduce(r.case, backend, declared, compiler) if r.outcome in (Outcome.FAIL, Outcome.INTERNAL)
+                      else None),
     } for r in results]
     rows += [{"kernel": e.kernel, "file": str(e.path), "dtype": None, "outcome": "error", "expect": None,
               "check": None, "shape": None, "shapes_tried": 0, "message": str(e), "launch_domain": None,

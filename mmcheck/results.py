@@ -2,7 +2,8 @@
 finding while it travels up from where it was made.
 
 A new report reads these and nothing else of the run: ``Result`` says what happened, ``check`` names what
-caught a wrong kernel, and ``message`` says it in words.
+caught a wrong kernel, and ``message`` says it in words: ``finding``, in ``context`` (the case it was found in,
+where the message names one).
 """
 
 from __future__ import annotations
@@ -43,11 +44,17 @@ class Case:
     def id(self) -> str:
         return f"{self.spec.name}-{self.dtype}-{self.shape}"
 
+    @property
+    def label(self) -> str:
+        """The case in words, as a message begins with it: ``name dtype MxNxK``."""
+        return f"{self.spec.name} {self.dtype} {self.shape}"
+
 
 @dataclass(frozen=True)
 class Result:
     """How one case (or, from ``Runner.sweep``, one kernel x dtype) turned out (Outcome); for an internal
-    error ``message`` says where its traceback was saved."""
+    error ``message`` says where its traceback was saved.  Where the message begins with the case it was found
+    in, ``context`` is that beginning (``name dtype MxNxK (inputs ..., seed 0)``) and ``finding`` the rest."""
 
     case: Case
     outcome: Outcome
@@ -59,6 +66,17 @@ class Result:
     compile_error: bool = False  # an error: the kernel did not compile
     seconds: float | None = field(default=None, compare=False)  # what checking it took (check.check)
     domain: str = ""  # the kernel's launch domain, where the device's limits bound it (shapes.launch_domain)
+    context: str = ""
+
+    @classmethod
+    def told(cls, case: Case, outcome: Outcome, context: str, finding: str, check: str | None = None) -> Result:
+        """The result whose message is ``finding`` in ``context``."""
+        return cls(case, outcome, f"{context}: {finding}", check=check, context=context)
+
+    @property
+    def finding(self) -> str:
+        """The message without its context: what was found."""
+        return self.message[len(self.context) + 2:] if self.context else self.message
 
     @property
     def ok(self) -> bool:
@@ -79,24 +97,26 @@ class Result:
 
 
 class Caught(Exception):
-    """A check failed (``check`` in spec.CATCHES); the message says what was seen."""
+    """A check failed (``check`` in spec.CATCHES); ``finding`` says what was seen, and the message says it in
+    ``context`` (the case, which the runner adds on the way up), where there is one."""
 
-    def __init__(self, check: str, message: str, mismatch: Mismatch | None = None,
-                 record: Record | None = None) -> None:
-        super().__init__(message)
-        self.check, self.mismatch, self.record = check, mismatch, record
+    def __init__(self, check: str, finding: str, mismatch: Mismatch | None = None, record: Record | None = None,
+                 context: str = "") -> None:
+        super().__init__(f"{context}: {finding}" if context else finding)
+        self.check, self.finding, self.mismatch, self.record, self.context = check, finding, mismatch, record, context
 
 
 def outcome_of(case: Case, e: Exception, results: Path) -> Result:
     """The result of a case that a check caught, that could not be judged, or on which mmcheck's own code
     failed (any other exception: its traceback is saved in ``results``)."""
     if isinstance(e, Caught):
-        return Result(case, Outcome.FAIL, e.args[0], check=e.check, mismatch=e.mismatch, record=e.record)
+        return Result(case, Outcome.FAIL, str(e), check=e.check, mismatch=e.mismatch, record=e.record,
+                      context=e.context)
     if isinstance(e, Unsupported):
         where = "" if str(e).startswith(str(case.spec.path)) else f"{case.spec.path}: "
         return Result(case, Outcome.SKIP, f"{where}{e}")
     if isinstance(e, OutOfMemory):
-        return Result(case, Outcome.SKIP, f"{case.spec.name} {case.dtype} {case.shape}: does not fit: {e}")
+        return Result.told(case, Outcome.SKIP, case.label, f"does not fit: {e}")
     if isinstance(e, MmcheckError) and not isinstance(e, InternalError):
         return Result(case, Outcome.ERROR, str(e), compile_error=isinstance(e, CompileError))
     # One from a worker process holds its traceback there; one raised here is its own traceback.
@@ -111,9 +131,9 @@ def _internal(case: Case, error: InternalError, results: Path) -> Result:
         saved = f"its traceback is saved in {save_traceback(results, stem, error.trace)}"
     except OSError as e:
         saved = f"its traceback could not be saved ({e}):\n{error.trace}"
-    return Result(case, Outcome.INTERNAL, f"{case.spec.name} {case.dtype} {case.shape} (seed {case.seed}): "
-                  f"mmcheck's own error, not the kernel's: {error}\n  {saved}\n  this is a bug in mmcheck: please "
-                  "report it, with that traceback")
+    return Result.told(case, Outcome.INTERNAL, f"{case.label} (seed {case.seed})",
+                       f"mmcheck's own error, not the kernel's: {error}\n  {saved}\n  this is a bug in mmcheck: "
+                       "please report it, with that traceback")
 
 
 def compile_errors_told_once(results: Sequence[Result]) -> list[Result]:

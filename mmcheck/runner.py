@@ -123,8 +123,8 @@ class Runner:
     def _one(self, case: Case) -> Result:
         key = (case.spec.path, case.spec.name, case.dtype)
         if hung := self._hung.get(key):
-            return Result(case, Outcome.FAIL, f"{case.spec.name} {case.dtype} {case.shape}: not run, as the case "
-                          f"{hung.case.shape} hung: {hung.message.splitlines()[0]}", check="timeout")
+            return Result.told(case, Outcome.FAIL, case.label, f"not run, as the case {hung.case.shape} hung: "
+                               f"{hung.finding.splitlines()[0]}", check="timeout")
         try:
             result = self._run(case)
         except Earlier:
@@ -142,12 +142,12 @@ class Runner:
     def _run(self, case: Case) -> Result:
         assert case.shape is not None, "a case to run has a shape"
         if largest_buffer(case.spec, case.shape) >= LARGE and (reason := self._out_of_reach(case)):
-            return Result(case, Outcome.SKIP, f"{case.spec.name} {case.dtype} {case.shape}: {reason}")
+            return Result.told(case, Outcome.SKIP, case.label, reason)
         try:
             launched = plan(case.spec, case.dtype, case.shape)
             if refusal := launched.refused():
-                raise Caught("launch", f"{case.spec.name} {case.dtype} {case.shape}: {refusal} (a shape its spec "
-                             "admits, so the kernel must launch there)")
+                raise Caught("launch", f"{refusal} (a shape its spec admits, so the kernel must launch there)",
+                             context=case.label)
             kernel = self.compile(launched.build)
             schedules = tuple(s for s in kernel.schedules if s not in kernel.costly)
             trials = data.trials(case.spec, case.dtype)
@@ -167,8 +167,9 @@ class Runner:
     def _out_of_reach(self, case: Case) -> str | None:
         """Why a shape with a buffer past 2**31 elements (the large mode's) cannot run here, if it cannot."""
         assert case.shape is not None, "a case to run has a shape"
-        if self.backend.name == "emu":
-            return "shapes past 2**31 elements run on the GPU only (the emulator would take hours)"
+        if not self.backend.capabilities.large:
+            return (f"the {self.backend.name} backend cannot run shapes past 2**31 elements in reasonable time (a GPU "
+                    "can)")
         if case.shape.macs > LARGE_BUDGET:
             return (f"{case.shape.macs:.2g} multiply-adds, past the large mode's {LARGE_BUDGET:.2g}: the kernel's "
                     "requires admit no thinner shape with a buffer this large")
@@ -223,12 +224,12 @@ class Runner:
         except Caught as c:
             if schedule in kernel.costly and c.check not in DETECTED:
                 return  # a wrong result, not a race: the cheap schedules find it on the case's own shapes
-            context = (f"{case.spec.name} {case.dtype} {case.shape} ({trial}, seed {case.seed}"
+            context = (f"{case.label} ({trial}, seed {case.seed}"
                        + (f", schedule {schedule}" if len(kernel.schedules) > 1 else "") + ")")
             record = c.record and dataclasses.replace(
                 c.record, stem=f"{c.record.stem}-seed{case.seed}",
                 meta={**c.record.meta, "seed": case.seed, "schedule": schedule, "backend": self.backend.name})
-            raise Caught(c.check, f"{context}: {c.args[0]}", c.mismatch, record) from None
+            raise Caught(c.check, c.finding, c.mismatch, record, context) from None
 
     def prepare(self, case: Case, launched: Plan, trial: Trial, operands: Operands) -> Prepared:
         assert case.shape is not None, "a case to run has a shape"

@@ -7,7 +7,7 @@ import itertools
 
 import numpy as np
 
-from mmcheck.backends.base import BackendOptions, DeviceBuffer, Kernel
+from mmcheck.backends.base import BackendOptions, Capabilities, DeviceBuffer, Kernel
 from mmcheck.errors import CompileError, KernelFault, KernelTimeout, OutOfMemory, SanitizerError
 
 
@@ -105,6 +105,7 @@ def packs_its_arguments_badly(*args):
 
 class FakeBackend:
     name = "fake"
+    capabilities = Capabilities()
 
     def __init__(self, options: BackendOptions = BackendOptions(), schedules=("forward", "reverse"), costly=(),
                  fingerprint=None):
@@ -198,6 +199,31 @@ def dies_under_reverse_past_one_tile_of_n(a, b, c, m, n, k, schedule):
     _mm(a, b, c, m, n, k)
 
 
+def tells_its_tool(a, b, c, m, n, k, schedule):
+    """Right; under a tool that watches launches (test_isolation.FakeTools), it tells the tool it ran, as a
+    sanitizer reports what it saw."""
+    import os
+
+    _mm(a, b, c, m, n, k)
+    if "FAKE_TOOL_LOG" in os.environ:
+        with open(os.environ["FAKE_TOOL_LOG"], "a") as log:
+            log.write(f"{m}x{n}x{k} launched\n")
+
+
+class _Addressed(np.ndarray):
+    """A fake buffer with an address, as device memory has: a tool's report names buffers by it."""
+
+    def __int__(self):
+        return self.ctypes.data
+
+
+class FakeAddressedBackend(FakeBackend):
+    """The fake backend, its buffers with addresses."""
+
+    def upload(self, host, offset):
+        return DeviceBuffer(host.size, host.dtype, offset, host.copy().view(_Addressed))
+
+
 class FakeCostlyBackend(FakeBackend):
     """The fake backend, its reverse schedule costly (as a GPU's race detector is)."""
 
@@ -226,6 +252,7 @@ class FakeTimingBackend(FakeBackend):
     fast), with a little seeded jitter, so the benchmark path runs end to end without a GPU."""
 
     name = "fake-gpu"
+    capabilities = Capabilities(gpu=True, times=True)
 
     def device(self):
         from mmcheck.backends.base import Device
@@ -236,7 +263,7 @@ class FakeTimingBackend(FakeBackend):
 
     def time(self, kernel, args, grid, block, smem, method):
         from mmcheck.backends.base import Timing
-        from mmcheck.bench.timer import measure
+        from mmcheck.timer import measure
 
         self.launch(kernel, args, grid, block, smem, "forward")
         buffers = [a for a in args if isinstance(a, DeviceBuffer)]
@@ -245,7 +272,7 @@ class FakeTimingBackend(FakeBackend):
         return Timing(measure(_Clock(macs * 1e-12), method, wall=_Wall()), first, first, 32, 2048, 0.5)
 
     def time_library(self, op, dtype, m, n, k, batch, alpha, beta, method):
-        from mmcheck.bench.timer import measure
+        from mmcheck.timer import measure
         from mmcheck.errors import Unsupported
 
         if dtype == "int32":

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mmcheck.ahead import Ahead, builds, start
-from mmcheck.backends.compilers import Compiled, CubinCache
+from mmcheck.backends.cubin import Compiled, CubinCache
 from mmcheck.errors import CompileError
 from mmcheck.options import Settings
 from mmcheck.spec import parse_specs

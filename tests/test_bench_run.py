@@ -10,11 +10,12 @@ import pytest
 
 from mmcheck.bench.benchmark import Bench
 from mmcheck.bench.records import EXTRA_KEYS, load
-from mmcheck.bench.timer import Method
+from mmcheck.timer import Method
+from mmcheck.errors import Unsupported
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
 
-from .fake_backend import FakeTimingBackend, spec_for
+from .fake_backend import FakeBackend, FakeTimingBackend, spec_for
 
 pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,3 +131,16 @@ def test_mmcheck_bench_writes_json_that_report_reads_and_plots(tmp_path, monkeyp
     assert main(["report", "run1.json", "run2.json", "--compare"]) == 0
     assert "user.good" in capsys.readouterr().out
     assert main(["report", "run1.json", "--compare"]) == 2
+
+
+def test_on_a_backend_without_a_clock_nothing_is_timed_and_bench_says_why_once(tmp_path, monkeypatch, capsys):
+    from mmcheck.cli import main
+
+    (tmp_path / "k.cu").write_text(KERNEL)
+    monkeypatch.syspath_prepend(str(ROOT))
+    assert main(["bench", str(tmp_path / "k.cu"), "--backend", "tests.fake_backend:FakeBackend"]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == ["mmcheck: nothing is timed on the fake backend: it has no clock worth reporting "
+                                "(benchmarks run on a GPU)"], err
+    with pytest.raises(Unsupported, match="nothing is timed on the fake backend"):
+        Bench(Runner(FakeBackend()), METHOD)

@@ -18,6 +18,7 @@ import pytest
 import mmcheck.ahead
 import mmcheck.backends
 from mmcheck import costs
+from mmcheck.backends.base import Capabilities
 from mmcheck.cli import _workers, main
 from mmcheck.errors import CompileError
 
@@ -241,9 +242,10 @@ class SlowBackend(FakeBackend):
 
 
 class GpuLike(FakeBackend):
-    """A backend called gpu whose compiles all fail, saying which GPUs the process sees."""
+    """A backend whose kernels run on a GPU, and whose compiles all fail, saying which GPUs the process sees."""
 
-    name = "gpu"
+    name = "gpu-like"
+    capabilities = Capabilities(gpu=True)
 
     def compile(self, build):
         raise CompileError(f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}")
@@ -298,10 +300,10 @@ def nvml_of(*capabilities):
 def test_jobs_auto_is_a_worker_per_cpu_core_or_per_gpu(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", nvml_of((9, 0), (9, 0), (9, 0)))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    assert _workers("auto", "emu") == len(os.sched_getaffinity(0)) and _workers("auto", "gpu") == 3
-    assert _workers(5, "gpu") == 5
+    assert _workers("auto", False) == len(os.sched_getaffinity(0)) and _workers("auto", True) == 3
+    assert _workers(5, True) == 5
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")  # the user's choice: every worker shares it
-    assert _workers("auto", "gpu") == 1
+    assert _workers("auto", True) == 1
 
 
 @needs_gxx
@@ -396,7 +398,8 @@ def _running_in_group(group: int) -> list[str]:
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_the_large_mode_on_the_emulator_is_a_usage_error(jobs, capsys):
     assert main(["check", "seed001.*", "--large", "--backend", "emu", "-j", jobs]) == 2
-    assert "--large runs on the GPU only" in capsys.readouterr().err
+    assert "--large runs where shapes past 2**31 elements can run (on a GPU): the emu backend cannot" in \
+        capsys.readouterr().err
     assert multiprocessing.active_children() == []
 
 
@@ -432,7 +435,7 @@ def test_nvml_tells_the_gpus_shared_compute_capability_before_cuda_starts(monkey
 
 
 class NamedGpu(FakeTimingBackend):
-    name = "gpu"
+    name = "named-gpu"
 
 
 @pytest.mark.parametrize("nvml, device", [((9, 0), (9, 0)), ((9, 0), (8, 0)), (None, (9, 0))])
@@ -463,12 +466,12 @@ def test_compiling_ahead_starts_before_the_backend_opens_where_nvml_tells_the_de
     monkeypatch.setattr(mmcheck.ahead, "start", start)
     assert main(["check", str(kernel_files)]) == 0
     if nvml == device:  # the guess holds: what started before the backend opened goes on to the end
-        assert events == [("compiling", "gpu", (9, 0)), "opened", ("stopped", (9, 0))]
-    elif nvml:  # a wrong guess: compiling starts again for the device found
-        assert events == [("compiling", "gpu", (9, 0)), "opened", ("stopped", (9, 0)),
-                          ("compiling", "gpu", (8, 0)), ("stopped", (8, 0))]
+        assert events == [("compiling", "auto", (9, 0)), "opened", ("stopped", (9, 0))]
+    elif nvml:  # a wrong guess: compiling starts again for the device found, on the backend auto found
+        assert events == [("compiling", "auto", (9, 0)), "opened", ("stopped", (9, 0)),
+                          ("compiling", "named-gpu", (8, 0)), ("stopped", (8, 0))]
     else:  # no NVML: compiling waits for the backend
-        assert events == ["opened", ("compiling", "gpu", (9, 0)), ("stopped", (9, 0))]
+        assert events == ["opened", ("compiling", "named-gpu", (9, 0)), ("stopped", (9, 0))]
 
 
 @pytest.mark.parametrize("backend, cc", [(FakeTimingBackend, (9, 0)), (FakeBackend, None)])

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck.backends.compilers import arch, arch_rule, driver_rule, explain_load_error, get_compiler, resolve
+from mmcheck.backends.compilers import driver_rule, explain_load_error, get_compiler, resolve
+from mmcheck.backends.cubin import arch, arch_rule
 from mmcheck.backends.nvrtc import Toolkit, Wheel, bindings_rule, choose_headers, classify_failure
 from mmcheck.cli import _parser
 from mmcheck.errors import BackendUnavailable
@@ -193,12 +194,18 @@ def test_an_unknown_compiler_is_refused():
         get_compiler("clang")
 
 
-@pytest.mark.parametrize("argv, compiler", [(["check"], "nvcc"), (["check", "--compiler", "nvrtc"], "nvrtc"),
-                                            (["bench", "--compiler", "auto"], "auto"),
+@pytest.mark.parametrize("argv, compiler", [(["check"], "auto"), (["check", "--compiler", "nvrtc"], "nvrtc"),
+                                            (["bench", "--compiler", "nvcc"], "nvcc"),
                                             (["info", "--compiler", "nvrtc"], "nvrtc")])
 def test_the_cli_option_reaches_the_backend_options(argv, compiler):
     args = _parser().parse_args(argv)
     assert Settings.read(lambda dest: getattr(args, dest, None)).backend_options().compiler == compiler
+
+
+def test_the_settings_left_alone_are_the_backends_own_defaults():
+    from mmcheck.backends.base import BackendOptions
+
+    assert Settings().backend_options() == BackendOptions()  # the timeout and the compiler among them
 
 
 def test_the_pytest_option_reaches_the_backend_options(pytester):
@@ -210,18 +217,19 @@ def test_the_pytest_option_reaches_the_backend_options(pytester):
 
 
 @pytest.mark.parametrize("backend, compiler, tail", [("gpu", "nvrtc", "--backend gpu --compiler nvrtc"),
-                                                      ("gpu", "nvcc", "--backend gpu"),
-                                                      ("cuda-core", "nvrtc", "--backend cuda-core --compiler nvrtc"),
-                                                      ("pycuda", "auto", "--backend pycuda --compiler auto"),
+                                                      ("gpu", "auto", "--backend gpu"),
+                                                      ("cuda-core", "nvcc", "--backend cuda-core --compiler nvcc"),
+                                                      ("pycuda", "auto", "--backend pycuda"),
                                                       ("emu", "nvrtc", "--backend emu")])
 def test_the_reproduce_line_names_the_compiler_where_it_matters(backend, compiler, tail):
+    from mmcheck.backends import capabilities
     from mmcheck.report import reproduce
     from mmcheck.results import Case
     from mmcheck.shapes import Shape
     from mmcheck.spec import load_specs
 
     spec = load_specs(Path(__file__).resolve().parent.parent / "cuda_src" / "seed001_blog.cu")[0]
-    line = reproduce(Case(spec, "float32", Shape(1, 2, 3), 4), backend, compiler)
+    line = reproduce(Case(spec, "float32", Shape(1, 2, 3), 4), backend, capabilities(backend), compiler)
     assert line == f"mmcheck check {spec.name} --dtype float32 --shape {Shape(1, 2, 3)} --seed 4 {tail}"
 
 

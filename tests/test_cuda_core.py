@@ -17,15 +17,14 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from mmcheck.backends import ALIASES, BACKENDS, ISOLATE, get_backend
-from mmcheck.backends.base import BackendOptions, DeviceBuffer
+from mmcheck.backends import ALIASES, BACKENDS, capabilities, get_backend
+from mmcheck.backends.base import BackendOptions, Capabilities, DeviceBuffer
 from mmcheck.backends.compilers import Nvcc
 from mmcheck.backends.events import HOLD_KERNEL, HOLD_SOURCE
 from mmcheck.backends.gpu import driver_arguments
 from mmcheck.bench.benchmark import Bench
-from mmcheck.bench.timer import Method
+from mmcheck.timer import Method
 from mmcheck.compile import Build, function_symbols
-from mmcheck.devices import GPU_BACKENDS
 from mmcheck.errors import BackendUnavailable, CompileError, KernelFault, KernelTimeout
 from mmcheck.options import OPTIONS
 from mmcheck.runner import Runner
@@ -42,6 +41,7 @@ needs_nvcc = pytest.mark.skipif(not shutil.which("nvcc"), reason="needs nvcc on 
 
 class _Fake:
     name = "fake"
+    capabilities = Capabilities()
 
     def __init__(self, options: BackendOptions) -> None:
         self.options = options
@@ -59,7 +59,13 @@ class EmuFake(_Fake):
     name = "emu"
 
 
+class Undeclared:
+    name = "undeclared"
+
+
 class Unusable:
+    capabilities = Capabilities()
+
     def __init__(self, options: BackendOptions) -> None:
         raise BackendUnavailable("no device here")
 
@@ -98,15 +104,22 @@ def test_auto_goes_through_both_gpu_backends_to_the_emulator(registry):
     assert get_backend("auto", isolated=False).name == "pycuda"
 
 
-def test_every_gpu_backend_name_is_a_gpu_backend_wherever_names_are_compared(monkeypatch):
-    from mmcheck.cli import _costs_name, _workers
-
-    assert set(GPU_BACKENDS) == {"gpu", *ALIASES["gpu"]} and ISOLATE == set(ALIASES["gpu"]) <= set(BACKENDS)
+def test_every_gpu_backend_declares_itself_so_and_the_alias_with_them():
+    """What the two GPU backends declare, and "gpu" and "auto" with them (auto is the GPU where there is one),
+    read from their classes without opening them (there is no GPU here)."""
+    gpu = {capabilities(name) for name in ("gpu", "auto", *ALIASES["gpu"])}
+    assert gpu == {Capabilities(gpu=True, sanitizers=("memcheck", "racecheck", "synccheck"), times=True, large=True,
+                                isolated=True)}
+    assert capabilities("emu") == Capabilities(sanitizers=("asan", "ubsan"))
     (option,) = [o for o in OPTIONS if o.dest == "backend"]
     assert all(option.type(name) == name for name in (*BACKENDS, *ALIASES))
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
-    assert {_workers("auto", name) for name in GPU_BACKENDS} == {3}
-    assert {_costs_name(name) for name in GPU_BACKENDS} == {"gpu"} and _costs_name("emu") == "emu"
+
+
+def test_a_backend_class_that_declares_nothing_is_refused_saying_what_to_declare(registry):
+    registry(cuda_core="Undeclared")
+    with pytest.raises(BackendUnavailable, match=r"cuda-core backend declares no capabilities \(a class attribute "
+                                                 r"capabilities = Capabilities\(\.\.\.\)"):
+        capabilities("gpu")
 
 
 # --- the launch's arguments ---------------------------------------------------------------------------------

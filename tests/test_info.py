@@ -23,7 +23,8 @@ def test_every_section_is_there(said):
                      r"  pycuda: (available|unavailable: .+)\n  emu: (available|unavailable: .+)\n"
                      r"  auto picks: (cuda-core|pycuda|emu|none)$", said, re.M), said
     assert re.search(r"^compilers:\n  nvcc: (release \d+\.\d+ \(V[\d.]+\) at \S+|none on PATH)$", said, re.M), said
-    assert re.search(r"^  mmcheck will use: nvcc.* \(--compiler nvcc, the default\)$", said, re.M), said
+    # auto, the default: nvcc where it is on PATH, else NVRTC
+    assert re.search(r"^  mmcheck will use: (nvcc|NVRTC).* \(--compiler auto, the default\)$", said, re.M), said
     assert re.search(r"^emulator compiler: (.+ \(/\S+\)|none \(.+\))$", said, re.M), said
     assert re.search(r"^compute-sanitizer: (\S+ \(/\S+\)|none on PATH \(--sanitize on the GPU needs it\))$", said,
                      re.M), said

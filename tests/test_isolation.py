@@ -1,10 +1,12 @@
 """A kernel that kills or hangs its process costs exactly one case; the next case runs normally."""
 
+import numpy as np
 import pytest
 
 from mmcheck.backends import get_backend, process
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.process import ProcessBackend
+from mmcheck.errors import BackendUnavailable, SanitizerError
 from mmcheck.prepare import plan
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
@@ -41,8 +43,75 @@ def test_a_hang_is_stopped_and_the_run_goes_on(runner):
     assert runner.run(runner.case(spec_for("good", ("float32",)), "float32", shape)).ok
 
 
+class FakeTool:
+    """A tool that watches a worker (process.Watch): the worker's kernels tell it of each launch in a file."""
+
+    def __init__(self, path):
+        self.path, self.reports = path, 0
+
+    def command(self):
+        return ["env", f"FAKE_TOOL_LOG={self.path}"]
+
+    def found(self, buffers):
+        said = self.path.read_text().strip() if self.path.exists() else ""
+        self.path.unlink(missing_ok=True)
+        if not said:
+            return None
+        self.reports += 1
+        return SanitizerError(f"fake tool: {said}, buffers {', '.join(sorted(buffers.values()))}", "reverse")
+
+    def spent(self):
+        return self.reports >= 2
+
+    def close(self):
+        self.path.unlink(missing_ok=True)
+
+
+class FakeTools:
+    """The fake tool for the fake backend's "reverse" schedule (process.Tools)."""
+
+    names = ("reverse",)
+    everywhere = False
+    slowdown = 1.0
+
+    def __init__(self, folder):
+        self.folder, self.started = folder, []
+
+    def watch(self, name):
+        self.started.append(name)
+        return FakeTool(self.folder / f"{name}-{len(self.started)}.log")
+
+
+def test_a_schedule_named_after_a_tool_runs_in_a_worker_under_it_which_is_asked_what_it_saw(tmp_path):
+    tools = FakeTools(tmp_path)
+    backend = ProcessBackend(FAKE.replace("FakeBackend", "FakeAddressedBackend"), BackendOptions(timeout=2), tools)
+    try:
+        shape = Shape(5, 6, 7)
+        launched = plan(spec_for("tells_its_tool", ("float32",)), "float32", shape)
+        kernel = backend.compile(launched.build)
+        args = [*(backend.upload(np.ones(size, np.float32), 0) for size in (5 * 7, 7 * 6, 5 * 6)),
+                np.int32(5), np.int32(6), np.int32(7)]
+        backend.launch(kernel, args, launched.grid, launched.block, 0, "forward")  # in the plain worker
+        assert tools.started == []
+        with pytest.raises(SanitizerError, match=r"^fake tool: 5x6x7 launched, buffers A, B, C$"):
+            backend.launch(kernel, args, launched.grid, launched.block, 0, "reverse")
+        watched = backend._workers["reverse"].process.pid
+        assert tools.started == ["reverse"]
+        with pytest.raises(SanitizerError):  # its second report: the worker is replaced before the next launch
+            backend.launch(kernel, args, launched.grid, launched.block, 0, "reverse")
+        assert tools.started == ["reverse", "reverse"] and backend._workers["reverse"].process.pid != watched
+    finally:
+        backend.close()
+
+
 def test_a_backend_named_by_class_path():
     assert get_backend(FAKE, isolated=False).name == "fake"
+
+
+def test_sanitize_on_a_backend_that_declares_no_sanitizer_is_refused():
+    """--sanitize must not pass kernels unsanitized, as if it had found nothing."""
+    with pytest.raises(BackendUnavailable, match="fake_backend:FakeBackend backend has no sanitizer"):
+        get_backend(FAKE, BackendOptions(sanitize=True))
 
 
 SWEEP = [Shape(5, 5, 5), Shape(10, 7, 3), Shape(20, 17, 5), Shape(30, 9, 9), Shape(50, 3, 3)]

@@ -6,6 +6,7 @@ import shutil
 import pytest
 
 from mmcheck import check as checking
+from mmcheck.backends import capabilities
 from mmcheck.errors import SpecError
 from mmcheck.options import Settings
 from mmcheck.prepare import plan
@@ -101,7 +102,7 @@ def test_a_correct_textbook_kernel_passes_with_its_domain_stated(emu):
     assert result.outcome == "pass", result.message
     assert result.domain == "launches only while cdiv(M, 16) <= 65535 (M <= 1048560)"
     assert "; launches only while cdiv(M, 16) <= 65535 (M <= 1048560)" in table([result])
-    (row,) = json_document([result], [], "emu")["results"]
+    (row,) = json_document([result], [], "emu", capabilities("emu"))["results"]
     assert row["launch_domain"] == result.domain and row["outcome"] == "pass"
     assert "launches only while cdiv(M, 16) <= 65535 (M <= 1048560)" in kernel_list([spec], [])
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck.backends.compilers import Compiled
+from mmcheck.backends.cubin import Compiled
 from mmcheck.backends.nvrtc import Nvrtc, probe
 from mmcheck.compile import Build, find_symbol, function_symbols
 from mmcheck.errors import BackendUnavailable, CompileError, Unsupported

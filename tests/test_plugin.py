@@ -140,7 +140,8 @@ def test_an_error_of_mmchecks_own_errs_the_test_and_is_no_verdict_on_the_kernel(
         assert "struct.error" in trace.read_text()
     assert "its traceback is saved in mmcheck-results/internal-user.own-float32-1x1x1-seed0.txt" in out
     assert "please report it" in out and "reproduce: mmcheck check user.own " in out
-    assert "ERROR test_kernels.py::test_kernel[user.own-float32] - mmcheck.errors.Interna" in out
+    # The outcome's word is the check table's (report.WORDS)
+    assert "INTERNAL ERROR test_kernels.py::test_kernel[user.own-float32] - mmcheck.error" in out
     assert "def runtest" not in out  # a kernel file's test: the message alone, without the plugin's frames
 
 
@@ -239,8 +240,11 @@ def test_an_xdist_workers_blas_takes_its_share_of_the_cores_from_its_first_kerne
         monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
     monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
     pytester.makepyfile(plain_backend="""
+        from mmcheck.backends.base import Capabilities
+
         class Plain:
             name = "plain"
+            capabilities = Capabilities()
             def __init__(self, options):
                 pass
             def close(self):
@@ -270,6 +274,7 @@ def test_an_xdist_workers_blas_takes_its_share_of_the_cores_from_its_first_kerne
     result.assert_outcomes(passed=2)
 
 
+@pytest.mark.parametrize("backend", ["auto", "gpu", "emu"])
 @pytest.mark.parametrize("environ, gpus, pinned", [
     ({"PYTEST_XDIST_WORKER": "gw0"}, 2, "0"),
     ({"PYTEST_XDIST_WORKER": "gw3"}, 2, "1"),
@@ -278,12 +283,14 @@ def test_an_xdist_workers_blas_takes_its_share_of_the_cores_from_its_first_kerne
     ({"PYTEST_XDIST_WORKER": "gw3", "CUDA_VISIBLE_DEVICES": "4,6"}, 8, "6"),  # spread over the user's choice
     ({}, 2, None),  # not under xdist
 ])
-def test_each_xdist_worker_takes_a_gpu_of_its_own(monkeypatch, environ, gpus, pinned):
+def test_each_xdist_worker_takes_a_gpu_of_its_own(monkeypatch, backend, environ, gpus, pinned):
+    """On a backend whose kernels run on a GPU (auto's first choice): on the emulator the GPUs stay as they are."""
     import sys
 
     from mmcheck.plugin import _pin_gpu
 
     monkeypatch.setitem(sys.modules, "pynvml", FakeNvml(gpus))
     environ = dict(environ)
-    _pin_gpu(environ)
-    assert environ.get("CUDA_VISIBLE_DEVICES") == pinned
+    before = environ.get("CUDA_VISIBLE_DEVICES")
+    _pin_gpu(environ, backend)
+    assert environ.get("CUDA_VISIBLE_DEVICES") == (pinned if backend != "emu" else before)

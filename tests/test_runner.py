@@ -67,8 +67,24 @@ def test_a_failure_message_says_what_where_and_how_to_reproduce(runner):
     message = result.message
     assert message.startswith("fake.drops_last_k float32 17x33x5 (inputs ints, seed 1234, schedule forward): ")
     assert "% )" not in message and "worst at C[0, " in message and "exact comparison" in message
-    assert reproduce(result.case, "fake") == ("mmcheck check fake.drops_last_k --dtype float32 --shape 17x33x5 "
-                                              "--seed 1234 --backend fake")
+    assert reproduce(result.case, "fake", FakeBackend.capabilities) == (
+        "mmcheck check fake.drops_last_k --dtype float32 --shape 17x33x5 --seed 1234 --backend fake")
+
+
+@pytest.mark.parametrize("entry, context", [
+    ("crashes", "fake.crashes float32 17x33x5 (inputs ints, seed 1234, schedule forward)"),
+    ("out_of_memory", "fake.out_of_memory float32 17x33x5"),
+    ("packs_its_arguments_badly", "fake.packs_its_arguments_badly float32 17x33x5 (seed 1234)"),
+])
+def test_a_result_tells_its_finding_apart_from_the_case_it_was_found_in(runner, tmp_path, entry, context):
+    """The table shows the failing shape beside the finding, without reading the message apart."""
+    from mmcheck.report import table
+
+    result = Runner(runner.backend, seed=1234, results=tmp_path).run(runner.case(spec_for(entry), "float32", SHAPE))
+    assert result.context == context and result.message == f"{context}: {result.finding}"
+    assert result.finding.startswith(("the kernel crashed", "does not fit", "mmcheck's own error")), result.finding
+    (row,) = table([result]).splitlines()[1:]
+    assert f"  17x33x5: {result.finding.splitlines()[0]}"[:60] in row, row
 
 
 def test_exact_patterns_catch_a_single_dropped_term_at_large_k(runner):
@@ -147,7 +163,7 @@ def test_a_failing_case_leaves_a_record_that_is_saved_only_when_reported(tmp_pat
     runner = Runner(FakeBackend(), seed=1)
     result = run(runner, "drops_last_k")
     assert not (tmp_path / "results").exists(), "a probe must not write files"
-    files = save_failure(tmp_path / "results", result.record, reproduce(result.case, "fake"))
+    files = save_failure(tmp_path / "results", result.record, reproduce(result.case, "fake", FakeBackend.capabilities))
     assert files[0].name == "fake.drops_last_k-float32-17x33x5-ints-seed1.npz" and files[0].exists()
     meta = json.loads(str(np.load(files[0])["meta"]))
     assert meta["reproduce"].startswith("mmcheck check fake.drops_last_k") and meta["seed"] == 1

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from mmcheck import check as checking
-from mmcheck.backends import BackendOptions, get_backend, sanitizer
+from mmcheck.backends import get_backend, sanitizer
+from mmcheck.backends.base import BackendOptions
 from mmcheck.compile import Build
 from mmcheck.errors import BackendUnavailable, KernelTimeout
 from mmcheck.options import Settings
@@ -140,6 +141,29 @@ MEMCHECK = """\
 ========= Program hit CUDA_ERROR_LAUNCH_FAILED (error 719) due to "unspecified launch failure" on CUDA API call to cuEventQuery.
 ========= ERROR SUMMARY: 2 errors
 """
+
+
+def test_a_tools_log_is_read_after_each_launch_and_its_worker_replaced_before_the_tool_goes_silent():
+    log = sanitizer.Log("memcheck")
+    try:
+        assert log.found({}) is None
+        log.path.write_text(MEMCHECK)
+        error = log.found({0x7f2a00000000: "A"})
+        assert error.tool == "memcheck" and str(error).startswith("compute-sanitizer memcheck: Invalid __global__")
+        assert str(error).endswith("(buffer A)") and log.found({}) is None  # a report is read once
+        assert log.spent()  # memcheck stops at its print limit: its worker is replaced after each report
+        assert log.command()[1:3] == ["--tool", "memcheck"] and str(log.path) in log.command()
+    finally:
+        log.close()
+    assert not log.path.exists()
+
+
+def test_the_workers_run_under_the_compute_sanitizer_tools_a_backend_declares(monkeypatch):
+    assert sanitizer.hosting(("asan", "ubsan"), sanitize=True) is None  # the emulator builds its own in
+    assert sanitizer.hosting(("racecheck",), sanitize=False).names == ("racecheck",)
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    with pytest.raises(BackendUnavailable, match="--sanitize needs compute-sanitizer on PATH"):
+        sanitizer.hosting(sanitizer.TOOLS, sanitize=True)
 
 
 def summary(log: str) -> str:

@@ -1,31 +1,36 @@
-"""Backend registry.  Backends are imported only when asked for, so that importing mmcheck (or loading
-its pytest plugin) never touches a CUDA binding or a compiler."""
+"""The backends: what runs kernels, behind one small interface (base.py), opened by name (registry.py).
+
+A new backend?  One module in backends/ plus its registry line (registry.BACKENDS).  The module's class
+implements base.Backend (compile, upload, download, launch, close), is opened with BackendOptions, and
+declares what it can do in a class attribute, ``capabilities = Capabilities(...)``: ``gpu`` (its kernels run on
+a GPU), ``sanitizers`` (what --sanitize runs there), ``times`` (a clock worth reporting: it implements
+base.Times too), ``large`` (shapes past 2**31 elements) and ``isolated`` (it runs in a worker process of its
+own, process.py, under the compute-sanitizer tools among its sanitizers, sanitizer.py).  mmcheck decides by
+these, never by a backend's name.  A class of one's own needs no line: ``--backend module:Class``.
+
+Backends are imported only when asked for, so that importing mmcheck (or loading its pytest plugin) never
+touches numpy, a CUDA binding or a compiler."""
 
 from __future__ import annotations
 
-import importlib
+from typing import TYPE_CHECKING
 
 from ..errors import BackendUnavailable
-from .base import Backend, BackendOptions, DeviceBuffer, Kernel
+from .registry import ALIASES, BACKENDS, capabilities, known, load
 
-__all__ = ["Backend", "BackendOptions", "DeviceBuffer", "Kernel", "ALIASES", "BACKENDS", "ISOLATE", "get_backend"]
+if TYPE_CHECKING:
+    from .base import Backend, BackendOptions
 
-# name -> "module:class"
-BACKENDS = {"cuda-core": "mmcheck.backends.cuda_core:CudaCoreBackend",
-            "pycuda": "mmcheck.backends.pycuda:PyCudaBackend",
-            "emu": "mmcheck.backends.emu:EmuBackend"}
-# A name that stands for the first of its backends that can be imported and used here.  "auto" is the GPU
-# where there is one, else the emulator.
-ALIASES = {"gpu": ("cuda-core", "pycuda"), "auto": ("gpu", "emu")}
-# Backends whose faults can poison the process (a CUDA context after an illegal address, a hung kernel):
-# they run behind a process boundary unless asked not to.  The emulator isolates each launch itself.
-ISOLATE = {"cuda-core", "pycuda"}
+__all__ = ["ALIASES", "BACKENDS", "capabilities", "get_backend", "known"]
 
 
-def get_backend(name: str = "auto", options: BackendOptions = BackendOptions(), isolated: bool = True) -> Backend:
+def get_backend(name: str = "auto", options: BackendOptions | None = None, isolated: bool = True) -> Backend:
     """Construct backend ``name`` (``cuda-core``, ``pycuda``, ``emu``, an alias: ``gpu``, ``auto``, or a class of
-    one's own as ``module:Class``); raise BackendUnavailable with the reason.  ``isolated=False`` gives the
-    in-process backend."""
+    one's own as ``module:Class``); raise BackendUnavailable with the reason.  A backend that declares itself
+    ``isolated`` runs in a worker process of its own (process.py), unless ``isolated=False``."""
+    from .base import BackendOptions
+
+    options = options or BackendOptions()
     if name in ALIASES:
         reasons = []
         for candidate in ALIASES[name]:
@@ -35,20 +40,12 @@ def get_backend(name: str = "auto", options: BackendOptions = BackendOptions(), 
                 reasons.append(f"{candidate}: {e}")
         what = "no backend" if name == "auto" else f"no {name} backend"
         raise BackendUnavailable(f"{what} is usable here (" + "; ".join(reasons) + ")")
-    if isolated and name in ISOLATE:
-        _load(name)  # fail here, with the import's reason, rather than in a child process
+    cls = load(name)  # fails here, with the import's reason, rather than in a worker process
+    if options.sanitize and not cls.capabilities.sanitizers:
+        raise BackendUnavailable(f"{name} backend has no sanitizer for --sanitize to run")
+    if isolated and cls.capabilities.isolated:
         from .process import ProcessBackend
+        from .sanitizer import hosting
 
-        return ProcessBackend(name, options)
-    if name not in BACKENDS and ":" not in name:
-        raise BackendUnavailable(f"unknown backend {name!r} (choose from {', '.join([*ALIASES, *BACKENDS])}, "
-                                 "or name a class as module:Class)")
-    return _load(name)(options)
-
-
-def _load(name: str) -> type:
-    module, cls = BACKENDS.get(name, name).split(":")
-    try:
-        return getattr(importlib.import_module(module), cls)
-    except (ImportError, AttributeError) as e:
-        raise BackendUnavailable(f"{name} backend cannot be imported: {e}") from None
+        return ProcessBackend(name, options, hosting(cls.capabilities.sanitizers, options.sanitize))
+    return cls(options)

@@ -3,24 +3,34 @@
 A backend compiles a build (a spec's source for one dtype, template arguments and defines), moves buffers
 to and from its memory and launches.  It knows nothing of shapes, references, tolerances or pytest: the
 runner drives it.
+
+A new backend?  One module in backends/ plus its registry line (registry.BACKENDS): a class that implements
+``Backend`` and declares its ``Capabilities`` (a GPU or not, its sanitizers, a clock, shapes past 2**31
+elements, a worker process of its own), which callers read before opening it.  What some backends do beyond
+the interface is a protocol of its own, which a backend implements where it can: ``Times`` where it declares a
+clock (benchmarks), ``Submits`` where it runs a launch beside its caller, ``HostMemory`` and ``DownloadsInto``
+where its buffers cross between processes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 
 from ..compile import Build
+from ..defaults import COMPILER, TIMEOUT
+from ..errors import MmcheckError
 from ..spec import KernelSpec
 
 if TYPE_CHECKING:
-    from ..bench.timer import Measurement, Method
+    from ..timer import Measurement, Method
 
-__all__ = ["Backend", "BackendOptions", "Kernel", "DeviceBuffer", "Arg", "Dim3", "Device", "Timing", "Launched",
-           "Submits", "HostMemory"]
+__all__ = ["Backend", "BackendOptions", "Capabilities", "Kernel", "DeviceBuffer", "Arg", "Dim3", "Device", "Timing",
+           "BackendClass", "Times", "Launched", "Submits", "DownloadsInto", "HostMemory", "clock",
+           "compute_capability"]
 
 Dim3 = tuple[int, int, int]
 
@@ -35,14 +45,35 @@ MAX_DYNAMIC_SMEM = 232448
 
 
 @dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do, declared on its class (``capabilities``): mmcheck decides by these, never by a
+    backend's name, and reads them before opening one (registry.capabilities).
+
+    ``gpu``: its kernels run on a real GPU, compiled by nvcc or NVRTC (--compiler): each worker process of a
+    run takes a GPU of its own, and compiling can start before the backend opens.  ``sanitizers``: what
+    --sanitize runs there (compute-sanitizer's tools; the emulator's AddressSanitizer and bounds check); none
+    where it has no sanitizer, and --sanitize is refused there.  ``times``: a clock worth reporting, for
+    benchmarks.  ``large``: shapes past 2**31 elements run in reasonable time.  ``isolated``: it runs in a
+    worker process of its own (process.py), its faults being able to poison the process that runs it (a CUDA
+    context after an illegal address).
+    """
+
+    gpu: bool = False
+    sanitizers: tuple[str, ...] = ()
+    times: bool = False
+    large: bool = False
+    isolated: bool = False
+
+
+@dataclass(frozen=True)
 class BackendOptions:
     """Settings a user chooses for a run; each backend reads those that apply to it."""
 
     sanitize: bool = False          # compute-sanitizer on the GPU, AddressSanitizer on the emulator
-    timeout: float = 10.0           # seconds one launch may take before it counts as a hang
+    timeout: float = TIMEOUT        # seconds one launch may take before it counts as a hang
     strict_barriers: bool = True    # emulator: barrier divergence is an error (False: a warning)
     cache_dir: str | None = None    # where compiled modules are kept; None: the user cache dir
-    compiler: str = "nvcc"          # GPU: nvcc, nvrtc, or auto (nvcc if on PATH, else nvrtc)
+    compiler: str = COMPILER        # GPU: nvcc, nvrtc, or auto (nvcc if on PATH, else nvrtc)
 
 
 @dataclass(frozen=True)
@@ -122,6 +153,7 @@ class Timing:
 @runtime_checkable
 class Backend(Protocol):
     name: str
+    capabilities: Capabilities
 
     def compile(self, build: Build) -> Kernel:
         """Compile (or fetch from cache) ``build``; raise CompileError or Unsupported."""
@@ -144,10 +176,19 @@ class Backend(Protocol):
         """
         ...
 
+    def close(self) -> None:
+        """Release what the backend holds (worker processes, device memory)."""
+        ...
+
+
+class Times(Protocol):
+    """A backend with a clock worth reporting, which declares it (``capabilities.times``; ``clock`` gives it):
+    benchmarks time its kernels and the vendor library on the device it describes."""
+
     def time(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
              method: Method) -> Timing:
         """Launch once (checked like ``launch``), then time launches by ``method`` in the process that owns
-        the device; Unsupported where the backend has no clock worth reporting (the emulator)."""
+        the device."""
         ...
 
     def time_library(self, op: str, dtype: str, m: int, n: int, k: int, batch: int, alpha: float | None,
@@ -157,11 +198,16 @@ class Backend(Protocol):
         ...
 
     def device(self) -> Device:
-        """The device benchmarks run on; Unsupported where there is none."""
+        """The device benchmarks run on."""
         ...
 
-    def close(self) -> None:
-        """Release what the backend holds (worker processes, device memory)."""
+
+class BackendClass(Protocol):
+    """A backend's class: what it declares it can do, read before one is opened, and how one is opened."""
+
+    capabilities: Capabilities
+
+    def __call__(self, options: BackendOptions) -> Backend:
         ...
 
 
@@ -184,6 +230,14 @@ class Submits(Protocol):
 
 
 @runtime_checkable
+class DownloadsInto(Protocol):
+    """A backend whose downloads are made by an allocator of its caller's choosing: the worker process that runs
+    it (process.py) makes them in shared memory, to send them back without a copy."""
+
+    empty: Callable[[int, np.dtype], np.ndarray]
+
+
+@runtime_checkable
 class HostMemory(Protocol):
     """A backend whose uploads travel to another process (the worker that owns the device): host arrays made
     by it travel without a copy, which past 2**31 elements saves seconds a launch."""
@@ -192,3 +246,20 @@ class HostMemory(Protocol):
         """A new, uninitialised 1-d host array for ``upload``, which keeps it rather than a copy: the caller
         leaves it as it is once uploaded."""
         ...
+
+
+def clock(backend: Backend) -> Times | None:
+    """The backend's clock: the backend itself where it declares one (``capabilities.times``), else None."""
+    return cast(Times, backend) if backend.capabilities.times else None
+
+
+def compute_capability(backend: Backend) -> tuple[int, int] | None:
+    """The compute capability of the GPU the backend's kernels run on; None where they run on none, or it
+    cannot tell (it has no clock, which describes the device)."""
+    found = clock(backend)
+    if found is None or not backend.capabilities.gpu:
+        return None
+    try:
+        return found.device().cc
+    except MmcheckError:
+        return None

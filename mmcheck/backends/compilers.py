@@ -11,41 +11,28 @@ Both compile the same unit (``compile.unit_source``) with options identical in m
 ``-lineinfo`` and C++17, for exactly the device's ``sm_XY``.  Both give a cubin, machine code for that one
 architecture, never PTX, so the driver JIT-compiles nothing.
 
-Which compiler can serve which device and driver is decided by the small pure functions at the end, each
-giving its verdict in words.
+Which compiler can serve which device and driver is decided by small pure functions (here, and cubin.py's
+``arch_rule``), each giving its verdict in words.  What both compilers share is cubin.py's: the compiled
+cubin, its cache and the common options.
 """
 
 from __future__ import annotations
 
-import fcntl
 import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from ..compile import (Build, cache_key, cache_root, find_symbol, function_symbols, local_includes, macro_flags,
-                       unit_source)
+from ..compile import Build, cache_key, cache_root, find_symbol, function_symbols, local_includes, unit_source
+from ..defaults import COMPILERS
 from ..errors import BackendUnavailable, CompileError
-from ..publish import atomic_write
+from .cubin import Compiled, CubinCache, common_options
+from .nvrtc import Nvrtc
 
-__all__ = ["COMPILERS", "Compiled", "Compiler", "Nvcc", "get_compiler", "common_options", "arch_rule",
-           "driver_rule", "explain_load_error", "resolve"]
-
-COMPILERS = ("nvcc", "nvrtc", "auto")
-
-
-@dataclass(frozen=True)
-class Compiled:
-    """A kernel compiled for one architecture: the cubin, the kernel's (mangled) name in it, and what the
-    compiler said while succeeding (warnings; "" when it said nothing or the cubin came from a cache)."""
-
-    cubin: bytes
-    symbol: str
-    log: str = ""
+__all__ = ["Compiler", "Nvcc", "get_compiler", "driver_rule", "explain_load_error", "resolve"]
 
 
 class Compiler(Protocol):
@@ -78,57 +65,8 @@ def get_compiler(name: str, cache_dir: str | None = None) -> Compiler:
     if name == "nvcc":
         return Nvcc(cache_dir)
     if name == "nvrtc":
-        from .nvrtc import Nvrtc
-
         return Nvrtc(cache_dir)
     raise BackendUnavailable(f"unknown compiler {name!r} (choose from {', '.join(COMPILERS)})")
-
-
-def common_options(build: Build) -> list[str]:
-    """The options both compilers get, spelt alike (the architecture is given by each its own way).  The
-    unit is compiled elsewhere than its file, so the file's own folder is put where its #includes look."""
-    return [*macro_flags(build.defines), "-lineinfo", "--std=c++17", f"-I{build.spec.path.resolve().parent}"]
-
-
-class CubinCache:
-    """Compiled cubins on disk, one file per key (compile.cache_key of all that decides the output), each
-    published atomically: the pytest-xdist workers and the processes of ``mmcheck check -j`` share it, and
-    none may read another's half-written file."""
-
-    _MAGIC = b"mmcheck-cubin 1\n"
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-
-    def get(self, key: str) -> Compiled | None:
-        try:
-            data = (self.folder / f"{key}.cubin").read_bytes()
-        except OSError:
-            return None
-        if not data.startswith(self._MAGIC):
-            return None
-        symbol, _, cubin = data[len(self._MAGIC):].partition(b"\n")
-        return Compiled(cubin, symbol.decode()) if cubin else None
-
-    def put(self, key: str, compiled: Compiled) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.folder / f"{key}.cubin",
-                     lambda f: f.write(self._MAGIC + compiled.symbol.encode() + b"\n" + compiled.cubin))
-
-    def fetch(self, key: str, make: Callable[[], Compiled]) -> Compiled:
-        """The cubin of ``key``: from the cache, or made by ``make`` and kept.  One process (or thread) makes a
-        key at a time, holding a lock file beside it: one that wants the key meanwhile waits, then reads it,
-        rather than compile it again (``check -j`` compiles ahead what its workers will ask for)."""
-        if cached := self.get(key):
-            return cached
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.folder / f"{key}.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or its holder dies
-            if cached := self.get(key):
-                return cached
-            compiled = make()
-            self.put(key, compiled)
-            return compiled
 
 
 class Nvcc:
@@ -197,36 +135,6 @@ def nvcc_version(path: str) -> str:
 
 
 # --- the rules --------------------------------------------------------------------------------------------
-
-def sm(cc: tuple[int, int]) -> int:
-    """The architecture number of a compute capability: (9, 0) -> 90."""
-    return cc[0] * 10 + cc[1]
-
-
-def arch(cc: tuple[int, int]) -> str:
-    """The architecture compilers are given for a compute capability, a part of their cache keys: ``sm_90``."""
-    return f"sm_{sm(cc)}"
-
-
-def arch_rule(compiler: str, archs: Sequence[int], cc: tuple[int, int]) -> str | None:
-    """Why ``compiler`` (words, e.g. "NVRTC 13.1"), which compiles cubins for the architectures ``archs``
-    (``nvrtcGetSupportedArchs``: 75, 80, ...), cannot compile for a GPU of compute capability ``cc``; None
-    if it can."""
-    target = sm(cc)
-    if target in archs:
-        return None
-    lo, hi = min(archs, default=0), max(archs, default=0)
-    device = f"this GPU is sm_{target} (compute capability {cc[0]}.{cc[1]})"
-    if not archs:
-        return f"{compiler} reports no architecture it compiles for; {device}"
-    if target < lo:
-        return (f"{compiler} compiles for sm_{lo} to sm_{hi}; {device}, older than it supports: use an "
-                "older NVRTC (NVRTC 12 compiles for sm_50 and newer, NVRTC 11 for sm_35 and newer), or nvcc")
-    if target > hi:
-        return (f"{compiler} compiles for sm_{lo} to sm_{hi}; {device}, newer than it knows: use a newer "
-                "NVRTC, or nvcc")
-    return f"{compiler} compiles for {', '.join(f'sm_{a}' for a in archs)}; {device} is not among them"
-
 
 def driver_rule(compiler: tuple[int, int], driver: tuple[int, int], binary: str = "cubin") -> str | None:
     """Why code of kind ``binary`` ("cubin" or "ptx") from a compiler of CUDA ``compiler`` would not load

@@ -23,7 +23,8 @@ import numpy as np
 
 from ..errors import BackendUnavailable
 from .base import Arg, BackendOptions, Dim3
-from .compilers import Compiled, Nvcc
+from .compilers import Nvcc
+from .cubin import Compiled
 from .events import Event
 from .gpu import GpuBackend, driver_arguments
 

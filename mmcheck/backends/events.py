@@ -1,4 +1,4 @@
-"""The GPU's clock for the timing method (bench/timer.py): CUDA events around launches, the launches held
+"""The GPU's clock for the timing method (timer.py): CUDA events around launches, the launches held
 back until they are all queued, the L2 flushed between samples, and the SM clock read through NVML.
 
 Why the hold: an event pair times everything the GPU does between the two events, including waiting for
@@ -132,7 +132,7 @@ class Nvml:
 
 
 class EventClock:
-    """bench.timer.Clock for one enqueue function (a kernel launch or a library call)."""
+    """timer.Clock for one enqueue function (a kernel launch or a library call)."""
 
     def __init__(self, event: Callable[[], Event], enqueue: Callable[[], None], hold: Hold, flush: L2Flush,
                  nvml: Nvml, timeout: float) -> None:

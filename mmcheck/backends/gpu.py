@@ -21,20 +21,19 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..compile import Build, cache_key
 from ..errors import (BackendUnavailable, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError,
                       OutOfMemory)
-from . import sanitizer
-from .base import Arg, BackendOptions, Device, DeviceBuffer, Dim3, Kernel, Timing
-from .compilers import Compiled, arch, explain_load_error, get_compiler
+from ..timer import Measurement, Method, measure
+from . import cublas, sanitizer
+from .base import Arg, BackendOptions, Capabilities, Device, DeviceBuffer, Dim3, Kernel, Timing
+from .compilers import explain_load_error, get_compiler
+from .cubin import Compiled, arch
 from .events import HOLD_KERNEL, HOLD_SOURCE, Event, EventClock, Hold, L2Flush, Nvml
-
-if TYPE_CHECKING:
-    from ..bench.timer import Measurement, Method
 
 __all__ = ["GpuBackend", "driver_arguments"]
 
@@ -49,6 +48,9 @@ class GpuBackend(ABC):
     its address."""
 
     name: str
+    # A fault can leave the CUDA context unusable, and a hung kernel cannot be stopped from its own process: the
+    # backend runs in a worker process, under compute-sanitizer's tools where they are asked for.
+    capabilities = Capabilities(gpu=True, sanitizers=sanitizer.TOOLS, times=True, large=True, isolated=True)
     _error: type[Exception]
 
     def __init__(self, options: BackendOptions, cc: tuple[int, int]) -> None:
@@ -85,10 +87,10 @@ class GpuBackend(ABC):
                          self._driver_version(), sanitizer.installed())
 
     def _schedules(self, shared: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(schedules, costly): the device's own order, and compute-sanitizer tools run by the process
-        wrapper (backends/process.py).  A GPU usually runs a tiled kernel that lacks a __syncthreads
-        correctly, so racecheck is what sees the race; it and synccheck have nothing to look at in a kernel
-        without shared memory.  Under --sanitize every case runs every tool; otherwise racecheck is costly
+        """(schedules, costly): the device's own order, and compute-sanitizer tools, which the backend's worker
+        processes run under (sanitizer.py, through process.py).  A GPU usually runs a tiled kernel that lacks a
+        __syncthreads correctly, so racecheck is what sees the race; it and synccheck have nothing to look at in
+        a kernel without shared memory.  Under --sanitize every case runs every tool; otherwise racecheck is costly
         (50 ms to a second a launch), run once per kernel x dtype (or tile class) and on failures' reruns."""
         tools = sanitizer.TOOLS if shared else sanitizer.TOOLS[:1]
         if self.options.sanitize:
@@ -166,8 +168,6 @@ class GpuBackend(ABC):
 
     def time(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
              method: Method) -> Timing:
-        from ..bench.timer import measure
-
         buffers = [a for a in args if isinstance(a, DeviceBuffer)]
         self.launch(kernel, args, grid, block, smem, "device")
         first = tuple(self.download(b) for b in buffers)
@@ -187,9 +187,6 @@ class GpuBackend(ABC):
 
     def time_library(self, op: str, dtype: str, m: int, n: int, k: int, batch: int, alpha: float | None,
                      beta: float | None, method: Method) -> Measurement:
-        from ..bench import cublas
-        from ..bench.timer import measure
-
         call = cublas.prepare(op, dtype, m, n, k, batch, alpha, beta)
         call.enqueue()  # the first call creates the library's workspace: outside the timing
         self._synchronize()

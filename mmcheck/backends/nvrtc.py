@@ -49,7 +49,7 @@ from typing import Any
 
 from ..compile import Build, cache_key, cache_root, local_includes, unit_source
 from ..errors import BackendUnavailable, CompileError, Unsupported
-from .compilers import Compiled, CubinCache, arch_rule, common_options
+from .cubin import Compiled, CubinCache, arch_rule, common_options
 
 __all__ = ["Nvrtc", "Library", "Wheel", "load", "nvrtc_wheels", "header_wheels", "choose_headers",
            "bindings_rule", "classify_failure", "probe"]

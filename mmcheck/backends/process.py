@@ -1,16 +1,16 @@
-"""Any backend, run in a worker process, so that one kernel cannot take the rest of the run down.
+"""Any backend, run in a worker process, so that one kernel cannot take the rest of the run down: the
+transport alone, requests and buffers there and answers back.
 
 An illegal memory access leaves a CUDA context unusable for the rest of its process, and a kernel that
 never returns cannot be stopped from inside it.  Here the real backend lives in a child process; when a
 launch crashes or hangs, the child is killed and the next call starts a fresh one, so the fault costs
 exactly one case.  Kernels are recompiled in the new child on demand (the compile caches make that cheap).
 
-A schedule that names a compute-sanitizer tool (the GPU backends ask for racecheck on kernels with shared
-memory, and for every tool under ``sanitize``) runs in a child started under that tool.  Each tool has its
-own child; its reports are read from the tool's log right after the launch that caused them.  A tool's
-child is started by the first launch that needs it (a launch whose verdict was kept from an earlier run
-needs none, verdicts.py), and runs its launches while the parent goes on (``submit``), starting up
-meanwhile: the runner judges them later, in order.
+A backend's children may run under tools that watch their launches (``Tools``; compute-sanitizer's, whose
+hosting is sanitizer.py's).  A schedule that names a tool runs in a child of its own started under it, and
+what the tool saw is asked for right after the launch.  A tool's child is started by the first launch that
+needs it (a launch whose verdict was kept from an earlier run needs none, verdicts.py), and runs its launches
+while the parent goes on (``submit``), starting up meanwhile: the runner judges them later, in order.
 """
 
 from __future__ import annotations
@@ -18,28 +18,23 @@ from __future__ import annotations
 import collections
 import dataclasses
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 import numpy as np
 
 from ..compile import Build
-from ..devices import GPU_BACKENDS
-from ..errors import (BackendUnavailable, InternalError, KernelFault, KernelTimeout, LaunchError, MmcheckError,
-                      SanitizerError)
-from . import channel, sanitizer
-from .base import Arg, BackendOptions, Device, DeviceBuffer, Dim3, Kernel, Timing
+from ..errors import InternalError, KernelFault, KernelTimeout, LaunchError, MmcheckError
+from . import channel, registry
+from .base import Arg, BackendOptions, Device, DeviceBuffer, Dim3, DownloadsInto, Kernel, Timing
 
 if TYPE_CHECKING:
-    from ..bench.timer import Measurement, Method
+    from ..timer import Measurement, Method
 
-__all__ = ["ProcessBackend"]
+__all__ = ["ProcessBackend", "Tools", "Watch"]
 
 # Seconds a child may take to start (import the backend, create a context) or to compile.
 _START_TIMEOUT = 120.0
@@ -52,29 +47,60 @@ _GRACE = 5.0
 _CARRIED_PER_SECOND = 100e6
 
 
-class _Worker:
-    """One child process hosting the real backend, optionally under a compute-sanitizer tool."""
+class Watch(Protocol):
+    """A tool one worker runs under, watching its launches."""
 
-    def __init__(self, inner: str, options: BackendOptions, tool: str | None) -> None:
+    def command(self) -> list[str]:
+        """The arguments put before the worker's own command, which start it under the tool."""
+        ...
+
+    def found(self, buffers: Mapping[int, str]) -> MmcheckError | None:
+        """What the tool reported since the last look, as the error of the launch just finished (None where
+        it reported nothing); ``buffers``: the launch's buffers' names by device address."""
+        ...
+
+    def spent(self) -> bool:
+        """Whether the worker is to be replaced now, lest the tool stop reporting (a cap on reports per
+        process)."""
+        ...
+
+    def close(self) -> None:
+        """Remove what the tool leaves behind (its log)."""
+        ...
+
+
+class Tools(Protocol):
+    """The tools a backend's workers may run under.  A launch whose schedule is one of ``names`` runs in a
+    worker of its own under that tool; with ``everywhere`` every request does, those of no schedule in the
+    first tool's worker.  A launch takes ``slowdown`` times longer under a tool."""
+
+    names: tuple[str, ...]
+    everywhere: bool
+    slowdown: float
+
+    def watch(self, name: str) -> Watch:
+        """Tool ``name``, for a worker about to start."""
+        ...
+
+
+class _Worker:
+    """One child process hosting the real backend, optionally under a tool that watches its launches."""
+
+    def __init__(self, inner: str, options: BackendOptions, watch: Watch | None) -> None:
         ours, theirs = channel.ends()
         command = [sys.executable, "-m", "mmcheck.backends.process", inner, *map(str, theirs)]
-        self.log: Path | None = None
+        self.watch = watch
         self.closed = False
-        if tool:
-            fd, log = tempfile.mkstemp(prefix=f"mmcheck-{tool}-", suffix=".log")
-            os.close(fd)
-            self.log = Path(log)
-            command = sanitizer.command(tool, self.log) + command
+        if watch:
+            command = watch.command() + command
         # A process group of its own: Ctrl-C at a terminal reaches mmcheck alone, which stops the child.
         self.process = subprocess.Popen(command, pass_fds=theirs, process_group=0)
         for fd in theirs:
             os.close(fd)
         self.channel = channel.Channel(*ours)
-        self.read_log = 0
-        # The device addresses of the last launch's buffers, which the child sends before launching, so
-        # that an allocation named in a sanitizer report can be named as A, B or C.
+        # The device addresses of the last launch's buffers, which the child sends before a watched launch, so
+        # that an allocation named in a tool's report can be named as A, B or C.
         self.addresses: list[int] = []
-        self.reporting_launches = self.hazards = 0
         # Requests sent and not yet answered, oldest first (the child answers in order).  The greeting is
         # not waited for here: the child starts (imports, a CUDA context) while the parent goes on, and the
         # first answer awaited waits for it too.
@@ -138,16 +164,10 @@ class _Worker:
         code = self.process.wait(timeout=10)
         raise KernelFault(f"the worker process died (exit status {code})") from None
 
-    def sanitizer_report(self, names: Sequence[str]) -> str:
-        """What the tool reported since the last look, in a few lines ("" if nothing); ``names`` are the
-        last launch's buffers, in order."""
-        if self.log is None:
-            return ""
-        text = self.log.read_text(errors="replace")
-        new, self.read_log = text[self.read_log:], len(text)
-        lines = sanitizer.read_log(new)
-        self.hazards += sanitizer.hazards(lines)
-        return sanitizer.summarize(lines, dict(zip(self.addresses, names))) if lines else ""
+    def found(self, names: Sequence[str]) -> MmcheckError | None:
+        """What the worker's tool found in the last launch (None: nothing, or no tool); ``names`` are the last
+        launch's buffers, in order."""
+        return self.watch.found(dict(zip(self.addresses, names))) if self.watch else None
 
     def close(self) -> None:
         self.closed = True
@@ -155,28 +175,27 @@ class _Worker:
         # nothing waits on it (subprocess reaps it later).
         self.process.kill()
         self.channel.close()
-        if self.log:
-            self.log.unlink(missing_ok=True)
+        if self.watch:
+            self.watch.close()
 
 
 class ProcessBackend:
-    """The ``inner`` backend behind a process boundary (see the module docstring)."""
+    """The ``inner`` backend behind a process boundary, its workers under ``tools`` where given (see the module
+    docstring)."""
 
-    def __init__(self, inner: str, options: BackendOptions = BackendOptions()) -> None:
-        self.inner, self.options = inner, options
-        if options.sanitize and inner in GPU_BACKENDS and not shutil.which("compute-sanitizer"):
-            raise BackendUnavailable("--sanitize needs compute-sanitizer on PATH, and it is not there")
+    def __init__(self, inner: str, options: BackendOptions = BackendOptions(), tools: Tools | None = None) -> None:
+        self.inner, self.options, self.tools = inner, options, tools
+        self.capabilities = registry.load(inner).capabilities
+        # The worker of the requests of no schedule (compiles, timing): a plain one, unless every request runs
+        # under a tool.
+        self._first = tools.names[0] if tools and tools.everywhere else None
         self._workers: dict[str | None, _Worker] = {}
-        self.name: str = self._worker(self._tools[0]).call("name", timeout=_START_TIMEOUT)
-
-    @property
-    def _tools(self) -> tuple[str | None, ...]:
-        return sanitizer.TOOLS if self.options.sanitize and self.inner in GPU_BACKENDS else (None,)
+        self.name: str = self._worker(self._first).call("name", timeout=_START_TIMEOUT)
 
     def _worker(self, tool: str | None) -> _Worker:
         if tool not in self._workers or self._workers[tool].closed:
             options = dataclasses.replace(self.options, timeout=self._launch_timeout(tool))
-            self._workers[tool] = _Worker(self.inner, options, tool)
+            self._workers[tool] = _Worker(self.inner, options, self.tools.watch(tool) if self.tools and tool else None)
         return self._workers[tool]
 
     def _restart(self, tool: str | None) -> None:
@@ -185,7 +204,7 @@ class ProcessBackend:
             worker.close()
 
     def compile(self, build: Build) -> Kernel:
-        symbol, schedules, params, costly, fingerprint = self._worker(self._tools[0]).call(
+        symbol, schedules, params, costly, fingerprint = self._worker(self._first).call(
             "compile", build, timeout=_COMPILE_TIMEOUT)
         return Kernel(build.spec, build.dtype, symbol, schedules, build, params, costly, fingerprint)
 
@@ -208,7 +227,7 @@ class ProcessBackend:
         """Upload, launch and download in one round trip to the worker of the schedule's tool, which runs it
         while the caller goes on; ``wait()`` finishes it.  A worker runs one launch at a time: a launch
         still in flight on it is finished first."""
-        tool = schedule if schedule in sanitizer.TOOLS else None
+        tool = schedule if self.tools and schedule in self.tools.names else None
         buffers, hosts, packed = _transport(args)
         worker = self._worker(tool)
         if worker.launched:
@@ -247,7 +266,7 @@ class ProcessBackend:
             raise
 
     def _launch_timeout(self, tool: str | None) -> float:
-        return self.options.timeout * (sanitizer.SLOWDOWN if tool else 1)
+        return self.options.timeout * (self.tools.slowdown if self.tools and tool else 1)
 
     def close(self) -> None:
         for tool in list(self._workers):
@@ -287,23 +306,21 @@ class _Launch:
         try:
             results = worker.answer(self.answer)
         except (KernelFault, KernelTimeout) as e:
-            report = worker.sanitizer_report(self.names)
+            found = worker.found(self.names)
             if self.backend._workers.get(tool) is worker:  # not replaced since, for some other reason
                 self.backend._restart(tool)
-            self.error = SanitizerError(f"compute-sanitizer {tool}: {report}", tool) if report and tool else e
+            self.error = found or e
             return
         except MmcheckError as e:
             self.error = e
             return
-        report = worker.sanitizer_report(self.names)
-        if report and tool:  # only a tool reports
-            worker.reporting_launches += 1
-            if (worker.reporting_launches >= sanitizer.REPORTING_LAUNCHES[tool]
-                    or worker.hazards >= sanitizer.REPORTED_HAZARDS):
-                # Replaced before the tool's cap on errors per process silences it; the new one starts now.
+        found = worker.found(self.names)
+        if found:
+            if worker.watch and worker.watch.spent():
+                # Replaced before the tool's cap on reports per process silences it; the new one starts now.
                 self.backend._restart(tool)
                 self.backend._worker(tool)
-            self.error = SanitizerError(f"compute-sanitizer {tool}: {report}", tool)
+            self.error = found
             return
         for buf, result in zip(self.buffers, results):
             buf.handle.result = result
@@ -341,8 +358,6 @@ def _uploaded(backend: Any, hosts: list[tuple[np.ndarray, int]], packed: list[ob
 # --- the child ---------------------------------------------------------------------------------------
 
 def _serve(inner: str, link: channel.Channel) -> None:
-    from . import get_backend
-
     backend: Any = None  # the real backend, once the parent says hello
     kernels: dict[tuple, Kernel] = {}
 
@@ -358,8 +373,8 @@ def _serve(inner: str, link: channel.Channel) -> None:
             return
         try:
             if method == "hello":
-                backend = get_backend(inner, args[0], isolated=False)
-                if hasattr(backend, "empty"):  # its downloads then go back without a copy
+                backend = registry.load(inner)(args[0])
+                if isinstance(backend, DownloadsInto):  # its downloads then go back without a copy
                     backend.empty = channel.shared_empty
                 value: object = None
             elif method == "name":
@@ -371,7 +386,7 @@ def _serve(inner: str, link: channel.Channel) -> None:
                 build, hosts, packed, grid, block, smem, schedule, addresses = args
                 k = kernel(build)
                 bufs, call = _uploaded(backend, hosts, packed)
-                if addresses:  # under compute-sanitizer, whose reports give allocations by address
+                if addresses:  # under a tool, whose reports give allocations by address
                     link.send(("addresses", [int(b.handle) for b in bufs]))
                 backend.launch(k, call, grid, block, smem, schedule or k.schedules[0])
                 value = [backend.download(b) for b in bufs]
@@ -379,8 +394,10 @@ def _serve(inner: str, link: channel.Channel) -> None:
                 build, hosts, packed, grid, block, smem, timing = args
                 _, call = _uploaded(backend, hosts, packed)
                 value = backend.time(kernel(build), call, grid, block, smem, timing)
-            elif method in ("time_library", "device"):
-                value = getattr(backend, method)(*args)
+            elif method == "time_library":
+                value = backend.time_library(*args)
+            elif method == "device":
+                value = backend.device()
             else:
                 raise LaunchError(f"unknown request {method!r}")
             link.send(("ok", value))
@@ -398,7 +415,7 @@ def _serve(inner: str, link: channel.Channel) -> None:
 
 
 if __name__ == "__main__":
-    # The worker's own stdout stays free for the backend (and the sanitizer); requests use the pipes.
+    # The worker's own stdout stays free for the backend (and the tool it runs under); requests use the pipes.
     try:
         _serve(sys.argv[1], channel.Channel(*map(int, sys.argv[2:5])))
     except ConnectionError:  # the parent has gone (stopped early): there is no one to answer

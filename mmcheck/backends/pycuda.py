@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import BackendUnavailable
 from .base import Arg, BackendOptions, Dim3
-from .compilers import Compiled
+from .cubin import Compiled
 from .events import Event
 from .gpu import GpuBackend, driver_arguments
 

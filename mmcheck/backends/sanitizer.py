@@ -1,4 +1,5 @@
-"""compute-sanitizer: the command that runs a worker under one of its tools, and its log put in a few lines.
+"""compute-sanitizer: a backend's worker processes run under its tools (the tools process.py's transport is
+given), and each tool's log put in a few lines after each launch.
 
 A raw racecheck log lists every pair of conflicting instructions, dozens of lines for one missing
 barrier; what a user acts on is the kind of error and the source lines involved.  Kernels are compiled
@@ -9,13 +10,17 @@ locations point into the ``.cu`` file itself.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import shutil
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["TOOLS", "SLOWDOWN", "PRINT_LIMIT", "REPORTING_LAUNCHES", "REPORTED_HAZARDS", "command", "installed",
-           "read_log", "summarize", "hazards"]
+from ..errors import BackendUnavailable, SanitizerError
+
+__all__ = ["TOOLS", "SLOWDOWN", "PRINT_LIMIT", "REPORTING_LAUNCHES", "REPORTED_HAZARDS", "ComputeSanitizer", "Log",
+           "hosting", "command", "installed", "read_log", "summarize", "hazards"]
 
 TOOLS = ("memcheck", "racecheck", "synccheck")
 # A kernel runs many times slower under a tool (racecheck tracks every shared-memory access).
@@ -42,6 +47,61 @@ _LOCATION = re.compile(r" in (\S+?:\d+)")  # a source location; "in block (0,0,0
 _ACCESS = re.compile(r"(Write|Read) access at (.*?)(?: in (\S+?:\d+)(?::\S*)?)?"
                      r"(?= \[\d+ hazards?\]| and (?:Write|Read) access|\s*$)")
 _HAZARDS = re.compile(r"\[(\d+) hazards?\]")
+
+
+class ComputeSanitizer:
+    """compute-sanitizer's tools, as a backend's workers run under them (process.Tools): ``names``, those the
+    backend declares; ``everywhere`` (--sanitize), every request runs under one."""
+
+    slowdown: float = SLOWDOWN
+
+    def __init__(self, names: tuple[str, ...], everywhere: bool) -> None:
+        if everywhere and not shutil.which("compute-sanitizer"):
+            raise BackendUnavailable("--sanitize needs compute-sanitizer on PATH, and it is not there")
+        self.names, self.everywhere = names, everywhere
+
+    def watch(self, name: str) -> Log:
+        return Log(name)
+
+
+def hosting(declared: tuple[str, ...], sanitize: bool) -> ComputeSanitizer | None:
+    """The compute-sanitizer tools among the sanitizers a backend declares, for its workers to run under (None
+    where it declares none of them: it sanitizes itself, or not at all); BackendUnavailable where --sanitize
+    asks for them and compute-sanitizer is not installed."""
+    names = tuple(t for t in declared if t in TOOLS)
+    return ComputeSanitizer(names, sanitize) if names else None
+
+
+class Log:
+    """One worker's tool and its log (process.Watch), read after each launch: what is new there is that
+    launch's report."""
+
+    def __init__(self, tool: str) -> None:
+        fd, path = tempfile.mkstemp(prefix=f"mmcheck-{tool}-", suffix=".log")
+        os.close(fd)
+        self.tool, self.path = tool, Path(path)
+        self.read = 0
+        self.reporting_launches = self.hazards = 0
+
+    def command(self) -> list[str]:
+        return command(self.tool, self.path)
+
+    def found(self, buffers: Mapping[int, str]) -> SanitizerError | None:
+        text = self.path.read_text(errors="replace")
+        new, self.read = text[self.read:], len(text)
+        lines = read_log(new)
+        if not lines:
+            return None
+        self.reporting_launches += 1
+        self.hazards += hazards(lines)
+        return SanitizerError(f"compute-sanitizer {self.tool}: {summarize(lines, buffers)}", self.tool)
+
+    def spent(self) -> bool:
+        return (self.reporting_launches >= REPORTING_LAUNCHES[self.tool]
+                or self.hazards >= REPORTED_HAZARDS)
+
+    def close(self) -> None:
+        self.path.unlink(missing_ok=True)
 
 
 def command(tool: str, log: Path) -> list[str]:

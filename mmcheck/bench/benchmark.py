@@ -14,7 +14,7 @@ from functools import cached_property
 import numpy as np
 
 from .. import data
-from ..backends.base import Backend, Device, Timing
+from ..backends.base import Backend, Device, Timing, clock
 from ..dtypes import precision
 from ..errors import KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory, Unsupported
 from ..judge import check_buffers, judge
@@ -25,9 +25,9 @@ from ..results import Case
 from ..runner import Runner
 from ..shapes import Shape
 from ..spec import KernelSpec
+from ..timer import Measurement, Method
 from . import peak, records
 from .records import BenchRecord
-from .timer import Measurement, Method
 
 __all__ = ["Timed", "Bench"]
 
@@ -43,10 +43,15 @@ class Timed:
 
 
 class Bench:
-    """Benchmarks on one runner's backend by one timing method; cuBLAS is timed once per problem."""
+    """Benchmarks on one runner's backend by one timing method; cuBLAS is timed once per problem.  Unsupported,
+    saying why in one line, where the backend declares no clock (``Capabilities.times``): nothing is timed."""
 
     def __init__(self, runner: Runner, method: Method) -> None:
-        self.runner, self.method = runner, method
+        found = clock(runner.backend)
+        if found is None:
+            raise Unsupported(f"nothing is timed on the {runner.backend.name} backend: it has no clock worth "
+                              "reporting (benchmarks run on a GPU)")
+        self.runner, self.clock, self.method = runner, found, method
         self._library: dict[tuple, Measurement | str] = {}
 
     @property
@@ -55,13 +60,11 @@ class Bench:
 
     @cached_property
     def device(self) -> Device:
-        return self.backend.device()
+        return self.clock.device()
 
     def run(self, spec: KernelSpec, dtype: str, shape: Shape) -> Timed:
         """Benchmark ``spec`` for ``dtype`` at ``shape``."""
         case = self.runner.case(spec, dtype, shape)
-        if reason := self._no_device():
-            return Timed(skip=reason)
         try:
             launch = plan(spec, dtype, shape)
             kernel = self.runner.compile(launch.build)
@@ -69,7 +72,7 @@ class Bench:
             operands = data.make_operands(spec, shape, dtype, trial,
                                           data.case_seed(case.seed, spec.name, dtype, str(shape), "bench"))
             prepared = self.runner.prepare(case, launch, trial, operands)
-            timing = self.backend.time(kernel, prepared.args, launch.grid, launch.block, launch.smem, self.method)
+            timing = self.clock.time(kernel, prepared.args, launch.grid, launch.block, launch.smem, self.method)
             _verify(prepared, timing)
         except Caught as c:
             return Timed(failure=f"{_label(case)}: not timed, its result is wrong: {c.args[0]}")
@@ -85,21 +88,11 @@ class Bench:
 
     def baseline(self, op: str, dtype: str, shape: Shape) -> Timed:
         """cuBLAS alone on the problem that benchmarks of ``op`` and ``dtype`` run (its row in the tables)."""
-        if reason := self._no_device():
-            return Timed(skip=reason)
         library = self._baseline(op, dtype, shape)
         if isinstance(library, str):
             return Timed(skip=f"cuBLAS {op} {dtype} {shape}: {library}")
         extra = self._extra("cublas", "cuBLAS", op, dtype, shape, library, library)
         return Timed(record=records.record(library.samples, extra, options=self.method.options()))
-
-    def _no_device(self) -> str | None:
-        """Why nothing can be timed here (the same words for every benchmark), or None."""
-        try:
-            _ = self.device  # where there is no GPU, asking for it raises Unsupported with the reason
-        except Unsupported as e:
-            return str(e)
-        return None
 
     def _baseline(self, op: str, dtype: str, shape: Shape) -> Measurement | str:
         """cuBLAS's measurement on this problem, with the benchmark's alpha and beta (timed once), or why
@@ -108,8 +101,8 @@ class Bench:
         if key not in self._library:
             trial = data.benchmark_trial(OPS[op], dtype, precision(dtype).default_accumulator)
             try:
-                self._library[key] = self.backend.time_library(op, dtype, shape.M, shape.N, shape.K, shape.batch,
-                                                               trial.alpha, trial.beta, self.method)
+                self._library[key] = self.clock.time_library(op, dtype, shape.M, shape.N, shape.K, shape.batch,
+                                                             trial.alpha, trial.beta, self.method)
             except (Unsupported, OutOfMemory) as e:
                 self._library[key] = str(e)
         return self._library[key]

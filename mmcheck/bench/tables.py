@@ -8,8 +8,8 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..timer import Method
 from .records import BenchRecord, dtype_rank
-from .timer import Method
 
 __all__ = ["comparison", "table"]
 

@@ -10,7 +10,7 @@ import pytest
 
 from mmcheck.bench.records import (EXTRA_KEYS, BenchRecord, document, extra_info, load, record,
                                    throughput_info, timing_info, write)
-from mmcheck.bench.timer import Method, measure
+from mmcheck.timer import Method, measure
 
 from .fake_clock import FakeClock, jitter
 

@@ -15,7 +15,6 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 
 import numpy as np
 
@@ -24,8 +23,8 @@ from ...errors import (BarrierError, CompileError, KernelFault, KernelTimeout, L
                        SanitizerError, Unsupported)
 from ...publish import atomic_write
 from ...spec import KernelSpec, load_specs
-from ..base import (MAX_BLOCK, MAX_DYNAMIC_SMEM, MAX_GRID, MAX_THREADS, Arg, BackendOptions, DeviceBuffer, Dim3,
-                    Kernel)
+from ..base import (MAX_BLOCK, MAX_DYNAMIC_SMEM, MAX_GRID, MAX_THREADS, Arg, BackendOptions, Capabilities,
+                    DeviceBuffer, Dim3, Kernel)
 from . import worker as w
 from .toolchain import Toolchain
 from .unit import check_supported
@@ -36,7 +35,6 @@ _FIBER_STACK = "256 KiB"  # runtime.cpp's kStackSize
 _SEED = 0x6D6D636865636B  # the shuffle schedule is the same on every run
 # A module that calls any of these needs fibers: its threads meet at barriers or warp operations.
 _RENDEZVOUS = b"mmemu_rv_"
-_NO_CLOCK = "benchmarks need a GPU: the CPU emulator's timings would say nothing about one"
 # AddressSanitizer's slowdown is measured on this kernel (16x16 shared-memory tiles) at this size (M, N, K),
 # about 0.05 s a launch on the plain build, where starting a launch's process counts for little.  Of each
 # build's launches the fastest counts, since others' work on the machine only ever slows one down.  Measured
@@ -69,6 +67,10 @@ class EmuBackend:
     """Runs kernels on the CPU: blocks one after another, the threads of a block as cooperative fibers."""
 
     name = "emu"
+    # --sanitize builds it with AddressSanitizer and UndefinedBehaviorSanitizer's bounds check.  Each launch runs
+    # in a process of its own already (worker.py); shapes past 2**31 elements would take hours; and a CPU that
+    # runs a block's threads one after another has no clock that says anything about a GPU.
+    capabilities = Capabilities(sanitizers=("asan", "ubsan"))
 
     def __init__(self, options: BackendOptions = BackendOptions()) -> None:
         self.options = options
@@ -152,16 +154,6 @@ class EmuBackend:
             warnings.warn(f"{label}: {line}", RuntimeWarning, stacklevel=3)
         if result.state != w.DONE:
             raise _failure(label, args, kernel.spec, result, said)
-
-    # A CPU that runs a block's threads one after another has no clock that says anything about a GPU.
-    def time(self, *args: object) -> NoReturn:
-        raise Unsupported(_NO_CLOCK)
-
-    def time_library(self, *args: object) -> NoReturn:
-        raise Unsupported(_NO_CLOCK)
-
-    def device(self) -> NoReturn:
-        raise Unsupported(_NO_CLOCK)
 
 
 def _measure_slowdown(sanitized: EmuBackend) -> int:

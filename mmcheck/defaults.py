@@ -1,0 +1,12 @@
+"""What a run does where the user says nothing, for the defaults that the options table (options.py) shares
+with the modules below it: the backends' own options, the reproduce line, the folder of kernels.  Written
+once here, and read by each."""
+
+from __future__ import annotations
+
+__all__ = ["COMPILER", "COMPILERS", "SRC", "TIMEOUT"]
+
+TIMEOUT = 10.0  # seconds a launch may run before it counts as hung
+COMPILERS = ("nvcc", "nvrtc", "auto")  # the GPU's compilers by name: auto is nvcc where it is on PATH, else NVRTC
+COMPILER = "auto"  # a machine with only the driver and the wheels (NVRTC) works as one with the toolkit
+SRC = "cuda_src"  # the folder of kernels, where none is named
