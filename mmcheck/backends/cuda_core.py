@@ -26,7 +26,7 @@ from .base import Arg, BackendOptions, Dim3
 from .compilers import Nvcc
 from .cubin import Compiled
 from .events import Event
-from .gpu import GpuBackend, driver_arguments
+from .gpu import DEFAULT_DYNAMIC_SMEM, GpuBackend, driver_arguments
 
 __all__ = ["CudaCoreBackend"]
 
@@ -83,6 +83,12 @@ class CudaCoreBackend(GpuBackend):
     def _enqueue(self, handle: Any, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int) -> Callable[[], None]:
         from cuda.core import LaunchConfig, launch
 
+        if smem > DEFAULT_DYNAMIC_SMEM:
+            from cuda.bindings import driver
+
+            _checked(driver.cuKernelSetAttribute(
+                driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem, handle.handle,
+                driver.CUdevice(self.gpu.device_id)))
         config = LaunchConfig(grid=grid, block=block, shmem_size=smem)
         arguments = driver_arguments(args)
         return lambda: launch(self.stream, config, handle, *arguments)

@@ -35,6 +35,10 @@ from .compilers import explain_load_error, get_compiler
 from .cubin import Compiled, arch
 from .events import HOLD_KERNEL, HOLD_SOURCE, Event, EventClock, Hold, L2Flush, Nvml
 
+# Dynamic shared memory a launch gets without asking; past it (up to the device's maximum) the kernel must
+# be allowed more first.
+DEFAULT_DYNAMIC_SMEM = 48 * 1024
+
 __all__ = ["GpuBackend", "driver_arguments"]
 
 POOLED = 64 * 2**20  # bytes: larger buffers (the large mode's) are allocated, and freed, on their own
@@ -258,7 +262,9 @@ class GpuBackend(ABC):
 
     @abstractmethod
     def _enqueue(self, handle: Any, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int) -> Callable[[], None]:
-        """The launch, prepared: each call queues it once (with ``driver_arguments(args)``)."""
+        """The launch, prepared: each call queues it once (with ``driver_arguments(args)``); past
+        DEFAULT_DYNAMIC_SMEM of dynamic shared memory the kernel is first allowed that much, as a launcher does
+        with cudaFuncSetAttribute."""
 
     @abstractmethod
     def _allocate(self, size: int, pooled: bool) -> Any:

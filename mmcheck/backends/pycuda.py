@@ -17,7 +17,7 @@ from ..errors import BackendUnavailable
 from .base import Arg, BackendOptions, Dim3
 from .cubin import Compiled
 from .events import Event
-from .gpu import GpuBackend, driver_arguments
+from .gpu import DEFAULT_DYNAMIC_SMEM, GpuBackend, driver_arguments
 
 __all__ = ["PyCudaBackend"]
 
@@ -114,6 +114,8 @@ class PyCudaBackend(GpuBackend):
         return function if err == driver.CUresult.CUDA_SUCCESS else None
 
     def _enqueue(self, handle: Any, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int) -> Callable[[], None]:
+        if smem > DEFAULT_DYNAMIC_SMEM:
+            handle[1].set_attribute(self.cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, smem)
         return partial(handle[1], *driver_arguments(args), block=block, grid=grid, shared=smem)
 
     # -- memory ------------------------------------------------------------------------------------------
