@@ -63,7 +63,6 @@ bench = [4096]
 about = "blas.tc_mma_pipeline with 128x256 tiles (2x4 warps of 64x64) and 4 stages: what run_mma_pipeline launches"
 */
 #include <cuda_fp16.h>
-#include <cstdint>
 
 // ---- the PTX the kernels use, one helper each --------------------------------------------------------
 

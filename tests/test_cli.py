@@ -410,8 +410,8 @@ def test_jobs_on_a_backend_that_is_not_here_are_a_usage_error_with_the_reason(ke
 
 
 @pytest.mark.skipif(importlib.util.find_spec("pycuda") is not None, reason="PyCUDA is here")
-def test_jobs_on_the_gpu_without_pycuda_are_a_usage_error_with_the_reason(kernel_files, capfd):
-    assert main(["check", str(kernel_files), "--backend", "gpu", "-j", "2"]) == 2
+def test_jobs_on_pycuda_without_pycuda_are_a_usage_error_with_the_reason(kernel_files, capfd):
+    assert main(["check", str(kernel_files), "--backend", "pycuda", "-j", "2"]) == 2
     time.sleep(0.5)  # the workers' processes have ended: whatever they would print is printed
     err = capfd.readouterr().err
     assert "PyCUDA is not installed" in err and "Traceback" not in err, err  # one line, whoever stops first
