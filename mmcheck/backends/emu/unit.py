@@ -2,8 +2,9 @@
 emulated, and what the compiler's complaints mean.
 
 Inline assembly is PTX, which the host compiler cannot take; each ``asm(...)`` statement of the file becomes
-a call of ``mmemu::inline_asm`` (shim.h) with the statement's line, template, constraints and operands, so
-that only a launch that reaches one stops, as unsupported, and the rest of the file runs."""
+a call of ``mmemu::inline_asm`` (shim.h) with the statement's line, template, constraints and operands, which
+the runtime runs (ptx.cpp): only a launch that reaches an instruction it lacks stops, as unsupported, and the
+rest of the file runs."""
 
 from __future__ import annotations
 
