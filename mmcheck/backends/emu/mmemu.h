@@ -56,6 +56,9 @@ MMEMU_EXPORT unsigned mmemu_rv_activemask(int site, int line);
 // all[lane] (all may be null: a plain meeting).  A partial warp, or a lane that has exited, violates the
 // operation's precondition.
 MMEMU_EXPORT void mmemu_rv_gather(const void* mine, const void** all, const char* op, int line);
+// Waits until ready(arg) holds, which another thread's progress brings about (a cuda::barrier's phase ending);
+// op and line name the wait in a deadlock's message.
+MMEMU_EXPORT void mmemu_rv_poll(int (*ready)(const void* arg), const void* arg, const char* op, int line);
 
 // ---- shared memory and asynchronous copies -------------------------------------------------------
 // A shared address (cvta.to.shared, __cvta_generic_to_shared) is an offset into the block's shared memory, so

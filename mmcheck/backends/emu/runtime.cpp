@@ -127,7 +127,7 @@ uint64_t splitmix(uint64_t& state) {
 }
 
 // ---- the per-launch state of the child ----------------------------------------------------------
-enum State : unsigned char { kReady, kBarrier, kWarp, kActiveMask, kGather, kExited };
+enum State : unsigned char { kReady, kBarrier, kWarp, kActiveMask, kGather, kPoll, kExited };
 
 // An asynchronous copy not yet complete (mmemu_rv_async_copy).
 struct Copy {
@@ -145,9 +145,11 @@ struct Thread {
     int kind, site, line, arg, width;
     unsigned mask;
     uint64_t value, result;
-    const char* op;       // a gather's operation
+    const char* op;       // a gather's or a poll's operation
     const void* offer;    // what a lane contributes to a gather
     const void** all;     // where it receives every lane's contribution
+    int (*ready)(const void*);  // a poll's condition, and its argument
+    const void* ready_arg;
     std::vector<Copy> copies;   // its cp.async copies not yet complete, oldest first
     uint64_t committed;         // how many cp.async-groups it has committed
     void* fake_stack;  // AddressSanitizer's, while the fiber is switched out
@@ -529,6 +531,18 @@ bool complete_gathers() {
     return progress;
 }
 
+// Polls: a thread waiting on a condition goes on once it holds.
+bool complete_polls() {
+    bool progress = false;
+    for (Thread& th : E.threads) {
+        if (th.state == kPoll && th.ready(th.ready_arg)) {
+            release(th, 0);
+            progress = true;
+        }
+    }
+    return progress;
+}
+
 // An example thread in `state` (and at `site`, if not -1), for messages.
 const Thread* example(State state, int site) {
     for (const Thread& t : E.threads)
@@ -579,13 +593,13 @@ void complete_barrier() {
         bool seen = false;
         for (const Thread* u = E.threads.data(); u != &t && !seen; ++u)
             seen = u->state == t.state && u->kind == t.kind && u->line == t.line && u->mask == t.mask &&
-                   (t.state != kGather || u->op == t.op);
+                   ((t.state != kGather && t.state != kPoll) || u->op == t.op);
         if (seen) continue;
         ++groups;
         if (t.state == kWarp)
             append(text, sizeof text, " thread (%u,%u,%u) waits at %s at line %d (mask 0x%08x);", t.idx.x, t.idx.y,
                    t.idx.z, warp_name(t.kind), t.line, t.mask);
-        else if (t.state == kGather)
+        else if (t.state == kGather || t.state == kPoll)
             append(text, sizeof text, " thread (%u,%u,%u) waits at %s at line %d;", t.idx.x, t.idx.y, t.idx.z, t.op,
                    t.line);
         else
@@ -598,7 +612,7 @@ void complete_barrier() {
 
 // Called when no thread is ready: complete whatever rendezvous can complete, or report why none can.
 void resolve() {
-    if (complete_warp_ops() || complete_activemasks() || complete_gathers()) return;
+    if (complete_warp_ops() || complete_activemasks() || complete_gathers() || complete_polls()) return;
     if (E.waiting[kBarrier] && E.waiting[kBarrier] == E.nthreads - E.exited) return complete_barrier();
     fail_deadlock();
 }
@@ -695,6 +709,16 @@ MMEMU_EXPORT void mmemu_rv_gather(const void* mine, const void** all, const char
     t.op = op;
     t.line = line;
     park(kGather);
+}
+
+MMEMU_EXPORT void mmemu_rv_poll(int (*ready)(const void*), const void* arg, const char* op, int line) {
+    if (ready(arg)) return;
+    Thread& t = E.threads[E.current];
+    t.ready = ready;
+    t.ready_arg = arg;
+    t.op = op;
+    t.line = line;
+    park(kPoll);
 }
 
 MMEMU_EXPORT uint32_t mmemu_shared_address(const void* pointer, const char* op, int line) {
