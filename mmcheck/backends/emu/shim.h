@@ -288,7 +288,7 @@ mmemu_asm_operand asm_operand(T value) {
 // An inline-assembly statement of the kernel file, which the compile unit rewrites into a call of this
 // (unit.py): its line, its template, its operands' constraints (one string: outputs' first, comma separated),
 // the outputs' addresses and the inputs' values.  The runtime runs the PTX (ptx.cpp); a thread that reaches an
-// instruction it does not run ends the launch as unsupported, naming it, while one that no thread reaches costs
+// instruction it does not run ends the launch as unsupported, naming it, while one that no thread reaches stops
 // nothing.
 template <class... Operands>
 inline void inline_asm(int line, const char* text, const char* constraints, Operands... operands) {
