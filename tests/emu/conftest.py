@@ -3,6 +3,9 @@ so that test modules import nothing from here) that turn a kernel body into a sp
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -11,8 +14,11 @@ import pytest
 
 from mmcheck.backends.base import Backend, BackendOptions, Kernel
 from mmcheck.backends.emu import EmuBackend
-from mmcheck.compile import Build
+from mmcheck.cli import main
+from mmcheck.compile import Build, unit_source
 from mmcheck.dtypes import precision
+from mmcheck.ops import Shape
+from mmcheck.prepare import plan
 from mmcheck.spec import KernelSpec, load_specs, parse_specs
 
 KERNELS = Path(__file__).parent / "kernels"
@@ -91,8 +97,45 @@ def file_spec() -> Callable[[str], KernelSpec]:
 
 
 @pytest.fixture(scope="session")
+def file_specs() -> Callable[[str], list[KernelSpec]]:
+    """Every spec of a kernel file in tests/emu/kernels."""
+    return lambda name: load_specs(KERNELS / name)
+
+
+def nvcc_complaints(spec: KernelSpec, dtype: str, folder: Path) -> str:
+    """What nvcc says of ``spec``'s kernel file, instantiated for ``dtype`` as mmcheck instantiates it, compiled
+    for sm_80 to a cubin in ``folder``: its errors and warnings, empty where it has none."""
+    (folder / "k.cu").write_text(unit_source(plan(spec, dtype, Shape(64, 64, 64)).build))
+    done = subprocess.run(["nvcc", "-arch=sm_80", "-cubin", "-o", "k.cubin", "k.cu"], cwd=folder, capture_output=True,
+                          text=True)
+    return (done.stdout + done.stderr).strip() or ("" if done.returncode == 0 else f"exit status {done.returncode}")
+
+
+@pytest.fixture(scope="session")
+def nvcc() -> Callable[[KernelSpec, str, Path], str]:
+    """nvcc_complaints, where nvcc is on PATH: the emulator's own kernels are CUDA that a GPU runs."""
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH: the kernels are run on the emulator only, not compiled for a GPU")
+    return nvcc_complaints
+
+
+@pytest.fixture(scope="session")
 def run_kernel() -> Callable[..., list[np.ndarray]]:
     return run
+
+
+def check_file(name: str, shapes: Sequence[str], results: Path) -> list[tuple[str, str, str, str | None]]:
+    """``mmcheck check`` of a kernel file in tests/emu/kernels on the emulator, on the given shapes only, its
+    failures saved under ``results``: (kernel, dtype, outcome, check) for each kernel x dtype."""
+    out = results / "check.json"
+    main(["check", str(KERNELS / name), "--backend", "emu", "--results", str(results), "--json", str(out),
+          *(arg for shape in shapes for arg in ("--shape", shape))])
+    return [(r["kernel"], r["dtype"], r["outcome"], r["check"]) for r in json.loads(out.read_text())["results"]]
+
+
+@pytest.fixture(scope="session")
+def checked() -> Callable[..., list[tuple[str, str, str, str | None]]]:
+    return check_file
 
 
 def compile_on(backend: Backend, spec: KernelSpec, dtype: str, defines: dict[str, str] | None = None) -> Kernel:

@@ -45,8 +45,9 @@ enum {
     MMEMU_BALLOT, MMEMU_ANY, MMEMU_ALL, MMEMU_SYNCWARP,
 };
 
-// Every function that parks a thread starts with mmemu_rv_: the Python side looks for that prefix in a
-// module's dynamic symbols to decide whether the kernel needs fibers and several schedules.
+// Every function that parks a thread, or whose effect the schedule decides, starts with mmemu_rv_: the Python
+// side looks for that prefix in a module's dynamic symbols to decide whether the kernel needs fibers and several
+// schedules.
 MMEMU_EXPORT int mmemu_rv_barrier(int kind, int pred, int site, int line);
 MMEMU_EXPORT uint64_t mmemu_rv_warp(int kind, unsigned mask, uint64_t value, int arg, int width, int line);
 MMEMU_EXPORT unsigned mmemu_rv_activemask(int site, int line);
@@ -55,6 +56,43 @@ MMEMU_EXPORT unsigned mmemu_rv_activemask(int site, int line);
 // all[lane] (all may be null: a plain meeting).  A partial warp, or a lane that has exited, violates the
 // operation's precondition.
 MMEMU_EXPORT void mmemu_rv_gather(const void* mine, const void** all, const char* op, int line);
+// Waits until ready(arg) holds, which another thread's progress brings about (a cuda::barrier's phase ending);
+// op and line name the wait in a deadlock's message.
+MMEMU_EXPORT void mmemu_rv_poll(int (*ready)(const void* arg), const void* arg, const char* op, int line);
+
+// ---- shared memory and asynchronous copies -------------------------------------------------------
+// A shared address (cvta.to.shared, __cvta_generic_to_shared) is an offset into the block's shared memory, so
+// that 32 bits hold it as on the GPU.  Both functions end the launch in MMEMU_PRECONDITION where the pointer or
+// the `size` bytes at the address are not the block's shared memory; `op` and `line` name the caller.
+MMEMU_EXPORT uint32_t mmemu_shared_address(const void* pointer, const char* op, int line);
+MMEMU_EXPORT void* mmemu_shared_pointer(uint64_t address, size_t size, const char* op, int line);
+// An asynchronous copy of `size` bytes to dst, the first `src_size` of them from src and the rest zeros.  It
+// completes, in the schedule's choice, when issued (forward) or as late as it may: a copy tracked by `tracker`
+// (a cuda::barrier) when mmemu_async_complete(tracker) is called, else (tracker null: cp.async) when the issuing
+// thread waits for its cp.async-group, or exits.  A dst outside shared memory is copied at once.
+MMEMU_EXPORT void mmemu_rv_async_copy(void* dst, const void* src, size_t size, size_t src_size, const void* tracker);
+// cp.async.commit_group: the calling thread's uncommitted copies become its newest cp.async-group.
+MMEMU_EXPORT void mmemu_async_commit(void);
+// cp.async.wait_group `pending`: all but the newest `pending` cp.async-groups of the calling thread complete.
+MMEMU_EXPORT void mmemu_async_wait(unsigned pending);
+// Every copy tracked by `tracker` completes (the barrier's phase has).
+MMEMU_EXPORT void mmemu_async_complete(const void* tracker);
+// cp.async (ptx.cpp): mmemu_rv_async_copy with PTX's preconditions checked (size 4, 8 or 16, src_size at most
+// size, both addresses aligned to size, dst in shared memory); op and line name the caller in a violation.
+MMEMU_EXPORT void mmemu_rv_cp_async(void* dst, const void* src, uint64_t size, uint64_t src_size, const char* op,
+                                    int line);
+
+// ---- inline PTX (ptx.cpp) ------------------------------------------------------------------------
+// One operand of an asm statement: an input's value, or an output's address.
+struct mmemu_asm_operand {
+    uint64_t bits;
+    uint64_t pointee;  // for a pointer, the size of what it points to (an output's variable), else 0
+};
+// Runs an asm statement of the kernel file, which the compile unit rewrote into a call (unit.py, shim.h): its
+// line, its PTX template, its constraints (one string, comma separated, outputs first) and its `count` operands.
+// A statement that holds an instruction the emulator does not run ends the launch in MMEMU_UNSUPPORTED.
+MMEMU_EXPORT void mmemu_rv_asm(int line, const char* text, const char* constraints, const mmemu_asm_operand* operands,
+                               int count);
 MMEMU_EXPORT __attribute__((noreturn)) void mmemu_trap(int line);
 // Ends the launch in MMEMU_PRECONDITION with a printf-formatted message.
 MMEMU_EXPORT __attribute__((noreturn, format(printf, 1, 2))) void mmemu_violation(const char* format, ...);

@@ -127,7 +127,16 @@ uint64_t splitmix(uint64_t& state) {
 }
 
 // ---- the per-launch state of the child ----------------------------------------------------------
-enum State : unsigned char { kReady, kBarrier, kWarp, kActiveMask, kGather, kExited };
+enum State : unsigned char { kReady, kBarrier, kWarp, kActiveMask, kGather, kPoll, kExited };
+
+// An asynchronous copy not yet complete (mmemu_rv_async_copy).
+struct Copy {
+    unsigned char* dst;
+    const unsigned char* src;
+    size_t size, src_size;
+    uint64_t group;       // a thread's copy: its cp.async-group (1, 2, ...), 0 while uncommitted
+    const void* tracker;  // a tracked copy: what completes it
+};
 
 struct Thread {
     Context ctx;
@@ -136,9 +145,13 @@ struct Thread {
     int kind, site, line, arg, width;
     unsigned mask;
     uint64_t value, result;
-    const char* op;       // a gather's operation
+    const char* op;       // a gather's or a poll's operation
     const void* offer;    // what a lane contributes to a gather
     const void** all;     // where it receives every lane's contribution
+    int (*ready)(const void*);  // a poll's condition, and its argument
+    const void* ready_arg;
+    std::vector<Copy> copies;   // its cp.async copies not yet complete, oldest first
+    uint64_t committed;         // how many cp.async-groups it has committed
     void* fake_stack;  // AddressSanitizer's, while the fiber is switched out
 };
 
@@ -164,6 +177,7 @@ struct Engine {
     uint64_t rng;
     unsigned char *tls, *tls_end, *dynamic;  // the kernel module's shared-memory TLS block
     uint64_t block_number;                   // how many blocks ran before this one
+    std::vector<Copy> tracked;               // tracked copies not yet complete, oldest first
     std::vector<Warning> warnings;
 };
 Engine E;
@@ -305,6 +319,32 @@ void poison_shared_memory() {
     memset(E.dynamic, kPoison, E.launch->smem);
 }
 
+// Whether the `size` bytes at p are the block's shared memory: the module's static __shared__ objects, and the
+// dynamic shared memory the launch asked for.
+bool in_shared(const void* p, size_t size) {
+    const unsigned char* at = static_cast<const unsigned char*>(p);
+    if (!E.tls || at < E.tls || at >= E.tls_end || size > size_t(E.tls_end - at)) return false;
+    const unsigned char *unasked = E.dynamic + E.launch->smem, *dyn_end = E.dynamic + MMEMU_MAX_DYNAMIC_SMEM;
+    return at + size <= unasked || at >= dyn_end;
+}
+
+// ---- asynchronous copies ----------------------------------------------------------------------------
+void perform(const Copy& c) {
+    memcpy(c.dst, c.src, c.src_size);
+    memset(c.dst + c.src_size, 0, c.size - c.src_size);
+}
+
+// Completes the copies of `copies` that `done` picks, oldest first, and forgets them.
+template <class Done>
+void complete_copies(std::vector<Copy>& copies, Done done) {
+    size_t kept = 0;
+    for (size_t i = 0; i < copies.size(); ++i) {
+        if (done(copies[i])) perform(copies[i]);
+        else copies[kept++] = copies[i];
+    }
+    copies.resize(kept);
+}
+
 // ---- fibers -----------------------------------------------------------------------------------------
 void set_current(unsigned t) {
     E.current = t;
@@ -345,6 +385,7 @@ void fiber_main() {
 #endif
     E.launch->kernel->invoke(E.launch->args);
     Thread& t = E.threads[E.current];
+    complete_copies(t.copies, [](const Copy&) { return true; });  // a copy never waited for lands some time
     t.state = kExited;
     ++E.exited;
     yield(t, true);
@@ -490,6 +531,18 @@ bool complete_gathers() {
     return progress;
 }
 
+// Polls: a thread waiting on a condition goes on once it holds.
+bool complete_polls() {
+    bool progress = false;
+    for (Thread& th : E.threads) {
+        if (th.state == kPoll && th.ready(th.ready_arg)) {
+            release(th, 0);
+            progress = true;
+        }
+    }
+    return progress;
+}
+
 // An example thread in `state` (and at `site`, if not -1), for messages.
 const Thread* example(State state, int site) {
     for (const Thread& t : E.threads)
@@ -540,13 +593,13 @@ void complete_barrier() {
         bool seen = false;
         for (const Thread* u = E.threads.data(); u != &t && !seen; ++u)
             seen = u->state == t.state && u->kind == t.kind && u->line == t.line && u->mask == t.mask &&
-                   (t.state != kGather || u->op == t.op);
+                   ((t.state != kGather && t.state != kPoll) || u->op == t.op);
         if (seen) continue;
         ++groups;
         if (t.state == kWarp)
             append(text, sizeof text, " thread (%u,%u,%u) waits at %s at line %d (mask 0x%08x);", t.idx.x, t.idx.y,
                    t.idx.z, warp_name(t.kind), t.line, t.mask);
-        else if (t.state == kGather)
+        else if (t.state == kGather || t.state == kPoll)
             append(text, sizeof text, " thread (%u,%u,%u) waits at %s at line %d;", t.idx.x, t.idx.y, t.idx.z, t.op,
                    t.line);
         else
@@ -559,15 +612,18 @@ void complete_barrier() {
 
 // Called when no thread is ready: complete whatever rendezvous can complete, or report why none can.
 void resolve() {
-    if (complete_warp_ops() || complete_activemasks() || complete_gathers()) return;
+    if (complete_warp_ops() || complete_activemasks() || complete_gathers() || complete_polls()) return;
     if (E.waiting[kBarrier] && E.waiting[kBarrier] == E.nthreads - E.exited) return complete_barrier();
     fail_deadlock();
 }
 
 void run_block_fibers() {
+    E.tracked.clear();
     for (unsigned t = 0; t < E.nthreads; ++t) {
         Thread& th = E.threads[t];
         th.state = kReady;
+        th.copies.clear();
+        th.committed = 0;
         context_make(th.ctx, E.stacks + t * E.stack_stride + E.page, kStackSize, fiber_main);
     }
     E.exited = 0;
@@ -653,6 +709,53 @@ MMEMU_EXPORT void mmemu_rv_gather(const void* mine, const void** all, const char
     t.op = op;
     t.line = line;
     park(kGather);
+}
+
+MMEMU_EXPORT void mmemu_rv_poll(int (*ready)(const void*), const void* arg, const char* op, int line) {
+    if (ready(arg)) return;
+    Thread& t = E.threads[E.current];
+    t.ready = ready;
+    t.ready_arg = arg;
+    t.op = op;
+    t.line = line;
+    park(kPoll);
+}
+
+MMEMU_EXPORT uint32_t mmemu_shared_address(const void* pointer, const char* op, int line) {
+    if (!in_shared(pointer, 1))
+        mmemu_violation("%s at line %d: %p is not a pointer into the block's shared memory", op, line, pointer);
+    return uint32_t(static_cast<const unsigned char*>(pointer) - E.tls);
+}
+
+MMEMU_EXPORT void* mmemu_shared_pointer(uint64_t address, size_t size, const char* op, int line) {
+    if (address > uint64_t(E.tls_end - E.tls) || !in_shared(E.tls + address, size))
+        mmemu_violation("%s at line %d: shared address 0x%llx (%zu bytes) is outside the block's shared memory", op,
+                        line, static_cast<unsigned long long>(address), size);
+    return E.tls + address;
+}
+
+MMEMU_EXPORT void mmemu_rv_async_copy(void* dst, const void* src, size_t size, size_t src_size, const void* tracker) {
+    Copy c{static_cast<unsigned char*>(dst), static_cast<const unsigned char*>(src), size, src_size, 0, tracker};
+    if (E.launch->schedule == MMEMU_FORWARD || !in_shared(dst, size)) return perform(c);
+    (tracker ? E.tracked : E.threads[E.current].copies).push_back(c);
+}
+
+MMEMU_EXPORT void mmemu_async_commit() {
+    Thread& t = E.threads[E.current];
+    ++t.committed;
+    for (Copy& c : t.copies)
+        if (!c.group) c.group = t.committed;
+}
+
+MMEMU_EXPORT void mmemu_async_wait(unsigned pending) {
+    Thread& t = E.threads[E.current];
+    if (t.committed <= pending) return;
+    uint64_t last = t.committed - pending;
+    complete_copies(t.copies, [last](const Copy& c) { return c.group && c.group <= last; });
+}
+
+MMEMU_EXPORT void mmemu_async_complete(const void* tracker) {
+    complete_copies(E.tracked, [tracker](const Copy& c) { return c.tracker == tracker; });
 }
 
 MMEMU_EXPORT void mmemu_violation(const char* format, ...) {

@@ -271,15 +271,29 @@ MMEMU_ATOMIC_CAS(unsigned short)
 #define __trap() mmemu_trap(__LINE__)
 
 namespace mmemu {
+template <class T, class = void>
+struct size_if_complete : std::integral_constant<size_t, 0> {};
+template <class T>
+struct size_if_complete<T, std::void_t<decltype(sizeof(T))>> : std::integral_constant<size_t, sizeof(T)> {};
+
+template <class T>
+mmemu_asm_operand asm_operand(T value) {
+    static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value, "an asm operand is a register");
+    mmemu_asm_operand operand{0, 0};
+    std::memcpy(&operand.bits, &value, sizeof(T));
+    if constexpr (std::is_pointer<T>::value) operand.pointee = size_if_complete<std::remove_pointer_t<T>>::value;
+    return operand;
+}
+
 // An inline-assembly statement of the kernel file, which the compile unit rewrites into a call of this
 // (unit.py): its line, its template, its operands' constraints (one string: outputs' first, comma separated),
-// the outputs' addresses and the inputs' values.  No instruction is emulated: a thread that reaches one ends
-// the launch as unsupported, naming it, while one that no thread reaches costs nothing.
+// the outputs' addresses and the inputs' values.  The runtime runs the PTX (ptx.cpp); a thread that reaches an
+// instruction it does not run ends the launch as unsupported, naming it, while one that no thread reaches stops
+// nothing.
 template <class... Operands>
-inline void inline_asm(int line, const char* text, const char* constraints, const Operands&... operands) {
-    (void)constraints;
-    (void(operands), ...);
-    mmemu_unsupported("inline assembly", text, line);
+inline void inline_asm(int line, const char* text, const char* constraints, Operands... operands) {
+    const mmemu_asm_operand list[] = {asm_operand(operands)..., {0, 0}};
+    mmemu_rv_asm(line, text, constraints, list, int(sizeof...(Operands)));
 }
 }  // namespace mmemu
 
@@ -318,7 +332,17 @@ namespace mmemu {
 struct Line {
     int n;
 };
+}  // namespace mmemu
 
+// The shared window: a shared address is an offset into the block's shared memory (runtime.cpp).
+inline size_t __cvta_generic_to_shared(const void* pointer, mmemu::Line at = {__builtin_LINE()}) {
+    return mmemu_shared_address(pointer, "__cvta_generic_to_shared", at.n);
+}
+inline void* __cvta_shared_to_generic(size_t address, mmemu::Line at = {__builtin_LINE()}) {
+    return mmemu_shared_pointer(address, 1, "__cvta_shared_to_generic", at.n);
+}
+
+namespace mmemu {
 // A warp-collective operation (WMMA): `body` runs in every lane once all 32 lanes of the warp have arrived,
 // and receives every lane's record; no lane leaves before every lane's body has run, so a body may read
 // what another lane's record points to (its fragment) but writes only its own lane's state.

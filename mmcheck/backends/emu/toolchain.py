@@ -75,7 +75,8 @@ class Toolchain:
         return publish(path, make)
 
     def _build_runtime(self) -> Path:
-        sources = [_HERE / name for name in ("mmemu.h", "runtime.cpp", "worker.cpp")]
+        sources = [_HERE / name
+                   for name in ("mmemu.h", "runtime.cpp", "ptx.cpp", "include/mmemu_float16.h", "worker.cpp")]
         flags = [*_BASE, *self.mode, *RUNTIME_FLAGS]
         key = cache_key("emu-runtime", [p.read_bytes() for p in sources], flags, self.version)
         final = self.cache / f"runtime-{key}"
@@ -84,7 +85,8 @@ class Toolchain:
         tmp = Path(tempfile.mkdtemp(dir=self.cache, prefix=".runtime-"))
         try:
             _run([self.cxx, *flags, "-shared", "-fPIC", "-Wl,-soname,libmmemu.so",
-                  str(_HERE / "runtime.cpp"), "-o", str(tmp / "libmmemu.so"), "-ldl"], "build the emulator runtime")
+                  str(_HERE / "runtime.cpp"), str(_HERE / "ptx.cpp"), "-o", str(tmp / "libmmemu.so"), "-ldl"],
+                 "build the emulator runtime")
             _run([self.cxx, *flags, str(_HERE / "worker.cpp"), "-o", str(tmp / "mmemu-worker"),
                   "-L", str(tmp), "-lmmemu", "-Wl,-rpath,$ORIGIN", "-ldl"], "build the emulator worker")
             try:

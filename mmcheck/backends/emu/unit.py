@@ -2,8 +2,9 @@
 emulated, and what the compiler's complaints mean.
 
 Inline assembly is PTX, which the host compiler cannot take; each ``asm(...)`` statement of the file becomes
-a call of ``mmemu::inline_asm`` (shim.h) with the statement's line, template, constraints and operands, so
-that only a launch that reaches one stops, as unsupported, and the rest of the file runs."""
+a call of ``mmemu::inline_asm`` (shim.h) with the statement's line, template, constraints and operands, which
+the runtime runs (ptx.cpp): only a launch that reaches an instruction it lacks stops, as unsupported, and the
+rest of the file runs."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ _EMULATOR_LIMIT = re.compile(r"static assertion failed: mmemu: ([^\n]+)")
 _INSTANTIATION = re.compile(r"In instantiation of '(?:class|struct) ([^']+)'")
 # A name that CUDA's namespaces have and the emulator's headers do not (cg::coalesced_threads).
 _NOT_A_MEMBER = re.compile(r":(\d+):\d+: error: '(\w+)' is not a member of '([\w:]+)'")
-_CUDA_NAMESPACES = ("cooperative_groups", "nvcuda", "nvcuda::wmma")
+_CUDA_NAMESPACES = ("cooperative_groups", "nvcuda", "nvcuda::wmma", "cuda")
 _NAMESPACE_ALIAS = re.compile(r"\bnamespace\s+(\w+)\s*=\s*(?:::)?\s*([\w:]+)\s*;")
 # An inline-assembly statement up to its opening parenthesis: the keyword and its qualifiers, which may be
 # apart by escaped line ends in a macro.

@@ -1,0 +1,636 @@
+// Inline PTX on the emulator (part of libmmemu.so).  The compile unit rewrites each asm statement of a kernel file
+// into a call of mmemu_rv_asm (unit.py, shim.h); this file parses the statement's template, once per launch, and
+// runs it on a register file of its own: the statement's operands, then the registers it declares (.reg).
+//
+// What runs is what tensor-core tutorials write, with the PTX ISA's semantics:
+//   mma.sync.aligned.m16n8k16 / m16n8k8 .row.col with .f16 inputs and f16 or f32 accumulators, .bf16 inputs and
+//     f32 accumulators, and m16n8k8 with .tf32 inputs and f32 accumulators;
+//   ldmatrix.sync.aligned.m8n8 .x1/.x2/.x4 {.trans} {.shared{::cta}} .b16;
+//   cp.async.ca/.cg .shared{::cta}.global of 4, 8 or 16 bytes (with src-size), cp.async.commit_group,
+//     cp.async.wait_group, cp.async.wait_all;
+//   cvta.to.shared / cvta.shared, ld.shared / st.shared (scalars, .v2, .v4), mov, integer cvt and
+//     cvt.rna.tf32.f32.
+// Anything else (another instruction, a predicate, a label, a special register) makes the statement unsupported:
+// a launch that reaches it ends naming that instruction.
+//
+// mma.sync and ldmatrix are warp-collective: every lane's operands meet at a gather (mmemu_rv_gather), each lane
+// computes its own destination registers from them, and a second gather keeps every lane's operands alive until
+// all have.  Arithmetic of mma: D[i][j] starts from C[i][j] and adds the K products A[i][k] B[k][j] in k order in
+// float, rounding each sum to nearest; every product is exact in float (f16 and bf16 have at most 11 significant
+// bits, tf32 11), and a f16 D is rounded once at the end.  Tensor cores also form exact products but add them
+// with their own alignment, order and rounding, so results are the GPU's exactly where the sums are exact and may
+// differ in the last bits otherwise (as WMMA's, include/mma.h).  A .tf32 operand is read as its top 19 bits, the
+// float with the 13 low fraction bits dropped.
+#include "mmemu.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "include/mmemu_float16.h"
+
+extern "C" mmemu_dim3 threadIdx, blockDim;
+
+namespace {
+
+unsigned lane() { return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 32; }
+
+// ---- a statement, parsed -------------------------------------------------------------------------------------
+struct Value {
+    int reg = -1;  // a register: an operand (%N, numbered from 0) or a declared one; else the immediate
+    uint64_t imm = 0;
+};
+
+struct Operand {
+    enum Kind { kScalar, kVector, kAddress } kind = kScalar;
+    std::vector<Value> values;  // a scalar's one, a vector's elements, an address's base
+    int64_t offset = 0;         // an address's displacement
+};
+
+enum class Op {
+    kMma, kLdmatrix, kCpAsync, kCommit, kWaitGroup, kWaitAll, kCvtaToShared, kCvtaToGeneric, kLoad, kStore,
+    kMov, kCvt, kCvtTf32,
+};
+
+struct Instruction {
+    Op op;
+    std::string opcode, text;  // text: the whole instruction as written, for messages
+    std::vector<Operand> operands;
+    // What the opcode's qualifiers say; each operation reads its own.
+    int k = 0;                           // mma: K
+    char in = 0, acc = 0;                // mma: the inputs' and the accumulators' type, 'h' f16, 'b' bf16,
+                                         // 't' tf32, 'f' f32
+    int count = 1;                       // ldmatrix: matrices; ld, st: vector elements
+    int bytes = 0, from_bytes = 0;       // ld, st, mov, cvt: the element's size (cvt: also the source's);
+                                         // cp.async.cg: 16, its only size
+    bool sign = false, from_sign = false, trans = false, shared = false;
+};
+
+struct Program {
+    std::vector<Instruction> code;
+    int registers = 0;        // the operands', then the declared ones
+    std::string unsupported;  // the first instruction the emulator does not run, if any
+};
+
+std::string trim(const std::string& s) {
+    size_t lo = s.find_first_not_of(" \t\r\n"), hi = s.find_last_not_of(" \t\r\n");
+    return lo == std::string::npos ? "" : s.substr(lo, hi - lo + 1);
+}
+
+std::vector<std::string> split(const std::string& s, char separator) {
+    std::vector<std::string> parts;
+    int depth = 0;
+    size_t start = 0;
+    for (size_t i = 0; i <= s.size(); ++i) {
+        if (i < s.size() && (s[i] == '{' || s[i] == '[')) ++depth;
+        if (i < s.size() && (s[i] == '}' || s[i] == ']')) --depth;
+        if (i == s.size() || (s[i] == separator && depth == 0)) {
+            parts.push_back(trim(s.substr(start, i - start)));
+            start = i + 1;
+        }
+    }
+    return parts;
+}
+
+// PTX's sizes and signedness of the types ld, st, mov and cvt name.
+bool scalar_type(const std::string& t, int& bytes, bool& sign) {
+    static const std::map<std::string, std::pair<int, bool>> types = {
+        {"b8", {1, false}},  {"u8", {1, false}},  {"s8", {1, true}},   {"b16", {2, false}}, {"u16", {2, false}},
+        {"s16", {2, true}},  {"f16", {2, false}}, {"b32", {4, false}}, {"u32", {4, false}}, {"s32", {4, true}},
+        {"f32", {4, false}}, {"b64", {8, false}}, {"u64", {8, false}}, {"s64", {8, true}},  {"f64", {8, false}}};
+    auto found = types.find(t);
+    if (found == types.end()) return false;
+    bytes = found->second.first;
+    sign = found->second.second;
+    return true;
+}
+
+// What the opcode says: the operation, its qualifiers, and whether the operands fit it; false where the
+// emulator does not run the instruction.
+bool decode(Instruction& in);
+
+class Parser {
+public:
+    Parser(int operands, Program& program) : operands_(operands), program_(program) {
+        program.registers = operands;
+    }
+
+    // A value: %N, a declared register, or an integer or PTX float constant (0fXXXXXXXX, 0dXXXXXXXXXXXXXXXX).
+    bool value(const std::string& s, Value& v) const {
+        if (s.size() > 1 && s[0] == '%' && std::isdigit(static_cast<unsigned char>(s[1]))) {
+            char* end;
+            long n = std::strtol(s.c_str() + 1, &end, 10);
+            if (*end || n >= operands_) return false;
+            v.reg = int(n);
+            return true;
+        }
+        auto found = names_.find(s);
+        if (found != names_.end()) {
+            v.reg = found->second;
+            return !predicates_.count(s);
+        }
+        if (s.size() > 2 && s[0] == '0' && (s[1] == 'f' || s[1] == 'd' || s[1] == 'F' || s[1] == 'D')) {
+            char* end;
+            v.imm = std::strtoull(s.c_str() + 2, &end, 16);
+            return !*end && s.size() == (s[1] == 'f' || s[1] == 'F' ? 10u : 18u);
+        }
+        if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-')) return false;
+        char* end;
+        v.imm = uint64_t(std::strtoll(s.c_str(), &end, 0));
+        return !*end || ((*end == 'U' || *end == 'u') && !end[1]);
+    }
+
+    bool operand(const std::string& s, Operand& o) const {
+        if (s.size() >= 2 && s.front() == '{' && s.back() == '}') {
+            o.kind = Operand::kVector;
+            for (const std::string& element : split(s.substr(1, s.size() - 2), ',')) {
+                o.values.emplace_back();
+                if (!value(element, o.values.back())) return false;
+            }
+            return true;
+        }
+        if (s.size() >= 2 && s.front() == '[' && s.back() == ']') {
+            o.kind = Operand::kAddress;
+            std::string inner = trim(s.substr(1, s.size() - 2));
+            size_t sign = inner.find_first_of("+-", 1);
+            o.values.emplace_back();
+            if (sign == std::string::npos) return value(inner, o.values.back());
+            Value displacement;
+            if (!value(trim(inner.substr(0, sign)), o.values.back()) ||
+                !value(trim(inner.substr(sign + 1)), displacement) || displacement.reg >= 0)
+                return false;
+            o.offset = inner[sign] == '-' ? -int64_t(displacement.imm) : int64_t(displacement.imm);
+            return true;
+        }
+        o.values.emplace_back();
+        return value(s, o.values.back());
+    }
+
+    // `.reg .type name, name<N>, ...`
+    bool declare(const std::string& s) {
+        std::string rest = trim(s.substr(4));
+        size_t space = rest.find_first_of(" \t\r\n");
+        if (rest.empty() || rest[0] != '.' || space == std::string::npos) return false;
+        bool predicate = rest.substr(0, space) == ".pred";
+        for (const std::string& name : split(rest.substr(space), ',')) {
+            size_t angle = name.find('<');
+            int n = angle == std::string::npos ? 0 : std::atoi(name.c_str() + angle + 1);
+            std::string base = name.substr(0, angle);
+            if (base.empty() || !(std::isalpha(static_cast<unsigned char>(base[0])) || base[0] == '_')) return false;
+            for (int i = 0; i < (n ? n : 1); ++i) {
+                std::string each = n ? base + std::to_string(i) : base;
+                names_[each] = program_.registers++;
+                if (predicate) predicates_.insert(each);
+            }
+        }
+        return true;
+    }
+
+    // `opcode operand, ...` (the statement without its `;`)
+    bool instruction(const std::string& s, Instruction& in) const {
+        size_t end = 0;
+        while (end < s.size() && (std::isalnum(static_cast<unsigned char>(s[end])) || s[end] == '.' || s[end] == ':' ||
+                                  s[end] == '_'))
+            ++end;
+        in.opcode = s.substr(0, end);
+        std::string rest = trim(s.substr(end));
+        if (in.opcode.empty() || (end < s.size() && !std::isspace(static_cast<unsigned char>(s[end])))) return false;
+        if (!rest.empty())
+            for (const std::string& text : split(rest, ',')) {
+                in.operands.emplace_back();
+                if (!operand(text, in.operands.back())) return false;
+            }
+        return decode(in);
+    }
+
+private:
+    int operands_;
+    Program& program_;
+    std::map<std::string, int> names_;  // the declared registers
+    std::set<std::string> predicates_;  // those of them that are predicates, which no instruction here takes
+};
+
+// Whether the operands are of these kinds, one letter each: s scalar, v vector, a address.
+bool shaped(const Instruction& in, const char* kinds) {
+    if (in.operands.size() != strlen(kinds)) return false;
+    for (size_t i = 0; kinds[i]; ++i) {
+        Operand::Kind kind = kinds[i] == 's'   ? Operand::kScalar
+                             : kinds[i] == 'v' ? Operand::kVector
+                                               : Operand::kAddress;
+        if (in.operands[i].kind != kind) return false;
+    }
+    return true;
+}
+
+bool registers(const Operand& o, size_t n) {
+    if (o.values.size() != n) return false;
+    for (const Value& v : o.values)
+        if (v.reg < 0) return false;
+    return true;
+}
+
+char mma_type(const std::string& t) {
+    return t == "f16" ? 'h' : t == "bf16" ? 'b' : t == "tf32" ? 't' : t == "f32" ? 'f' : 0;
+}
+
+bool decode_mma(Instruction& in, const std::vector<std::string>& q) {
+    in.op = Op::kMma;
+    if (q.size() != 10 || q[1] != "sync" || q[2] != "aligned" || q[4] != "row" || q[5] != "col" || q[7] != q[8])
+        return false;
+    in.k = q[3] == "m16n8k16" ? 16 : q[3] == "m16n8k8" ? 8 : 0;
+    in.in = mma_type(q[7]);
+    in.acc = mma_type(q[6]);
+    bool accumulators = (in.acc == 'h' || in.acc == 'f') && q[9] == q[6];  // ptxas wants .dtype = .ctype
+    if (!in.k || !accumulators || !in.in || in.in == 'f') return false;
+    if (in.in != 'h' && in.acc != 'f') return false;  // bf16, tf32: f32 only
+    if (in.in == 't' && in.k != 8) return false;
+    size_t a = in.in == 't' ? 4 : size_t(in.k / 4), b = in.in == 't' ? 2 : size_t(in.k / 8);
+    size_t acc = in.acc == 'f' ? 4 : 2;
+    return shaped(in, "vvvv") && registers(in.operands[0], acc) && in.operands[1].values.size() == a &&
+           in.operands[2].values.size() == b && in.operands[3].values.size() == acc;
+}
+
+bool decode_ldmatrix(Instruction& in, const std::vector<std::string>& q) {
+    in.op = Op::kLdmatrix;
+    if (q.size() < 6 || q[1] != "sync" || q[2] != "aligned") return false;
+    bool shape = false, type = false;
+    in.count = 0;
+    for (size_t i = 3; i < q.size(); ++i) {
+        if (q[i] == "m8n8") shape = true;
+        else if (q[i] == "b16") type = true;
+        else if (q[i] == "x1" || q[i] == "x2" || q[i] == "x4") in.count = q[i][1] - '0';
+        else if (q[i] == "trans") in.trans = true;
+        else if (q[i] == "shared" || q[i] == "shared::cta") in.shared = true;
+        else return false;
+    }
+    return shape && type && in.count && shaped(in, "va") && registers(in.operands[0], size_t(in.count));
+}
+
+bool decode_cp(Instruction& in, const std::vector<std::string>& q) {
+    if (q.size() < 3 || q[1] != "async") return false;
+    if (q.size() == 3) {
+        in.op = q[2] == "commit_group" ? Op::kCommit : q[2] == "wait_group" ? Op::kWaitGroup : Op::kWaitAll;
+        if (q[2] == "wait_group") return shaped(in, "s");
+        return (q[2] == "commit_group" || q[2] == "wait_all") && shaped(in, "");
+    }
+    if ((q[2] != "ca" && q[2] != "cg") || q.size() < 5 || (q[3] != "shared" && q[3] != "shared::cta") ||
+        q[4] != "global")
+        return false;
+    for (size_t i = 5; i < q.size(); ++i)  // prefetch sizes are hints; a cache hint would bring a policy operand
+        if (q[i] != "L2::64B" && q[i] != "L2::128B" && q[i] != "L2::256B") return false;
+    in.op = Op::kCpAsync;
+    in.bytes = q[2] == "cg" ? 16 : 0;  // .cg copies 16 bytes only
+    return shaped(in, "aas") || shaped(in, "aass");
+}
+
+bool decode(Instruction& in) {
+    std::vector<std::string> q;
+    for (size_t start = 0, dot; start <= in.opcode.size(); start = dot + 1) {
+        dot = in.opcode.find('.', start);
+        if (dot == std::string::npos) dot = in.opcode.size();
+        q.push_back(in.opcode.substr(start, dot - start));
+    }
+    const std::string& name = q[0];
+    if (name == "mma") return decode_mma(in, q);
+    if (name == "ldmatrix") return decode_ldmatrix(in, q);
+    if (name == "cp") return decode_cp(in, q);
+    if (name == "cvta" && (q.size() == 4 || q.size() == 3)) {  // cvta.to.shared.u32/u64, cvta.shared.u64
+        bool to = q.size() == 4 && q[1] == "to";
+        const std::string& space = q[q.size() - 2];
+        in.op = to ? Op::kCvtaToShared : Op::kCvtaToGeneric;
+        return (space == "shared" || space == "shared::cta") && (q.back() == "u64" || (to && q.back() == "u32")) &&
+               shaped(in, "ss") && registers(in.operands[0], 1);
+    }
+    if ((name == "ld" || name == "st") && (q.size() == 3 || q.size() == 4) &&
+        (q[1] == "shared" || q[1] == "shared::cta")) {
+        bool load = name == "ld";
+        in.op = load ? Op::kLoad : Op::kStore;
+        in.count = q.size() == 4 ? (q[2] == "v2" ? 2 : q[2] == "v4" ? 4 : 0) : 1;
+        const char* kinds = load ? (in.count > 1 ? "va" : "sa") : (in.count > 1 ? "av" : "as");
+        if (!in.count || !scalar_type(q.back(), in.bytes, in.sign) || !shaped(in, kinds)) return false;
+        const Operand& data = in.operands[load ? 0 : 1];
+        return data.values.size() == size_t(in.count) && (!load || registers(data, size_t(in.count)));
+    }
+    if (name == "mov" && q.size() == 2) {
+        in.op = Op::kMov;
+        return scalar_type(q[1], in.bytes, in.sign) && shaped(in, "ss") && registers(in.operands[0], 1);
+    }
+    if (name == "cvt" && q.size() == 4 && q[1] == "rna" && q[2] == "tf32" && q[3] == "f32") {
+        in.op = Op::kCvtTf32;
+        return shaped(in, "ss") && registers(in.operands[0], 1);
+    }
+    if (name == "cvt" && q.size() == 3) {  // between integer types
+        in.op = Op::kCvt;
+        return q[1][0] != 'f' && q[2][0] != 'f' && q[1][0] != 'b' && q[2][0] != 'b' &&
+               scalar_type(q[1], in.bytes, in.sign) && scalar_type(q[2], in.from_bytes, in.from_sign) &&
+               shaped(in, "ss") && registers(in.operands[0], 1);
+    }
+    return false;
+}
+
+std::string uncommented(std::string s) {
+    for (auto [open, close] : {std::make_pair("/*", "*/"), std::make_pair("//", "\n")})
+        for (size_t at = s.find(open); at != std::string::npos; at = s.find(open, at)) {
+            size_t end = s.find(close, at + 2);  // a line comment's newline stays
+            s.replace(at, end == std::string::npos ? std::string::npos : end + (close[0] == '*' ? 2 : 0) - at, " ");
+        }
+    return s;
+}
+
+// The statement's instructions: the text split at `;`, with comments, and braces that open or close a scope,
+// dropped.  Declarations (.reg) name registers; the first instruction that does not decode stops the parse.
+Program parse(const char* text, int operands) {
+    Program program;
+    Parser parser(operands, program);
+    std::string s = uncommented(text);
+    size_t at = 0;
+    while (true) {
+        at = s.find_first_not_of(" \t\r\n{}", at);
+        if (at == std::string::npos) break;
+        size_t end = s.find(';', at);
+        std::string statement = s.substr(at, end == std::string::npos ? std::string::npos : end + 1 - at);
+        at = end == std::string::npos ? s.size() : end + 1;
+        std::string body = trim(statement.substr(0, statement.find(';')));
+        Instruction in;
+        in.text = trim(statement);
+        bool ok = body.compare(0, 4, ".reg") == 0 ? parser.declare(body) : parser.instruction(body, in);
+        if (!ok) {
+            program.unsupported = in.text;
+            break;
+        }
+        if (!in.opcode.empty()) program.code.push_back(std::move(in));
+    }
+    return program;
+}
+
+// ---- running a statement --------------------------------------------------------------------------------------
+struct Context {
+    const Instruction& in;
+    std::vector<uint64_t>& regs;
+    int line;
+
+    uint64_t get(const Value& v) const { return v.reg >= 0 ? regs[size_t(v.reg)] : v.imm; }
+    uint64_t get(size_t operand) const { return get(in.operands[operand].values[0]); }
+    uint64_t address(size_t operand) const { return get(operand) + uint64_t(in.operands[operand].offset); }
+    void set(const Value& v, uint64_t bits) const { regs[size_t(v.reg)] = bits; }
+    void set(size_t operand, uint64_t bits) const { set(in.operands[operand].values[0], bits); }
+    const char* op() const { return in.opcode.c_str(); }
+
+    // The `size` bytes of shared memory at `address`, which must be aligned to `size`.
+    unsigned char* shared(uint64_t address, size_t size) const {
+        if (address % size)
+            mmemu_violation("%s at line %d: address 0x%llx is not %zu-byte aligned", op(), line,
+                            static_cast<unsigned long long>(address), size);
+        return static_cast<unsigned char*>(mmemu_shared_pointer(address, size, op(), line));
+    }
+};
+
+uint64_t mask(int bytes) { return bytes >= 8 ? ~0ull : (1ull << (8 * bytes)) - 1; }
+
+uint64_t extend(uint64_t bits, int bytes, bool sign) {
+    bits &= mask(bytes);
+    if (sign && bytes < 8 && (bits >> (8 * bytes - 1) & 1)) bits |= ~mask(bytes);
+    return bits;
+}
+
+float as_float(uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+uint32_t float_bits(float f) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    return bits;
+}
+
+// cvt.rna.tf32.f32: to the nearest value with 10 fraction bits, ties away from zero; the low 13 bits are zero.
+uint32_t round_tf32(uint32_t bits) {
+    if ((bits & 0x7f800000u) == 0x7f800000u) return bits & 0x007fffffu ? 0x7fffffffu : bits;  // NaN, infinities
+    return (bits + 0x1000u) & 0xffffe000u;  // a carry into the exponent rounds up to the next binade, or infinity
+}
+
+// ---- mma.sync ----
+struct MmaLane {
+    const Instruction* at;
+    uint32_t a[4], b[2], c[4];
+};
+
+float input(uint32_t word, int half, char type) {
+    uint16_t bits = uint16_t(word >> (16 * half));
+    return type == 'h' ? mmemu::Fp16Format::widen(bits)
+         : type == 'b' ? mmemu::Bf16Format::widen(bits)
+                       : as_float(word & 0xffffe000u);  // tf32
+}
+
+// A[i][k] and B[k][j] from the lanes' fragments, as the PTX ISA lays them out ("Matrix Fragments for
+// mma.m16n8k16 with floating point type", "... for mma.m16n8k8"): lane 4 * groupID + threadID_in_group holds,
+// of A, rows groupID and groupID + 8, and of B, column groupID.  16-bit types pack two k-neighbours in a
+// register (the lower k in the low half); a tf32 register holds one element.  Registers run over the row halves
+// of A first, then over k's halves.
+float a_element(const MmaLane* const* lanes, char type, int i, int k) {
+    int per = type == 't' ? 1 : 2, half_k = 4 * per;  // elements a register holds; the k of a register's first half
+    int lane = (i % 8) * 4 + (k % half_k) / per, reg = (i >= 8) + 2 * (k >= half_k);
+    return input(lanes[lane]->a[reg], k % per, type);
+}
+
+float b_element(const MmaLane* const* lanes, char type, int k, int j) {
+    int per = type == 't' ? 1 : 2, half_k = 4 * per;
+    int lane = j * 4 + (k % half_k) / per, reg = k >= half_k;
+    return input(lanes[lane]->b[reg], k % per, type);
+}
+
+// Element r (0..3) of an accumulator fragment: (groupID + 8 (r / 2), 2 threadID_in_group + r % 2), in four f32
+// registers or two registers of f16 pairs.
+float accumulator(const uint32_t* regs, char type, int r) {
+    return type == 'f' ? as_float(regs[r]) : mmemu::Fp16Format::widen(uint16_t(regs[r / 2] >> (16 * (r % 2))));
+}
+
+constexpr char kMma[] = "mma.sync", kLdmatrix[] = "ldmatrix";
+
+template <class Record>
+void gather(const Context& c, const Record& mine, const char* op, const Record* (&lanes)[32]) {
+    const void* all[32];
+    mmemu_rv_gather(&mine, all, op, c.line);
+    for (int l = 0; l < 32; ++l) {
+        lanes[l] = static_cast<const Record*>(all[l]);
+        if (lanes[l]->at != &c.in)
+            mmemu_violation("%s at line %d: lane %d is at another %s instruction of the same line; all lanes of the "
+                            "warp must run the same one", c.op(), c.line, l, op);
+    }
+}
+
+void mma(const Context& c) {
+    const Instruction& in = c.in;
+    MmaLane mine{&in, {}, {}, {}};
+    for (size_t i = 0; i < in.operands[1].values.size(); ++i) mine.a[i] = uint32_t(c.get(in.operands[1].values[i]));
+    for (size_t i = 0; i < in.operands[2].values.size(); ++i) mine.b[i] = uint32_t(c.get(in.operands[2].values[i]));
+    for (size_t i = 0; i < in.operands[3].values.size(); ++i) mine.c[i] = uint32_t(c.get(in.operands[3].values[i]));
+    const MmaLane* lanes[32];
+    gather(c, mine, kMma, lanes);
+    int group = int(lane()) / 4, thread = int(lane()) % 4;
+    float d[4];
+    for (int r = 0; r < 4; ++r) {
+        int i = group + 8 * (r / 2), j = 2 * thread + r % 2;
+        float sum = accumulator(mine.c, in.acc, r);
+        for (int k = 0; k < in.k; ++k) sum += a_element(lanes, in.in, i, k) * b_element(lanes, in.in, k, j);
+        d[r] = sum;
+    }
+    mmemu_rv_gather(nullptr, nullptr, kMma, c.line);
+    const std::vector<Value>& out = in.operands[0].values;
+    for (int r = 0; r < 4; ++r) {
+        if (in.acc == 'f') {
+            c.set(out[size_t(r)], float_bits(d[r]));
+        } else if (r % 2) {  // two halves a register, the lower column in the low half
+            uint32_t lo = mmemu::Fp16Format::round(d[r - 1]), hi = mmemu::Fp16Format::round(d[r]);
+            c.set(out[size_t(r / 2)], lo | hi << 16);
+        }
+    }
+}
+
+// ---- ldmatrix ----
+struct RowAddress {
+    const Instruction* at;
+    uint64_t address;
+};
+
+// The 16-byte row at a lane's address: a shared address, or with no state space given a generic pointer, which
+// must point into shared memory.
+const unsigned char* row(const Context& c, uint64_t address, int lane_of_row) {
+    if (address % 16)
+        mmemu_violation("%s at line %d: lane %d's row address 0x%llx is not 16-byte aligned", c.op(), c.line,
+                        lane_of_row, static_cast<unsigned long long>(address));
+    if (c.in.shared) return static_cast<const unsigned char*>(mmemu_shared_pointer(address, 16, c.op(), c.line));
+    const void* pointer = reinterpret_cast<const void*>(address);
+    mmemu_shared_address(pointer, c.op(), c.line);
+    return static_cast<const unsigned char*>(pointer);
+}
+
+// Lanes 8 m .. 8 m + 7 give the rows of matrix m; lane l receives, of each matrix, row l / 4's elements 2 (l % 4)
+// and 2 (l % 4) + 1, or with .trans column l / 4's elements at those rows (the lower one in the low half).
+void ldmatrix(const Context& c) {
+    const Instruction& in = c.in;
+    const RowAddress mine{&in, c.address(1)}, *lanes[32];  // mine lives until every lane has read it
+    gather(c, mine, kLdmatrix, lanes);
+    const unsigned char* rows[32];
+    for (int l = 0; l < 8 * in.count; ++l) rows[l] = row(c, lanes[l]->address, l);
+    unsigned l = lane();
+    uint32_t words[4];
+    for (int m = 0; m < in.count; ++m) {
+        uint16_t lo, hi;
+        if (in.trans) {
+            std::memcpy(&lo, rows[8 * m + 2 * (l % 4)] + 2 * (l / 4), 2);
+            std::memcpy(&hi, rows[8 * m + 2 * (l % 4) + 1] + 2 * (l / 4), 2);
+        } else {
+            std::memcpy(&lo, rows[8 * m + l / 4] + 4 * (l % 4), 2);
+            std::memcpy(&hi, rows[8 * m + l / 4] + 4 * (l % 4) + 2, 2);
+        }
+        words[m] = lo | uint32_t(hi) << 16;
+    }
+    mmemu_rv_gather(nullptr, nullptr, kLdmatrix, c.line);
+    for (int m = 0; m < in.count; ++m) c.set(in.operands[0].values[size_t(m)], words[m]);
+}
+
+void run(const Context& c) {
+    const Instruction& in = c.in;
+    switch (in.op) {
+        case Op::kMma: return mma(c);
+        case Op::kLdmatrix: return ldmatrix(c);
+        case Op::kCpAsync: {
+            uint64_t size = c.get(2), src_size = in.operands.size() > 3 ? c.get(3) : size;
+            if (in.bytes && size != uint64_t(in.bytes))
+                mmemu_violation("%s at line %d: cp-size %llu; .cg copies 16 bytes", c.op(), c.line,
+                                static_cast<unsigned long long>(size));
+            void* dst = mmemu_shared_pointer(c.address(0), 1, c.op(), c.line);  // mmemu_rv_cp_async checks the rest
+            return mmemu_rv_cp_async(dst, reinterpret_cast<const void*>(c.address(1)), size, src_size, c.op(), c.line);
+        }
+        case Op::kCommit: return mmemu_async_commit();
+        case Op::kWaitGroup: return mmemu_async_wait(unsigned(c.get(0)));
+        case Op::kWaitAll:  // cp.async.commit_group; cp.async.wait_group 0
+            mmemu_async_commit();
+            return mmemu_async_wait(0);
+        case Op::kCvtaToShared:
+            return c.set(0, mmemu_shared_address(reinterpret_cast<const void*>(c.get(1)), c.op(), c.line));
+        case Op::kCvtaToGeneric:
+            return c.set(0, reinterpret_cast<uintptr_t>(mmemu_shared_pointer(c.get(1), 1, c.op(), c.line)));
+        case Op::kLoad: {
+            size_t size = size_t(in.bytes * in.count);
+            const unsigned char* p = c.shared(c.address(1), size);
+            for (int e = 0; e < in.count; ++e) {
+                uint64_t bits = 0;
+                std::memcpy(&bits, p + e * in.bytes, size_t(in.bytes));
+                c.set(in.operands[0].values[size_t(e)], extend(bits, in.bytes, in.sign));
+            }
+            return;
+        }
+        case Op::kStore: {
+            size_t size = size_t(in.bytes * in.count);
+            unsigned char* p = c.shared(c.address(0), size);
+            for (int e = 0; e < in.count; ++e) {
+                uint64_t bits = c.get(in.operands[1].values[size_t(e)]);
+                std::memcpy(p + e * in.bytes, &bits, size_t(in.bytes));
+            }
+            return;
+        }
+        case Op::kMov: return c.set(0, c.get(1) & mask(in.bytes));
+        case Op::kCvt: return c.set(0, extend(c.get(1), in.from_bytes, in.from_sign) & mask(in.bytes));
+        case Op::kCvtTf32: return c.set(0, round_tf32(uint32_t(c.get(1))));
+    }
+}
+
+const Program& program_of(const char* text, int count) {
+    static std::map<std::pair<const char*, int>, Program> programs;  // a literal's address names its statement
+    auto key = std::make_pair(text, count);
+    auto found = programs.find(key);
+    if (found == programs.end()) found = programs.emplace(key, parse(text, count)).first;
+    return found->second;
+}
+
+}  // namespace
+
+MMEMU_EXPORT void mmemu_rv_cp_async(void* dst, const void* src, uint64_t size, uint64_t src_size, const char* op,
+                                    int line) {
+    if (size != 4 && size != 8 && size != 16)
+        mmemu_violation("%s at line %d: %llu bytes; an asynchronous copy moves 4, 8 or 16", op, line,
+                        static_cast<unsigned long long>(size));
+    if (src_size > size)
+        mmemu_violation("%s at line %d: src-size %llu is larger than the copy's %llu bytes", op, line,
+                        static_cast<unsigned long long>(src_size), static_cast<unsigned long long>(size));
+    for (const void* p : {static_cast<const void*>(dst), src})
+        if (reinterpret_cast<uintptr_t>(p) % size)
+            mmemu_violation("%s at line %d: %s %p is not %llu-byte aligned", op, line, p == dst ? "the destination"
+                            : "the source", p, static_cast<unsigned long long>(size));
+    mmemu_shared_pointer(mmemu_shared_address(dst, op, line), size, op, line);
+    mmemu_rv_async_copy(dst, src, size, src_size, nullptr);
+}
+
+MMEMU_EXPORT void mmemu_rv_asm(int line, const char* text, const char* constraints, const mmemu_asm_operand* operands,
+                               int count) {
+    const Program& program = program_of(text, count);
+    if (!program.unsupported.empty()) mmemu_unsupported("inline assembly", program.unsupported.c_str(), line);
+    std::vector<std::string> kinds = split(constraints, ',');
+    if (kinds.size() != size_t(count) && count) mmemu_unsupported("inline assembly", text, line);
+    // Outputs start from the variable's value, so that "+r" reads it and an output never written keeps it;
+    // an input tied to an output ("0") is that output's value.
+    std::vector<uint64_t> regs(size_t(program.registers));
+    for (int i = 0; i < count; ++i) {
+        const std::string& kind = kinds[size_t(i)];
+        regs[size_t(i)] = operands[i].bits;
+        if (kind.find_first_of("=+") != std::string::npos) {
+            regs[size_t(i)] = 0;
+            std::memcpy(&regs[size_t(i)], reinterpret_cast<const void*>(operands[i].bits), operands[i].pointee);
+        } else if (!kind.empty() && kind.find_first_not_of("0123456789") == std::string::npos) {
+            regs[size_t(std::atoi(kind.c_str()))] = operands[i].bits;
+        }
+    }
+    for (const Instruction& in : program.code) run(Context{in, regs, line});
+    for (int i = 0; i < count; ++i)
+        if (kinds[size_t(i)].find_first_of("=+") != std::string::npos)
+            std::memcpy(reinterpret_cast<void*>(operands[i].bits), &regs[size_t(i)], operands[i].pointee);
+}

@@ -1,0 +1,483 @@
+"""Inline PTX on the emulator: mma.sync, ldmatrix, cp.async, cvta, ld/st.shared, mov and cvt, each checked against
+numpy on fragments laid out as the PTX ISA lays them out (the layouts below are written from the ISA's text, not
+from the emulator), with the asynchronous copies' visibility under each schedule and the preconditions that the
+hardware assumes reported with their line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mmcheck.errors import KernelFault
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+
+SCHEDULES = ("forward", "reverse", "shuffle")
+
+
+def line_of(kernel, marker: str) -> int:
+    return next(i for i, text in enumerate(kernel.spec.source.splitlines(), 1) if marker in text)
+
+
+# ---- mma.sync ----------------------------------------------------------------------------------------------------
+# PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type" and "Matrix Fragments for mma.m16n8k8":
+# groupID = laneid >> 2, threadID_in_group = laneid % 4; each list gives a lane's elements (row, col), low to high,
+# two to a 32-bit register for 16-bit types.
+def a_layout(k: int, tf32: bool) -> list[list[tuple[int, int]]]:
+    def elements(lane: int) -> list[tuple[int, int]]:
+        group, tig = lane >> 2, lane % 4
+        if tf32:  # a0..a3: rows group, group + 8, group, group + 8; columns tig, tig, tig + 4, tig + 4
+            return [(group + 8 * (i % 2), tig + 4 * (i // 2)) for i in range(4)]
+        # rows group for a0, a1, a4, a5 and group + 8 otherwise; columns 2 tig + (i & 1), + 8 from a4 on
+        return [(group + 8 * (i // 2 % 2), 2 * tig + (i & 1) + 8 * (i >= 4)) for i in range(k // 2)]
+    return [elements(lane) for lane in range(32)]
+
+
+def b_layout(k: int, tf32: bool) -> list[list[tuple[int, int]]]:
+    def elements(lane: int) -> list[tuple[int, int]]:
+        group, tig = lane >> 2, lane % 4
+        if tf32:  # b0, b1: rows tig, tig + 4 of column group
+            return [(tig + 4 * i, group) for i in range(2)]
+        return [(2 * tig + (i & 1) + 8 * (i >= 2), group) for i in range(k // 4)]  # column group
+    return [elements(lane) for lane in range(32)]
+
+
+def c_layout() -> list[list[tuple[int, int]]]:  # c0..c3: rows group (c0, c1), group + 8; columns 2 tig + (i & 1)
+    return [[(lane // 4 + 8 * (i >= 2), 2 * (lane % 4) + (i & 1)) for i in range(4)] for lane in range(32)]
+
+
+def registers(matrix: np.ndarray, layout: list[list[tuple[int, int]]], dtype) -> np.ndarray:
+    """The lanes' registers (32 x 4 words, unused ones zero) holding `matrix` as `dtype`, laid out by `layout`."""
+    elements = np.array([[matrix[r, c] for r, c in lane] for lane in layout]).astype(dtype)
+    words = elements.view(np.uint16 if elements.itemsize == 2 else np.uint32).view(np.uint32)
+    return np.pad(words, ((0, 0), (0, 4 - words.shape[1]))).astype(np.uint32)
+
+
+def unpack(words: np.ndarray, layout: list[list[tuple[int, int]]], dtype, shape: tuple[int, int]) -> np.ndarray:
+    count = len(layout[0])
+    values = np.ascontiguousarray(words).view(dtype)[:, :count]
+    out = np.full(shape, np.nan)
+    for lane, elements in enumerate(layout):
+        for (r, c), value in zip(elements, values[lane]):
+            out[r, c] = value
+    return out
+
+
+MMA = """
+#include <cuda_fp16.h>
+extern "C" __global__ void k(const unsigned* A, const unsigned* B, unsigned* C) {{
+    const unsigned l = threadIdx.x;
+    unsigned a[4], b[2];
+    {ctype} c[4];
+    {dtype} d[4];
+    for (int i = 0; i < 4; ++i) {{
+        a[i] = A[l * 4 + i];
+        c[i] = {load}(C[l * 4 + i]);
+    }}
+    for (int i = 0; i < 2; ++i) b[i] = B[l * 4 + i];
+    asm volatile("{opcode} {{{d}}}, {{{a}}}, {{{b}}}, {{{c}}};\\n"
+                 : {outputs}
+                 : {inputs});
+    for (int i = 0; i < {nd}; ++i) C[l * 4 + i] = {store}(d[i]);
+}}
+"""
+
+
+def mma_body(opcode: str) -> str:
+    """A kernel that runs one `opcode` on the registers of A, B and C (C's become D's), 4 words a lane."""
+    shape, d_type, a_type, _, c_type = opcode.split(".")[3], *opcode.split(".")[6:]
+    k, tf32 = int(shape.split("k")[1]), a_type == "tf32"
+    counts = {"d": 4 if d_type == "f32" else 2, "a": 4 if tf32 else k // 4, "b": 2 if tf32 else k // 8,
+              "c": 4 if c_type == "f32" else 2}
+    operands, at = {}, 0
+    for name in "dabc":
+        operands[name] = ", ".join(f"%{at + i}" for i in range(counts[name]))
+        at += counts[name]
+    letter = {"f32": "f", "f16": "r"}
+    outputs = ", ".join(f'"={letter[d_type]}"(d[{i}])' for i in range(counts["d"]))
+    inputs = ", ".join([f'"r"(a[{i}])' for i in range(counts["a"])] + [f'"r"(b[{i}])' for i in range(counts["b"])]
+                       + [f'"{letter[c_type]}"(c[{i}])' for i in range(counts["c"])])
+    floats = c_type == "f32"  # the accumulators: floats, or unsigned words of two halves
+    return MMA.format(opcode=opcode, outputs=outputs, inputs=inputs, nd=counts["d"], **operands,
+                      ctype="float" if floats else "unsigned", load="__uint_as_float" if floats else "",
+                      dtype="float" if floats else "unsigned", store="__float_as_uint" if floats else "")
+
+
+def mma_kernel(build, opcode: str):
+    return build(mma_body(opcode))
+
+
+MMAS = [  # opcode, the inputs' numpy type (tf32's whole numbers below 2^11 are float32's)
+    ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", np.float16),
+    ("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", ml_dtypes.bfloat16),
+    ("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", np.float16),
+    ("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", np.float16),
+    ("mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16", np.float16),
+    ("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32", ml_dtypes.bfloat16),
+    ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", np.float32),
+]
+
+
+def run_mma(emu, run_kernel, kernel, opcode, in_type, a, b, c, schedule="forward"):
+    k = a.shape[1]
+    d_type, c_type = opcode.split(".")[6], opcode.split(".")[9]
+    is_tf32 = "tf32" in opcode
+    acc = {"f32": np.float32, "f16": np.float16}
+    c_regs = registers(c, c_layout(), acc[c_type])
+    out = run_kernel(emu, kernel, [registers(a, a_layout(k, is_tf32), in_type).ravel(),
+                                   registers(b, b_layout(k, is_tf32), in_type).ravel(), c_regs.ravel()], 1, 32,
+                     schedule=schedule)[2]
+    return unpack(out.reshape(32, 4), c_layout(), acc[d_type], (16, 8))
+
+
+@pytest.mark.parametrize("opcode, in_type", MMAS, ids=[m[0].split("aligned.")[1] for m in MMAS])
+def test_mma_computes_d_from_fragments_laid_out_as_the_isa_says(build, emu, run_kernel, opcode, in_type):
+    kernel = mma_kernel(build, opcode)
+    k = int(opcode.split(".")[3].split("k")[1])
+    rng = np.random.default_rng(k)
+    a, b, c = (rng.integers(-3, 4, shape).astype(np.float64) for shape in ((16, k), (k, 8), (16, 8)))
+    for schedule in SCHEDULES:
+        got = run_mma(emu, run_kernel, kernel, opcode, in_type, a, b, c, schedule)
+        np.testing.assert_array_equal(got, a @ b + c, err_msg=schedule)  # exact: small whole numbers
+
+
+@pytest.mark.parametrize("accumulator", [np.float32, np.float16])
+def test_mma_accumulates_in_float_in_k_order_and_rounds_a_half_d_once(build, emu, run_kernel, accumulator):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((16, 16)).astype(np.float16)
+    b = rng.standard_normal((16, 8)).astype(np.float16)
+    c = rng.standard_normal((16, 8)).astype(accumulator)
+    want = c.astype(np.float32)
+    for k in range(16):
+        want = want + a[:, k:k + 1].astype(np.float32) * b[k:k + 1, :].astype(np.float32)  # products exact
+    name = "f32" if accumulator == np.float32 else "f16"
+    opcode = f"mma.sync.aligned.m16n8k16.row.col.{name}.f16.f16.{name}"
+    got = run_mma(emu, run_kernel, mma_kernel(build, opcode), opcode, np.float16, a, b, c)
+    np.testing.assert_array_equal(got, want.astype(accumulator))
+
+
+def test_mma_needs_the_whole_warp(build, emu, run_kernel):
+    opcode = "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32"
+    kernel = mma_kernel(build, opcode)
+    words = np.zeros(128, np.uint32)
+    with pytest.raises(KernelFault, match=rf"mma\.sync at line {line_of(kernel, 'asm volatile')}: warp 0 has only 16 "
+                                          r"lanes \(the block has 16 threads\); the operation needs all 32 lanes"):
+        run_kernel(emu, kernel, [words, words, words.copy()], 1, 16)
+
+
+# ---- ldmatrix ----------------------------------------------------------------------------------------------------
+LDMATRIX = """
+extern "C" __global__ void k(const unsigned short* A, const int* B, unsigned* C) {
+    __shared__ __align__(16) unsigned short tile[32 * 8];  // 32 rows of eight 16-bit elements
+    for (int i = threadIdx.x; i < 32 * 8; i += 32) tile[i] = A[i];
+    __syncwarp();
+    const unsigned short* row = B[threadIdx.x] < 0 ? tile + 1 : tile + B[threadIdx.x] * 8;  // -1: misaligned
+    unsigned r[4] = {0, 0, 0, 0};
+    %s
+    for (int i = 0; i < 4; ++i) C[threadIdx.x * 4 + i] = r[i];
+}
+"""
+DESTINATIONS = {1: ('{%0}', '"=r"(r[0])', 1), 2: ('{%0, %1}', '"=r"(r[0]), "=r"(r[1])', 2),
+                4: ('{%0, %1, %2, %3}', '"=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])', 4)}
+
+
+def ldmatrix_statement(count: int, trans: bool, shared: bool = True) -> str:
+    registers_, outputs, address = DESTINATIONS[count]
+    opcode = f"ldmatrix.sync.aligned.m8n8.x{count}{'.trans' if trans else ''}{'.shared' if shared else ''}.b16"
+    source = '"r"((unsigned)__cvta_generic_to_shared(row))' if shared else '"l"(row)'
+    return f'asm volatile("{opcode} {registers_}, [%{address}];\\n" : {outputs} : {source});  // ldmatrix'
+
+
+def ldmatrix_expected(tile: np.ndarray, rows: np.ndarray, count: int, trans: bool) -> np.ndarray:
+    """PTX ISA, "Warp-level matrix load instruction: ldmatrix": lanes 8 m .. 8 m + 7 give the addresses of matrix m's
+    rows; lane l receives, of each matrix, row l / 4's elements 2 (l % 4) and 2 (l % 4) + 1 (the first in the low
+    half of the register), or with .trans those of the transposed matrix."""
+    out = np.zeros((32, 4), np.uint32)
+    for m in range(count):
+        matrix = tile[rows[8 * m:8 * m + 8]]
+        if trans:
+            matrix = matrix.T
+        for lane in range(32):
+            lo, hi = matrix[lane // 4, 2 * (lane % 4):2 * (lane % 4) + 2]
+            out[lane, m] = int(lo) | int(hi) << 16
+    return out
+
+
+@pytest.mark.parametrize("count", [1, 2, 4])
+@pytest.mark.parametrize("trans", [False, True], ids=["", "trans"])
+def test_ldmatrix_gives_each_lane_its_fragment_of_the_rows_the_lanes_address(build, emu, run_kernel, count, trans):
+    kernel = build(LDMATRIX % ldmatrix_statement(count, trans))
+    rng = np.random.default_rng(count)
+    tile = rng.integers(0, 2**16, (32, 8), dtype=np.uint16)
+    rows = rng.permutation(32).astype(np.int32)
+    rows[8 * count:] = -1  # lanes past the matrices' addresses give a misaligned one, which is never read
+    for schedule in SCHEDULES:
+        out = run_kernel(emu, kernel, [tile.ravel(), rows, np.zeros(128, np.uint32)], 1, 32, schedule=schedule)[2]
+        np.testing.assert_array_equal(out.reshape(32, 4), ldmatrix_expected(tile, rows, count, trans))
+
+
+def test_ldmatrix_without_a_state_space_takes_generic_pointers(build, emu, run_kernel):
+    kernel = build(LDMATRIX % ldmatrix_statement(4, True, shared=False))
+    tile = np.arange(256, dtype=np.uint16).reshape(32, 8)
+    rows = np.arange(32, dtype=np.int32)[::-1].copy()
+    out = run_kernel(emu, kernel, [tile.ravel(), rows, np.zeros(128, np.uint32)], 1, 32)[2]
+    np.testing.assert_array_equal(out.reshape(32, 4), ldmatrix_expected(tile, rows, 4, True))
+
+
+def test_ldmatrix_of_a_misaligned_row_is_a_fault(build, emu, run_kernel):
+    kernel = build(LDMATRIX % ldmatrix_statement(2, False))
+    rows = np.arange(32, dtype=np.int32)
+    rows[13] = -1
+    with pytest.raises(KernelFault, match=rf"ldmatrix\.sync\.aligned\.m8n8\.x2\.shared\.b16 at line "
+                                          rf"{line_of(kernel, '// ldmatrix')}: lane 13's row address 0x[0-9a-f]+ is "
+                                          r"not 16-byte aligned"):
+        run_kernel(emu, kernel, [np.zeros(256, np.uint16), rows, np.zeros(128, np.uint32)], 1, 32)
+
+
+# ---- cp.async ----------------------------------------------------------------------------------------------------
+CP_ASYNC = """
+#include <stdint.h>
+// Each lane copies `size` bytes (src-size `kept`) of A into its slot of a shared buffer first filled with 0x77
+// bytes, then, with `read_early`, copies its slot to C before it waits, and after.
+extern "C" __global__ void k(const unsigned char* A, const int* B, unsigned char* C) {
+    __shared__ __align__(16) unsigned char slots[32 * 16];
+    const int size = B[0], kept = B[1], read_early = B[2], lane = threadIdx.x;
+    unsigned char* mine = slots + lane * 16;
+    for (int i = 0; i < 16; ++i) mine[i] = 0x77;
+    uint32_t dst = (uint32_t)__cvta_generic_to_shared(mine);
+    const unsigned char* src = A + lane * 16;
+    if (size == 4) asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\\n" ::"r"(dst), "l"(src), "r"(kept));
+    if (size == 8) asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\\n" ::"r"(dst), "l"(src), "r"(kept));
+    if (size == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\\n" ::"r"(dst), "l"(src), "r"(kept));
+    asm volatile("cp.async.commit_group;\\n" ::);
+    if (read_early) for (int i = 0; i < 16; ++i) C[lane * 16 + i] = mine[i];
+    asm volatile("cp.async.wait_group 0;\\n" ::);
+    for (int i = 0; i < 16; ++i) C[512 + lane * 16 + i] = mine[i];
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def cp_async(build):
+    return build(CP_ASYNC)
+
+
+def copy_slots(emu, run_kernel, kernel, size, kept, read_early=0, schedule="forward"):
+    src = np.arange(512, dtype=np.uint32).astype(np.uint8)
+    out = run_kernel(emu, kernel, [src, np.array([size, kept, read_early], np.int32), np.zeros(1024, np.uint8)], 1, 32,
+                     schedule=schedule)[2]
+    return src.reshape(32, 16), out[:512].reshape(32, 16), out[512:].reshape(32, 16)
+
+
+@pytest.mark.parametrize("size, kept", [(4, 4), (8, 8), (16, 16), (16, 5), (8, 0)])
+def test_cp_async_copies_src_size_bytes_and_fills_the_rest_with_zeros(emu, run_kernel, cp_async, size, kept):
+    for schedule in SCHEDULES:
+        src, _, after = copy_slots(emu, run_kernel, cp_async, size, kept, schedule=schedule)
+        want = np.full((32, 16), 0x77, np.uint8)
+        want[:, :size] = 0
+        want[:, :kept] = src[:, :kept]
+        np.testing.assert_array_equal(after, want, err_msg=schedule)
+
+
+def test_cp_async_lands_when_issued_under_forward_and_only_at_the_wait_under_the_others(emu, run_kernel, cp_async):
+    """The forward schedule completes a copy at once (as early as the GPU may); reverse and shuffle at the wait
+    that covers it (as late as it may), so that a read before the wait sees the old bytes."""
+    for schedule, early in (("forward", True), ("reverse", False), ("shuffle", False)):
+        src, before, after = copy_slots(emu, run_kernel, cp_async, 16, 16, read_early=1, schedule=schedule)
+        np.testing.assert_array_equal(before, src if early else np.full((32, 16), 0x77, np.uint8), err_msg=schedule)
+        np.testing.assert_array_equal(after, src, err_msg=schedule)
+
+
+GROUPS = """
+#include <stdint.h>
+// Four 4-byte copies of A into x[0..3], committed as groups {0}, {1, 2}, {3}, then C gets x after each step of
+// waiting: wait_group 2, wait_group 1, wait_all, 3 words each.
+__device__ void copy(uint32_t dst, const float* src) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\\n" ::"r"(dst), "l"(src));
+}
+extern "C" __global__ void k(const float* A, const float* B, float* C) {
+    __shared__ float x[4];
+    for (int i = 0; i < 4; ++i) x[i] = -1.0f;
+    uint32_t base = (uint32_t)__cvta_generic_to_shared(x);
+    copy(base, A);
+    asm volatile("cp.async.commit_group;\\n" ::);
+    copy(base + 4, A + 1);
+    copy(base + 8, A + 2);
+    asm volatile("cp.async.commit_group;\\n" ::);
+    copy(base + 12, A + 3);  // left uncommitted: only wait_all covers it
+    asm volatile("cp.async.wait_group 2;\\n" ::);
+    for (int i = 0; i < 4; ++i) C[i] = x[i];
+    asm volatile("cp.async.wait_group %0;\\n" ::"n"(1));
+    for (int i = 0; i < 4; ++i) C[4 + i] = x[i];
+    asm volatile("cp.async.wait_all;\\n" ::);
+    for (int i = 0; i < 4; ++i) C[8 + i] = x[i];
+}
+"""
+
+
+def test_cp_async_wait_group_completes_all_but_the_newest_n_groups(build, emu, run_kernel):
+    kernel = build(GROUPS)
+    a = np.array([1, 2, 3, 4], np.float32)
+    got = run_kernel(emu, kernel, [a, a, np.zeros(12, np.float32)], 1, 1, schedule="reverse")[2].reshape(3, 4)
+    np.testing.assert_array_equal(got, [[-1, -1, -1, -1], [1, -1, -1, -1], [1, 2, 3, 4]])
+
+
+CP_ASYNC_MISALIGNED = CP_ASYNC.replace("unsigned char* mine = slots + lane * 16;", "unsigned char* mine = slots + 4;")
+
+
+def test_cp_async_of_a_misaligned_destination_is_a_fault(build, emu, run_kernel):
+    kernel = build(CP_ASYNC_MISALIGNED)
+    with pytest.raises(KernelFault, match=r"cp\.async\.cg\.shared\.global at line \d+: the destination 0x[0-9a-f]+ is "
+                                          r"not 16-byte aligned"):
+        copy_slots(emu, run_kernel, kernel, 16, 16)
+
+
+def test_cp_async_src_size_past_the_copy_is_a_fault(emu, run_kernel, cp_async):
+    with pytest.raises(KernelFault, match=r"cp\.async\.ca\.shared\.global at line \d+: src-size 5 is larger than the "
+                                          r"copy's 4 bytes"):
+        copy_slots(emu, run_kernel, cp_async, 4, 5)
+
+
+PIPELINE_PRIMITIVES = """
+#include <cuda_pipeline.h>
+// The primitives' form of cp.async: 16 bytes per lane, the last 4 zero-filled; C gets the slot before the wait
+// and after.
+extern "C" __global__ void k(const float* A, const float* B, float* C) {
+    __shared__ __align__(16) float slots[32 * 4];
+    float* mine = slots + threadIdx.x * 4;
+    for (int i = 0; i < 4; ++i) mine[i] = -1.0f;
+    __pipeline_memcpy_async(mine, A + threadIdx.x * 4, 16, 4);
+    __pipeline_commit();
+    for (int i = 0; i < 4; ++i) C[threadIdx.x * 4 + i] = mine[i];
+    __pipeline_wait_prior(0);
+    for (int i = 0; i < 4; ++i) C[128 + threadIdx.x * 4 + i] = mine[i];
+}
+"""
+
+
+def test_pipeline_primitives_are_cp_async(build, emu, run_kernel):
+    kernel = build(PIPELINE_PRIMITIVES)
+    a = np.arange(1, 129, dtype=np.float32)
+    want = a.reshape(32, 4).copy()
+    want[:, 3] = 0
+    for schedule in SCHEDULES:
+        out = run_kernel(emu, kernel, [a, a, np.zeros(256, np.float32)], 1, 32, schedule=schedule)[2].reshape(2, 32, 4)
+        np.testing.assert_array_equal(out[0], want if schedule == "forward" else -1, err_msg=schedule)
+        np.testing.assert_array_equal(out[1], want, err_msg=schedule)
+
+
+# ---- cvta, ld.shared, st.shared, mov, cvt --------------------------------------------------------------------------
+SHARED = """
+#include <stdint.h>
+// A shared address as CUTLASS computed it before __cvta_generic_to_shared (a 64-bit cvta, then cvt to 32 bits),
+// stores and loads through it with displacements, and the address made generic again.
+extern "C" __global__ void k(const float* A, const float* B, float* C) {
+    __shared__ __align__(16) float x[8];
+    uint32_t address, seven;
+    asm volatile("{\\n .reg .u64 smem_ptr;\\n cvta.to.shared.u64 smem_ptr, %1;\\n cvt.u32.u64 %0, smem_ptr;\\n}\\n"
+                 : "=r"(address) : "l"(x));
+    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\\n" ::"r"(address), "f"(A[0]), "f"(A[1]), "f"(A[2]),
+                 "f"(A[3]));
+    asm volatile("st.shared.v2.f32 [%0+16], {%1, %2};\\n" ::"r"(address), "f"(A[4]), "f"(A[5]));
+    asm volatile("mov.u32 %0, 7;\\n" : "=r"(seven));
+    asm volatile("st.shared.u32 [%0+24], %1;\\n" ::"r"(address), "r"(seven));
+    asm volatile("st.shared.b32 [%0 + 28], %1;\\n" ::"r"(address), "r"(0x3f800000u));  // 1.0f
+    float y[4], z;
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4+16];\\n" : "=f"(y[0]), "=f"(y[1]), "=f"(y[2]), "=f"(y[3])
+                 : "r"(address));
+    asm volatile("ld.shared.f32 %0, [%1];\\n" : "=f"(z) : "r"(address));
+    float* generic;
+    asm volatile("cvta.shared.u64 %0, %1;\\n" : "=l"(generic) : "l"((uint64_t)address));
+    C[0] = address == (uint32_t)__cvta_generic_to_shared(x);
+    C[1] = generic == x;
+    for (int i = 0; i < 4; ++i) C[2 + i] = y[i];
+    C[6] = z;
+}
+"""
+
+
+def test_shared_addresses_with_cvta_and_ld_st_shared(build, emu, run_kernel):
+    a = np.arange(10, 18, dtype=np.float32)
+    got = run_kernel(emu, build(SHARED), [a, a, np.zeros(7, np.float32)], 1, 1)[2]
+    np.testing.assert_array_equal(got[[0, 1, 2, 3, 5, 6]], [1, 1, 14, 15, 1, 10])
+    assert got[4:5].view(np.int32)[0] == 7  # x[6] holds the u32 7
+
+
+CVTA_GLOBAL = ('extern "C" __global__ void k(const float* A, const float* B, float* C) {\n'
+               "  C[0] = (float)__cvta_generic_to_shared(A);  // cvta\n}")
+
+
+def test_cvta_of_a_global_pointer_is_a_fault(build, emu, run_kernel):
+    kernel = build(CVTA_GLOBAL)
+    a = np.zeros(1, np.float32)
+    with pytest.raises(KernelFault, match=rf"__cvta_generic_to_shared at line {line_of(kernel, '// cvta')}: "
+                                          r"0x[0-9a-f]+ is not a pointer into the block's shared memory"):
+        run_kernel(emu, kernel, [a, a, a.copy()], 1, 1)
+
+
+LD_SHARED_PAST = ('extern "C" __global__ void k(const float* A, const float* B, float* C) {\n'
+                  "  float x;\n"
+                  '  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(x) : "r"(0x7ffffff0u));  // load\n'
+                  "  C[0] = x;\n}")
+
+
+def test_ld_shared_past_the_block_s_shared_memory_is_a_fault(build, emu, run_kernel):
+    kernel = build(LD_SHARED_PAST)
+    a = np.zeros(1, np.float32)
+    with pytest.raises(KernelFault, match=rf"ld\.shared\.f32 at line {line_of(kernel, '// load')}: shared address "
+                                          r"0x7ffffff0 \(4 bytes\) is outside the block's shared memory"):
+        run_kernel(emu, kernel, [a, a, a.copy()], 1, 1)
+
+
+CVT_RNA = ('extern "C" __global__ void k(const float* A, const float* B, float* C) {\n'
+           "  unsigned r;\n"
+           '  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(A[threadIdx.x]));\n'
+           "  C[threadIdx.x] = __uint_as_float(r);\n}")
+
+
+def test_cvt_rna_tf32_rounds_to_ten_fraction_bits_ties_away_from_zero(build, emu, run_kernel):
+    kernel = build(CVT_RNA)
+    ulp = 2.0 ** -10  # of tf32 in [1, 2)
+    a = np.array([1 + ulp / 2, 1 + 3 * ulp / 2, -(1 + ulp / 2), 1 + ulp / 2 - 2**-23, 1 + ulp / 2 + 2**-23, 2 - ulp / 4,
+                  np.inf, -np.inf, 3.0, 2.0**-130], np.float32)
+    want = np.array([1 + ulp, 1 + 2 * ulp, -(1 + ulp), 1, 1 + ulp, 2, np.inf, -np.inf, 3.0, 2.0**-130], np.float32)
+    got = run_kernel(emu, kernel, [a, a, np.zeros_like(a)], 1, len(a))[2]
+    np.testing.assert_array_equal(got, want)
+
+
+# ---- whole kernels, as mmcheck checks them --------------------------------------------------------------------------
+# Shapes of several blocks along M and N, and of several K tiles with a partial last one, besides the smallest.
+def test_an_mma_ldmatrix_gemm_passes_and_its_b_loaded_without_trans_is_caught(checked, tmp_path):
+    assert checked("mma_gemm.cu", ["130x70x100", "1x1x1"], tmp_path) == [
+        ("emu.mma_gemm", "float16->float32", "pass", None), ("emu.mma_gemm", "bfloat16->float32", "pass", None),
+        ("emu.mma_gemm_b_untransposed", "float16->float32", "fail", "mismatch")]
+
+
+def test_a_cp_async_double_buffer_passes_and_reading_before_the_wait_is_a_race(checked, tmp_path):
+    """The sibling's reads are right under the forward schedule, which completes copies when issued, and wrong
+    under the others, which complete them at the wait: a result that depends on the schedule."""
+    assert checked("cp_async_gemm.cu", ["40x35x50", "1x1x1"], tmp_path) == [
+        ("emu.cp_async_double_buffer", "float32", "pass", None),
+        ("emu.cp_async_read_before_wait", "float32", "fail", "race")]
+
+
+# ---- every kernel above is CUDA that nvcc compiles ------------------------------------------------------------------
+SOURCES = {**{opcode.split("aligned.")[1]: mma_body(opcode) for opcode, _ in MMAS},
+           **{f"ldmatrix.x{count}{'.trans' * trans}": LDMATRIX % ldmatrix_statement(count, trans)
+              for count in (1, 2, 4) for trans in (False, True)},
+           "ldmatrix generic": LDMATRIX % ldmatrix_statement(4, True, shared=False), "cp.async": CP_ASYNC,
+           "cp.async misaligned": CP_ASYNC_MISALIGNED, "cp.async groups": GROUPS,
+           "pipeline primitives": PIPELINE_PRIMITIVES, "shared": SHARED, "cvta of global": CVTA_GLOBAL,
+           "ld.shared past": LD_SHARED_PAST, "cvt.rna": CVT_RNA}
+
+
+@pytest.mark.parametrize("name", SOURCES)
+def test_each_kernel_is_valid_cuda(nvcc, spec_of, tmp_path, name):
+    assert not nvcc(spec_of(SOURCES[name]), "float32", tmp_path)
+
+
+@pytest.mark.parametrize("file", ["mma_gemm.cu", "cp_async_gemm.cu"])
+def test_each_kernel_file_is_valid_cuda(nvcc, file_specs, tmp_path, file):
+    for spec in file_specs(file):
+        for dtype in spec.dtypes:
+            assert not nvcc(spec, dtype, tmp_path), f"{spec.name} {dtype}"
