@@ -2,24 +2,26 @@
 torch headers, tensor launcher and PYBIND11_MODULE; a CUDA sample's helper header, profiler API, time() and
 a host function of another file; <cuda/barrier> and <cuda_fp8.h> used only by host code or by code the
 kernel does not reach) are checked as `mmcheck check FILE --backend emu` checks them, the known-bad sibling
-of each caught.  The emulator takes the file's device code (backends/device_code.py), found by libclang;
-without libclang, the whole file against its fuller runtime stubs.
+of each caught.  The emulator and the GPU compilers take the file's device code (backends/device_code.py),
+found by libclang; without libclang, the whole file against the emulator's fuller runtime stubs.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from mmcheck.backends import device_code
+from mmcheck.backends import compilers, device_code
 from mmcheck.backends.base import BackendOptions
+from mmcheck.backends.compilers import Nvcc
 from mmcheck.backends.emu import EmuBackend
 from mmcheck.cli import main
-from mmcheck.compile import Build
+from mmcheck.compile import Build, function_symbols
 from mmcheck.errors import Unsupported
 from mmcheck.prepare import plan
 from mmcheck.shapes import shapes_for
@@ -28,6 +30,7 @@ from mmcheck.spec import KernelSpec, load_specs, parse_specs
 HERE = Path(__file__).resolve().parent
 GOOD = ["torch_sgemm.cu", "samples_matmul.cu", "barrier_fp8.cu"]
 WRONG = [name.replace(".cu", "_wrong.cu") for name in GOOD]
+needs_nvcc = pytest.mark.skipif(not shutil.which("nvcc"), reason="needs nvcc on PATH")
 needs_libclang = pytest.mark.skipif(not device_code.device_code_available(),
                                     reason="the device code is found by libclang (pip install libclang)")
 
@@ -289,3 +292,54 @@ def test_a_kernel_using_8_bit_floats_is_a_skip(emu, tmp_path):
     spec = _one_kernel(FP8, tmp_path / "k.cu")
     with pytest.raises(Unsupported, match=r"the emulator has no 8-bit floats \(__nv_fp8_e4m3\)"):
         emu.compile(Build(spec, "float32"))
+
+
+# --- the GPU's compilers -----------------------------------------------------------------------------------
+
+@pytest.fixture
+def nvcc_calls(monkeypatch, tmp_path) -> tuple[Nvcc, list[str]]:
+    """nvcc with a fresh cache, and the texts it is given, in order."""
+    nvcc = Nvcc(str(tmp_path))
+    given: list[str] = []
+    cubin = nvcc.cubin
+
+    def recording(source, options, arch):
+        given.append(source)
+        return cubin(source, options, arch)
+
+    monkeypatch.setattr(nvcc, "cubin", recording)
+    return nvcc, given
+
+
+@needs_nvcc
+@needs_libclang
+@pytest.mark.parametrize("name", GOOD + WRONG)
+def test_without_torch_nvcc_compiles_the_device_code(name, nvcc_calls, monkeypatch):
+    monkeypatch.setattr(compilers, "torch_includes", lambda: ())
+    nvcc, given = nvcc_calls
+    build = _build(_spec(name))
+    compiled = nvcc.compile(build, "sm_90")
+    assert compiled.symbol in function_symbols(compiled.cubin) and compiled.log == ""
+    assert len(given) == 1 and given[0].startswith('#line 1 "') and "int main(" not in given[0]
+
+
+@needs_nvcc
+@needs_libclang
+def test_with_torch_nvcc_takes_the_file_as_written_first_then_its_device_code(nvcc_calls, monkeypatch, tmp_path):
+    """Where torch's headers are on the include path the extension compiles as written; where that fails
+    (here: a folder without them stands for torch's), its device code does."""
+    monkeypatch.setattr(compilers, "torch_includes", lambda: (str(tmp_path),))
+    nvcc, given = nvcc_calls
+    compiled = nvcc.compile(_build(_spec("torch_sgemm.cu")), "sm_90")
+    assert compiled.symbol == "_Z18sgemm_tiled_kernelPKfS0_Pfiii"
+    assert ["PYBIND11_MODULE(" in text for text in given] == [True, False]
+
+
+@needs_nvcc
+def test_a_pytorch_extension_compiles_as_written_where_torch_is_installed(nvcc_calls):
+    pytest.importorskip("torch", reason="torch is not installed: the extension compiles as written only against "
+                                        "torch's headers (its device code alone is tested without them)")
+    nvcc, given = nvcc_calls
+    compiled = nvcc.compile(_build(_spec("torch_sgemm.cu")), "sm_90")
+    assert compiled.symbol == "_Z18sgemm_tiled_kernelPKfS0_Pfiii"
+    assert len(given) == 1 and "PYBIND11_MODULE(" in given[0]
