@@ -42,7 +42,7 @@ from ..compile import (Build, cache_key, cache_root, find_symbol, function_symbo
                        unit_source)
 from ..errors import BackendUnavailable, CompileError
 from ..publish import atomic_write
-from .device_code import compile_first, sources
+from .device_code import compile_first, fingerprint, sources
 
 __all__ = ["COMPILERS", "Compiled", "Compiler", "Nvcc", "get_compiler", "common_options", "torch_includes",
            "arch_rule", "driver_rule", "explain_load_error", "resolve"]
@@ -168,10 +168,10 @@ class Nvcc:
     def compile(self, build: Build, arch: str) -> Compiled:
         torch = torch_includes()
         options = [*common_options(build), *(f"-I{folder}" for folder in torch)]
-        units = [unit_source(build, source=text) for text in sources(build, whole_first=bool(torch))]
-        # The instance too: one file's kernels share a cubin's text, but each entry its own symbol in it.
-        key = cache_key("nvcc", units, build.instance, options, arch, self.path, self.version,
-                        local_includes(build.spec.path, build.spec.source))
+        # The instance too: one file's kernels share a cubin's text, but each entry its own symbol in it.  The
+        # file and what its device code depends on decide which texts are compiled.
+        key = cache_key("nvcc", unit_source(build), build.instance, options, arch, self.path, self.version,
+                        local_includes(build.spec.path, build.spec.source), fingerprint())
 
         def make(source: str) -> Compiled:
             try:
@@ -180,7 +180,11 @@ class Nvcc:
                 raise CompileError(f"{build.spec.path}: nvcc failed for {build}:\n{e}") from None
             return Compiled(cubin, find_symbol(function_symbols(cubin), build), said)
 
-        return self.cache.fetch(key, lambda: compile_first(units, make))
+        def make_first() -> Compiled:
+            units = [unit_source(build, source=text) for text in sources(build, whole_first=bool(torch))]
+            return compile_first(units, make)
+
+        return self.cache.fetch(key, make_first)
 
     def cubin(self, source: str, options: Sequence[str], arch: str) -> tuple[bytes, str]:
         """The cubin of ``source`` for ``arch``, uncached, and what nvcc said while succeeding ("" if nothing);

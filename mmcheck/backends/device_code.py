@@ -25,11 +25,13 @@ import atexit
 import bisect
 import ctypes
 import functools
+import importlib.metadata as metadata
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +40,8 @@ from typing import Any, TypeVar
 from ..compile import Build, cache_key, local_includes, macro_flags
 from ..errors import CompileError, MmcheckError
 
-__all__ = ["DeviceCode", "device_code", "device_code_available", "needed_header", "sources", "compile_first"]
+__all__ = ["DeviceCode", "device_code", "device_code_available", "fingerprint", "needed_header", "sources",
+           "compile_first"]
 
 _EMU = Path(__file__).resolve().parent / "emu"
 _PRELUDE = _EMU / "parse.h"
@@ -54,6 +57,8 @@ _UNDECLARED = re.compile(r"undeclared identifier|unknown type name|no (?:templat
 _CONDITIONAL = {b"if", b"ifdef", b"ifndef", b"elif", b"elifdef", b"elifndef", b"else", b"endif"}
 _IDENTIFIER = re.compile(rb"[A-Za-z_]\w*")
 _BLANK = b" \t\r\n"
+# One parse at a time: libclang's index is not to be used by threads at once (nvcc compiles ahead on threads).
+_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -74,15 +79,35 @@ def device_code(build: Build) -> DeviceCode | None:
     """The device code of ``build``'s file for its entry and macros (kept for the process's life); None
     where libclang is not importable."""
     spec = build.spec
-    if _index() is None:
+    if not device_code_available():
         return None
-    return _reduce(str(spec.path), spec.source, spec.entry, build.instance if build.template else None,
-                   build.defines, cache_key(local_includes(spec.path, spec.source), _parse_inputs()))
+    inputs = cache_key(local_includes(spec.path, spec.source), _parse_inputs())
+    with _LOCK:
+        return _reduce(str(spec.path), spec.source, spec.entry, build.instance if build.template else None,
+                       build.defines, inputs)
 
 
 def device_code_available() -> bool:
     """Whether device code can be found here: libclang is importable and its library loads."""
-    return _index() is not None
+    with _LOCK:
+        return _index() is not None
+
+
+def fingerprint() -> str:
+    """What a file's device code depends on besides the file, its own includes, the macros and the instance:
+    whether libclang is here, and which; what the parse reads (prelude, shim, stubs, the compiler's folders);
+    this module's text.  Compile caches key on it and the file rather than on the device code, so that a
+    compile found in a cache needs no parse."""
+    return _front_end_digest() if device_code_available() else "no libclang"
+
+
+@functools.cache
+def _front_end_digest() -> str:
+    try:
+        version = metadata.version("libclang")
+    except metadata.PackageNotFoundError:  # the bindings installed otherwise
+        version = "unknown"
+    return cache_key(version, _parse_inputs(), Path(__file__).read_bytes())
 
 
 def needed_header(code: DeviceCode) -> tuple[int, str, str] | None:

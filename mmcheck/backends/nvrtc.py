@@ -54,7 +54,7 @@ from typing import Any
 from ..compile import Build, cache_key, cache_root, local_includes, unit_source
 from ..errors import BackendUnavailable, CompileError, Unsupported
 from .compilers import Compiled, CubinCache, arch_rule, common_options
-from .device_code import compile_first, sources
+from .device_code import compile_first, fingerprint, sources
 
 __all__ = ["Nvrtc", "Library", "Wheel", "load", "nvrtc_wheels", "header_wheels", "choose_headers",
            "bindings_rule", "classify_failure", "probe"]
@@ -421,15 +421,16 @@ class Nvrtc:
         return [f"--gpu-architecture={arch}", *common_options(build), *(f"--include-path={d}" for d in self.include)]
 
     def compile(self, build: Build, arch: str) -> Compiled:
-        # The file's device code first: what NVRTC can take of any file (compilers.py).
-        units = [unit_source(build, instantiate=False, source=text) for text in sources(build)]
         expression = f"&{build.instance}"
         options = self.options(build, arch)
         lib = self.library
-        key = cache_key("nvrtc", units, expression, options, lib.version, lib.release, lib.path, self.headers,
-                        local_includes(build.spec.path, build.spec.source))
+        key = cache_key("nvrtc", unit_source(build, instantiate=False), expression, options, lib.version,
+                        lib.release, lib.path, self.headers, local_includes(build.spec.path, build.spec.source),
+                        fingerprint())
 
         def make() -> Compiled:
+            # The file's device code first: what NVRTC can take of any file (compilers.py).
+            units = [unit_source(build, instantiate=False, source=text) for text in sources(build)]
             # NVRTC 12 sets the process's locale to "C" while it compiles and leaves it so, which turns
             # Python's default text encoding into ASCII for everything after: put the locale back.
             saved = locale.setlocale(locale.LC_ALL)

@@ -263,6 +263,19 @@ def test_a_kernel_in_an_extern_c_block_keeps_the_block(emu, run_copy, tmp_path):
     np.testing.assert_array_equal(run_copy(kernel), np.arange(8) + 1)
 
 
+@needs_libclang
+def test_a_module_found_in_the_cache_needs_no_parse(emu, run_copy, tmp_path, monkeypatch):
+    spec = _one_kernel("void host();\n__global__ void k(float* A, float* B, float* C) {\n"
+                       "    C[threadIdx.x] = A[threadIdx.x] + B[0];\n}\n", tmp_path / "k.cu")
+    emu.compile(Build(spec, "float32"))
+
+    def no_parse(*args):
+        raise AssertionError("parsed again")
+
+    monkeypatch.setattr(device_code, "_reduce", no_parse)
+    np.testing.assert_array_equal(run_copy(emu.compile(Build(spec, "float32"))), np.arange(8) + 1)
+
+
 # --- without libclang: the whole file, against the runtime stubs -------------------------------------------
 
 def test_without_libclang_a_samples_file_compiles_whole_against_the_stubs(no_libclang, tmp_path):

@@ -14,7 +14,7 @@ from pathlib import Path
 from ...compile import Build, cache_key, cache_root, local_includes, macro_flags
 from ...errors import BackendUnavailable
 from ...publish import publish
-from ..device_code import compile_first
+from ..device_code import compile_first, fingerprint
 from .unit import check_supported, compile_failure, compile_sources, compile_unit
 
 __all__ = ["Toolchain", "find_compiler"]
@@ -58,16 +58,17 @@ class Toolchain:
         """The kernel module for ``build``, compiled unless cached: of the file's device code, or where that
         fails, of the file as it is (unit.compile_sources); raises CompileError or Unsupported when the
         compiler rejects the file."""
-        sources = compile_sources(build)
-        units = [compile_unit(build, source) for source in sources]
         # The unit comes on stdin: the file's own folder is where its #includes are.
         flags = [*_BASE, *self.module_mode, *_SEMANTICS, *_MODULE, *macro_flags(build.defines),
                  "-I", str(build.spec.path.resolve().parent)]
-        key = cache_key("emu-kernel", units, flags, _shim_digest(), self.version, self.runtime.name,
-                        local_includes(build.spec.path, build.spec.source))
+        # The file and what its device code depends on decide which units are compiled.
+        key = cache_key("emu-kernel", compile_unit(build, build.spec.source), flags, _shim_digest(), self.version,
+                        self.runtime.name, local_includes(build.spec.path, build.spec.source), fingerprint())
         path = self.cache / f"{key}.so"
         if path.exists():
             return path
+        sources = compile_sources(build)
+        units = [compile_unit(build, source) for source in sources]
 
         def make(tmp: Path, source: str, unit: str) -> None:
             check_supported(build.spec, source)
