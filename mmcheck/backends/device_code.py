@@ -124,7 +124,7 @@ def sources(build: Build, whole_first: bool = False) -> list[str]:
     found it and all of it parsed, and the file as it is (first, where ``whole_first``)."""
     code = device_code(build)
     whole = build.spec.source
-    if code is None or code.error is not None:
+    if code is None or code.error is not None or code.source == whole:
         return [whole]
     return [whole, code.source] if whole_first else [code.source, whole]
 
