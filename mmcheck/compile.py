@@ -52,14 +52,16 @@ class Build:
         return f"{self.spec.name} ({self.dtype}{macros}: {self.instance})"
 
 
-def unit_source(build: Build, instantiate: bool = True) -> str:
-    """The text both backends compile: the kernel file as it is, plus, for a template, its instantiation.
+def unit_source(build: Build, instantiate: bool = True, source: str | None = None) -> str:
+    """The text both backends compile: the kernel file as it is (or ``source``, a text of the file's lines
+    in their places, such as its device code: backends/device_code.py), plus, for a template, its
+    instantiation.
 
     A ``#line`` directive makes compiler messages, sanitizer reports and line info name the user's file
     and line, not a temporary copy.  ``instantiate=False`` leaves the instantiation out, for NVRTC, which
     instantiates the template through its name expression and refuses a host variable."""
     spec = build.spec
-    text = f"#line 1 {c_string(str(spec.path))}\n{spec.source}\n"
+    text = f"#line 1 {c_string(str(spec.path))}\n{spec.source if source is None else source}\n"
     if build.template and instantiate:
         text += f"\n#line 1 \"mmcheck-instantiation\"\nvoid* mmcheck_instance = (void*)&{build.instance};\n"
     return text

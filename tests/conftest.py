@@ -12,7 +12,7 @@ def pytest_configure(config):
 
 # Kernel files that tests drive themselves (a crash, a hang, a race; the corpus of correct kernels, which
 # test_corpus.py checks): not test files of this suite.
-collect_ignore_glob = ["kernels/*.cu", "emu/kernels/*.cu", "corpus/*.cu"]
+collect_ignore_glob = ["kernels/*.cu", "emu/kernels/*.cu", "corpus/*.cu", "host_code/*.cu"]
 
 
 @pytest.fixture

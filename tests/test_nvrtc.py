@@ -1,7 +1,8 @@
 """NVRTC for real, with no GPU needed: every zoo kernel compiles to an sm_90 cubin whose lowered name is
 among its function symbols (and is the symbol the nvcc path would find), compile errors name the user's
-file and line, host code is reported as unsupported naming the construct, CUDA headers come from the
-NVRTC's own version, and cubins are cached.  Skipped where no NVRTC is usable (cuda-bindings and an NVRTC
+file and line, host code is left out (the file's device code is compiled) or, where that cannot be had,
+reported as unsupported naming the construct, CUDA headers come from the NVRTC's own version, and cubins
+are cached.  Skipped where no NVRTC is usable (cuda-bindings and an NVRTC
 wheel: pip install 'mmcheck[nvrtc]' nvidia-cuda-nvrtc-cu12 nvidia-cuda-runtime-cu12 nvidia-cuda-cccl-cu12).
 """
 
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from mmcheck.backends import device_code
 from mmcheck.backends.cubin import Compiled
 from mmcheck.backends.nvrtc import Nvrtc, probe
 from mmcheck.compile import Build, find_symbol, function_symbols
@@ -130,14 +132,27 @@ LAUNCHER = """void launch(const float* a, const float* b, float* c, int n) {  //
 GUARD = "guard host code with #ifndef __CUDACC_RTC__ (NVRTC defines it), or check the file with --compiler nvcc"
 
 
-@pytest.mark.parametrize("body, construct", [
+HOST_CODE = [
     ("#include <cublas_v2.h>  // host\n" + DEVICE, "<cublas_v2.h> is a host library's header"),
     ("#include <cstdio>  // host\n" + DEVICE, "has no C/C++ library header <cstdio>"),
     ("#include <cassert>  // host\n" + DEVICE, "has no C/C++ library header <cassert>"),
     ("#include <cuda_runtime.h>\n" + DEVICE + LAUNCHER, "the file has a host function launch"),
     (DEVICE + "int main() {  // host\n  return 0;\n}\n", "the file has a host function main"),
-])
-def test_host_code_is_unsupported_naming_the_construct_and_its_line(nvrtc, body, construct):
+]
+
+
+@pytest.mark.parametrize("body", [body for body, _ in HOST_CODE])
+def test_nvrtc_compiles_the_device_code_leaving_host_code_out(nvrtc, body):
+    if not device_code.device_code_available():
+        pytest.skip("the device code is found by libclang (pip install libclang)")
+    compiled = nvrtc.compile(_build(body), ARCH)
+    assert compiled.symbol == "_Z1kPKfS0_Pfi" and compiled.symbol in function_symbols(compiled.cubin)
+
+
+@pytest.mark.parametrize("body, construct", HOST_CODE)
+def test_without_the_device_code_host_code_is_unsupported_naming_the_construct_and_its_line(nvrtc, body, construct,
+                                                                                            monkeypatch):
+    monkeypatch.setattr(device_code, "_index", lambda: None)  # as where libclang is not installed
     build = _build(body)
     with pytest.raises(Unsupported) as error:
         nvrtc.compile(build, ARCH)
@@ -146,11 +161,24 @@ def test_host_code_is_unsupported_naming_the_construct_and_its_line(nvrtc, body,
     assert construct in str(error.value) and str(error.value).endswith(GUARD)
 
 
-def test_host_code_guarded_from_nvrtc_compiles(nvrtc):
+def test_host_code_guarded_from_nvrtc_compiles(nvrtc, monkeypatch):
+    monkeypatch.setattr(device_code, "_index", lambda: None)  # the whole file, guards and all
     body = ("#ifndef __CUDACC_RTC__\n#include <cstdio>\n#include <cublas_v2.h>\n#endif\n#include <cuda_runtime.h>\n"
             + DEVICE + "#ifndef __CUDACC_RTC__\n" + LAUNCHER + "int main() { printf(\"hi\\n\"); }\n#endif\n")
     compiled = nvrtc.compile(_build(body), ARCH)
     assert compiled.symbol == "_Z1kPKfS0_Pfi" and compiled.symbol in function_symbols(compiled.cubin)
+
+
+@pytest.mark.parametrize("name", ["torch_sgemm.cu", "samples_matmul.cu", "barrier_fp8.cu"])
+def test_a_file_whose_host_code_needs_what_is_not_here_compiles_to_its_device_code(nvrtc, name):
+    """A PyTorch extension, a CUDA sample with its helper header, <cuda/barrier> and <cuda_fp8.h> outside the
+    kernel's reach (tests/host_code/)."""
+    if not device_code.device_code_available():
+        pytest.skip("the device code is found by libclang (pip install libclang)")
+    (spec,) = load_specs(Path(__file__).resolve().parent / "host_code" / name)
+    for build in _builds(spec, "float32"):
+        compiled = nvrtc.compile(build, ARCH)
+        assert compiled.symbol in function_symbols(compiled.cubin) and compiled.log == "", build
 
 
 def test_cuda_headers_of_the_nvrtcs_version_are_found(nvrtc):

@@ -11,6 +11,14 @@ Both compile the same unit (``compile.unit_source``) with options identical in m
 ``-lineinfo`` and C++17, for exactly the device's ``sm_XY``.  Both give a cubin, machine code for that one
 architecture, never PTX, so the driver JIT-compiles nothing.
 
+What of the file goes into the unit (device_code.py): NVRTC compiles device code only, so it gets the file's
+device code (its entry kernel and what that reaches), where the front end finds it, before the file as it
+is.  nvcc compiles host code too: where torch is installed, the file as it is, with torch's header folders
+and Python's (pybind11's) on its include path, so that a PyTorch extension compiles as written, then its
+device code; where torch is not, its device code first, so that host code needing what is not here (torch,
+a project's other headers) costs nothing.  A compile of the first text that fails is followed by one of
+the second; where both fail, the first one's error is reported.
+
 Which compiler can serve which device and driver is decided by small pure functions (here, and cubin.py's
 ``arch_rule``), each giving its verdict in words.  What both compilers share is cubin.py's: the compiled
 cubin, its cache and the common options.
@@ -18,9 +26,12 @@ cubin, its cache and the common options.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import re
 import shutil
 import subprocess
+import sysconfig
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,9 +41,10 @@ from ..compile import Build, cache_key, cache_root, find_symbol, function_symbol
 from ..defaults import COMPILERS
 from ..errors import BackendUnavailable, CompileError
 from .cubin import Compiled, CubinCache, common_options
+from .device_code import compile_first, fingerprint, sources
 from .nvrtc import Nvrtc
 
-__all__ = ["Compiler", "Nvcc", "get_compiler", "driver_rule", "explain_load_error", "resolve"]
+__all__ = ["Compiler", "Nvcc", "get_compiler", "torch_includes", "driver_rule", "explain_load_error", "resolve"]
 
 
 class Compiler(Protocol):
@@ -92,19 +104,25 @@ class Nvcc:
         return None  # nvcc says so itself, in its own words, if it cannot
 
     def compile(self, build: Build, arch: str) -> Compiled:
-        source, options = unit_source(build), common_options(build)
-        # The instance too: one file's kernels share a cubin's text, but each entry its own symbol in it.
-        key = cache_key("nvcc", source, build.instance, options, arch, self.path, self.version,
-                        local_includes(build.spec.path, build.spec.source))
+        torch = torch_includes()
+        options = [*common_options(build), *(f"-I{folder}" for folder in torch)]
+        # The instance too: one file's kernels share a cubin's text, but each entry its own symbol in it.  The
+        # file and what its device code depends on decide which texts are compiled.
+        key = cache_key("nvcc", unit_source(build), build.instance, options, arch, self.path, self.version,
+                        local_includes(build.spec.path, build.spec.source), fingerprint())
 
-        def make() -> Compiled:
+        def make(source: str) -> Compiled:
             try:
                 cubin, said = self.cubin(source, options, arch)
             except CompileError as e:
                 raise CompileError(f"{build.spec.path}: nvcc failed for {build}:\n{e}") from None
             return Compiled(cubin, find_symbol(function_symbols(cubin), build), said)
 
-        return self.cache.fetch(key, make)
+        def make_first() -> Compiled:
+            units = [unit_source(build, source=text) for text in sources(build, whole_first=bool(torch))]
+            return compile_first(units, make)
+
+        return self.cache.fetch(key, make_first)
 
     def cubin(self, source: str, options: Sequence[str], arch: str) -> tuple[bytes, str]:
         """The cubin of ``source`` for ``arch``, uncached, and what nvcc said while succeeding ("" if nothing);
@@ -122,6 +140,17 @@ class Nvcc:
         if done.returncode != 0 or not cubin:
             raise CompileError(said or f"nvcc exited with status {done.returncode} and wrote no cubin")
         return cubin, said
+
+
+@functools.cache
+def torch_includes() -> tuple[str, ...]:
+    """torch's header folders (``torch.utils.cpp_extension.include_paths()``) and Python's (pybind11 includes
+    Python.h), where torch is installed; () where it is not.  torch is imported only where it is there."""
+    if importlib.util.find_spec("torch") is None:
+        return ()
+    from torch.utils.cpp_extension import include_paths
+
+    return (*include_paths(), sysconfig.get_paths()["include"])
 
 
 def nvcc_version(path: str) -> str:

@@ -23,9 +23,13 @@ version are never mixed in: without matching ones a kernel that includes a CUDA 
 the header and the wheel that has it.
 
 **Host code.**  NVRTC compiles device code only: a host function (``main``, a launcher), a host variable,
-or a header NVRTC does not have (``<cstdio>``, ``<cassert>``, ``cublas_v2.h``) makes it fail.  That is
-reported as Unsupported (the case is skipped) naming the construct and its line, with the remedy: guard
-host code with ``#ifndef __CUDACC_RTC__`` (NVRTC defines it), or check the file with nvcc.
+or a header NVRTC does not have (``<cstdio>``, ``<cassert>``, ``cublas_v2.h``) makes it fail.  So NVRTC
+gets the file's device code (device_code.py: the entry kernel, what it reaches, and the includes that
+needs), with host code, ``main`` and the includes only they need left out.  Where that cannot be had
+(libclang is not installed, or the front end failed in the kernel's code) NVRTC gets the file as it is,
+and host code there is reported as Unsupported (the case is skipped) naming the construct and its line,
+with the remedy: guard host code with ``#ifndef __CUDACC_RTC__`` (NVRTC defines it), or check the file
+with nvcc.
 
 **Cache.**  Cubins are kept on disk, content-addressed by the unit, the options, the NVRTC and the
 headers, and written atomically, as the emulator keeps its modules.
@@ -50,6 +54,7 @@ from typing import Any
 from ..compile import Build, cache_key, cache_root, local_includes, unit_source
 from ..errors import BackendUnavailable, CompileError, Unsupported
 from .cubin import Compiled, CubinCache, arch_rule, common_options
+from .device_code import compile_first, fingerprint, sources
 
 __all__ = ["Nvrtc", "Library", "Wheel", "load", "nvrtc_wheels", "header_wheels", "choose_headers",
            "bindings_rule", "classify_failure", "probe"]
@@ -416,19 +421,21 @@ class Nvrtc:
         return [f"--gpu-architecture={arch}", *common_options(build), *(f"--include-path={d}" for d in self.include)]
 
     def compile(self, build: Build, arch: str) -> Compiled:
-        source = unit_source(build, instantiate=False)
         expression = f"&{build.instance}"
         options = self.options(build, arch)
         lib = self.library
-        key = cache_key("nvrtc", source, expression, options, lib.version, lib.release, lib.path, self.headers,
-                        local_includes(build.spec.path, build.spec.source))
+        key = cache_key("nvrtc", unit_source(build, instantiate=False), expression, options, lib.version,
+                        lib.release, lib.path, self.headers, local_includes(build.spec.path, build.spec.source),
+                        fingerprint())
 
         def make() -> Compiled:
+            # The file's device code first: what NVRTC can take of any file (compilers.py).
+            units = [unit_source(build, instantiate=False, source=text) for text in sources(build)]
             # NVRTC 12 sets the process's locale to "C" while it compiles and leaves it so, which turns
             # Python's default text encoding into ASCII for everything after: put the locale back.
             saved = locale.setlocale(locale.LC_ALL)
             try:
-                return self._compile(build, source, expression, options)
+                return compile_first(units, lambda source: self._compile(build, source, expression, options))
             finally:
                 locale.setlocale(locale.LC_ALL, saved)
 

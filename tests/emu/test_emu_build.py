@@ -54,8 +54,10 @@ def test_cuda_headers_that_the_shim_replaces_may_be_included(build, emu, run_ker
      r"cannot run textures and surfaces \(cudaTextureObject_t\)"),
     ('extern "C" __global__ void k(const float* A, const float* B, float* C) {\n'
      '  cooperative_groups::this_grid().sync();\n}', r"cannot run cooperative-groups grid synchronization"),
-    ('#include <cub/cub.cuh>\nextern "C" __global__ void k(const float* A, const float* B, float* C) {}',
-     r"the emulator has no CUDA header <cub/cub.cuh>"),
+    ('#include <cub/cub.cuh>\nextern "C" __global__ void k(const float* A, const float* B, float* C) {\n'
+     '  C[0] = cub::ThreadLoad<cub::LOAD_LDG>(A);\n}',
+     r"inline.cu:\d+: the emulator has no CUDA header <cub/cub.cuh>, which the kernel's device code needs "
+     r"\(inline.cu:\d+: use of undeclared identifier 'cub'\)"),
     ('extern "C" __global__ void k(const float* A, const float* B, float* C) {\n'
      '  C[0] = __reduce_add_sync(0xffffffff, 1);\n}', r"the emulator does not provide __reduce_add_sync"),
 ])

@@ -27,7 +27,6 @@ from ..base import (MAX_BLOCK, MAX_DYNAMIC_SMEM, MAX_GRID, MAX_THREADS, Arg, Bac
                     DeviceBuffer, Dim3, Kernel)
 from . import worker as w
 from .toolchain import Toolchain
-from .unit import check_supported
 
 __all__ = ["EmuBackend"]
 
@@ -84,7 +83,6 @@ class EmuBackend:
 
     def compile(self, build: Build) -> Kernel:
         spec = build.spec
-        check_supported(spec)
         path = self._toolchain.build_kernel(build)
         binary = path.read_bytes()
         symbol = find_symbol(function_symbols(binary), build)

@@ -14,7 +14,8 @@ from pathlib import Path
 from ...compile import Build, cache_key, cache_root, local_includes, macro_flags
 from ...errors import BackendUnavailable
 from ...publish import publish
-from .unit import compile_failure, compile_unit
+from ..device_code import compile_first, fingerprint
+from .unit import check_supported, compile_failure, compile_sources, compile_unit
 
 __all__ = ["Toolchain", "find_compiler"]
 
@@ -26,8 +27,11 @@ _SEMANTICS = ["-fwrapv", "-ffp-contract=off", "-fno-strict-aliasing", "-fno-math
 # Kernel modules: hidden symbols (a kernel called `read` must not bind to libc's, nor libc's to it), no
 # init hooks on extern thread_local (extern __shared__), every symbol resolved when linked, and large
 # stack frames probed page by page, so that a fiber overflowing its stack hits the guard page below it.
+# Every function and variable in a section of its own, and those the exported kernel does not reach left
+# out by the linker: host code left in the file (a launcher calling a host function that another file of
+# its project defines) then needs nothing resolved.
 _MODULE = ["-shared", "-fPIC", "-fvisibility=hidden", "-fno-extern-tls-init", "-Wl,--no-undefined",
-           "-fstack-clash-protection"]
+           "-fstack-clash-protection", "-ffunction-sections", "-fdata-sections", "-Wl,--gc-sections"]
 _C_LOCALE = {**os.environ, "LC_ALL": "C"}  # plain quotes in diagnostics, which unit.py matches
 # Extra flags for the runtime.  Empty in use; the tests set ["-DMMEMU_UCONTEXT"] to build the swapcontext
 # fibers that hosts other than x86-64 get.
@@ -51,19 +55,23 @@ class Toolchain:
         return self.runtime / "mmemu-worker"
 
     def build_kernel(self, build: Build) -> Path:
-        """The kernel module for ``build``, compiled unless cached; raises CompileError or Unsupported when
-        the compiler rejects the file."""
-        unit = compile_unit(build)
+        """The kernel module for ``build``, compiled unless cached: of the file's device code, or where that
+        fails, of the file as it is (unit.compile_sources); raises CompileError or Unsupported when the
+        compiler rejects the file."""
         # The unit comes on stdin: the file's own folder is where its #includes are.
         flags = [*_BASE, *self.module_mode, *_SEMANTICS, *_MODULE, *macro_flags(build.defines),
                  "-I", str(build.spec.path.resolve().parent)]
-        key = cache_key("emu-kernel", unit, flags, _shim_digest(), self.version, self.runtime.name,
-                        local_includes(build.spec.path, build.spec.source))
+        # The file and what its device code depends on decide which units are compiled.
+        key = cache_key("emu-kernel", compile_unit(build, build.spec.source), flags, _shim_digest(), self.version,
+                        self.runtime.name, local_includes(build.spec.path, build.spec.source), fingerprint())
         path = self.cache / f"{key}.so"
         if path.exists():
             return path
+        sources = compile_sources(build)
+        units = [compile_unit(build, source) for source in sources]
 
-        def make(tmp: Path) -> None:
+        def make(tmp: Path, source: str, unit: str) -> None:
+            check_supported(build.spec, source)
             proc = subprocess.run(
                 [self.cxx, *flags, "-include", str(_HERE / "shim.h"), "-isystem", str(_HERE / "include"),
                  "-x", "c++", "-", "-o", str(tmp), "-L", str(self.runtime), "-lmmemu",
@@ -72,7 +80,7 @@ class Toolchain:
             if proc.returncode != 0:
                 raise compile_failure(build, proc.stderr.strip())
 
-        return publish(path, make)
+        return publish(path, lambda tmp: compile_first(list(zip(sources, units)), lambda su: make(tmp, *su)))
 
     def _build_runtime(self) -> Path:
         sources = [_HERE / name

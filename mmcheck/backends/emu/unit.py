@@ -1,5 +1,6 @@
-"""A kernel file as the emulator compiles it: the compile unit's text, the constructs that cannot be
-emulated, and what the compiler's complaints mean.
+"""A kernel file as the emulator compiles it: the compile unit's text (of the file's device code, where
+device_code.py finds it, else of the whole file), the constructs that cannot be emulated, and what the
+compiler's complaints mean.
 
 Inline assembly is PTX, which the host compiler cannot take; each ``asm(...)`` statement of the file becomes
 a call of ``mmemu::inline_asm`` (shim.h) with the statement's line, template, constraints and operands, which
@@ -13,8 +14,9 @@ import re
 from ...compile import Build, unit_source
 from ...errors import CompileError, MmcheckError, Unsupported
 from ...spec import KernelSpec
+from ..device_code import device_code, device_code_available, needed_header, sources
 
-__all__ = ["compile_unit", "check_supported", "compile_failure"]
+__all__ = ["compile_sources", "compile_unit", "check_supported", "compile_failure"]
 
 # Comments and string/char literals (raw ones too, as multi-line PTX often is), blanked out before any scan
 # so that prose cannot trigger a match.
@@ -38,15 +40,19 @@ _EXTERN_SHARED = re.compile(r"\b(?:extern\s+__shared__|__shared__\s+extern)\b[^;
 # take, leave no function to convert.
 _NO_MATCH = re.compile(r"no matches converting function '(\w+)'")
 _CANDIDATE = re.compile(r"note:\s+(?:candidates? (?:are|is):\s+)?'([^']+)'")
-_MISSING_HEADER = re.compile(r"fatal error: (\S+): No such file or directory")
+_MISSING_HEADER = re.compile(r"^(?P<where>[^\n]+?:\d+):\d+: fatal error: (?P<header>\S+): No such file or directory",
+                             re.M)
 _CUDA_HEADER = re.compile(r"(cuda|cub/|thrust/|cublas|curand|cufft|cusparse|cutlass/|cute/|sm_\d|device_"
                           r"|math_constants|cooperative_groups|crt/)")
+# cuda_fp8.h's types are declarations only (include/cuda_fp8.h): the emulator has no 8-bit float arithmetic.
+_FP8 = re.compile(r"error: [^\n]*?\b(__nv_fp8\w*)[^\n]*incomplete type"
+                  r"|error: [^\n]*incomplete type[^\n]*?\b(__nv_fp8\w*)")
 _UNDECLARED = re.compile(r"'(__\w+)' (?:was not declared|does not name a type|has not been declared)"
                          r"|there are no arguments to '(__\w+)'")
 # CUDA builtins that neither shim.h nor the headers in include/ provide (an undeclared name outside these is
 # the file's own error, such as a missing #include <cuda_fp16.h>): among the 16-bit float functions, the
 # conversions that round other than to nearest, and the fused complex and ReLU forms.
-_CUDA_BUILTIN = re.compile(r"__(reduce_\w+_sync|match_\w+_sync|funnelshift_\w+|byte_perm|dp[24]a\w*|cvta_\w+"
+_CUDA_BUILTIN = re.compile(r"__(reduce_\w+_sync|match_\w+_sync|funnelshift_\w+|byte_perm|dp[24]a\w*|cvta_\w+|nv_cvt_\w+"
                            r"|is(Global|Shared|Constant|Local)|pipeline_\w+|u?sad|fns|ldg_\w+"
                            r"|\w+2(half|bfloat16)2?_r[dzu]|(half|bfloat16)2\w+_r[ndu]|hcmadd|h\w*_relu)")
 # A static_assert of the headers in include/ that marks what the emulator lacks, e.g. a WMMA shape; the
@@ -194,12 +200,32 @@ def _inline_asm_calls(source: str) -> str:
     return "".join(out) + source[done:]
 
 
-def check_supported(spec: KernelSpec) -> None:
-    """Raise Unsupported, naming the construct and its line, if the file uses one the emulator cannot
-    run faithfully.  A kernel launch in host code (a launcher left in the file) is harmless, since host
-    code never runs; one anywhere else is dynamic parallelism.  Inline assembly is judged where a launch
-    reaches it (see _inline_asm_calls)."""
-    code = _code(spec.source)
+def compile_sources(build: Build) -> list[str]:
+    """The texts of ``build``'s file for g++ to try, in order (device_code.sources): its device code where
+    the front end found it, then the file as it is.  Unsupported, naming the header and how to provide it,
+    where the device code needs a header that is not found."""
+    code = device_code(build)
+    missing = needed_header(code) if code else None
+    if missing:
+        line, header, error = missing
+        raise Unsupported(f"{build.spec.path}:{line}: {_not_found(header)}, which the kernel's device code needs "
+                          f"({error})")
+    return sources(build)
+
+
+def _not_found(header: str) -> str:
+    """A header that is not found, in words, with how to provide it."""
+    if _CUDA_HEADER.match(header):
+        return f"the emulator has no CUDA header <{header}>"
+    return f"<{header}> is not found (install it, or put its folder on CPLUS_INCLUDE_PATH)"
+
+
+def check_supported(spec: KernelSpec, source: str) -> None:
+    """Raise Unsupported, naming the construct and its line, if ``source`` (the file's text that is compiled)
+    uses one the emulator cannot run faithfully.  A kernel launch in host code (a launcher left in the file)
+    is harmless, since host code never runs; one anywhere else is dynamic parallelism.  Inline assembly is
+    judged where a launch reaches it (see _inline_asm_calls)."""
+    code = _code(source)
     found = [(m, m.group(1).strip(), what) for pattern, what in _UNSUPPORTED if (m := pattern.search(code))]
     found += [(m, "<<<", "kernel launches from a kernel (dynamic parallelism)")
               for m, in_host in _launches(code) if not in_host]
@@ -209,20 +235,19 @@ def check_supported(spec: KernelSpec) -> None:
         raise Unsupported(f"{spec.path}:{line}: the emulator cannot run {what} ({construct})")
 
 
-def compile_unit(build: Build) -> str:
-    """The text g++ compiles: ``unit_source``'s unit (whose ``#line`` directives make diagnostics and
-    ``__LINE__`` name the .cu file's own lines) and a trailer that exports the typed launcher and backs
-    every ``extern __shared__`` array with the dynamic shared memory storage.  Launches in host code lose
-    their ``<<<...>>>``: a plain call of the kernel, which g++ can compile and nothing runs.  Inline
-    assembly becomes calls of the emulator (_inline_asm_calls)."""
+def compile_unit(build: Build, source: str) -> str:
+    """The text g++ compiles for ``source``, one of ``compile_sources``: ``unit_source``'s unit (whose
+    ``#line`` directives make diagnostics and ``__LINE__`` name the .cu file's own lines) and a trailer that
+    exports the typed launcher and backs every ``extern __shared__`` array with the dynamic shared memory
+    storage.  Launches in host code lose their ``<<<...>>>``: a plain call of the kernel, which g++ can
+    compile and nothing runs.  Inline assembly becomes calls of the emulator (_inline_asm_calls)."""
     spec = build.spec
-    source = spec.source
     for match, in_host in _launches(_code(source)):
         if in_host:
             blank = re.sub(r"[^\n]", " ", match.group())
             source = source[:match.start()] + blank + source[match.end():]
     source = _inline_asm_calls(source)
-    text = unit_source(build).replace(spec.source, source, 1)  # unit_source embeds the file verbatim
+    text = unit_source(build, source=source)
     trailer = [f"MMEMU_EXPORT_KERNEL({build.instance})"]
     trailer += [f"MMEMU_DYNAMIC_SHARED({name})" for name in sorted(set(_EXTERN_SHARED.findall(_code(source))))]
     return f'{text}#line 1 "<emulator launcher for {spec.entry}>"\n' + "\n".join(trailer) + "\n"
@@ -241,8 +266,15 @@ def compile_failure(build: Build, diagnostics: str) -> MmcheckError:
         return CompileError(f"{spec.path}: the spec's template arguments do not fit the kernel: mmcheck "
                             f"instantiates {build.instance}, the kernel is {'; '.join(candidates) or spec.entry}")
     header = _MISSING_HEADER.search(diagnostics)
-    if header and _CUDA_HEADER.match(header.group(1)):
-        return Unsupported(f"{spec.path}: the emulator has no CUDA header <{header.group(1)}>")
+    if header and not re.search(rf'#\s*include\s*"{re.escape(header["header"])}"', spec.source):
+        # A header the file includes with <...> (a CUDA or third-party one); a "..." one is the file's own.
+        remedy = "" if device_code_available() else (
+            "; if only host code needs it, pip install libclang: the emulator then compiles the kernel's device "
+            "code alone")
+        return Unsupported(f"{header['where']}: {_not_found(header['header'])}{remedy}")
+    fp8 = _FP8.search(diagnostics)
+    if fp8:
+        return Unsupported(f"{spec.path}: the emulator has no 8-bit floats ({fp8.group(1) or fp8.group(2)})")
     limit = _EMULATOR_LIMIT.search(diagnostics)
     if limit:
         instance = _INSTANTIATION.search(diagnostics)
