@@ -54,6 +54,10 @@ CASES = {
     "buggy.layout_tt_c_row": (Shape(6, 6, 4), "mismatch", "the result is stored transposed: C[j][i] was written where "
                                                           "C[i][j] belongs (C is written row-major, but its spec says "
                                                           "column-major)"),
+    # the tensor-core pipeline (blas_tc_mma.cuh): a stage read before its copies land differs by schedule here
+    "buggy.tc_no_wait_group": (Shape(128, 128, 32), "race", "the result depends on thread order"),
+    "buggy.tc_b_without_trans": (Shape(128, 128, 32), "mismatch", "differ"),
+    "buggy.tc_wrong_swizzle": (Shape(128, 128, 32), "mismatch", "differ"),
 }
 # Where the GPU shows the same bug differently.  Its races are seen by racecheck, which names the source
 # lines.  Threads that have returned count as arrived at a barrier on sm_70 and later, so an early return
@@ -62,6 +66,7 @@ ON_GPU = {
     "buggy.missing_first_sync": ("race", "shared-memory race between writes at "),
     "buggy.missing_second_sync": ("race", "shared-memory race between writes at "),
     "buggy.early_return_before_barrier": ("mismatch", "the last partial tile, tile 16"),
+    "buggy.tc_no_wait_group": ("race", "shared-memory race between writes at "),
 }
 # Every known-bad kernel is here but two: the sanitizer-only bug (test_sanitize.py) and the one only the large
 # mode reaches (test_large.py).

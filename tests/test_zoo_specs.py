@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck.compile import Build, find_symbol, function_symbols, macro_flags, unit_source
+from mmcheck.backends.cubin import common_options
+from mmcheck.compile import Build, find_symbol, function_symbols, unit_source
 from mmcheck.prepare import plan
 from mmcheck.shapes import LARGE, large_shapes, largest_buffer, satisfies, shapes_for
 from mmcheck.spec import KernelSpec, collect, find_sources, load_specs
@@ -162,7 +163,7 @@ def _nvcc(build: Build, folder: Path, environment: dict[str, str]) -> tuple[str 
     stem = f"{build.spec.name}-{build.dtype.replace('->', '-')}-{abs(hash(build.key))}"
     source, cubin = folder / f"{stem}.cu", folder / f"{stem}.cubin"
     source.write_text(unit_source(build))
-    done = subprocess.run(["nvcc", "--cubin", f"-arch={ARCH}", *macro_flags(build.defines), "-o", str(cubin),
+    done = subprocess.run(["nvcc", "--cubin", f"-arch={ARCH}", *common_options(build), "-o", str(cubin),
                            str(source)], capture_output=True, text=True, env=environment)
     messages = (done.stderr + done.stdout).strip()
     if done.returncode != 0 or messages:

@@ -210,3 +210,30 @@ def test_a_change_in_an_included_file_is_not_hidden_by_the_cache(compiled, emu, 
     second = run_kernel(emu, compiled(emu, load_specs(kernel_file)[0], "float32"), [a, a, np.zeros_like(a)], 1, 32)[2]
     np.testing.assert_array_equal(first, a * 2)
     np.testing.assert_array_equal(second, a * 3)
+
+
+def test_inline_ptx_in_a_header_of_the_kernels_folder_is_emulated(tmp_path):
+    """Tutorials keep their PTX helpers in a header beside the kernel: the emulator reaches them there too."""
+    from mmcheck import check
+    from mmcheck.options import Settings
+    from mmcheck.spec import load_specs
+
+    (tmp_path / "ptx_helpers.cuh").write_text(
+        "#pragma once\n__device__ __forceinline__ unsigned copy_bits(unsigned x) {\n"
+        "    unsigned y;\n    asm volatile(\"mov.b32 %0, %1;\" : \"=r\"(y) : \"r\"(x));\n    return y;\n}\n")
+    source = tmp_path / "uses_header.cu"
+    source.write_text('/* mmcheck\n[[kernel]]\nname = "mine.mv_ptx"\nentry = "mv"\nop = "mv"\ndtypes = ["float32"]\n'
+                      'params = ["A", "x", "y", "M", "K"]\nblock = [32]\ngrid = ["cdiv(M, 32)"]\n*/\n'
+                      '#include "ptx_helpers.cuh"\n#include "ptx_helpers.cuh"\n'
+                      "__global__ void mv(const float* A, const float* x, float* y, int M, int K) {\n"
+                      "    int row = blockIdx.x * blockDim.x + threadIdx.x;\n    if (row >= M) return;\n"
+                      "    float sum = 0.0f;\n    for (int k = 0; k < K; ++k)\n"
+                      "        sum += A[row * K + k] * __uint_as_float(copy_bits(__float_as_uint(x[k])));\n"
+                      "    y[row] = sum;\n}\n")
+    settings = Settings(backend="emu", budget=1 << 12)
+    runner = check.open_runner(settings)
+    try:
+        result = check.check(settings, runner, load_specs(source)[0], "float32")
+    finally:
+        runner.backend.close()
+    assert result.outcome == "pass", result.message

@@ -10,8 +10,9 @@ rest of the file runs."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
-from ...compile import Build, unit_source
+from ...compile import Build, c_string, unit_source
 from ...errors import CompileError, MmcheckError, Unsupported
 from ...spec import KernelSpec
 from ..device_code import device_code, device_code_available, needed_header, sources
@@ -35,6 +36,9 @@ _LAUNCH = re.compile(r"<<<.*?>>>", re.S)
 _DIRECTIVE = re.compile(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", re.M)
 _DEVICE_CODE = re.compile(r"\b(?:__global__|__device__)\b")
 _CONTAINER = re.compile(r"^\s*(?:template\s*<[^{]*>\s*)?(?:namespace|struct|class|union|enum)\b")
+# A header the file includes with quotes (found from its folder), and the pragma that makes one come once.
+_QUOTE_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+_PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once\b[^\n]*", re.M)
 _EXTERN_SHARED = re.compile(r"\b(?:extern\s+__shared__|__shared__\s+extern)\b[^;]*?\b([A-Za-z_]\w*)\s*\[\s*\]")
 # The launcher takes the kernel's address: an overloaded name, or template arguments the kernel does not
 # take, leave no function to convert.
@@ -242,6 +246,7 @@ def compile_unit(build: Build, source: str) -> str:
     storage.  Launches in host code lose their ``<<<...>>>``: a plain call of the kernel, which g++ can
     compile and nothing runs.  Inline assembly becomes calls of the emulator (_inline_asm_calls)."""
     spec = build.spec
+    source = _with_local_headers(source, spec.path)
     for match, in_host in _launches(_code(source)):
         if in_host:
             blank = re.sub(r"[^\n]", " ", match.group())
@@ -251,6 +256,31 @@ def compile_unit(build: Build, source: str) -> str:
     trailer = [f"MMEMU_EXPORT_KERNEL({build.instance})"]
     trailer += [f"MMEMU_DYNAMIC_SHARED({name})" for name in sorted(set(_EXTERN_SHARED.findall(_code(source))))]
     return f'{text}#line 1 "<emulator launcher for {spec.entry}>"\n' + "\n".join(trailer) + "\n"
+
+
+def _with_local_headers(source: str, path: Path, once: set[Path] | None = None,
+                        within: frozenset[Path] = frozenset()) -> str:
+    """``source`` (the text of ``path``) with each header it includes with quotes from its own folder written
+    in its place, recursively, between ``#line`` directives that keep every line's own file and number: the
+    rewrites above (inline assembly, host launches) then reach the helpers tutorials keep in such headers.  A
+    header with ``#pragma once`` comes once; one that includes itself again is left to the compiler."""
+    once = set() if once is None else once
+    folder, out, at = path.resolve().parent, [], 0
+    for match in _QUOTE_INCLUDE.finditer(source):
+        header = (folder / match.group(1)).resolve()
+        if not header.is_file() or header in within:
+            continue
+        text = header.read_text(errors="replace")
+        pragma = _PRAGMA_ONCE.search(_code(text))
+        inlined = "" if pragma and header in once else _with_local_headers(
+            _PRAGMA_ONCE.sub("", text), header, once, within | {header})
+        if pragma:
+            once.add(header)
+        line = source.count("\n", 0, match.end()) + 2
+        out += [source[at:match.start()], f"#line 1 {c_string(str(header))}\n{inlined}\n",
+                f"#line {line} {c_string(str(path))}"]
+        at = match.end()
+    return "".join(out) + source[at:]
 
 
 def compile_failure(build: Build, diagnostics: str) -> MmcheckError:
