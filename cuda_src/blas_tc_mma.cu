@@ -64,6 +64,7 @@ about = "blas.tc_mma_pipeline with 128x256 tiles (2x4 warps of 64x64) and 4 stag
 */
 #include "blas_tc_mma.cuh"
 
+#ifndef __CUDACC_RTC__  // host code: NVRTC compiles device code only
 // The tutorial's launcher: 128 x 256 tiles, 4 stages of 24 KiB.
 void run_mma_pipeline(const half *A, const half *B, float *C, int M, int N, int K)
 {
@@ -72,3 +73,4 @@ void run_mma_pipeline(const half *A, const half *B, float *C, int M, int N, int 
     cudaFuncSetAttribute(mma_tiled<BN, STAGES, true, true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     mma_tiled<BN, STAGES, true, true, true><<<dim3(N / BN, M / BM), threads<BN>(), bytes>>>(A, B, C, M, N, K);
 }
+#endif
