@@ -101,11 +101,32 @@ def test_a_file_whose_static_constructor_crashes_the_emulators_worker_is_that_fi
     file's, told as an error naming it, and no error of mmcheck's own."""
     from mmcheck.spec import parse_specs
 
-    text = (Path(__file__).parent / "kernels" / "survival.cu").read_text()
-    text += "\n__attribute__((constructor)) static void crash_on_load() { __builtin_trap(); }\n"
+    # A global object the kernel reads, built when the file is loaded (the emulator's own reading of it: a
+    # GPU would not take a host object in device code).
+    text = """/* mmcheck
+[[kernel]]
+name = "mine.scaled"
+entry = "mm_scaled"
+op = "mm"
+dtypes = ["float32"]
+params = ["A", "B", "C", "M", "N", "K"]
+block = [16, 16]
+grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
+*/
+struct Scale { float v; Scale() : v(1.0f) { __builtin_trap(); } };
+static Scale scale;
+__global__ void mm_scaled(const float* A, const float* B, float* C, int M, int N, int K) {
+    int r = blockIdx.y * blockDim.y + threadIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < M && c < N) {
+        float s = 0.0f;
+        for (int k = 0; k < K; ++k) s += A[r * K + k] * B[k * N + c];
+        C[r * N + c] = s * scale.v;
+    }
+}
+"""
     source = tmp_path / "crashes_on_load.cu"
     source.write_text(text)
-    spec = next(s for s in parse_specs(text, source) if s.name == "survival.good")
+    (spec,) = parse_specs(text, source)
     try:
         backend = get_backend("emu", BackendOptions(timeout=3))
     except BackendUnavailable as e:

@@ -226,9 +226,9 @@ def test_the_kernels_device_code_runs_on_the_emulator(reach, emu):
 
 @needs_libclang
 @pytest.mark.parametrize("body, use, message", [
-    ("#include <cuda/barrier>\n__global__ void k(float* A, float* B, float* C) {\n"
-     "    __shared__ cuda::barrier<cuda::thread_scope_block> bar;\n    C[0] = A[0] + B[0];\n}\n",
-     "cuda::barrier", "the emulator has no CUDA header <cuda/barrier>"),
+    ("#include <cuda/annotated_ptr>\n__global__ void k(float* A, float* B, float* C) {\n"
+     "    cuda::annotated_ptr<float, cuda::access_property::streaming> a(A);\n    C[0] = a[0] + B[0];\n}\n",
+     "cuda::annotated_ptr", "the emulator has no CUDA header <cuda/annotated_ptr>"),
     ("#include <tiles/tile.h>\n__global__ void k(float* A, float* B, float* C) {\n"
      "    C[0] = tiles::first(A) + B[0];\n}\n",
      "tiles::first", "<tiles/tile.h> is not found (install it, or put its folder on CPLUS_INCLUDE_PATH)"),
