@@ -162,7 +162,7 @@ class Runner:
                 self._check(case, kernel, launched, trial, schedules if i == 0 else schedules[:1])
         except (Caught, MmcheckError) as e:
             return outcome_of(case, e, self.results)
-        return Result(case, Outcome.PASS)
+        return Result(case, Outcome.PASS, kernel.unchecked)
 
     def _out_of_reach(self, case: Case) -> str | None:
         """Why a shape with a buffer past 2**31 elements (the large mode's) cannot run here, if it cannot."""

@@ -349,3 +349,20 @@ def test_an_exception_in_a_costly_launch_judged_later_is_an_internal_error_of_it
     assert (result.outcome, result.shapes_tried) == ("internal", 1), result.message
     assert "mmcheck's own error, not the kernel's: ValueError: no such schedule" in result.message
     assert len(list(tmp_path.glob("internal-fake.breaks_under_reverse-float32-*.txt"))) == 1
+
+
+def test_what_a_backend_could_not_look_for_is_said_beside_a_pass():
+    """A GPU without a race detector (no compute-sanitizer) passes a kernel on its results alone: the pass
+    says that races were not looked for, lest it be read as covering them."""
+    import dataclasses
+
+    from mmcheck.report import table
+
+    class NoDetector(FakeBackend):
+        def compile(self, build):
+            return dataclasses.replace(super().compile(build), unchecked="races were not looked for: no detector")
+
+    result = Runner(NoDetector(), seed=1).run(Runner(NoDetector()).case(spec_for("good"), "float32", SHAPE))
+    assert result.outcome == "pass" and result.message == "races were not looked for: no detector"
+    assert "up to 17x33x5; races were not looked for: no detector" in table([result])
+    assert run(Runner(FakeBackend(), seed=1), "good").message == ""

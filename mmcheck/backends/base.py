@@ -88,7 +88,9 @@ class Kernel:
     compiled (None where the backend cannot tell).  ``fingerprint`` is a digest of the compiled code, the
     device and the tools that run the costly schedules: the same fingerprint, the same kernel in the same
     hands, so that a race detector's verdict on a launch can be kept across runs (verdicts.py); None
-    where the backend cannot tell.  ``handle`` is the backend's own object.
+    where the backend cannot tell.  ``handle`` is the backend's own object.  ``unchecked`` says what the
+    backend could not look for in this kernel here (a race, where no race detector is installed): no verdict,
+    but said beside a pass, lest the pass be read as covering it.
     """
 
     spec: KernelSpec
@@ -99,6 +101,7 @@ class Kernel:
     params: tuple[int, ...] | None = None
     costly: tuple[str, ...] = ()
     fingerprint: str | None = None
+    unchecked: str = ""
 
 
 @dataclass(frozen=True)

@@ -81,9 +81,12 @@ class GpuBackend(ABC):
             meaning = explain_load_error(str(e), self.compiler.describe(), self.arch,
                                          (version // 1000, version % 1000 // 10))
             raise CompileError(f"{build.spec.path}: cannot load {build}: {meaning}") from None
-        schedules, costly = self._schedules(self._static_smem(handle) > 0 or build.spec.smem.text != "0")
+        shared = self._static_smem(handle) > 0 or build.spec.smem.text != "0"
+        schedules, costly = self._schedules(shared)
+        unchecked = ("races were not looked for: compute-sanitizer, the GPU's race detector, is not installed "
+                     "(the emulator looks for them)") if shared and "racecheck" not in schedules else ""
         return Kernel(build.spec, build.dtype, compiled.symbol, schedules, handle, self._parameter_sizes(handle),
-                      costly, self._fingerprint(compiled.cubin, compiled.symbol))
+                      costly, self._fingerprint(compiled.cubin, compiled.symbol), unchecked)
 
     def _fingerprint(self, cubin: bytes, symbol: str) -> str:
         """The loaded code, the device and driver that run it, and the sanitizer that checks it."""
