@@ -31,13 +31,41 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+# Exponents are bounded so that a spec cannot ask for a gigantic integer.
+_MAX_POW = 64
+# Every value, constants and intermediate results alike, stays below this in magnitude: a spec's sizes are
+# far smaller, and Python's integers would otherwise grow until the run stalls.
+_MAX_BITS = 256
+# The size of an expression: its text, its syntax tree's nodes and their nesting (the evaluator recurses).
+_MAX_CHARS = 4096
+_MAX_NODES = 512
+_MAX_DEPTH = 64
+
+
+def _bounded(value: int) -> int:
+    """``value``, if its magnitude is below 2**_MAX_BITS; else ExprError."""
+    if value.bit_length() > _MAX_BITS:
+        raise ExprError(f"a value of {value.bit_length()} bits is out of range (at most {_MAX_BITS})")
+    return value
+
+
+def _power(base: int, exponent: int) -> int:
+    """``base ** exponent``, refused before it is computed where the result could not be bounded."""
+    if not 0 <= exponent <= _MAX_POW:
+        raise ExprError(f"exponent {exponent} out of range 0..{_MAX_POW}")
+    # |base| >= 2**(bits - 1), so the result has at least (bits - 1) * exponent + 1 bits.
+    if abs(base) > 1 and (base.bit_length() - 1) * exponent >= _MAX_BITS:
+        raise ExprError(f"{base} ** {exponent} is out of range (at most {_MAX_BITS} bits)")
+    return _bounded(base**exponent)
+
+
 _BINOPS: dict[type, Callable[[int, int], int]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
     ast.FloorDiv: operator.floordiv,
     ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
+    ast.Pow: _power,
 }
 _CMPOPS: dict[type, Callable[[int, int], bool]] = {
     ast.Eq: operator.eq,
@@ -48,8 +76,6 @@ _CMPOPS: dict[type, Callable[[int, int], bool]] = {
     ast.GtE: operator.ge,
 }
 _FUNCS: dict[str, Callable[..., int]] = {"cdiv": cdiv, "min": min, "max": max}
-# Exponents are bounded so that a spec cannot ask for a gigantic integer.
-_MAX_POW = 64
 
 
 class Expr:
@@ -98,10 +124,15 @@ class Expr:
 
 @lru_cache(maxsize=1024)
 def _parse(text: str, names: frozenset[str]) -> ast.expr:
+    if len(text) > _MAX_CHARS:
+        raise ExprError(f"the expression is {len(text)} characters long (at most {_MAX_CHARS})")
     try:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as e:
         raise ExprError(f"cannot parse {text!r}: {e.msg}") from None
+    except (RecursionError, MemoryError):  # nesting deeper than the parser's own stack
+        raise ExprError(f"{text[:40]!r}... is nested too deeply (at most {_MAX_DEPTH} levels)") from None
+    _check_size(tree, text)
     allowed = (*SHAPE_NAMES, *sorted(names))
     labels = _labels(tree)
     for node in ast.walk(tree):
@@ -114,9 +145,24 @@ def _parse(text: str, names: frozenset[str]) -> ast.expr:
             raise ExprError(f"{what} is not allowed in {text!r}{_HINTS.get(type(node), '')}")
         if isinstance(node, ast.Constant) and (isinstance(node.value, bool) or not isinstance(node.value, int)):
             raise ExprError(f"only integer constants are allowed in {text!r}, not {node.value!r}")
+        if isinstance(node, ast.Constant):
+            _bounded(node.value)
         if isinstance(node, ast.Call) and (node.keywords or not isinstance(node.func, ast.Name)):
             raise ExprError(f"only plain calls of cdiv/min/max/sizeof are allowed in {text!r}")
     return tree
+
+
+def _check_size(tree: ast.expr, text: str) -> None:
+    """Raise ExprError where the tree has too many nodes or nests too deeply; walked without recursion."""
+    count, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > _MAX_NODES:
+            raise ExprError(f"{text[:40]!r}... is too large (at most {_MAX_NODES} syntax nodes)")
+        if depth > _MAX_DEPTH:
+            raise ExprError(f"{text[:40]!r}... is nested too deeply (at most {_MAX_DEPTH} levels)")
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
 
 def _is_truth(node: ast.expr) -> bool:
@@ -159,7 +205,7 @@ class _Evaluator(ast.NodeVisitor):
         if node.id in BOOLEANS:
             return BOOLEANS[node.id]
         try:
-            return int(self.env[node.id])
+            return _bounded(int(self.env[node.id]))
         except KeyError:
             raise ExprError(f"{node.id} has no value here") from None
 
@@ -167,9 +213,7 @@ class _Evaluator(ast.NodeVisitor):
         left, right = self.visit(node.left), self.visit(node.right)
         if isinstance(node.op, (ast.FloorDiv, ast.Mod)) and right == 0:
             raise ExprError("division by zero")
-        if isinstance(node.op, ast.Pow) and not 0 <= right <= _MAX_POW:
-            raise ExprError(f"exponent {right} out of range 0..{_MAX_POW}")
-        return _BINOPS[type(node.op)](left, right)
+        return _bounded(_BINOPS[type(node.op)](left, right))
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> int:
         value = self.visit(node.operand)

@@ -1,3 +1,5 @@
+import time
+
 import pytest
 
 from mmcheck.expr import Expr, ExprError
@@ -96,3 +98,37 @@ def test_evaluation_errors_are_clear(text, env, message):
 
 def test_names_lists_the_shape_sizes_used():
     assert Expr("cdiv(N, 16) * batch").names == {"N", "batch"}
+
+
+@pytest.mark.parametrize("text, message", [
+    (" + ".join(["M"] * 1000), "nested too deeply"),
+    ("(" * 300 + "1" + ")" * 300, "too many nested parentheses"),
+    ("-" * 100 + "M", "nested too deeply"),
+    (", ".join(["max(M"] * 200) + ")" * 200, "nested too deeply"),
+    ("max(" + ", ".join(["M"] * 600) + ")", "too large"),
+    ("M" + " " * 5000, "characters long"),
+    (str(2**300), "out of range"),
+])
+def test_an_expression_too_deep_or_too_large_is_refused_when_parsed(text, message):
+    with pytest.raises(ExprError, match=message):
+        Expr(text)
+
+
+@pytest.mark.parametrize("text, env", [
+    ("((10**64)**64)**64", {}),
+    ("2 ** 64 * 2 ** 64 * 2 ** 64 * 2 ** 64 * 2", {}),
+    ("N ** 64", {"N": 1 << 20}),
+    ("-(2 ** 64) ** 4 * 2 - 1", {}),
+    ("min(2 ** 64 ** 1 * 2 ** 64, 1) * 0 + (2 ** 64) ** 5", {}),
+])
+def test_every_value_stays_within_256_bits_and_a_power_is_refused_before_it_is_computed(text, env):
+    start = time.perf_counter()
+    with pytest.raises(ExprError, match="out of range"):
+        Expr(text).eval(env)
+    assert time.perf_counter() - start < 0.5
+
+
+def test_values_up_to_256_bits_are_exact():
+    assert Expr("(2 ** 64) ** 3 * (2 ** 64 - 1)").eval({}) == 2**256 - 2**192
+    assert Expr("(-2) ** 63 * 2 ** 64 * 2 ** 64 * 2 ** 64").eval({}) == -(2**255)
+    assert Expr("1 ** 64 + (-1) ** 63 + 0 ** 64").eval({}) == 0
