@@ -9,13 +9,14 @@ dtype.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 
 import ml_dtypes
 import numpy as np
 
-__all__ = ["DType", "DTYPES", "Precision", "precision", "PRECISIONS"]
+__all__ = ["DType", "DTYPES", "Precision", "precision", "PRECISIONS", "holds"]
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,18 @@ DTYPES: dict[str, DType] = {d.name: d for d in (
           (0x7F81, 0x7F82, 0x7F83), (0x7F84, 0x7F85, 0x7F86), 0x0040, ("ints", "normal"), alphas=_ALPHAS, betas=_BETAS,
           header="cuda_bf16.h", blas="ex", cuda_type=14, peak=("bf16_tensor",)),
 )}
+
+
+def holds(name: str, value: float) -> bool:
+    """Whether the dtype ``name`` (of DTYPES, or numpy's) holds ``value``: a whole number within an integer
+    type's range, or a finite number within a float type's largest."""
+    numpy = DTYPES[name].numpy if name in DTYPES else np.dtype(name)
+    if not math.isfinite(value):
+        return False
+    if numpy.kind in "iu":
+        info = np.iinfo(numpy)
+        return value == int(value) and info.min <= value <= info.max
+    return abs(value) <= float(ml_dtypes.finfo(numpy).max)
 
 
 @dataclass(frozen=True)

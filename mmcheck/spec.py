@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .dtypes import DTYPES, PRECISIONS, DType, Precision, precision
+from .dtypes import DTYPES, PRECISIONS, DType, Precision, holds, precision
 from .errors import SpecError
 from .expr import BOOLEANS, SHAPE_NAMES, Expr, ExprError
 from .ops import OPS, SCALARS, SIZES, Op, Operand, Shape
@@ -180,7 +180,7 @@ def parse_kernels(text: str, path: Path | str) -> tuple[list[KernelSpec], list[S
     line = text.count("\n", 0, match.start(1)) + 1
     try:
         doc = tomllib.loads(match.group(1))
-    except tomllib.TOMLDecodeError as e:
+    except (ValueError, RecursionError) as e:  # also an integer too long to convert, arrays nested too deeply
         raise SpecError(path, f"the spec block (starting on line {line}) is not valid TOML: {e}") from None
     extra = set(doc) - {"kernel"}
     if extra:
@@ -195,6 +195,9 @@ def parse_kernels(text: str, path: Path | str) -> tuple[list[KernelSpec], list[S
             spec = _kernel(table, path, text, i)
         except SpecError as e:
             errors.append(e)
+            continue
+        except Exception as e:  # a value no check foresaw: it costs this kernel, not the run
+            errors.append(SpecError(path, f"cannot be read: {type(e).__name__}: {e}", kernel=_label(table, i)))
             continue
         if any(s.name == spec.name for s in specs):
             errors.append(SpecError(path, "the same name is used twice", kernel=spec.name, key="name"))
@@ -287,7 +290,7 @@ def collect(paths: Iterable[Path | str]) -> Catalog:
 def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
     if not isinstance(table, dict):
         raise SpecError(path, "a [[kernel]] entry must be a table", kernel=f"#{index + 1}")
-    label = str(table.get("name", f"#{index + 1}"))
+    label = _label(table, index)
 
     def fail(key: str, message: str) -> SpecError:
         return SpecError(path, message, kernel=label, key=key)
@@ -354,7 +357,7 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
     if catch and expect != "fail":
         raise fail("catch", "only a kernel with expect = \"fail\" can name the checks that catch it")
 
-    scalars = {key: _values(table, key, OPS[op], dtypes, fail) for key in SCALARS}
+    scalars = {key: _values(table, key, OPS[op], dtypes, params, fail) for key in SCALARS}
     bench = table.get("bench", [])
     if not isinstance(bench, list) or not all(
             (isinstance(b, int) and not isinstance(b, bool) and b > 0) or (isinstance(b, str) and _SHAPE.match(b))
@@ -378,7 +381,7 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
     if large and expect != "fail":
         raise fail("large", "only a known-bad kernel (expect = \"fail\") can say that only the large mode shows it")
 
-    return KernelSpec(
+    spec = KernelSpec(
         name=name,
         entry=entry,
         op=op,
@@ -405,6 +408,29 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         accumulate=accumulate,
         large=large,
     )
+    _check_constants(spec, fail)
+    return spec
+
+
+def _check_constants(spec: KernelSpec, fail: Any) -> None:
+    """Evaluate each expression that uses no name, for each dtype: one that cannot be evaluated (a division by
+    zero, a value out of range) is an error of its key now rather than at every shape later."""
+    keyed = [*(("block", e) for e in spec.block), *(("grid", e) for e in spec.grid), ("smem", spec.smem),
+             *(("requires", e) for e in spec.requires), *(("defines", e) for _, e in spec.defines),
+             *(("let", e) for _, e in spec.let),
+             *(("template", e) for e in spec.template or () if isinstance(e, Expr))]
+    for key, e in keyed:
+        for p in spec.precisions() if not e.names else ():
+            try:
+                e.eval({}, sizeof=sizeof(p))
+            except ExprError as error:
+                raise fail(key, f"{e.text!r}: {error}") from None
+
+
+def _label(table: Any, index: int) -> str:
+    """How errors name a ``[[kernel]]`` table: its name where that is a string, else its place in the file."""
+    name = table.get("name") if isinstance(table, dict) else None
+    return name if isinstance(name, str) else f"#{index + 1}"
 
 
 def _lets(value: Any, fail: Any) -> dict[str, Any]:
@@ -461,7 +487,8 @@ def _layouts(value: Any, op: Op, fail: Any) -> tuple[tuple[str, str], ...]:
     return tuple((name, value.get(name, "row")) for name in op.names)
 
 
-def _values(table: Mapping[str, Any], key: str, op: Op, dtypes: Sequence[str], fail: Any) -> tuple[float, ...]:
+def _values(table: Mapping[str, Any], key: str, op: Op, dtypes: Sequence[str], params: Sequence[Param],
+            fail: Any) -> tuple[float, ...]:
     if key not in table:
         return ()
     if key not in op.scalars:
@@ -470,8 +497,13 @@ def _values(table: Mapping[str, Any], key: str, op: Op, dtypes: Sequence[str], f
     if (not isinstance(value, list) or not value
             or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)):
         raise fail(key, "must be a non-empty list of numbers")
-    if any(precision(d).output.is_integer for d in dtypes) and any(v != int(v) for v in value):
-        raise fail(key, f"{value!r}: an integer dtype needs whole-number values")
+    # The output's dtype holds the scalar, and so must the C type the kernel takes it as, where it names one.
+    ctypes = [CTYPES[p.ctype] for p in params if p.name == key and p.ctype]
+    for holder in (*(precision(d).output.name for d in dtypes), *ctypes):
+        bad = next((v for v in value if not holds(holder, v)), None)
+        if bad is not None:
+            raise fail(key, f"{bad!r} is not a value {holder} can hold (an integer type holds whole-number "
+                            "values in its range, a float type finite values up to its largest)")
     return tuple(value)
 
 

@@ -1,8 +1,10 @@
+import re
 from pathlib import Path
 
 import pytest
 
 from mmcheck.errors import SpecError
+from mmcheck import spec
 from mmcheck.spec import collect, parse_specs
 
 GOOD = """
@@ -162,3 +164,64 @@ def test_select_by_glob_and_dtype(tmp_path: Path):
     catalog = collect([tmp_path])
     assert [(s.name, d) for s, d in catalog.select(["t.*"], ["float64"])] == [("t.mm", "float64")]
     assert catalog.select(["other.*"]) == []
+
+
+GEMM = spec_text(op='"gemm"', params='["A", "B", "C", "alpha", "beta", "M:size_t", "K:size_t", "N:size_t"]')
+
+
+@pytest.mark.parametrize("changes, value, holder", [
+    ({"alpha": "[99999999999999999999999999999]"}, "99999999999999999999999999999", "int32"),
+    ({"alpha": "[2147483648]"}, "2147483648", "int32"),
+    ({"beta": "[0, nan]"}, "nan", "int32"),
+    ({"beta": "[-inf]"}, "-inf", "int32"),
+    ({"beta": "[1.0, inf]", "dtypes": '["float32", "float64"]'}, "inf", "float32"),
+    ({"alpha": "[1e300]", "dtypes": '["float64", "float32"]'}, "1e+300", "float32"),
+    ({"alpha": "[70000.0]", "dtypes": '["float32"]',
+      "params": '["A", "B", "C", "alpha:half", "beta", "M", "K", "N"]'}, "70000.0", "float16"),
+])
+def test_a_scalar_its_dtype_cannot_hold_is_an_error_of_its_key(changes, value, holder):
+    text = GEMM
+    for key, v in changes.items():
+        text = text.replace(next(line for line in text.splitlines() if line.startswith(f"{key} =")), f"{key} = {v}") \
+            if f"\n{key} =" in text else text.replace("[[kernel]]", f"[[kernel]]\n{key} = {v}")
+    with pytest.raises(SpecError, match=re.escape(f"{value} is not a value {holder} can hold")) as info:
+        parse_specs(text, "k.cu")
+    assert info.value.key == next(iter(changes)) and info.value.kernel == "t.mm"
+
+
+def test_a_scalar_within_every_dtype_is_kept():
+    text = GEMM.replace("[[kernel]]", "[[kernel]]\nalpha = [2147483647, -2147483648]\nbeta = [0, 3.0]")
+    (spec,) = parse_specs(text, "k.cu")
+    assert spec.alpha == (2147483647, -2147483648) and spec.beta == (0, 3.0)
+
+
+@pytest.mark.parametrize("changes, key, message", [
+    ({"requires": '["' + " + ".join(["M"] * 1000) + ' > 0"]'}, "requires", "nested too deeply"),
+    ({"smem": '"((10**64)**64)**64"', "grid": '["((10**64)**64)**64"]'}, "grid", "out of range"),
+    ({"smem": str(2**300)}, "smem", "out of range"),
+    ({"let": "{T2 = " + "9" * 4000 + "}"}, "let", "out of range"),
+    ({"let": "{T2 = " + "9" * 5000 + "}"}, None, "not valid TOML"),
+    ({"defines": '{X = "2 // (sizeof(T) - 4)"}'}, "defines", "division by zero"),
+    ({"block": "[" * 2000 + "]" * 2000}, None, "not valid TOML"),
+])
+def test_an_expression_or_value_too_large_is_a_spec_error(changes, key, message):
+    with pytest.raises(SpecError, match=message) as info:
+        parse_specs(spec_text(**changes), "k.cu")
+    assert info.value.key == key
+
+
+def test_an_unforeseen_failure_costs_its_kernel_alone(tmp_path: Path, monkeypatch):
+    def layouts(value, *rest):  # a check that fails in a way no check foresaw, for the column-major kernel
+        if value == "col":
+            raise OverflowError("a value no check foresaw")
+        return real(value, *rest)
+
+    real = spec._layouts
+    monkeypatch.setattr(spec, "_layouts", layouts)
+    table = GOOD.split("/* mmcheck")[1].split("*/")[0]
+    text = GOOD.replace('about = "a test kernel"', 'about = "a test kernel"\nlayout = "col"', 1)
+    (tmp_path / "k.cu").write_text(text.replace("*/", table.replace("t.mm", "t.row") + "*/", 1))
+    catalog = collect([tmp_path])
+    assert [s.name for s in catalog.specs] == ["t.row"]
+    (error,) = catalog.errors
+    assert error.kernel == "t.mm" and "OverflowError: a value no check foresaw" in str(error)
