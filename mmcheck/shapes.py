@@ -417,7 +417,8 @@ def random_shapes(spec: KernelSpec, dtype: str, seed: int, count: int, max_dim: 
         for d in doms:
             top = d.hi if d.hi is not None else max(max_dim, d.lo + 2 * d.mod)
             ks = range(-(-d.lo // d.mod), top // d.mod + 1)
-            row.append(rng.choice(ks) * d.mod if ks else 0)
+            # randrange draws as choice would, and also from a range too long for a sequence's length
+            row.append(rng.randrange(ks.start, ks.stop) * d.mod if ks else 0)
         choices.append(row)
     return _finish(spec, dtype, doms, choices)[:count]
 
