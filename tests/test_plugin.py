@@ -31,6 +31,12 @@ __global__ void mm(const float* A, const float* B, float* C, int M, int N, int K
 }
 """
 
+@pytest.fixture
+def this_mmcheck(monkeypatch):
+    """The separate pytest run imports this checkout's mmcheck, not the installed one."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
+
+
 needs_gpp = pytest.mark.skipif(not shutil.which("g++"), reason="runs the kernels on the emulator, which needs g++")
 
 
@@ -113,10 +119,9 @@ expect = "{expect}"
 """
 
 
-def test_an_error_of_mmchecks_own_errs_the_test_and_is_no_verdict_on_the_kernel(pytester, monkeypatch):
+def test_an_error_of_mmchecks_own_errs_the_test_and_is_no_verdict_on_the_kernel(pytester, this_mmcheck):
     """Not a failed assertion about the kernel, nor a known-bad kernel caught: an InternalError, its message
     saying whose error it is and where its traceback is."""
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
     kernels = pytester.mkdir("kernels")
     for name, expect in (("own", "pass"), ("own_bad", "fail")):
         (kernels / f"{name}.cu").write_text(OWN.format(name=name, expect=expect))
@@ -294,3 +299,25 @@ def test_each_xdist_worker_takes_a_gpu_of_its_own(monkeypatch, backend, environ,
     before = environ.get("CUDA_VISIBLE_DEVICES")
     _pin_gpu(environ, backend)
     assert environ.get("CUDA_VISIBLE_DEVICES") == (pinned if backend != "emu" else before)
+
+
+def test_a_spec_that_would_crash_or_stall_its_reading_is_one_collected_failure(pytester, this_mmcheck):
+    kernels = pytester.mkdir("kernels")
+    (kernels / "good.cu").write_text(GOOD)
+    huge = GOOD.replace("user.good", "user.huge").replace('"K <= 9"]', '"K <= 9", "' + " + ".join(["M"] * 1000) + '"]')
+    (kernels / "huge.cu").write_text(huge)
+    stall = GOOD.replace("user.good", "user.stall").replace("[8, 8]", '["((10**64)**64)**64"]')
+    (kernels / "stall.cu").write_text(stall)
+    (kernels / "nested.cu").write_text(GOOD.replace("[8, 8]", "[" * 3000 + "]" * 3000))
+    result = pytester.runpytest_subprocess("kernels", "--collect-only", "-q", "-p", "no:cacheprovider")
+    out = result.stdout.str()
+    assert result.ret == 0 and "error" not in out.lower()
+    assert "kernels/good.cu::user.good[float32]" in out
+    assert "kernels/huge.cu::spec[user.huge]" in out and "kernels/stall.cu::spec[user.stall]" in out
+    assert "kernels/nested.cu::spec" in out
+    result = pytester.runpytest_subprocess("kernels/huge.cu", "kernels/stall.cu", "kernels/nested.cu", "-p",
+                                           "no:cacheprovider", "-rf")
+    result.assert_outcomes(failed=3)
+    out = result.stdout.str()
+    assert "key 'requires'" in out and "nested too deeply" in out
+    assert "key 'block'" in out and "out of range" in out and "not valid TOML" in out
