@@ -145,7 +145,7 @@ def _parse(text: str, names: frozenset[str]) -> ast.expr:
             raise ExprError(f"{what} is not allowed in {text!r}{_HINTS.get(type(node), '')}")
         if isinstance(node, ast.Constant) and (isinstance(node.value, bool) or not isinstance(node.value, int)):
             raise ExprError(f"only integer constants are allowed in {text!r}, not {node.value!r}")
-        if isinstance(node, ast.Constant):
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
             _bounded(node.value)
         if isinstance(node, ast.Call) and (node.keywords or not isinstance(node.func, ast.Name)):
             raise ExprError(f"only plain calls of cdiv/min/max/sizeof are allowed in {text!r}")
@@ -154,7 +154,8 @@ def _parse(text: str, names: frozenset[str]) -> ast.expr:
 
 def _check_size(tree: ast.expr, text: str) -> None:
     """Raise ExprError where the tree has too many nodes or nests too deeply; walked without recursion."""
-    count, stack = 0, [(tree, 1)]
+    count = 0
+    stack: list[tuple[ast.AST, int]] = [(tree, 1)]
     while stack:
         node, depth = stack.pop()
         count += 1
