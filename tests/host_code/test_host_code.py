@@ -29,15 +29,40 @@ from mmcheck.spec import KernelSpec, load_specs, parse_specs
 
 HERE = Path(__file__).resolve().parent
 GOOD = ["torch_sgemm.cu", "samples_matmul.cu", "barrier_fp8.cu"]
+# Each file's known-bad sibling (NAME_wrong.cu, made by ``folder``): one line of its kernel wrong.
+MISTAKES = {
+    "torch_sgemm.cu": ("acc += As[ty][k] * Bs[k][tx];", "acc += As[ty][k] * Bs[tx][k];"),  # B's tile transposed
+    "samples_matmul.cu": ("Csub += As[ty][k] * Bs[k][tx];", "Csub += As[ty][k] * Bs[k][ty];"),  # B's row for column
+    "barrier_fp8.cu": ("acc[j] += a * B[k * N + col0 + j];", "acc[j] += a * B[k * N + col0];"),  # one column of B
+}
 WRONG = [name.replace(".cu", "_wrong.cu") for name in GOOD]
 needs_nvcc = pytest.mark.skipif(not shutil.which("nvcc"), reason="needs nvcc on PATH")
 needs_libclang = pytest.mark.skipif(not device_code.device_code_available(),
                                     reason="the device code is found by libclang (pip install libclang)")
 
 
-def _spec(name: str) -> KernelSpec:
-    (spec,) = load_specs(HERE / name)
+def _spec(name: str, where: Path = HERE) -> KernelSpec:
+    (spec,) = load_specs(where / name)
     return spec
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    """This folder's kernel files and helpers, beside each kernel file's known-bad sibling (MISTAKES), its spec
+    saying so."""
+    out = tmp_path_factory.mktemp("host_code")
+    for path in HERE.iterdir():
+        if path.suffix in (".cu", ".h", ".cpp"):
+            shutil.copy(path, out)
+    for name, (right, wrong) in MISTAKES.items():
+        text = (HERE / name).read_text()
+        assert text.count(right) == 1, f"{name}: the line to get wrong is not there once"
+        kernel = re.search(r'^name = "([^"]+)"$', text, re.M)
+        assert kernel, name
+        text = text.replace(kernel.group(0), f'name = "{kernel.group(1)}_wrong"\nexpect = "fail"\n'
+                            'catch = ["mismatch"]', 1).replace(right, wrong)
+        (out / name.replace(".cu", "_wrong.cu")).write_text(text)
+    return out
 
 
 def _build(spec: KernelSpec) -> Build:
@@ -93,8 +118,8 @@ def no_libclang(monkeypatch):
 
 @needs_libclang
 @pytest.mark.parametrize("name", GOOD + WRONG)
-def test_host_code_never_stops_a_check(name, tmp_path):
-    row = _check(HERE / name, tmp_path)
+def test_host_code_never_stops_a_check(name, folder, tmp_path):
+    row = _check(folder / name, tmp_path)
     if name in GOOD:
         assert row["outcome"] == "pass" and row["shapes_tried"] > 20, row
     else:  # known bad: caught by the wrong result, on the smallest shape
@@ -327,10 +352,10 @@ def nvcc_calls(monkeypatch, tmp_path) -> tuple[Nvcc, list[str]]:
 @needs_nvcc
 @needs_libclang
 @pytest.mark.parametrize("name", GOOD + WRONG)
-def test_without_torch_nvcc_compiles_the_device_code(name, nvcc_calls, monkeypatch):
+def test_without_torch_nvcc_compiles_the_device_code(name, folder, nvcc_calls, monkeypatch):
     monkeypatch.setattr(compilers, "torch_includes", lambda: ())
     nvcc, given = nvcc_calls
-    build = _build(_spec(name))
+    build = _build(_spec(name, folder))
     compiled = nvcc.compile(build, "sm_90")
     assert compiled.symbol in function_symbols(compiled.cubin) and compiled.log == ""
     assert len(given) == 1 and given[0].startswith('#line 1 "') and "int main(" not in given[0]
