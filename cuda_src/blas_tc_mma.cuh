@@ -80,8 +80,8 @@ __global__ void mma_global(const half *A, const half *B, float *C, int M, int N,
 
 // ---- steps 2 and 3: block tiles in shared memory -------------------------------------------------------
 
-// A block's tile of C is BM x BN, each of its warps' 64 x 64; its K steps are BK deep.
-constexpr int BM = 128, BK = 32;
+// A block's tile of C is BM x BN, each of its warps' 64 x 64; its K steps are BK deep (a template argument).
+constexpr int BM = 128;
 template <int BN>
 __host__ __device__ constexpr int threads() { return BM / 64 * (BN / 64) * 32; }
 
@@ -91,44 +91,59 @@ __host__ __device__ constexpr int threads() { return BM / 64 * (BN / 64) * 32; }
 // the reader forgets the XOR).
 enum Storage { PADDED, SWIZZLED, PLAIN };
 
-// Where element (row, col) of a tile WIDTH halves wide lives, in halves.
+// The halves from one row of a tile WIDTH halves wide to the next.
+template <Storage S, int WIDTH>
+__host__ __device__ constexpr int pitch() { return S == PADDED ? WIDTH + 8 : WIDTH; }
+
+// Where element (row, col) of a tile WIDTH halves wide lives, in halves.  The swizzle repeats every 8 rows.
 template <Storage S, int WIDTH>
 __device__ __forceinline__ int at(int row, int col)
 {
-    if (S == PADDED)
-        return row * (WIDTH + 8) + col;
-    if (S == PLAIN)
-        return row * WIDTH + col;
+    if (S != SWIZZLED)
+        return row * pitch<S, WIDTH>() + col;
     constexpr int CHUNKS = WIDTH / 8;
     const int spread = CHUNKS >= 8 ? row % 8 : (row / (8 / CHUNKS)) % CHUNKS;
     return row * WIDTH + ((col / 8) ^ spread) * 8 + col % 8;
 }
 
-// The halves of one stage's A and B tiles in shared memory (the spec's smem is STAGES times their bytes).
-template <Storage S, int BN>
+// The halves of one stage's A (BM x BK) and B (BK x BN) tiles in shared memory (the spec's smem is STAGES
+// times their bytes).
+template <Storage S, int BN, int BK>
 struct Tiles {
-    static constexpr int A_SIZE = S == PADDED ? BM * (BK + 8) : BM * BK;
-    static constexpr int B_SIZE = S == PADDED ? BK * (BN + 8) : BK * BN;
+    static constexpr int A_SIZE = BM * pitch<S, BK>(), B_SIZE = BK * pitch<S, BN>();
 };
 
-// One stage: A's BM x BK tile and B's BK x BN tile, 16 bytes a copy.
-template <Storage S, int BN, bool ASYNC>
-__device__ __forceinline__ void load_stage(half *as, half *bs, const half *A, const half *B, int N, int K,
-                                           int row0, int col0, int k0)
+// One tile's copies, 16 bytes each: a thread copies the same 8 columns of rows ROWS apart, so its addresses
+// are one base and a constant stride (a loop over ``i += threads`` costs more instructions than the copies).
+template <Storage S, int WIDTH, int HEIGHT, int THREADS>
+struct Copies {
+    static constexpr int CHUNKS = WIDTH / 8, ROWS = THREADS / CHUNKS, EACH = HEIGHT / ROWS;
+    static_assert(ROWS % 8 == 0 && HEIGHT % ROWS == 0, "a thread's rows keep their swizzle");
+    __device__ __forceinline__ static int row() { return threadIdx.x / CHUNKS; }
+    __device__ __forceinline__ static int col() { return threadIdx.x % CHUNKS * 8; }
+    __device__ __forceinline__ static int first() { return at<S, WIDTH>(row(), col()); }
+    static constexpr int STRIDE = ROWS * pitch<S, WIDTH>();  // halves in shared memory from one copy to the next
+};
+
+// A thread's copies of one stage: A's rows from ``a`` (K apart), B's from ``b`` (N apart), each ``k0`` deep.
+template <Storage S, int BN, int BK, bool ASYNC>
+__device__ __forceinline__ void load_stage(half *as, half *bs, const half *a, const half *b, int N, int K, int k0)
 {
-    for (int i = threadIdx.x; i < BM * BK / 8; i += threads<BN>()) {
-        const int r = i / (BK / 8), c = i % (BK / 8) * 8;
-        const half *src = A + (size_t)(row0 + r) * K + k0 + c;
-        half *dst = as + at<S, BK>(r, c);
+    using CA = Copies<S, BK, BM, threads<BN>()>;
+    using CB = Copies<S, BN, BK, threads<BN>()>;
+#pragma unroll
+    for (int c = 0; c < CA::EACH; ++c) {
+        const half *src = a + (size_t)c * CA::ROWS * K + k0;
+        half *dst = as + CA::first() + c * CA::STRIDE;
         if (ASYNC)
             cp_async_16(smem_address(dst), src);
         else
             *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(src);
     }
-    for (int i = threadIdx.x; i < BK * BN / 8; i += threads<BN>()) {
-        const int r = i / (BN / 8), c = i % (BN / 8) * 8;
-        const half *src = B + (size_t)(k0 + r) * N + col0 + c;
-        half *dst = bs + at<S, BN>(r, c);
+#pragma unroll
+    for (int c = 0; c < CB::EACH; ++c) {
+        const half *src = b + (size_t)(k0 + c * CB::ROWS) * N;
+        half *dst = bs + CB::first() + c * CB::STRIDE;
         if (ASYNC)
             cp_async_16(smem_address(dst), src);
         else
@@ -136,62 +151,93 @@ __device__ __forceinline__ void load_stage(half *as, half *bs, const half *A, co
     }
 }
 
-// A warp's 64 x 64 of C from one stage: two k16 steps of 4 x 8 mma.sync.  ``READ`` is how A's fragments are
-// addressed (a correct kernel reads as it stored).
-template <Storage S, int BN, bool TRANS, Storage READ>
+// A warp's fragments for one k16 step: 4 of A (16 x 16 each) and 8 of B (16 x 8).  ``READ`` is how A's
+// fragments are addressed (a correct kernel reads as it stored).
+template <Storage S, int BN, int BK, bool TRANS, Storage READ>
+__device__ __forceinline__ void load_fragments(unsigned (*af)[4], unsigned (*bf)[2], const half *as,
+                                               const half *bs, int warp_row, int warp_col, int kk)
+{
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int i = 0; i < 4; ++i)  // lanes 0-15: rows 0-15 at column kk; lanes 16-31: the same at kk + 8
+        ldmatrix_x4(af[i], smem_address(as + at<READ, BK>(warp_row + i * 16 + lane % 16, kk + lane / 16 * 8)));
+#pragma unroll
+    for (int j = 0; j < 8; j += 2) {  // two n8 tiles a load: k rows kk..kk+15 at columns n and n + 8
+        unsigned r[4];
+        const unsigned address = smem_address(bs + at<S, BN>(kk + lane % 16, warp_col + j * 8 + lane / 16 * 8));
+        if (TRANS)
+            ldmatrix_x4_trans(r, address);
+        else
+            ldmatrix_x4(r, address);
+        bf[j][0] = r[0];
+        bf[j][1] = r[1];
+        bf[j + 1][0] = r[2];
+        bf[j + 1][1] = r[3];
+    }
+}
+
+// A warp's 64 x 64 of C from one stage: BK / 16 steps of 4 x 8 mma.sync, the next step's fragments loaded
+// while this step's multiply (two sets of fragment registers).
+template <Storage S, int BN, int BK, bool TRANS, Storage READ>
 __device__ __forceinline__ void compute_stage(float (*acc)[8][4], const half *as, const half *bs, int warp_row,
                                               int warp_col)
 {
-    const int lane = threadIdx.x % 32;
-    for (int kk = 0; kk < BK; kk += 16) {
-        unsigned af[4][4], bf[8][2];
-        for (int i = 0; i < 4; ++i)  // lanes 0-15: rows 0-15 at column kk; lanes 16-31: the same at kk + 8
-            ldmatrix_x4(af[i], smem_address(as + at<READ, BK>(warp_row + i * 16 + lane % 16,
-                                                                        kk + lane / 16 * 8)));
-        for (int j = 0; j < 8; j += 2) {  // two n8 tiles a load: k rows kk..kk+15 at columns n and n + 8
-            unsigned r[4];
-            const unsigned address = smem_address(bs + at<S, BN>(kk + lane % 16, warp_col + j * 8 + lane / 16 * 8));
-            if (TRANS)
-                ldmatrix_x4_trans(r, address);
-            else
-                ldmatrix_x4(r, address);
-            bf[j][0] = r[0];
-            bf[j][1] = r[1];
-            bf[j + 1][0] = r[2];
-            bf[j + 1][1] = r[3];
-        }
+    unsigned af[2][4][4], bf[2][8][2];
+    load_fragments<S, BN, BK, TRANS, READ>(af[0], bf[0], as, bs, warp_row, warp_col, 0);
+#pragma unroll
+    for (int step = 0; step < BK / 16; ++step) {
+        if (step + 1 < BK / 16)
+            load_fragments<S, BN, BK, TRANS, READ>(af[(step + 1) % 2], bf[(step + 1) % 2], as, bs, warp_row,
+                                                   warp_col, (step + 1) * 16);
+#pragma unroll
         for (int i = 0; i < 4; ++i)
+#pragma unroll
             for (int j = 0; j < 8; ++j)
-                mma_16816(acc[i][j], af[i], bf[j]);
+                mma_16816(acc[i][j], af[step % 2][i], bf[step % 2][j]);
     }
+}
+
+// The block's tile of C: blocks are visited 8 block rows at a time (column by column within them), so that
+// the blocks running at once share A's rows and B's columns in L2.
+__device__ __forceinline__ void block_tile(int &row0, int &col0, int bn)
+{
+    constexpr int GROUP = 8;
+    const int id = blockIdx.y * gridDim.x + blockIdx.x, per_group = GROUP * gridDim.x;
+    const int first = id / per_group * GROUP, rows = min((int)gridDim.y - first, GROUP);
+    row0 = (first + id % per_group % rows) * BM;
+    col0 = id % per_group / rows * bn;
 }
 
 // STAGES == 1: load a tile, wait, compute; STAGES > 1: cp.async fills STAGES - 1 tiles ahead of the one in
 // use.  ``WAIT``: wait for a stage's copies before reading it (a correct kernel always does).  The stages live
 // in dynamic shared memory: past 48 KiB a block must opt in, which the launcher does.
-template <int BN, int STAGES, Storage S, bool WAIT, bool TRANS, Storage READ = S>
+template <int BN, int BK, int STAGES, Storage S, bool WAIT, bool TRANS, Storage READ = S>
 __device__ __forceinline__ void mma_tiled_body(const half *A, const half *B, float *C, int M, int N, int K)
 {
     extern __shared__ __align__(128) unsigned char smem[];
-    using T = Tiles<S, BN>;
+    using T = Tiles<S, BN, BK>;
     half (*as)[T::A_SIZE] = reinterpret_cast<half (*)[T::A_SIZE]>(smem);
     half (*bs)[T::B_SIZE] = reinterpret_cast<half (*)[T::B_SIZE]>(smem + STAGES * T::A_SIZE * sizeof(half));
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int warp_row = warp / (BN / 64) * 64, warp_col = warp % (BN / 64) * 64;
-    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    int row0, col0;
+    block_tile(row0, col0, BN);
+    using CA = Copies<S, BK, BM, threads<BN>()>;
+    using CB = Copies<S, BN, BK, threads<BN>()>;
+    const half *a = A + (size_t)(row0 + CA::row()) * K + CA::col(), *b = B + (size_t)CB::row() * N + col0 + CB::col();
     float acc[4][8][4] = {};
     const int tiles = K / BK;
     if (STAGES == 1) {
         for (int t = 0; t < tiles; ++t) {
-            load_stage<S, BN, false>(as[0], bs[0], A, B, N, K, row0, col0, t * BK);
+            load_stage<S, BN, BK, false>(as[0], bs[0], a, b, N, K, t * BK);
             __syncthreads();
-            compute_stage<S, BN, TRANS, READ>(acc, as[0], bs[0], warp_row, warp_col);
+            compute_stage<S, BN, BK, TRANS, READ>(acc, as[0], bs[0], warp_row, warp_col);
             __syncthreads();
         }
     } else {
         for (int s = 0; s < STAGES - 1; ++s) {
             if (s < tiles)
-                load_stage<S, BN, true>(as[s], bs[s], A, B, N, K, row0, col0, s * BK);
+                load_stage<S, BN, BK, true>(as[s], bs[s], a, b, N, K, s * BK);
             cp_async_commit();
         }
         for (int t = 0; t < tiles; ++t) {
@@ -200,14 +246,16 @@ __device__ __forceinline__ void mma_tiled_body(const half *A, const half *B, flo
             __syncthreads();  // tile t has landed for every thread; stage (t - 1) % STAGES is free again
             const int next = t + STAGES - 1;
             if (next < tiles)
-                load_stage<S, BN, true>(as[next % STAGES], bs[next % STAGES], A, B, N, K, row0, col0, next * BK);
+                load_stage<S, BN, BK, true>(as[next % STAGES], bs[next % STAGES], a, b, N, K, next * BK);
             cp_async_commit();
-            compute_stage<S, BN, TRANS, READ>(acc, as[t % STAGES], bs[t % STAGES], warp_row, warp_col);
+            compute_stage<S, BN, BK, TRANS, READ>(acc, as[t % STAGES], bs[t % STAGES], warp_row, warp_col);
         }
         cp_async_wait<0>();
     }
     const int group = lane / 4, t4 = lane % 4;
+#pragma unroll
     for (int i = 0; i < 4; ++i)
+#pragma unroll
         for (int j = 0; j < 8; ++j) {
             float *c = C + (size_t)(row0 + warp_row + i * 16 + group) * N + col0 + warp_col + j * 8 + 2 * t4;
             *reinterpret_cast<float2 *>(c) = make_float2(acc[i][j][0], acc[i][j][1]);
@@ -216,9 +264,9 @@ __device__ __forceinline__ void mma_tiled_body(const half *A, const half *B, flo
 }
 
 // SWIZZLE: the tiles swizzled (else padded).
-template <int BN, int STAGES, bool SWIZZLE, bool WAIT, bool TRANS>
+template <int BN, int BK, int STAGES, bool SWIZZLE, bool WAIT, bool TRANS>
 __global__ void __launch_bounds__(threads<BN>()) mma_tiled(const half *A, const half *B, float *C, int M, int N,
                                                            int K)
 {
-    mma_tiled_body<BN, STAGES, SWIZZLE ? SWIZZLED : PADDED, WAIT, TRANS>(A, B, C, M, N, K);
+    mma_tiled_body<BN, BK, STAGES, SWIZZLE ? SWIZZLED : PADDED, WAIT, TRANS>(A, B, C, M, N, K);
 }

@@ -47,16 +47,16 @@ about = "A's fragments read by ldmatrix unswizzled, while cp.async stored them s
 
 __global__ void __launch_bounds__(128) mma_no_wait_group(const half *A, const half *B, float *C, int M, int N, int K)
 {
-    mma_tiled_body<128, 3, SWIZZLED, false, true>(A, B, C, M, N, K);
+    mma_tiled_body<128, 32, 3, SWIZZLED, false, true>(A, B, C, M, N, K);
 }
 
 __global__ void __launch_bounds__(128) mma_b_without_trans(const half *A, const half *B, float *C, int M, int N,
                                                            int K)
 {
-    mma_tiled_body<128, 3, SWIZZLED, true, false>(A, B, C, M, N, K);
+    mma_tiled_body<128, 32, 3, SWIZZLED, true, false>(A, B, C, M, N, K);
 }
 
 __global__ void __launch_bounds__(128) mma_wrong_swizzle(const half *A, const half *B, float *C, int M, int N, int K)
 {
-    mma_tiled_body<128, 3, SWIZZLED, true, true, PLAIN>(A, B, C, M, N, K);
+    mma_tiled_body<128, 32, 3, SWIZZLED, true, true, PLAIN>(A, B, C, M, N, K);
 }
