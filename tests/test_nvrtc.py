@@ -134,8 +134,8 @@ GUARD = "guard host code with #ifndef __CUDACC_RTC__ (NVRTC defines it), or chec
 
 HOST_CODE = [
     ("#include <cublas_v2.h>  // host\n" + DEVICE, "<cublas_v2.h> is a host library's header"),
-    ("#include <cstdio>  // host\n" + DEVICE, "has no C/C++ library header <cstdio>"),
-    ("#include <cassert>  // host\n" + DEVICE, "has no C/C++ library header <cassert>"),
+    ("#include <iostream>  // host\n" + DEVICE, "has no C/C++ library header <iostream>"),
+    ("#include <vector>  // host\n" + DEVICE, "has no C/C++ library header <vector>"),
     ("#include <cuda_runtime.h>\n" + DEVICE + LAUNCHER, "the file has a host function launch"),
     (DEVICE + "int main() {  // host\n  return 0;\n}\n", "the file has a host function main"),
 ]
@@ -165,6 +165,25 @@ def test_host_code_guarded_from_nvrtc_compiles(nvrtc, monkeypatch):
     monkeypatch.setattr(device_code, "_index", lambda: None)  # the whole file, guards and all
     body = ("#ifndef __CUDACC_RTC__\n#include <cstdio>\n#include <cublas_v2.h>\n#endif\n#include <cuda_runtime.h>\n"
             + DEVICE + "#ifndef __CUDACC_RTC__\n" + LAUNCHER + "int main() { printf(\"hi\\n\"); }\n#endif\n")
+    compiled = nvrtc.compile(_build(body), ARCH)
+    assert compiled.symbol == "_Z1kPKfS0_Pfi" and compiled.symbol in function_symbols(compiled.cubin)
+
+
+def test_the_c_library_headers_device_code_includes_are_there(nvrtc, monkeypatch):
+    """assert and printf in a kernel, abort in a __host__ __device__ error path: the file as it is, as nvcc
+    compiles it (NVRTC itself has no <cassert>, <cstdio> or <cstdlib>)."""
+    monkeypatch.setattr(device_code, "_index", lambda: None)  # the whole file, includes and all
+    body = """#include <cassert>
+#include <cstdio>
+#include <cstdlib>
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+__host__ __device__ void invalid(int M) {
+    printf("negative M = %d\\n", M);
+    abort();
+}
+""" + DEVICE.replace("{\n", "{\n    assert(M >= 0);\n    if (M < 0) invalid(M);\n", 1)
     compiled = nvrtc.compile(_build(body), ARCH)
     assert compiled.symbol == "_Z1kPKfS0_Pfi" and compiled.symbol in function_symbols(compiled.cubin)
 

@@ -23,7 +23,9 @@ version are never mixed in: without matching ones a kernel that includes a CUDA 
 the header and the wheel that has it.
 
 **Host code.**  NVRTC compiles device code only: a host function (``main``, a launcher), a host variable,
-or a header NVRTC does not have (``<cstdio>``, ``<cassert>``, ``cublas_v2.h``) makes it fail.  So NVRTC
+or a header NVRTC does not have (``<iostream>``, ``cublas_v2.h``) makes it fail.  (The C library headers
+device code includes for ``assert``, ``printf`` or an ``abort`` on a host path are mmcheck's own, in
+``nvrtc_include/``: what device code may call of them, NVRTC declares itself.)  So NVRTC
 gets the file's device code (device_code.py: the entry kernel, what it reaches, and the includes that
 needs), with host code, ``main`` and the includes only they need left out.  Where that cannot be had
 (libclang is not installed, or the front end failed in the kernel's code) NVRTC gets the file as it is,
@@ -397,6 +399,10 @@ def _host_library_include(source: str) -> tuple[int, str] | None:
     return None
 
 
+# The C library headers device code includes (<cassert>, <cstdio>, <cstdlib>), for NVRTC, which has none.
+C_LIBRARY = Path(__file__).with_name("nvrtc_include")
+
+
 # --- the compiler -----------------------------------------------------------------------------------------
 
 class Nvrtc:
@@ -418,7 +424,8 @@ class Nvrtc:
         return arch_rule(f"{self.library.label} ({self.library.origin})", self.library.archs, cc)
 
     def options(self, build: Build, arch: str) -> list[str]:
-        return [f"--gpu-architecture={arch}", *common_options(build), *(f"--include-path={d}" for d in self.include)]
+        folders = [*self.include, C_LIBRARY]
+        return [f"--gpu-architecture={arch}", *common_options(build), *(f"--include-path={d}" for d in folders)]
 
     def compile(self, build: Build, arch: str) -> Compiled:
         expression = f"&{build.instance}"

@@ -1,0 +1,2 @@
+// mmcheck's <assert.h> for NVRTC: see <cassert> beside it.
+#pragma once

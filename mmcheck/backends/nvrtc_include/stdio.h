@@ -1,0 +1,2 @@
+// mmcheck's <stdio.h> for NVRTC: see <cstdio> beside it.
+#pragma once
