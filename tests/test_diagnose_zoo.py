@@ -61,11 +61,12 @@ CASES = {
 }
 # Where the GPU shows the same bug differently.  Its races are seen by racecheck, which names the source
 # lines.  Threads that have returned count as arrived at a barrier on sm_70 and later, so an early return
-# leaves tile cells unloaded instead of hanging: wrong values in the blocks that straddle the edge of C.
+# leaves tile cells unloaded instead of hanging: wrong values in the blocks that straddle the edge of C, which
+# may differ from run to run: then the check is race.
 ON_GPU = {
     "buggy.missing_first_sync": ("race", "shared-memory race between writes at "),
     "buggy.missing_second_sync": ("race", "shared-memory race between writes at "),
-    "buggy.early_return_before_barrier": ("mismatch", "the last partial tile, tile 16"),
+    "buggy.early_return_before_barrier": (("mismatch", "race"), "the last partial tile, tile 16"),
     "buggy.tc_no_wait_group": ("race", "shared-memory race between writes at "),
 }
 # Every known-bad kernel is here but two: the sanitizer-only bug (test_sanitize.py) and the one only the large
@@ -91,7 +92,7 @@ def test_the_diagnosis_names_the_bug(runner, name):
     spec = ZOO[name]
     dtype = spec.dtypes[0]
     result = runner.run(runner.case(spec, dtype, shape))
-    assert result.outcome == "fail" and result.check == check, result.message
+    assert result.outcome == "fail" and result.check in ((check,) if isinstance(check, str) else check), result.message
     assert words in result.message, result.message
 
 
