@@ -168,7 +168,7 @@ def lines(settings: Settings = Settings()) -> list[str]:
             out.append(f"    this GPU: {verdict or 'compiles cubins for it, which load on this driver'}"
                        + (f"; its PTX would not: {ptx}" if ptx and not verdict else ""))
     if not wheels:
-        out.append("  NVRTC wheels: none installed (pip install 'mmcheck[nvrtc]' nvidia-cuda-nvrtc-cu12 "
+        out.append("  NVRTC wheels: none installed (pip install 'mmcheck-cuda[nvrtc]' nvidia-cuda-nvrtc-cu12 "
                    "nvidia-cuda-runtime-cu12 nvidia-cuda-cccl-cu12)")
     compiler = resolve(settings.compiler)
     if compiler == "nvcc":

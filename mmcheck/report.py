@@ -138,7 +138,7 @@ def _under(path: Path, folder: Path) -> bool:
 def json_document(results: Sequence[Result], errors: Sequence[SpecError], backend: str, declared: Capabilities,
                   compiler: str = COMPILER, complete: bool = True) -> dict:
     """``{"ok": bool, "complete": bool, "results": [...]}``, one row per kernel x dtype (schema documented in
-    README); ``complete`` is false for a run stopped early (Ctrl-C), whose rows are the ones that finished."""
+    docs/cli.md); ``complete`` is false for a run stopped early (Ctrl-C), whose rows are the ones that finished."""
     rows = [{
         "kernel": r.case.spec.name,
         "file": str(r.case.spec.path),

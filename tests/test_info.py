@@ -45,7 +45,7 @@ def test_every_nvrtc_wheel_is_listed_with_its_architectures(said):
         assert re.search(rf"^  NVRTC( \d+\.\d+)? from {re.escape(str(wheel))}( \(cuda-bindings .+\): sm_\d+ to sm_\d+ "
                          rf"\([\d, ]+\)|: unusable: .+)$", said, re.M), said
     if not wheels:
-        assert "  NVRTC wheels: none installed (pip install 'mmcheck[nvrtc]'" in said
+        assert "  NVRTC wheels: none installed (pip install 'mmcheck-cuda[nvrtc]'" in said
 
 
 def test_the_compiler_option_says_which_compiler_will_be_used(capsys):

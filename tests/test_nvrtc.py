@@ -3,7 +3,7 @@ among its function symbols (and is the symbol the nvcc path would find), compile
 file and line, host code is left out (the file's device code is compiled) or, where that cannot be had,
 reported as unsupported naming the construct, CUDA headers come from the NVRTC's own version, and cubins
 are cached.  Skipped where no NVRTC is usable (cuda-bindings and an NVRTC
-wheel: pip install 'mmcheck[nvrtc]' nvidia-cuda-nvrtc-cu12 nvidia-cuda-runtime-cu12 nvidia-cuda-cccl-cu12).
+wheel: pip install 'mmcheck-cuda[nvrtc]' nvidia-cuda-nvrtc-cu12 nvidia-cuda-runtime-cu12 nvidia-cuda-cccl-cu12).
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
 """What a pip install (tox builds one) carries besides Python files: every file the package reads at run
 time (the emulator's runtime and headers, the CPU baseline's C source) is matched by setup.cfg's
-package_data, and each extra lists only what some code imports."""
+package_data, and each extra lists only what some code imports; and the distribution's name, which every
+install line uses."""
 
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,11 @@ setupcfg = pytest.importorskip("setuptools.config.setupcfg", reason="reading set
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "mmcheck"
-CONFIG = setupcfg.read_configuration(ROOT / "setup.cfg")["options"]
+SETUP = setupcfg.read_configuration(ROOT / "setup.cfg")
+CONFIG = SETUP["options"]
+# "mmcheck" on the package index is another project: the distribution has a name of its own, while the
+# module and the command stay mmcheck.
+DISTRIBUTION = "mmcheck-cuda"
 
 
 def test_every_data_file_of_the_package_is_installed():
@@ -27,20 +33,41 @@ def test_every_data_file_of_the_package_is_installed():
 MODULES = {"pyelftools": "elftools", "nvidia-ml-py": "pynvml", "cupy-cuda13x": "cupy", "cuda-bindings": "cuda.bindings",
            "cuda-core": "cuda.core", "libclang": "clang",
            "pytest-benchmark": "pytest_benchmark", "ml_dtypes": "ml_dtypes",
-           "pytest-timeout": None, "pytest-xdist": None, "tox": None, "ruff": None, "mypy": None}
+           "pytest-timeout": None, "pytest-xdist": None, "tox": None, "ruff": None, "mypy": None,
+           "mkdocs-material": None}
 
 
 def test_every_requirement_is_imported_somewhere():
-    """pytest-timeout, pytest-xdist, tox, ruff and mypy are tools, run rather than imported."""
+    """pytest-timeout, pytest-xdist, tox, ruff, mypy and mkdocs-material are tools, run rather than imported."""
     sources = "\n".join(p.read_text(encoding="utf-8")
                         for folder in (PACKAGE, ROOT / "tests") for p in folder.rglob("*.py"))
     requirements = list(CONFIG["install_requires"]) + [r for reqs in CONFIG["extras_require"].values() for r in reqs]
     for requirement in requirements:
         name = re.match(r"[A-Za-z0-9_.-]+", requirement).group(0)
-        if name == "mmcheck":
+        if name == DISTRIBUTION:
             continue
         module = MODULES.get(name, name.replace("-", "_"))
         if module is None:
             continue
         assert re.search(rf"^\s*(import|from) {re.escape(module)}\b|importorskip\(\"{re.escape(module)}\"\)",
                          sources, re.M), f"{requirement}: no code imports {module}"
+
+
+def test_the_distribution_has_its_own_name_and_installs_the_mmcheck_command():
+    assert SETUP["metadata"]["name"] == DISTRIBUTION
+    assert "mmcheck = mmcheck.cli:main" in CONFIG["entry_points"]["console_scripts"]
+    assert "mmcheck = mmcheck.plugin" in CONFIG["entry_points"]["pytest11"]
+
+
+def test_every_install_line_names_the_distribution():
+    """The bare name, with or without extras, would install the other project of that name."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    # \x5b is "[", written so that this line does not match itself
+    wrong = re.compile(r"""(?<![\w-])mmcheck\x5b|pip install (?:-\S+ )*(?:'|")?mmcheck(?:'|")?(?![\w\x5b-])""")
+    offenders = []
+    for name in tracked:
+        path = ROOT / name
+        if path.suffix in (".py", ".md", ".cfg", ".ini", ".toml", ".yml", ".yaml", "") and path.is_file():
+            text = path.read_text(encoding="utf-8", errors="replace")
+            offenders += [f"{name}: {m.group(0).strip()}" for m in wrong.finditer(text)]
+    assert not offenders

@@ -50,7 +50,7 @@ def prepare(op: str, dtype: str, m: int, n: int, k: int, batch: int, alpha: floa
         import cupy
         from cupy_backends.cuda.libs import cublas
     except ImportError as e:
-        raise Unsupported(f"the cuBLAS baseline needs CuPy ({e}); pip install 'mmcheck[bench]'") from None
+        raise Unsupported(f"the cuBLAS baseline needs CuPy ({e}); pip install 'mmcheck-cuda[bench]'") from None
     handle = cupy.cuda.device.get_cublas_handle()
     cublas.setMathMode(handle, cublas.CUBLAS_DEFAULT_MATH)
     cublas.setStream(handle, 0)

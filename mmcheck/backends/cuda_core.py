@@ -2,7 +2,7 @@
 leaves out (copies between host and device memory, a 32-bit memset, the driver's version).  gpu.py holds
 what it shares with the PyCUDA one.
 
-It needs no CUDA toolkit and no PyCUDA: installed from wheels (``pip install 'mmcheck[gpu]'``) it compiles with
+It needs no CUDA toolkit and no PyCUDA: installed from wheels (``pip install 'mmcheck-cuda[gpu]'``) it compiles with
 NVRTC from the NVIDIA wheels (``--compiler nvrtc``, or ``auto`` where nvcc is not on PATH), and with nvcc where
 the toolkit is there.  The cubin is loaded with ``ObjectCode.from_cubin`` in the device's primary context
 (``Device.set_current``), launched with ``launch`` on the legacy default stream, and timed with its events.
@@ -38,7 +38,7 @@ class CudaCoreBackend(GpuBackend):
         try:
             from cuda.core import LEGACY_DEFAULT_STREAM, Device
         except ImportError as e:
-            raise BackendUnavailable(f"cuda.core is not installed ({e}); pip install 'mmcheck[gpu]'") from None
+            raise BackendUnavailable(f"cuda.core is not installed ({e}); pip install 'mmcheck-cuda[gpu]'") from None
         try:
             gpu = Device()  # device 0, as PyCUDA's primary context takes it, unless a context is current
             gpu.set_current()  # retains the primary context and makes it current

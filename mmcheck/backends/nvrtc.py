@@ -303,7 +303,7 @@ def load() -> Library:
         bindings = metadata.version("cuda-bindings")
     except metadata.PackageNotFoundError:
         raise BackendUnavailable("NVRTC is reached through cuda-bindings, which is not installed; pip install "
-                                 "'mmcheck[nvrtc]' and an NVRTC wheel (e.g. nvidia-cuda-nvrtc-cu12)") from None
+                                 "'mmcheck-cuda[nvrtc]' and an NVRTC wheel (e.g. nvidia-cuda-nvrtc-cu12)") from None
     if choice.major is not None and (reason := bindings_rule(bindings, choice.major)):
         raise BackendUnavailable(f"{choice.origin}: {reason}")
     if choice.path:

@@ -29,7 +29,7 @@ class PyCudaBackend(GpuBackend):
         try:
             import pycuda.driver as cuda
         except ImportError as e:
-            raise BackendUnavailable(f"PyCUDA is not installed ({e}); pip install 'mmcheck[cuda]'") from None
+            raise BackendUnavailable(f"PyCUDA is not installed ({e}); pip install 'mmcheck-cuda[cuda]'") from None
         try:
             cuda.init()
             if cuda.Device.count() == 0:
