@@ -174,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "list":
         from .report import kernel_list
 
-        print(kernel_list(list(dict.fromkeys(s for s, _ in catalog.select(globs))), catalog.errors))
+        print(kernel_list(list(dict.fromkeys(s for s, _ in catalog.select(globs))), catalog.errors, catalog.plain))
         return EXIT_USAGE if catalog.errors else EXIT_OK
     return (_check if args.command == "check" else _bench)(args, catalog, globs)
 
@@ -227,7 +227,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     from . import ahead
     from .artifacts import save_failure
     from .check import check, open_runner
-    from .report import json_document, reproduce, summary, table, verdict, write_json
+    from .report import json_document, not_kernel_files, reproduce, summary, table, verdict, write_json
 
     settings = Settings.read(lambda dest: getattr(args, dest, None))
     pairs = catalog.select(globs, settings.dtype)
@@ -311,6 +311,8 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     print(f"backend: {backend}")
     print(table(results))
     print(summary(results, len(catalog.errors)))
+    if catalog.plain:
+        print(not_kernel_files(catalog.plain))
     for r in results:
         told = r.outcome in (Outcome.FAIL, Outcome.ERROR, Outcome.INTERNAL)
         if r.message and told and (args.verbose or not r.as_expected):

@@ -166,12 +166,28 @@ def _runner(config: pytest.Config) -> Runner:
     return runner
 
 
+_PLAIN = pytest.StashKey[list[Path]]()  # the .cu files collection passed over: not kernel files
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """A kernel file (a spec opener, or one written almost right: a failing test saying what to write) is
+    collected; any other ``.cu`` file is listed after collection as not a kernel file, as ``mmcheck check``
+    lists it (spec.collect)."""
     if file_path.suffix != ".cu":
         return None
-    from .spec import has_spec
+    from .spec import kernel_file
 
-    return KernelFile.from_parent(parent, path=file_path) if has_spec(file_path) else None
+    if kernel_file(file_path):
+        return KernelFile.from_parent(parent, path=file_path)
+    parent.config.stash.setdefault(_PLAIN, []).append(file_path)
+    return None
+
+
+def pytest_report_collectionfinish(config: pytest.Config, start_path: Path) -> list[str]:
+    from .report import not_kernel_files
+
+    plain = config.stash.get(_PLAIN, [])
+    return [f"mmcheck: {not_kernel_files([_short(p, start_path) for p in plain])}"] if plain else []
 
 
 class KernelFile(pytest.File):

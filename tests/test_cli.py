@@ -136,11 +136,47 @@ def test_replay_of_one_shape_and_seed(kernels, capsys):
     assert "17x33x5" in out and "float32" not in out
 
 
-def test_list_groups_kernels_by_file(kernels, capsys):
-    assert main(["list", str(kernels)]) == 0
+def test_list_groups_kernels_by_file_under_a_header_within_100_columns(kernels, capsys):
+    (kernels / "helper.cu").write_text("__device__ float twice(float x) { return 2 * x; }\n")
+    long = " and ".join(f"M * {n} + N * {n} + K < 2**31" for n in range(1, 9))
+    (kernels / "good.cu").write_text(KERNEL.format(name="k.good", entry="good", expect="pass")
+                                     .replace('requires = ["cdiv(M, 16) <= 65535"]', f'requires = ["{long}"]'))
+    assert main(["list", "."]) == 0
     out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].split() == ["kernel", "op", "dtypes"] and max(map(len, lines)) <= 100
     assert out.index("bad.cu") < out.index("k.bad") < out.index("good.cu") < out.index("k.good")
-    assert "[known bad] drops_last_k kernel" in out
+    assert re.search(r"^  k\.good +mm  int32, float32$", out, re.M)
+    assert "      [known bad] drops_last_k kernel\n" in out
+    shapes = lines[lines.index("      good kernel") + 1:]
+    assert shapes[0].startswith("      shapes: M * 1 + N * 1 + K < 2**31 and") and shapes[1].startswith("        M * ")
+    assert " ".join(shapes[:4]).replace("         ", " ").startswith(f"      shapes: {long}")
+    assert lines[-1] == "1 .cu file with no mmcheck spec, not a kernel file: helper.cu"
+
+
+def test_a_cu_file_without_a_spec_beside_kernels_is_listed_and_no_error(kernels, capsys):
+    (kernels / "helper.cu").write_text("// shared by the kernels; mmcheck reads no spec here\n__device__ int one();\n")
+    assert main(["check", str(kernels)]) == 0
+    said = capsys.readouterr()
+    assert not said.err.count("mmcheck:"), said.err
+    assert said.out.splitlines()[-1] == f"1 .cu file with no mmcheck spec, not a kernel file: {kernels / 'helper.cu'}"
+
+
+def test_a_cu_file_named_alone_without_a_spec_is_a_usage_error_saying_how_to_add_one(kernels, capsys):
+    (kernels / "helper.cu").write_text("__device__ int one();\n")
+    assert main(["check", str(kernels / "helper.cu")]) == 2
+    assert f"mmcheck: {kernels / 'helper.cu'}: no mmcheck spec: a kernel file holds a comment that opens with " \
+           f"/* mmcheck alone on its line, then [[kernel]] tables (README, \"Adding a kernel\"); mmcheck init " \
+           f"{kernels / 'helper.cu'} writes one\n" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("opener", ["/** mmcheck", "/* MMCHECK", "/*mmcheck", "// mmcheck"])
+def test_an_opener_written_almost_right_is_an_error_saying_what_to_write(kernels, opener, capsys):
+    (kernels / "near.cu").write_text(KERNEL.format(name="k.near", entry="good", expect="pass")
+                                     .replace("/* mmcheck", opener))
+    assert main(["check", str(kernels)]) == 2
+    assert (f"mmcheck: {kernels / 'near.cu'}: line 1: {opener!r} is not a spec opener; write '/* mmcheck' (slash, "
+            "one star, a space, mmcheck in lower case, alone on its line)") in capsys.readouterr().err
 
 
 def test_a_bug_only_a_sanitizer_can_see_is_skipped_with_the_reason(kernels, capsys):
