@@ -22,7 +22,8 @@ from .spec import KernelSpec
 if TYPE_CHECKING:
     from .backends.base import Capabilities
 
-__all__ = ["WORDS", "table", "verdict", "summary", "kernel_list", "not_kernel_files", "json_document", "write_json", "reproduce"]
+__all__ = ["WORDS", "table", "verdict", "summary", "kernel_list", "not_kernel_files", "json_document", "write_json",
+           "reproduce"]
 
 DETAIL_WIDTH = 110  # the table's last column, cut at a word
 LIST_WIDTH = 100  # mmcheck list's lines, wrapped at words

@@ -337,11 +337,11 @@ def collect(paths: Iterable[Path | str]) -> Catalog:
     kernel file (``plain``); one named as a path must have a spec.  A broken file or kernel costs one error and
     loses none of the others; a kernel name already used in an earlier file is an error of the later file's
     kernel."""
-    paths = list(map(Path, paths))
-    named = {p for p in paths if not p.is_dir()}
+    given = [Path(p) for p in paths]
+    named = {p for p in given if not p.is_dir()}
     catalog = Catalog()
     owner: dict[str, Path] = {}
-    for path in find_sources(paths):
+    for path in find_sources(given):
         try:
             text = _read(path)
             if not opener(text).kernel_file and path not in named:
