@@ -171,13 +171,14 @@ _PLAIN = pytest.StashKey[list[Path]]()  # the .cu files collection passed over: 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     """A kernel file (a spec opener, or one written almost right: a failing test saying what to write) is
-    collected; any other ``.cu`` file is listed after collection as not a kernel file, as ``mmcheck check``
-    lists it (spec.collect)."""
+    collected, and so is a ``.cu`` file named alone (without a spec: a failing test saying how to add one);
+    any other ``.cu`` file is listed after collection as not a kernel file, as ``mmcheck check`` lists it
+    (spec.collect)."""
     if file_path.suffix != ".cu":
         return None
     from .spec import kernel_file
 
-    if kernel_file(file_path):
+    if kernel_file(file_path) or parent.session.isinitpath(file_path):
         return KernelFile.from_parent(parent, path=file_path)
     parent.config.stash.setdefault(_PLAIN, []).append(file_path)
     return None

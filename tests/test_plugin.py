@@ -122,6 +122,15 @@ def test_an_opener_written_almost_right_is_a_collected_failure_and_a_file_withou
             "a space, mmcheck in lower case, alone on its line)\n") in out
 
 
+def test_a_cu_file_named_alone_without_a_spec_is_a_failure_saying_how_to_add_one(pytester, this_mmcheck):
+    (pytester.path / "helper.cu").write_text("void launch();\n")
+    result = pytester.runpytest_subprocess("helper.cu", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    assert (f"{pytester.path / 'helper.cu'}: no mmcheck spec: a kernel file holds a comment that opens with "
+            '/* mmcheck alone on its line, then [[kernel]] tables (README, "Adding a kernel"); mmcheck init '
+            f"{pytester.path / 'helper.cu'} writes one\n") in result.stdout.str()
+
+
 # A kernel of the fake backend (tests/fake_backend.py) whose launch raises an exception of the launching code's own.
 OWN = """/* mmcheck
 [[kernel]]
