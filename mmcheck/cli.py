@@ -179,6 +179,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return (_check if args.command == "check" else _bench)(args, catalog, globs)
 
 
+def _unmatched(named: Sequence[tuple[KernelSpec, str]], dtypes: Sequence[str], targets: Sequence[str],
+               what: str) -> str:
+    """Why no kernel is to run: none of the targets' kernels (``named``, each with a dtype it declares) is of
+    a dtype --dtype asks for, and which dtypes they have; or none matches the targets at all."""
+    where = " ".join(targets) or "the default folder"
+    if named and dtypes:
+        have = ", ".join(dict.fromkeys(d for _, d in named))
+        return f"no {what} in {where} has --dtype {', '.join(dtypes)}: its kernels have {have}"
+    return f"no {what} matches {where}"
+
+
 def _each(jobs: Sequence[tuple[str, Callable[[], T]]], unit: str, said: Callable[[str, T], tuple[str, bool]],
           elsewhere: Elsewhere[T] | None = None, order: Sequence[int] | None = None) -> list[T]:
     """Run the jobs (label, job) with a progress display: one after another here, or by ``elsewhere``, which
@@ -232,7 +243,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     settings = Settings.read(lambda dest: getattr(args, dest, None))
     pairs = catalog.select(globs, settings.dtype)
     if not pairs and not catalog.errors:
-        print(f"mmcheck: no kernel matches {' '.join(args.targets) or 'the default folder'}", file=sys.stderr)
+        print(f"mmcheck: {_unmatched(catalog.select(globs), settings.dtype, args.targets, 'kernel')}", file=sys.stderr)
         return EXIT_USAGE
     for e in catalog.errors:
         print(f"mmcheck: {e}", file=sys.stderr)
@@ -398,7 +409,8 @@ def _bench(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     runs = [(s, d, shape) for s, d in catalog.select(globs, settings.dtype) if s.expect == "pass"
             for shape in bench_shapes(s, d, settings.bench_sizes)]
     if not runs:
-        print(f"mmcheck: no correct kernel matches {' '.join(args.targets) or 'the default folder'}", file=sys.stderr)
+        correct = [(s, d) for s, d in catalog.select(globs) if s.expect == "pass"]
+        print(f"mmcheck: {_unmatched(correct, settings.dtype, args.targets, 'correct kernel')}", file=sys.stderr)
         return EXIT_USAGE
     runner = _open_runner(settings, catalog)
     if runner is None:

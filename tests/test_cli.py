@@ -528,3 +528,23 @@ def test_one_process_compiles_ahead_too_once_it_knows_the_device(kernel_files, m
     assert main(["check", str(kernel_files)]) == 0
     pairs = [("k.bad", "int32"), ("k.bad", "float32"), ("k.good", "int32"), ("k.good", "float32")]
     assert started == ([(pairs, cc), "stopped"] if cc else [])
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["check", "--shape", "10x10"], "argument --shape: '10x10' is not a shape: write MxNxK, or MxNxKbBATCH for a "
+                                    "batch, each a positive integer (17x33x5, 64x64x64b4)"),
+    (["bench", "--bench-sizes", "0"], "argument --bench-sizes: '0' is not a benchmark size: write a square size n "
+                                      "(4096) or MxNxK, or MxNxKbBATCH for a batch (1024x1024x1024b8)"),
+])
+def test_a_shape_that_cannot_be_read_is_told_with_the_option_and_the_format(argv, said, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"mmcheck {argv[0]}: error: {said}"
+
+
+@pytest.mark.parametrize("command, what", [("check", "kernel"), ("bench", "correct kernel")])
+def test_a_dtype_no_kernel_has_is_told_with_the_dtypes_the_kernels_have(kernels, command, what, capsys):
+    assert main([command, str(kernels / "good.cu"), "--dtype", "float64", "--dtype", "float16"]) == 2
+    assert capsys.readouterr().err == (f"mmcheck: no {what} in {kernels / 'good.cu'} has --dtype float64, float16: "
+                                       "its kernels have int32, float32\n")
