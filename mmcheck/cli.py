@@ -110,7 +110,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="pytest-benchmark JSON (--benchmark-json, .benchmarks/ of --benchmark-autosave, or "
                              "mmcheck bench --json)")
     report.add_argument("--compare", action="store_true", help="compare the first file's run with the second's")
-    report.add_argument("--plot", metavar="PNG", help="draw GFLOP/s against the problem size (matplotlib)")
+    report.add_argument("--plot", metavar="PNG", help="draw each kernel's %% of cuBLAS (a run of one size), else "
+                                                      "GFLOP/s against the problem size (matplotlib)")
     report.add_argument("--roofline", metavar="PNG", help="draw the roofline chart (matplotlib)")
     check.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     check.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N|auto",
