@@ -81,7 +81,7 @@ HANG = GOOD.replace("user.good", "user.hang").replace("C[r * N + c] = s;", "whil
 
 
 @needs_gpp
-def test_kernel_files_are_test_files_one_test_per_kernel_and_dtype(pytester):
+def test_kernel_files_are_test_files_one_test_per_kernel_and_dtype(pytester, this_mmcheck):
     kernels = pytester.mkdir("kernels")
     (kernels / "good.cu").write_text(GOOD)
     (kernels / "bug.cu").write_text(BUG)
