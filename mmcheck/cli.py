@@ -21,7 +21,7 @@ from .devices import shared_capability
 from .errors import BackendUnavailable, SpecError, Unsupported
 from .options import OPTIONS, Settings
 from .results import Outcome
-from .spec import Catalog, collect
+from .spec import NO_SPEC, Catalog, collect, kernel_file
 
 if TYPE_CHECKING:
     from .backends.base import Capabilities
@@ -155,6 +155,9 @@ def _catalog(args: argparse.Namespace) -> tuple[Catalog, tuple[str, ...]]:
     sources = paths + (args.src or [])
     if not sources and not Path(SRC).is_dir():
         raise SpecError(SRC, "no such folder here: name .cu files or folders to check (or use --src)")
+    # A file named that is no kernel file is a usage error, as a path that is not there is.
+    if plain := next((p for p in map(Path, sources) if p.is_file() and not kernel_file(p)), None):
+        raise SpecError(plain, NO_SPEC.format(path=plain))
     return collect(sources or [SRC]), globs
 
 
@@ -245,6 +248,8 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     pairs = catalog.select(globs, settings.dtype)
     if not pairs and not catalog.errors:
         print(f"mmcheck: {_unmatched(catalog.select(globs), settings.dtype, args.targets, 'kernel')}", file=sys.stderr)
+        if catalog.plain and not catalog.specs:
+            print(f"mmcheck: {not_kernel_files(catalog.plain)}", file=sys.stderr)
         return EXIT_USAGE
     for e in catalog.errors:
         print(f"mmcheck: {e}", file=sys.stderr)

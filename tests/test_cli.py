@@ -164,10 +164,18 @@ def test_a_cu_file_without_a_spec_beside_kernels_is_listed_and_no_error(kernels,
 
 def test_a_cu_file_named_alone_without_a_spec_is_a_usage_error_saying_how_to_add_one(kernels, capsys):
     (kernels / "helper.cu").write_text("__device__ int one();\n")
-    assert main(["check", str(kernels / "helper.cu")]) == 2
-    assert f"mmcheck: {kernels / 'helper.cu'}: no mmcheck spec: a kernel file holds a comment that opens with " \
-           f"/* mmcheck alone on its line, then [[kernel]] tables (README, \"Adding a kernel\"); mmcheck init " \
-           f"{kernels / 'helper.cu'} writes one\n" in capsys.readouterr().err
+    assert main(["check", str(kernels / "helper.cu"), str(kernels / "good.cu")]) == 2
+    said = capsys.readouterr()
+    assert said.err == f"mmcheck: {kernels / 'helper.cu'}: no mmcheck spec: a kernel file holds a comment that " \
+        f"opens with /* mmcheck alone on its line, then [[kernel]] tables (README, \"Adding a kernel\"); mmcheck " \
+        f"init {kernels / 'helper.cu'} writes one\n" and not said.out
+    # A folder of no kernel file: nothing to check, and why.
+    (kernels / "good.cu").unlink()
+    (kernels / "bad.cu").unlink()
+    assert main(["check", str(kernels)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"mmcheck: no kernel matches {kernels}",
+        f"mmcheck: 1 .cu file with no mmcheck spec, not a kernel file: {kernels / 'helper.cu'}"]
 
 
 @pytest.mark.parametrize("opener", ["/** mmcheck", "/* MMCHECK", "/*mmcheck", "// mmcheck"])
