@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import graphlib
+import itertools
 import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,6 +31,7 @@ __all__ = [
     "parse_specs",
     "load_specs",
     "OPENER",
+    "NO_SPEC",
     "Opener",
     "opener",
     "kernel_file",
@@ -57,7 +59,8 @@ NO_SPEC = (f"no mmcheck spec: a kernel file holds a comment that opens with {OPE
 _BLOCK = re.compile(r"/\*[ \t]+mmcheck[ \t]*(?=\r?\n|\*/)(.*?)\*/", re.S)
 # Any comment's start and the rest of its line, where a spec opener written almost right is looked for.
 _COMMENT = re.compile(r"(/\*+!?|//+!?)([^\n]*)")
-_WORD = re.compile(r"[A-Za-z][A-Za-z_\- ]{0,15}\Z")
+_WORD = re.compile(r"[A-Za-z][A-Za-z_\- ]{0,15}\Z")  # one word alone (maybe spaced: "mm check")
+_FIRST = re.compile(r"[A-Za-z][A-Za-z_\-]*")  # the first word after a comment's start
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
 _SHAPE = re.compile(r"[1-9]\d*x[1-9]\d*x[1-9]\d*(b[1-9]\d*)?\Z")
@@ -254,25 +257,35 @@ class Opener:
 
 
 def opener(text: str) -> Opener:
-    """The spec opener of a file's text.  A comment is taken for an opener written almost right where the rest
-    of its line, after the comment's start, is one word that is ``mmcheck`` once case, spaces, hyphens and
-    underscores are set aside, or one letter off (added, dropped, changed or two swapped): ``/** mmcheck``,
-    ``/* MMCHECK``, ``/*mmcheck``, ``/* mm-check``, ``// mmcheck``, ``/* mmchek``.  A comment that goes on in
-    words (``// mmcheck reads the spec below``) is prose, not an opener."""
+    """The spec opener of a file's text.  A comment is taken for an opener written almost right where its first
+    word is ``mmcheck`` once case, spaces, hyphens and underscores are set aside, or one letter off (added,
+    dropped, changed or two swapped), and that word is alone on its line or the comment holds ``[[kernel``:
+    ``/** mmcheck``, ``/* MMCHECK``, ``/*mmcheck``, ``/* mm-check``, ``// mmcheck``, ``/* mmchek``,
+    ``/* mmcheck v2`` above a table.  A comment that goes on in words (``// mmcheck reads the spec below``) is
+    prose, not an opener."""
     if _BLOCK.search(text):
         return Opener(spec=True)
     for match in _COMMENT.finditer(text):
-        start, rest = match.group(1), match.group(2).rstrip()
-        rest = rest.removesuffix("*/").strip().removesuffix(":")
-        if not _WORD.match(rest):
-            continue
-        word = re.sub(r"[\s_\-]", "", rest.lower())
-        if _near("mmcheck", word):
-            line = text.count("\n", 0, match.start()) + 1
-            written = f"{start}{match.group(2)}".strip()
-            return Opener(near=f"line {line}: {written!r} is not a spec opener; write {OPENER!r} (slash, one star, "
-                               "a space, mmcheck in lower case, alone on its line)")
+        start, line = match.group(1), match.group(2)
+        rest = line.strip().removesuffix("*/").strip().removesuffix(":")
+        alone, first = _WORD.match(rest), _FIRST.match(rest)
+        if (alone and _near("mmcheck", re.sub(r"[\s_\-]", "", rest.lower()))) or (
+                first and _near("mmcheck", first.group().lower().replace("-", "").replace("_", ""))
+                and "[[kernel" in _comment_body(text, match)):
+            number = text.count("\n", 0, match.start()) + 1
+            written = f"{start}{line}".strip()
+            return Opener(near=f"line {number}: {written!r} is not a spec opener; write {OPENER!r} (slash, one "
+                               "star, a space, mmcheck in lower case, alone on its line)")
     return Opener()
+
+
+def _comment_body(text: str, match: re.Match[str]) -> str:
+    """The text of the comment ``match`` opens: up to its ``*/``, or its run of ``//`` lines."""
+    if match.group(1).startswith("/*"):
+        end = text.find("*/", match.end(1))
+        return text[match.end(1):end if end >= 0 else len(text)]
+    lines = text[match.start():].splitlines()
+    return "\n".join(itertools.takewhile(lambda ln: ln.lstrip().startswith("//"), lines))
 
 
 def _near(word: str, other: str) -> bool:

@@ -229,7 +229,7 @@ def test_an_unforeseen_failure_costs_its_kernel_alone(tmp_path: Path, monkeypatc
 
 
 NEAR_MISSES = ["/** mmcheck", "/* MMCHECK", "/*mmcheck", "/* mm-check", "// mmcheck", "/* mmchek", "/*! mmcheck",
-               "/// MmCheck", "/* mm_check:", "/* mmcehck", "/* mmmcheck"]
+               "/// MmCheck", "/* mm_check:", "/* mmcehck", "/* mmmcheck", "/* mmcheck v2", "/* mmcheck -- the spec"]
 
 
 @pytest.mark.parametrize("opener", NEAR_MISSES)
@@ -245,7 +245,7 @@ def test_an_opener_written_almost_right_is_an_error_that_says_what_to_write(open
 @pytest.mark.parametrize("comment", [
     "// mmcheck reads the spec of this file", "/* This kernel is checked by mmcheck. */", "// check",
     "/* unchecked */", "// TODO: run mmcheck", "// recheck", "/* mmcheck v2 needs a spec */", "// mm",
-    "/*\n * mmcheck is run in CI on every push\n */"])
+    "/*\n * mmcheck is run in CI on every push\n */", "// mmcheck reads the tables\nint x;  // [[kernel]]"])
 def test_a_comment_that_mentions_mmcheck_in_prose_is_no_opener(comment):
     assert spec.opener(f"{comment}\n__global__ void k() {{}}\n") == spec.Opener()
 
