@@ -21,7 +21,7 @@ from .devices import shared_capability
 from .errors import BackendUnavailable, SpecError, Unsupported
 from .options import OPTIONS, Settings
 from .results import Outcome
-from .spec import Catalog, collect
+from .spec import NO_SPEC, Catalog, collect, kernel_file
 
 if TYPE_CHECKING:
     from .backends.base import Capabilities
@@ -44,8 +44,9 @@ EXIT_CODES = """exit status:
        benchmark ran
   1    a kernel did not (a wrong result, a crash, a hang, a compile error, a known-bad kernel missed), or
        check --fail-on-skip and a kernel was skipped; reported even where a spec elsewhere is broken
-  2    a usage error (among them what the backend cannot do: bench without a clock, --large where shapes
-       past 2**31 elements cannot run), or a spec that cannot be read (and no kernel failed)
+  2    a usage error (among them what the backend cannot do: bench where nothing can time the kernels, as
+       without a GPU; --large where shapes past 2**31 elements cannot run; a .cu file named that has no
+       spec), or a spec that cannot be read (and no kernel failed)
   3    an internal error: mmcheck's own code failed on a case (a bug to report; the case has no verdict),
        and no kernel failed
   130  interrupted (Ctrl-C): what finished is printed, and --json is written with "complete": false"""
@@ -110,7 +111,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="pytest-benchmark JSON (--benchmark-json, .benchmarks/ of --benchmark-autosave, or "
                              "mmcheck bench --json)")
     report.add_argument("--compare", action="store_true", help="compare the first file's run with the second's")
-    report.add_argument("--plot", metavar="PNG", help="draw GFLOP/s against the problem size (matplotlib)")
+    report.add_argument("--plot", metavar="PNG", help="draw each kernel's %% of cuBLAS (a run of one size), else "
+                                                      "GFLOP/s against the problem size (matplotlib)")
     report.add_argument("--roofline", metavar="PNG", help="draw the roofline chart (matplotlib)")
     check.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     check.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N|auto",
@@ -154,6 +156,9 @@ def _catalog(args: argparse.Namespace) -> tuple[Catalog, tuple[str, ...]]:
     sources = paths + (args.src or [])
     if not sources and not Path(SRC).is_dir():
         raise SpecError(SRC, "no such folder here: name .cu files or folders to check (or use --src)")
+    # A file named that is no kernel file is a usage error, as a path that is not there is.
+    if plain := next((p for p in map(Path, sources) if p.is_file() and not kernel_file(p)), None):
+        raise SpecError(plain, NO_SPEC.format(path=plain))
     return collect(sources or [SRC]), globs
 
 
@@ -174,9 +179,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "list":
         from .report import kernel_list
 
-        print(kernel_list(list(dict.fromkeys(s for s, _ in catalog.select(globs))), catalog.errors))
+        print(kernel_list(list(dict.fromkeys(s for s, _ in catalog.select(globs))), catalog.errors, catalog.plain))
         return EXIT_USAGE if catalog.errors else EXIT_OK
     return (_check if args.command == "check" else _bench)(args, catalog, globs)
+
+
+def _unmatched(named: Sequence[tuple[KernelSpec, str]], dtypes: Sequence[str], targets: Sequence[str],
+               what: str) -> str:
+    """Why no kernel is to run: none of the targets' kernels (``named``, each with a dtype it declares) is of
+    a dtype --dtype asks for, and which dtypes they have; or none matches the targets at all."""
+    where = " ".join(targets) or "the default folder"
+    if named and dtypes:
+        have = ", ".join(dict.fromkeys(d for _, d in named))
+        return f"no {what} in {where} has --dtype {', '.join(dtypes)}: its kernels have {have}"
+    return f"no {what} matches {where}"
 
 
 def _each(jobs: Sequence[tuple[str, Callable[[], T]]], unit: str, said: Callable[[str, T], tuple[str, bool]],
@@ -227,12 +243,14 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     from . import ahead
     from .artifacts import save_failure
     from .check import check, open_runner
-    from .report import json_document, reproduce, summary, table, verdict, write_json
+    from .report import json_document, not_kernel_files, reproduce, summary, table, verdict, write_json
 
     settings = Settings.read(lambda dest: getattr(args, dest, None))
     pairs = catalog.select(globs, settings.dtype)
     if not pairs and not catalog.errors:
-        print(f"mmcheck: no kernel matches {' '.join(args.targets) or 'the default folder'}", file=sys.stderr)
+        print(f"mmcheck: {_unmatched(catalog.select(globs), settings.dtype, args.targets, 'kernel')}", file=sys.stderr)
+        if catalog.plain and not catalog.specs:
+            print(f"mmcheck: {not_kernel_files(catalog.plain)}", file=sys.stderr)
         return EXIT_USAGE
     for e in catalog.errors:
         print(f"mmcheck: {e}", file=sys.stderr)
@@ -311,6 +329,8 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     print(f"backend: {backend}")
     print(table(results))
     print(summary(results, len(catalog.errors)))
+    if catalog.plain:
+        print(not_kernel_files(catalog.plain))
     for r in results:
         told = r.outcome in (Outcome.FAIL, Outcome.ERROR, Outcome.INTERNAL)
         if r.message and told and (args.verbose or not r.as_expected):
@@ -396,7 +416,8 @@ def _bench(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     runs = [(s, d, shape) for s, d in catalog.select(globs, settings.dtype) if s.expect == "pass"
             for shape in bench_shapes(s, d, settings.bench_sizes)]
     if not runs:
-        print(f"mmcheck: no correct kernel matches {' '.join(args.targets) or 'the default folder'}", file=sys.stderr)
+        correct = [(s, d) for s, d in catalog.select(globs) if s.expect == "pass"]
+        print(f"mmcheck: {_unmatched(correct, settings.dtype, args.targets, 'correct kernel')}", file=sys.stderr)
         return EXIT_USAGE
     runner = _open_runner(settings, catalog)
     if runner is None:

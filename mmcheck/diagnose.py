@@ -216,9 +216,18 @@ def _dropped_terms(e: Evidence) -> str | None:
         return None
     missing = (e.product(e.want) - e.product(e.got))[bad]
     k = e.a.shape[2]
-    if np.array_equal(missing, terms[:, :, 0, :][bad]):
+    first, last = (np.array_equal(missing, terms[:, :, i, :][bad]) for i in (0, k - 1))
+    # At K = 1 the first term is the last; elsewhere the data may make them equal where C is wrong.  The loop
+    # that drops the first starts at k = 1; the one that drops the last stops before K - 1.
+    if first and k == 1:
+        return ("every wrong element is off by exactly A[i,0]*B[0,j], its only k term (K = 1): no k term is summed "
+                "(a loop bound off by one: k from 1, or k < K - 1?)")
+    if first and last:
+        return (f"every wrong element is off by exactly A[i,0]*B[0,j], which equals A[i,{k - 1}]*B[{k - 1},j] "
+                "there: the first or the last k term is dropped (a loop bound off by one?)")
+    if first:
         return ("every wrong element is off by exactly A[i,0]*B[0,j]: the first k term is dropped "
-                "(a loop bound off by one?)")
+                "(a loop bound off by one: k from 1?)")
     suffix = np.cumsum(terms[:, :, ::-1, :], axis=2)[:, :, ::-1, :]  # suffix[..., k0, :] = sum over k >= k0
     for k0 in range(k - 1, 0, -1):
         if np.array_equal(missing, suffix[:, :, k0, :][bad]):
@@ -226,7 +235,7 @@ def _dropped_terms(e: Evidence) -> str | None:
                 return f"every wrong element lacks exactly the terms k >= {k0} ({threshold})"
             if k0 == k - 1:
                 return (f"every wrong element is off by exactly A[i,{k0}]*B[{k0},j]: the last k term is dropped "
-                        "(a loop bound off by one?)")
+                        "(a loop bound off by one: k < K - 1?)")
             return f"every wrong element lacks exactly the terms k >= {k0}{_k_tiles(k0, k, e.tiles)}"
     return None
 

@@ -67,7 +67,11 @@ class Shape:
 
 def bench_size(text: str) -> int | Shape:
     """A benchmark size as given on a command line: ``4096`` (square) or ``1024x1024x1024b128``."""
-    return int(text) if text.strip().isdigit() else Shape.parse(text)
+    if not text.strip().isdigit():
+        return Shape.parse(text)
+    if int(text) < 1:
+        raise ValueError(f"not a benchmark size: {text!r} (a square size is positive)")
+    return int(text)
 
 
 

@@ -56,13 +56,21 @@ def _method(name: str) -> str:
 def _shape(text: str) -> Shape:
     from .ops import Shape
 
-    return Shape.parse(text)
+    try:
+        return Shape.parse(text)
+    except ValueError:  # argparse would say "invalid _shape value", naming this function
+        raise argparse.ArgumentTypeError(f"{text!r} is not a shape: write MxNxK, or MxNxKbBATCH for a batch, "
+                                         "each a positive integer (17x33x5, 64x64x64b4)") from None
 
 
 def _bench_size(text: str) -> int | Shape:
     from .ops import bench_size
 
-    return bench_size(text)
+    try:
+        return bench_size(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a benchmark size: write a square size n (4096) or "
+                                         "MxNxK, or MxNxKbBATCH for a batch (1024x1024x1024b8)") from None
 
 
 @dataclass(frozen=True)

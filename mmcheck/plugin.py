@@ -29,6 +29,9 @@ distinct (op, dtype, shape) those run, for the cuBLAS baseline::
     @pytest.mark.mmcheck(bench=True)
     def test_benchmark(mmcheck_bench, record_benchmark, kernel, dtype, bench_shape):
         record_benchmark(mmcheck_bench.run(kernel, dtype, bench_shape))
+
+Where nothing can time them (no backend, or one without a clock) they skip with one reason, and
+``--benchmark-only`` exits 4, pytest's usage error (_Untimed).
 """
 
 from __future__ import annotations
@@ -108,6 +111,7 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = dataclasses.replace(settings, src=(str(default),) if default.is_dir() else ())
     config.stash[_SETTINGS] = settings
     config.pluginmanager.register(_LaunchDomains(), "mmcheck-launch-domains")
+    config.pluginmanager.register(_Untimed(), "mmcheck-untimed")
     _pin_gpu(os.environ, settings.backend)
 
 
@@ -166,12 +170,29 @@ def _runner(config: pytest.Config) -> Runner:
     return runner
 
 
+_PLAIN = pytest.StashKey[list[Path]]()  # the .cu files collection passed over: not kernel files
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """A kernel file (a spec opener, or one written almost right: a failing test saying what to write) is
+    collected, and so is a ``.cu`` file named alone (without a spec: a failing test saying how to add one);
+    any other ``.cu`` file is listed after collection as not a kernel file, as ``mmcheck check`` lists it
+    (spec.collect)."""
     if file_path.suffix != ".cu":
         return None
-    from .spec import has_spec
+    from .spec import kernel_file
 
-    return KernelFile.from_parent(parent, path=file_path) if has_spec(file_path) else None
+    if kernel_file(file_path) or parent.session.isinitpath(file_path):
+        return KernelFile.from_parent(parent, path=file_path)
+    parent.config.stash.setdefault(_PLAIN, []).append(file_path)
+    return None
+
+
+def pytest_report_collectionfinish(config: pytest.Config, start_path: Path) -> list[str]:
+    from .report import not_kernel_files
+
+    plain = config.stash.get(_PLAIN, [])
+    return [f"mmcheck: {not_kernel_files([_short(p, start_path) for p in plain])}"] if plain else []
 
 
 class KernelFile(pytest.File):
@@ -252,6 +273,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 _DOMAIN = "mmcheck launch domain"
+_UNTIMED = pytest.StashKey[str]()  # why the session's benchmarks cannot be timed: its backend has no clock
+
+
+class _Untimed:
+    """Benchmarks that nothing here can time (no backend, or one without a clock).  Under --benchmark-only,
+    where benchmarks are all that was asked for, a run that timed none of them is no success: its exit status
+    is pytest's usage error (4), as ``mmcheck bench`` exits 2 there."""
+
+    def __init__(self) -> None:
+        self.skipped = 0
+        self.failed_run = False
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.skipped += getattr(report, "mmcheck_untimed", False)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        config = session.config
+        if self.skipped and session.exitstatus == pytest.ExitCode.OK and not hasattr(config, "workerinput") \
+                and config.getoption("benchmark_only", False):
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            self.failed_run = True
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.failed_run:
+            terminalreporter.write_line(
+                f"mmcheck: --benchmark-only timed nothing here ({self.skipped} benchmarks skipped, the reason in the "
+                f"short summary): exit status {int(pytest.ExitCode.USAGE_ERROR)}")
 
 
 class _LaunchDomains:
@@ -275,10 +323,20 @@ class _LaunchDomains:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     """A test that an error of mmcheck's own (InternalError) ended is marked, to be told as an error
-    (pytest_report_teststatus): no verdict on a kernel, neither failed nor, if known-bad, caught."""
+    (pytest_report_teststatus): no verdict on a kernel, neither failed nor, if known-bad, caught.  A benchmark
+    skipped because nothing here can time it is marked too (_Untimed), and told without its line, so that the
+    short summary says the reason once for all the benchmarks of a file."""
     outcome = yield
     if call.excinfo is not None and call.excinfo.errisinstance(InternalError):
         outcome.get_result().mmcheck_internal = True
+    report = outcome.get_result()
+    if call.when == "setup" and report.skipped and "mmcheck_bench" in getattr(item, "fixturenames", ()) \
+            and isinstance(report.longrepr, tuple):
+        runner = item.config.stash.get(_RUNNER, None)
+        reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+        if reason in (item.config.stash.get(_UNTIMED, None), runner if isinstance(runner, str) else None):
+            report.mmcheck_untimed = True
+            report.longrepr = (str(item.path), None, report.longrepr[2])
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
@@ -461,14 +519,16 @@ def _judge(result: Result, runner: Runner, settings: Settings) -> None:
 
 
 @pytest.fixture(scope="session")
-def mmcheck_bench(runner, mmcheck_settings: Settings):
+def mmcheck_bench(request: pytest.FixtureRequest, runner, mmcheck_settings: Settings):
     """Benchmarks on the session's backend, by the method the options choose (bench/benchmark.py); the test
-    is skipped, saying why, where the backend has no clock."""
+    is skipped, saying why, where the backend has no clock (the same words for every benchmark: one line of
+    the short summary per file, _Untimed)."""
     from .bench.benchmark import Bench
 
     try:
         return Bench(runner, mmcheck_settings.method())
     except Unsupported as e:
+        request.config.stash[_UNTIMED] = str(e)
         pytest.skip(str(e))
 
 

@@ -22,9 +22,12 @@ from .spec import KernelSpec
 if TYPE_CHECKING:
     from .backends.base import Capabilities
 
-__all__ = ["WORDS", "table", "verdict", "summary", "kernel_list", "json_document", "write_json", "reproduce"]
+__all__ = ["WORDS", "table", "verdict", "summary", "kernel_list", "not_kernel_files", "json_document", "write_json",
+           "reproduce"]
 
 DETAIL_WIDTH = 110  # the table's last column, cut at a word
+LIST_WIDTH = 100  # mmcheck list's lines, wrapped at words
+_NAMED = 5  # the files not_kernel_files names, before "and N more"
 
 
 def _grid(rows: Sequence[Sequence[str]]) -> str:
@@ -96,26 +99,56 @@ _ONE = {"errors": "error", "internal errors (mmcheck's own)": "internal error (m
         "broken specs": "broken spec"}
 
 
-def kernel_list(specs: Sequence[KernelSpec], errors: Sequence[SpecError]) -> str:
-    """Kernels grouped by file, one line each: name, op, dtypes, requires and launch domain (of its first
-    dtype), and what it does."""
-    out: list[str] = []
+def kernel_list(specs: Sequence[KernelSpec], errors: Sequence[SpecError], plain: Sequence[Path] = ()) -> str:
+    """Kernels grouped by file under a header row, each a row of name, op and dtypes, then indented lines of
+    what it does, the shapes its spec admits and its launch domain (of its first dtype), all within
+    LIST_WIDTH columns; then the broken specs, and the ``.cu`` files that are no kernel files."""
+    name = max([len("kernel"), *(len(s.name) for s in specs)]) + 2
+    op = max([len("op"), *(len(s.op) for s in specs)])
+    out = [f"{'kernel':<{name}}  {'op':<{op}}  dtypes"]
     for path in sorted({s.path for s in specs}):
-        group = [s for s in specs if s.path == path]
-        out.append(f"{path}")
-        rows = [("  " + s.name, s.op, ",".join(s.dtypes), _requires(s),
-                 ("[known bad] " if s.expect == "fail" else "") + s.about) for s in group]
-        out.append(_grid(rows))
-    out += [f"ERROR {e}" for e in errors]
+        out.append(str(path))
+        for s in (s for s in specs if s.path == path):
+            out.append(_wrap(", ".join(s.dtypes), f"  {s.name:<{name - 2}}  {s.op:<{op}}  "))
+            about = ("[known bad] " if s.expect == "fail" else "") + s.about
+            out += [_wrap(text, "      ", "        ") for text in (about, *_shapes(s)) if text]
+    out += [_wrap(str(e), "ERROR ", "  ") for e in errors]
+    if plain:
+        out.append(_wrap(not_kernel_files(plain), "", "  "))
     return "\n".join(out)
 
 
-def _requires(spec: KernelSpec) -> str:
-    """The requires as one condition: each part parenthesised where it holds a boolean operator."""
+def not_kernel_files(paths: Sequence[Path | str]) -> str:
+    """The ``.cu`` files found that have no spec, in one line: they are not kernel files (spec.collect)."""
+    names = ", ".join(map(str, paths[:_NAMED])) + (f" and {len(paths) - _NAMED} more" if len(paths) > _NAMED else "")
+    what = "1 .cu file with no mmcheck spec, not a kernel file" if len(paths) == 1 else \
+        f"{len(paths)} .cu files with no mmcheck spec, not kernel files"
+    return f"{what}: {names}"
+
+
+def _wrap(text: str, first: str, rest: str | None = None) -> str:
+    """``text`` after ``first``, wrapped at words within LIST_WIDTH columns, later lines indented by ``rest``
+    (as far as ``first`` where None); never inside a name, nor at a _KEEP."""
+    return textwrap.fill(text, LIST_WIDTH, initial_indent=first, subsequent_indent=rest or " " * len(first),
+                         break_on_hyphens=False, break_long_words=False).replace(_KEEP, " ")
+
+
+_KEEP = "\xa0"  # a space _wrap breaks no line at: textwrap breaks at ASCII whitespace only
+
+
+def _shapes(spec: KernelSpec) -> tuple[str, str]:
+    """The shapes the spec admits (its requires as one condition, each part parenthesised where it holds a
+    boolean operator), and its launch domain for its first dtype ("" where no limit bounds it)."""
     parts = [r.text if len(spec.requires) == 1 or not any(w in f" {r.text} " for w in (" or ", " and ", " not "))
              else f"({r.text})" for r in spec.requires]
     domain = launch_domain(launch_limits(spec, spec.dtypes[0]), spec.strict_launch)
-    return "; ".join(filter(None, (" and ".join(parts) or "any shape", domain)))
+    # A line breaks between the conditions joined by "and", not inside one where each fits on a line.
+    conditions = " and ".join(parts).split(" and ")
+    if not parts:
+        return "shapes: any", domain
+    if max(map(len, conditions)) < LIST_WIDTH // 2:
+        return f"shapes: {(_KEEP + 'and ').join(c.replace(' ', _KEEP) for c in conditions)}", domain
+    return f"shapes: {' and '.join(conditions)}", domain
 
 
 def reproduce(case: Case, backend: str, declared: Capabilities, compiler: str = COMPILER) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import graphlib
+import itertools
 import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,7 +30,11 @@ __all__ = [
     "KernelSpec",
     "parse_specs",
     "load_specs",
-    "has_spec",
+    "OPENER",
+    "NO_SPEC",
+    "Opener",
+    "opener",
+    "kernel_file",
     "find_sources",
     "Catalog",
     "collect",
@@ -47,8 +52,15 @@ EXPECTS = ("pass", "fail")
 TYPE_ARGS = ("T", "TC")
 # The checks that can catch a known-bad kernel; ``catch`` in a spec names those expected to.
 CATCHES = ("mismatch", "unwritten", "guard", "input", "race", "fault", "timeout", "barrier", "sanitizer", "launch")
-# The spec is the first block comment that starts with "/* mmcheck".
-_BLOCK = re.compile(r"/\*\s*mmcheck\b(.*?)\*/", re.S)
+# The spec is the first block comment that opens with "/* mmcheck" alone on its line.
+OPENER = "/* mmcheck"
+NO_SPEC = (f"no mmcheck spec: a kernel file holds a comment that opens with {OPENER} alone on its line, then "
+           "[[kernel]] tables (README, \"Adding a kernel\"); mmcheck init {path} writes one")
+_BLOCK = re.compile(r"/\*[ \t]+mmcheck[ \t]*(?=\r?\n|\*/)(.*?)\*/", re.S)
+# Any comment's start and the rest of its line, where a spec opener written almost right is looked for.
+_COMMENT = re.compile(r"(/\*+!?|//+!?)([^\n]*)")
+_WORD = re.compile(r"[A-Za-z][A-Za-z_\- ]{0,15}\Z")  # one word alone (maybe spaced: "mm check")
+_FIRST = re.compile(r"[A-Za-z][A-Za-z_\-]*")  # the first word after a comment's start
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
 _SHAPE = re.compile(r"[1-9]\d*x[1-9]\d*x[1-9]\d*(b[1-9]\d*)?\Z")
@@ -174,9 +186,12 @@ def parse_kernels(text: str, path: Path | str) -> tuple[list[KernelSpec], list[S
     used: a broken kernel costs none of the others in its file.  A name used twice is an error of the later
     table.  Raises SpecError where the block itself cannot be read."""
     path = Path(path)
+    found = opener(text)
+    if found.near:
+        raise SpecError(path, found.near)
     match = _BLOCK.search(text)
     if not match:
-        raise SpecError(path, "no /* mmcheck ... */ spec block found")
+        raise SpecError(path, NO_SPEC.format(path=path))
     line = text.count("\n", 0, match.start(1)) + 1
     try:
         doc = tomllib.loads(match.group(1))
@@ -217,17 +232,82 @@ def load_specs(path: Path | str) -> list[KernelSpec]:
 def read_kernels(path: Path | str) -> tuple[list[KernelSpec], list[SpecError]]:
     """Read a ``.cu`` file: its usable kernels, and an error for each broken one (``parse_kernels``)."""
     path = Path(path)
+    return parse_kernels(_read(path), path)
+
+
+def _read(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise SpecError(path, f"cannot read: {e}") from None
-    return parse_kernels(text, path)
 
 
-def has_spec(path: Path) -> bool:
-    """Whether the file carries an mmcheck spec block (a kernel file, not any .cu file)."""
+@dataclass(frozen=True)
+class Opener:
+    """What a ``.cu`` file opens its spec with: a spec (``spec``), a comment that was meant to open one but is
+    written almost right (``near``: the error that says what to write), or neither (not a kernel file)."""
+
+    spec: bool = False
+    near: str = ""
+
+    @property
+    def kernel_file(self) -> bool:
+        """Whether mmcheck reads the file: it has a spec, or one it cannot use for its opener."""
+        return self.spec or bool(self.near)
+
+
+def opener(text: str) -> Opener:
+    """The spec opener of a file's text.  A comment is taken for an opener written almost right where its first
+    word is ``mmcheck`` once case, spaces, hyphens and underscores are set aside, or one letter off (added,
+    dropped, changed or two swapped), and that word is alone on its line or the comment holds ``[[kernel``:
+    ``/** mmcheck``, ``/* MMCHECK``, ``/*mmcheck``, ``/* mm-check``, ``// mmcheck``, ``/* mmchek``,
+    ``/* mmcheck v2`` above a table.  A comment that goes on in words (``// mmcheck reads the spec below``) is
+    prose, not an opener."""
+    if _BLOCK.search(text):
+        return Opener(spec=True)
+    for match in _COMMENT.finditer(text):
+        start, line = match.group(1), match.group(2)
+        rest = line.strip().removesuffix("*/").strip().removesuffix(":")
+        alone, first = _WORD.match(rest), _FIRST.match(rest)
+        if (alone and _near("mmcheck", re.sub(r"[\s_\-]", "", rest.lower()))) or (
+                first and _near("mmcheck", first.group().lower().replace("-", "").replace("_", ""))
+                and "[[kernel" in _comment_body(text, match)):
+            number = text.count("\n", 0, match.start()) + 1
+            written = f"{start}{line}".strip()
+            return Opener(near=f"line {number}: {written!r} is not a spec opener; write {OPENER!r} (slash, one "
+                               "star, a space, mmcheck in lower case, alone on its line)")
+    return Opener()
+
+
+def _comment_body(text: str, match: re.Match[str]) -> str:
+    """The text of the comment ``match`` opens: up to its ``*/``, or its run of ``//`` lines."""
+    if match.group(1).startswith("/*"):
+        end = text.find("*/", match.end(1))
+        return text[match.end(1):end if end >= 0 else len(text)]
+    lines = text[match.start():].splitlines()
+    return "\n".join(itertools.takewhile(lambda ln: ln.lstrip().startswith("//"), lines))
+
+
+def _near(word: str, other: str) -> bool:
+    """Whether ``other`` is ``word`` or one edit away: a letter added, dropped or changed, or two beside each other
+    swapped."""
+    if word == other:
+        return True
+    if abs(len(word) - len(other)) > 1:
+        return False
+    if len(word) == len(other):
+        diff = [i for i, (a, b) in enumerate(zip(word, other)) if a != b]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and word[diff[0]] == other[diff[1]] and word[diff[1]] == other[diff[0]])
+    short, long = sorted((word, other), key=len)
+    return any(long[:i] + long[i + 1:] == short for i in range(len(long)))
+
+
+def kernel_file(path: Path) -> bool:
+    """Whether mmcheck reads the ``.cu`` file: it opens a spec, or one written almost right (an error to tell);
+    any other ``.cu`` file is not a kernel file (a helper, a header compiled alone)."""
     try:
-        return _BLOCK.search(path.read_text(encoding="utf-8", errors="replace")) is not None
+        return opener(path.read_text(encoding="utf-8", errors="replace")).kernel_file
     except OSError:
         return False
 
@@ -252,6 +332,7 @@ class Catalog:
     specs: list[KernelSpec] = field(default_factory=list)
     errors: list[SpecError] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    plain: list[Path] = field(default_factory=list)  # .cu files with no spec, found in folders: not kernel files
 
     def select(self, names: Sequence[str] = (), dtypes: Sequence[str] = ()) -> list[tuple[KernelSpec, str]]:
         """(spec, dtype) pairs whose name matches one of the globs ``names`` (all if empty), restricted to
@@ -265,14 +346,22 @@ class Catalog:
 
 
 def collect(paths: Iterable[Path | str]) -> Catalog:
-    """Load every ``.cu`` file under ``paths``.  A broken file or kernel costs one error and loses none of the
-    others; a kernel name already used in an earlier file is an error of the later file's kernel."""
+    """Load every kernel file under ``paths``.  A ``.cu`` file found in a folder with no spec opener is not a
+    kernel file (``plain``); one named as a path must have a spec.  A broken file or kernel costs one error and
+    loses none of the others; a kernel name already used in an earlier file is an error of the later file's
+    kernel."""
+    given = [Path(p) for p in paths]
+    named = {p for p in given if not p.is_dir()}
     catalog = Catalog()
     owner: dict[str, Path] = {}
-    for path in find_sources(paths):
-        catalog.files.append(path)
+    for path in find_sources(given):
         try:
-            specs, errors = read_kernels(path)
+            text = _read(path)
+            if not opener(text).kernel_file and path not in named:
+                catalog.plain.append(path)
+                continue
+            catalog.files.append(path)
+            specs, errors = parse_kernels(text, path)
         except SpecError as e:
             catalog.errors.append(e)
             continue

@@ -136,11 +136,55 @@ def test_replay_of_one_shape_and_seed(kernels, capsys):
     assert "17x33x5" in out and "float32" not in out
 
 
-def test_list_groups_kernels_by_file(kernels, capsys):
-    assert main(["list", str(kernels)]) == 0
+def test_list_groups_kernels_by_file_under_a_header_within_100_columns(kernels, capsys):
+    (kernels / "helper.cu").write_text("__device__ float twice(float x) { return 2 * x; }\n")
+    long = " and ".join(f"M * {n} + N * {n} + K < 2**31" for n in range(1, 9))
+    (kernels / "good.cu").write_text(KERNEL.format(name="k.good", entry="good", expect="pass")
+                                     .replace('requires = ["cdiv(M, 16) <= 65535"]', f'requires = ["{long}"]'))
+    assert main(["list", "."]) == 0
     out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].split() == ["kernel", "op", "dtypes"] and max(map(len, lines)) <= 100
     assert out.index("bad.cu") < out.index("k.bad") < out.index("good.cu") < out.index("k.good")
-    assert "[known bad] drops_last_k kernel" in out
+    assert re.search(r"^  k\.good +mm  int32, float32$", out, re.M)
+    assert "      [known bad] drops_last_k kernel\n" in out
+    shapes = lines[lines.index("      good kernel") + 1:]
+    assert shapes[0].startswith("      shapes: M * 1 + N * 1 + K < 2**31 and") and shapes[1].startswith("        M * ")
+    assert " ".join(shapes[:4]).replace("         ", " ").startswith(f"      shapes: {long}")
+    assert lines[-1] == "1 .cu file with no mmcheck spec, not a kernel file: helper.cu"
+
+
+def test_a_cu_file_without_a_spec_beside_kernels_is_listed_and_no_error(kernels, capsys):
+    (kernels / "helper.cu").write_text("// shared by the kernels; mmcheck reads no spec here\n__device__ int one();\n")
+    assert main(["check", str(kernels)]) == 0
+    said = capsys.readouterr()
+    assert not said.err.count("mmcheck:"), said.err
+    assert said.out.splitlines()[-1] == f"1 .cu file with no mmcheck spec, not a kernel file: {kernels / 'helper.cu'}"
+
+
+def test_a_cu_file_named_alone_without_a_spec_is_a_usage_error_saying_how_to_add_one(kernels, capsys):
+    (kernels / "helper.cu").write_text("__device__ int one();\n")
+    assert main(["check", str(kernels / "helper.cu"), str(kernels / "good.cu")]) == 2
+    said = capsys.readouterr()
+    assert said.err == f"mmcheck: {kernels / 'helper.cu'}: no mmcheck spec: a kernel file holds a comment that " \
+        f"opens with /* mmcheck alone on its line, then [[kernel]] tables (README, \"Adding a kernel\"); mmcheck " \
+        f"init {kernels / 'helper.cu'} writes one\n" and not said.out
+    # A folder of no kernel file: nothing to check, and why.
+    (kernels / "good.cu").unlink()
+    (kernels / "bad.cu").unlink()
+    assert main(["check", str(kernels)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"mmcheck: no kernel matches {kernels}",
+        f"mmcheck: 1 .cu file with no mmcheck spec, not a kernel file: {kernels / 'helper.cu'}"]
+
+
+@pytest.mark.parametrize("opener", ["/** mmcheck", "/* MMCHECK", "/*mmcheck", "// mmcheck"])
+def test_an_opener_written_almost_right_is_an_error_saying_what_to_write(kernels, opener, capsys):
+    (kernels / "near.cu").write_text(KERNEL.format(name="k.near", entry="good", expect="pass")
+                                     .replace("/* mmcheck", opener))
+    assert main(["check", str(kernels)]) == 2
+    assert (f"mmcheck: {kernels / 'near.cu'}: line 1: {opener!r} is not a spec opener; write '/* mmcheck' (slash, "
+            "one star, a space, mmcheck in lower case, alone on its line)") in capsys.readouterr().err
 
 
 def test_a_bug_only_a_sanitizer_can_see_is_skipped_with_the_reason(kernels, capsys):
@@ -492,3 +536,23 @@ def test_one_process_compiles_ahead_too_once_it_knows_the_device(kernel_files, m
     assert main(["check", str(kernel_files)]) == 0
     pairs = [("k.bad", "int32"), ("k.bad", "float32"), ("k.good", "int32"), ("k.good", "float32")]
     assert started == ([(pairs, cc), "stopped"] if cc else [])
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["check", "--shape", "10x10"], "argument --shape: '10x10' is not a shape: write MxNxK, or MxNxKbBATCH for a "
+                                    "batch, each a positive integer (17x33x5, 64x64x64b4)"),
+    (["bench", "--bench-sizes", "0"], "argument --bench-sizes: '0' is not a benchmark size: write a square size n "
+                                      "(4096) or MxNxK, or MxNxKbBATCH for a batch (1024x1024x1024b8)"),
+])
+def test_a_shape_that_cannot_be_read_is_told_with_the_option_and_the_format(argv, said, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"mmcheck {argv[0]}: error: {said}"
+
+
+@pytest.mark.parametrize("command, what", [("check", "kernel"), ("bench", "correct kernel")])
+def test_a_dtype_no_kernel_has_is_told_with_the_dtypes_the_kernels_have(kernels, command, what, capsys):
+    assert main([command, str(kernels / "good.cu"), "--dtype", "float64", "--dtype", "float16"]) == 2
+    assert capsys.readouterr().err == (f"mmcheck: no {what} in {kernels / 'good.cu'} has --dtype float64, float16: "
+                                       "its kernels have int32, float32\n")

@@ -45,6 +45,17 @@ def test_last_k_dropped():
     says(evidence(Shape(5, 6, 7), lambda a, b, w: a[..., :-1] @ b[:, :-1]), "the last k term is dropped")
 
 
+def test_first_k_dropped():
+    says(evidence(Shape(5, 6, 7), lambda a, b, w: a[..., 1:] @ b[:, 1:]),
+         "off by exactly A[i,0]*B[0,j]: the first k term is dropped (a loop bound off by one: k from 1?)")
+
+
+def test_at_k_1_the_dropped_term_is_the_only_one_not_the_first():
+    found = diagnose(evidence(Shape(3, 4, 1), lambda a, b, w: 0 * w))
+    assert any("off by exactly A[i,0]*B[0,j], its only k term (K = 1): no k term is summed" in s for s in found), found
+    assert not any("first" in s or "last" in s for s in found), found
+
+
 def test_last_partial_k_tile_skipped():
     says(evidence(Shape(5, 6, 37), lambda a, b, w: a[..., :32] @ b[:, :32]),
          "lacks exactly the terms k >= 32 (K % 16 = 5: the last partial K tile is skipped)")

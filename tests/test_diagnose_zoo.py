@@ -96,6 +96,18 @@ def test_the_diagnosis_names_the_bug(runner, name):
     assert words in result.message, result.message
 
 
+@pytest.mark.parametrize("shape, words", [
+    (Shape(1, 1, 1), "its only k term (K = 1): no k term is summed (a loop bound off by one: k from 1, or k < K - 1?)"),
+    (Shape(3, 2, 5), "off by exactly A[i,4]*B[4,j]: the last k term is dropped (a loop bound off by one: k < K - 1?)"),
+])
+def test_a_loop_to_k_minus_1_drops_the_last_term_not_the_first(runner, shape, words):
+    """At K = 1 the term a loop ``k < K - 1`` drops is the first as well as the last: the diagnosis says the
+    only term, and at a larger K the last."""
+    result = runner.run(runner.case(ZOO["buggy.drops_last_k"], "float32", shape))
+    assert result.check == "mismatch" and words in result.message, result.message
+    assert "first" not in result.message, result.message
+
+
 def test_a_race_is_caught_on_every_run_not_only_the_first(runner):
     """compute-sanitizer goes silent after enough errors in one process (after 10 runs of this case under
     a print limit of 20, after about 160 without one, on an H200): a race must still be seen after 200

@@ -81,7 +81,7 @@ HANG = GOOD.replace("user.good", "user.hang").replace("C[r * N + c] = s;", "whil
 
 
 @needs_gpp
-def test_kernel_files_are_test_files_one_test_per_kernel_and_dtype(pytester):
+def test_kernel_files_are_test_files_one_test_per_kernel_and_dtype(pytester, this_mmcheck):
     kernels = pytester.mkdir("kernels")
     (kernels / "good.cu").write_text(GOOD)
     (kernels / "bug.cu").write_text(BUG)
@@ -101,7 +101,34 @@ def test_kernel_files_are_test_files_one_test_per_kernel_and_dtype(pytester):
     assert "broken_spec.cu: kernel 'user.x': key 'op'" in out
     assert "FAILED kernels/no_compile.cu::user.bad[float32]" in out and "no_compile.cu:" in out
     assert "FAILED kernels/hang.cu::user.hang[float32]" in out and "2 s" in out
-    assert "plain.cu" not in out
+    assert "mmcheck: 1 .cu file with no mmcheck spec, not a kernel file: kernels/plain.cu" in out
+    assert "plain.cu::" not in out
+
+
+@pytest.mark.parametrize("opener", ["/** mmcheck", "/* MMCHECK", "/*mmcheck", "// mmcheck"])
+def test_an_opener_written_almost_right_is_a_collected_failure_and_a_file_without_a_spec_is_listed(pytester, opener,
+                                                                                                 this_mmcheck):
+    """The rule of ``mmcheck check``: a .cu file without an opener is no kernel file, said once and never a
+    failure; one whose opener is almost right fails, saying what to write."""
+    kernels = pytester.mkdir("kernels")
+    (kernels / "near.cu").write_text(GOOD.replace("/* mmcheck", opener))
+    (kernels / "helper.cu").write_text("// the launcher; mmcheck reads the kernels' files\nvoid launch();\n")
+    result = pytester.runpytest_subprocess("kernels", "-p", "no:cacheprovider", "-rf")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "mmcheck: 1 .cu file with no mmcheck spec, not a kernel file: kernels/helper.cu" in out
+    assert "FAILED kernels/near.cu::spec" in out
+    assert (f"{kernels / 'near.cu'}: line 1: {opener!r} is not a spec opener; write '/* mmcheck' (slash, one star, "
+            "a space, mmcheck in lower case, alone on its line)\n") in out
+
+
+def test_a_cu_file_named_alone_without_a_spec_is_a_failure_saying_how_to_add_one(pytester, this_mmcheck):
+    (pytester.path / "helper.cu").write_text("void launch();\n")
+    result = pytester.runpytest_subprocess("helper.cu", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    assert (f"{pytester.path / 'helper.cu'}: no mmcheck spec: a kernel file holds a comment that opens with "
+            '/* mmcheck alone on its line, then [[kernel]] tables (README, "Adding a kernel"); mmcheck init '
+            f"{pytester.path / 'helper.cu'} writes one\n") in result.stdout.str()
 
 
 # A kernel of the fake backend (tests/fake_backend.py) whose launch raises an exception of the launching code's own.

@@ -118,7 +118,7 @@ def test_each_error_names_file_kernel_and_key(changes, key, message):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("__global__ void k() {}", "no /\\* mmcheck"),
+    ("__global__ void k() {}", "no mmcheck spec: .* opens with /\\* mmcheck alone on its line.*mmcheck init k.cu"),
     ("/* mmcheck\n[[kernel]\nname = 1\n*/", "not valid TOML"),
     ("/* mmcheck\ntitle = 'x'\n*/", "only \\[\\[kernel\\]\\] tables"),
     ("/* mmcheck\n*/", "no \\[\\[kernel\\]\\] table"),
@@ -142,7 +142,8 @@ def test_collect_keeps_good_files_and_reports_each_bad_one_once(tmp_path: Path):
     (tmp_path / "sub" / "none.cu").write_text("__global__ void k() {}")
     catalog = collect([tmp_path])
     assert [s.name for s in catalog.specs] == ["t.mm"]
-    assert sorted(e.path.name for e in catalog.errors) == ["b_dup.cu", "bad.cu", "none.cu"]
+    assert sorted(e.path.name for e in catalog.errors) == ["b_dup.cu", "bad.cu"]
+    assert catalog.plain == [tmp_path / "sub" / "none.cu"]
     (dup,) = catalog.errors_for(tmp_path / "b_dup.cu")
     assert "already used in" in str(dup) and "a_good.cu" in str(dup)
 
@@ -225,3 +226,41 @@ def test_an_unforeseen_failure_costs_its_kernel_alone(tmp_path: Path, monkeypatc
     assert [s.name for s in catalog.specs] == ["t.row"]
     (error,) = catalog.errors
     assert error.kernel == "t.mm" and "OverflowError: a value no check foresaw" in str(error)
+
+
+NEAR_MISSES = ["/** mmcheck", "/* MMCHECK", "/*mmcheck", "/* mm-check", "// mmcheck", "/* mmchek", "/*! mmcheck",
+               "/// MmCheck", "/* mm_check:", "/* mmcehck", "/* mmmcheck", "/* mmcheck v2", "/* mmcheck -- the spec"]
+
+
+@pytest.mark.parametrize("opener", NEAR_MISSES)
+def test_an_opener_written_almost_right_is_an_error_that_says_what_to_write(opener):
+    text = GOOD.replace("/* mmcheck", opener)
+    assert spec.opener(text).kernel_file and not spec.opener(text).spec
+    with pytest.raises(SpecError) as info:
+        parse_specs(text, "k.cu")
+    assert str(info.value) == (f"k.cu: line 2: {opener!r} is not a spec opener; write '/* mmcheck' (slash, one star, "
+                               "a space, mmcheck in lower case, alone on its line)")
+
+
+@pytest.mark.parametrize("comment", [
+    "// mmcheck reads the spec of this file", "/* This kernel is checked by mmcheck. */", "// check",
+    "/* unchecked */", "// TODO: run mmcheck", "// recheck", "/* mmcheck v2 needs a spec */", "// mm",
+    "/*\n * mmcheck is run in CI on every push\n */", "// mmcheck reads the tables\nint x;  // [[kernel]]"])
+def test_a_comment_that_mentions_mmcheck_in_prose_is_no_opener(comment):
+    assert spec.opener(f"{comment}\n__global__ void k() {{}}\n") == spec.Opener()
+
+
+def test_a_cu_file_without_a_spec_in_a_folder_is_listed_not_an_error_but_named_alone_is_one(tmp_path: Path):
+    (tmp_path / "good.cu").write_text(GOOD)
+    (tmp_path / "helper.cu").write_text("// mmcheck does not read this file\n__device__ float twice(float x);\n")
+    (tmp_path / "near.cu").write_text(GOOD.replace("/* mmcheck", "/* MMCHECK").replace("t.mm", "t.near"))
+    catalog = collect([tmp_path])
+    assert [s.name for s in catalog.specs] == ["t.mm"] and catalog.plain == [tmp_path / "helper.cu"]
+    assert [str(e) for e in catalog.errors] == [
+        f"{tmp_path / 'near.cu'}: line 2: '/* MMCHECK' is not a spec opener; write '/* mmcheck' (slash, one star, "
+        "a space, mmcheck in lower case, alone on its line)"]
+    named = collect([tmp_path / "helper.cu"])
+    assert not named.plain and [str(e) for e in named.errors] == [
+        f"{tmp_path / 'helper.cu'}: no mmcheck spec: a kernel file holds a comment that opens with /* mmcheck alone "
+        'on its line, then [[kernel]] tables (README, "Adding a kernel"); mmcheck init '
+        f"{tmp_path / 'helper.cu'} writes one"]

@@ -1,21 +1,28 @@
 """Benchmark plots (matplotlib, the ``plot`` extra, imported only inside these functions; backend Agg).
 
-``throughput``: GFLOP/s against the problem size n (log2 axis; n = M for a square problem, else the cube
-root of M*N*K*batch), one panel per dtype and op (as the table groups them: a gemv and a gemm have different
-cuBLAS lines), every kernel a solid line with the panel's own legend, cuBLAS a black dashed one, the device's
-peak a dotted line.  ``roofline``: arithmetic intensity (flop per byte of compulsory DRAM
-traffic, gflops / gbps) against GFLOP/s on log-log axes, a colour per kernel and a marker per dtype,
-under the device's roofs: the bandwidth roof (peak_gbps) and one compute roof per dtype's peak
-(peak_gflops), all read from the records.  Titles name the device.  Files are written atomically.
+``throughput`` draws what a run can show.  A run with one size per kernel (each kernel x dtype timed at one
+problem): a grouped bar chart, a row per kernel and a bar per dtype in it, of its speed in % of cuBLAS's on
+the same problem (a dashed line at 100%; the last file's where several timed it), or of GFLOP/s where
+nothing has a cuBLAS baseline (int32).  A run with several sizes: GFLOP/s against the problem size n (log2
+axis; n = M for a square problem, else the cube root of M*N*K*batch) in one panel, a line per kernel, dtype
+and op, each with a colour and marker of its own (tab10, then the next marker), cuBLAS black and dashed,
+each dtype's peak dotted, the legend outside the axes.
 
-Each drawn line carries a ``gid`` (``kernel:<label>:<dtype> <op>`` and ``peak:<dtype> <op>`` in a throughput
-panel, ``kernel:<label>:<dtype>``, ``roof:<dtype>`` and ``roof:bandwidth`` on the roofline) so that tests
-and notebooks can find it in the ``*_figure`` functions' figures."""
+``roofline``: arithmetic intensity (flop per byte of compulsory DRAM traffic, gflops / gbps) against GFLOP/s
+on log-log axes, a colour per kernel and a marker per dtype, under the device's roofs: the bandwidth roof
+(peak_gbps) and one compute roof per dtype's peak (peak_gflops), all read from the records.  Titles name the
+device.  Files are written atomically.
+
+Each drawn line or bar carries a ``gid`` (``kernel:<label>:<dtype> <op>`` and ``peak:<dtype>`` on the
+throughput lines, ``bar:<label>:<dtype>`` on its bars; ``kernel:<label>:<dtype>``, ``roof:<dtype>`` and
+``roof:bandwidth`` on the roofline) so that tests and notebooks can find it in the ``*_figure`` functions'
+figures."""
 
 from __future__ import annotations
 
 import io
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +40,8 @@ __all__ = ["problem_size", "roofline", "roofline_figure", "throughput", "through
 BASELINE = "cublas"
 MARKERS = {"int32": "s", "float16": "^", "bfloat16": "v", "float32": "o", "float64": "D", "float16->float32": "P",
            "bfloat16->float32": "X"}
-PANELS_PER_ROW = 2
+# The throughput lines' markers, in turn after every ten colours of tab10.
+SERIES_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 LEGEND_ROWS = 16  # a legend longer than this takes a second column
 
 
@@ -92,58 +100,123 @@ def _labels(records: Sequence[BenchRecord]) -> list[str]:
     return sorted({r.label for r in records}, key=lambda lab: (lab == BASELINE, lab))
 
 
-def _kernel_lines(ax: Axes, records: Sequence[BenchRecord], panel: str, colours: dict[str, Any]) -> None:
-    """GFLOP/s against n, a line per kernel label; cuBLAS black, dashed, on top."""
-    for label in _labels(records):
-        points = sorted((problem_size(r), r.extra["gflops"]) for r in records
-                        if r.label == label and r.extra["gflops"] is not None)
-        if not points:
-            continue
+def _series(records: Sequence[BenchRecord]) -> dict[tuple[str, str, str], list[BenchRecord]]:
+    """The records with GFLOP/s by (kernel label, dtype, op): the kernels in name order, cuBLAS last, each by
+    dtype."""
+    series: dict[tuple[str, str, str], list[BenchRecord]] = {}
+    for r in sorted(records, key=lambda r: (r.label == BASELINE, r.label, dtype_rank(r.dtype), r.extra["op"])):
+        if r.extra["gflops"] is not None:
+            series.setdefault((r.label, r.dtype, r.extra["op"]), []).append(r)
+    return series
+
+
+def _one_size(series: dict[tuple[str, str, str], list[BenchRecord]]) -> bool:
+    """Whether each kernel x dtype was timed at one size: nothing to draw against the size."""
+    return all(len({r.size for r in group}) == 1 for group in series.values())
+
+
+def _styles(keys: Sequence[Any]) -> dict[Any, tuple[Any, str]]:
+    """A colour and a marker per key, no two alike: tab10's ten colours with the first marker, then again
+    with the next."""
+    plt = _pyplot()
+    palette = [plt.get_cmap("tab10")(i) for i in range(10)]
+    return {key: (palette[i % 10], SERIES_MARKERS[i // 10 % len(SERIES_MARKERS)]) for i, key in enumerate(keys)}
+
+
+def _lines_figure(series: dict[tuple[str, str, str], list[BenchRecord]], records: Sequence[BenchRecord]) -> Figure:
+    """GFLOP/s against n in one panel, a line per kernel, dtype and op, the legend right of the axes."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(11, 6), layout="constrained")
+    ops = {op for _, _, op in series}
+    styles = _styles([key for key in series if key[0] != BASELINE])
+    for (label, dtype, op), group in series.items():
+        points = sorted((problem_size(r), r.extra["gflops"]) for r in group)
         xs, ys = zip(*points)
         baseline = label == BASELINE
-        ax.plot(xs, ys, linestyle="--" if baseline else "-", marker="x" if baseline else "o", markersize=5,
-                linewidth=2 if baseline else 1.5, color=colours[label], label="cuBLAS" if baseline else label,
-                gid=f"kernel:{label}:{panel}", zorder=3 if baseline else 2)
-
-
-def _peak_line(ax: Axes, records: Sequence[BenchRecord], panel: str, dtype: str) -> None:
-    """The device's peak for ``dtype``, dotted, labelled at the left."""
-    peaks = [r.extra["peak_gflops"] for r in records if r.extra["peak_gflops"]]
-    if not peaks:
-        return
-    peak = max(peaks)
-    ax.axhline(peak, color="grey", linestyle=":", linewidth=1.2, gid=f"peak:{panel}")
-    ax.annotate(f"peak {sig(peak)} {_unit(dtype)}", (0.02, peak), xycoords=("axes fraction", "data"),
-                xytext=(0, 3), textcoords="offset points", fontsize=8, color="dimgrey", va="bottom")
-
-
-def _throughput_axes(ax: Axes, records: Sequence[BenchRecord], panel: str, dtype: str) -> None:
-    """Title (saying when there is no cuBLAS, as cublas_note does), log2 n, log GFLOP/s, room on top."""
-    notes = any(r.extra["cublas_note"] for r in records)
-    missing = notes and all(r.kernel != BASELINE for r in records)
-    ax.set_title(f"{panel} (no cuBLAS)" if missing else panel, fontsize=10)
+        colour, marker = ("black", MARKERS.get(dtype, "x")) if baseline else styles[label, dtype, op]
+        name = "cuBLAS" if baseline else label
+        ax.plot(xs, ys, linestyle="--" if baseline else "-", marker=marker, markersize=6, color=colour,
+                linewidth=1.8 if baseline else 1.5, label=" ".join([name, dtype, *([op] if len(ops) > 1 else [])]),
+                gid=f"kernel:{label}:{dtype} {op}", zorder=3 if baseline else 2)
+    _peak_lines(ax, records)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     _plain_axes(ax, x=lambda v, _pos: f"{v:g}")
-    ax.set_xlabel("n  (M for square; cube root of M·N·K·batch)", fontsize=8)
-    ax.set_ylabel(_unit(dtype), fontsize=9)
+    ax.set_xlabel("n  (M for square; cube root of M·N·K·batch)", fontsize=9)
+    ax.set_ylabel("GFLOP/s (GOP/s for int32)", fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
     values = [v for r in records for v in (r.extra["gflops"], r.extra["peak_gflops"]) if v]
-    if values:  # room above the peak's label and below the slowest point, which autoscaling puts on the edge
-        ax.set_ylim(min(values) / 2.5, max(values) * 2.5)
-
-
-def _throughput_panel(ax: Axes, records: Sequence[BenchRecord], colours: dict[str, Any]) -> None:
-    """One dtype and op: its lines, its peak, and a legend of its own kernels right of it (a colour is
-    only ever looked up among the few kernels of one panel)."""
-    dtype, op = records[0].dtype, records[0].extra["op"]
-    panel = f"{dtype} {op}"
-    _kernel_lines(ax, records, panel, colours)
-    _peak_line(ax, records, panel, dtype)
-    _throughput_axes(ax, records, panel, dtype)
+    ax.set_ylim(min(values) / 2.5, max(values) * 2.5)  # room above the peaks' labels and below the slowest point
     handles = [h for h in ax.get_lines() if not str(h.get_label()).startswith("_")]
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, frameon=False,
-              ncol=1 + (len(handles) > LEGEND_ROWS), borderaxespad=0)
+    fig.legend(handles=handles, loc="outside right upper", fontsize=8, ncol=1 + (len(handles) > LEGEND_ROWS))
+    ax.set_title(f"Throughput on {_devices(records)}", fontsize=12)
+    return fig
+
+
+def _peak_lines(ax: Axes, records: Sequence[BenchRecord]) -> None:
+    """Each dtype's peak on the device, dotted, labelled at the left (dtypes that share a peak share a line)."""
+    best: dict[str, float] = {}
+    for r in records:
+        if r.extra["peak_gflops"]:
+            best[r.dtype] = max(best.get(r.dtype, 0.0), r.extra["peak_gflops"])
+    by_peak: dict[float, list[str]] = {}
+    for dtype in sorted(best, key=dtype_rank):
+        by_peak.setdefault(best[dtype], []).append(dtype)
+    for peak, dtypes in by_peak.items():
+        ax.axhline(peak, color="grey", linestyle=":", linewidth=1.2, gid=f"peak:{','.join(dtypes)}")
+        unit = "GOP/s" if all(d.startswith("int") for d in dtypes) else "GFLOP/s"
+        ax.annotate(f"{', '.join(dtypes)} peak {sig(peak)} {unit}", (0.02, peak), xycoords=("axes fraction", "data"),
+                    xytext=(0, 3), textcoords="offset points", fontsize=8, color="dimgrey", va="bottom")
+
+
+def _bars_figure(series: dict[tuple[str, str, str], list[BenchRecord]], records: Sequence[BenchRecord]) -> Figure:
+    """A row per kernel, a bar per dtype in it: % of cuBLAS (GFLOP/s where nothing has a baseline), the
+    legend of dtypes right of the axes; the kernels without a baseline named under the axis."""
+    plt = _pyplot()
+    kernels = {key: group[-1] for key, group in series.items() if key[0] != BASELINE}  # the last run's
+    versus = any(r.extra["cublas_pct"] is not None for r in kernels.values())
+    metric = "cublas_pct" if versus else "gflops"
+    shown = {key: r for key, r in kernels.items() if r.extra[metric] is not None}
+    if not shown:
+        raise ValueError("no kernel's benchmark to plot (cuBLAS alone)")
+    rows = list(dict.fromkeys(label for label, _, _ in shown))
+    dtypes = sorted({dtype for _, dtype, _ in shown}, key=dtype_rank)
+    colours = {d: colour for d, (colour, _) in _styles(dtypes).items()}
+    fig, ax = plt.subplots(figsize=(11, 1.6 + 0.22 * len(shown) + 0.12 * len(rows)), layout="constrained")
+    height = 0.8  # of a row, shared by its bars
+    bars: dict[str, list[tuple[float, float, float, str]]] = {}  # dtype -> (y, height, value, kernel) of each bar
+    for i, label in enumerate(rows):
+        mine = [(dtype, r.extra[metric]) for (kernel, dtype, _), r in shown.items() if kernel == label]
+        for j, (dtype, value) in enumerate(mine):
+            bars.setdefault(dtype, []).append((i + (j + 0.5 - len(mine) / 2) * height / len(mine),
+                                               height / len(mine), value, label))
+    for dtype in dtypes:
+        ys, heights, values, labels = zip(*bars[dtype])
+        drawn = ax.barh(ys, values, height=heights, color=colours[dtype], label=dtype)
+        for patch, label, y, value in zip(drawn.patches, labels, ys, values):
+            patch.set_gid(f"bar:{label}:{dtype}")
+            ax.annotate(f"{sig(value, 2)}%" if versus else sig(value), (value, y), xytext=(3, 0),
+                        textcoords="offset points", va="center", fontsize=7)
+    ax.set_yticks(range(len(rows)), rows, fontsize=8)
+    ax.tick_params(axis="x", labelsize=8)
+    missing = sorted(f"{label} {dtype}" for label, dtype, op in kernels if (label, dtype, op) not in shown)
+    note = textwrap.fill("no cuBLAS baseline, not shown: " + ", ".join(missing), 150) if missing else ""
+    if versus:
+        ax.axvline(100, color="black", linestyle="--", linewidth=1.2, gid="baseline")
+        ax.annotate("cuBLAS", (100, 0), xycoords=("data", "axes fraction"), xytext=(3, 3), textcoords="offset points",
+                    fontsize=8)
+        ax.set_xlabel("\n".join(filter(None, ["% of cuBLAS on the same problem (higher is faster)", note])), fontsize=9)
+    else:
+        ax.set_xlabel("GFLOP/s (GOP/s for int32)", fontsize=9)
+    ax.set_xlim(0, max([r.extra[metric] for r in shown.values()] + ([100] if versus else [])) * 1.15)
+    ax.set_ylim(len(rows) - 0.5, -0.5)  # the first kernel on top
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.legend(handles=ax.containers, loc="outside right upper", fontsize=8, title="dtype", title_fontsize=8)
+    shapes = list(dict.fromkeys(r.shape for r in shown.values()))
+    sizes = ", ".join(shapes) if len(shapes) <= 3 else "one size each"
+    what = "% of cuBLAS" if versus else "Throughput"
+    ax.set_title(f"{what} at {sizes} on {_devices(records)}", fontsize=12)
+    return fig
 
 
 def _plain_axes(ax: Axes, x: Any = None) -> None:
@@ -157,23 +230,12 @@ def _plain_axes(ax: Axes, x: Any = None) -> None:
 
 
 def throughput_figure(records: Sequence[BenchRecord]) -> Figure:
-    """The throughput figure (see the module docstring); records without GFLOP/s are left out."""
-    plt = _pyplot()
-    panels: dict[tuple[str, str], list[BenchRecord]] = {}
-    for r in sorted(records, key=lambda r: (dtype_rank(r.dtype), r.extra["op"])):
-        panels.setdefault((r.dtype, r.extra["op"]), []).append(r)
-    if not panels:
+    """The throughput figure (see the module docstring): bars where each kernel x dtype has one size, else
+    lines against the size; records without GFLOP/s are left out."""
+    series = _series(records)
+    if not series:
         raise ValueError("no benchmarks to plot")
-    cols = min(len(panels), PANELS_PER_ROW)
-    rows = math.ceil(len(panels) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(7.5 * cols, 4 * rows + 0.5), squeeze=False, layout="constrained")
-    colours = _colours(_labels(records))
-    for ax, group in zip(axes.flat, panels.values()):
-        _throughput_panel(ax, group, colours)
-    for ax in list(axes.flat)[len(panels):]:
-        ax.set_visible(False)
-    fig.suptitle(f"Throughput on {_devices(records)}", fontsize=12)
-    return fig
+    return (_bars_figure if _one_size(series) else _lines_figure)(series, records)
 
 
 def throughput(records: Sequence[BenchRecord], path: str | Path) -> Path:

@@ -203,11 +203,12 @@ def record(samples: Sequence[float], extra: Mapping[str, Any], *, name: str | No
                        options=dict(options or {}))
 
 
-def _files(paths: Iterable[str | Path]) -> list[Path]:
-    """Files as named; a directory (e.g. ``.benchmarks``, where autosave writes): its JSON files, sorted."""
-    out: list[Path] = []
+def _files(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
+    """Files as named, and whether each was; a directory (e.g. ``.benchmarks``, where autosave writes): its
+    JSON files, sorted."""
+    out: list[tuple[Path, bool]] = []
     for p in map(Path, paths):
-        out += sorted(p.rglob("*.json")) if p.is_dir() else [p]
+        out += [(q, False) for q in sorted(p.rglob("*.json"))] if p.is_dir() else [(p, True)]
     return out
 
 
@@ -217,19 +218,30 @@ def _stderr(message: str) -> None:
 
 def load(paths: Iterable[str | Path], *, say: Callable[[str], object] = _stderr) -> list[BenchRecord]:
     """The mmcheck benchmarks of pytest-benchmark JSON files (or directories of them), in file order.
-    Benchmarks without mmcheck's extra_info are skipped; ``say`` is told how many, per file.  A file that
-    is not pytest-benchmark JSON is a ValueError naming it."""
+    Benchmarks without mmcheck's extra_info are skipped; ``say`` is told how many, per file.  A file named
+    that is not pytest-benchmark JSON is a ValueError naming it; those a directory holds are skipped, and
+    ``say`` is told once which."""
     records: list[BenchRecord] = []
-    for path in _files(paths):
+    foreign: list[Path] = []
+    for path, named in _files(paths):
         try:
             entries = json.loads(path.read_text(encoding="utf-8"))["benchmarks"]
+            if not isinstance(entries, list):
+                raise TypeError(f"'benchmarks' is a {type(entries).__name__}, not a list")
         except (OSError, ValueError, KeyError, TypeError) as e:
+            if not named:
+                foreign.append(path)
+                continue
             raise ValueError(f"{path}: not a pytest-benchmark JSON file ({type(e).__name__}: {e})") from e
-        ours = [e for e in entries if set(EXTRA_KEYS) <= set(e.get("extra_info") or {})]
+        ours = [e for e in entries if isinstance(e, dict) and set(EXTRA_KEYS) <= set(e.get("extra_info") or {})]
         if len(ours) < len(entries):
             say(f"{path}: skipped {len(entries) - len(ours)} of {len(entries)} benchmarks without "
                 f"mmcheck's extra_info")
         records += [BenchRecord.from_json(e) for e in ours]
+    if foreign:
+        names = ", ".join(map(str, foreign[:3])) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        say(f"skipped {len(foreign)} JSON file{'s' if len(foreign) > 1 else ''} that "
+            f"{'are' if len(foreign) > 1 else 'is'} not pytest-benchmark's: {names}")
     return records
 
 

@@ -1,5 +1,7 @@
-"""The plots: valid PNG files of a sensible size, and the drawn lines carry the records' numbers."""
+"""The plots: valid PNG files of a sensible size, the chart that fits the run (bars for one size, lines for
+several), and the drawn lines and bars carry the records' numbers."""
 
+import dataclasses
 import struct
 
 import pytest
@@ -43,16 +45,25 @@ def test_the_throughput_png_is_written_atomically_and_is_a_sensible_size(records
     path = throughput(records, tmp_path / "plots" / "throughput.png")
     assert path == tmp_path / "plots" / "throughput.png"
     (width, height), size = png_size(path)
-    assert (width, height) == (1500, 850)  # three panels, two to a row, of 7.5 x 4 inches, at 100 dpi
+    assert (width, height) == (1100, 600)  # one panel and its legend, 11 x 6 inches at 100 dpi
     assert 20_000 < size < 500_000
     assert [p.name for p in path.parent.iterdir()] == ["throughput.png"]  # no temporary file left
 
 
-def test_throughput_lines_carry_each_kernels_gflops_against_n(records):
+def outside(fig, legend, ax):
+    """Whether the legend lies clear of the axes, where no data is drawn."""
+    fig.canvas.draw()
+    box, area = legend.get_window_extent(), ax.get_window_extent()
+    return box.x0 >= area.x1 or box.y1 <= area.y0
+
+
+def test_several_sizes_draw_each_kernels_gflops_against_n_in_one_panel(records):
     import matplotlib.pyplot as plt
 
     fig = throughput_figure(records)
     try:
+        (ax,) = fig.axes
+        assert not ax.containers  # lines, no bars
         lines = lines_by_gid(fig)
         cublas = lines["kernel:cublas:float32 mm"]
         assert cublas.get_linestyle() == "--" and cublas.get_color() == "black"
@@ -62,25 +73,91 @@ def test_throughput_lines_carry_each_kernels_gflops_against_n(records):
         assert tiled.get_linestyle() == "-" and list(tiled.get_ydata()) == pytest.approx(
             [PEAK["float64"] * 0.2 * n / 4096 for n in SIZES])
         assert "kernel:cublas:int32 mm" not in lines and "kernel:naive:int32 mm" in lines
-        assert list(lines["peak:float32 mm"].get_ydata()) == [PEAK["float32"]] * 2
-        # The same kernel has the same colour in every panel.
-        assert lines["kernel:naive:int32 mm"].get_color() == lines["kernel:naive:float64 mm"].get_color()
-        shown = [ax for ax in fig.axes if ax.get_visible()]
-        assert [ax.get_title() for ax in shown] == ["int32 mm (no cuBLAS)", "float32 mm", "float64 mm"]
-        assert shown[0].get_xscale() == "log" and shown[0].xaxis.get_transform().base == 2
-        assert fig._suptitle.get_text() == "Throughput on NVIDIA H100 80GB HBM3"
-        # Each panel's legend names its own kernels.
-        assert [[t.get_text() for t in ax.get_legend().get_texts()] for ax in shown] == [
-            ["naive", "tiled"], ["naive", "tiled", "cuBLAS"], ["naive", "tiled", "cuBLAS"]]
-        # Every point lies inside its panel.
-        for ax in shown:
-            low, high = ax.get_ylim()
-            assert all(low < y < high for line in ax.get_lines() for y in line.get_ydata())
+        assert list(lines["peak:float32"].get_ydata()) == [PEAK["float32"]] * 2
+        assert "peak:int32,float64" in lines  # dtypes of one peak share its line
+        assert ax.get_xscale() == "log" and ax.xaxis.get_transform().base == 2
+        assert ax.get_title() == "Throughput on NVIDIA H100 80GB HBM3"
+        # Every kernel x dtype has a colour and marker of its own, from a qualitative palette.
+        kernels = [line for gid, line in lines.items() if gid.startswith("kernel:") and ":cublas:" not in gid]
+        styles = [(line.get_color(), line.get_marker()) for line in kernels]
+        assert len(kernels) == 6 and len(set(styles)) == len(styles)
+        assert {colour for colour, _ in styles} <= {plt.get_cmap("tab10")(i) for i in range(10)}
+        # One legend of them all, outside the axes.
+        (legend,) = fig.legends
+        assert [t.get_text() for t in legend.get_texts()] == [
+            "naive int32", "naive float32", "naive float64", "tiled int32", "tiled float32", "tiled float64",
+            "cuBLAS float32", "cuBLAS float64"]
+        assert outside(fig, legend, ax) and ax.get_legend() is None
+        low, high = ax.get_ylim()
+        assert all(low < y < high for line in ax.get_lines() for y in line.get_ydata())
     finally:
         plt.close(fig)
 
 
-def test_a_gemv_and_a_gemm_of_one_dtype_get_panels_of_their_own(records):
+def test_more_kernels_than_colours_take_the_next_marker(records):
+    import matplotlib.pyplot as plt
+
+    many = [rec(f"k{i:02d}", "float32", n, 100.0 * (i + 1)) for i in range(12) for n in SIZES]
+    fig = throughput_figure(many)
+    try:
+        lines = lines_by_gid(fig)
+        first, eleventh = lines["kernel:k00:float32 mm"], lines["kernel:k10:float32 mm"]
+        assert first.get_color() == eleventh.get_color() and first.get_marker() != eleventh.get_marker()
+    finally:
+        plt.close(fig)
+
+
+def with_cublas(records):
+    """The records of one size, each kernel's % of cuBLAS from its problem's cuBLAS record (none for int32)."""
+    cublas = {(r.dtype, r.size): r.median for r in records if r.kernel == "cublas"}
+    return [dataclasses.replace(r, extra={**r.extra, "cublas_pct": None if (r.dtype, r.size) not in cublas
+                                          else 100 * cublas[r.dtype, r.size] / r.median}) for r in records]
+
+
+def test_one_size_draws_a_grouped_bar_chart_of_percent_of_cublas(records):
+    import matplotlib.pyplot as plt
+    from matplotlib.container import BarContainer
+
+    one = with_cublas([r for r in records if r.size == (2048, 2048, 2048, 1)])
+    fig = throughput_figure(one)
+    try:
+        (ax,) = fig.axes
+        assert all(isinstance(c, BarContainer) for c in ax.containers)
+        assert [c.get_label() for c in ax.containers] == ["float32", "float64"]  # int32 has no cuBLAS
+        bars = {p.get_gid(): p for c in ax.containers for p in c.patches}
+        assert bars["bar:tiled:float32"].get_width() == pytest.approx(100 * 0.2 / 0.75)
+        assert bars["bar:naive:float64"].get_width() == pytest.approx(100 * 0.03 / 0.75)
+        # A row per kernel, its dtypes' bars side by side within it, coloured by dtype.
+        assert [t.get_text() for t in ax.get_yticklabels()] == ["naive", "tiled"]
+        naive32, naive64 = bars["bar:naive:float32"], bars["bar:naive:float64"]
+        assert naive32.get_y() + naive32.get_height() == pytest.approx(naive64.get_y())
+        assert naive32.get_facecolor() == bars["bar:tiled:float32"].get_facecolor() != naive64.get_facecolor()
+        # No line of data: cuBLAS is the dashed line at 100%.
+        assert [(line.get_gid(), list(line.get_xdata())) for line in ax.get_lines()] == [("baseline", [100, 100])]
+        assert ax.get_title() == "% of cuBLAS at 2048x2048x2048 on NVIDIA H100 80GB HBM3"
+        assert ax.get_xlabel().splitlines() == ["% of cuBLAS on the same problem (higher is faster)",
+                                               "no cuBLAS baseline, not shown: naive int32, tiled int32"]
+        (legend,) = fig.legends
+        assert [t.get_text() for t in legend.get_texts()] == ["float32", "float64"] and outside(fig, legend, ax)
+    finally:
+        plt.close(fig)
+
+
+def test_one_size_without_any_cublas_draws_bars_of_gflops(records):
+    import matplotlib.pyplot as plt
+
+    fig = throughput_figure([r for r in records if r.size == (128, 128, 128, 1) and r.dtype == "int32"])
+    try:
+        (ax,) = fig.axes
+        bars = {p.get_gid(): p.get_width() for c in ax.containers for p in c.patches}
+        assert bars == pytest.approx({"bar:naive:int32": PEAK["int32"] * 0.03 * 128 / 4096,
+                                      "bar:tiled:int32": PEAK["int32"] * 0.2 * 128 / 4096})
+        assert ax.get_xlabel() == "GFLOP/s (GOP/s for int32)" and not ax.get_lines()
+    finally:
+        plt.close(fig)
+
+
+def test_a_gemv_and_a_gemm_of_one_dtype_are_lines_of_their_own(records):
     import matplotlib.pyplot as plt
 
     gemv = rec("cublas", "float32", 4096, 850.0)
@@ -90,6 +167,7 @@ def test_a_gemv_and_a_gemm_of_one_dtype_get_panels_of_their_own(records):
         lines = lines_by_gid(fig)
         assert list(lines["kernel:cublas:float32 gemv"].get_ydata()) == pytest.approx([850.0])
         assert len(lines["kernel:cublas:float32 mm"].get_ydata()) == len(SIZES)
+        assert "cuBLAS float32 gemv" in [t.get_text() for t in fig.legends[0].get_texts()]
     finally:
         plt.close(fig)
 

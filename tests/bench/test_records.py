@@ -100,6 +100,17 @@ def test_a_directory_loads_its_json_files_and_foreign_benchmarks_are_skipped_and
                     "mmcheck's extra_info"]
 
 
+def test_json_files_in_a_directory_that_are_not_benchmarks_are_skipped_and_said_once(tmp_path):
+    write(tmp_path / "b_run.json", document([record([1e-3], sample_extra())], {}, commit_info=COMMIT))
+    (tmp_path / "a_results.json").write_text('{"ok": true, "results": []}')  # mmcheck check --json
+    (tmp_path / "c_broken.json").write_text("{")
+    (tmp_path / "d_list.json").write_text('{"benchmarks": 3}')
+    said = []
+    assert [r.kernel for r in load([tmp_path], say=said.append)] == ["tiled"]
+    assert said == [f"skipped 3 JSON files that are not pytest-benchmark's: {tmp_path / 'a_results.json'}, "
+                    f"{tmp_path / 'c_broken.json'}, {tmp_path / 'd_list.json'}"]
+
+
 def test_a_file_that_is_not_benchmark_json_is_named(tmp_path):
     bad = tmp_path / "notes.json"
     bad.write_text('{"results": []}')
@@ -166,3 +177,14 @@ def test_pytest_benchmark_compare_reads_our_file(tmp_path, monkeypatch, capsys):
     (row,) = [line for line in out.splitlines() if line.startswith("tiled-float32-256x256x256")]
     assert "1.0500" in row and row.split()[-1] == "2", out  # the median in ms, and the rounds
     assert "benchmark 'mm float32 256x256x256'" in out, out
+
+
+def test_report_of_a_folder_skips_the_json_files_that_are_not_benchmarks_saying_so_once(tmp_path, capsys):
+    from mmcheck.cli import main
+
+    write(tmp_path / "run.json", document([record([1e-3], sample_extra())], {}, commit_info=COMMIT))
+    (tmp_path / "check.json").write_text('{"ok": true, "complete": true, "results": []}')
+    assert main(["report", str(tmp_path)]) == 0
+    said = capsys.readouterr()
+    assert said.err == f"mmcheck: skipped 1 JSON file that is not pytest-benchmark's: {tmp_path / 'check.json'}\n"
+    assert "tiled" in said.out
