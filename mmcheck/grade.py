@@ -84,16 +84,20 @@ def entries(assignment: Sequence[KernelSpec], submission: str) -> list[Entry]:
     path = Path(submission)
     files = find_sources([path])
     texts: dict[Path, str] = {}
+    unreadable = ""
     for f in files:
         try:
+            # A byte that is not UTF-8 can only be in a comment or a literal: it is not the grader's concern.
             texts[f] = f.read_text(encoding="utf-8", errors="replace")
         except OSError as e:
-            raise SpecError(f, f"cannot read: {e}") from None
+            unreadable = f"cannot read {f}: {e}"
     note = _own_spec_note(assignment, texts)
     found = []
     for spec in assignment:
         defining = [f for f, text in texts.items() if _definitions(text, spec.entry)]
-        if not files:
+        if unreadable:
+            problem = unreadable
+        elif not files:
             problem = f"no .cu file in the folder {path}; expected one that defines {_expected(spec)}"
         elif not defining:
             where = "the submission" if path.is_file() else f"any .cu file of {path}"
@@ -159,16 +163,21 @@ def _signature_problem(spec: KernelSpec, text: str) -> str:
     are the compiled kernel's to tell (launch.check_parameters)."""
     wanted = [q.is_buffer for q in spec.params]
     found = [_parameters(d) for d in _definitions(text, spec.entry)]
-    if any([("*" in p or "[" in p) for p in params] == wanted for params in found):
+    if any([_pointer(p) for p in params] == wanted for params in found):
         return ""
     params = found[0]
     if len(params) != len(wanted):
         why = f"it takes {len(params)} parameters, not {len(wanted)}"
     else:
-        i = next(i for i, p in enumerate(params) if ("*" in p or "[" in p) != wanted[i])
+        i = next(i for i, p in enumerate(params) if _pointer(p) != wanted[i])
         kind = "a pointer" if wanted[i] else "a value, not a pointer"
         why = f"its parameter {i + 1} ({' '.join(params[i].split())}) must be {kind}"
     return f"{spec.entry} does not take the assignment's parameters: {why}; expected {_expected(spec)}"
+
+
+def _pointer(parameter: str) -> bool:
+    """Whether a parameter's declaration declares a pointer (an array parameter is one)."""
+    return "*" in parameter or "[" in parameter
 
 
 def _expected(spec: KernelSpec) -> str:

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+import mmcheck.check
 import mmcheck.runner
 from mmcheck.cli import main
-from mmcheck.grade import CSV_HEADER
+from mmcheck.grade import CSV_HEADER, entries, read_assignment
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "docs" / "examples" / "grading"
@@ -148,6 +149,36 @@ def test_several_workers_grade_the_same(graded, monkeypatch, capsys):
     assert _rows(folder / "j2.csv") == [r for r in _rows(folder / "grades.csv") if r[0] in ("submission", *names)]
 
 
+@pytest.mark.parametrize("text, problem", [
+    (RIGHT, ""),
+    ("template <int TILE>\n__global__ void __launch_bounds__(256)\nsgemm(int M, int N, int K, float alpha, "
+     "const float* __restrict__ A, const float* __restrict__ B, float beta, float* C) {}", ""),
+    # A declaration, then the definition; the array parameters are pointers.
+    ("__global__ void sgemm(int, int, int, float, const float*, const float*, float, float*);\n"
+     "__global__ void sgemm(int M, int N, int K, float alpha, const float A[], const float B[], float beta, "
+     "float C[]) {}", ""),
+    ("// __global__ void sgemm(int M, int N, int K, float alpha, const float *A, const float *B, float beta, "
+     "float *C)\n__global__ void sgemm_v2(int M) {}", "no kernel sgemm in the submission"),
+    ("__global__ void sgemm(int M, int N, int K, float alpha, const float *A, const float *B, float *beta, "
+     "float *C) {}", "its parameter 7 (float *beta) must be a value, not a pointer"),
+    ("__global__ void sgemm(int M, int N, int K, float alpha, const float *A, float B, float beta, float *C) {}",
+     "its parameter 6 (float B) must be a pointer"),
+])
+def test_the_entry_is_found_as_written_and_its_parameters_compared(tmp_path, text, problem):
+    (tmp_path / "sub.cu").write_text(text)
+    (entry,) = entries(read_assignment(EXAMPLE / "assignment.cu"), str(tmp_path / "sub.cu"))
+    assert problem in entry.problem and bool(entry.problem) == bool(problem)
+    if not problem:  # the assignment's spec, on the submission's file
+        assert (entry.spec.path, entry.spec.source, entry.spec.name) == (tmp_path / "sub.cu", text, "hw3.sgemm")
+
+
+def test_a_folder_whose_files_both_define_the_entry_is_an_error(tmp_path):
+    for name in ("a.cu", "b.cu"):
+        (tmp_path / name).write_text(RIGHT)
+    (entry,) = entries(read_assignment(EXAMPLE / "assignment.cu"), str(tmp_path))
+    assert entry.problem.startswith(f"several files define sgemm ({tmp_path / 'a.cu'}, {tmp_path / 'b.cu'})")
+
+
 def test_usage_errors_exit_2(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "plain.cu").write_text("__global__ void sgemm() {}\n")
@@ -217,6 +248,27 @@ def test_a_backend_that_times_kernels_adds_the_benchmark_columns(tmp_path, monke
     assert wrong[3:5] == ["fail", "mismatch"] and wrong[7:] == ["", "", ""]
     timed = json.loads((tmp_path / "grades.json").read_text())["results"][0]["benchmark"]
     assert timed["shape"] == "64x64x64" and timed["cublas_pct"] == pytest.approx(50, abs=1)
+
+
+def test_ctrl_c_keeps_the_rows_that_finished(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(ROOT))
+    (tmp_path / "assignment.cu").write_text(TIMED.split("\n[[kernel]]\nname = \"fast.wrong\"")[0] + "\n*/\n")
+    for name in ("first.cu", "second.cu"):
+        (tmp_path / name).write_text("__global__ void good(float *A, float *B, float *C, int M, int N, int K) {}\n")
+    checked = mmcheck.check.check
+
+    def interrupted(settings, runner, spec, dtype):
+        if spec.path.name == "second.cu":
+            raise KeyboardInterrupt
+        return checked(settings, runner, spec, dtype)
+
+    monkeypatch.setattr(mmcheck.check, "check", interrupted)
+    assert main(["grade", "assignment.cu", "first.cu", "second.cu", "--backend", "tests.fake_backend:FakeBackend",
+                 "--csv", "grades.csv", "--json", "grades.json"]) == 130
+    assert "interrupted; 1 of 2 kernel x dtype finished" in capsys.readouterr().err
+    assert [r[:4] for r in _rows(tmp_path / "grades.csv")[1:]] == [["first.cu", "fast.good", "float32", "pass"]]
+    assert json.loads((tmp_path / "grades.json").read_text())["complete"] is False
 
 
 def _documented_commands() -> list[str]:
