@@ -54,7 +54,8 @@ EXIT_CODES = """exit status:
   (mmcheck grade has its own: see mmcheck grade --help)"""
 GRADE_EXIT_CODES = """exit status:
   0    the grading ran, whatever the verdicts (they are in the table, --csv and --json)
-  2    a usage error: the assignment has no usable spec, a submission does not exist, no backend here
+  2    a usage error: the assignment has no usable spec, a submission does not exist, --dtype matches none of
+       its kernels, the backend is not here
   3    mmcheck's own error on a case (a bug to report; its row says error, check internal)
   130  interrupted (Ctrl-C): what finished is printed and written, --json with "complete": false"""
 
@@ -373,13 +374,15 @@ def _grade(args: argparse.Namespace) -> int:
     try:
         assignment = grade.read_assignment(args.assignment)
         entries = [e for s in args.submissions for e in grade.entries(assignment, s)]
+        pairs = [(e, d) for e in entries for d in e.spec.dtypes if not settings.dtype or d in settings.dtype]
+        if not pairs:
+            raise SpecError(args.assignment, f"no kernel of the assignment has the dtype {', '.join(settings.dtype)}")
         runner = open_runner(settings)
     except (SpecError, BackendUnavailable) as e:
         print(f"mmcheck: {e}", file=sys.stderr)
         return EXIT_USAGE
     backend, found = runner.backend.name, runner.backend.capabilities
     own = dataclasses.replace(settings, backend=backend)  # what -j's workers open: the backend found here
-    pairs = [(e, d) for e in entries for d in e.spec.dtypes if not settings.dtype or d in settings.dtype]
     checked = [(e, d) for e, d in pairs if not e.problem]
     jobs = [(f"{e.submission} {e.spec.name} {d}", partial(check, own, runner, e.spec, d)) for e, d in checked]
     workers = min(_workers(args.jobs, found.gpu), len(jobs))

@@ -186,6 +186,9 @@ def test_usage_errors_exit_2(tmp_path, monkeypatch, capsys):
     assert "no /* mmcheck ... */ spec block found" in capsys.readouterr().err
     assert main(["grade", str(EXAMPLE / "assignment.cu"), "missing.cu"]) == 2
     assert "missing.cu: no such file or directory" in capsys.readouterr().err
+    assert main(["grade", str(EXAMPLE / "assignment.cu"), str(EXAMPLE / "submissions" / "bob.cu"), "--dtype",
+                 "float16"]) == 2
+    assert "no kernel of the assignment has the dtype float16" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exited:
         main(["grade", str(EXAMPLE / "assignment.cu")])  # no submission
     assert exited.value.code == 2
