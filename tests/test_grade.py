@@ -63,7 +63,7 @@ ROWS = {
     "submissions/crashes.cu": ("fail", "fault", "1x1x1", r"the kernel crashed: .*null pointer dereference.*"),
     "submissions/folder": ("pass", "", "", r"up to 106x73x94; the spec block in submissions/folder/kernel\.cu "
                                            r"differs from the assignment's and is ignored"),
-    "submissions/hangs.cu": ("fail", "timeout", "1x1x1", r"the kernel did not finish: .*within 1 s.*"),
+    "submissions/hangs.cu": ("fail", "timeout", "1x1x1", r"the kernel did not finish: .*within 2 s.*"),
     "submissions/no_alpha.cu": ("error", "entry", "", r"sgemm does not take the assignment's parameters: it takes "
                                                       r"7 parameters, not 8; expected " + re.escape(
                                                           "__global__ void sgemm(int M, int N, int K, float alpha, "
@@ -87,7 +87,7 @@ def graded(tmp_path_factory):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             status = main(["grade", "assignment.cu", *sorted(glob.glob("submissions/*")), "--backend", "emu",
-                           "--timeout", "1", "--csv", "grades.csv", "--json", "grades.json"])
+                           "--timeout", "2", "--csv", "grades.csv", "--json", "grades.json"])
     return folder, status, out.getvalue()
 
 
