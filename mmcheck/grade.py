@@ -225,8 +225,8 @@ def _ruled(spec: KernelSpec, path: Path, text: str) -> KernelSpec:
 # --- what came of it ----------------------------------------------------------------------------------------
 
 def verdict(row: Row) -> str:
-    """pass, fail, error or skip; mmcheck's own error on a case is an error (it says nothing of the kernel),
-    and so is a benchmark that found the kernel wrong where its checks passed."""
+    """pass, fail, error or skip: a kernel that passed its checks and was then found wrong (or crashed) where
+    it was timed fails; mmcheck's own error on a case is an error (it says nothing of the kernel)."""
     r = row.result
     if r.outcome is Outcome.PASS:
         return "fail" if row.timed is not None and row.timed.failure else "pass"
