@@ -221,6 +221,16 @@ grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
 bench = ["64x64x64"]
 
 [[kernel]]
+name = "fast.late"
+entry = "wrong_from_2_18_macs"
+op = "mm"
+dtypes = ["float32"]
+params = ["A", "B", "C", "M", "N", "K"]
+block = [16, 16]
+grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
+bench = ["64x64x64"]
+
+[[kernel]]
 name = "fast.wrong"
 entry = "drops_last_k"
 op = "mm"
@@ -237,17 +247,20 @@ def test_a_backend_that_times_kernels_adds_the_benchmark_columns(tmp_path, monke
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(ROOT))
     (tmp_path / "assignment.cu").write_text(TIMED)
-    (tmp_path / "both.cu").write_text("__global__ void good(const float *A, const float *B, float *C, int M, int N, "
-                                      "int K) {}\n__global__ void drops_last_k(const float *A, const float *B, "
-                                      "float *C, int M, int N, int K) {}\n")
-    assert main(["grade", "assignment.cu", "both.cu", "--backend", "tests.fake_backend:FakeTimingBackend",
-                 "--bench-max-time", "0.05", "--csv", "grades.csv", "--json", "grades.json"]) == 0
+    (tmp_path / "all.cu").write_text("".join(
+        f"__global__ void {entry}(const float *A, const float *B, float *C, int M, int N, int K) {{}}\n"
+        for entry in ("good", "wrong_from_2_18_macs", "drops_last_k")))
+    # Within this budget the checks' shapes stay below 2**18 multiply-adds; the benchmark's, 64x64x64, does not.
+    assert main(["grade", "assignment.cu", "all.cu", "--backend", "tests.fake_backend:FakeTimingBackend",
+                 "--budget", "100000", "--bench-max-time", "0.05", "--csv", "grades.csv", "--json", "grades.json"]) == 0
     table = capsys.readouterr().out.splitlines()
     assert table[1].split()[-6:] == ["detail", "median", "ms", "GFLOP/s", "%", "cuBLAS"]
-    header, good, wrong = _rows(tmp_path / "grades.csv")
+    header, good, late, wrong = _rows(tmp_path / "grades.csv")
     assert header == [*CSV_HEADER, "median_ms", "gflops", "cublas_pct"]
-    assert good[:5] == ["both.cu", "fast.good", "float32", "pass", ""]
+    assert good[:5] == ["all.cu", "fast.good", "float32", "pass", ""]
     assert float(good[7]) > 0 and float(good[8]) > 0 and good[9] == "50"  # the fake cuBLAS is twice as fast
+    assert late[1:5] == ["fast.late", "float32", "fail", "benchmark"] and late[7:] == ["", "", ""]
+    assert late[6].startswith("fast.late float32 64x64x64: not timed, its result is wrong: ")
     assert wrong[3:5] == ["fail", "mismatch"] and wrong[7:] == ["", "", ""]
     timed = json.loads((tmp_path / "grades.json").read_text())["results"][0]["benchmark"]
     assert timed["shape"] == "64x64x64" and timed["cublas_pct"] == pytest.approx(50, abs=1)
@@ -256,7 +269,7 @@ def test_a_backend_that_times_kernels_adds_the_benchmark_columns(tmp_path, monke
 def test_ctrl_c_keeps_the_rows_that_finished(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(ROOT))
-    (tmp_path / "assignment.cu").write_text(TIMED.split("\n[[kernel]]\nname = \"fast.wrong\"")[0] + "\n*/\n")
+    (tmp_path / "assignment.cu").write_text(TIMED.split("\n\n[[kernel]]")[0] + "\n*/\n")  # fast.good alone
     for name in ("first.cu", "second.cu"):
         (tmp_path / name).write_text("__global__ void good(float *A, float *B, float *C, int M, int N, int K) {}\n")
     checked = mmcheck.check.check
