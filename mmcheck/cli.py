@@ -1,5 +1,6 @@
 """``mmcheck list``, ``check``, ``bench``, ``report`` and ``info``: the same validation and benchmarks as the
-tests, without pytest, and what this machine offers.  Exit status: EXIT_CODES.
+tests, without pytest, and what this machine offers; ``grade``: an assignment's kernels in students'
+submissions.  Exit status: EXIT_CODES (grade: GRADE_EXIT_CODES).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .results import Outcome
 from .spec import NO_SPEC, Catalog, collect, kernel_file
 
 if TYPE_CHECKING:
+    from . import grade
     from .backends.base import Capabilities
     from .pool import Pool
     from .progress import Progress
@@ -49,7 +51,14 @@ EXIT_CODES = """exit status:
        spec), or a spec that cannot be read (and no kernel failed)
   3    an internal error: mmcheck's own code failed on a case (a bug to report; the case has no verdict),
        and no kernel failed
-  130  interrupted (Ctrl-C): what finished is printed, and --json is written with "complete": false"""
+  130  interrupted (Ctrl-C): what finished is printed, and --json is written with "complete": false
+  (mmcheck grade has its own: see mmcheck grade --help)"""
+GRADE_EXIT_CODES = """exit status:
+  0    the grading ran, whatever the verdicts (they are in the table, --csv and --json)
+  2    a usage error: the assignment has no usable spec, a submission does not exist, --dtype matches none of
+       its kernels, the backend is not here
+  3    mmcheck's own error on a case (a bug to report; its row says error, check internal)
+  130  interrupted (Ctrl-C): what finished is printed and written, --json with "complete": false"""
 
 EXAMPLES = {
     "list": """\
@@ -66,6 +75,10 @@ EXAMPLES = {
     "bench": """\
   mmcheck bench blas.sgemm_warptiled --bench-sizes 4096 --json run.json
   mmcheck bench 'seed003.*' --bench-sizes 1024 --bench-sizes 2048 --bench-method warm-l2""",
+    "grade": """\
+  mmcheck grade hw3.cu submissions/* --csv grades.csv
+                                        each submission (a .cu file or a folder) against hw3.cu's spec
+  mmcheck grade hw3.cu submissions/* -j auto --timeout 5 --json grades.json""",
     "report": """\
   mmcheck report run.json --plot throughput.png --roofline roofline.png
   mmcheck report --compare before.json after.json""",
@@ -77,7 +90,8 @@ EXAMPLES = {
 
 def _epilog(commands: Iterable[str]) -> str:
     """The examples of ``commands`` under one heading, then the exit codes."""
-    return "examples:\n" + "\n\n".join([*(EXAMPLES[c] for c in commands), EXIT_CODES])
+    codes = GRADE_EXIT_CODES if list(commands) == ["grade"] else EXIT_CODES
+    return "examples:\n" + "\n\n".join([*(EXAMPLES[c] for c in commands), codes])
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -98,11 +112,19 @@ def _parser() -> argparse.ArgumentParser:
     bench = command("bench", "time the kernels on the GPU against cuBLAS")
     report = command("report", "tables and plots of benchmark JSON files")
     info = command("info", "the backends, GPU, driver and compilers found here, and which mmcheck will use")
+    grade = command("grade", "check students' submissions against an assignment's spec: a grade sheet")
+    grade.add_argument("assignment", metavar="ASSIGNMENT.cu", help="the kernel file whose spec the submissions "
+                                                                    "are checked against (its own kernels are not)")
+    grade.add_argument("submissions", nargs="+", metavar="SUBMISSION",
+                       help="a .cu file, or a folder of .cu files, that defines the assignment's kernels (its own "
+                            "spec block, if any, is ignored)")
+    grade.add_argument("--csv", metavar="FILE", help="also write the grade sheet as CSV (header: "
+                                                      "submission,kernel,dtype,verdict,check,shape,detail)")
     for sub in (listing, check, bench):
         sub.add_argument("targets", nargs="*", metavar="NAME-GLOB|PATH.cu|DIR",
                          help=f"kernels by name glob, or files/directories to read (default: ./{SRC})")
         sub.add_argument("--src", action="append", help="directory or .cu file with kernels (repeatable)")
-    for name, sub in (("check", check), ("bench", bench), ("info", info)):
+    for name, sub in (("check", check), ("bench", bench), ("info", info), ("grade", grade)):
         for o in OPTIONS:
             if o.name != "src" and name in o.commands:
                 o.add_to(sub.add_argument)
@@ -114,12 +136,13 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--plot", metavar="PNG", help="draw each kernel's %% of cuBLAS (a run of one size), else "
                                                       "GFLOP/s against the problem size (matplotlib)")
     report.add_argument("--roofline", metavar="PNG", help="draw the roofline chart (matplotlib)")
-    check.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    check.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N|auto",
-                       help="check N kernel x dtype jobs at once, each in a worker process with a backend of its "
-                            "own (default 1: one after another, in this process); auto: one per CPU core on the "
-                            "emulator, one per GPU on the GPU backend (those CUDA_VISIBLE_DEVICES names, else NVML's "
-                            "count). On the GPU backend worker N takes the Nth GPU, modulo their number")
+    for sub in (check, grade):
+        sub.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+        sub.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N|auto",
+                         help="check N kernel x dtype jobs at once, each in a worker process with a backend of its "
+                              "own (default 1: one after another, in this process); auto: one per CPU core on the "
+                              "emulator, one per GPU on the GPU backend (those CUDA_VISIBLE_DEVICES names, else "
+                              "NVML's count). On the GPU backend worker N takes the Nth GPU, modulo their number")
     check.add_argument("--fail-on-skip", action="store_true",
                        help="exit 1 if any kernel was skipped (a construct the backend cannot run)")
     check.add_argument("-v", "--verbose", action="store_true",
@@ -171,6 +194,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print("\n".join(lines(Settings.read(lambda dest: getattr(args, dest, None)))))
         return EXIT_OK
+    if args.command == "grade":
+        return _grade(args)
     try:
         catalog, globs = _catalog(args)
     except SpecError as e:
@@ -355,6 +380,87 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     if args.fail_on_skip and any(r.outcome == Outcome.SKIP for r in results):
         return EXIT_MISMATCH
     return EXIT_OK if document["ok"] else EXIT_MISMATCH
+
+
+def _grade(args: argparse.Namespace) -> int:
+    """Each submission's kernels checked as ``check`` checks them, one after another or by -j's workers, then,
+    where the backend times kernels, those that passed benchmarked; the grade sheet (grade.py)."""
+    from . import grade
+    from .check import check, open_runner
+    from .pool import Check, Pool
+    from .report import write_json
+
+    settings = Settings.read(lambda dest: getattr(args, dest, None))
+    try:
+        assignment = grade.read_assignment(args.assignment)
+        entries = [e for s in args.submissions for e in grade.entries(assignment, s)]
+        pairs = [(e, d) for e in entries for d in e.spec.dtypes if not settings.dtype or d in settings.dtype]
+        if not pairs:
+            raise SpecError(args.assignment, f"no kernel of the assignment has the dtype {', '.join(settings.dtype)}")
+        runner = open_runner(settings)
+    except (SpecError, BackendUnavailable) as e:
+        print(f"mmcheck: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    backend, found = runner.backend.name, runner.backend.capabilities
+    own = dataclasses.replace(settings, backend=backend)  # what -j's workers open: the backend found here
+    checked = [(e, d) for e, d in pairs if not e.problem]
+    jobs = [(f"{e.submission} {e.spec.name} {d}", partial(check, own, runner, e.spec, d)) for e, d in checked]
+    workers = min(_workers(args.jobs, found.gpu), len(jobs))
+
+    def said(label: str, r: Result) -> tuple[str, bool]:
+        return f"{label}: {r.outcome}", r.outcome is not Outcome.PASS
+
+    try:
+        if workers > 1:
+            runner.backend.close()  # each worker opens its own
+            results = _each([(label, Check(own, e.spec, d)) for (label, _), (e, d) in zip(jobs, checked)],
+                            "kernel x dtype", said, Pool(workers, gpu=found.gpu).outcomes)
+            runner = open_runner(own) if found.times else runner
+        else:
+            results = _each(jobs, "kernel x dtype", said)
+        rows = grade.rows(pairs, results, settings.seed)
+        complete = len(results) == len(jobs)
+        if found.times and complete:
+            rows, complete = _grade_benchmarks(settings, runner, rows)
+    finally:
+        runner.backend.close()
+    print(f"backend: {backend}")
+    print(grade.table(rows, found.times))
+    counts = {v: sum(grade.verdict(r) == v for r in rows) for v in ("pass", "fail", "error", "skip")}
+    print(f"{len(args.submissions)} submissions, {len(rows)} kernel x dtype: "
+          + ", ".join(f"{n} {v}" for v, n in counts.items() if n))
+    if args.csv:
+        grade.write_csv(args.csv, rows, found.times)
+    if args.json:
+        write_json(args.json, grade.json_document(rows, args.assignment, backend, found.times, complete))
+    if not complete:
+        return EXIT_INTERRUPTED
+    return EXIT_INTERNAL if any(r.result.outcome is Outcome.INTERNAL for r in rows) else EXIT_OK
+
+
+def _grade_benchmarks(settings: Settings, runner: Runner, rows: list[grade.Row]) -> tuple[list[grade.Row], bool]:
+    """The rows, each that passed with its benchmark at the first of --bench-sizes (default: the spec's bench,
+    else 4096); whether every benchmark ran (Ctrl-C stops them).  cuBLAS is timed once per problem."""
+    from .bench.benchmark import Bench, Timed
+    from .shapes import bench_shapes
+
+    bench = Bench(runner, settings.method())
+
+    def timed(spec: KernelSpec, dtype: str) -> Timed:
+        shapes = bench_shapes(spec, dtype, settings.bench_sizes)
+        return bench.run(spec, dtype, shapes[0]) if shapes else Timed(skip="no benchmark size satisfies its requires")
+
+    def said(label: str, t: Timed) -> tuple[str, bool]:
+        return f"{label}: {t.failure or t.skip or 'timed'}", t.record is None
+
+    passed = [i for i, row in enumerate(rows) if row.result.ok]
+    cases = [rows[i].result.case for i in passed]
+    timings = _each([(f"{rows[i].submission} {c.spec.name} {c.dtype}", partial(timed, c.spec, c.dtype))
+                     for i, c in zip(passed, cases)], "benchmarks", said)
+    out = list(rows)
+    for i, t in zip(passed, timings):
+        out[i] = dataclasses.replace(rows[i], timed=t)
+    return out, len(timings) == len(passed)
 
 
 def _order(kept: str, workers: int, pairs: Sequence[tuple[KernelSpec, str]]) -> Sequence[int]:

@@ -81,7 +81,7 @@ class Option:
     default: Any = None
     choices: tuple[str, ...] | None = None
     multiple: bool = False  # may be given several times; collected into a tuple
-    commands: tuple[str, ...] = ("check", "bench")  # the CLI commands that take it (pytest takes every one)
+    commands: tuple[str, ...] = ("check", "bench", "grade")  # the CLI commands that take it (pytest: every one)
 
     @property
     def flag(self) -> bool:
@@ -114,37 +114,38 @@ OPTIONS = (
                       "module:Class", type=_backend, default="auto"),
     Option("compiler", "GPU: the compiler of the kernels: nvcc, nvrtc (the NVRTC wheel installed, e.g. "
                        "nvidia-cuda-nvrtc-cu12), or auto (nvcc if on PATH, else nvrtc; default: %(default)s)",
-           default=COMPILER, choices=COMPILERS, commands=("check", "bench", "info")),
+           default=COMPILER, choices=COMPILERS, commands=("check", "bench", "info", "grade")),
     Option("budget", "largest problem, in multiply-adds, of the generated shapes", type=int,
-           default=DEFAULT_BUDGET, commands=("check",)),
+           default=DEFAULT_BUDGET, commands=("check", "grade")),
     Option("timeout", "seconds a launch may run before it counts as hung (default %(default)s)", type=float,
            default=TIMEOUT),
     Option("results", "folder where failing cases are saved (.npz arrays; .png heat map with matplotlib), and "
                       "the traceback of an error of mmcheck's own",
-           default="mmcheck-results", commands=("check",)),
+           default="mmcheck-results", commands=("check", "grade")),
     Option("sanitize", "run under compute-sanitizer (GPU) or AddressSanitizer (emulator)", type=None,
-           default=False, commands=("check",)),
+           default=False, commands=("check", "grade")),
     Option("large", "GPU: also shapes with a buffer past 2**31 elements, where a 32-bit element offset wraps "
                     "(minutes and tens of GiB of host memory per kernel; a shape that does not fit is skipped)",
            type=None, default=False, commands=("check",)),
     Option("strict-launch", "a launch the device refuses fails the kernel at any shape its requires admit (default: "
                             "the device's limits bound its launch domain, stated beside its verdict, unless its "
-                            "requires bound the sizes past them)", type=None, default=False, commands=("check",)),
+                            "requires bound the sizes past them)", type=None, default=False,
+           commands=("check", "grade")),
     Option("recheck-races", "GPU: run the race detector on every launch it covers, also where an earlier run "
                             "found the very same launch (compiled code, inputs, tool) clean", type=None,
            default=False),
     Option("barrier-warnings", "emulator: report barrier divergence as a warning, not an error", type=None,
-           default=False, commands=("check",)),
+           default=False, commands=("check", "grade")),
     Option("bench-sizes", "benchmark at these sizes: a square size n (the largest valid n x n x n up to it) or "
                           "MxNxK[bB] (repeatable; default: the spec's bench, else 4096)", type=_bench_size,
-           multiple=True, commands=("bench",)),
+           multiple=True, commands=("bench", "grade")),
     Option("bench-method", "how benchmarks are timed: cold-l2 (L2 flushed before each sample), warm-l2, or "
                            "seed002 (10 warm-ups, then the mean of 100 back-to-back launches)",
-           default="cold-l2", type=_method, commands=("bench",)),
+           default="cold-l2", type=_method, commands=("bench", "grade")),
     Option("warm-l2", "benchmarks: do not flush the L2 cache between samples (same as --bench-method warm-l2)",
-           type=None, default=False, commands=("bench",)),
+           type=None, default=False, commands=("bench", "grade")),
     Option("bench-max-time", "seconds one benchmark may take before it stops sampling (default %(default)s)",
-           type=float, default=15.0, commands=("bench",)),
+           type=float, default=15.0, commands=("bench", "grade")),
 )
 
 

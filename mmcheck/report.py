@@ -22,15 +22,16 @@ from .spec import KernelSpec
 if TYPE_CHECKING:
     from .backends.base import Capabilities
 
-__all__ = ["WORDS", "table", "verdict", "summary", "kernel_list", "not_kernel_files", "json_document", "write_json",
-           "reproduce"]
+__all__ = ["WORDS", "grid", "table", "verdict", "summary", "kernel_list", "not_kernel_files", "json_document",
+           "write_json", "reproduce"]
 
 DETAIL_WIDTH = 110  # the table's last column, cut at a word
 LIST_WIDTH = 100  # mmcheck list's lines, wrapped at words
 _NAMED = 5  # the files not_kernel_files names, before "and N more"
 
 
-def _grid(rows: Sequence[Sequence[str]]) -> str:
+def grid(rows: Sequence[Sequence[str]]) -> str:
+    """Rows of cells as aligned columns, the first row the heading."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
@@ -57,7 +58,7 @@ def table(results: Sequence[Result]) -> str:
     """One row per kernel x dtype: shapes tried, verdict, worst error or the failing shape."""
     rows = [("kernel", "dtype", "shapes", "result", "detail")]
     rows += [(r.case.spec.name, r.case.dtype, str(r.shapes_tried), verdict(r), _detail(r)) for r in results]
-    return _grid(rows)
+    return grid(rows)
 
 
 def _detail(r: Result) -> str:

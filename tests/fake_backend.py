@@ -77,6 +77,11 @@ def wrong_from_m40_differently_each_launch(a, b, c, m, n, k, schedule):
         _payload(c)[0] += next(_launches)
 
 
+def wrong_from_2_18_macs(a, b, c, m, n, k, schedule):
+    """Right on problems below 2**18 multiply-adds, wrong from there: only a large shape (a benchmark's) shows it."""
+    _mm(a, b, c, m, n, k, drop_last_k=m * n * k >= 1 << 18)
+
+
 def racy_past_one_tile_of_n_wrong_from_m40(a, b, c, m, n, k, schedule):
     _mm(a, b, c, m, n, k, drop_last_k=(schedule == "reverse" and n > 16) or m >= 40)
 
