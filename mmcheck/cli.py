@@ -119,7 +119,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="a .cu file, or a folder of .cu files, that defines the assignment's kernels (its own "
                             "spec block, if any, is ignored)")
     grade.add_argument("--csv", metavar="FILE", help="also write the grade sheet as CSV (header: "
-                                                      "submission,kernel,dtype,verdict,check,shape,detail)")
+                                                      "submission,kernel,dtype,verdict,check,shape,detail); "
+                                                      "-: the CSV alone on standard output, instead of the table")
     for sub in (listing, check, bench):
         sub.add_argument("targets", nargs="*", metavar="NAME-GLOB|PATH.cu|DIR",
                          help=f"kernels by name glob, or files/directories to read (default: ./{SRC})")
@@ -424,12 +425,15 @@ def _grade(args: argparse.Namespace) -> int:
             rows, complete = _grade_benchmarks(settings, runner, rows)
     finally:
         runner.backend.close()
-    print(f"backend: {backend}")
-    print(grade.table(rows, found.times))
-    counts = {v: sum(grade.verdict(r) == v for r in rows) for v in ("pass", "fail", "error", "skip")}
-    print(f"{len(args.submissions)} submissions, {len(rows)} kernel x dtype: "
-          + ", ".join(f"{n} {v}" for v, n in counts.items() if n))
-    if args.csv:
+    if args.csv == "-":  # the grade sheet alone on standard output, for a pipe
+        grade.print_csv(sys.stdout, rows, found.times)
+    else:
+        print(f"backend: {backend}")
+        print(grade.table(rows, found.times))
+        counts = {v: sum(grade.verdict(r) == v for r in rows) for v in ("pass", "fail", "error", "skip")}
+        print(f"{len(args.submissions)} submissions, {len(rows)} kernel x dtype: "
+              + ", ".join(f"{n} {v}" for v, n in counts.items() if n))
+    if args.csv and args.csv != "-":
         grade.write_csv(args.csv, rows, found.times)
     if args.json:
         write_json(args.json, grade.json_document(rows, args.assignment, backend, found.times, complete))

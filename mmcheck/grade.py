@@ -21,20 +21,20 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from .dtypes import precision
 from .errors import SpecError
 from .publish import atomic_write
 from .report import grid
 from .results import Case, Outcome, Result
-from .spec import KernelSpec, Param, find_sources, has_spec, load_specs, parse_kernels
+from .spec import KernelSpec, Param, find_sources, load_specs, opener, parse_kernels
 
 if TYPE_CHECKING:
     from .bench.benchmark import Timed
 
 __all__ = ["CSV_HEADER", "BENCH_HEADER", "Entry", "Row", "read_assignment", "entries", "rows", "verdict",
-           "check_name", "table", "write_csv", "json_document"]
+           "check_name", "table", "write_csv", "print_csv", "json_document"]
 
 CSV_HEADER = ("submission", "kernel", "dtype", "verdict", "check", "shape", "detail")
 BENCH_HEADER = ("median_ms", "gflops", "cublas_pct")  # after CSV_HEADER where the backend times kernels
@@ -204,7 +204,7 @@ def _own_spec_note(assignment: Sequence[KernelSpec], texts: dict[Path, str]) -> 
     assignment's (it is ignored either way); empty where none does."""
     names = {s.name: s for s in assignment}
     for path, text in texts.items():
-        if not has_spec(path):
+        if not opener(text).spec:
             continue
         try:
             own, errors = parse_kernels(text, path)
@@ -314,13 +314,18 @@ def write_csv(path: Path | str, rows: Sequence[Row], timed: bool) -> None:
     """The grade sheet as CSV (header CSV_HEADER, then BENCH_HEADER where ``timed``), written atomically."""
     def write(f: BinaryIO) -> None:
         text = io.TextIOWrapper(f, encoding="utf-8", newline="")
-        out = csv.writer(text)
-        out.writerow(CSV_HEADER + (BENCH_HEADER if timed else ()))
-        out.writerows(_columns(row, timed) for row in rows)
+        print_csv(text, rows, timed, end="\r\n")  # RFC 4180's line ends in a file
         text.flush()
         text.detach()
 
     atomic_write(Path(path), write)
+
+
+def print_csv(text: TextIO, rows: Sequence[Row], timed: bool, end: str = "\n") -> None:
+    """The grade sheet as CSV on an open text stream (``--csv -``: standard output), lines ending in ``end``."""
+    out = csv.writer(text, lineterminator=end)
+    out.writerow(CSV_HEADER + (BENCH_HEADER if timed else ()))
+    out.writerows(_columns(row, timed) for row in rows)
 
 
 def json_document(rows: Sequence[Row], assignment: Path | str, backend: str, timed: bool,

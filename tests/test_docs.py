@@ -2,8 +2,9 @@
 against mmcheck itself, the site builds with no warnings, and the README keeps its two commands.
 
 The conventions, by a block's language (docs/index.md says them to readers):
-- ``console``: each ``$ `` line is a command run from the repository's root on the emulator, and the lines up
-  to the next one are exactly its standard output; ``...`` stands for any text (a line of its own: any lines);
+- ``console``: each ``$ `` line is a command run from the repository's root on the emulator (a word with ``*``
+  is the paths it matches, as in a shell), and the lines up to the next one are exactly its standard output;
+  ``...`` stands for any text (a line of its own: any lines);
 - ``cuda``: the whole of a file under docs/examples/, which some ``console`` command checks;
 - ``toml``: a spec (the lines between ``/* mmcheck`` and ``*/``), which mmcheck must read;
 - ``sh`` and ``yaml`` (a GitHub Actions job): commands whose options, extras and tox envs must exist;
@@ -88,10 +89,12 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def run(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """A documented command, on the emulator: where the GPU would be the default, the test cannot compare."""
-    argv = shlex.split(command)
+    # As a shell would: a word with a * is the paths it matches, in order.
+    argv = [path for word in shlex.split(command)
+            for path in (sorted(str(p.relative_to(cwd)) for p in cwd.glob(word)) if "*" in word else [word])]
     if argv[0] == "mmcheck":
         argv = [sys.executable, "-m", "mmcheck.cli", *argv[1:]]
-        if argv[3] in ("check", "bench") and "--backend" not in argv:
+        if argv[3] in ("check", "bench", "grade") and "--backend" not in argv:
             argv += ["--backend", "emu"]
     elif argv[:3] == ["python3", "-m", "pytest"]:
         argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *argv[3:], "--mmcheck-backend", "emu"]
