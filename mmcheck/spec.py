@@ -52,6 +52,8 @@ _BLOCK = re.compile(r"/\*\s*mmcheck\b(.*?)\*/", re.S)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
 _SHAPE = re.compile(r"[1-9]\d*x[1-9]\d*x[1-9]\d*(b[1-9]\d*)?\Z")
+# What ``mmcheck init`` could not read: a spec still holding one is a draft, not a spec.
+_TODO = re.compile(r"#\s*TODO\b:?\s*(.*)")
 # Names a ``let`` cannot take: they already mean something in an expression.
 _RESERVED = {*SHAPE_NAMES, *TYPE_ARGS, *BOOLEANS, "cdiv", "min", "max", "sizeof", "and", "or", "not", "if",
              "else"}
@@ -178,6 +180,11 @@ def parse_kernels(text: str, path: Path | str) -> tuple[list[KernelSpec], list[S
     if not match:
         raise SpecError(path, "no /* mmcheck ... */ spec block found")
     line = text.count("\n", 0, match.start(1)) + 1
+    todos = [f"line {line + i}: {m.group(1).strip()}" for i, row in enumerate(match.group(1).split("\n"))
+             if (m := _TODO.search(row))]
+    if todos:
+        raise SpecError(path, "the spec still has what mmcheck init could not read; write it, then remove each "
+                              "TODO comment: " + "; ".join(todos))
     try:
         doc = tomllib.loads(match.group(1))
     except (ValueError, RecursionError) as e:  # also an integer too long to convert, arrays nested too deeply
