@@ -1,0 +1,141 @@
+"""``mmcheck init``: a spec read off a kernel file's own kernel and launcher, measured on tests/init_corpus/, a
+collection of tutorial-style files, by checking each written spec, unedited, on the emulator."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mmcheck.cli import main
+from mmcheck.errors import SpecError
+from mmcheck.spec import parse_specs
+
+CORPUS = Path(__file__).resolve().parent / "init_corpus"
+needs_gxx = pytest.mark.skipif(not shutil.which("g++"), reason="runs the kernels on the emulator, which needs g++")
+pytest.importorskip("clang.cindex", reason="mmcheck init reads kernel files with libclang")
+
+# The kernel whose spec is written, where a file has several.
+ENTRIES = {"two_kernels.cu": "mm_after"}
+# The two files of the issue: a one-thread-per-element kernel with a host launcher, and a templated-tile SGEMM in
+# cuBLAS form whose launcher picks the tile by size.
+NAMED = {"naive_launcher.cu", "sgemm_templated.cu"}
+# What mmcheck init cannot read: sizes named m, n, p (n is K there); a kernel no launch in the file gives a
+# block and grid for (a TODO); a column-major kernel (the layout is not read from the indexing).
+NOT_PASSING = {"mnp_names.cu", "no_launcher.cu", "gemm_colmajor.cu"}
+
+
+def init(*argv: str) -> int:
+    return main(["init", *argv])
+
+
+@pytest.fixture
+def corpus(tmp_path: Path, monkeypatch) -> Path:
+    """A copy of the collection, the run's folder (where failures are saved)."""
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "corpus"
+    shutil.copytree(CORPUS, folder)
+    return folder
+
+
+@needs_gxx
+def test_the_written_specs_pass_unedited_for_the_issues_two_files_and_most_of_the_collection(corpus, capsys):
+    files = sorted(p.name for p in corpus.glob("*.cu"))
+    assert len(files) >= 8
+    for name in files:
+        entry = ENTRIES.get(name)
+        assert init(str(corpus / name), *(["--entry", entry] if entry else [])) == 0, name
+    capsys.readouterr()
+    main(["check", str(corpus), "--backend", "emu", "--budget", str(1 << 16), "--json", "run.json"])
+    said = capsys.readouterr().err
+    results = json.loads(Path("run.json").read_text())["results"]
+    outcomes: dict[str, list[str]] = {}
+    for r in results:
+        outcomes.setdefault(Path(r["file"]).name, []).append(r["outcome"])
+    passed = {name for name, found in outcomes.items() if set(found) == {"pass"}}
+    assert NAMED <= passed
+    assert len(passed) * 2 >= len(files)
+    assert passed == set(files) - NOT_PASSING, said  # 9 of 12
+    # The two files whose specs still hold a TODO are spec errors that say so.
+    for name in NOT_PASSING & {"mnp_names.cu", "no_launcher.cu"}:
+        assert f"{name}: the spec still has what mmcheck init could not read" in said
+
+
+@needs_gxx
+def test_the_templated_sgemms_spec_holds_on_both_tiles_its_launcher_picks(corpus, capsys):
+    path = corpus / "sgemm_templated.cu"
+    assert init(str(path)) == 0
+    spec = parse_specs(path.read_text(), path)[0]
+    assert dict((k, e.text) for k, e in spec.let)["BM"] == "64 if M >= 128 and N >= 128 else 32"
+    assert [e.text for e in spec.grid] == ["cdiv(N, BN)", "cdiv(M, BM)"]
+    assert [e.text for e in spec.block] == ["BN", "BM // 4"]
+    shapes = ["130x129x17", "127x200x9", "200x64x3"]  # the 64-tile launch, and the 32-tile one either side of it
+    argv = ["check", str(path), "--backend", "emu", *(a for s in shapes for a in ("--shape", s))]
+    assert main(argv) == 0, capsys.readouterr().out
+
+
+def test_writing_puts_the_spec_before_the_first_line_and_keeps_the_rest_byte_for_byte(corpus, capsys):
+    path = corpus / "naive_launcher.cu"
+    before = path.read_bytes()
+    assert init(str(path)) == 0
+    after = path.read_bytes()
+    assert after.endswith(b"*/\n" + before) and after.startswith(b"/* mmcheck\n")
+    assert "wrote the spec of matmul_naive" in capsys.readouterr().out
+    spec = parse_specs(after.decode(), path)[0]
+    assert (spec.op, spec.dtypes, [p.name for p in spec.params]) == ("mm", ("float32",), ["A", "B", "C", "M", "N", "K"])
+    assert [e.text for e in spec.grid] == ["cdiv(N, 16)", "cdiv(M, 16)"]
+
+
+def test_a_file_with_a_spec_is_refused_and_left_as_it_is(corpus, capsys):
+    path = corpus / "grid1d.cu"
+    assert init(str(path)) == 0
+    written = path.read_bytes()
+    capsys.readouterr()
+    assert init(str(path)) == 2
+    assert "already has a /* mmcheck ... */ spec" in capsys.readouterr().err
+    assert path.read_bytes() == written
+
+
+def test_print_shows_the_spec_and_leaves_the_file(corpus, capsys):
+    path = corpus / "wmma_half.cu"
+    before = path.read_bytes()
+    assert init(str(path), "--print") == 0
+    out = capsys.readouterr().out
+    assert out.startswith("/* mmcheck\n[[kernel]]\n") and out.rstrip().endswith("*/")
+    assert 'dtypes = ["float16->float32"]' in out
+    assert 'requires = ["M % 16 == 0", "N % 16 == 0", "K % 16 == 0"]' in out  # the launcher's early return
+    assert path.read_bytes() == before
+
+
+def test_several_kernels_need_an_entry_and_the_error_lists_them(corpus, capsys):
+    path = corpus / "two_kernels.cu"
+    assert init(str(path)) == 2  # stdin is no terminal here: no question, an error
+    err = capsys.readouterr().err
+    assert "defines 2 kernels; name one with --entry: mm_before, mm_after" in err
+    assert init(str(path), "--entry", "mm_before", "--print") == 0
+    assert 'entry = "mm_before"' in capsys.readouterr().out
+    assert init(str(path), "--entry", "mm_middle") == 2
+    err = capsys.readouterr().err
+    assert "no __global__ function 'mm_middle' in the file (its kernels: mm_before, mm_after)" in err
+
+
+def test_what_cannot_be_read_is_a_todo_that_check_names_with_its_line(corpus, capsys):
+    path = corpus / "no_launcher.cu"
+    assert init(str(path)) == 0
+    err = capsys.readouterr().err
+    assert "TODO block: the file launches the kernel nowhere" in err
+    lines = path.read_text().splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if text.startswith("# TODO:"))
+    assert main(["check", str(path), "--backend", "emu"]) == 2
+    err = capsys.readouterr().err
+    assert f"line {line}: the file launches the kernel nowhere: the block and grid are a guess" in err
+    assert "write it, then remove each TODO comment" in err
+
+
+def test_a_todo_anywhere_in_a_spec_is_an_error_naming_its_line():
+    text = '// a kernel\n/* mmcheck\n[[kernel]]\nname = "k"\nentry = "k"\nop = "mm"\ndtypes = ["float32"]\n' \
+           'params = ["A", "B", "C", "M", "N", "K"]\nblock = [16, 16]   # TODO: the block size\n' \
+           'grid = ["cdiv(N, 16)", "cdiv(M, 16)"]\n*/\n'
+    with pytest.raises(SpecError, match=r"line 9: the block size$"):
+        parse_specs(text, "k.cu")
+    parse_specs(text.replace("# TODO: the block size", ""), "k.cu")
