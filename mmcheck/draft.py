@@ -202,7 +202,7 @@ class _File:
         """(host function, call, conditions) for each call of the function ``name`` in host code."""
         for f in self.hosts:
             for node, guards in self.statements[_key(f)]:
-                if node.kind in (self.ck.CALL_EXPR, self.ck.UNEXPOSED_EXPR) and _callee(node)[0] == name:
+                if _is_call(node) and _callee(node)[0] == name:
                     yield f, node, guards
 
 
@@ -217,6 +217,15 @@ def _callee(call: Any) -> tuple[str | None, Any]:
         return None, None
     overloaded = next((c for c in reference.get_children() if c.kind.name == "OVERLOADED_DECL_REF"), None)
     return (overloaded or reference).spelling or None, reference
+
+
+def _is_call(node: Any) -> bool:
+    """Whether ``node`` calls a function: a call, or one a template's dependent arguments leave unresolved (not
+    the reference to a function that a call's callee decays from)."""
+    if node.kind.name == "CALL_EXPR":
+        return True
+    reference = _callee(node)[1] if node.kind.name == "UNEXPOSED_EXPR" else None
+    return reference is not None and any(c.kind.name == "OVERLOADED_DECL_REF" for c in reference.get_children())
 
 
 def _arguments(call: Any) -> list[Any]:
@@ -299,6 +308,7 @@ class _Reader:
         self.ck = cindex.CursorKind
         self.names: dict[tuple[str, int, str], str] = {}
         self.symbols: dict[tuple[str, int, str], str] = {}  # a launcher's template parameter: the kernel's name
+        self.equal: set[str] = set()  # sizes the launcher passes one variable for, as requires
 
     def name(self, argument: Any, role: str, context: _Context) -> None:
         """Call what ``argument`` refers to ``role``, and what it is bound to in the callers too."""
@@ -306,7 +316,8 @@ class _Reader:
         if argument.kind != self.ck.DECL_REF_EXPR or argument.referenced is None:
             return
         key = _key(argument.referenced)
-        self.names.setdefault(key, role)
+        if self.names.setdefault(key, role) != role:  # one variable for two sizes: the kernel's problem has them equal
+            self.equal.add(f"{self.names[key]} == {role}")
         if key in context.bindings:
             value, caller = context.bindings[key]
             if not isinstance(value, str):
@@ -724,8 +735,8 @@ class _Drafting:
                     "smem": "0", "requires": requires}
         # A condition every launch is under is the kernel's domain, as is what the launcher asserts.
         common = [g for g in sites[0].guards if all(g in s.guards for s in sites)]
-        requires = requires + [r for r in common + sites[0].requires if all(r in s.requires for s in sites)
-                               or r in common]
+        requires = [*requires, *sorted(self.reader.equal), *common,
+                    *(r for r in sites[0].requires if all(r in s.requires for s in sites))]
         distinct = _unique(sites, lambda s: (s.template, s.block, s.grid, s.smem))
         if len(distinct) > 1 and any(s.unread for s in distinct[:-1]):
             self.todo("let", "the launcher chooses between launches by a condition mmcheck cannot read: "
