@@ -139,3 +139,16 @@ def test_a_todo_anywhere_in_a_spec_is_an_error_naming_its_line():
     with pytest.raises(SpecError, match=r"line 9: the block size$"):
         parse_specs(text, "k.cu")
     parse_specs(text.replace("# TODO: the block size", ""), "k.cu")
+
+
+def test_an_assert_and_one_variable_for_every_size_are_requires(tmp_path, capsys):
+    path = tmp_path / "square.cu"
+    path.write_text("#include <cassert>\n"
+                    "__global__ void sq(const float *A, const float *B, float *C, int M, int N, int K) {}\n"
+                    "void run(const float *A, const float *B, float *C, int n)\n{\n"
+                    "    assert(n % 8 == 0);\n"
+                    "    sq<<<dim3(n / 8, n / 8), dim3(8, 8)>>>(A, B, C, n, n, n);\n}\n")
+    assert init(str(path), "--print") == 0
+    out = capsys.readouterr().out
+    assert 'grid = ["M // 8", "M // 8"]' in out
+    assert 'requires = ["M == K", "M == N", "M % 8 == 0"]' in out
