@@ -26,9 +26,9 @@ from typing import Any
 from .backends.device_code import constant, is_kernel, operator, parse
 from .dtypes import PRECISIONS
 from .errors import MmcheckError, SpecError
-from .expr import Expr, ExprError
+from .expr import SHAPE_NAMES, Expr, ExprError
 from .ops import OPS
-from .spec import has_spec
+from .spec import RESERVED, has_spec
 
 __all__ = ["Draft", "kernels", "draft", "write"]
 
@@ -47,7 +47,10 @@ _QUALIFIERS = re.compile(r"\b(?:const|volatile|__restrict__|__restrict|restrict|
 # A pointer's name that says its operand: A, a, d_A, dA, mat_a, A_d, ...
 _OPERAND = re.compile(r"(?:d_?|dev_?|g_?|mat_?|matrix_?|p_?)?([abcxy])(?:_?(?:d|dev|ptr|mat))?", re.I)
 _OUTPUTS = {"out", "output", "result", "res", "dst", "d_out"}
-_BATCH = re.compile(r"(?:n_?|num_?)?batch(?:es|_?count|_?size)?|batch_?count|bs", re.I)
+_OPERAND_WORDS = {"mat": "a", "matrix": "a", "vec": "x", "vector": "x"}
+# Sizes by name: m, n, k, and the CUDA samples' heights and widths (hA is M, wA is K, wB is N).
+_SIZES = {"m": "M", "n": "N", "k": "K", "ha": "M", "hc": "M", "wa": "K", "hb": "K", "wb": "N", "wc": "N"}
+_BATCH = re.compile(r"(?:n_?|num_?)?batch(?:es|_?count|_?size)?|batch_?count|bs|b", re.I)
 _LEADING = re.compile(r"ld_?([abcxy])", re.I)
 _CDIV = re.compile(r"c(?:eil)?_?div(?:_?up)?|div_?up|i?div_?up|ceil_?div", re.I)
 _INTEGER_SUFFIX = {"INT": "", "UINT": ":unsigned", "ULONG": ":size_t", "ULONGLONG": ":size_t", "LONG": ":long",
@@ -55,8 +58,6 @@ _INTEGER_SUFFIX = {"INT": "", "UINT": ":unsigned", "ULONG": ":size_t", "ULONGLON
 _BINARY = {"+": "+", "-": "-", "*": "*", "/": "//", "%": "%", "<": "<", ">": ">", "<=": "<=", ">=": ">=",
            "==": "==", "!=": "!=", "&&": "and", "||": "or"}
 _UNARY = {"-": "-", "+": "+", "!": "not "}
-_RESERVED = {"M", "N", "K", "batch", "T", "TC", "true", "false", "cdiv", "min", "max", "sizeof", "and", "or",
-             "not", "if", "else"}
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,7 @@ class _File:
         if tu is None:
             raise MmcheckError("mmcheck init reads kernel files with libclang: pip install libclang")
         self.name = tu.spelling
+        self.folder = path.resolve().parent
         functions: dict[tuple[str, int, str], Any] = {}
         self._collect(tu.cursor, functions)
         self.kernels = {f.spelling: f for f in functions.values() if is_kernel(f)}
@@ -158,7 +160,8 @@ class _File:
     def _collect(self, parent: Any, found: dict[tuple[str, int, str], Any]) -> None:
         ck = self.ck
         for c in parent.get_children():
-            if not c.location.file or c.location.file.name != self.name:
+            # The file's own, and its folder's headers' (a tutorial's kernels.cuh beside its main.cu).
+            if not c.location.file or Path(c.location.file.name).resolve().parent != self.folder:
                 continue
             if c.kind in (ck.NAMESPACE, ck.LINKAGE_SPEC):
                 self._collect(c, found)
@@ -350,6 +353,11 @@ class _Reader:
             return f"{left} {_BINARY[op]} {right}"
         if kind == ck.UNARY_OPERATOR and op in _UNARY and len(operands) == 1:
             return f"{_UNARY[op]}{self.expr(operands[0], context, depth + 1)}"
+        if kind == ck.MEMBER_REF_EXPR and c.spelling in ("x", "y", "z") and len(operands) == 1 \
+                and "dim3" in operands[0].type.spelling:  # dimBlock.x
+            sizes = self.dims(operands[0], context, depth + 1)
+            axis = "xyz".index(c.spelling)
+            return sizes[axis] if axis < len(sizes) else "1"
         if kind == ck.CONDITIONAL_OPERATOR and len(operands) == 3:
             test, yes, no = (self.expr(o, context, depth + 1) for o in operands)
             return f"({yes} if {test} else {no})"
@@ -416,6 +424,135 @@ class _Reader:
         return [self.expr(a, context) for a in written]
 
 
+# --- the kernel's indexing ---------------------------------------------------------------------------------
+
+class _Indexing:
+    """How a kernel indexes its operands: which loop runs over K (its variable, or a variable made from it,
+    indexes both inputs) and, in each operand's index, whether a size or leading dimension multiplies the row
+    or the column (row-major or column-major)."""
+
+    def __init__(self, kernel: Any, parameters: list[Any], ck: Any) -> None:
+        self.ck, self.parameters = ck, parameters
+        self.body = next((c for c in kernel.get_children() if c.kind == ck.COMPOUND_STMT), None)
+        self.nodes = list(self.body.walk_preorder()) if self.body is not None else []
+
+    def reduction(self, sizes: list[int], roles: list[str | None]) -> int | None:
+        """The size parameter (its index) that bounds the loop over K, where exactly one does."""
+        found = {i for loop, variables in self._loops(roles) for i in sizes
+                 if _refers(self._bound(loop), {_key(self.parameters[i])})}
+        return found.pop() if len(found) == 1 else None
+
+    def layouts(self, roles: list[str | None]) -> dict[str, str]:
+        """Each operand's order ("row" or "col") where its indexing shows one, and every access agrees."""
+        along_k = set().union(*(variables for _, variables in self._loops(roles)))
+        strides = {_key(p) for p, r in zip(self.parameters, roles) if r in ("M", "N", "K", "lda", "ldb", "ldc")}
+        if not along_k:
+            return {}
+        rows = {k for index in self._accesses(roles, "A") for k, _ in self._terms(index, strides)} - along_k - strides
+        found: dict[str, str] = {}
+        for operand, first in (("A", rows), ("B", along_k), ("C", rows)):
+            seen = set()
+            for index in self._accesses(roles, operand):
+                terms = self._terms(index, strides)
+                mine = {multiplied for k, multiplied in terms if k in first}
+                others = {multiplied for k, multiplied in terms if k not in first and k not in strides}
+                if mine == {True} and False in others:
+                    seen.add("row")
+                elif mine == {False} and True in others:
+                    seen.add("col")
+            if len(seen) == 1:
+                found[operand] = seen.pop()
+        return found
+
+    def _loops(self, roles: list[str | None]) -> list[tuple[Any, set[tuple[str, int, str]]]]:
+        """The loops over K: each with its variable and the variables made from it in its body."""
+        inputs = [_key(p) for p, r in zip(self.parameters, roles) if r in ("A", "B", "x")]
+        found = []
+        for loop in (n for n in self.nodes if n.kind == self.ck.FOR_STMT):
+            declared = [d for c in loop.get_children() if c.kind == self.ck.DECL_STMT for d in c.get_children()]
+            if len(declared) != 1:
+                continue
+            variables = self._derived(_key(declared[0]), loop)
+            if len(inputs) == 2 and all(any(_refers(index, variables) for index in self._accesses_of(key))
+                                        for key in inputs):
+                found.append((loop, variables))
+        return found
+
+    def _bound(self, loop: Any) -> Any:
+        """A loop's condition."""
+        parts = [c for c in loop.get_children() if c.kind.is_expression()]
+        return parts[0] if parts else loop
+
+    def _derived(self, variable: tuple[str, int, str], scope: Any) -> set[tuple[str, int, str]]:
+        """``variable`` and the variables of ``scope`` initialized or assigned from it, directly or not (a
+        variable reused for another index is then both, and tells nothing)."""
+        found, changed = {variable}, True
+        sources = []  # (the variable, what gives it a value)
+        for n in scope.walk_preorder():
+            parts = [c for c in n.get_children() if c.kind.is_expression()]
+            if n.kind == self.ck.VAR_DECL:
+                sources += [(_key(n), c) for c in parts]
+            elif n.kind == self.ck.BINARY_OPERATOR and operator(n) == "=" and len(parts) == 2 \
+                    and parts[0].kind == self.ck.DECL_REF_EXPR and parts[0].referenced is not None:
+                sources.append((_key(parts[0].referenced), parts[1]))
+        while changed:
+            changed = False
+            for key, value in sources:
+                if key not in found and _refers(value, found):
+                    found.add(key)
+                    changed = True
+        return found
+
+    def _accesses(self, roles: list[str | None], operand: str) -> list[Any]:
+        keys = [_key(p) for p, r in zip(self.parameters, roles) if r == operand]
+        return [index for key in keys for index in self._accesses_of(key)]
+
+    def _accesses_of(self, key: tuple[str, int, str]) -> list[Any]:
+        """The index expressions of a pointer parameter: a subscript's index, or a pointer sum holding it."""
+        found = []
+        for node in self.nodes:
+            parts = [c for c in node.get_children() if c.kind.is_expression()]
+            if node.kind == self.ck.ARRAY_SUBSCRIPT_EXPR and len(parts) == 2 and _refers(parts[0], {key}):
+                found.append(parts[1])
+            elif node.kind == self.ck.BINARY_OPERATOR and node.type.kind.name == "POINTER" \
+                    and operator(node) in ("+", "-") and _refers(node, {key}):
+                found.append(node)
+        return found
+
+    def _terms(self, index: Any, strides: set[tuple[str, int, str]]) -> list[tuple[tuple[str, int, str], bool]]:
+        """Each variable an index reads, and whether a size or leading dimension multiplies it there."""
+        found = []
+
+        def walk(node: Any, multiplied: bool) -> None:
+            if node.kind == self.ck.DECL_REF_EXPR and node.referenced is not None:
+                found.append((_key(node.referenced), multiplied))
+                return
+            parts = [c for c in node.get_children() if c.kind.is_expression()]
+            if node.kind == self.ck.BINARY_OPERATOR and operator(node) == "*" and len(parts) == 2:
+                walk(parts[0], multiplied or _refers(parts[1], strides))
+                walk(parts[1], multiplied or _refers(parts[0], strides))
+                return
+            for part in parts:
+                walk(part, multiplied)
+
+        walk(index, False)
+        return found
+
+
+def _refers(node: Any, keys: set[tuple[str, int, str]]) -> bool:
+    """Whether an expression reads any of the declarations ``keys``."""
+    return any(c.kind.name == "DECL_REF_EXPR" and c.referenced is not None and _key(c.referenced) in keys
+               for c in node.walk_preorder())
+
+
+def _operand_letter(name: str) -> str | None:
+    """The operand a pointer's name says (a, b, c, x or y), if it says one."""
+    if name.lower() in _OPERAND_WORDS:
+        return _OPERAND_WORDS[name.lower()]
+    m = _OPERAND.fullmatch(name)
+    return m.group(1).lower() if m else None
+
+
 # --- the spec ----------------------------------------------------------------------------------------------
 
 class _Drafting:
@@ -427,6 +564,7 @@ class _Drafting:
         self.reader = _Reader()
         self.parameters = [c for c in kernel.get_children() if c.kind == self.ck.PARM_DECL]
         self._roles: list[str | None] = []  # each parameter's spec name, once the signature is read
+        self.indexing = _Indexing(kernel, self.parameters, self.ck)
         self.template_parameters = [c for c in kernel.get_children() if c.kind in (
             self.ck.TEMPLATE_TYPE_PARAMETER, self.ck.TEMPLATE_NON_TYPE_PARAMETER)]
 
@@ -443,11 +581,11 @@ class _Drafting:
         scalars = {n: i for i, n in enumerate(lowered) if n in ("alpha", "beta") and i not in dict(pointers)}
         for n, i in scalars.items():
             roles[i] = n
-        vector = any((m := _OPERAND.fullmatch(p.spelling)) and m.group(1).lower() in "xy" for _, p in pointers)
+        vector = any(_operand_letter(p.spelling) in ("x", "y") for _, p in pointers)
         if len(scalars) == 1:
             self.todo("op", f"the kernel takes {next(iter(scalars))} alone: gemm and gemv take both alpha and beta")
         blas = len(scalars) == 2
-        batched = any(_BATCH.fullmatch(p.spelling) for p in self.parameters)
+        batched = any(_BATCH.fullmatch(p.spelling) and self._integer(p) is not None for p in self.parameters)
         op = ("gemv" if vector else "gemm") if blas else ("mv" if vector else "bmm" if batched else "mm")
         operation = OPS[op]
         self._operands(pointers, roles, operation.names)
@@ -455,10 +593,10 @@ class _Drafting:
         for i, p in enumerate(self.parameters):
             if roles[i] is not None or p.type.kind.name == "POINTER":
                 continue
-            low = p.spelling.lower()
+            size = _SIZES.get(re.sub(r"[^a-z]|(?<=[hw])(?:eight|idth)", "", p.spelling.lower()))
             leading = _LEADING.fullmatch(p.spelling)
-            if low in ("m", "n", "k"):
-                roles[i] = low.upper()
+            if size is not None and size not in roles:
+                roles[i] = size
             elif _BATCH.fullmatch(p.spelling) and op in ("bmm", "gemm"):
                 roles[i] = "batch"
             elif leading and leading.group(1).upper() in operation.names:
@@ -466,7 +604,17 @@ class _Drafting:
             if self._integer(p) is not None:
                 sizes.append(i)
         requires: list[str] = []
+        dimensions = [s for s in ("M", "N", "K") if s not in operation.fixed]
+        if any(roles[i] is None for i in sizes) and "K" not in roles and len(sizes) > 1:
+            # Sizes named otherwise: K is what bounds the loop whose variable indexes both inputs.
+            k = self.indexing.reduction(sizes, roles)
+            if k is not None:
+                roles[k] = "K"
         unnamed = [i for i in sizes if roles[i] is None]
+        missing = [s for s in dimensions if s not in roles]
+        if len(unnamed) == 1 and len(missing) == 1:
+            roles[unnamed[0]] = missing[0]
+            unnamed = []
         named = [i for i in sizes if roles[i] is not None]
         if len(sizes) == 1 and roles[sizes[0]] in (None, "M", "N", "K"):
             # One size for every dimension: a square problem.
@@ -501,9 +649,9 @@ class _Drafting:
         output, else by place."""
         free = list(names)
         for i, p in pointers:
-            m = _OPERAND.fullmatch(p.spelling)
+            letter = _operand_letter(p.spelling)
             wanted = names[-1] if p.spelling.lower() in _OUTPUTS else next(
-                (n for n in free if m and n.lower() == m.group(1).lower()), None)
+                (n for n in free if n.lower() == letter), None)
             if wanted in free:
                 roles[i] = wanted
                 free.remove(wanted)
@@ -684,6 +832,11 @@ class _Drafting:
         if values["let"]:
             lines["let"] = "{" + ", ".join(f"{k} = {json.dumps(v)}" for k, v in values["let"].items()) + "}"
         lines["params"] = _list(params)
+        layouts = {o: self.indexing.layouts(roles).get(o, "row") for o in OPS[op].names if o in ("A", "B", "C")}
+        if set(layouts.values()) == {"col"}:
+            lines["layout"] = '"col"'
+        elif "col" in layouts.values():
+            lines["layout"] = "{" + ", ".join(f'{o} = "{order}"' for o, order in layouts.items()) + "}"
         lines["block"] = _list(values["block"])
         lines["grid"] = _list(values["grid"])
         if values["smem"] != "0":
@@ -765,11 +918,10 @@ class _Drafting:
             if len(set(values)) == 1:
                 template.append(values[0])
                 continue
-            label = name if name not in _RESERVED else f"{name}_"
-            let[label] = choose(values)
-            template.append(label)
-        chosen = {label: [self._literal(p, s.template[j] or "0") for s in distinct]
-                  for j, (label, p) in enumerate(zip(names, self.template_parameters)) if label in let}
+            let[_label(name)] = choose(values)
+            template.append(_label(name))
+        chosen = {_label(name): [self._literal(p, s.template[j] or "0") for s in distinct]
+                  for j, (name, p) in enumerate(zip(names, self.template_parameters)) if _label(name) in let}
 
         def field_of(index: int) -> list[str]:
             rows = [[s.block, s.grid][index] for s in distinct]
@@ -782,7 +934,10 @@ class _Drafting:
 
         smems = [s.smem for s in distinct]
         named = [s.named[2] for s in distinct if s.named] if all(s.named for s in distinct) else []
-        return {"template": template, "let": let, "block": field_of(0), "grid": field_of(1),
+        grid = field_of(1)
+        # A grid rounded down (N // 16) covers only multiples of its tile: the launcher's domain.
+        requires += [f"{size} % {tile} == 0" for size, tile in filter(None, map(_rounded_down, grid))]
+        return {"template": template, "let": let, "block": field_of(0), "grid": grid,
                 "smem": self._choose(smems, named, chosen, let, choose),
                 "requires": list(dict.fromkeys(r for text in requires for r in _conjuncts(text)))}
 
@@ -926,6 +1081,23 @@ def _conjuncts(text: str) -> list[str]:
     terms = tree.values if isinstance(tree, ast.BoolOp) and isinstance(tree.op, ast.And) else [tree]
     return [ast.unparse(ast.Compare(t, [ast.NotEq()], [ast.Constant(0)]) if isinstance(t, ast.BinOp) else t)
             for t in terms]
+
+
+def _label(name: str) -> str:
+    """The ``let`` name of a template parameter: its own, unless that already means something in a spec."""
+    return name if name not in RESERVED else f"{name}_"
+
+
+def _rounded_down(text: str) -> tuple[str, int] | None:
+    """(size, tile) of a grid size that is a size divided by a tile, rounding down (``N // 16``)."""
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
+    if isinstance(tree, ast.BinOp) and isinstance(tree.op, ast.FloorDiv) and isinstance(tree.left, ast.Name) \
+            and tree.left.id in SHAPE_NAMES and (tile := _value(tree.right)) is not None and tile > 1:
+        return tree.left.id, tile
+    return None
 
 
 def _used(text: str) -> set[str]:

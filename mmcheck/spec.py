@@ -25,6 +25,7 @@ __all__ = [
     "sizeof",
     "CATCHES",
     "TYPE_ARGS",
+    "RESERVED",
     "Param",
     "KernelSpec",
     "parse_specs",
@@ -55,7 +56,7 @@ _SHAPE = re.compile(r"[1-9]\d*x[1-9]\d*x[1-9]\d*(b[1-9]\d*)?\Z")
 # What ``mmcheck init`` could not read: a spec still holding one is a draft, not a spec.
 _TODO = re.compile(r"#\s*TODO\b:?\s*(.*)")
 # Names a ``let`` cannot take: they already mean something in an expression.
-_RESERVED = {*SHAPE_NAMES, *TYPE_ARGS, *BOOLEANS, "cdiv", "min", "max", "sizeof", "and", "or", "not", "if",
+RESERVED = {*SHAPE_NAMES, *TYPE_ARGS, *BOOLEANS, "cdiv", "min", "max", "sizeof", "and", "or", "not", "if",
              "else"}
 
 
@@ -445,8 +446,8 @@ def _lets(value: Any, fail: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise fail("let", "must be a table of NAME = expression")
     for key, text in value.items():
-        if not _IDENT.match(key) or key in _RESERVED:
-            reserved = ", ".join(sorted(_RESERVED))
+        if not _IDENT.match(key) or key in RESERVED:
+            reserved = ", ".join(sorted(RESERVED))
             raise fail("let", f"{key!r} cannot be a let name (an identifier, not one of {reserved})")
         if isinstance(text, bool) or not isinstance(text, (int, str)):
             raise fail("let", f"{key} = {text!r} must be an integer or an expression string")
