@@ -222,6 +222,11 @@ def _callee(call: Any) -> tuple[str | None, Any]:
     return (overloaded or reference).spelling or None, reference
 
 
+def _expressions(cursor: Any) -> list[Any]:
+    """A cursor's children that are expressions (not the types and names it also has)."""
+    return [c for c in cursor.get_children() if c.kind.is_expression()]
+
+
 def _is_call(node: Any) -> bool:
     """Whether ``node`` calls a function: a call, or one a template's dependent arguments leave unresolved (not
     the reference to a function that a call's callee decays from)."""
@@ -254,7 +259,7 @@ def _template_arguments(reference: Any) -> list[Any]:
             pieces.append([])
         elif not (text == "<" and depth == 1 and not pieces[0]):
             pieces[-1].append(token)
-    children = [c for c in reference.get_children() if c.kind.is_expression()]
+    children = _expressions(reference)
     found: list[Any] = []
     for piece in pieces:
         if not piece:
@@ -327,19 +332,16 @@ class _Reader:
                 self.name(value, role, caller)
 
     def _stripped(self, c: Any) -> Any:
-        while c.kind in (self.ck.UNEXPOSED_EXPR, self.ck.PAREN_EXPR) and len(inner := self._operands(c)) == 1:
+        while c.kind in (self.ck.UNEXPOSED_EXPR, self.ck.PAREN_EXPR) and len(inner := _expressions(c)) == 1:
             c = inner[0]
         return c
-
-    def _operands(self, c: Any) -> list[Any]:
-        return [x for x in c.get_children() if x.kind.is_expression()]
 
     def expr(self, c: Any, context: _Context, depth: int = 0) -> str:
         """``c`` as a spec expression; raises _Unread."""
         ck, kind = self.ck, c.kind
         if depth > 64:
             raise _Unread(_text(c))
-        operands = self._operands(c)
+        operands = _expressions(c)
         if kind == ck.DECL_REF_EXPR:
             return self._reference(c, context, depth)
         if kind in (ck.UNEXPOSED_EXPR, ck.CSTYLE_CAST_EXPR, ck.CXX_STATIC_CAST_EXPR, ck.CXX_FUNCTIONAL_CAST_EXPR) \
@@ -398,7 +400,7 @@ class _Reader:
     def _initializer(self, decl: Any) -> Any:
         if decl.kind != self.ck.VAR_DECL:
             return None
-        return next(reversed(self._operands(decl)), None)
+        return next(reversed(_expressions(decl)), None)
 
     def dims(self, c: Any, context: _Context, depth: int = 0) -> list[str]:
         """A launch's grid or block as one to three spec expressions: a ``dim3``'s (its variable's, its
@@ -416,7 +418,7 @@ class _Reader:
                 raise _Unread(c.spelling)
             return self.dims(initial, context, depth + 1)
         # A constructor's arguments as written: those left to their defaults have no place in the file.
-        written = [a for a in self._operands(c) if a.location.file is not None]
+        written = [a for a in _expressions(c) if a.location.file is not None]
         if len(written) == 1 and "dim3" in self._stripped(written[0]).type.spelling:
             return self.dims(written[0], context, depth + 1)
         if not written:
@@ -462,6 +464,8 @@ class _Indexing:
                     seen.add("col")
             if len(seen) == 1:
                 found[operand] = seen.pop()
+        if "C" not in found and "col" in found.values():  # written elsewhere (a helper): cuBLAS's column-major C
+            found["C"] = "col"
         return found
 
     def _loops(self, roles: list[str | None]) -> list[tuple[Any, set[tuple[str, int, str]]]]:
@@ -480,7 +484,7 @@ class _Indexing:
 
     def _bound(self, loop: Any) -> Any:
         """A loop's condition."""
-        parts = [c for c in loop.get_children() if c.kind.is_expression()]
+        parts = _expressions(loop)
         return parts[0] if parts else loop
 
     def _derived(self, variable: tuple[str, int, str], scope: Any) -> set[tuple[str, int, str]]:
@@ -489,7 +493,7 @@ class _Indexing:
         found, changed = {variable}, True
         sources = []  # (the variable, what gives it a value)
         for n in scope.walk_preorder():
-            parts = [c for c in n.get_children() if c.kind.is_expression()]
+            parts = _expressions(n)
             if n.kind == self.ck.VAR_DECL:
                 sources += [(_key(n), c) for c in parts]
             elif n.kind == self.ck.BINARY_OPERATOR and operator(n) == "=" and len(parts) == 2 \
@@ -511,7 +515,7 @@ class _Indexing:
         """The index expressions of a pointer parameter: a subscript's index, or a pointer sum holding it."""
         found = []
         for node in self.nodes:
-            parts = [c for c in node.get_children() if c.kind.is_expression()]
+            parts = _expressions(node)
             if node.kind == self.ck.ARRAY_SUBSCRIPT_EXPR and len(parts) == 2 and _refers(parts[0], {key}):
                 found.append(parts[1])
             elif node.kind == self.ck.BINARY_OPERATOR and node.type.kind.name == "POINTER" \
@@ -527,7 +531,7 @@ class _Indexing:
             if node.kind == self.ck.DECL_REF_EXPR and node.referenced is not None:
                 found.append((_key(node.referenced), multiplied))
                 return
-            parts = [c for c in node.get_children() if c.kind.is_expression()]
+            parts = _expressions(node)
             if node.kind == self.ck.BINARY_OPERATOR and operator(node) == "*" and len(parts) == 2:
                 walk(parts[0], multiplied or _refers(parts[1], strides))
                 walk(parts[1], multiplied or _refers(parts[0], strides))
@@ -967,7 +971,7 @@ class _Drafting:
 
     def _default(self, parameter: Any) -> str:
         """A value template parameter's default, for a kernel that no launch instantiates."""
-        default = next((c for c in parameter.get_children() if c.kind.is_expression()), None)
+        default = next(iter(_expressions(parameter)), None)
         value = constant(default) if default is not None else None
         if value is None:
             self.todo("template", f"no launch gives the template argument {parameter.spelling}: 16 is a guess")
