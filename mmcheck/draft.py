@@ -139,16 +139,17 @@ class _File:
     under."""
 
     def __init__(self, path: Path) -> None:
-        from clang import cindex
-
-        self.ck = cindex.CursorKind
         try:
             source = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             raise SpecError(path, f"cannot read: {e}") from None
         tu = parse(path, _as_calls(source), _DECLARATION)
         if tu is None:
-            raise MmcheckError("mmcheck init reads kernel files with libclang: pip install libclang")
+            raise MmcheckError("mmcheck init reads kernel files with libclang, which is not importable here: "
+                               "pip install libclang")
+        from clang import cindex
+
+        self.ck = cindex.CursorKind
         self.name = tu.spelling
         self.folder = path.resolve().parent
         functions: dict[tuple[str, int, str], Any] = {}
@@ -303,7 +304,9 @@ class _Site:
 
 
 def _text(cursor: Any) -> str:
-    return " ".join(t.spelling for t in cursor.get_tokens())
+    """An expression's C++ text, as a person writes it (``f(a, b.x)``)."""
+    spaced = " ".join(t.spelling for t in cursor.get_tokens())
+    return re.sub(r" ?(\(|\[|\.|->|::) ?| (\)|\]|,)", r"\1\2", spaced)
 
 
 class _Reader:
@@ -573,7 +576,9 @@ class _Drafting:
             self.ck.TEMPLATE_TYPE_PARAMETER, self.ck.TEMPLATE_NON_TYPE_PARAMETER)]
 
     def todo(self, key: str, message: str) -> None:
-        self.todos.setdefault(key, []).append(message)
+        """Say what the spec's ``key`` lacks (once, however many launches lack it)."""
+        if message not in self.todos.setdefault(key, []):
+            self.todos[key].append(message)
 
     # -- the signature
 
@@ -849,11 +854,13 @@ class _Drafting:
             lines["requires"] = _list(values["requires"])
         text = ["/* mmcheck", "[[kernel]]"]
         todos = []
-        for key, value in lines.items():
+        # Each TODO above its key's line; one of a key the spec leaves out (a let not written), at the end.
+        for key, value in [*lines.items(), *((k, None) for k in self.todos if k not in lines)]:
             for message in self.todos.get(key, []):
                 text.append(f"# TODO: {message}")
                 todos.append(f"{key}: {message}")
-            text.append(f"{key} = {value}")
+            if value is not None:
+                text.append(f"{key} = {value}")
         return Draft(self.kernel.spelling, "\n".join([*text, "*/"]), tuple(todos))
 
     def _dtypes(self, sites: list[_Site], roles: list[str | None]) -> list[str]:

@@ -17,7 +17,6 @@ from mmcheck.spec import parse_specs
 
 CORPUS = Path(__file__).resolve().parent / "init_corpus"
 needs_gxx = pytest.mark.skipif(not shutil.which("g++"), reason="runs the kernels on the emulator, which needs g++")
-pytest.importorskip("clang.cindex", reason="mmcheck init reads kernel files with libclang")
 
 # The kernel whose spec is written, where a file has several.
 ENTRIES = {"two_kernels.cu": "mm_after"}
@@ -192,3 +191,10 @@ def test_at_a_terminal_init_asks_which_kernel(corpus, monkeypatch, capsys):
     out, err = capsys.readouterr()
     assert "  1. mm_before\n  2. mm_after\n" in err
     assert 'entry = "mm_after"' in out
+
+
+def test_without_libclang_init_says_what_to_install(corpus, monkeypatch, capsys):
+    monkeypatch.setattr("mmcheck.draft.parse", lambda *args: None)  # as device_code.parse answers without it
+    assert init(str(corpus / "grid1d.cu")) == 2
+    assert "mmcheck init reads kernel files with libclang, which is not importable here: pip install libclang" \
+        in capsys.readouterr().err
