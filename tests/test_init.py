@@ -198,3 +198,19 @@ def test_without_libclang_init_says_what_to_install(corpus, monkeypatch, capsys)
     assert init(str(corpus / "grid1d.cu")) == 2
     assert "mmcheck init reads kernel files with libclang, which is not importable here: pip install libclang" \
         in capsys.readouterr().err
+
+
+def test_a_choice_by_a_condition_init_cannot_read_is_a_todo(tmp_path, capsys):
+    path = tmp_path / "choice.cu"
+    path.write_text("__global__ void k(const float *A, const float *B, float *C, int M, int N, int K) {}\n"
+                    "bool fast_path();\n"
+                    "void run(const float *A, const float *B, float *C, int M, int N, int K)\n{\n"
+                    "    if (fast_path())\n"
+                    "        k<<<dim3((N + 31) / 32, (M + 31) / 32), dim3(32, 32)>>>(A, B, C, M, N, K);\n"
+                    "    else\n"
+                    "        k<<<dim3((N + 15) / 16, (M + 15) / 16), dim3(16, 16)>>>(A, B, C, M, N, K);\n}\n")
+    assert init(str(path), "--print") == 0
+    out = capsys.readouterr().out
+    assert "# TODO: the launcher chooses between launches by a condition mmcheck cannot read: fast_path()\n*/" in out
+    with pytest.raises(SpecError, match="line 10: the launcher chooses"):
+        parse_specs(out, path)
