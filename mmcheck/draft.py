@@ -841,7 +841,8 @@ class _Drafting:
         if values["let"]:
             lines["let"] = "{" + ", ".join(f"{k} = {json.dumps(v)}" for k, v in values["let"].items()) + "}"
         lines["params"] = _list(params)
-        layouts = {o: self.indexing.layouts(roles).get(o, "row") for o in OPS[op].names if o in ("A", "B", "C")}
+        read = self.indexing.layouts(roles)
+        layouts = {o: read.get(o, "row") for o in OPS[op].names if o in ("A", "B", "C")}
         if set(layouts.values()) == {"col"}:
             lines["layout"] = '"col"'
         elif "col" in layouts.values():
@@ -962,7 +963,7 @@ class _Drafting:
         if len(set(values)) == 1:
             return values[0]
         named = [_tidy(v) for v in named]
-        if named and len(set(named)) == 1 and _used(named[0]) <= {*let, "M", "N", "K", "batch", "cdiv", "min", "max"}:
+        if named and len(set(named)) == 1 and _used(named[0]) <= {*let, *SHAPE_NAMES, "cdiv", "min", "max"}:
             return named[0]
         return _choose_field(values, chosen, choose)
 

@@ -5,6 +5,7 @@ import json
 import re
 import shutil
 import sys
+import tomllib
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -214,3 +215,13 @@ def test_a_choice_by_a_condition_init_cannot_read_is_a_todo(tmp_path, capsys):
     assert "# TODO: the launcher chooses between launches by a condition mmcheck cannot read: fast_path()\n*/" in out
     with pytest.raises(SpecError, match="line 10: the launcher chooses"):
         parse_specs(out, path)
+
+
+def test_the_readmes_worked_example_gets_the_spec_the_readme_writes(tmp_path):
+    example = re.search(r"```cuda\n(.*?)```", (CORPUS.parent.parent / "README.md").read_text(), re.S).group(1)
+    written = re.search(r"/\* mmcheck.*?\*/\n", example, re.S).group()
+    path = tmp_path / "my_sgemm.cu"
+    path.write_text(example.replace(written, ""))
+    drafted = tomllib.loads(draft(path).text.removeprefix("/* mmcheck").removesuffix("*/"))["kernel"][0]
+    expected = tomllib.loads(written.removeprefix("/* mmcheck").removesuffix("*/\n"))["kernel"][0]
+    assert {k: v for k, v in drafted.items() if k != "name"} == {k: v for k, v in expected.items() if k != "name"}
