@@ -1064,6 +1064,12 @@ def _simplified(node: ast.expr) -> ast.expr:
                 and isinstance(top.left, ast.BinOp) and isinstance(top.left.op, ast.Add) \
                 and ast.dump(top.left.right) == ast.dump(node.right):
             return _cdiv(top.left.left, node.right)
+    # (X - 1) // d + 1, for the sizes X >= 1 a launch has
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and _value(node.right) == 1 \
+            and isinstance(node.left, ast.BinOp) and isinstance(node.left.op, ast.FloorDiv) \
+            and isinstance(node.left.left, ast.BinOp) and isinstance(node.left.left.op, ast.Sub) \
+            and _value(node.left.left.right) == 1:
+        return _cdiv(node.left.left.left, node.left.right)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         return _negated(node.operand)
     return node

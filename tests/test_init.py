@@ -225,3 +225,39 @@ def test_the_readmes_worked_example_gets_the_spec_the_readme_writes(tmp_path):
     drafted = tomllib.loads(draft(path).text.removeprefix("/* mmcheck").removesuffix("*/"))["kernel"][0]
     expected = tomllib.loads(written.removeprefix("/* mmcheck").removesuffix("*/\n"))["kernel"][0]
     assert {k: v for k, v in drafted.items() if k != "name"} == {k: v for k, v in expected.items() if k != "name"}
+
+
+LAUNCHES = """#include <algorithm>
+__global__ void k1(const float *A, const float *B, float *C, int M, int N, int K) {}
+__global__ void k2(const float *A, const float *B, float *C, int M, int N, int K) {}
+__global__ void k3(const float *A, const float *B, float *C, int M, int N, int K) {}
+__global__ void k4(const float *A, const float *B, float *C, int M, int N, int K) {}
+inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
+void run(const float *A, const float *B, float *C, int M, int N, int K, cudaStream_t stream)
+{
+    dim3 block{16, 16};
+    dim3 grid = {static_cast<unsigned>(ceil_div(N, 16)), static_cast<unsigned>(ceil_div(M, 16))};
+    k1<<<grid, block, 0, stream>>>(A, B, C, M, N, K);
+    const int threads = 256;
+    int blocks = (M * N - 1) / threads + 1;
+    k2<<<blocks, threads>>>(A, B, C, M, N, K);
+    const dim3 b3 = dim3(32, 8);
+    k3<<<dim3((N + b3.x - 1) / b3.x, (M + b3.y - 1) / b3.y), b3, 2 * 16 * 16 * sizeof(float)>>>(A, B, C, M, N, K);
+    k4<<<dim3(std::min(N, 1024) / 16 + 1), 128>>>(A, B, C, M, N, K);
+}
+"""
+
+
+@pytest.mark.parametrize("entry, launch", [
+    ("k1", 'block = [16, 16]\ngrid = ["cdiv(N, 16)", "cdiv(M, 16)"]\n*/'),
+    ("k2", 'block = [256]\ngrid = ["cdiv(M * N, 256)"]\n*/'),
+    ("k3", 'block = [32, 8]\ngrid = ["cdiv(N, 32)", "cdiv(M, 8)"]\nsmem = "2048"\n*/'),
+    ("k4", 'block = [128]\ngrid = ["min(N, 1024) // 16 + 1"]\n*/'),
+])
+def test_launches_as_tutorials_write_them_read_as_spec_expressions(entry, launch, tmp_path, capsys):
+    """Brace and copy initializations, a helper function that divides rounding up, a dim3's member, a size
+    computed beside the launch, sizeof, std::min, a stream."""
+    path = tmp_path / "launches.cu"
+    path.write_text(LAUNCHES)
+    assert init(str(path), "--entry", entry, "--print") == 0
+    assert capsys.readouterr().out.endswith(f"{launch}\n")
