@@ -228,6 +228,13 @@ def _expressions(cursor: Any) -> list[Any]:
     return [c for c in cursor.get_children() if c.kind.is_expression()]
 
 
+def _bare(cursor: Any) -> Any:
+    """An expression without the parentheses and implicit conversions around it."""
+    while cursor.kind.name in ("UNEXPOSED_EXPR", "PAREN_EXPR") and len(inner := _expressions(cursor)) == 1:
+        cursor = inner[0]
+    return cursor
+
+
 def _is_call(node: Any) -> bool:
     """Whether ``node`` calls a function: a call, or one a template's dependent arguments leave unresolved (not
     the reference to a function that a call's callee decays from)."""
@@ -323,7 +330,7 @@ class _Reader:
 
     def name(self, argument: Any, role: str, context: _Context) -> None:
         """Call what ``argument`` refers to ``role``, and what it is bound to in the callers too."""
-        argument = self._stripped(argument)
+        argument = _bare(argument)
         if argument.kind != self.ck.DECL_REF_EXPR or argument.referenced is None:
             return
         key = _key(argument.referenced)
@@ -333,11 +340,6 @@ class _Reader:
             value, caller = context.bindings[key]
             if not isinstance(value, str):
                 self.name(value, role, caller)
-
-    def _stripped(self, c: Any) -> Any:
-        while c.kind in (self.ck.UNEXPOSED_EXPR, self.ck.PAREN_EXPR) and len(inner := _expressions(c)) == 1:
-            c = inner[0]
-        return c
 
     def expr(self, c: Any, context: _Context, depth: int = 0) -> str:
         """``c`` as a spec expression; raises _Unread."""
@@ -408,7 +410,7 @@ class _Reader:
     def dims(self, c: Any, context: _Context, depth: int = 0) -> list[str]:
         """A launch's grid or block as one to three spec expressions: a ``dim3``'s (its variable's, its
         constructor's), or one number's."""
-        c = self._stripped(c)
+        c = _bare(c)
         if depth > 16 or "dim3" not in c.type.spelling:
             return [self.expr(c, context)]
         if c.kind == self.ck.DECL_REF_EXPR and c.referenced is not None:
@@ -422,7 +424,7 @@ class _Reader:
             return self.dims(initial, context, depth + 1)
         # A constructor's arguments as written: those left to their defaults have no place in the file.
         written = [a for a in _expressions(c) if a.location.file is not None]
-        if len(written) == 1 and "dim3" in self._stripped(written[0]).type.spelling:
+        if len(written) == 1 and "dim3" in _bare(written[0]).type.spelling:
             return self.dims(written[0], context, depth + 1)
         if not written:
             raise _Unread(_text(c))
@@ -446,6 +448,20 @@ class _Indexing:
         found = {i for loop, variables in self._loops(roles) for i in sizes
                  if _refers(self._bound(loop), {_key(self.parameters[i])})}
         return found.pop() if len(found) == 1 else None
+
+    def whole_tiles(self, roles: list[str | None]) -> list[str]:
+        """``K % c == 0`` where the loop over K runs to ``K / c``, rounding down: the kernel leaves K's tail
+        out, so its domain is the multiples of c (as a grid rounded down is the launcher's)."""
+        k = {_key(p) for p, r in zip(self.parameters, roles) if r == "K"}
+        found = []
+        for loop, _ in self._loops(roles):
+            condition = self._bound(loop)
+            for side in map(_bare, _expressions(condition) if operator(condition) in ("<", "!=") else []):
+                parts = [_bare(p) for p in _expressions(side)]
+                if operator(side) == "/" and len(parts) == 2 and _refers(parts[0], k) \
+                        and parts[0].kind == self.ck.DECL_REF_EXPR and (tile := constant(parts[1]) or 0) > 1:
+                    found.append(f"K % {tile} == 0")
+        return found
 
     def layouts(self, roles: list[str | None]) -> dict[str, str]:
         """Each operand's order ("row" or "col") where its indexing shows one, and every access agrees."""
@@ -638,6 +654,7 @@ class _Drafting:
             self.todo("params", f"the kernel takes no {', '.join(missing)}: say in requires how it follows from the "
                                 "sizes it takes")
         self._roles = roles
+        requires += self.indexing.whole_tiles(roles)
         params = []
         for i, p in enumerate(self.parameters):
             role = roles[i]
