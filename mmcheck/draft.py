@@ -630,11 +630,15 @@ class _Drafting:
                 sizes.append(i)
         requires: list[str] = []
         dimensions = [s for s in ("M", "N", "K") if s not in operation.fixed]
-        if any(roles[i] is None for i in sizes) and "K" not in roles and len(sizes) > 1:
-            # Sizes named otherwise: K is what bounds the loop whose variable indexes both inputs.
+        if "K" not in roles and len(sizes) > 1:
+            # Sizes named otherwise (m, n, p; BLAS gemv's m and n): K bounds the loop whose variable indexes both
+            # inputs.
             k = self.indexing.reduction(sizes, roles)
             if k is not None:
                 roles[k] = "K"
+        for i in sizes:
+            if roles[i] in operation.fixed:  # mv's N is 1: a parameter named n is something else
+                roles[i] = None
         unnamed = [i for i in sizes if roles[i] is None]
         missing = [s for s in dimensions if s not in roles]
         if len(unnamed) == 1 and len(missing) == 1:
