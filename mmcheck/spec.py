@@ -57,7 +57,7 @@ _SHAPE = re.compile(r"[1-9]\d*x[1-9]\d*x[1-9]\d*(b[1-9]\d*)?\Z")
 _TODO = re.compile(r"#\s*TODO\b:?\s*(.*)")
 # Names a ``let`` cannot take: they already mean something in an expression.
 RESERVED = {*SHAPE_NAMES, *TYPE_ARGS, *BOOLEANS, "cdiv", "min", "max", "sizeof", "and", "or", "not", "if",
-             "else"}
+            "else"}
 
 
 @dataclass(frozen=True)
