@@ -1,16 +1,19 @@
-"""A first spec for a kernel file that has none (``mmcheck init``), read off the file by a C++ front end
-(libclang, parsing the file as backends/device_code.py does).
+"""A first spec for a kernel file that has none (``mmcheck init``), read off the file by a C++ front end (libclang,
+parsing the file as backends/device_code.py does).
 
 The kernel's ``__global__`` signature gives the op, the dtypes and ``params``: each pointer is an operand by its
 name (``A``, ``d_b``, ``mat_c``, ``x``), else by its place and ``const``-ness (the ``const`` ones the inputs, in
-order); ``m``/``n``/``k``, ``lda``/``ldb``/``ldc``, ``batch``, ``alpha``/``beta`` by name; a lone size is a
-square problem.  The file's host code gives the launch: each ``<<<grid, block, smem>>>`` of the kernel, followed
-up through the host functions that reach it (their arguments and template arguments bound at each call), its
-``dim3`` sizes and template arguments translated to spec expressions (``(N + 15) / 16`` is ``cdiv(N, 16)``, a
-``constexpr`` or ``#define`` its value).  Where the launches differ (a launcher that picks the tile by size),
-each value is chosen by the ``if`` that picks its launch, as a ``let`` conditional; a condition every launch is
-under (an early return, an ``assert``) is a ``requires``.  What cannot be read is written as a guess with a
-``# TODO:`` comment above it, which spec.py refuses until it is filled in and the comment removed.
+order); ``m``/``n``/``k``, ``lda``/``ldb``/``ldc``, ``batch``, ``alpha``/``beta`` by name; a lone size is a square
+problem.  The kernel's indexing gives what names do not: K is the bound of the loop whose variable indexes both
+inputs, an operand is column-major where its leading dimension multiplies its column, and a loop over K that stops
+at ``K / 16`` needs K to be a multiple of 16.  The file's host code gives the launch: each
+``<<<grid, block, smem>>>`` of the kernel, followed up through the host functions that reach it (their arguments and
+template arguments bound at each call), its ``dim3`` sizes and template arguments translated to spec expressions
+(``(N + 15) / 16`` is ``cdiv(N, 16)``, a ``constexpr`` or ``#define`` its value).  Where the launches differ (a
+launcher that picks the tile by size), each value is chosen by the ``if`` that picks its launch, as a ``let``
+conditional; a condition every launch is under (an early return, an ``assert``) is a ``requires``, as is a grid
+rounded down (``N / 16``).  What cannot be read is written as a guess with a ``# TODO:`` comment above it, which
+spec.py refuses until it is filled in and the comment removed.
 """
 
 from __future__ import annotations
