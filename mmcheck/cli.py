@@ -1,6 +1,6 @@
 """``mmcheck list``, ``check``, ``bench``, ``report`` and ``info``: the same validation and benchmarks as the
-tests, without pytest, and what this machine offers; ``grade``: an assignment's kernels in students'
-submissions.  Exit status: EXIT_CODES (grade: GRADE_EXIT_CODES).
+tests, without pytest, and what this machine offers; ``init``: a first spec for a kernel file; ``grade``: an
+assignment's kernels in students' submissions.  Exit status: EXIT_CODES (grade: GRADE_EXIT_CODES).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from .backends import ALIASES, capabilities
 from .backends.base import compute_capability
 from .defaults import SRC
 from .devices import shared_capability
-from .errors import BackendUnavailable, SpecError, Unsupported
+from .errors import BackendUnavailable, MmcheckError, SpecError, Unsupported
 from .options import OPTIONS, Settings
 from .results import Outcome
 from .spec import NO_SPEC, Catalog, collect, kernel_file
@@ -82,6 +82,9 @@ EXAMPLES = {
     "report": """\
   mmcheck report run.json --plot throughput.png --roofline roofline.png
   mmcheck report --compare before.json after.json""",
+    "init": """\
+  mmcheck init my_sgemm.cu              write a spec, read off the kernel and its launcher, at the top of the file
+  mmcheck init kernels.cu --entry sgemm --print   show the spec of one of the file's kernels""",
     "info": """\
   mmcheck info                          what mmcheck finds here and which backend it will use
   mmcheck info --compiler nvrtc""",
@@ -121,6 +124,10 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--csv", metavar="FILE", help="also write the grade sheet as CSV (header: "
                                                       "submission,kernel,dtype,verdict,check,shape,detail); "
                                                       "-: the CSV alone on standard output, instead of the table")
+    init = command("init", "write a spec for a kernel file that has none, read off its kernel and its launcher")
+    init.add_argument("file", metavar="FILE.cu")
+    init.add_argument("--entry", metavar="NAME", help="the kernel to write the spec of, where the file has several")
+    init.add_argument("--print", dest="show", action="store_true", help="print the spec instead of writing it")
     for sub in (listing, check, bench):
         sub.add_argument("targets", nargs="*", metavar="NAME-GLOB|PATH.cu|DIR",
                          help=f"kernels by name glob, or files/directories to read (default: ./{SRC})")
@@ -190,6 +197,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "report":
         return _report(args)
+    if args.command == "init":
+        return _init(args)
     if args.command == "info":
         from .info import lines
 
@@ -564,6 +573,45 @@ def _speed(record) -> str:
     e = record.extra
     versus = f", {e['cublas_pct']:.0f}% of cuBLAS" if e["cublas_pct"] is not None and e["kernel"] != "cublas" else ""
     return f"{record.median * 1e3:.3g} ms, {e['gflops']:.4g} GFLOP/s{versus}"
+
+
+def _init(args: argparse.Namespace) -> int:
+    from .draft import draft, kernels, write
+    from .spec import has_spec
+
+    path = Path(args.file)
+    try:
+        if not args.show and has_spec(path):
+            raise SpecError(path, "the file already has a /* mmcheck ... */ spec")
+        entry = args.entry
+        if entry is None and sys.stdin.isatty():
+            names = kernels(path)
+            entry = _which(names) if len(names) > 1 else None
+        spec = draft(path, entry)
+        if not args.show:
+            write(path, spec.text)
+    except (MmcheckError, EOFError) as e:
+        print(f"mmcheck: {e or 'no kernel chosen'}", file=sys.stderr)
+        return EXIT_USAGE
+    print(spec.text if args.show else f"wrote the spec of {spec.entry} at the top of {path}")
+    for todo in spec.todos:
+        print(f"mmcheck: TODO {todo}", file=sys.stderr)
+    if spec.todos:
+        print(f"mmcheck: fill in each TODO of the spec and remove its comment, then: mmcheck check {path}",
+              file=sys.stderr)
+    return EXIT_OK
+
+
+def _which(names: Sequence[str]) -> str:
+    """The kernel a person at the terminal picks among ``names``, by number or name."""
+    for i, name in enumerate(names, 1):
+        print(f"  {i}. {name}", file=sys.stderr)
+    while True:
+        answer = input(f"which kernel (1-{len(names)} or its name)? ").strip()
+        if answer in names:
+            return answer
+        if answer.isdecimal() and 1 <= int(answer) <= len(names):
+            return names[int(answer) - 1]
 
 
 def _report(args: argparse.Namespace) -> int:

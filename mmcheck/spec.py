@@ -26,6 +26,7 @@ __all__ = [
     "sizeof",
     "CATCHES",
     "TYPE_ARGS",
+    "RESERVED",
     "Param",
     "KernelSpec",
     "parse_specs",
@@ -64,9 +65,11 @@ _FIRST = re.compile(r"[A-Za-z][A-Za-z_\-]*")  # the first word after a comment's
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
 _SHAPE = re.compile(r"[1-9]\d*x[1-9]\d*x[1-9]\d*(b[1-9]\d*)?\Z")
+# What ``mmcheck init`` could not read: a spec still holding one is a draft, not a spec.
+_TODO = re.compile(r"#\s*TODO\b:?\s*(.*)")
 # Names a ``let`` cannot take: they already mean something in an expression.
-_RESERVED = {*SHAPE_NAMES, *TYPE_ARGS, *BOOLEANS, "cdiv", "min", "max", "sizeof", "and", "or", "not", "if",
-             "else"}
+RESERVED = {*SHAPE_NAMES, *TYPE_ARGS, *BOOLEANS, "cdiv", "min", "max", "sizeof", "and", "or", "not", "if",
+            "else"}
 
 
 @dataclass(frozen=True)
@@ -193,6 +196,11 @@ def parse_kernels(text: str, path: Path | str) -> tuple[list[KernelSpec], list[S
     if not match:
         raise SpecError(path, NO_SPEC.format(path=path))
     line = text.count("\n", 0, match.start(1)) + 1
+    todos = [f"line {line + i}: {m.group(1).strip()}" for i, row in enumerate(match.group(1).split("\n"))
+             if (m := _TODO.search(row))]
+    if todos:
+        raise SpecError(path, "the spec still has what mmcheck init could not read; write it, then remove each "
+                              "TODO comment: " + "; ".join(todos))
     try:
         doc = tomllib.loads(match.group(1))
     except (ValueError, RecursionError) as e:  # also an integer too long to convert, arrays nested too deeply
@@ -527,8 +535,8 @@ def _lets(value: Any, fail: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise fail("let", "must be a table of NAME = expression")
     for key, text in value.items():
-        if not _IDENT.match(key) or key in _RESERVED:
-            reserved = ", ".join(sorted(_RESERVED))
+        if not _IDENT.match(key) or key in RESERVED:
+            reserved = ", ".join(sorted(RESERVED))
             raise fail("let", f"{key!r} cannot be a let name (an identifier, not one of {reserved})")
         if isinstance(text, bool) or not isinstance(text, (int, str)):
             raise fail("let", f"{key} = {text!r} must be an integer or an expression string")

@@ -41,7 +41,7 @@ from ..compile import Build, cache_key, local_includes, macro_flags
 from ..errors import CompileError, MmcheckError
 
 __all__ = ["DeviceCode", "device_code", "device_code_available", "fingerprint", "needed_header", "sources",
-           "compile_first"]
+           "compile_first", "parse", "is_kernel", "constant", "operator"]
 
 _EMU = Path(__file__).resolve().parent / "emu"
 _PRELUDE = _EMU / "parse.h"
@@ -149,6 +149,68 @@ def compile_first(texts: Sequence[T], compile: Callable[[T], R]) -> R:
 
 
 # --- the front end ----------------------------------------------------------------------------------------
+
+def parse(path: Path, source: str, declarations: str = "") -> Any:
+    """A kernel file's text parsed as the reduction parses it (against the prelude, its own folder on the include
+    path, no macros), with ``declarations`` read first where given (what ``source`` uses and does not declare);
+    None where libclang is not importable."""
+    from clang import cindex
+
+    if not device_code_available():
+        return None
+    extra = f"{path.resolve()}.mmcheck-declarations.h"
+    arguments = _arguments(path.resolve().parent, ()) + (["-include", extra] if declarations else [])
+    options = cindex.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD | _KEEP_GOING
+    with _LOCK:
+        try:
+            return _index().parse(str(path), arguments, [(str(path), source), (extra, declarations)], options)
+        except cindex.TranslationUnitLoadError as e:
+            raise MmcheckError(f"{path}: the C++ front end could not parse the file ({e})") from None
+
+
+def is_kernel(cursor: Any) -> bool:
+    """Whether a function's cursor is a ``__global__`` one's."""
+    from clang import cindex
+
+    return any(c.kind == cindex.CursorKind.ANNOTATE_ATTR and c.spelling == _GLOBAL for c in cursor.get_children())
+
+
+def constant(cursor: Any) -> int | None:
+    """The value of an integer (or bool) constant expression, as the compiler folds it (macros, ``constexpr``
+    variables, ``sizeof`` included); None for any other expression."""
+    from clang import cindex
+
+    evaluate = _function("clang_Cursor_Evaluate", (cindex.Cursor,), ctypes.c_void_p)
+    kind = _function("clang_EvalResult_getKind", (ctypes.c_void_p,), ctypes.c_int)
+    value = _function("clang_EvalResult_getAsLongLong", (ctypes.c_void_p,), ctypes.c_longlong)
+    dispose = _function("clang_EvalResult_dispose", (ctypes.c_void_p,), None)
+    result = evaluate(cursor)
+    if not result:
+        return None
+    try:
+        return int(value(result)) if kind(result) == 1 else None  # CXEval_Int
+    finally:
+        dispose(result)
+
+
+def operator(cursor: Any) -> str | None:
+    """The operator of a binary or unary operator's cursor as C++ spells it (``+``, ``&&``, ``!``); None for
+    any other cursor (or an operator clang does not name)."""
+    from clang import cindex
+
+    ck = cindex.CursorKind
+    if cursor.kind == ck.BINARY_OPERATOR:
+        kind = _function("clang_getCursorBinaryOperatorKind", (cindex.Cursor,), ctypes.c_int)(cursor)
+        spelling = _function("clang_getBinaryOperatorKindSpelling", (ctypes.c_int,), cindex._CXString,
+                             cindex._CXString.from_result)
+    elif cursor.kind == ck.UNARY_OPERATOR:
+        kind = _function("clang_getCursorUnaryOperatorKind", (cindex.Cursor,), ctypes.c_int)(cursor)
+        spelling = _function("clang_getUnaryOperatorKindSpelling", (ctypes.c_int,), cindex._CXString,
+                             cindex._CXString.from_result)
+    else:
+        return None
+    return (spelling(kind) or None) if kind else None
+
 
 @functools.cache
 def _index() -> Any:
@@ -447,9 +509,9 @@ class _Reduction:
                         if file is None)
         # The kernel, and the template instance after the file's text (whose arguments' types must be there).
         roots = [i for i, u in enumerate(self.units) if u.start >= self.size
-                 or (u.cursor.spelling == self.entry and self._is_kernel(u.cursor))]
+                 or (u.cursor.spelling == self.entry and is_kernel(u.cursor))]
         elsewhere = [c for cs in self.elsewhere.values() for c in cs
-                     if c.spelling == self.entry and self._is_kernel(c)]
+                     if c.spelling == self.entry and is_kernel(c)]
         if not roots and not elsewhere:
             return DeviceCode(self._text(), missing, f"{self.name}: no __global__ function {self.entry} was found "
                                                      "(perhaps where the parse failed)")
@@ -462,9 +524,6 @@ class _Reduction:
                     for definition in self.macros.get(name.decode(), []):
                         self._macro(definition, set())
         return DeviceCode(self._text(), missing, self._first_error())
-
-    def _is_kernel(self, cursor: Any) -> bool:
-        return any(c.kind == self.ck.ANNOTATE_ATTR and c.spelling == _GLOBAL for c in cursor.get_children())
 
     def _reach(self, roots: Iterable[int]) -> None:
         """Keep ``roots`` and all they reach; then what completes what is kept, and all it reaches, and so on."""

@@ -1,0 +1,265 @@
+"""``mmcheck init``: a spec read off a kernel file's own kernel and launcher, measured on tests/init_corpus/, a
+collection of tutorial-style files, by checking each written spec, unedited, on the emulator."""
+
+import json
+import re
+import shutil
+import sys
+import tomllib
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from mmcheck.cli import main
+from mmcheck.draft import draft
+from mmcheck.errors import SpecError
+from mmcheck.spec import parse_specs
+
+CORPUS = Path(__file__).resolve().parent / "init_corpus"
+needs_gxx = pytest.mark.skipif(not shutil.which("g++"), reason="runs the kernels on the emulator, which needs g++")
+
+# The kernel whose spec is written, where a file has several.
+ENTRIES = {"two_kernels.cu": "mm_after"}
+# The two files of the issue: a one-thread-per-element kernel with a host launcher, and a templated-tile SGEMM in
+# cuBLAS form whose launcher picks the tile by size.
+NAMED = {"naive_launcher.cu", "sgemm_templated.cu"}
+# What mmcheck init cannot read: the block and grid of a kernel no launch in the file gives (a TODO).
+NOT_PASSING = {"no_launcher.cu"}
+
+
+def init(*argv: str) -> int:
+    return main(["init", *argv])
+
+
+@pytest.fixture
+def corpus(tmp_path: Path, monkeypatch) -> Path:
+    """A copy of the collection, the run's folder (where failures are saved)."""
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "corpus"
+    shutil.copytree(CORPUS, folder)
+    return folder
+
+
+@needs_gxx
+def test_the_written_specs_pass_unedited_for_the_issues_two_files_and_most_of_the_collection(corpus, capsys):
+    files = sorted(p.name for p in corpus.glob("*.cu"))
+    assert len(files) >= 8
+    for name in files:
+        entry = ENTRIES.get(name)
+        assert init(str(corpus / name), *(["--entry", entry] if entry else [])) == 0, name
+    capsys.readouterr()
+    main(["check", str(corpus), "--backend", "emu", "--budget", str(1 << 14), "--json", "run.json"])
+    said = capsys.readouterr().err
+    results = json.loads(Path("run.json").read_text())["results"]
+    outcomes: dict[str, list[str]] = {}
+    for r in results:
+        outcomes.setdefault(Path(r["file"]).name, []).append(r["outcome"])
+    passed = {name for name, found in outcomes.items() if set(found) == {"pass"}}
+    assert NAMED <= passed
+    assert len(passed) * 2 >= len(files)
+    assert passed == set(files) - NOT_PASSING, said  # 17 of 18
+    assert "no_launcher.cu: the spec still has what mmcheck init could not read" in said
+
+
+@needs_gxx
+def test_the_templated_sgemms_spec_holds_on_both_tiles_its_launcher_picks(corpus, capsys):
+    path = corpus / "sgemm_templated.cu"
+    assert init(str(path)) == 0
+    spec = parse_specs(path.read_text(), path)[0]
+    assert dict((k, e.text) for k, e in spec.let)["BM"] == "64 if M >= 128 and N >= 128 else 32"
+    assert [e.text for e in spec.grid] == ["cdiv(N, BN)", "cdiv(M, BM)"]
+    assert [e.text for e in spec.block] == ["BN", "BM // 4"]
+    shapes = ["130x129x17", "127x200x9", "200x64x3"]  # the 64-tile launch, and the 32-tile one either side of it
+    argv = ["check", str(path), "--backend", "emu", *(a for s in shapes for a in ("--shape", s))]
+    assert main(argv) == 0, capsys.readouterr().out
+
+
+def test_writing_puts_the_spec_before_the_first_line_and_keeps_the_rest_byte_for_byte(corpus, capsys):
+    path = corpus / "naive_launcher.cu"
+    before = path.read_bytes()
+    assert init(str(path)) == 0
+    after = path.read_bytes()
+    assert after.endswith(b"*/\n" + before) and after.startswith(b"/* mmcheck\n")
+    assert "wrote the spec of matmul_naive" in capsys.readouterr().out
+    spec = parse_specs(after.decode(), path)[0]
+    assert (spec.op, spec.dtypes, [p.name for p in spec.params]) == ("mm", ("float32",), ["A", "B", "C", "M", "N", "K"])
+    assert [e.text for e in spec.grid] == ["cdiv(N, 16)", "cdiv(M, 16)"]
+
+
+def test_a_file_with_a_spec_is_refused_and_left_as_it_is(corpus, capsys):
+    path = corpus / "grid1d.cu"
+    assert init(str(path)) == 0
+    written = path.read_bytes()
+    capsys.readouterr()
+    assert init(str(path)) == 2
+    assert "already has a /* mmcheck ... */ spec" in capsys.readouterr().err
+    assert path.read_bytes() == written
+
+
+def test_print_shows_the_spec_and_leaves_the_file(corpus, capsys):
+    path = corpus / "wmma_half.cu"
+    before = path.read_bytes()
+    assert init(str(path), "--print") == 0
+    out = capsys.readouterr().out
+    assert out.startswith("/* mmcheck\n[[kernel]]\n") and out.rstrip().endswith("*/")
+    assert 'dtypes = ["float16->float32"]' in out
+    assert 'requires = ["M % 16 == 0", "N % 16 == 0", "K % 16 == 0"]' in out  # the launcher's early return
+    assert init(str(corpus / "tiled_no_bounds.cu"), "--print") == 0
+    # the loop over K runs to K / 16, the grid to N / 16 and M / 16: the kernel's domain is whole tiles
+    assert 'requires = ["K % 16 == 0", "N % 16 == 0", "M % 16 == 0"]' in capsys.readouterr().out
+    assert path.read_bytes() == before
+
+
+def test_several_kernels_need_an_entry_and_the_error_lists_them(corpus, capsys):
+    path = corpus / "two_kernels.cu"
+    assert init(str(path)) == 2  # stdin is no terminal here: no question, an error
+    err = capsys.readouterr().err
+    assert "defines 2 kernels; name one with --entry: mm_before, mm_after" in err
+    assert init(str(path), "--entry", "mm_before", "--print") == 0
+    assert 'entry = "mm_before"' in capsys.readouterr().out
+    assert init(str(path), "--entry", "mm_middle") == 2
+    err = capsys.readouterr().err
+    assert "no __global__ function 'mm_middle' in the file (its kernels: mm_before, mm_after)" in err
+
+
+def test_what_cannot_be_read_is_a_todo_that_check_names_with_its_line(corpus, capsys):
+    path = corpus / "no_launcher.cu"
+    assert init(str(path)) == 0
+    err = capsys.readouterr().err
+    assert "TODO block: the file launches the kernel nowhere" in err
+    lines = path.read_text().splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if text.startswith("# TODO:"))
+    assert main(["check", str(path), "--backend", "emu"]) == 2
+    err = capsys.readouterr().err
+    assert f"line {line}: the file launches the kernel nowhere: the block and grid are a guess" in err
+    assert "write it, then remove each TODO comment" in err
+
+
+def test_a_todo_anywhere_in_a_spec_is_an_error_naming_its_line():
+    text = '// a kernel\n/* mmcheck\n[[kernel]]\nname = "k"\nentry = "k"\nop = "mm"\ndtypes = ["float32"]\n' \
+           'params = ["A", "B", "C", "M", "N", "K"]\nblock = [16, 16]   # TODO: the block size\n' \
+           'grid = ["cdiv(N, 16)", "cdiv(M, 16)"]\n*/\n'
+    with pytest.raises(SpecError, match=r"line 9: the block size$"):
+        parse_specs(text, "k.cu")
+    parse_specs(text.replace("# TODO: the block size", ""), "k.cu")
+
+
+def test_an_assert_and_one_variable_for_every_size_are_requires(tmp_path, capsys):
+    path = tmp_path / "square.cu"
+    path.write_text("#include <cassert>\n"
+                    "__global__ void sq(const float *A, const float *B, float *C, int M, int N, int K) {}\n"
+                    "void run(const float *A, const float *B, float *C, int n)\n{\n"
+                    "    assert(n % 8 == 0);\n"
+                    "    sq<<<dim3(n / 8, n / 8), dim3(8, 8)>>>(A, B, C, n, n, n);\n}\n")
+    assert init(str(path), "--print") == 0
+    out = capsys.readouterr().out
+    assert 'grid = ["M // 8", "M // 8"]' in out
+    assert 'requires = ["M == K", "M == N", "M % 8 == 0"]' in out
+
+
+ZOO = CORPUS.parent.parent / "cuda_src"
+# The zoo kernels whose signature init reads otherwise than their spec: seed001's Nx and Ny (sizes by no name
+# init knows); cuBLAS's TT, whose C a helper writes, its inputs being row-major (C read as row-major: its order
+# shows nowhere in the kernel's own indexing).
+ZOO_READ_OTHERWISE = {"seed001.naive", "blas.layout_tt"}
+
+
+def test_the_signatures_of_the_zoos_kernels_read_as_their_specs_say(tmp_path):
+    """Each correct kernel of cuda_src/, its spec taken out: the op, the params and the layout init reads are
+    its spec's (the launches are the spec's alone there: the zoo's files keep no launcher)."""
+    read_otherwise, compared = set(), 0
+    for path in sorted(ZOO.glob("*.cu")):
+        specs = [s for s in parse_specs(path.read_text(), path) if s.expect == "pass"]
+        bare = tmp_path / path.name
+        bare.write_text(re.sub(r"/\*\s*mmcheck.*?\*/", "", path.read_text(), count=1, flags=re.S))
+        for header in path.parent.glob("*.cuh"):
+            shutil.copy(header, tmp_path)
+        for spec in {s.entry: s for s in specs}.values():
+            text = draft(bare, spec.entry).text
+            drafted = parse_specs("\n".join(line for line in text.splitlines() if "# TODO" not in line), bare)[0]
+            compared += 1
+            if (drafted.op, [(p.name, p.ctype) for p in drafted.params], drafted.layouts) != \
+                    (spec.op, [(p.name, p.ctype) for p in spec.params], spec.layouts):
+                read_otherwise.add(spec.name)
+    assert compared >= 25
+    assert read_otherwise == ZOO_READ_OTHERWISE
+
+
+def test_at_a_terminal_init_asks_which_kernel(corpus, monkeypatch, capsys):
+    answers = iter(["3", "two", "2"])  # out of range, no kernel's name, then the second
+    monkeypatch.setattr(sys, "stdin", SimpleNamespace(isatty=lambda: True))
+    monkeypatch.setattr("builtins.input", lambda prompt: next(answers))
+    assert init(str(corpus / "two_kernels.cu"), "--print") == 0
+    out, err = capsys.readouterr()
+    assert "  1. mm_before\n  2. mm_after\n" in err
+    assert 'entry = "mm_after"' in out
+
+
+def test_without_libclang_init_says_what_to_install(corpus, monkeypatch, capsys):
+    monkeypatch.setattr("mmcheck.draft.parse", lambda *args: None)  # as device_code.parse answers without it
+    assert init(str(corpus / "grid1d.cu")) == 2
+    assert "mmcheck init reads kernel files with libclang, which is not importable here: pip install libclang" \
+        in capsys.readouterr().err
+
+
+def test_a_choice_by_a_condition_init_cannot_read_is_a_todo(tmp_path, capsys):
+    path = tmp_path / "choice.cu"
+    path.write_text("__global__ void k(const float *A, const float *B, float *C, int M, int N, int K) {}\n"
+                    "bool fast_path();\n"
+                    "void run(const float *A, const float *B, float *C, int M, int N, int K)\n{\n"
+                    "    if (fast_path())\n"
+                    "        k<<<dim3((N + 31) / 32, (M + 31) / 32), dim3(32, 32)>>>(A, B, C, M, N, K);\n"
+                    "    else\n"
+                    "        k<<<dim3((N + 15) / 16, (M + 15) / 16), dim3(16, 16)>>>(A, B, C, M, N, K);\n}\n")
+    assert init(str(path), "--print") == 0
+    out = capsys.readouterr().out
+    assert "# TODO: the launcher chooses between launches by a condition mmcheck cannot read: fast_path()\n*/" in out
+    with pytest.raises(SpecError, match="line 10: the launcher chooses"):
+        parse_specs(out, path)
+
+
+def test_the_readmes_worked_example_gets_the_spec_the_readme_writes(tmp_path):
+    example = re.search(r"```cuda\n(.*?)```", (CORPUS.parent.parent / "README.md").read_text(), re.S).group(1)
+    written = re.search(r"/\* mmcheck.*?\*/\n", example, re.S).group()
+    path = tmp_path / "my_sgemm.cu"
+    path.write_text(example.replace(written, ""))
+    drafted = tomllib.loads(draft(path).text.removeprefix("/* mmcheck").removesuffix("*/"))["kernel"][0]
+    expected = tomllib.loads(written.removeprefix("/* mmcheck").removesuffix("*/\n"))["kernel"][0]
+    assert {k: v for k, v in drafted.items() if k != "name"} == {k: v for k, v in expected.items() if k != "name"}
+
+
+LAUNCHES = """#include <algorithm>
+__global__ void k1(const float *A, const float *B, float *C, int M, int N, int K) {}
+__global__ void k2(const float *A, const float *B, float *C, int M, int N, int K) {}
+__global__ void k3(const float *A, const float *B, float *C, int M, int N, int K) {}
+__global__ void k4(const float *A, const float *B, float *C, int M, int N, int K) {}
+inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
+void run(const float *A, const float *B, float *C, int M, int N, int K, cudaStream_t stream)
+{
+    dim3 block{16, 16};
+    dim3 grid = {static_cast<unsigned>(ceil_div(N, 16)), static_cast<unsigned>(ceil_div(M, 16))};
+    k1<<<grid, block, 0, stream>>>(A, B, C, M, N, K);
+    const int threads = 256;
+    int blocks = (M * N - 1) / threads + 1;
+    k2<<<blocks, threads>>>(A, B, C, M, N, K);
+    const dim3 b3 = dim3(32, 8);
+    k3<<<dim3((N + b3.x - 1) / b3.x, (M + b3.y - 1) / b3.y), b3, 2 * 16 * 16 * sizeof(float)>>>(A, B, C, M, N, K);
+    k4<<<dim3(std::min(N, 1024) / 16 + 1), 128>>>(A, B, C, M, N, K);
+}
+"""
+
+
+@pytest.mark.parametrize("entry, launch", [
+    ("k1", 'block = [16, 16]\ngrid = ["cdiv(N, 16)", "cdiv(M, 16)"]\n*/'),
+    ("k2", 'block = [256]\ngrid = ["cdiv(M * N, 256)"]\n*/'),
+    ("k3", 'block = [32, 8]\ngrid = ["cdiv(N, 32)", "cdiv(M, 8)"]\nsmem = "2048"\n*/'),
+    ("k4", 'block = [128]\ngrid = ["min(N, 1024) // 16 + 1"]\n*/'),
+])
+def test_launches_as_tutorials_write_them_read_as_spec_expressions(entry, launch, tmp_path, capsys):
+    """Brace and copy initializations, a helper function that divides rounding up, a dim3's member, a size
+    computed beside the launch, sizeof, std::min, a stream."""
+    path = tmp_path / "launches.cu"
+    path.write_text(LAUNCHES)
+    assert init(str(path), "--entry", entry, "--print") == 0
+    assert capsys.readouterr().out.endswith(f"{launch}\n")
