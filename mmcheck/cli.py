@@ -576,13 +576,12 @@ def _speed(record) -> str:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from .draft import draft, kernels, write
-    from .spec import has_spec
+    from .draft import draft, kernels, refuse_a_second, write
 
     path = Path(args.file)
     try:
-        if not args.show and has_spec(path):
-            raise SpecError(path, "the file already has a /* mmcheck ... */ spec")
+        if not args.show:
+            refuse_a_second(path)  # before asking which kernel
         entry = args.entry
         if entry is None and sys.stdin.isatty():
             names = kernels(path)

@@ -31,9 +31,9 @@ from .dtypes import PRECISIONS
 from .errors import MmcheckError, SpecError
 from .expr import SHAPE_NAMES, Expr, ExprError
 from .ops import OPS
-from .spec import RESERVED, has_spec
+from .spec import RESERVED, opener
 
-__all__ = ["Draft", "kernels", "draft", "write"]
+__all__ = ["Draft", "kernels", "draft", "write", "refuse_a_second"]
 
 # A launch ``k<<<grid, block>>>(args)`` is parsed as ``k(args), mmcheck_launch(grid, block)``: C++ without CUDA's
 # launch syntax, the configuration kept beside the call.
@@ -96,10 +96,21 @@ def draft(path: Path, entry: str | None = None) -> Draft:
 def write(path: Path, block: str) -> None:
     """Put ``block`` at the top of the file, before its first line, leaving the rest byte for byte; refused
     (SpecError) where the file already has a spec."""
-    if has_spec(path):
+    refuse_a_second(path)
+    path.write_bytes(block.encode() + b"\n" + path.read_bytes())
+
+
+def refuse_a_second(path: Path) -> None:
+    """SpecError where the file has a spec already, or one written almost right (that one is to fix, not a
+    second to add)."""
+    try:
+        found = opener(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError as e:
+        raise SpecError(path, f"cannot read: {e}") from None
+    if found.spec:
         raise SpecError(path, "the file already has a /* mmcheck ... */ spec")
-    data = path.read_bytes()
-    path.write_bytes(block.encode() + b"\n" + data)
+    if found.near:
+        raise SpecError(path, found.near)
 
 
 # --- the file --------------------------------------------------------------------------------------------

@@ -97,6 +97,15 @@ def test_a_file_with_a_spec_is_refused_and_left_as_it_is(corpus, capsys):
     assert path.read_bytes() == written
 
 
+def test_an_opener_written_almost_right_or_a_missing_file_is_refused(tmp_path, capsys):
+    near = tmp_path / "near.cu"
+    near.write_text("/** mmcheck\n[[kernel]]\n*/\n__global__ void k(float *C) {}\n")
+    assert init(str(near)) == 2
+    assert "'/** mmcheck' is not a spec opener; write '/* mmcheck'" in capsys.readouterr().err
+    assert init(str(tmp_path / "missing.cu")) == 2
+    assert "missing.cu: cannot read:" in capsys.readouterr().err
+
+
 def test_print_shows_the_spec_and_leaves_the_file(corpus, capsys):
     path = corpus / "wmma_half.cu"
     before = path.read_bytes()
