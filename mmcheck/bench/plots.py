@@ -153,8 +153,8 @@ def _lines_figure(series: dict[tuple[str, str, str], list[BenchRecord]], records
     return fig
 
 
-def _peak_lines(ax: Axes, records: Sequence[BenchRecord]) -> None:
-    """Each dtype's peak on the device, dotted, labelled at the left (dtypes that share a peak share a line)."""
+def _peaks(records: Sequence[BenchRecord]) -> dict[float, list[str]]:
+    """Each peak on the device and the dtypes that have it (fp64 and int32 share one on an H100)."""
     best: dict[str, float] = {}
     for r in records:
         if r.extra["peak_gflops"]:
@@ -162,6 +162,12 @@ def _peak_lines(ax: Axes, records: Sequence[BenchRecord]) -> None:
     by_peak: dict[float, list[str]] = {}
     for dtype in sorted(best, key=dtype_rank):
         by_peak.setdefault(best[dtype], []).append(dtype)
+    return by_peak
+
+
+def _peak_lines(ax: Axes, records: Sequence[BenchRecord]) -> None:
+    """Each dtype's peak on the device, dotted, labelled at the left (dtypes that share a peak share a line)."""
+    by_peak = _peaks(records)
     for peak, dtypes in by_peak.items():
         ax.axhline(peak, color="grey", linestyle=":", linewidth=1.2, gid=f"peak:{','.join(dtypes)}")
         unit = "GOP/s" if all(d.startswith("int") for d in dtypes) else "GFLOP/s"
@@ -253,13 +259,7 @@ def _roofs(ax: Axes, records: Sequence[BenchRecord], xlim: tuple[float, float]) 
     """The bandwidth roof (the highest peak_gbps) and a compute roof per peak (dtypes that share a peak,
     such as fp64 and int32 on an H100, share its roof and its label)."""
     bandwidth = max((r.extra["peak_gbps"] for r in records if r.extra["peak_gbps"]), default=None)
-    best: dict[str, float] = {}
-    for r in records:
-        if r.extra["peak_gflops"]:
-            best[r.dtype] = max(best.get(r.dtype, 0.0), r.extra["peak_gflops"])
-    by_peak: dict[float, list[str]] = {}
-    for dtype in sorted(best, key=dtype_rank):
-        by_peak.setdefault(best[dtype], []).append(dtype)
+    by_peak = _peaks(records)
     lo, hi = xlim
     above = math.inf  # the roof labelled last, from the top
     for peak, dtypes in sorted(by_peak.items(), reverse=True):
