@@ -189,10 +189,12 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 
 def pytest_report_collectionfinish(config: pytest.Config, start_path: Path) -> list[str]:
+    plain = config.stash.get(_PLAIN, [])
+    if not plain:
+        return []  # and nothing imported: a session without .cu files stays light
     from .report import not_kernel_files
 
-    plain = config.stash.get(_PLAIN, [])
-    return [f"mmcheck: {not_kernel_files([_short(p, start_path) for p in plain])}"] if plain else []
+    return [f"mmcheck: {not_kernel_files([_short(p, start_path) for p in plain])}"]
 
 
 class KernelFile(pytest.File):
