@@ -46,7 +46,8 @@ EXPECTS = ("pass", "fail")
 # Template arguments that stand for a type: the inputs' C type and the output's.
 TYPE_ARGS = ("T", "TC")
 # The checks that can catch a known-bad kernel; ``catch`` in a spec names those expected to.
-CATCHES = ("mismatch", "unwritten", "guard", "input", "race", "fault", "timeout", "barrier", "sanitizer", "launch")
+CATCHES = ("mismatch", "unwritten", "guard", "input", "race", "fault", "timeout", "barrier", "sanitizer", "launch",
+           "sandbox")
 # The spec is the first block comment that starts with "/* mmcheck".
 _BLOCK = re.compile(r"/\*\s*mmcheck\b(.*?)\*/", re.S)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -37,9 +38,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from .. import sandbox
 from ..compile import Build, cache_key, cache_root, find_symbol, function_symbols, local_includes, unit_source
 from ..defaults import COMPILERS
-from ..errors import BackendUnavailable, CompileError
+from ..errors import BackendUnavailable, CompileError, SandboxUnavailable
 from .cubin import Compiled, CubinCache, common_options
 from .device_code import compile_first, fingerprint, sources
 from .nvrtc import Nvrtc
@@ -71,12 +73,17 @@ def resolve(name: str) -> str:
     return name
 
 
-def get_compiler(name: str, cache_dir: str | None = None) -> Compiler:
-    """The compiler ``name`` (nvcc, nvrtc or auto); BackendUnavailable, saying why, where it cannot be used."""
+def get_compiler(name: str, cache_dir: str | None = None, require_sandbox: bool = False) -> Compiler:
+    """The compiler ``name`` (nvcc, nvrtc or auto); BackendUnavailable, saying why, where it cannot be used.
+    NVRTC compiles inside the GPU backend's process, outside the sandbox: refused where the sandbox is
+    required (SandboxUnavailable)."""
     name = resolve(name)
     if name == "nvcc":
         return Nvcc(cache_dir)
     if name == "nvrtc":
+        if require_sandbox:
+            raise SandboxUnavailable("--require-sandbox: NVRTC compiles inside the GPU backend's own process, "
+                                     "which the sandbox does not cover; use --compiler nvcc")
         return Nvrtc(cache_dir)
     raise BackendUnavailable(f"unknown compiler {name!r} (choose from {', '.join(COMPILERS)})")
 
@@ -115,6 +122,8 @@ class Nvcc:
             try:
                 cubin, said = self.cubin(source, options, arch)
             except CompileError as e:
+                if refusal := sandbox.compile_refusal(build.spec.path, str(e)):
+                    raise refusal from None
                 raise CompileError(f"{build.spec.path}: nvcc failed for {build}:\n{e}") from None
             return Compiled(cubin, find_symbol(function_symbols(cubin), build), said)
 
@@ -127,11 +136,15 @@ class Nvcc:
     def cubin(self, source: str, options: Sequence[str], arch: str) -> tuple[bytes, str]:
         """The cubin of ``source`` for ``arch``, uncached, and what nvcc said while succeeding ("" if nothing);
         CompileError with what nvcc said where it fails."""
-        # A folder named as PyCUDA's are (tempfile's default): the cubin's line table records it.
+        # A folder named as PyCUDA's are (tempfile's default): the cubin's line table records it.  nvcc runs in
+        # the sandbox, reading the system, its own installation and the folders it is told to include from,
+        # and writing that folder alone.
         with tempfile.TemporaryDirectory() as folder:
             Path(folder, "kernel.cu").write_text(source, encoding="utf-8")
             command = [self.path, "--cubin", *options, "-arch", arch, "kernel.cu"]
-            done = subprocess.run(command, cwd=folder, capture_output=True)
+            reads = [option[2:] for option in options if option.startswith("-I")]
+            done = subprocess.run(sandbox.compile_command(command, reads, Path(folder)), cwd=folder,
+                                  capture_output=True, env={**os.environ, "TMPDIR": folder})
             said = (done.stderr + done.stdout).decode(errors="replace").strip()
             try:
                 cubin = Path(folder, "kernel.cubin").read_bytes()

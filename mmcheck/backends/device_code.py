@@ -81,10 +81,35 @@ def device_code(build: Build) -> DeviceCode | None:
     spec = build.spec
     if not device_code_available():
         return None
-    inputs = cache_key(local_includes(spec.path, spec.source), _parse_inputs())
+    included = local_includes(spec.path, spec.source)
+    if _reaches_outside(spec.path, [spec.source, *(data.decode(errors="replace") for _, data in included)]):
+        return None  # the parse runs in this process, unsandboxed: only the compilers may try such a header
+    inputs = cache_key(included, _parse_inputs())
     with _LOCK:
         return _reduce(str(spec.path), spec.source, spec.entry, build.instance if build.template else None,
                        build.defines, inputs)
+
+
+_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*(.*)$", re.M)
+
+
+def _reaches_outside(path: Path, texts: list[str]) -> bool:
+    """Whether an ``#include`` of ``texts`` (a kernel file's and its local headers') may name a file outside
+    the file's folder that is no header of the system's: an absolute path, one through ``..``, a computed
+    include (a macro), or a name in the folder that is a link out of it."""
+    folder = path.resolve().parent
+    for text in texts:
+        for target in _INCLUDE.findall(text):
+            found = re.match(r'"([^"]*)"|<([^>]*)>', target.strip())
+            if not found:
+                return True
+            name = Path(found.group(1) or found.group(2) or "")
+            if name.is_absolute() or ".." in name.parts:
+                return True
+            local = folder / name
+            if found.group(1) is not None and local.exists() and not local.resolve().is_relative_to(folder):
+                return True
+    return False
 
 
 def device_code_available() -> bool:
