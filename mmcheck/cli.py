@@ -218,7 +218,7 @@ def _open_runner(settings: Settings, catalog: Catalog) -> Runner | None:
     for e in catalog.errors:
         print(f"mmcheck: {e}", file=sys.stderr)
     try:
-        if note := sandbox.note(settings.sanitize, settings.require_sandbox):
+        if note := sandbox.note(settings.require_sandbox):
             print(f"mmcheck: {note}", file=sys.stderr)
         return open_runner(settings)
     except BackendUnavailable as e:
@@ -241,7 +241,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
         print(f"mmcheck: {e}", file=sys.stderr)
     try:
         declared = capabilities(settings.backend)
-        if note := sandbox.note(settings.sanitize, settings.require_sandbox):
+        if note := sandbox.note(settings.require_sandbox):
             print(f"mmcheck: {note}", file=sys.stderr)
     except BackendUnavailable as e:  # SandboxUnavailable too: the sandbox is required and lacks a protection
         print(f"mmcheck: {e}", file=sys.stderr)

@@ -122,13 +122,13 @@ def _argument(build: Build, text: str) -> str:
 _QUOTE_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
 
 
-def local_includes(path: Path, text: str) -> list[tuple[str, bytes]]:
-    """The files in a kernel file's folder that it includes with quotes, found from the including file's
-    folder, recursively, as (path, contents): what a compile cache must key on besides the file itself.  A
-    file outside that folder is never read here: the compilers' sandbox refuses it."""
+def local_includes(spec: KernelSpec) -> list[tuple[str, bytes]]:
+    """The files in a kernel's folder (``KernelSpec.folder``) that its file includes with quotes, found from
+    the including file's folder, recursively, as (path, contents): what a compile cache must key on besides
+    the file itself.  A file outside that folder is never read here: the compilers' sandbox refuses it."""
     found: dict[Path, bytes] = {}
-    root = path.resolve().parent
-    pending = [(root, text)]
+    root = spec.folder
+    pending = [(spec.path.resolve().parent, spec.source)]
     while pending:
         folder, source = pending.pop()
         for name in _QUOTE_INCLUDE.findall(source):

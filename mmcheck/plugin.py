@@ -110,7 +110,7 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = dataclasses.replace(settings, src=(str(default),) if default.is_dir() else ())
     config.stash[_SETTINGS] = settings
     try:
-        config.stash[_SANDBOX] = sandbox.note(settings.sanitize, settings.require_sandbox)
+        config.stash[_SANDBOX] = sandbox.note(settings.require_sandbox)
     except BackendUnavailable as e:  # SandboxUnavailable: required, and a protection is missing here
         raise pytest.UsageError(str(e)) from None
     config.pluginmanager.register(_LaunchDomains(), "mmcheck-launch-domains")
@@ -194,7 +194,7 @@ class KernelFile(pytest.File):
         from .spec import collect
 
         settings = self.config.stash[_SETTINGS]
-        catalog = collect([self.path])
+        catalog = collect([self.path], roots=settings.src)
         for error in catalog.errors:  # the file's, or one per broken kernel
             name = f"spec[{error.kernel}]" if error.kernel else "spec"
             yield SpecErrorItem.from_parent(self, name=name, error=str(error))

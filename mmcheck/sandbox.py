@@ -82,7 +82,7 @@ def host() -> Host:
     return Host(0 if "landlock" in without else max(0, abi), seccomp and "seccomp" not in without)
 
 
-def missing(sanitize: bool = False) -> list[str]:
+def missing() -> list[str]:
     """The protections the sandbox lacks on this host, in words ([] where it is whole)."""
     h = host()
     out = []
@@ -93,15 +93,13 @@ def missing(sanitize: bool = False) -> list[str]:
     if not h.seccomp:
         out.append("system calls (no seccomp here: a kernel may start processes, open sockets and signal other "
                    "processes)")
-    if sanitize:
-        out.append("memory (no limit under AddressSanitizer, whose shadow reserves terabytes of address space)")
     return out
 
 
-def note(sanitize: bool = False, require: bool = False) -> str | None:
+def note(require: bool = False) -> str | None:
     """What the sandbox lacks on this host, for a run to say once (None: nothing); SandboxUnavailable instead
     where the run requires the whole sandbox (``require``: --require-sandbox)."""
-    gaps = missing(sanitize)
+    gaps = missing()
     if not gaps:
         return None
     said = "the sandbox cannot protect " + "; ".join(gaps)
@@ -175,13 +173,15 @@ _DENIED_INCLUDE = re.compile(r"fatal error: ([^\n]+?): Permission denied")
 _LAUNCHER_FAILED = re.compile(r"^mmsandbox: (.*)$", re.M)
 
 
-def compile_refusal(path: Path, diagnostics: str) -> MmcheckError | None:
-    """The error for a compile of kernel file ``path`` that the sandbox stopped, from the compiler's
-    diagnostics: SandboxViolation for a header it may not read (the message names the header, never what the
-    header holds), SandboxUnavailable where the launcher could not apply a protection; None otherwise."""
+def compile_refusal(path: Path, folder: Path, diagnostics: str) -> MmcheckError | None:
+    """The error for a compile of kernel file ``path`` (whose headers may come from ``folder``) that the
+    sandbox stopped, from the compiler's diagnostics: SandboxViolation for a header it may not read (the
+    message names the header, never what the header holds), SandboxUnavailable where the launcher could not
+    apply a protection; None otherwise."""
     if denied := _DENIED_INCLUDE.search(diagnostics):
         return SandboxViolation(f"{path}: the file tried to include {denied.group(1)}, which is outside its "
-                                "folder, the toolchain and the system's headers (blocked)")
+                                f"folder {folder}, the toolchain and the system's headers (blocked; a header "
+                                "that a project's kernels share is found where --src names a folder holding it)")
     if failed := _LAUNCHER_FAILED.search(diagnostics):
         return SandboxUnavailable(f"the compiler's sandbox: {failed.group(1)}")
     return None

@@ -6,6 +6,7 @@ to second-guess a spec.  Every error is a :class:`SpecError` naming the file, th
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import graphlib
 import re
@@ -99,6 +100,13 @@ class KernelSpec:
     bench: tuple[int | str, ...] = ()               # benchmark sizes: n (square) or "MxNxK[bB]"
     accumulate: str | None = None                   # the accumulator the kernel promises (None: the default)
     large: bool = False                             # known-bad: only shapes past 2**31 elements show the bug
+    root: Path | None = field(default=None, compare=False)  # the source folder the run was given that holds it
+
+    @property
+    def folder(self) -> Path:
+        """The folder whose files compiling the kernel's file may read, its headers: the source folder the run
+        was given that holds the file (a project's kernels may share headers), else the file's own."""
+        return (self.root or self.path.parent).resolve()
 
     @property
     def operation(self) -> Op:
@@ -265,12 +273,16 @@ class Catalog:
         return [e for e in self.errors if e.path == path]
 
 
-def collect(paths: Iterable[Path | str]) -> Catalog:
+def collect(paths: Iterable[Path | str], roots: Iterable[Path | str] = ()) -> Catalog:
     """Load every ``.cu`` file under ``paths``.  A broken file or kernel costs one error and loses none of the
-    others; a kernel name already used in an earlier file is an error of the later file's kernel."""
+    others; a kernel name already used in an earlier file is an error of the later file's kernel.  Each spec's
+    root is the first folder of ``roots`` (else of ``paths``) that holds its file."""
+    paths = list(paths)
+    folders = [Path(p).resolve() for p in [*roots, *paths] if Path(p).is_dir()]
     catalog = Catalog()
     owner: dict[str, Path] = {}
     for path in find_sources(paths):
+        root = next((f for f in folders if path.resolve().is_relative_to(f)), None)
         catalog.files.append(path)
         try:
             specs, errors = read_kernels(path)
@@ -278,7 +290,7 @@ def collect(paths: Iterable[Path | str]) -> Catalog:
             catalog.errors.append(e)
             continue
         catalog.errors.extend(errors)
-        for s in specs:
+        for s in (dataclasses.replace(s, root=root) for s in specs):
             if s.name in owner:
                 catalog.errors.append(SpecError(path, f"the name is already used in {owner[s.name]}", kernel=s.name,
                                                 key="name"))

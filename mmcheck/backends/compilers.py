@@ -116,13 +116,13 @@ class Nvcc:
         # The instance too: one file's kernels share a cubin's text, but each entry its own symbol in it.  The
         # file and what its device code depends on decide which texts are compiled.
         key = cache_key("nvcc", unit_source(build), build.instance, options, arch, self.path, self.version,
-                        local_includes(build.spec.path, build.spec.source), fingerprint())
+                        local_includes(build.spec), fingerprint())
 
         def make(source: str) -> Compiled:
             try:
-                cubin, said = self.cubin(source, options, arch)
+                cubin, said = self.cubin(source, options, arch, reads=[build.spec.folder])
             except CompileError as e:
-                if refusal := sandbox.compile_refusal(build.spec.path, str(e)):
+                if refusal := sandbox.compile_refusal(build.spec.path, build.spec.folder, str(e)):
                     raise refusal from None
                 raise CompileError(f"{build.spec.path}: nvcc failed for {build}:\n{e}") from None
             return Compiled(cubin, find_symbol(function_symbols(cubin), build), said)
@@ -133,17 +133,19 @@ class Nvcc:
 
         return self.cache.fetch(key, make_first)
 
-    def cubin(self, source: str, options: Sequence[str], arch: str) -> tuple[bytes, str]:
+    def cubin(self, source: str, options: Sequence[str], arch: str,
+              reads: Sequence[Path] = ()) -> tuple[bytes, str]:
         """The cubin of ``source`` for ``arch``, uncached, and what nvcc said while succeeding ("" if nothing);
-        CompileError with what nvcc said where it fails."""
+        CompileError with what nvcc said where it fails.  ``reads``: folders nvcc may read besides the system,
+        its installation and those the options include from (the kernel's folder)."""
         # A folder named as PyCUDA's are (tempfile's default): the cubin's line table records it.  nvcc runs in
         # the sandbox, reading the system, its own installation and the folders it is told to include from,
         # and writing that folder alone.
         with tempfile.TemporaryDirectory() as folder:
             Path(folder, "kernel.cu").write_text(source, encoding="utf-8")
             command = [self.path, "--cubin", *options, "-arch", arch, "kernel.cu"]
-            reads = [option[2:] for option in options if option.startswith("-I")]
-            done = subprocess.run(sandbox.compile_command(command, reads, Path(folder)), cwd=folder,
+            allowed = [*reads, *(option[2:] for option in options if option.startswith("-I"))]
+            done = subprocess.run(sandbox.compile_command(command, allowed, Path(folder)), cwd=folder,
                                   capture_output=True, env={**os.environ, "TMPDIR": folder})
             said = (done.stderr + done.stdout).decode(errors="replace").strip()
             try:

@@ -81,8 +81,9 @@ def device_code(build: Build) -> DeviceCode | None:
     spec = build.spec
     if not device_code_available():
         return None
-    included = local_includes(spec.path, spec.source)
-    if _reaches_outside(spec.path, [spec.source, *(data.decode(errors="replace") for _, data in included)]):
+    included = local_includes(spec)
+    texts = [(spec.path, spec.source), *((Path(p), data.decode(errors="replace")) for p, data in included)]
+    if _reaches_outside(spec.folder, texts):
         return None  # the parse runs in this process, unsandboxed: only the compilers may try such a header
     inputs = cache_key(included, _parse_inputs())
     with _LOCK:
@@ -93,21 +94,20 @@ def device_code(build: Build) -> DeviceCode | None:
 _INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*(.*)$", re.M)
 
 
-def _reaches_outside(path: Path, texts: list[str]) -> bool:
-    """Whether an ``#include`` of ``texts`` (a kernel file's and its local headers') may name a file outside
-    the file's folder that is no header of the system's: an absolute path, one through ``..``, a computed
-    include (a macro), or a name in the folder that is a link out of it."""
-    folder = path.resolve().parent
-    for text in texts:
+def _reaches_outside(root: Path, texts: list[tuple[Path, str]]) -> bool:
+    """Whether an ``#include`` in ``texts`` (a kernel file's and its local headers', each with its path) may name
+    a file outside the kernel's folder ``root`` that is no system header: a quoted one that resolves outside
+    it, an angled one with an absolute path or ``..``, or a computed include (a macro)."""
+    for path, text in texts:
         for target in _INCLUDE.findall(text):
             found = re.match(r'"([^"]*)"|<([^>]*)>', target.strip())
             if not found:
                 return True
-            name = Path(found.group(1) or found.group(2) or "")
-            if name.is_absolute() or ".." in name.parts:
-                return True
-            local = folder / name
-            if found.group(1) is not None and local.exists() and not local.resolve().is_relative_to(folder):
+            if found.group(1) is not None:
+                local = (path.resolve().parent / found.group(1)).resolve()
+                if (local.exists() or Path(found.group(1)).is_absolute()) and not local.is_relative_to(root):
+                    return True
+            elif Path(found.group(2)).is_absolute() or ".." in Path(found.group(2)).parts:
                 return True
     return False
 

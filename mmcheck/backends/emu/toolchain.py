@@ -65,7 +65,7 @@ class Toolchain:
                  "-I", str(build.spec.path.resolve().parent)]
         # The file and what its device code depends on decide which units are compiled.
         key = cache_key("emu-kernel", compile_unit(build, build.spec.source), flags, _shim_digest(), self.version,
-                        self.runtime.name, local_includes(build.spec.path, build.spec.source), fingerprint())
+                        self.runtime.name, local_includes(build.spec), fingerprint())
         path = self.cache / f"{key}.so"
         if path.exists():
             return path
@@ -81,7 +81,7 @@ class Toolchain:
                 command = [self.cxx, *flags, "-include", str(_HERE / "shim.h"), "-isystem", str(_HERE / "include"),
                            "-x", "c++", "-", "-o", str(out), "-L", str(self.runtime), "-lmmemu",
                            f"-Wl,-rpath,{self.runtime}"]
-                reads = [_HERE, self.runtime, build.spec.path.resolve().parent]
+                reads = [_HERE, self.runtime, build.spec.folder]
                 proc = subprocess.run(sandbox.compile_command(command, reads, folder), input=unit,
                                       capture_output=True, text=True, env={**_C_LOCALE, "TMPDIR": str(folder)})
                 if proc.returncode != 0:

@@ -247,7 +247,7 @@ def compile_unit(build: Build, source: str) -> str:
     storage.  Launches in host code lose their ``<<<...>>>``: a plain call of the kernel, which g++ can
     compile and nothing runs.  Inline assembly becomes calls of the emulator (_inline_asm_calls)."""
     spec = build.spec
-    source = _with_local_headers(source, spec.path)
+    source = _with_local_headers(source, spec.path, root=spec.folder)
     for match, in_host in _launches(_code(source)):
         if in_host:
             blank = re.sub(r"[^\n]", " ", match.group())
@@ -265,7 +265,7 @@ def _with_local_headers(source: str, path: Path, once: set[Path] | None = None,
     in its place, recursively, between ``#line`` directives that keep every line's own file and number: the
     rewrites above (inline assembly, host launches) then reach the helpers tutorials keep in such headers.  A
     header with ``#pragma once`` comes once; one that includes itself again is left to the compiler, and so
-    is one outside the kernel file's folder (``root``), which the compiler's sandbox refuses to read."""
+    is one outside the kernel's folder (``root``: KernelSpec.folder), which the compiler's sandbox refuses."""
     once = set() if once is None else once
     folder, out, at = path.resolve().parent, [], 0
     root = folder if root is None else root
@@ -291,7 +291,7 @@ def compile_failure(build: Build, diagnostics: str) -> MmcheckError:
     feature (a WMMA shape, a cooperative-groups function) that the emulator does not provide, else
     CompileError with the compiler's own diagnostics; the sandbox's refusal as such."""
     spec = build.spec
-    if refusal := sandbox.compile_refusal(spec.path, diagnostics):
+    if refusal := sandbox.compile_refusal(spec.path, spec.folder, diagnostics):
         return refusal
     if _NO_MATCH.search(diagnostics):
         candidates = _CANDIDATE.findall(diagnostics)
