@@ -126,6 +126,11 @@ public:
     Filter& deny_unless(long nr, int arg, uint32_t value) {
         return rule(nr, {load(arg_low(arg)), jeq(value, 0, 1), ret(SECCOMP_RET_ALLOW), ret(deny_)});
     }
+    // Denied unless argument `arg` is 0 (all 64 bits: a pointer).
+    Filter& deny_unless_null(long nr, int arg) {
+        return rule(nr, {load(arg_low(arg)), jeq(0, 0, 3), load(arg_low(arg) + 4), jeq(0, 0, 1),
+                         ret(SECCOMP_RET_ALLOW), ret(deny_)});
+    }
     // Denied where argument `arg`'s low 32 bits are `value`.
     Filter& deny_if(long nr, int arg, uint32_t value) {
         return rule(nr, {load(arg_low(arg)), jeq(value, 0, 1), ret(deny_), ret(SECCOMP_RET_ALLOW)});
@@ -171,7 +176,7 @@ private:
 };
 
 // What a denied system call was an attempt to do, in words the report uses: "the kernel tried to <words>".
-enum Kind { kProcess, kProgram, kSocket, kSignal, kOpen, kChange, kTrace, kSystem, kHandler };
+enum Kind { kProcess, kProgram, kSocket, kSignal, kOpen, kChange, kTrace, kSystem, kHandler, kLimit };
 struct Call {
     long nr;
     Kind kind;
@@ -218,8 +223,28 @@ inline const std::vector<Call>& system_calls() {
         MMSANDBOX_CALL(setdomainname, kSystem, "change the domain name"),
         MMSANDBOX_CALL(settimeofday, kSystem, "set the clock"),
         MMSANDBOX_CALL(clock_settime, kSystem, "set the clock"),
+        MMSANDBOX_CALL(adjtimex, kSystem, "set the clock"),
+        MMSANDBOX_CALL(clock_adjtime, kSystem, "set the clock"),
         MMSANDBOX_CALL(acct, kSystem, "switch process accounting"),
+        MMSANDBOX_CALL(quotactl, kSystem, "change disk quotas"),
+        MMSANDBOX_CALL(syslog, kSystem, "read the system's log"),
+        MMSANDBOX_CALL(vhangup, kSystem, "hang up the terminal"),
         MMSANDBOX_CALL(fanotify_init, kSystem, "watch the file system"),
+        MMSANDBOX_CALL(move_pages, kSystem, "move another process's pages"),
+        MMSANDBOX_CALL(migrate_pages, kSystem, "move another process's pages"),
+        // System V and POSIX IPC: objects shared with every process of the machine (or container)
+        MMSANDBOX_CALL(shmget, kSystem, "use System V shared memory"),
+        MMSANDBOX_CALL(shmat, kSystem, "use System V shared memory"),
+        MMSANDBOX_CALL(shmctl, kSystem, "use System V shared memory"),
+        MMSANDBOX_CALL(msgget, kSystem, "use a System V message queue"),
+        MMSANDBOX_CALL(msgsnd, kSystem, "use a System V message queue"),
+        MMSANDBOX_CALL(msgrcv, kSystem, "use a System V message queue"),
+        MMSANDBOX_CALL(msgctl, kSystem, "use a System V message queue"),
+        MMSANDBOX_CALL(semget, kSystem, "use a System V semaphore"),
+        MMSANDBOX_CALL(semop, kSystem, "use a System V semaphore"),
+        MMSANDBOX_CALL(semtimedop, kSystem, "use a System V semaphore"),
+        MMSANDBOX_CALL(semctl, kSystem, "use a System V semaphore"),
+        MMSANDBOX_CALL(mq_open, kSystem, "open a POSIX message queue"),
 #ifdef SYS_iopl
         MMSANDBOX_CALL(iopl, kSystem, "access I/O ports"),
         MMSANDBOX_CALL(ioperm, kSystem, "access I/O ports"),
@@ -245,6 +270,8 @@ inline const std::vector<Call>& kernel_calls() {
             MMSANDBOX_CALL(rt_sigqueueinfo, kSignal, nullptr),
             MMSANDBOX_CALL(rt_tgsigqueueinfo, kSignal, nullptr),
             MMSANDBOX_CALL(rt_sigaction, kHandler, nullptr),
+            MMSANDBOX_CALL(prlimit64, kLimit, "raise its resource limits"),  // reading them is allowed
+            MMSANDBOX_CALL(setrlimit, kSystem, "raise its resource limits"),
             MMSANDBOX_CALL(openat, kOpen, nullptr),
             MMSANDBOX_CALL(openat2, kOpen, nullptr),
             MMSANDBOX_PATH(mkdirat, "create the folder", 1),
@@ -301,6 +328,8 @@ inline Filter kernel_filter(pid_t pid, uint32_t magic) {
             f.deny_unless(c.nr, 0, uint32_t(pid));  // abort() and raise() signal the process itself
         else if (c.kind == kHandler)
             f.deny_if(c.nr, 0, SIGSYS);  // the trap's own handler stays
+        else if (c.kind == kLimit)
+            f.deny_unless_null(c.nr, 2);  // prlimit64's new limits
         else if (c.kind == kOpen && c.nr != SYS_openat2)
             f.deny_unless(c.nr, 5, magic);
         else

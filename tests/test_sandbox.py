@@ -38,6 +38,7 @@ ATTEMPTS = {
     "hostile.fork_exec": "the kernel tried to start a process (blocked)",
     "hostile.read_secret": "the kernel tried to read /etc/passwd (blocked)",
     "hostile.kill_parent": "the kernel tried to send SIGKILL to the emulator's worker",
+    "hostile.thread": "the kernel tried to start a thread (blocked)",
     "hostile.include_outside": "the file tried to include /etc/passwd, which is outside its folder",
     "hostile.write_cache": "the kernel tried to write {cache}",
 }

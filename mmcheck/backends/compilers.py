@@ -144,7 +144,7 @@ class Nvcc:
         with tempfile.TemporaryDirectory() as folder:
             Path(folder, "kernel.cu").write_text(source, encoding="utf-8")
             command = [self.path, "--cubin", *options, "-arch", arch, "kernel.cu"]
-            allowed = [*reads, *(option[2:] for option in options if option.startswith("-I"))]
+            allowed: list[str | Path] = [*reads, *(option[2:] for option in options if option.startswith("-I"))]
             done = subprocess.run(sandbox.compile_command(command, allowed, Path(folder)), cwd=folder,
                                   capture_output=True, env={**os.environ, "TMPDIR": folder})
             said = (done.stderr + done.stdout).decode(errors="replace").strip()

@@ -298,8 +298,8 @@ def _failure(label: str, args: Sequence[Arg], spec: KernelSpec, r: w.LaunchResul
         return SanitizerError(f"{label}: an array index out of bounds, {where}\n{r.stderr.strip()}", "ubsan")
     if os.WIFSIGNALED(r.wait_status) and os.WTERMSIG(r.wait_status) == signal.SIGSYS:
         # the sandbox's trap with its signal blocked: the system kills the process instead
-        return SandboxViolation(f"{label}: the kernel made a system call that the sandbox forbids, with the "
-                                f"sandbox's signal blocked (blocked), {where}")
+        return SandboxViolation(f"{label}: the kernel made a system call that the sandbox forbids, with signals "
+                                f"blocked, so that which one is not known (blocked), {where}")
     if os.WIFSIGNALED(r.wait_status) and os.WTERMSIG(r.wait_status) == signal.SIGXCPU:
         return KernelTimeout(f"{label}: used up its CPU-time limit (was running block {_dim(r.block)})")
     how = _ended(r.wait_status)

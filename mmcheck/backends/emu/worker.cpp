@@ -24,14 +24,15 @@
 
 #include <dlfcn.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <spawn.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/random.h>
-#include <ucontext.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <sanitizer/asan_interface.h>  // ASAN_POISON_MEMORY_REGION does nothing without -fsanitize=address
@@ -250,7 +251,8 @@ std::string attempt(long nr, const uint64_t* a) {
         case kOpen: return "open a file by a call the sandbox forbids (" + shown(a[1]) + ")";  // openat2
         case kChange: return std::string(c->words) + " " + shown(a[c->path]);
         case kTrace:
-        case kSystem: return c->words;
+        case kSystem:
+        case kLimit: return c->words;
     }
     return "make system call " + std::to_string(nr);
 }
@@ -296,9 +298,11 @@ void on_blocked(int, siginfo_t* info, void* context) {
 #endif
     if (open_call) {
         if (nr == SYS_openat) dirfd = long(int(a[0]));
+        int interrupted_errno = errno;  // the interrupted code's, which the call made here must not change
         long fd = syscall(SYS_openat, dirfd, path, flags, mode, 0, g_magic);
         if (fd >= 0 || errno != EACCES) {
             reg(uc, kResult) = fd >= 0 ? fd : -errno;
+            errno = interrupted_errno;
             return;
         }
         bool writes = (flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC));
@@ -560,10 +564,10 @@ std::string dispatch(const std::string& request) {
 
 }  // namespace
 
-// The C library's ways to run a program block every signal before they start its process, which turns the
-// trap into a plain kill that says nothing; so the worker defines them, and a kernel's call is reported as
-// what it was.  A module's references resolve to the executable's definitions first (the worker is linked
-// with -rdynamic), and the worker itself never calls these.
+// The C library's ways to run a program, and to start a thread, block every signal before they make the
+// call, which turns the trap into a plain kill that says nothing; so the worker defines them, and a kernel's
+// call is reported as what it was.  A module's references resolve to the executable's definitions first
+// (the worker is linked with -rdynamic), and the worker itself never calls these.
 extern "C" int system(const char* command) { blocked("run a program (" + shown(uint64_t(command)) + ")", SYS_execve); }
 
 extern "C" FILE* popen(const char* command, const char*) {
@@ -578,6 +582,10 @@ extern "C" int posix_spawn(pid_t*, const char* path, const posix_spawn_file_acti
 extern "C" int posix_spawnp(pid_t*, const char* file, const posix_spawn_file_actions_t*, const posix_spawnattr_t*,
                             char* const*, char* const*) {
     blocked("run a program (" + shown(uint64_t(file)) + ")", SYS_execve);
+}
+
+extern "C" int pthread_create(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*) {
+    blocked("start a thread", SYS_clone);
 }
 
 int main(int argc, char** argv) {
