@@ -32,6 +32,29 @@
 #include <string>
 #include <vector>
 
+// System calls newer than some hosts' kernel headers: from 424 on, the same number on every architecture.
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+#ifndef SYS_io_uring_setup
+#define SYS_io_uring_setup 425
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+#ifndef SYS_process_madvise
+#define SYS_process_madvise 440
+#endif
+
 namespace mmsandbox {
 
 // ---- Landlock (uapi numbers, spelled here: older kernel headers lack the newer ones) ----------------

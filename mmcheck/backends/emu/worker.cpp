@@ -220,8 +220,10 @@ std::string signal_target(long pid) {
 }
 
 std::string signal_name(long signo) {
-    const char* name = sigabbrev_np(int(signo));
-    return name ? std::string("SIG") + name : "signal " + std::to_string(signo);
+#if __GLIBC_PREREQ(2, 32)
+    if (const char* name = sigabbrev_np(int(signo))) return std::string("SIG") + name;
+#endif
+    return "signal " + std::to_string(signo);
 }
 
 // What a trapped call (nr, arguments a) was an attempt to do: "the kernel tried to <this>".
