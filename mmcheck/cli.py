@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from . import sandbox
 from .backends import ALIASES, capabilities
 from .backends.base import compute_capability
 from .defaults import SRC
@@ -268,6 +269,8 @@ def _open_runner(settings: Settings, catalog: Catalog) -> Runner | None:
     for e in catalog.errors:
         print(f"mmcheck: {e}", file=sys.stderr)
     try:
+        if note := sandbox.note(settings.require_sandbox):
+            print(f"mmcheck: {note}", file=sys.stderr)
         return open_runner(settings)
     except BackendUnavailable as e:
         print(f"mmcheck: {e}", file=sys.stderr)
@@ -291,7 +294,9 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
         print(f"mmcheck: {e}", file=sys.stderr)
     try:
         declared = capabilities(settings.backend)
-    except BackendUnavailable as e:
+        if note := sandbox.note(settings.require_sandbox):
+            print(f"mmcheck: {note}", file=sys.stderr)
+    except BackendUnavailable as e:  # SandboxUnavailable too: the sandbox is required and lacks a protection
         print(f"mmcheck: {e}", file=sys.stderr)
         return EXIT_USAGE
     pool = _started_pool(args.jobs, settings, declared, pairs)

@@ -122,17 +122,19 @@ def _argument(build: Build, text: str) -> str:
 _QUOTE_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
 
 
-def local_includes(path: Path, text: str) -> list[tuple[str, bytes]]:
-    """The files a kernel file includes with quotes, found from the including file's folder, recursively, as
-    (path, contents): what a compile cache must key on besides the file itself."""
+def local_includes(spec: KernelSpec) -> list[tuple[str, bytes]]:
+    """The files in a kernel's folder (``KernelSpec.folder``) that its file includes with quotes, found from
+    the including file's folder, recursively, as (path, contents): what a compile cache must key on besides
+    the file itself.  A file outside that folder is never read here: the compilers' sandbox refuses it."""
     found: dict[Path, bytes] = {}
-    pending = [(path.resolve().parent, text)]
+    root = spec.folder
+    pending = [(spec.path.resolve().parent, spec.source)]
     while pending:
         folder, source = pending.pop()
         for name in _QUOTE_INCLUDE.findall(source):
             included = (folder / name).resolve()
-            if included in found or not included.is_file():
-                continue  # a missing file is the compiler's to report
+            if included in found or not included.is_relative_to(root) or not included.is_file():
+                continue  # a missing file is the compiler's to report, one outside the folder its sandbox's
             found[included] = included.read_bytes()
             pending.append((included.parent, found[included].decode(errors="replace")))
     return sorted((str(p), data) for p, data in found.items())

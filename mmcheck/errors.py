@@ -16,6 +16,8 @@ __all__ = [
     "Unsupported",
     "OutOfMemory",
     "BackendUnavailable",
+    "SandboxViolation",
+    "SandboxUnavailable",
     "InternalError",
 ]
 
@@ -63,6 +65,15 @@ class OutOfMemory(MmcheckError):
 
 class BackendUnavailable(MmcheckError):
     """The requested backend cannot be used on this machine."""
+
+
+class SandboxViolation(MmcheckError):
+    """The sandbox stopped something a kernel file's code tried, while it was compiled, loaded or run; the
+    message says what: "the kernel tried to open a network socket (blocked)"."""
+
+
+class SandboxUnavailable(BackendUnavailable):
+    """A protection of the sandbox cannot be had here, and the run requires it (--require-sandbox)."""
 
 
 class BarrierError(KernelFault):

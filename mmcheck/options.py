@@ -124,6 +124,9 @@ OPTIONS = (
            default="mmcheck-results", commands=("check", "grade")),
     Option("sanitize", "run under compute-sanitizer (GPU) or AddressSanitizer (emulator)", type=None,
            default=False, commands=("check", "grade")),
+    Option("require-sandbox", "stop where the sandbox around kernels and their compiles lacks a protection on this "
+                              "host (default: a note says which, once per run, and the run goes on)", type=None,
+           default=False),
     Option("large", "GPU: also shapes with a buffer past 2**31 elements, where a 32-bit element offset wraps "
                     "(minutes and tens of GiB of host memory per kernel; a shape that does not fit is skipped)",
            type=None, default=False, commands=("check",)),
@@ -168,6 +171,7 @@ class Settings:
     timeout: float = _default("timeout")
     results: str = _default("results")
     sanitize: bool = _default("sanitize")
+    require_sandbox: bool = _default("require_sandbox")
     large: bool = _default("large")
     strict_launch: bool = _default("strict_launch")
     recheck_races: bool = _default("recheck_races")
@@ -198,4 +202,5 @@ class Settings:
         from .backends.base import BackendOptions
 
         return BackendOptions(sanitize=self.sanitize, timeout=self.timeout,
-                              strict_barriers=not self.barrier_warnings, compiler=self.compiler)
+                              strict_barriers=not self.barrier_warnings, compiler=self.compiler,
+                              require_sandbox=self.require_sandbox)

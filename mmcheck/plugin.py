@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from . import sandbox
 from .defaults import SRC
 from .devices import pin_gpu, share_cores, visible_gpus
 from .errors import BackendUnavailable, InternalError, Unsupported
@@ -64,6 +65,7 @@ _SETTINGS = pytest.StashKey[Settings]()
 _CATALOG = pytest.StashKey["Catalog"]()
 _RUNNER = pytest.StashKey["Runner | str"]()  # the session's runner, or why there is none
 _PROFILE = pytest.StashKey["HypothesisSettings"]()
+_SANDBOX = pytest.StashKey["str | None"]()  # what the sandbox lacks here, said at the session's top
 
 
 class KernelCaught(AssertionError):
@@ -110,9 +112,19 @@ def pytest_configure(config: pytest.Config) -> None:
         default = Path(config.rootpath, SRC)
         settings = dataclasses.replace(settings, src=(str(default),) if default.is_dir() else ())
     config.stash[_SETTINGS] = settings
+    try:
+        config.stash[_SANDBOX] = sandbox.note(settings.require_sandbox)
+    except BackendUnavailable as e:  # SandboxUnavailable: required, and a protection is missing here
+        raise pytest.UsageError(str(e)) from None
     config.pluginmanager.register(_LaunchDomains(), "mmcheck-launch-domains")
     config.pluginmanager.register(_Untimed(), "mmcheck-untimed")
     _pin_gpu(os.environ, settings.backend)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """What the sandbox lacks on this host, said once, at the top of the session."""
+    note = config.stash.get(_SANDBOX, None)
+    return note and f"mmcheck: {note}"
 
 
 def _pin_gpu(environ: MutableMapping[str, str], backend: str) -> None:
@@ -205,7 +217,7 @@ class KernelFile(pytest.File):
         from .spec import collect
 
         settings = self.config.stash[_SETTINGS]
-        catalog = collect([self.path])
+        catalog = collect([self.path], roots=settings.src)
         for error in catalog.errors:  # the file's, or one per broken kernel
             name = f"spec[{error.kernel}]" if error.kernel else "spec"
             yield SpecErrorItem.from_parent(self, name=name, error=str(error))

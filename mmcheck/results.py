@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .artifacts import Record, save_traceback
 from .compare import Mismatch
-from .errors import CompileError, InternalError, MmcheckError, OutOfMemory, Unsupported
+from .errors import CompileError, InternalError, MmcheckError, OutOfMemory, SandboxViolation, Unsupported
 from .ops import Shape
 from .spec import KernelSpec
 
@@ -112,6 +112,8 @@ def outcome_of(case: Case, e: Exception, results: Path) -> Result:
     if isinstance(e, Caught):
         return Result(case, Outcome.FAIL, str(e), check=e.check, mismatch=e.mismatch, record=e.record,
                       context=e.context)
+    if isinstance(e, SandboxViolation):  # the kernel's attempt, blocked: a failure of the kernel's own
+        return Result(case, Outcome.FAIL, str(e), check="sandbox")
     if isinstance(e, Unsupported):
         where = "" if str(e).startswith(str(case.spec.path)) else f"{case.spec.path}: "
         return Result(case, Outcome.SKIP, f"{where}{e}")

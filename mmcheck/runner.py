@@ -18,7 +18,7 @@ from . import data
 from .backends.base import Backend, Kernel, Launched
 from .compile import Build
 from .data import Operands, Trial
-from .errors import CompileError, MmcheckError, Unsupported
+from .errors import CompileError, MmcheckError, SandboxViolation, Unsupported
 from .judge import Rerun, judge
 from .launch import launch
 from .prepare import Plan, Prepared, host_bytes, host_memory, plan, prepare
@@ -59,7 +59,7 @@ class Runner:
         if build.key not in self._kernels:
             try:
                 self._kernels[build.key] = self.backend.compile(build)
-            except (CompileError, Unsupported) as e:
+            except (CompileError, Unsupported, SandboxViolation) as e:
                 self._kernels[build.key] = e
         found = self._kernels[build.key]
         kernel_id = (build.spec.path, build.spec.name)

@@ -6,6 +6,7 @@ to second-guess a spec.  Every error is a :class:`SpecError` naming the file, th
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import graphlib
 import itertools
@@ -52,7 +53,8 @@ EXPECTS = ("pass", "fail")
 # Template arguments that stand for a type: the inputs' C type and the output's.
 TYPE_ARGS = ("T", "TC")
 # The checks that can catch a known-bad kernel; ``catch`` in a spec names those expected to.
-CATCHES = ("mismatch", "unwritten", "guard", "input", "race", "fault", "timeout", "barrier", "sanitizer", "launch")
+CATCHES = ("mismatch", "unwritten", "guard", "input", "race", "fault", "timeout", "barrier", "sanitizer", "launch",
+           "sandbox")
 # The spec is the first block comment that opens with "/* mmcheck" alone on its line.
 OPENER = "/* mmcheck"
 NO_SPEC = (f"no mmcheck spec: a kernel file holds a comment that opens with {OPENER} alone on its line, then "
@@ -113,6 +115,13 @@ class KernelSpec:
     bench: tuple[int | str, ...] = ()               # benchmark sizes: n (square) or "MxNxK[bB]"
     accumulate: str | None = None                   # the accumulator the kernel promises (None: the default)
     large: bool = False                             # known-bad: only shapes past 2**31 elements show the bug
+    root: Path | None = field(default=None, compare=False)  # the source folder the run was given that holds it
+
+    @property
+    def folder(self) -> Path:
+        """The folder whose files compiling the kernel's file may read, its headers: the source folder the run
+        was given that holds the file (a project's kernels may share headers), else the file's own."""
+        return (self.root or self.path.parent).resolve()
 
     @property
     def operation(self) -> Op:
@@ -353,16 +362,18 @@ class Catalog:
         return [e for e in self.errors if e.path == path]
 
 
-def collect(paths: Iterable[Path | str]) -> Catalog:
+def collect(paths: Iterable[Path | str], roots: Iterable[Path | str] = ()) -> Catalog:
     """Load every kernel file under ``paths``.  A ``.cu`` file found in a folder with no spec opener is not a
     kernel file (``plain``); one named as a path must have a spec.  A broken file or kernel costs one error and
     loses none of the others; a kernel name already used in an earlier file is an error of the later file's
-    kernel."""
+    kernel.  Each spec's root is the first folder of ``roots`` (else of ``paths``) that holds its file."""
     given = [Path(p) for p in paths]
     named = {p for p in given if not p.is_dir()}
+    folders = [Path(p).resolve() for p in [*roots, *given] if Path(p).is_dir()]
     catalog = Catalog()
     owner: dict[str, Path] = {}
     for path in find_sources(given):
+        root = next((f for f in folders if path.resolve().is_relative_to(f)), None)
         try:
             text = _read(path)
             if not opener(text).kernel_file and path not in named:
@@ -374,7 +385,7 @@ def collect(paths: Iterable[Path | str]) -> Catalog:
             catalog.errors.append(e)
             continue
         catalog.errors.extend(errors)
-        for s in specs:
+        for s in (dataclasses.replace(s, root=root) for s in specs):
             if s.name in owner:
                 catalog.errors.append(SpecError(path, f"the name is already used in {owner[s.name]}", kernel=s.name,
                                                 key="name"))

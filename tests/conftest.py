@@ -1,4 +1,5 @@
 import os
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +13,7 @@ def pytest_configure(config):
 
 # Kernel files that tests drive themselves (a crash, a hang, a race; the corpus of correct kernels, which
 # test_corpus.py checks): not test files of this suite.
-collect_ignore_glob = ["kernels/*.cu", "emu/kernels/*.cu", "corpus/*.cu", "host_code/*.cu"]
+collect_ignore_glob = ["kernels/*.cu", "emu/kernels/*.cu", "corpus/*.cu", "host_code/*.cu", "hostile/*.cu"]
 
 
 @pytest.fixture
@@ -26,3 +27,10 @@ def own_session(monkeypatch):
 @pytest.fixture
 def pytester(pytester, own_session):
     return pytester
+
+
+@pytest.fixture
+def this_mmcheck(monkeypatch):
+    """The separate pytest run imports this checkout's mmcheck, not the installed one."""
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])]))

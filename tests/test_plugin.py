@@ -3,12 +3,10 @@ its own tests only, and the other kernels still run."""
 
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 
 pytest_plugins = ["pytester"]
-ROOT = Path(__file__).resolve().parent.parent
 
 GOOD = """/* mmcheck
 [[kernel]]
@@ -30,12 +28,6 @@ __global__ void mm(const float* A, const float* B, float* C, int M, int N, int K
     }
 }
 """
-
-@pytest.fixture
-def this_mmcheck(monkeypatch):
-    """The separate pytest run imports this checkout's mmcheck, not the installed one."""
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
-
 
 needs_gpp = pytest.mark.skipif(not shutil.which("g++"), reason="runs the kernels on the emulator, which needs g++")
 

@@ -96,9 +96,9 @@ def test_an_emulator_worker_that_dies_is_mmchecks_own_error_not_the_kernels(tmp_
     assert "WorkerError" in (tmp_path / "internal-survival.good-float32-4x4x4-seed0.txt").read_text()
 
 
-def test_a_file_whose_static_constructor_crashes_the_emulators_worker_is_that_files_error(tmp_path):
-    """Loading a kernel file runs its static constructors in the emulator's worker: a crash there is the
-    file's, told as an error naming it, and no error of mmcheck's own."""
+def test_a_file_whose_static_constructor_crashes_is_that_files_error(tmp_path):
+    """Loading a kernel file runs its static constructors (in a sandboxed child of the emulator's worker): a
+    crash there is the file's, told as an error naming it, and no error of mmcheck's own."""
     from mmcheck.spec import parse_specs
 
     # A global object the kernel reads, built when the file is loaded (the emulator's own reading of it: a

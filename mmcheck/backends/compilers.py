@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -37,9 +38,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from .. import sandbox
 from ..compile import Build, cache_key, cache_root, find_symbol, function_symbols, local_includes, unit_source
 from ..defaults import COMPILERS
-from ..errors import BackendUnavailable, CompileError
+from ..errors import BackendUnavailable, CompileError, SandboxUnavailable
 from .cubin import Compiled, CubinCache, common_options
 from .device_code import compile_first, fingerprint, sources
 from .nvrtc import Nvrtc
@@ -71,12 +73,17 @@ def resolve(name: str) -> str:
     return name
 
 
-def get_compiler(name: str, cache_dir: str | None = None) -> Compiler:
-    """The compiler ``name`` (nvcc, nvrtc or auto); BackendUnavailable, saying why, where it cannot be used."""
+def get_compiler(name: str, cache_dir: str | None = None, require_sandbox: bool = False) -> Compiler:
+    """The compiler ``name`` (nvcc, nvrtc or auto); BackendUnavailable, saying why, where it cannot be used.
+    NVRTC compiles inside the GPU backend's process, outside the sandbox: refused where the sandbox is
+    required (SandboxUnavailable)."""
     name = resolve(name)
     if name == "nvcc":
         return Nvcc(cache_dir)
     if name == "nvrtc":
+        if require_sandbox:
+            raise SandboxUnavailable("--require-sandbox: NVRTC compiles inside the GPU backend's own process, "
+                                     "which the sandbox does not cover; use --compiler nvcc")
         return Nvrtc(cache_dir)
     raise BackendUnavailable(f"unknown compiler {name!r} (choose from {', '.join(COMPILERS)})")
 
@@ -109,12 +116,14 @@ class Nvcc:
         # The instance too: one file's kernels share a cubin's text, but each entry its own symbol in it.  The
         # file and what its device code depends on decide which texts are compiled.
         key = cache_key("nvcc", unit_source(build), build.instance, options, arch, self.path, self.version,
-                        local_includes(build.spec.path, build.spec.source), fingerprint())
+                        local_includes(build.spec), fingerprint())
 
         def make(source: str) -> Compiled:
             try:
-                cubin, said = self.cubin(source, options, arch)
+                cubin, said = self.cubin(source, options, arch, reads=[build.spec.folder])
             except CompileError as e:
+                if refusal := sandbox.compile_refusal(build.spec.path, build.spec.folder, str(e)):
+                    raise refusal from None
                 raise CompileError(f"{build.spec.path}: nvcc failed for {build}:\n{e}") from None
             return Compiled(cubin, find_symbol(function_symbols(cubin), build), said)
 
@@ -124,14 +133,20 @@ class Nvcc:
 
         return self.cache.fetch(key, make_first)
 
-    def cubin(self, source: str, options: Sequence[str], arch: str) -> tuple[bytes, str]:
+    def cubin(self, source: str, options: Sequence[str], arch: str,
+              reads: Sequence[Path] = ()) -> tuple[bytes, str]:
         """The cubin of ``source`` for ``arch``, uncached, and what nvcc said while succeeding ("" if nothing);
-        CompileError with what nvcc said where it fails."""
-        # A folder named as PyCUDA's are (tempfile's default): the cubin's line table records it.
+        CompileError with what nvcc said where it fails.  ``reads``: folders nvcc may read besides the system,
+        its installation and those the options include from (the kernel's folder)."""
+        # A folder named as PyCUDA's are (tempfile's default): the cubin's line table records it.  nvcc runs in
+        # the sandbox, reading the system, its own installation and the folders it is told to include from,
+        # and writing that folder alone.
         with tempfile.TemporaryDirectory() as folder:
             Path(folder, "kernel.cu").write_text(source, encoding="utf-8")
             command = [self.path, "--cubin", *options, "-arch", arch, "kernel.cu"]
-            done = subprocess.run(command, cwd=folder, capture_output=True)
+            allowed: list[str | Path] = [*reads, *(option[2:] for option in options if option.startswith("-I"))]
+            done = subprocess.run(sandbox.compile_command(command, allowed, Path(folder)), cwd=folder,
+                                  capture_output=True, env={**os.environ, "TMPDIR": folder})
             said = (done.stderr + done.stdout).decode(errors="replace").strip()
             try:
                 cubin = Path(folder, "kernel.cubin").read_bytes()

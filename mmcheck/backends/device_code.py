@@ -81,10 +81,35 @@ def device_code(build: Build) -> DeviceCode | None:
     spec = build.spec
     if not device_code_available():
         return None
-    inputs = cache_key(local_includes(spec.path, spec.source), _parse_inputs())
+    included = local_includes(spec)
+    texts = [(spec.path, spec.source), *((Path(p), data.decode(errors="replace")) for p, data in included)]
+    if _reaches_outside(spec.folder, texts):
+        return None  # the parse runs in this process, unsandboxed: only the compilers may try such a header
+    inputs = cache_key(included, _parse_inputs())
     with _LOCK:
         return _reduce(str(spec.path), spec.source, spec.entry, build.instance if build.template else None,
                        build.defines, inputs)
+
+
+_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*(.*)$", re.M)
+
+
+def _reaches_outside(root: Path, texts: list[tuple[Path, str]]) -> bool:
+    """Whether an ``#include`` in ``texts`` (a kernel file's and its local headers', each with its path) may name
+    a file outside the kernel's folder ``root`` that is no system header: a quoted one that resolves outside
+    it, an angled one with an absolute path or ``..``, or a computed include (a macro)."""
+    for path, text in texts:
+        for target in _INCLUDE.findall(text):
+            found = re.match(r'"([^"]*)"|<([^>]*)>', target.strip())
+            if not found:
+                return True
+            if found.group(1) is not None:
+                local = (path.resolve().parent / found.group(1)).resolve()
+                if (local.exists() or Path(found.group(1)).is_absolute()) and not local.is_relative_to(root):
+                    return True
+            elif Path(found.group(2)).is_absolute() or ".." in Path(found.group(2)).parts:
+                return True
+    return False
 
 
 def device_code_available() -> bool:

@@ -432,7 +432,7 @@ class Nvrtc:
         options = self.options(build, arch)
         lib = self.library
         key = cache_key("nvrtc", unit_source(build, instantiate=False), expression, options, lib.version,
-                        lib.release, lib.path, self.headers, local_includes(build.spec.path, build.spec.source),
+                        lib.release, lib.path, self.headers, local_includes(build.spec),
                         fingerprint())
 
         def make() -> Compiled:

@@ -19,8 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from ...compile import Build, cache_key, find_symbol, function_symbols
+from ... import sandbox
 from ...errors import (BarrierError, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory,
-                       SanitizerError, Unsupported)
+                       SandboxUnavailable, SandboxViolation, SanitizerError, Unsupported)
 from ...publish import atomic_write
 from ...spec import KernelSpec, load_specs
 from ..base import (MAX_BLOCK, MAX_DYNAMIC_SMEM, MAX_GRID, MAX_THREADS, Arg, BackendOptions, Capabilities,
@@ -74,7 +75,7 @@ class EmuBackend:
     def __init__(self, options: BackendOptions = BackendOptions()) -> None:
         self.options = options
         self._toolchain = Toolchain(options.sanitize, options.cache_dir)
-        self._worker = w.Worker(self._toolchain.worker)
+        self._worker = w.Worker(self._toolchain.worker, [*sandbox.SYSTEM_READS, str(self._toolchain.runtime)])
         self._modules: dict[Path, _Module] = {}
 
     def close(self) -> None:
@@ -89,12 +90,10 @@ class EmuBackend:
         module = self._modules.get(path)
         if module is None:
             try:
-                kernel_id, params = self._worker.load(path)
-            except w.Refused as e:  # dlopen's complaint, e.g. a symbol the linker let through
-                raise CompileError(f"{spec.path}: the emulator cannot load {build}: {e}") from None
-            except w.DiedHandling as e:  # loading runs the file's own static constructors in the worker
-                raise CompileError(f"{spec.path}: loading {build} ended the emulator's worker: the file's static "
-                                   f"constructors or global objects crashed it ({e})") from None
+                kernel_id, params = self._worker.load(path, spec.path.resolve().parent,
+                                                      min(round(self.options.timeout * 1000), 2**31 - 1))
+            except w.NotLoaded as e:
+                raise _not_loaded(build, e, self.options.timeout) from None
             module = self._modules[path] = _Module(kernel_id, params, _RENDEZVOUS in binary)
         schedules = tuple(w.SCHEDULES) if module.fibers else ("forward",)
         return Kernel(spec=spec, dtype=build.dtype, symbol=symbol, schedules=schedules, handle=module,
@@ -184,6 +183,31 @@ def _calibration(backend: EmuBackend) -> Callable[[], float]:
     return launch
 
 
+def _not_loaded(build: Build, e: w.NotLoaded, timeout: float) -> MmcheckError:
+    """The error for a module that did not load: loading runs the file's static constructors (sandboxed)."""
+    path = build.spec.path
+    if e.state == w.BLOCKED:
+        if e.code < 0:
+            return SandboxUnavailable(f"the emulator {e.message}")
+        return SandboxViolation(f"{path}: loading {build} ran the file's static constructors, which tried to "
+                                f"{e.message} (blocked)")
+    if e.state == w.DONE:  # dlopen's complaint, e.g. a symbol the linker let through
+        return CompileError(f"{path}: the emulator cannot load {build}: {e.message}")
+    if e.state == w.TIMEOUT:
+        return CompileError(f"{path}: loading {build} did not finish within {timeout:g} s: the file's static "
+                            "constructors or global objects hang")
+    tail = f"\n{e.stderr.strip()}" if e.stderr.strip() else ""
+    return CompileError(f"{path}: loading {build} crashed: the file's static constructors or global objects "
+                        f"ended its process ({_ended(e.wait_status)}){tail}")
+
+
+def _ended(wait_status: int) -> str:
+    """How a child ended, from its wait status: "killed by SIGSEGV", "exited with status 1"."""
+    if os.WIFSIGNALED(wait_status):
+        return f"killed by {signal.Signals(os.WTERMSIG(wait_status)).name}"
+    return f"exited with status {os.WEXITSTATUS(wait_status)}"
+
+
 def _check_config(label: str, kernel: Kernel, grid: Dim3, block: Dim3, smem: int, schedule: str) -> None:
     def refuse(message: str) -> LaunchError:
         return LaunchError(f"{label}: {message}")
@@ -259,6 +283,10 @@ def _failure(label: str, args: Sequence[Arg], spec: KernelSpec, r: w.LaunchResul
         return KernelFault(f"{label}: {r.message}, {where}")
     if r.state == w.UNSUPPORTED:
         return Unsupported(f"{label}: the emulator cannot run {r.message} at {spec.path}:{r.code}")
+    if r.state == w.BLOCKED:
+        if r.code < 0:
+            return SandboxUnavailable(f"the emulator {r.message}")
+        return SandboxViolation(f"{label}: the kernel tried to {r.message} (blocked), {where}")
     if r.state == w.SANITIZER:
         return SanitizerError(f"{label}: AddressSanitizer: {_access(args, spec, r)}, {where}\n"
                               f"{_sanitizer_report(r.stderr)}", "asan")
@@ -268,11 +296,15 @@ def _failure(label: str, args: Sequence[Arg], spec: KernelSpec, r: w.LaunchResul
         return KernelFault(f"{label}: {_signal(args, spec, r)}, {where}{context}{tail}")
     if "runtime error:" in r.stderr:  # UndefinedBehaviorSanitizer's index check (sanitize mode) exited
         return SanitizerError(f"{label}: an array index out of bounds, {where}\n{r.stderr.strip()}", "ubsan")
-    if os.WIFSIGNALED(r.wait_status):  # the child ended without saying why
-        how = f"was killed by {signal.Signals(os.WTERMSIG(r.wait_status)).name}"
-    else:
-        how = f"exited with status {os.WEXITSTATUS(r.wait_status)}"
-    return KernelFault(f"{label}: the kernel's process {how}, {where}\n{r.stderr.strip()}")
+    if os.WIFSIGNALED(r.wait_status) and os.WTERMSIG(r.wait_status) == signal.SIGSYS:
+        # the sandbox's trap with its signal blocked: the system kills the process instead
+        return SandboxViolation(f"{label}: the kernel made a system call that the sandbox forbids, with signals "
+                                f"blocked, so that which one is not known (blocked), {where}")
+    if os.WIFSIGNALED(r.wait_status) and os.WTERMSIG(r.wait_status) == signal.SIGXCPU:
+        return KernelTimeout(f"{label}: used up its CPU-time limit (was running block {_dim(r.block)})")
+    how = _ended(r.wait_status)
+    return KernelFault(f"{label}: the kernel's process {'was ' * how.startswith('killed')}{how}, {where}\n"
+                       f"{r.stderr.strip()}")
 
 
 def _signal(args: Sequence[Arg], spec: KernelSpec, r: w.LaunchResult) -> str:

@@ -117,6 +117,8 @@ enum {
                          // message says which
     MMEMU_UNSUPPORTED,   // the kernel reached a construct the emulator cannot run: message says which, `code`
                          // is its line
+    MMEMU_BLOCKED,       // the sandbox stopped a system call: message says what the kernel tried, `code` is
+                         // the call's number (-1: the child could not enter the sandbox; message says why)
 };
 // Extra detail for MMEMU_FAULT, in `code` when the runtime knows better than si_code.  wire
 enum { MMEMU_STACK_OVERFLOW = 1000 };

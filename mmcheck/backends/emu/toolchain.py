@@ -11,6 +11,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from ... import sandbox
 from ...compile import Build, cache_key, cache_root, local_includes, macro_flags
 from ...errors import BackendUnavailable
 from ...publish import publish
@@ -20,6 +21,7 @@ from .unit import check_supported, compile_failure, compile_sources, compile_uni
 __all__ = ["Toolchain", "find_compiler"]
 
 _HERE = Path(__file__).resolve().parent
+_SANDBOX = _HERE.parent.parent / "sandbox.h"
 _BASE = ["-std=c++17", "-pipe", "-fdiagnostics-color=never"]
 # What kernel code means: integers wrap as on the GPU, a*b+c is not fused behind the kernel's back,
 # pointers may be reinterpreted (float* as float4*), and math functions never touch errno.
@@ -63,7 +65,7 @@ class Toolchain:
                  "-I", str(build.spec.path.resolve().parent)]
         # The file and what its device code depends on decide which units are compiled.
         key = cache_key("emu-kernel", compile_unit(build, build.spec.source), flags, _shim_digest(), self.version,
-                        self.runtime.name, local_includes(build.spec.path, build.spec.source), fingerprint())
+                        self.runtime.name, local_includes(build.spec), fingerprint())
         path = self.cache / f"{key}.so"
         if path.exists():
             return path
@@ -72,19 +74,26 @@ class Toolchain:
 
         def make(tmp: Path, source: str, unit: str) -> None:
             check_supported(build.spec, source)
-            proc = subprocess.run(
-                [self.cxx, *flags, "-include", str(_HERE / "shim.h"), "-isystem", str(_HERE / "include"),
-                 "-x", "c++", "-", "-o", str(tmp), "-L", str(self.runtime), "-lmmemu",
-                 f"-Wl,-rpath,{self.runtime}"],
-                input=unit, capture_output=True, text=True, env=_C_LOCALE)
-            if proc.returncode != 0:
-                raise compile_failure(build, proc.stderr.strip())
+            # In the sandbox: the compiler reads the system, its own files, the shim, the runtime and the
+            # kernel's folder, and writes a scratch folder (beside the cache entry, for the rename) alone.
+            with sandbox.scratch(self.cache) as folder:
+                out = folder / "module.so"
+                command = [self.cxx, *flags, "-include", str(_HERE / "shim.h"), "-isystem", str(_HERE / "include"),
+                           "-x", "c++", "-", "-o", str(out), "-L", str(self.runtime), "-lmmemu",
+                           f"-Wl,-rpath,{self.runtime}"]
+                reads = [_HERE, self.runtime, build.spec.folder]
+                proc = subprocess.run(sandbox.compile_command(command, reads, folder), input=unit,
+                                      capture_output=True, text=True, env={**_C_LOCALE, "TMPDIR": str(folder)})
+                if proc.returncode != 0:
+                    raise compile_failure(build, proc.stderr.strip())
+                os.replace(out, tmp)
 
         return publish(path, lambda tmp: compile_first(list(zip(sources, units)), lambda su: make(tmp, *su)))
 
     def _build_runtime(self) -> Path:
-        sources = [_HERE / name
-                   for name in ("mmemu.h", "runtime.cpp", "ptx.cpp", "include/mmemu_float16.h", "worker.cpp")]
+        sources = [*(_HERE / name
+                     for name in ("mmemu.h", "runtime.cpp", "ptx.cpp", "include/mmemu_float16.h", "worker.cpp")),
+                   _SANDBOX]
         flags = [*_BASE, *self.mode, *RUNTIME_FLAGS]
         key = cache_key("emu-runtime", [p.read_bytes() for p in sources], flags, self.version)
         final = self.cache / f"runtime-{key}"
@@ -95,7 +104,8 @@ class Toolchain:
             _run([self.cxx, *flags, "-shared", "-fPIC", "-Wl,-soname,libmmemu.so",
                   str(_HERE / "runtime.cpp"), str(_HERE / "ptx.cpp"), "-o", str(tmp / "libmmemu.so"), "-ldl"],
                  "build the emulator runtime")
-            _run([self.cxx, *flags, str(_HERE / "worker.cpp"), "-o", str(tmp / "mmemu-worker"),
+            # -rdynamic: the C library's functions that the worker defines for kernels (worker.cpp) are theirs
+            _run([self.cxx, *flags, str(_HERE / "worker.cpp"), "-o", str(tmp / "mmemu-worker"), "-rdynamic",
                   "-L", str(tmp), "-lmmemu", "-Wl,-rpath,$ORIGIN", "-ldl"], "build the emulator worker")
             try:
                 os.rename(tmp, final)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ... import sandbox
 from ...compile import Build, c_string, unit_source
 from ...errors import CompileError, MmcheckError, Unsupported
 from ...spec import KernelSpec
@@ -246,7 +247,7 @@ def compile_unit(build: Build, source: str) -> str:
     storage.  Launches in host code lose their ``<<<...>>>``: a plain call of the kernel, which g++ can
     compile and nothing runs.  Inline assembly becomes calls of the emulator (_inline_asm_calls)."""
     spec = build.spec
-    source = _with_local_headers(source, spec.path)
+    source = _with_local_headers(source, spec.path, root=spec.folder)
     for match, in_host in _launches(_code(source)):
         if in_host:
             blank = re.sub(r"[^\n]", " ", match.group())
@@ -259,21 +260,23 @@ def compile_unit(build: Build, source: str) -> str:
 
 
 def _with_local_headers(source: str, path: Path, once: set[Path] | None = None,
-                        within: frozenset[Path] = frozenset()) -> str:
+                        within: frozenset[Path] = frozenset(), root: Path | None = None) -> str:
     """``source`` (the text of ``path``) with each header it includes with quotes from its own folder written
     in its place, recursively, between ``#line`` directives that keep every line's own file and number: the
     rewrites above (inline assembly, host launches) then reach the helpers tutorials keep in such headers.  A
-    header with ``#pragma once`` comes once; one that includes itself again is left to the compiler."""
+    header with ``#pragma once`` comes once; one that includes itself again is left to the compiler, and so
+    is one outside the kernel's folder (``root``: KernelSpec.folder), which the compiler's sandbox refuses."""
     once = set() if once is None else once
     folder, out, at = path.resolve().parent, [], 0
+    root = folder if root is None else root
     for match in _QUOTE_INCLUDE.finditer(source):
         header = (folder / match.group(1)).resolve()
-        if not header.is_file() or header in within:
+        if not header.is_relative_to(root) or not header.is_file() or header in within:
             continue
         text = header.read_text(errors="replace")
         pragma = _PRAGMA_ONCE.search(_code(text))
         inlined = "" if pragma and header in once else _with_local_headers(
-            _PRAGMA_ONCE.sub("", text), header, once, within | {header})
+            _PRAGMA_ONCE.sub("", text), header, once, within | {header}, root)
         if pragma:
             once.add(header)
         line = source.count("\n", 0, match.end()) + 2
@@ -286,8 +289,10 @@ def _with_local_headers(source: str, path: Path, once: set[Path] | None = None,
 def compile_failure(build: Build, diagnostics: str) -> MmcheckError:
     """The error for a failed compile: Unsupported where the file uses a CUDA header, builtin or header
     feature (a WMMA shape, a cooperative-groups function) that the emulator does not provide, else
-    CompileError with the compiler's own diagnostics."""
+    CompileError with the compiler's own diagnostics; the sandbox's refusal as such."""
     spec = build.spec
+    if refusal := sandbox.compile_refusal(spec.path, spec.folder, diagnostics):
+        return refusal
     if _NO_MATCH.search(diagnostics):
         candidates = _CANDIDATE.findall(diagnostics)
         if len(candidates) > 1:

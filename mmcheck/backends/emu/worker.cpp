@@ -1,24 +1,45 @@
-// mmemu-worker: the process that owns the emulator's buffers and kernel modules, driven by worker.py over
-// two pipes (fds given as argv[1], argv[2]).  Each launch runs in a forked child, so that a crash, a
-// hang or a sanitizer abort in a kernel ends only the child; buffers are MAP_SHARED, so the child's
-// writes are the worker's.  Built twice from the same source: plain, and with -fsanitize=address.
+// mmemu-worker: the process that owns the emulator's buffers and knows the kernel modules, driven by
+// worker.py over two pipes.  Each launch runs in a forked child, so that a crash, a hang or a sanitizer
+// abort in a kernel ends only the child; buffers are MAP_SHARED, so the child's writes are the worker's.
+// Built twice from the same source: plain, and with -fsanitize=address.
+//
+// No code of a kernel file ever runs in the worker itself: a module is loaded (its static constructors
+// run) only in a child, which enters the sandbox first (../../sandbox.h): Landlock lets it read the
+// system's libraries, the module and the kernel's folder and write its scratch folder alone, resource
+// limits bound its memory and CPU time, and a seccomp filter traps every call that would start a process
+// or program, open a socket, signal another process or change the file system.  The trap's handler
+// (on_blocked) writes what was tried to the status page and ends the child: the launch's report says it.
+// A file is opened on the kernel's behalf by that handler, which tells Landlock's refusal (EACCES) apart
+// and reports it as the attempt it was.  Loading a module is such a child too: it reads the kernel's
+// parameter list and exits.
+//
+// Usage: mmemu-worker IN_FD OUT_FD SCRATCH MEMORY PROTECT READ...  MEMORY: bytes of address space a
+// child may add (0: no limit); PROTECT: letters of the protections to apply, l (Landlock) and s
+// (seccomp); READ: what a child may read besides the module and the kernel's folder.
 //
 // Frames, both ways: u32 length, then that many bytes.  A request starts with an op byte; a reply with
 // 0 (ok) or 1 (refused, followed by a message).  All integers little-endian.  wire
 #include "mmemu.h"
+#include "../../sandbox.h"
 
 #include <dlfcn.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <spawn.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <sanitizer/asan_interface.h>  // ASAN_POISON_MEMORY_REGION does nothing without -fsanitize=address
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <stdexcept>
@@ -26,9 +47,11 @@
 #include <vector>
 
 #ifdef __SANITIZE_ADDRESS__
-// Kernel faults are reported by the child's own handlers; ASan stops at the first error.
+// Kernel faults are reported by the child's own handlers; ASan stops at the first error.  An allocation past
+// the sandbox's memory limit fails (malloc returns null) as it does in the plain build.
 extern "C" const char* __asan_default_options() {
-    return "detect_leaks=0:allow_user_segv_handler=1:halt_on_error=1:print_legend=0:color=never";
+    return "detect_leaks=0:allow_user_segv_handler=1:halt_on_error=1:print_legend=0:color=never:"
+           "allocator_may_return_null=1";
 }
 #endif
 
@@ -36,6 +59,13 @@ namespace {
 
 int g_in, g_out;
 size_t g_page;
+
+// The sandbox every child enters (main's arguments).
+std::string g_scratch;
+uint64_t g_memory;
+bool g_landlock, g_seccomp;
+std::vector<std::string> g_reads;
+uint32_t g_magic;  // what an open made by on_blocked carries, which the filter lets through
 
 struct Refused : std::runtime_error {
     using std::runtime_error::runtime_error;
@@ -170,26 +200,209 @@ std::string free_buffer(Reader& in) {
     return Writer().out;
 }
 
-// ---- kernel modules ---------------------------------------------------------------------------------
-std::vector<const mmemu_kernel*> g_kernels;
+// ---- children: the sandbox they enter, and what a trapped call was ---------------------------------
+mmemu_status* g_status;  // one shared page, reused by every child
 
-std::string load(Reader& in) {
-    std::string path = in.bytes(in.left());
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) throw Refused(dlerror());
-    auto info = reinterpret_cast<const mmemu_kernel* (*)()>(dlsym(handle, "mmemu_kernel_info"));
-    if (!info) throw Refused(path + " exports no mmemu_kernel_info");
-    const mmemu_kernel* k = info();
-    if (k->abi != MMEMU_ABI) throw Refused(path + " was built for another emulator ABI");
-    g_kernels.push_back(k);
-    Writer w;
-    w.put(uint32_t(g_kernels.size() - 1)).put(k->nparams);
-    w.out.append(reinterpret_cast<const char*>(k->params), k->nparams * sizeof(mmemu_param));
-    return w.out;
+// A path a kernel passed, for the report: at most 200 characters, control characters as '?'.
+std::string shown(uint64_t address) {
+    const char* p = reinterpret_cast<const char*>(address);
+    if (!p) return "(null)";
+    std::string out;
+    for (size_t i = 0; p[i] && i < 200; ++i) out += (unsigned char)p[i] < 32 ? '?' : p[i];
+    return out;
 }
 
-// ---- launches -----------------------------------------------------------------------------------------
-mmemu_status* g_status;  // one shared page, reused by every launch
+std::string signal_target(long pid) {
+    if (pid == getppid()) return "the emulator's worker (pid " + std::to_string(pid) + ")";
+    if (pid == 0) return "its process group";
+    if (pid == -1) return "every process it may signal";
+    return "another process (pid " + std::to_string(pid) + ")";
+}
+
+std::string signal_name(long signo) {
+#if __GLIBC_PREREQ(2, 32)
+    if (const char* name = sigabbrev_np(int(signo))) return std::string("SIG") + name;
+#endif
+    return "signal " + std::to_string(signo);
+}
+
+// What a trapped call (nr, arguments a) was an attempt to do: "the kernel tried to <this>".
+std::string attempt(long nr, const uint64_t* a) {
+    using namespace mmsandbox;
+    const Call* c = find_call(nr, kernel_calls());
+    if (!c) return "make system call " + std::to_string(nr) + ", which the sandbox forbids";
+    switch (c->kind) {
+        case kProcess: {
+            uint64_t flags = nr == SYS_clone3 ? (a[0] ? *reinterpret_cast<const uint64_t*>(a[0]) : 0)
+                                              : nr == SYS_clone ? a[0] : 0;
+            return flags & CLONE_THREAD ? "start a thread" : "start a process";
+        }
+        case kProgram: return "run a program (" + shown(nr == SYS_execve ? a[0] : a[1]) + ")";
+        case kSocket:
+            if (nr == SYS_socketpair) return "open a pair of local sockets";
+            if (a[0] == AF_INET || a[0] == AF_INET6) return "open a network socket";
+            if (a[0] == AF_UNIX) return "open a local socket";
+            return "open a socket (address family " + std::to_string(a[0]) + ")";
+        case kSignal: {
+            int target = nr == SYS_pidfd_send_signal ? -2 : int(a[0]);
+            long signo = nr == SYS_tgkill || nr == SYS_rt_tgsigqueueinfo ? long(a[2]) : long(a[1]);
+            return "send " + signal_name(signo) + " to " +
+                   (target == -2 ? std::string("another process") : signal_target(target));
+        }
+        case kHandler: return "take over the sandbox's signal (SIGSYS)";
+        case kOpen: return "open a file by a call the sandbox forbids (" + shown(a[1]) + ")";  // openat2
+        case kChange: return std::string(c->words) + " " + shown(a[c->path]);
+        case kTrace:
+        case kSystem:
+        case kLimit: return c->words;
+    }
+    return "make system call " + std::to_string(nr);
+}
+
+// A trapped call's arguments 0..5, and its result, in the interrupted context's registers.
+#if defined(__x86_64__)
+greg_t& reg(ucontext_t* uc, int i) {
+    static const int order[] = {REG_RDI, REG_RSI, REG_RDX, REG_R10, REG_R8, REG_R9, REG_RAX};
+    return uc->uc_mcontext.gregs[order[i]];
+}
+constexpr int kResult = 6;
+#elif defined(__aarch64__)
+auto& reg(ucontext_t* uc, int i) { return uc->uc_mcontext.regs[i]; }
+constexpr int kResult = 0;
+#endif
+
+// Ends a sandboxed child, reporting that the kernel tried `what` (by system call nr).
+[[noreturn]] void blocked(const std::string& what, long nr) {
+    snprintf(g_status->message, sizeof g_status->message, "%s", what.c_str());
+    g_status->code = int(nr);
+    g_status->state = MMEMU_BLOCKED;
+    _exit(3);
+}
+
+// The seccomp trap.  An open is made here, marked so that the filter lets it through; Landlock decides,
+// and only its refusal is an attempt to report.  Every other trapped call is one.
+void on_blocked(int, siginfo_t* info, void* context) {
+    auto* uc = static_cast<ucontext_t*>(context);
+    uint64_t a[6];
+    for (int i = 0; i < 6; ++i) a[i] = uint64_t(reg(uc, i));
+    long nr = info->si_syscall;
+    std::string what;
+    bool open_call = nr == SYS_openat;
+    long dirfd = AT_FDCWD;
+    uint64_t path = a[1], flags = a[2], mode = a[3];
+#ifdef SYS_open
+    if (nr == SYS_open || nr == SYS_creat) {
+        open_call = true;
+        path = a[0];
+        flags = nr == SYS_creat ? O_CREAT | O_WRONLY | O_TRUNC : a[1];
+        mode = nr == SYS_creat ? a[1] : a[2];
+    }
+#endif
+    if (open_call) {
+        if (nr == SYS_openat) dirfd = long(int(a[0]));
+        int interrupted_errno = errno;  // the interrupted code's, which the call made here must not change
+        long fd = syscall(SYS_openat, dirfd, path, flags, mode, 0, g_magic);
+        if (fd >= 0 || errno != EACCES) {
+            reg(uc, kResult) = fd >= 0 ? fd : -errno;
+            errno = interrupted_errno;
+            return;
+        }
+        bool writes = (flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC));
+        what = std::string(writes ? "write " : "read ") + shown(path);
+    } else {
+        what = attempt(nr, a);
+    }
+    blocked(what, nr);
+}
+
+// The first field of /proc/self/statm: the address space mapped now, in pages.
+uint64_t mapped_pages() {
+    FILE* f = fopen("/proc/self/statm", "r");
+    unsigned long long pages = 0;
+    if (f) {
+        if (fscanf(f, "%llu", &pages) != 1) pages = 0;
+        fclose(f);
+    }
+    return pages;
+}
+
+// Every file mapped into this process (its libraries): a child may read them (AddressSanitizer's symbolizer
+// does), wherever the toolchain keeps them.
+std::vector<std::string> mapped_files() {
+    std::vector<std::string> out;
+    FILE* f = fopen("/proc/self/maps", "r");
+    if (!f) return out;
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+        char* path = strchr(line, '/');
+        if (!path) continue;
+        path[strcspn(path, "\n")] = '\0';
+        if (std::find(out.begin(), out.end(), path) == out.end()) out.emplace_back(path);
+    }
+    fclose(f);
+    return out;
+}
+
+// Enters the sandbox, in a child, before any code of the kernel's file runs (its module is loaded after
+// this); a protection that cannot be applied ends the child, saying why.
+void enter_sandbox(const std::string& module, const std::string& folder, int timeout_ms) {
+    close(g_in);
+    close(g_out);
+    using namespace mmsandbox;
+    limit(RLIMIT_CORE, 0);
+    limit(RLIMIT_FSIZE, 64 << 20);  // the scratch folder's files, and the child's stderr
+    rlim_t cpu = rlim_t(timeout_ms / 1000 + 2);
+    rlimit r{cpu, cpu + 1};  // the soft limit's SIGXCPU says why the child ended
+    setrlimit(RLIMIT_CPU, &r);
+    // What is mapped already counts (AddressSanitizer's shadow: terabytes, reserved in the worker)
+    if (g_memory) limit(RLIMIT_AS, rlim_t(mapped_pages() * g_page + g_memory));
+    auto refuse = [](const std::string& why) {
+        snprintf(g_status->message, sizeof g_status->message, "cannot enter the sandbox: %s", why.c_str());
+        g_status->state = MMEMU_BLOCKED;
+        g_status->code = -1;
+        _exit(4);
+    };
+    if (g_landlock) {
+        std::vector<std::string> reads = g_reads;
+        std::vector<std::string> mapped = mapped_files();
+        reads.insert(reads.end(), mapped.begin(), mapped.end());
+        reads.push_back(module);
+        reads.push_back(folder);
+        std::string failed = restrict_files(reads, {g_scratch, "/dev/null"}, true);
+        if (!failed.empty()) refuse(failed);
+    }
+    if (g_seccomp) {
+        static char altstack[64 * 1024];  // the trap may come on a fiber's small stack
+        stack_t ss{};
+        ss.ss_sp = altstack;
+        ss.ss_size = sizeof altstack;
+        sigaltstack(&ss, nullptr);
+        struct sigaction sa{};
+        sa.sa_sigaction = on_blocked;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+        sigaction(SIGSYS, &sa, nullptr);
+        if (getrandom(&g_magic, sizeof g_magic, 0) != sizeof g_magic) refuse("no random numbers");
+        std::string failed = kernel_filter(getpid(), g_magic).install();
+        if (!failed.empty()) refuse(failed);
+    }
+}
+
+// The module's kernel, loaded in a sandboxed child; ends the child, saying why, where it cannot be.
+const mmemu_kernel* load_module(const std::string& path) {
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    const char* why = handle ? nullptr : dlerror();
+    auto info = handle ? reinterpret_cast<const mmemu_kernel* (*)()>(dlsym(handle, "mmemu_kernel_info")) : nullptr;
+    const mmemu_kernel* k = info ? info() : nullptr;
+    if (handle && !k) why = "the module exports no mmemu_kernel_info";
+    if (k && k->abi != MMEMU_ABI) why = "the module was built for another emulator ABI";
+    if (why) {
+        snprintf(g_status->message, sizeof g_status->message, "%s", why);
+        g_status->state = MMEMU_DONE;
+        g_status->code = -1;
+        _exit(0);
+    }
+    return k;
+}
 
 std::string slurp(int fd, size_t cap) {  // the last `cap` bytes of what the child wrote to fd
     off_t size = lseek(fd, 0, SEEK_END);
@@ -216,11 +429,82 @@ bool wait_exit(int pipe_r, int timeout_ms) {
     }
 }
 
+struct Ended {
+    bool timed_out;
+    int wait_status;
+    std::string stderr_text;
+};
+
+struct Module {
+    std::string path, folder;  // the compiled module, and the kernel file's folder
+};
+
+// Runs `body` (which never returns) in a forked child, sandboxed for module `m`, at most timeout_ms.
+template <class Body>
+Ended run_child(const Module& m, int timeout_ms, Body body) {
+    memset(g_status, 0, sizeof *g_status);
+    int errfd = memfd_create("mmemu-stderr", 0);  // the child's stderr, for sanitizer reports and asserts
+    int pipefd[2];
+    if (errfd < 0 || pipe(pipefd) != 0) {
+        std::string why = strerror(errno);
+        if (errfd >= 0) close(errfd);
+        throw Refused("cannot start a child: " + why);
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(pipefd[0]);
+        dup2(errfd, 2);
+        enter_sandbox(m.path, m.folder, timeout_ms);
+        body();
+    }
+    close(pipefd[1]);
+    Ended e{pid > 0 && !wait_exit(pipefd[0], timeout_ms), 0, ""};
+    if (e.timed_out) kill(pid, SIGKILL);
+    if (pid > 0) waitpid(pid, &e.wait_status, 0);
+    close(pipefd[0]);
+    e.stderr_text = slurp(errfd, 16384);
+    close(errfd);
+    if (pid < 0) throw Refused(std::string("fork failed: ") + strerror(errno));
+    return e;
+}
+
+// ---- kernel modules: loaded in a child, which reports the kernel's parameters ----------------------
+std::vector<Module> g_modules;
+
+std::string load(Reader& in) {
+    int timeout_ms = int(in.get<uint32_t>());
+    Module m;
+    m.path = in.bytes(in.get<uint32_t>());
+    m.folder = in.bytes(in.left());
+    Ended e = run_child(m, timeout_ms, [&] {
+        const mmemu_kernel* k = load_module(m.path);
+        size_t n = std::min<size_t>(k->nparams, sizeof g_status->message / sizeof(mmemu_param));
+        memcpy(g_status->message, k->params, n * sizeof(mmemu_param));
+        g_status->code = int(n);
+        g_status->state = MMEMU_DONE;
+        _exit(0);
+    });
+    const mmemu_status& s = *g_status;
+    Writer w;
+    if (s.state == MMEMU_DONE && s.code >= 0 && !e.timed_out) {
+        g_modules.push_back(m);
+        w.put(uint8_t(MMEMU_DONE)).put(uint32_t(g_modules.size() - 1)).put(uint32_t(s.code));
+        w.out.append(s.message, size_t(s.code) * sizeof(mmemu_param));
+        return w.out;
+    }
+    // Not loaded: the state says why (MMEMU_DONE with code -1: dlopen's message), with the child's end.
+    w.put(uint8_t(e.timed_out ? MMEMU_TIMEOUT : s.state)).put(int32_t(s.code)).put(int32_t(e.wait_status));
+    w.str(std::string(s.message, strnlen(s.message, sizeof s.message)));
+    w.str(e.stderr_text);
+    return w.out;
+}
+
+// ---- launches -----------------------------------------------------------------------------------------
 std::string launch(Reader& in) {
     uint32_t kernel = in.get<uint32_t>();
-    if (kernel >= g_kernels.size()) throw Refused("no kernel " + std::to_string(kernel));
+    if (kernel >= g_modules.size()) throw Refused("no kernel " + std::to_string(kernel));
+    const Module& module = g_modules[kernel];
     mmemu_launch L{};
-    L.kernel = g_kernels[kernel];
     L.grid = in.get<mmemu_dim3>();
     L.block = in.get<mmemu_dim3>();
     L.smem = in.get<uint64_t>();
@@ -243,29 +527,10 @@ std::string launch(Reader& in) {
     }
     L.args = args.data();
 
-    memset(g_status, 0, sizeof *g_status);
-    int errfd = memfd_create("mmemu-stderr", 0);  // the child's stderr, for sanitizer reports and asserts
-    int pipefd[2];
-    if (errfd < 0 || pipe(pipefd) != 0) {
-        std::string why = strerror(errno);
-        if (errfd >= 0) close(errfd);
-        throw Refused("cannot start a launch: " + why);
-    }
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(pipefd[0]);
-        dup2(errfd, 2);
+    Ended e = run_child(module, timeout_ms, [&] {
+        L.kernel = load_module(module.path);
         mmemu_child_run(&L, g_status);
-    }
-    close(pipefd[1]);
-    bool timed_out = pid > 0 && !wait_exit(pipefd[0], timeout_ms);
-    if (timed_out) kill(pid, SIGKILL);
-    int wait_status = 0;
-    if (pid > 0) waitpid(pid, &wait_status, 0);
-    close(pipefd[0]);
-    std::string err = slurp(errfd, 16384);
-    close(errfd);
-    if (pid < 0) throw Refused(std::string("fork failed: ") + strerror(errno));
+    });
 
     const mmemu_status& s = *g_status;
     int32_t where_buffer = -1;  // the buffer whose mapping holds the faulting address, if any
@@ -277,13 +542,13 @@ std::string launch(Reader& in) {
         }
     }
     Writer w;
-    w.put(uint8_t(timed_out ? MMEMU_TIMEOUT : s.state)).put(s.block).put(s.thread);
+    w.put(uint8_t(e.timed_out ? MMEMU_TIMEOUT : s.state)).put(s.block).put(s.thread);
     w.put(int32_t(s.in_kernel)).put(int32_t(s.signo)).put(int32_t(s.code)).put(int32_t(s.is_write));
-    w.put(uint64_t(s.addr)).put(uint32_t(s.access_size)).put(int32_t(wait_status));
+    w.put(uint64_t(s.addr)).put(uint32_t(s.access_size)).put(int32_t(e.wait_status));
     w.put(where_buffer).put(where_offset);
     w.str(std::string(s.message, strnlen(s.message, sizeof s.message)));
     w.str(std::string(s.warnings, strnlen(s.warnings, sizeof s.warnings)));
-    w.str(err);
+    w.str(e.stderr_text);
     return w.out;
 }
 
@@ -301,11 +566,44 @@ std::string dispatch(const std::string& request) {
 
 }  // namespace
 
+// The C library's ways to run a program, and to start a thread, block every signal before they make the
+// call, which turns the trap into a plain kill that says nothing; so the worker defines them, and a kernel's
+// call is reported as what it was.  A module's references resolve to the executable's definitions first
+// (the worker is linked with -rdynamic), and the worker itself never calls these.
+extern "C" int system(const char* command) { blocked("run a program (" + shown(uint64_t(command)) + ")", SYS_execve); }
+
+extern "C" FILE* popen(const char* command, const char*) {
+    blocked("run a program (" + shown(uint64_t(command)) + ")", SYS_execve);
+}
+
+extern "C" int posix_spawn(pid_t*, const char* path, const posix_spawn_file_actions_t*, const posix_spawnattr_t*,
+                           char* const*, char* const*) {
+    blocked("run a program (" + shown(uint64_t(path)) + ")", SYS_execve);
+}
+
+extern "C" int posix_spawnp(pid_t*, const char* file, const posix_spawn_file_actions_t*, const posix_spawnattr_t*,
+                            char* const*, char* const*) {
+    blocked("run a program (" + shown(uint64_t(file)) + ")", SYS_execve);
+}
+
+extern "C" int pthread_create(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*) {
+    blocked("start a thread", SYS_clone);
+}
+
 int main(int argc, char** argv) {
-    if (argc != 3) return 2;
+    if (argc < 6) return 2;
     g_in = atoi(argv[1]);
     g_out = atoi(argv[2]);
+    g_scratch = argv[3];
+    g_memory = strtoull(argv[4], nullptr, 10);
+    g_landlock = strchr(argv[5], 'l') != nullptr;
+    g_seccomp = strchr(argv[5], 's') != nullptr;
+    g_reads.assign(argv + 6, argv + argc);
     g_page = size_t(sysconf(_SC_PAGESIZE));
+    mmsandbox::limit(RLIMIT_CORE, 0);
+    if (chdir(g_scratch.c_str()) != 0) return 1;
+    // The worker itself runs no kernel code, but writes nothing outside its scratch folder either.
+    if (g_landlock && !mmsandbox::restrict_files({}, {g_scratch, "/dev/null"}, false).empty()) return 1;
     void* status = mmap(nullptr, round_up(sizeof(mmemu_status), g_page), PROT_READ | PROT_WRITE,
                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (status == MAP_FAILED) return 1;

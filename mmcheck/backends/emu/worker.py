@@ -4,20 +4,24 @@ numbers both sides share."""
 from __future__ import annotations
 
 import os
+import shutil
 import struct
 import subprocess
+import tempfile
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
+from ... import sandbox
 from ...errors import InternalError
 
-__all__ = ["Worker", "WorkerError", "DiedHandling", "Refused", "ParamInfo", "LaunchResult", "SCHEDULES",
-           "DONE", "FAULT", "SANITIZER", "BARRIER", "TRAP", "TIMEOUT", "PRECONDITION", "UNSUPPORTED", "STACK_OVERFLOW"]
+__all__ = ["Worker", "WorkerError", "DiedHandling", "Refused", "NotLoaded", "ParamInfo", "LaunchResult",
+           "SCHEDULES", "DONE", "FAULT", "SANITIZER", "BARRIER", "TRAP", "TIMEOUT", "PRECONDITION", "UNSUPPORTED",
+           "BLOCKED", "STACK_OVERFLOW"]
 
 # mmemu.h: schedule codes, launch states, fault codes.
 SCHEDULES = {"forward": 0, "reverse": 1, "shuffle": 2}
-RUNNING, DONE, FAULT, SANITIZER, BARRIER, TRAP, TIMEOUT, PRECONDITION, UNSUPPORTED = range(9)
+RUNNING, DONE, FAULT, SANITIZER, BARRIER, TRAP, TIMEOUT, PRECONDITION, UNSUPPORTED, BLOCKED = range(10)
 STACK_OVERFLOW = 1000
 
 _PARAM = struct.Struct("<ccHII")                          # mmemu_param
@@ -31,12 +35,22 @@ class WorkerError(InternalError):
 
 
 class DiedHandling(WorkerError):
-    """The worker died while it handled a request: loading a module runs the file's own static constructors."""
+    """The worker died while it handled a request (no code of a kernel file runs in the worker itself)."""
 
 
 class Refused(WorkerError):
     """The worker refused a request (the message says why); the backend tells a refusal that is not its own
-    error (a module it cannot load, memory it cannot map) as such."""
+    error (memory it cannot map) as such."""
+
+
+class NotLoaded(Exception):
+    """A module did not load: the child that loaded it (running the file's static constructors) ended in
+    ``state`` (DONE with code -1: the loader refused it, ``message`` says why; BLOCKED: the sandbox stopped
+    what ``message`` says; TIMEOUT; else it crashed: ``wait_status``, ``stderr``)."""
+
+    def __init__(self, state: int, code: int, wait_status: int, message: str, stderr: str) -> None:
+        super().__init__(message)
+        self.state, self.code, self.wait_status, self.message, self.stderr = state, code, wait_status, message, stderr
 
 
 @dataclass(frozen=True)
@@ -69,18 +83,27 @@ class LaunchResult:
 
 
 class Worker:
-    def __init__(self, executable: Path) -> None:
+    """``reads``: what the worker's sandboxed children may read besides a module and its kernel's folder."""
+
+    def __init__(self, executable: Path, reads: list[str]) -> None:
+        scratch = tempfile.mkdtemp(prefix="mmcheck-scratch-")
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
+        argv = [str(executable), str(req_r), str(rep_w), scratch, str(sandbox.KERNEL_MEMORY),
+                sandbox.protections() or "-", *reads]
         try:
             # A process group of its own: Ctrl-C at a terminal reaches mmcheck alone, which stops the worker.
-            proc = subprocess.Popen([str(executable), str(req_r), str(rep_w)], pass_fds=(req_r, rep_w),
-                                    stdin=subprocess.DEVNULL, process_group=0)
+            # An environment of its own: kernels see none of mmcheck's (tokens, paths).
+            proc = subprocess.Popen(argv, pass_fds=(req_r, rep_w), stdin=subprocess.DEVNULL, process_group=0,
+                                    env={"LC_ALL": "C"})
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
         finally:
             os.close(req_r)
             os.close(rep_w)
         self._out, self._in = req_w, rep_r
-        self._closer = weakref.finalize(self, _close, proc, req_w, rep_r)
+        self._closer = weakref.finalize(self, _close, proc, req_w, rep_r, scratch)
 
     def close(self) -> None:
         self._closer()
@@ -89,11 +112,18 @@ class Worker:
     def alive(self) -> bool:
         return self._closer.alive
 
-    def load(self, path: Path) -> tuple[int, tuple[ParamInfo, ...]]:
-        reply = self._call(b"L", os.fsencode(path))
-        kernel, nparams = struct.unpack_from("<II", reply)
+    def load(self, path: Path, folder: Path, timeout_ms: int) -> tuple[int, tuple[ParamInfo, ...]]:
+        """Load module ``path``, compiled from a file in ``folder``, in a sandboxed child that may run at most
+        ``timeout_ms``: its kernel's id and parameters; NotLoaded where it does not load."""
+        name = os.fsencode(path)
+        reply = self._call(b"L", struct.pack("<II", timeout_ms, len(name)), name, os.fsencode(folder))
+        if reply[0] != DONE:
+            state, code, wait_status = struct.unpack_from("<Bii", reply)
+            message, stderr = _texts(reply, 9, 2)
+            raise NotLoaded(state, code, wait_status, message, stderr)
+        kernel, nparams = struct.unpack_from("<II", reply, 1)
         params = tuple(ParamInfo(k.decode(), e.decode(), size, elem_size)
-                       for k, e, _, size, elem_size in _PARAM.iter_unpack(reply[8:8 + nparams * _PARAM.size]))
+                       for k, e, _, size, elem_size in _PARAM.iter_unpack(reply[9:9 + nparams * _PARAM.size]))
         return kernel, params
 
     def alloc(self, data: memoryview) -> int:
@@ -118,11 +148,7 @@ class Worker:
                 parts.append(struct.pack("<BIQ", 0, *arg))
         reply = self._call(b"X", *parts)
         head = _RESULT.unpack_from(reply)
-        texts, at = [], _RESULT.size
-        for _ in range(3):
-            (n,) = struct.unpack_from("<I", reply, at)
-            texts.append(reply[at + 4:at + 4 + n].decode(errors="replace"))
-            at += 4 + n
+        texts = _texts(reply, _RESULT.size, 3)
         state, bx, by, bz, tx, ty, tz, in_kernel, signo, code, is_write, addr, size, wait, buf, off = head
         return LaunchResult(state, (bx, by, bz), (tx, ty, tz), bool(in_kernel), signo, code, is_write, addr, size,
                             wait, None if buf < 0 else buf, off, *texts)
@@ -148,6 +174,16 @@ class Worker:
         return reply
 
 
+def _texts(reply: bytearray, at: int, count: int) -> list[str]:
+    """``count`` length-prefixed texts of a reply, from byte ``at``."""
+    texts = []
+    for _ in range(count):
+        (n,) = struct.unpack_from("<I", reply, at)
+        texts.append(reply[at + 4:at + 4 + n].decode(errors="replace"))
+        at += 4 + n
+    return texts
+
+
 def _write_all(fd: int, parts: list) -> None:
     views = [memoryview(p) for p in parts if len(p)]
     while views:
@@ -169,7 +205,7 @@ def _read_exact(fd: int, n: int) -> bytearray:
     return out
 
 
-def _close(proc: subprocess.Popen, out_fd: int, in_fd: int) -> None:
+def _close(proc: subprocess.Popen, out_fd: int, in_fd: int, scratch: str) -> None:
     os.close(out_fd)  # the worker reads end-of-file and exits
     os.close(in_fd)
     try:
@@ -177,3 +213,4 @@ def _close(proc: subprocess.Popen, out_fd: int, in_fd: int) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+    shutil.rmtree(scratch, ignore_errors=True)

@@ -1,0 +1,187 @@
+"""The sandbox around everything that runs or compiles a kernel file's code: the emulator's children that
+load and launch a kernel (backends/emu/worker.cpp) and the compilers (g++ for the emulator, nvcc for the
+GPU), run through a small launcher (sandbox.cpp).  Both apply sandbox.h.
+
+Inside it a process reads only the system's libraries, the toolchain and the kernel's folder; writes only a
+scratch folder of its own; opens no network socket; signals no other process; and has a memory and a CPU-time
+limit.  Kernel code besides starts no process and no program; compilers must start their own stages.  A
+kernel's attempt is trapped and reported as one failure that says what it tried (SandboxViolation): "the
+kernel tried to open a network socket (blocked)".
+
+Why these tools: they need no privileges (as root or not, in a container that was given none) and are in
+every Linux kernel of the last years.  Landlock (5.13+) restricts files, and survives execve, which the
+compilers need; seccomp (with no_new_privs) restricts system calls, and its trap lets the worker say what
+was tried.  Namespaces would need privileges that CI's and graders' containers lack; ptrace-based tracing is
+slow and often forbidden there.  The pieces that run in the sandboxed processes are C++, built by the same
+compiler as the emulator: Python's ``preexec_fn`` is unsafe in a process with threads, and a module must be
+sandboxed before it is loaded, in the worker's child, where no Python runs.
+
+Where the host lacks a protection (no Landlock, no seccomp), the run goes on without it and says so once
+(``missing``); ``--require-sandbox`` makes that an error.  What is not covered: NVRTC compiles inside the GPU
+backend's process, unsandboxed; stat() of any path still answers (Landlock restricts opening, not looking);
+and a kernel written against the emulator's internals can overwrite the launch's status page to hide an
+attempt from the report, though not to make it succeed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import platform
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import MmcheckError, SandboxUnavailable, SandboxViolation
+
+__all__ = ["Host", "host", "missing", "note", "SYSTEM_READS", "KERNEL_MEMORY", "protections", "scratch",
+           "compile_command", "compile_refusal"]
+
+_HERE = Path(__file__).resolve().parent
+# What any sandboxed process may read besides its toolchain and its kernel's folder: the system's libraries
+# and what the C and C++ runtimes open (the loader's cache, /dev/null, the CPU count, the process's own
+# /proc entries, which AddressSanitizer reads).  Nothing in /etc besides the loader's cache, nothing in
+# /home or /root.
+SYSTEM_READS = ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/etc/ld.so.cache",
+                "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/dev/null", "/dev/zero", "/dev/urandom", "/proc/self",
+                "/sys/devices/system/cpu")
+KERNEL_MEMORY = 2 << 30   # bytes of address space a launch may add to what its worker maps
+COMPILE_MEMORY = 32 << 30  # bytes of address space a compiler may map (nvcc's stages reserve a lot)
+COMPILE_CPU = 600          # seconds of CPU time one compile may take
+_ARCHES = ("x86_64", "aarch64")
+
+
+@dataclass(frozen=True)
+class Host:
+    """What this host can enforce: the Landlock ABI version (0: none) and whether seccomp filters work."""
+
+    landlock: int
+    seccomp: bool
+
+
+# Names of protections that MMCHECK_SANDBOX_WITHOUT (comma separated) makes mmcheck take as missing here, as on
+# a host that lacks them: what the tests of the note and of --require-sandbox fake.
+_WITHOUT = "MMCHECK_SANDBOX_WITHOUT"
+
+
+@functools.cache
+def host() -> Host:
+    """The protections this host offers, asked of the kernel once."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    abi = libc.syscall(ctypes.c_long(444), None, ctypes.c_size_t(0), ctypes.c_uint32(1))  # the Landlock ABI
+    # PR_GET_SECCOMP answers where the kernel has seccomp (0, or 2 already under a filter, as in Docker).
+    seccomp = platform.machine() in _ARCHES and libc.prctl(21, 0, 0, 0, 0) >= 0
+    without = os.environ.get(_WITHOUT, "").split(",")
+    return Host(0 if "landlock" in without else max(0, abi), seccomp and "seccomp" not in without)
+
+
+def missing() -> list[str]:
+    """The protections the sandbox lacks on this host, in words ([] where it is whole)."""
+    h = host()
+    out = []
+    if not h.landlock:
+        out.append("file access (no Landlock here: a kernel may read and write any file mmcheck may)")
+    elif h.landlock < 6:
+        out.append(f"signals from compilers to other processes (Landlock ABI {h.landlock} here; 6 scopes them)")
+    if not h.seccomp:
+        out.append("system calls (no seccomp here: a kernel may start processes, open sockets and signal other "
+                   "processes)")
+    return out
+
+
+def note(require: bool = False) -> str | None:
+    """What the sandbox lacks on this host, for a run to say once (None: nothing); SandboxUnavailable instead
+    where the run requires the whole sandbox (``require``: --require-sandbox)."""
+    gaps = missing()
+    if not gaps:
+        return None
+    said = "the sandbox cannot protect " + "; ".join(gaps)
+    if require:
+        raise SandboxUnavailable(f"--require-sandbox: {said}")
+    return f"note: {said} (--require-sandbox makes this an error)"
+
+
+def protections() -> str:
+    """The letters worker.cpp and sandbox.cpp take for what to apply: l (Landlock), s (seccomp)."""
+    h = host()
+    return ("l" if h.landlock else "") + ("s" if h.seccomp else "")
+
+
+@contextmanager
+def scratch(parent: Path | None = None) -> Iterator[Path]:
+    """A scratch folder of a sandboxed process's own, removed with everything in it afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="mmcheck-scratch-", dir=parent))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def compile_command(argv: Sequence[str], reads: Iterable[str | Path], scratch_folder: Path) -> list[str]:
+    """``argv`` (a compiler's command) run in the sandbox: reading the system, the compiler's own
+    installation, ``reads`` and the folders on the compilers' include paths; writing ``scratch_folder``
+    alone (its TMPDIR too, which the caller sets)."""
+    compiler = Path(shutil.which(argv[0]) or argv[0]).resolve()
+    allowed = [*SYSTEM_READS, str(compiler.parent.parent), *map(str, reads), *_include_path_folders()]
+    command = [str(_launcher()), "--protect", protections() or "-", "--memory", str(COMPILE_MEMORY),
+               "--cpu", str(COMPILE_CPU), "--write", str(scratch_folder)]
+    for path in allowed:
+        command += ["--read", path]
+    return [*command, "--", *argv]
+
+
+def _include_path_folders() -> list[str]:
+    """The folders on the compilers' include paths from the environment, which a user sets on purpose."""
+    names = ("CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH")
+    return [folder for name in names for folder in os.environ.get(name, "").split(os.pathsep) if folder]
+
+
+@functools.cache
+def _launcher() -> Path:
+    """sandbox.cpp built (once per source and compiler) into the cache."""
+    from .compile import cache_key, cache_root  # here: the pytest plugin asks for the note without numpy
+
+    cxx = shutil.which(os.environ.get("CXX", "g++"))
+    if cxx is None:
+        raise SandboxUnavailable("compiles cannot be sandboxed: no C++ compiler (g++, or $CXX) to build the "
+                                 "sandbox's launcher")
+    sources = [_HERE / "sandbox.cpp", _HERE / "sandbox.h"]
+    key = cache_key("sandbox-launcher", [p.read_bytes() for p in sources], cxx)
+    path = cache_root("sandbox") / f"mmsandbox-{key}"
+    if path.exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    proc = subprocess.run([cxx, "-std=c++17", "-O2", str(sources[0]), "-o", str(tmp)], capture_output=True,
+                          text=True, env={**os.environ, "LC_ALL": "C"})
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise SandboxUnavailable(f"cannot build the sandbox's launcher with {cxx}:\n{proc.stderr.strip()}")
+    os.replace(tmp, path)
+    return path
+
+
+# g++ (and nvcc, whose preprocessor it is): "FILE:LINE:COL: fatal error: HEADER: Permission denied"
+_DENIED_INCLUDE = re.compile(r"fatal error: ([^\n]+?): Permission denied")
+_LAUNCHER_FAILED = re.compile(r"^mmsandbox: (.*)$", re.M)
+
+
+def compile_refusal(path: Path, folder: Path, diagnostics: str) -> MmcheckError | None:
+    """The error for a compile of kernel file ``path`` (whose headers may come from ``folder``) that the
+    sandbox stopped, from the compiler's diagnostics: SandboxViolation for a header it may not read (the
+    message names the header, never what the header holds), SandboxUnavailable where the launcher could not
+    apply a protection; None otherwise."""
+    if denied := _DENIED_INCLUDE.search(diagnostics):
+        return SandboxViolation(f"{path}: the file tried to include {denied.group(1)}, which is outside its "
+                                f"folder {folder}, the toolchain and the system's headers (blocked; a header "
+                                "that a project's kernels share is found where --src names a folder holding it)")
+    if failed := _LAUNCHER_FAILED.search(diagnostics):
+        return SandboxUnavailable(f"the compiler's sandbox: {failed.group(1)}")
+    return None
