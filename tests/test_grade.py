@@ -45,6 +45,10 @@ SUBMISSIONS = {
     "crashes.cu": SIGNATURE + "\n{\n    *(volatile int *)0 = 1;\n}\n",
     "hangs.cu": SIGNATURE + "\n{\n    for (volatile int i = 0; ; ) i = i + 1;\n}\n",
     "renamed.cu": RIGHT.replace("void sgemm(", "void my_sgemm("),
+    # Right, but it runs a program from the kernel: stopped by the sandbox.
+    "hostile.cu": "#include <cstdlib>\n" + RIGHT.replace(
+        "    if (row < M && col < N) {", "    if (row == 0 && col == 0)\n        system(\"echo pwned\");\n"
+                                       "    if (row < M && col < N) {"),
     "no_alpha.cu": RIGHT.replace("float alpha, ", "").replace("alpha * acc", "acc"),
     # A folder: the kernel in one file, its tile size in a header beside it, a file without the kernel, and a
     # spec block of its own that the assignment's overrides.
@@ -62,6 +66,7 @@ ROWS = {
     "submissions/folder": ("pass", "", "", r"up to 106x73x94; the spec block in submissions/folder/kernel\.cu "
                                            r"differs from the assignment's and is ignored"),
     "submissions/hangs.cu": ("fail", "timeout", "1x1x1", r"the kernel did not finish: .*within 2 s.*"),
+    "submissions/hostile.cu": ("fail", "sandbox", r"\d+x\d+x\d+", r".*tried to run a program.*\(blocked\).*"),
     "submissions/no_alpha.cu": ("error", "entry", "", r"sgemm does not take the assignment's parameters: it takes "
                                                       r"7 parameters, not 8; expected " + re.escape(
                                                           "__global__ void sgemm(int M, int N, int K, float alpha, "
@@ -181,7 +186,8 @@ def test_usage_errors_exit_2(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "plain.cu").write_text("__global__ void sgemm() {}\n")
     assert main(["grade", "plain.cu", "plain.cu"]) == 2
-    assert "plain.cu: no mmcheck spec: a kernel file holds a comment that opens with /* mmcheck" in capsys.readouterr().err
+    assert "plain.cu: no mmcheck spec: a kernel file holds a comment that opens with /* mmcheck" in (
+        capsys.readouterr().err)
     assert main(["grade", str(EXAMPLE / "assignment.cu"), "missing.cu"]) == 2
     assert "missing.cu: no such file or directory" in capsys.readouterr().err
     assert main(["grade", str(EXAMPLE / "assignment.cu"), str(EXAMPLE / "submissions" / "bob.cu"), "--dtype",
