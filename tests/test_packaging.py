@@ -63,7 +63,8 @@ def test_every_install_line_names_the_distribution():
     """The bare name, with or without extras, would install the other project of that name."""
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     # \x5b and \x5d are "[" and "]", written so that this line does not match itself (an extra: "[gpu]")
-    wrong = re.compile(r"""(?<![\w-])mmcheck\x5b[a-z,]+\x5d|pip install (?:-\S+ )*(?:'|")?mmcheck(?:'|")?(?![\w\x5b-])""")
+    wrong = re.compile(r"""(?<![\w-])mmcheck\x5b[a-z,]+\x5d"""
+                       r"""|pip install (?:-\S+ )*(?:'|")?mmcheck(?:'|")?(?![\w\x5b-])""")
     offenders = []
     for name in tracked:
         path = ROOT / name
