@@ -341,9 +341,9 @@ def nvcc_calls(monkeypatch, tmp_path) -> tuple[Nvcc, list[str]]:
     given: list[str] = []
     cubin = nvcc.cubin
 
-    def recording(source, options, arch):
+    def recording(source, options, arch, **keywords):
         given.append(source)
-        return cubin(source, options, arch)
+        return cubin(source, options, arch, **keywords)
 
     monkeypatch.setattr(nvcc, "cubin", recording)
     return nvcc, given
