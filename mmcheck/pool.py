@@ -71,6 +71,8 @@ class Pool(Generic[T]):
         self._context = multiprocessing.get_context("spawn")
         self._executor: ProcessPoolExecutor | None = None
         self._running: Running | None = None
+        # Every worker process started, also those a broken executor has already forgotten: each is waited for.
+        self._spawned: set[multiprocessing.process.BaseProcess] = set()
 
     def start(self, settings: Settings) -> None:
         """Start the workers now, each opening the runner of ``settings`` as it starts, rather than for its
@@ -84,6 +86,7 @@ class Pool(Generic[T]):
                 self._executor.submit(_started)
         finally:
             signal.signal(signal.SIGINT, sigint)
+        self._note_spawned()
 
     def outcomes(self, jobs: Sequence[Job[T]]) -> Generator[tuple[int, T], None, None]:
         """Run the jobs (picklable); yield every job's index and outcome as it finishes.  Closed early
@@ -100,8 +103,10 @@ class Pool(Generic[T]):
         GPU's compute capability where it has one; BackendUnavailable, with the reason, where it has no
         backend."""
         assert self._executor is not None, "start() first"
+        answer = self._executor.submit(_opened, settings)
+        self._note_spawned()
         try:
-            return self._executor.submit(_opened, settings).result()
+            return answer.result()
         except BrokenProcessPool:
             raise BackendUnavailable("the worker processes died before opening a backend") from None
 
@@ -124,6 +129,7 @@ class Pool(Generic[T]):
             futures = {executor.submit(_run, i, jobs[i]): i for i in indices}
         finally:
             signal.signal(signal.SIGINT, sigint)
+        self._note_spawned()
         unfinished, finished = [], False
         for future in as_completed(futures):
             i, error = futures[future], future.exception()
@@ -152,24 +158,35 @@ class Pool(Generic[T]):
         self._executor = ProcessPoolExecutor(slots, self._context, initializer=_start,
                                              initargs=(taken, self._running, gpus, settings, slots))
 
+    def _note_spawned(self) -> None:
+        if self._executor is not None:
+            self._spawned.update(self._executor._processes.values())
+
     def _stop(self, now: bool) -> None:
-        """Shut the workers down and wait for them to exit; ``now``: terminate them first, busy or not."""
+        """Shut the workers down and wait for them to exit; ``now``: terminate them first, busy or not.  No
+        worker outlives this, also one that a broken executor has forgotten without waiting for it."""
         if self._executor is None:
             return
+        self._note_spawned()
         if now:
             # ProcessPoolExecutor has no public way to stop busy workers before Python 3.14 (terminate_workers).
-            processes = list(self._executor._processes.values())
-            for process in processes:
+            for process in self._spawned:
                 process.terminate()
-            # A worker stuck where SIGTERM cannot unwind it (inside a lock, a driver call) is killed: Ctrl-C
-            # must not wait on it.
-            deadline = time.monotonic() + _TERMINATE_GRACE
-            for process in processes:
-                process.join(max(0.0, deadline - time.monotonic()))
-                if process.is_alive():
-                    process.kill()
+            self._join_or_kill()  # before the shutdown, which would wait for a worker that does not end
         self._executor.shutdown(cancel_futures=True)
         self._executor = None
+        self._join_or_kill()
+        self._spawned.clear()
+
+    def _join_or_kill(self) -> None:
+        """Wait for every worker started to exit; one stuck where SIGTERM cannot unwind it (inside a lock, a
+        driver call) is killed after the grace: Ctrl-C must not wait on it."""
+        deadline = time.monotonic() + _TERMINATE_GRACE
+        for process in self._spawned:
+            process.join(max(0.0, deadline - time.monotonic()))
+            if process.is_alive():
+                process.kill()
+                process.join()
 
 
 @dataclasses.dataclass(frozen=True)
