@@ -161,7 +161,11 @@ class Runner:
                 # Thread order does not depend on the data: the extra schedules run with the first trial.
                 self._check(case, kernel, launched, trial, schedules if i == 0 else schedules[:1])
         except (Caught, MmcheckError) as e:
-            return outcome_of(case, e, self.results)
+            failed = outcome_of(case, e, self.results)
+            # What the kernel printed, where its backend keeps it (the emulator's), goes with its failure alone.
+            if printed := getattr(self.backend, "printed", ""):
+                failed = dataclasses.replace(failed, message=f"{failed.message}\n{printed}")
+            return failed
         return Result(case, Outcome.PASS, kernel.unchecked)
 
     def _out_of_reach(self, case: Case) -> str | None:
