@@ -10,11 +10,15 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from mmcheck import publish
+from mmcheck.backends.base import BackendOptions
+from mmcheck.backends.emu import EmuBackend
 from mmcheck.cli import main
 from mmcheck.errors import InternalError
 from mmcheck.spec import load_specs
@@ -216,3 +220,28 @@ def test_a_kernels_printf_is_captured_capped_and_shown_with_its_failure(tmp_path
     assert f"the kernel printed {size} bytes, {size - 65536} more bytes left out" in result["message"]
     assert "line 0 of the kernel's output" in result["message"]
     assert "line 0 of the kernel's output" in done.stdout + done.stderr
+
+
+def test_a_damaged_cached_module_is_rebuilt_with_a_note(tmp_path, emu_cache, compiled, run_kernel, monkeypatch):
+    monkeypatch.setattr(publish, "_noted", [])  # noted once per process: this test's own
+    (spec,) = load_specs(_write(tmp_path, "cached", _CORRECT))
+    args = [np.ones(16, np.float32), np.ones(16, np.float32), np.zeros(16, np.float32), np.int32(4), np.int32(4),
+            np.int32(4)]
+    for damage in ("truncate", "alter"):
+        first = EmuBackend(BackendOptions(cache_dir=str(emu_cache)))
+        path = compiled(first, spec, "float32").handle.path
+        first.close()
+        data = path.read_bytes()
+        path.write_bytes(data[:len(data) // 2] if damage == "truncate" else data[:-1] + b"\0")
+        again = EmuBackend(BackendOptions(cache_dir=str(emu_cache)))
+        try:
+            with warnings.catch_warnings(record=True) as said:
+                warnings.simplefilter("always")
+                kernel = compiled(again, spec, "float32")
+            assert (run_kernel(again, kernel, args, (1, 1), (16, 16))[2] == 4).all()
+        finally:
+            again.close()
+        notes = [str(w.message) for w in said if "cache entry" in str(w.message)]
+        assert notes == ([f"the cache entry {path} is damaged (its digest does not match what was written): it is "
+                          "rebuilt"] if damage == "truncate" else []), notes  # the second is not noted again
+        assert path.read_bytes() == data

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ...compile import Build, cache_key, cache_root, local_includes, macro_flags
 from ...errors import BackendUnavailable
-from ...publish import publish
+from ...publish import intact, publish_sealed
 from ..device_code import compile_first, fingerprint
 from .unit import check_supported, compile_failure, compile_sources, compile_unit
 
@@ -65,7 +65,7 @@ class Toolchain:
         key = cache_key("emu-kernel", compile_unit(build, build.spec.source), flags, _shim_digest(), self.version,
                         self.runtime.name, local_includes(build.spec.path, build.spec.source), fingerprint())
         path = self.cache / f"{key}.so"
-        if path.exists():
+        if intact(path):
             return path
         sources = compile_sources(build)
         units = [compile_unit(build, source) for source in sources]
@@ -80,7 +80,7 @@ class Toolchain:
             if proc.returncode != 0:
                 raise compile_failure(build, proc.stderr.strip())
 
-        return publish(path, lambda tmp: compile_first(list(zip(sources, units)), lambda su: make(tmp, *su)))
+        return publish_sealed(path, lambda tmp: compile_first(list(zip(sources, units)), lambda su: make(tmp, *su)))
 
     def _build_runtime(self) -> Path:
         sources = [_HERE / name
