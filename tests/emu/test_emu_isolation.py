@@ -245,3 +245,20 @@ def test_a_damaged_cached_module_is_rebuilt_with_a_note(tmp_path, emu_cache, com
         assert notes == ([f"the cache entry {path} is damaged (its digest does not match what was written): it is "
                           "rebuilt"] if damage == "truncate" else []), notes  # the second is not noted again
         assert path.read_bytes() == data
+
+
+def test_a_large_file_mostly_comments_is_scanned_once_per_text(tmp_path):
+    """A 20 MB file of comments around one kernel of two dtypes: each text (the file, its device code) is
+    scanned once, not once per dtype and per scan."""
+    unit = "// " + "x" * 76 + "\n" + "/* " + ("y" * 76 + "\n") * 9 + "*/\n"
+    filler = unit * (10_000_000 // len(unit) + 1)
+    spec = _SPEC.format(name="iso.large").replace('dtypes = ["float32"]', 'dtypes = ["float32", "float64"]\n'
+                                                                               'template = ["T"]')
+    kernel = _KERNEL.replace("float", "T").replace("#define", "").replace("OFF", "T(0)")
+    (tmp_path / "large.cu").write_text(spec + filler + "template <typename T>" + kernel + filler)
+    assert (tmp_path / "large.cu").stat().st_size > 20e6
+    start = time.monotonic()
+    _check(tmp_path)
+    assert time.monotonic() - start < 60
+    results = json.loads((tmp_path / "out.json").read_text())["results"]
+    assert [(r["dtype"], r["outcome"]) for r in results] == [("float32", "pass"), ("float64", "pass")], results
