@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from . import children
 from .backends import ALIASES, capabilities
 from .backends.base import compute_capability
 from .defaults import SRC
@@ -158,6 +159,14 @@ def _catalog(args: argparse.Namespace) -> tuple[Catalog, tuple[str, ...]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # before any check ran (a run's own Ctrl-C is _each's): said in a line
+        print("mmcheck: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "report":
         return _report(args)
@@ -176,6 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(kernel_list(list(dict.fromkeys(s for s, _ in catalog.select(globs))), catalog.errors))
         return EXIT_USAGE if catalog.errors else EXIT_OK
+    children.scratch()  # before any worker starts: the workers' compilers share it, and this process removes it
     return (_check if args.command == "check" else _bench)(args, catalog, globs)
 
 
@@ -259,14 +269,20 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
         if settings.large and not found.large:
             raise BackendUnavailable(f"--large runs where shapes past 2**31 elements can run (on a GPU): the "
                                      f"{backend} backend cannot run them")
-    except BackendUnavailable as e:
-        print(f"mmcheck: {e}", file=sys.stderr)
+    except (BackendUnavailable, KeyboardInterrupt) as e:
         if pool is not None:
             pool.close()
         if compiling is not None:
             compiling.stop()
         if runner is not None:
             runner.backend.close()
+        if isinstance(e, KeyboardInterrupt):  # while the backend opened: no kernel checked, and the JSON says so
+            print(f"mmcheck: interrupted; 0 of {len(pairs)} kernel x dtype finished", file=sys.stderr)
+            if args.json:
+                write_json(args.json, json_document([], catalog.errors, settings.backend, declared,
+                                                    settings.compiler, False))
+            return EXIT_INTERRUPTED
+        print(f"mmcheck: {e}", file=sys.stderr)
         return EXIT_USAGE
 
     def said(label: str, r: Result) -> tuple[str, bool]:

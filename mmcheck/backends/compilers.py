@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from .. import children
 from ..compile import Build, cache_key, cache_root, find_symbol, function_symbols, local_includes, unit_source
 from ..defaults import COMPILERS
 from ..errors import BackendUnavailable, CompileError
@@ -131,7 +132,7 @@ class Nvcc:
         with tempfile.TemporaryDirectory() as folder:
             Path(folder, "kernel.cu").write_text(source, encoding="utf-8")
             command = [self.path, "--cubin", *options, "-arch", arch, "kernel.cu"]
-            done = subprocess.run(command, cwd=folder, capture_output=True)
+            done = children.run(command, cwd=folder, text=False)
             said = (done.stderr + done.stdout).decode(errors="replace").strip()
             try:
                 cubin = Path(folder, "kernel.cubin").read_bytes()

@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from .. import children
 from ..compile import Build, cache_key, local_includes, macro_flags
 from ..errors import CompileError, MmcheckError
 
@@ -218,8 +219,7 @@ def _prelude() -> tuple[str | None, tuple[tuple[str, str], ...]]:
     cannot be precompiled: the parses then read the prelude itself."""
     from clang import cindex
 
-    folder = tempfile.mkdtemp(prefix="mmcheck-parse-")
-    atexit.register(_remove, folder, os.getpid())
+    folder = tempfile.mkdtemp(prefix="mmcheck-parse-", dir=children.scratch())  # removed with it
     path = os.path.join(folder, "prelude.pch")
     options = cindex.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD | _KEEP_GOING  # its macros' uses are seen
     try:
@@ -235,11 +235,6 @@ def _prelude() -> tuple[str | None, tuple[tuple[str, str], ...]]:
 def _inclusions(tu: Any) -> tuple[tuple[str, str], ...]:
     """Which file includes which in ``tu``, as (includer, included) pairs."""
     return tuple((i.source.name, i.include.name) for i in tu.get_includes() if i.source)
-
-
-def _remove(folder: str, owner: int) -> None:
-    if os.getpid() == owner:  # not in a child forked after the folder was made
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 @functools.cache

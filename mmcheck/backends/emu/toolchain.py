@@ -7,10 +7,10 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
+from ... import children
 from ...compile import Build, cache_key, cache_root, local_includes, macro_flags
 from ...errors import BackendUnavailable
 from ...publish import intact, publish_sealed
@@ -72,11 +72,11 @@ class Toolchain:
 
         def make(tmp: Path, source: str, unit: str) -> None:
             check_supported(build.spec, source)
-            proc = subprocess.run(
+            proc = children.run(
                 [self.cxx, *flags, "-include", str(_HERE / "shim.h"), "-isystem", str(_HERE / "include"),
                  "-x", "c++", "-", "-o", str(tmp), "-L", str(self.runtime), "-lmmemu",
                  f"-Wl,-rpath,{self.runtime}"],
-                input=unit, capture_output=True, text=True, env=_C_LOCALE)
+                input=unit, env=_C_LOCALE)
             if proc.returncode != 0:
                 raise compile_failure(build, proc.stderr.strip())
 
@@ -117,7 +117,7 @@ def find_compiler() -> tuple[str, str]:
 
 
 def _run(argv: list[str], what: str) -> str:
-    proc = subprocess.run(argv, capture_output=True, text=True, env=_C_LOCALE)
+    proc = children.run(argv, env=_C_LOCALE)
     if proc.returncode != 0:
         raise BackendUnavailable(f"cannot {what} with {argv[0]}:\n{proc.stderr.strip()}")
     return proc.stdout
