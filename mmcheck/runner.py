@@ -141,6 +141,8 @@ class Runner:
 
     def _run(self, case: Case) -> Result:
         assert case.shape is not None, "a case to run has a shape"
+        if hasattr(self.backend, "printed"):  # what an earlier case's launch printed is not this case's
+            self.backend.printed = ""
         if largest_buffer(case.spec, case.shape) >= LARGE and (reason := self._out_of_reach(case)):
             return Result.told(case, Outcome.SKIP, case.label, reason)
         try:

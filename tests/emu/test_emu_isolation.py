@@ -136,7 +136,8 @@ def test_a_worker_killed_between_cases_is_replaced(tmp_path, emu, compiled, run_
     assert (run_kernel(emu, kernel, args, (1, 1), (16, 16))[2] == 4).all()
     first = kernel.handle.worker.pid
     os.kill(first, 9)
-    time.sleep(0.1)
+    while kernel.handle.worker.alive:
+        time.sleep(0.01)
     assert (run_kernel(emu, kernel, args, (1, 1), (16, 16))[2] == 4).all()
     assert kernel.handle.worker.pid != first
 

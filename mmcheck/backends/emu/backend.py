@@ -135,10 +135,8 @@ class EmuBackend:
         module = self._modules.get(path)
         if module is None:
             module = _Module(path, _RENDEZVOUS in binary)
-            try:
-                self._worker(module, f"{spec.path}: ")
-            finally:  # loaded or not: a file that cannot be loaded is not compiled again
-                self._modules[path] = module
+            self._worker(module, f"{spec.path}: ")
+            self._modules[path] = module
         schedules = tuple(w.SCHEDULES) if module.fibers else ("forward",)
         return Kernel(spec=spec, dtype=build.dtype, symbol=symbol, schedules=schedules, handle=module,
                       params=tuple(q.size for q in module.params))
