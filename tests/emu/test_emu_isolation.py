@@ -263,3 +263,17 @@ def test_a_large_file_mostly_comments_is_scanned_once_per_text(tmp_path):
     assert time.monotonic() - start < 60
     results = json.loads((tmp_path / "out.json").read_text())["results"]
     assert [(r["dtype"], r["outcome"]) for r in results] == [("float32", "pass"), ("float64", "pass")], results
+
+
+def test_what_a_static_constructor_prints_goes_nowhere(tmp_path):
+    loud = """#include <cstdio>
+static float hostile() {
+    for (int i = 0; i < 1000000; ++i) printf("line %d of a constructor's output\\n", i);
+    return 0.0f;
+}
+"""
+    _write(tmp_path, "loud", loud + _READ_HOSTILE + _KERNEL)
+    done = _run_cli(tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "constructor's output" not in done.stdout + done.stderr
+    assert len(done.stdout) + len(done.stderr) < 10_000

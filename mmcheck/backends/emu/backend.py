@@ -41,18 +41,19 @@ _RENDEZVOUS = b"mmemu_rv_"
 _CALIBRATION = Path(__file__).resolve().parent / "calibrate.cu"
 _CALIBRATION_SHAPE = (128, 128, 512)
 _CALIBRATION_LAUNCHES = 5
-_CALIBRATION_LIMIT = 60.0
+_CALIBRATION_LIMIT = 60.0  # seconds; a calibration launch is no user's kernel, which the hang limit is for
 # Workers kept for modules used earlier, which hold no buffers: a file's kernels and dtypes are mostly checked
 # together, and a worker costs a few MB while it waits.
-_WORKERS_KEPT = 4  # seconds; a calibration launch is no user's kernel, which the hang limit is for
+_WORKERS_KEPT = 4
 
 
 class _Module:
-    """Kernel.handle: a kernel module, loaded into a worker of its own (``worker``, as ``id``), in which it
-    is loaded again where that worker has gone (killed, or closed as the least recently used)."""
+    """Kernel.handle: a kernel module (a file built for one dtype), loaded into a worker of its own
+    (``worker``, as ``id``), and loaded again into a new one where that worker has gone (killed, or closed as
+    the least recently used); ``build`` names it in messages."""
 
-    def __init__(self, path: Path, fibers: bool) -> None:
-        self.path, self.fibers = path, fibers
+    def __init__(self, path: Path, fibers: bool, source: Path, build: str) -> None:
+        self.path, self.fibers, self.source, self.build = path, fibers, source, build
         self.worker: w.Worker | None = None
         self.id = 0
         self.params: tuple[w.ParamInfo, ...] = ()
@@ -134,14 +135,14 @@ class EmuBackend:
         symbol = find_symbol(function_symbols(binary), build)
         module = self._modules.get(path)
         if module is None:
-            module = _Module(path, _RENDEZVOUS in binary)
-            self._worker(module, f"{spec.path}: ")
+            module = _Module(path, _RENDEZVOUS in binary, spec.path, str(build))
+            self._worker(module)
             self._modules[path] = module
         schedules = tuple(w.SCHEDULES) if module.fibers else ("forward",)
         return Kernel(spec=spec, dtype=build.dtype, symbol=symbol, schedules=schedules, handle=module,
                       params=tuple(q.size for q in module.params))
 
-    def _worker(self, module: _Module, where: str) -> w.Worker:
+    def _worker(self, module: _Module) -> w.Worker:
         """The worker that has ``module`` loaded: a new one where it has none or its own has gone (a module's
         code runs in no other file's process).  Workers beyond the last few used that hold no buffers are
         closed: a run of many files keeps a few processes, not one per file."""
@@ -154,10 +155,10 @@ class EmuBackend:
             try:
                 module.id, module.params = module.worker.load(module.path)
             except w.Refused as e:  # dlopen's complaint, e.g. a symbol the linker let through
-                raise CompileError(f"{where}the emulator cannot load {module.path.name}: {e}") from None
+                raise CompileError(f"{module.source}: the emulator cannot load {module.build}: {e}") from None
             except w.DiedHandling as e:  # loading runs the file's own static constructors in the worker
-                raise CompileError(f"{where}loading the file ended the emulator's worker: the file's static "
-                                   f"constructors or global objects crashed it ({e})") from None
+                raise CompileError(f"{module.source}: loading {module.build} ended the emulator's worker: the "
+                                   f"file's static constructors or global objects crashed it ({e})") from None
         self._recent.append(module)
         idle = [m for m in self._recent[:-_WORKERS_KEPT] if m.worker is not None and not m.worker.held]
         for old in idle:
@@ -207,7 +208,7 @@ class EmuBackend:
         module: _Module = kernel.handle
         label = f"{kernel.spec.name} ({kernel.dtype})"
         _check_config(label, kernel, grid, block, smem, schedule)
-        worker = self._worker(module, f"{kernel.spec.path}: ")
+        worker = self._worker(module)
         packed = _pack_args(label, kernel.spec, module.params, args, worker)
         timeout_ms = min(max(1, round(limit * 1000)), 2**31 - 1)
         self.printed = ""

@@ -74,18 +74,20 @@ class LaunchResult:
 
 
 class Worker:
-    """One mmemu-worker process.  It hosts the modules of one kernel file, so that one file's code (its static
-    constructors, the threads they start) never shares a process with another's; ``held``: the buffers it
-    holds for the caller."""
+    """One mmemu-worker process.  It hosts one kernel module (a file built for one dtype: backend.py), so that
+    one file's code (its static constructors, the threads they start) never shares a process with another's;
+    ``held``: how many buffers it holds for the caller."""
 
     def __init__(self, executable: Path) -> None:
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         try:
             # A session of its own: Ctrl-C at a terminal reaches mmcheck alone, which stops the worker; and
-            # what its launches leave behind, wherever it has gone, is found by the session (_close).
+            # what its launches leave behind, wherever it has gone, is found by the session (_close).  What the
+            # module's static constructors print goes nowhere (a launch's own output comes back with it).
             proc = subprocess.Popen([str(executable), str(req_r), str(rep_w)], pass_fds=(req_r, rep_w),
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    start_new_session=True)
         finally:
             os.close(req_r)
             os.close(rep_w)
