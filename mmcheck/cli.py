@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import signal
 import sys
 from collections.abc import Callable, Generator, Iterable, Sequence
 from contextlib import closing
@@ -159,15 +160,25 @@ def _catalog(args: argparse.Namespace) -> tuple[Catalog, tuple[str, ...]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        return _main(argv)
-    except KeyboardInterrupt:  # before any check ran (a run's own Ctrl-C is _each's): said in a line
-        print("mmcheck: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-
-
-def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
+    sigint = signal.getsignal(signal.SIGINT)
+    try:
+        return _main(args)
+    except KeyboardInterrupt:  # before any check ran (a run's own Ctrl-C is _each's): said in a line, and the JSON
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # written whole
+        print("mmcheck: interrupted; no kernel was checked", file=sys.stderr)
+        if args.command == "check" and args.json:
+            from .report import json_document, write_json
+
+            settings = Settings.read(lambda dest: getattr(args, dest, None))
+            write_json(args.json, json_document([], [], settings.backend, capabilities(settings.backend),
+                                                settings.compiler, complete=False))
+        return EXIT_INTERRUPTED
+    finally:
+        signal.signal(signal.SIGINT, sigint)
+
+
+def _main(args: argparse.Namespace) -> int:
     if args.command == "report":
         return _report(args)
     if args.command == "info":
@@ -276,12 +287,8 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
             compiling.stop()
         if runner is not None:
             runner.backend.close()
-        if isinstance(e, KeyboardInterrupt):  # while the backend opened: no kernel checked, and the JSON says so
-            print(f"mmcheck: interrupted; 0 of {len(pairs)} kernel x dtype finished", file=sys.stderr)
-            if args.json:
-                write_json(args.json, json_document([], catalog.errors, settings.backend, declared,
-                                                    settings.compiler, False))
-            return EXIT_INTERRUPTED
+        if isinstance(e, KeyboardInterrupt):  # while the backend opened: said as any early Ctrl-C is (main)
+            raise
         print(f"mmcheck: {e}", file=sys.stderr)
         return EXIT_USAGE
 
@@ -322,6 +329,9 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     finally:
         if compiling is not None:
             compiling.stop()
+    # The report and the JSON of what finished are written whole: a Ctrl-C from now on changes nothing (main
+    # restores the handler).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _remember_costs(_costs_name(backend, found.gpu), results)
     complete = len(results) == len(pairs)
     print(f"backend: {backend}")

@@ -63,15 +63,16 @@ def kernels(tmp_path_factory):
     return folder
 
 
-def _session(sid: int) -> list[str]:
-    """The processes of session ``sid`` still there, pid and command, less the zombies: dead, and waiting for
-    init (whose turn they are once their parent is gone) to reap them."""
+def _left(sid: int, mark: bytes) -> list[str]:
+    """The processes still there, pid and command, of session ``sid`` or with ``mark`` in their environment
+    (the emulator's workers, in sessions of their own, and their launches inherit it), less the zombies: dead,
+    and waiting for init (whose turn they are once their parent is gone) to reap them."""
     left = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 fields = (entry / "stat").read_bytes().rpartition(b")")[2].split()
-                if int(fields[3]) == sid and fields[0] != b"Z":
+                if fields[0] != b"Z" and (int(fields[3]) == sid or mark in (entry / "environ").read_bytes()):
                     left.append(f"{entry.name} {(entry / 'cmdline').read_bytes().decode().replace(chr(0), ' ')}")
             except (OSError, IndexError, ValueError):
                 pass
@@ -81,8 +82,9 @@ def _session(sid: int) -> list[str]:
 def _interrupted(command: list[str], env: dict[str, str], delay: float, tmp: Path) -> tuple[str, float | None]:
     """Run ``command`` in a session of its own, SIGINT its process group after ``delay`` seconds; its stderr,
     and how long it took to exit after the signal (None: it finished before)."""
-    child = subprocess.Popen(command, env=env, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True)
+    mark = f"MMCHECK_TEST_RUN={tmp}\0"  # the end of the entry: tmp1 is no tmp10
+    child = subprocess.Popen(command, env={**env, "MMCHECK_TEST_RUN": str(tmp)}, cwd=ROOT, start_new_session=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         child.wait(timeout=delay)
         took = None
@@ -98,7 +100,7 @@ def _interrupted(command: list[str], env: dict[str, str], delay: float, tmp: Pat
     stderr = child.stderr.read() if child.stderr else ""
     # What was killed may take a moment to go; what outlives that was left behind.
     deadline = time.monotonic() + 1.0
-    while (left := _session(child.pid)) and time.monotonic() < deadline:
+    while (left := _left(child.pid, mark.encode())) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not left, f"left behind: {left}\n{stderr}"
     assert not list(tmp.iterdir()), f"temporary files left: {list(tmp.iterdir())}"
@@ -120,7 +122,7 @@ def test_a_ctrl_c_at_random_moments_ends_the_run_cleanly(kernels, tmp_path):
                    "check", *(a for f in folders for a in ("--src", str(f))), "--backend", "emu", "--shape", "20x18x7",
                    "--timeout", "60", "--json", str(out), "--results", str(tmp_path / "res"),
                    *(["-j", "2"] if i % 2 else [])]
-        delay = rng.uniform(0.3, 2.5)
+        delay = rng.uniform(0.3, 2.0)
         stderr, took = _interrupted(command, env, delay, tmp)
         ran += took is not None
         assert took is None or took < _EXIT_WITHIN, f"run {i}: {took:.2f} s after the signal\n{stderr}"
