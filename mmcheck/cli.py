@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import signal
 import sys
 from collections.abc import Callable, Generator, Iterable, Sequence
 from contextlib import closing
@@ -15,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import sandbox
+from . import children, sandbox
 from .backends import ALIASES, capabilities
 from .backends.base import compute_capability
 from .defaults import SRC
@@ -196,6 +197,24 @@ def _catalog(args: argparse.Namespace) -> tuple[Catalog, tuple[str, ...]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    sigint = signal.getsignal(signal.SIGINT)
+    try:
+        return _main(args)
+    except KeyboardInterrupt:  # before any check ran (a run's own Ctrl-C is _each's): said in a line, and the JSON
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # written whole
+        print("mmcheck: interrupted; no kernel was checked", file=sys.stderr)
+        if args.command == "check" and args.json:
+            from .report import json_document, write_json
+
+            settings = Settings.read(lambda dest: getattr(args, dest, None))
+            write_json(args.json, json_document([], [], settings.backend, capabilities(settings.backend),
+                                                settings.compiler, complete=False))
+        return EXIT_INTERRUPTED
+    finally:
+        signal.signal(signal.SIGINT, sigint)
+
+
+def _main(args: argparse.Namespace) -> int:
     if args.command == "report":
         return _report(args)
     if args.command == "init":
@@ -217,6 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(kernel_list(list(dict.fromkeys(s for s, _ in catalog.select(globs))), catalog.errors, catalog.plain))
         return EXIT_USAGE if catalog.errors else EXIT_OK
+    children.scratch()  # before any worker starts: the workers' compilers share it, and this process removes it
     return (_check if args.command == "check" else _bench)(args, catalog, globs)
 
 
@@ -317,14 +337,16 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
         if settings.large and not found.large:
             raise BackendUnavailable(f"--large runs where shapes past 2**31 elements can run (on a GPU): the "
                                      f"{backend} backend cannot run them")
-    except BackendUnavailable as e:
-        print(f"mmcheck: {e}", file=sys.stderr)
+    except (BackendUnavailable, KeyboardInterrupt) as e:
         if pool is not None:
             pool.close()
         if compiling is not None:
             compiling.stop()
         if runner is not None:
             runner.backend.close()
+        if isinstance(e, KeyboardInterrupt):  # while the backend opened: said as any early Ctrl-C is (main)
+            raise
+        print(f"mmcheck: {e}", file=sys.stderr)
         return EXIT_USAGE
 
     def said(label: str, r: Result) -> tuple[str, bool]:
@@ -364,6 +386,9 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
     finally:
         if compiling is not None:
             compiling.stop()
+    # The report and the JSON of what finished are written whole: a Ctrl-C from now on changes nothing (main
+    # restores the handler).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _remember_costs(_costs_name(backend, found.gpu), results)
     complete = len(results) == len(pairs)
     print(f"backend: {backend}")

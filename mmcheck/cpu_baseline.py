@@ -13,12 +13,12 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import shutil
-import subprocess
 from functools import cache
 from pathlib import Path
 
 import numpy as np
 
+from . import children
 from .compile import cache_root
 from .errors import CompileError
 from .publish import publish
@@ -93,7 +93,7 @@ def _build(compiler: str, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
 
     def make(tmp: Path) -> None:
-        done = subprocess.run([compiler, *_FLAGS, "-o", str(tmp), str(_SOURCE)], capture_output=True, text=True)
+        done = children.run([compiler, *_FLAGS, "-o", str(tmp), str(_SOURCE)])
         if done.returncode != 0:
             raise CompileError(f"{compiler} could not build {_SOURCE}:\n{done.stderr.strip()}")
 

@@ -1,17 +1,25 @@
 """Publishing a file atomically: it is made under a temporary name beside its place and renamed into it, so
 that a reader (another process, a rerun) never sees it half-written and an interrupted run leaves nothing.
 Every file mmcheck writes for others goes through here: reports, JSON, plots, saved failures, cubins and
-compiled libraries."""
+compiled libraries.
+
+A compile cache's entries are published sealed (``publish_sealed``): a digest of the entry is kept beside it,
+and ``intact`` checks it before the entry is used, so that a truncated or altered entry is rebuilt (with a
+note, once per process) rather than loaded."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["publish", "atomic_write"]
+__all__ = ["publish", "atomic_write", "publish_sealed", "intact"]
+
+_noted: list[Path] = []  # the damaged cache entries found so far; the first is noted
 
 
 def publish(path: Path, make: Callable[[Path], object]) -> Path:
@@ -41,6 +49,44 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> Path:
             write(f)
 
     return publish(path, make)
+
+
+def publish_sealed(path: Path, make: Callable[[Path], object]) -> Path:
+    """``publish``, with the digest of what ``make`` wrote published first beside it (``intact`` checks it): a
+    reader that finds the entry finds its digest."""
+
+    def sealed(tmp: Path) -> None:
+        make(tmp)
+        atomic_write(_seal(path), lambda f: f.write(_digest(tmp).encode()))
+
+    return publish(path, sealed)
+
+
+def intact(path: Path) -> bool:
+    """Whether the cache entry at ``path`` is there and is what was published (its digest matches).  An entry
+    whose digest does not match (truncated, altered) is noted, once per process, and to be rebuilt; one
+    without a digest (written before entries had one) is rebuilt without a note."""
+    try:
+        expected = _seal(path).read_text().strip()
+        found = _digest(path)
+    except OSError:
+        return False
+    if found == expected:
+        return True
+    if not _noted:
+        warnings.warn(f"the cache entry {path} is damaged (its digest does not match what was written): it is "
+                      "rebuilt", RuntimeWarning, stacklevel=2)
+    _noted.append(path)
+    return False
+
+
+def _seal(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def _digest(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _umask() -> int:

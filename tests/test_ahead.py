@@ -106,3 +106,18 @@ def test_nvrtc_compiles_ahead_in_processes_of_its_own_into_the_cache_the_workers
     monkeypatch.setattr(Nvrtc, "_compile", lambda *args: pytest.fail("compiled again instead of read"))
     worker = Nvrtc()
     assert all(worker.compile(b, "sm_90").cubin for b in wanted)
+
+
+def test_a_damaged_cubin_is_not_used(tmp_path, monkeypatch):
+    from mmcheck import publish
+
+    monkeypatch.setattr(publish, "_noted", [])
+    cache = CubinCache(tmp_path)
+    cache.put("k", Compiled(b"\x7fELF" + bytes(1000), "mm"))
+    assert cache.get("k") == Compiled(b"\x7fELF" + bytes(1000), "mm")
+    entry = tmp_path / "k.cubin"
+    entry.write_bytes(entry.read_bytes()[:-10])
+    with pytest.warns(RuntimeWarning, match="k.cubin is damaged"):
+        assert cache.get("k") is None
+    assert cache.fetch("k", lambda: Compiled(b"\x7fELF" + bytes(1000), "mm")).cubin == b"\x7fELF" + bytes(1000)
+    assert cache.get("k") is not None

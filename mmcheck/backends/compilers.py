@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import os
 import re
 import shutil
 import subprocess
@@ -38,7 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from .. import sandbox
+from .. import children, sandbox
 from ..compile import Build, cache_key, cache_root, find_symbol, function_symbols, local_includes, unit_source
 from ..defaults import COMPILERS
 from ..errors import BackendUnavailable, CompileError, SandboxUnavailable
@@ -145,8 +144,8 @@ class Nvcc:
             Path(folder, "kernel.cu").write_text(source, encoding="utf-8")
             command = [self.path, "--cubin", *options, "-arch", arch, "kernel.cu"]
             allowed: list[str | Path] = [*reads, *(option[2:] for option in options if option.startswith("-I"))]
-            done = subprocess.run(sandbox.compile_command(command, allowed, Path(folder)), cwd=folder,
-                                  capture_output=True, env={**os.environ, "TMPDIR": folder})
+            done = children.run(sandbox.compile_command(command, allowed, Path(folder)), cwd=folder, text=False,
+                                tmpdir=Path(folder))
             said = (done.stderr + done.stdout).decode(errors="replace").strip()
             try:
                 cubin = Path(folder, "kernel.cubin").read_bytes()

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..compile import Build, macro_flags
-from ..publish import atomic_write
+from ..publish import intact, publish_sealed
 
 __all__ = ["Compiled", "CubinCache", "common_options", "sm", "arch", "arch_rule"]
 
@@ -43,8 +43,11 @@ class CubinCache:
         self.folder = folder
 
     def get(self, key: str) -> Compiled | None:
+        path = self.folder / f"{key}.cubin"
+        if not intact(path):
+            return None
         try:
-            data = (self.folder / f"{key}.cubin").read_bytes()
+            data = path.read_bytes()
         except OSError:
             return None
         if not data.startswith(self._MAGIC):
@@ -54,8 +57,8 @@ class CubinCache:
 
     def put(self, key: str, compiled: Compiled) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.folder / f"{key}.cubin",
-                     lambda f: f.write(self._MAGIC + compiled.symbol.encode() + b"\n" + compiled.cubin))
+        entry = self._MAGIC + compiled.symbol.encode() + b"\n" + compiled.cubin
+        publish_sealed(self.folder / f"{key}.cubin", lambda tmp: tmp.write_bytes(entry))
 
     def fetch(self, key: str, make: Callable[[], Compiled]) -> Compiled:
         """The cubin of ``key``: from the cache, or made by ``make`` and kept.  One process (or thread) makes a

@@ -37,6 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
+
+from .. import children
 from ..compile import Build, cache_key, local_includes, macro_flags
 from ..errors import CompileError, MmcheckError
 
@@ -303,8 +306,7 @@ def _prelude() -> tuple[str | None, tuple[tuple[str, str], ...]]:
     cannot be precompiled: the parses then read the prelude itself."""
     from clang import cindex
 
-    folder = tempfile.mkdtemp(prefix="mmcheck-parse-")
-    atexit.register(_remove, folder, os.getpid())
+    folder = tempfile.mkdtemp(prefix="mmcheck-parse-", dir=children.scratch())  # removed with it
     path = os.path.join(folder, "prelude.pch")
     options = cindex.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD | _KEEP_GOING  # its macros' uses are seen
     try:
@@ -320,11 +322,6 @@ def _prelude() -> tuple[str | None, tuple[tuple[str, str], ...]]:
 def _inclusions(tu: Any) -> tuple[tuple[str, str], ...]:
     """Which file includes which in ``tu``, as (includer, included) pairs."""
     return tuple((i.source.name, i.include.name) for i in tu.get_includes() if i.source)
-
-
-def _remove(folder: str, owner: int) -> None:
-    if os.getpid() == owner:  # not in a child forked after the folder was made
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 @functools.cache
@@ -707,8 +704,11 @@ class _Reduction:
                 mark(start, end)
         for start, end in _skipped_ranges(self.tu, self.tu.get_file(self.name)):
             mark(start, end)
-        # Of what was parsed, the file's own bytes (not the instance after them).
-        return bytes(b if k or b == 10 else 32 for b, k in zip(data[:self.size], keep)).decode(errors="replace")
+        # Of what was parsed, the file's own bytes (not the instance after them); a byte at a time in numpy, as a
+        # file can be tens of MB (mostly comments).
+        text = np.frombuffer(data, np.uint8, self.size).copy()
+        text[(np.frombuffer(keep, np.uint8, self.size) == 0) & (text != 10)] = 32
+        return text.tobytes().decode(errors="replace")
 
     @functools.cached_property
     def _directive_list(self) -> list[tuple[int, int, bytes, int]]:

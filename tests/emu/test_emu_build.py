@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from mmcheck import children
 from mmcheck.backends import get_backend
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.device_code import device_code_available
@@ -172,14 +172,14 @@ def test_defines_reach_the_kernel(compiled, emu, spec_of, run_kernel):
 def test_a_second_compile_is_a_cache_hit(compiled, emu_cache, spec_of, monkeypatch):
     spec = spec_of(f'extern "C" __global__ void k{COPY}\n// unique to the cache test')
     compiles = []
-    real_run = subprocess.run
+    real_run = children.run
 
     def counting_run(argv, *args, **kwargs):
         compiles.append(argv)
         return real_run(argv, *args, **kwargs)
 
     first = EmuBackend(BackendOptions(cache_dir=str(emu_cache)))
-    monkeypatch.setattr(subprocess, "run", counting_run)
+    monkeypatch.setattr(children, "run", counting_run)
     compiled(first, spec, "float32", {})
     assert len(compiles) == 1
     first.close()

@@ -13,7 +13,6 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -44,23 +43,66 @@ _CALIBRATION = Path(__file__).resolve().parent / "calibrate.cu"
 _CALIBRATION_SHAPE = (128, 128, 512)
 _CALIBRATION_LAUNCHES = 5
 _CALIBRATION_LIMIT = 60.0  # seconds; a calibration launch is no user's kernel, which the hang limit is for
+# Workers kept for modules used earlier, which hold no buffers: a file's kernels and dtypes are mostly checked
+# together, and a worker costs a few MB while it waits.
+_WORKERS_KEPT = 4
 
 
-@dataclass(frozen=True)
 class _Module:
-    """Kernel.handle: a kernel module loaded into the worker."""
+    """Kernel.handle: a kernel module (a file built for one dtype), known to a worker of its own (``worker``,
+    as ``id``: the worker's sandboxed children load it), and made known again to a new one where that worker
+    has gone (killed, or closed as the least recently used); ``build`` is what it was built from."""
 
-    id: int
-    params: tuple[w.ParamInfo, ...]
-    fibers: bool
+    def __init__(self, path: Path, fibers: bool, build: Build) -> None:
+        self.path, self.fibers, self.build = path, fibers, build
+        self.worker: w.Worker | None = None
+        self.id = 0
+        self.params: tuple[w.ParamInfo, ...] = ()
 
 
 class _Buffer:
-    """DeviceBuffer.handle: freed in the worker when the last DeviceBuffer that holds it goes away."""
+    """DeviceBuffer.handle: a buffer's bytes, held here until a launch needs them in its module's worker, and
+    from then in that worker (moved to another's where a kernel of another file takes it); freed in the
+    worker when the last DeviceBuffer that holds it goes away."""
 
-    def __init__(self, worker: w.Worker, data: memoryview) -> None:
-        self.id = worker.alloc(data)
-        weakref.finalize(self, worker.free, self.id).atexit = False
+    def __init__(self, data: np.ndarray) -> None:
+        self.data: np.ndarray | None = data
+        self._home: list = [None, 0]  # the worker that holds it, and its id there
+        weakref.finalize(self, _free, self._home).atexit = False
+
+    @property
+    def worker(self) -> w.Worker | None:
+        return self._home[0]
+
+    @property
+    def id(self) -> int:
+        return self._home[1]
+
+    def place(self, worker: w.Worker) -> int:
+        """Its id in ``worker``, moved there first where it is elsewhere."""
+        if self.worker is worker:
+            return self.id
+        data = self.read()
+        try:
+            new = worker.alloc(memoryview(data))
+        except w.Refused as e:  # the one reason the worker refuses an allocation: no memory for it
+            raise OutOfMemory(f"the emulator cannot hold {len(data)} bytes: {e}") from None
+        _free(self._home)
+        self._home[:] = [worker, new]
+        self.data = None
+        return new
+
+    def read(self) -> bytearray:
+        if self.worker is None:
+            assert self.data is not None, "a buffer is held here until it is placed in a worker"
+            return bytearray(self.data)
+        return self.worker.read(self.id)
+
+
+def _free(home: list) -> None:
+    if home[0] is not None:
+        home[0].free(home[1])
+        home[0] = None
 
 
 class EmuBackend:
@@ -75,12 +117,18 @@ class EmuBackend:
     def __init__(self, options: BackendOptions = BackendOptions()) -> None:
         self.options = options
         self._toolchain = Toolchain(options.sanitize, options.cache_dir)
-        self._worker = w.Worker(self._toolchain.worker, [*sandbox.SYSTEM_READS, str(self._toolchain.runtime)])
+        self._reads = [*sandbox.SYSTEM_READS, str(self._toolchain.runtime)]  # what a worker's children read
         self._modules: dict[Path, _Module] = {}
+        self._recent: list[_Module] = []  # the modules that have a worker, the least recently used first
+        # What the last launch printed (its stdout, capped), said for the failure report; empty where nothing.
+        self.printed = ""
 
     def close(self) -> None:
-        """Stop the worker now rather than when the backend is collected."""
-        self._worker.close()
+        """Stop the workers now rather than when the backend is collected."""
+        for module in self._recent:
+            assert module.worker is not None
+            module.worker.close()
+        self._recent.clear()
 
     def compile(self, build: Build) -> Kernel:
         spec = build.spec
@@ -89,29 +137,46 @@ class EmuBackend:
         symbol = find_symbol(function_symbols(binary), build)
         module = self._modules.get(path)
         if module is None:
-            try:
-                kernel_id, params = self._worker.load(path, spec.path.resolve().parent,
-                                                      min(round(self.options.timeout * 1000), 2**31 - 1))
-            except w.NotLoaded as e:
-                raise _not_loaded(build, e, self.options.timeout) from None
-            module = self._modules[path] = _Module(kernel_id, params, _RENDEZVOUS in binary)
+            module = _Module(path, _RENDEZVOUS in binary, build)
+            self._worker(module)
+            self._modules[path] = module
         schedules = tuple(w.SCHEDULES) if module.fibers else ("forward",)
         return Kernel(spec=spec, dtype=build.dtype, symbol=symbol, schedules=schedules, handle=module,
                       params=tuple(q.size for q in module.params))
+
+    def _worker(self, module: _Module) -> w.Worker:
+        """The worker that has ``module`` loaded: a new one where it has none or its own has gone (a module's
+        code runs in no other file's process).  Workers beyond the last few used that hold no buffers are
+        closed: a run of many files keeps a few processes, not one per file."""
+        if module in self._recent:
+            self._recent.remove(module)
+        if module.worker is None or not module.worker.alive:
+            if module.worker is not None:
+                module.worker.close()
+            module.worker = w.Worker(self._toolchain.worker, self._reads)
+            try:  # in a sandboxed child of the worker, which runs the file's static constructors
+                module.id, module.params = module.worker.load(module.path, module.build.spec.path.resolve().parent,
+                                                              min(round(self.options.timeout * 1000), 2**31 - 1))
+            except w.NotLoaded as e:
+                raise _not_loaded(module.build, e, self.options.timeout) from None
+        self._recent.append(module)
+        idle = [m for m in self._recent[:-_WORKERS_KEPT] if m.worker is not None and not m.worker.held]
+        for old in idle:
+            assert old.worker is not None
+            old.worker.close()
+            self._recent.remove(old)
+        return module.worker
 
     def upload(self, host: np.ndarray, offset: int) -> DeviceBuffer:
         if host.ndim != 1:
             raise ValueError(f"upload takes a 1-d array, not one of shape {host.shape}")
         if not 0 <= offset <= host.size:
             raise ValueError(f"offset {offset} is outside the array of {host.size} elements")
-        try:
-            handle = _Buffer(self._worker, np.ascontiguousarray(host).view(np.uint8).data)
-        except w.Refused as e:  # the one reason the worker refuses an allocation: no memory for it
-            raise OutOfMemory(f"the emulator cannot hold {host.nbytes} bytes: {e}") from None
+        handle = _Buffer(np.array(host, order="C").view(np.uint8))  # a copy: the caller may change ``host``
         return DeviceBuffer(size=host.size, dtype=host.dtype, offset=offset, handle=handle)
 
     def download(self, buf: DeviceBuffer) -> np.ndarray:
-        return np.frombuffer(self._worker.read(buf.handle.id), dtype=buf.dtype)
+        return np.frombuffer(buf.handle.read(), dtype=buf.dtype)
 
     def launch(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
                schedule: str) -> None:
@@ -143,10 +208,13 @@ class EmuBackend:
         module: _Module = kernel.handle
         label = f"{kernel.spec.name} ({kernel.dtype})"
         _check_config(label, kernel, grid, block, smem, schedule)
-        packed = _pack_args(label, kernel.spec, module.params, args)
+        worker = self._worker(module)
+        packed = _pack_args(label, kernel.spec, module.params, args, worker)
         timeout_ms = min(max(1, round(limit * 1000)), 2**31 - 1)
-        result = self._worker.launch(module.id, grid, block, smem, w.SCHEDULES[schedule], module.fibers,
-                                     self.options.strict_barriers, _SEED, timeout_ms, packed)
+        self.printed = ""
+        result = worker.launch(module.id, grid, block, smem, w.SCHEDULES[schedule], module.fibers,
+                               self.options.strict_barriers, _SEED, timeout_ms, packed)
+        self.printed = _printed(result)
         for line in result.warnings.splitlines():
             warnings.warn(f"{label}: {line}", RuntimeWarning, stacklevel=3)
         if result.state != w.DONE:
@@ -227,10 +295,11 @@ _KIND_NAMES = {"i": "signed integer", "u": "unsigned integer", "f": "floating-po
                "s": "struct"}
 
 
-def _pack_args(label: str, spec: KernelSpec, params: tuple[w.ParamInfo, ...],
-               args: Sequence[Arg]) -> list[tuple[int, int] | bytes]:
-    """The worker's argument list, after checking each argument against the parameter's C++ type: a
-    mismatch that the GPU would silently misread (an int32 for a size_t) is refused here."""
+def _pack_args(label: str, spec: KernelSpec, params: tuple[w.ParamInfo, ...], args: Sequence[Arg],
+               worker: w.Worker) -> list[tuple[int, int] | bytes]:
+    """The argument list for ``worker``, its buffers placed there, after checking each argument against the
+    parameter's C++ type: a mismatch that the GPU would silently misread (an int32 for a size_t) is refused
+    here."""
     if len(args) != len(params):
         raise LaunchError(f"{label}: the kernel takes {len(params)} parameters, but {len(args)} arguments "
                           "were given")
@@ -240,7 +309,7 @@ def _pack_args(label: str, spec: KernelSpec, params: tuple[w.ParamInfo, ...],
         if problem:
             raise LaunchError(f"{label}: parameter {i + 1} ({_param_name(spec, i)}) {problem}")
         if isinstance(arg, DeviceBuffer):
-            packed.append((arg.handle.id, arg.offset * arg.dtype.itemsize))
+            packed.append((arg.handle.place(worker), arg.offset * arg.dtype.itemsize))
         else:
             packed.append(arg.tobytes())
     return packed
@@ -305,6 +374,15 @@ def _failure(label: str, args: Sequence[Arg], spec: KernelSpec, r: w.LaunchResul
     how = _ended(r.wait_status)
     return KernelFault(f"{label}: the kernel's process {'was ' * how.startswith('killed')}{how}, {where}\n"
                        f"{r.stderr.strip()}")
+
+
+def _printed(r: w.LaunchResult) -> str:
+    """The launch's output as the failure report gives it, with how much of it was left out."""
+    if not r.output_bytes:
+        return ""
+    cut = r.output_bytes - len(r.output.encode(errors="replace"))
+    note = f", {cut} more bytes left out" if cut > 0 else ""
+    return f"the kernel printed {r.output_bytes} bytes{note}:\n{r.output.rstrip()}"
 
 
 def _signal(args: Sequence[Arg], spec: KernelSpec, r: w.LaunchResult) -> str:

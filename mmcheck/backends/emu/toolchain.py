@@ -7,14 +7,13 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
-from ... import sandbox
+from ... import children, sandbox
 from ...compile import Build, cache_key, cache_root, local_includes, macro_flags
 from ...errors import BackendUnavailable
-from ...publish import publish
+from ...publish import intact, publish_sealed
 from ..device_code import compile_first, fingerprint
 from .unit import check_supported, compile_failure, compile_sources, compile_unit
 
@@ -67,7 +66,7 @@ class Toolchain:
         key = cache_key("emu-kernel", compile_unit(build, build.spec.source), flags, _shim_digest(), self.version,
                         self.runtime.name, local_includes(build.spec), fingerprint())
         path = self.cache / f"{key}.so"
-        if path.exists():
+        if intact(path):
             return path
         sources = compile_sources(build)
         units = [compile_unit(build, source) for source in sources]
@@ -82,13 +81,13 @@ class Toolchain:
                            "-x", "c++", "-", "-o", str(out), "-L", str(self.runtime), "-lmmemu",
                            f"-Wl,-rpath,{self.runtime}"]
                 reads = [_HERE, self.runtime, build.spec.folder]
-                proc = subprocess.run(sandbox.compile_command(command, reads, folder), input=unit,
-                                      capture_output=True, text=True, env={**_C_LOCALE, "TMPDIR": str(folder)})
+                proc = children.run(sandbox.compile_command(command, reads, folder), input=unit, env=_C_LOCALE,
+                                    tmpdir=folder)
                 if proc.returncode != 0:
                     raise compile_failure(build, proc.stderr.strip())
                 os.replace(out, tmp)
 
-        return publish(path, lambda tmp: compile_first(list(zip(sources, units)), lambda su: make(tmp, *su)))
+        return publish_sealed(path, lambda tmp: compile_first(list(zip(sources, units)), lambda su: make(tmp, *su)))
 
     def _build_runtime(self) -> Path:
         sources = [*(_HERE / name
@@ -127,7 +126,7 @@ def find_compiler() -> tuple[str, str]:
 
 
 def _run(argv: list[str], what: str) -> str:
-    proc = subprocess.run(argv, capture_output=True, text=True, env=_C_LOCALE)
+    proc = children.run(argv, env=_C_LOCALE)
     if proc.returncode != 0:
         raise BackendUnavailable(f"cannot {what} with {argv[0]}:\n{proc.stderr.strip()}")
     return proc.stdout

@@ -9,6 +9,7 @@ rest of the file runs."""
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -24,6 +25,7 @@ __all__ = ["compile_sources", "compile_unit", "check_supported", "compile_failur
 # so that prose cannot trigger a match.
 _NOT_CODE = re.compile(r"//[^\n]*|/\*.*?\*/|(?<!\w)(?:u8|[uUL])?R\"(?P<delim>[^()\\\s]{0,16})\(.*?\)(?P=delim)\""
                        r"|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
+_NOT_NEWLINE = re.compile(r"[^\n]")
 # (pattern whose group 1 names the construct, what it is)
 _UNSUPPORTED = (
     (re.compile(r"\b(tex1Dfetch|tex[123]D\w*|texCubemap\w*|surf[123]D\w*|cudaTextureObject_t|cudaSurfaceObject_t"
@@ -82,12 +84,16 @@ _MACRO_HEAD = re.compile(r"#[ \t]*define[ \t]+\w+(?:\([^()]*\))?\Z")
 _OPERAND_NAME = re.compile(r"\A\[\s*\w+\s*\]")  # [name] "=r"(x): names mean nothing to a call
 
 
+@functools.lru_cache(maxsize=8)
 def _code(source: str, literals: bool = False) -> str:
     """``source`` with comments and literals blanked (``literals``: comments only), newlines kept so that
-    offsets still give lines."""
+    offsets still give lines.  Kept for the texts last asked for: every dtype of a file scans the same text,
+    and a large file's scan is costly."""
     def blank(match: re.Match[str]) -> str:
         text = match.group()
-        return text if literals and not text.startswith("/") else re.sub(r"[^\n]", " ", text)
+        if literals and not text.startswith("/"):
+            return text
+        return _NOT_NEWLINE.sub(" ", text) if "\n" in text else " " * len(text)
 
     return _NOT_CODE.sub(blank, source)
 
@@ -246,17 +252,22 @@ def compile_unit(build: Build, source: str) -> str:
     exports the typed launcher and backs every ``extern __shared__`` array with the dynamic shared memory
     storage.  Launches in host code lose their ``<<<...>>>``: a plain call of the kernel, which g++ can
     compile and nothing runs.  Inline assembly becomes calls of the emulator (_inline_asm_calls)."""
-    spec = build.spec
-    source = _with_local_headers(source, spec.path, root=spec.folder)
-    for match, in_host in _launches(_code(source)):
-        if in_host:
-            blank = re.sub(r"[^\n]", " ", match.group())
-            source = source[:match.start()] + blank + source[match.end():]
-    source = _inline_asm_calls(source)
+    source, shared = _emulated(_with_local_headers(source, build.spec.path, root=build.spec.folder))
     text = unit_source(build, source=source)
     trailer = [f"MMEMU_EXPORT_KERNEL({build.instance})"]
-    trailer += [f"MMEMU_DYNAMIC_SHARED({name})" for name in sorted(set(_EXTERN_SHARED.findall(_code(source))))]
-    return f'{text}#line 1 "<emulator launcher for {spec.entry}>"\n' + "\n".join(trailer) + "\n"
+    trailer += [f"MMEMU_DYNAMIC_SHARED({name})" for name in shared]
+    return f'{text}#line 1 "<emulator launcher for {build.spec.entry}>"\n' + "\n".join(trailer) + "\n"
+
+
+@functools.lru_cache(maxsize=4)
+def _emulated(source: str) -> tuple[str, tuple[str, ...]]:
+    """``source`` as compile_unit gives it to unit_source (host launches blanked, inline assembly made calls),
+    and its ``extern __shared__`` arrays: the same for every dtype of a file, so made once."""
+    for match, in_host in _launches(_code(source)):
+        if in_host:
+            source = source[:match.start()] + _NOT_NEWLINE.sub(" ", match.group()) + source[match.end():]
+    source = _inline_asm_calls(source)
+    return source, tuple(sorted(set(_EXTERN_SHARED.findall(_code(source)))))
 
 
 def _with_local_headers(source: str, path: Path, once: set[Path] | None = None,

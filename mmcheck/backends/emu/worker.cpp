@@ -1,7 +1,8 @@
 // mmemu-worker: the process that owns the emulator's buffers and knows the kernel modules, driven by
 // worker.py over two pipes.  Each launch runs in a forked child, so that a crash, a hang or a sanitizer
 // abort in a kernel ends only the child; buffers are MAP_SHARED, so the child's writes are the worker's.
-// Built twice from the same source: plain, and with -fsanitize=address.
+// Every process a launch starts ends with it (end_launch), and its output comes back with its result,
+// capped (Output).  Built twice from the same source: plain, and with -fsanitize=address.
 //
 // No code of a kernel file ever runs in the worker itself: a module is loaded (its static constructors
 // run) only in a child, which enters the sandbox first (../../sandbox.h): Landlock lets it read the
@@ -22,13 +23,16 @@
 #include "mmemu.h"
 #include "../../sandbox.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <spawn.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -404,67 +408,148 @@ const mmemu_kernel* load_module(const std::string& path) {
     return k;
 }
 
-std::string slurp(int fd, size_t cap) {  // the last `cap` bytes of what the child wrote to fd
-    off_t size = lseek(fd, 0, SEEK_END);
-    off_t from = size > off_t(cap) ? size - off_t(cap) : 0;
-    std::string out(size_t(size - from), '\0');
-    if (pread(fd, out.data(), out.size(), from) != ssize_t(out.size())) out.clear();
-    return out;
+// What a child writes: the first kOutputCap bytes of its stdout (a kernel's printf), the last kErrorCap of its
+// stderr (a sanitizer's report comes last), and how many bytes stdout had.  Read while the child runs, so that
+// a kernel that prints without end neither blocks on a full pipe nor fills memory.
+constexpr size_t kOutputCap = 64 * 1024, kErrorCap = 16 * 1024;
+
+struct Output {
+    std::string out, err;
+    uint64_t out_total = 0;
+
+    // Reads what `fd` holds now: the bytes read, 0 at end-of-file, -1 where there are none now.
+    ssize_t take(int fd, bool is_out) {
+        char chunk[65536];
+        ssize_t r = read(fd, chunk, sizeof chunk);
+        if (r <= 0) return r < 0 ? -1 : 0;
+        if (is_out) {
+            out_total += uint64_t(r);
+            if (out.size() < kOutputCap) out.append(chunk, std::min(size_t(r), kOutputCap - out.size()));
+        } else {
+            err.append(chunk, size_t(r));
+            if (err.size() > 2 * kErrorCap) err.erase(0, err.size() - kErrorCap);
+        }
+        return r;
+    }
+};
+
+// The processes a child left behind (where the sandbox could not stop it starting them): with the worker their
+// subreaper, orphans come to it, even those that left the child's process group.  Killed and reaped until none
+// is left.
+void end_descendants() {
+    for (int round = 0; round < 100; ++round) {
+        std::vector<pid_t> children;
+        if (DIR* tasks = opendir("/proc/self/task")) {
+            while (dirent* t = readdir(tasks)) {
+                if (t->d_name[0] == '.') continue;
+                std::string path = std::string("/proc/self/task/") + t->d_name + "/children";
+                if (FILE* f = fopen(path.c_str(), "r")) {
+                    for (int pid; fscanf(f, "%d", &pid) == 1;) children.push_back(pid);
+                    fclose(f);
+                }
+            }
+            closedir(tasks);
+        }
+        if (children.empty()) return;
+        for (pid_t c : children) kill(c, SIGKILL);
+        for (pid_t c : children) waitpid(c, nullptr, 0);
+    }
 }
 
-// Waits for the child to exit, at most timeout_ms; the child holds the write end of `pipe_r`'s pipe, so
-// the read end reports hang-up exactly when the child has gone.
-bool wait_exit(int pipe_r, int timeout_ms) {
+// Ends a child's processes: its group, then whatever escaped it.
+void end_child(pid_t pid) {
+    kill(-pid, SIGKILL);
+    end_descendants();
+}
+
+// Runs until the child `pid` exits (`exited` becomes readable: its pidfd, or a pipe that only it holds),
+// reading its output meanwhile; false after timeout_ms.  A request pipe that becomes readable means the client
+// has gone (it sends nothing while it waits for a child): the child is ended, and the worker.
+bool wait_exit(pid_t pid, int exited, int out_fd, int err_fd, int timeout_ms, Output& output) {
     timespec start;
     clock_gettime(CLOCK_MONOTONIC, &start);
+    pollfd fds[4] = {{exited, POLLIN, 0}, {out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}, {g_in, POLLIN, 0}};
     for (;;) {
         timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         long elapsed = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
         if (elapsed >= timeout_ms) return false;
-        pollfd p{pipe_r, POLLIN, 0};
-        int r = poll(&p, 1, int(timeout_ms - elapsed));
-        if (r > 0) return true;
+        int r = poll(fds, 4, int(timeout_ms - elapsed));
         if (r < 0 && errno != EINTR) return true;  // cannot wait: let waitpid decide
+        if (r <= 0) continue;
+        if (fds[3].revents) {
+            end_child(pid);
+            _exit(0);
+        }
+        for (int i = 1; i < 3; ++i)
+            if (fds[i].revents && output.take(fds[i].fd, i == 1) == 0) fds[i].fd = -1;  // poll skips it from now
+        if (fds[0].revents) return true;
+    }
+}
+
+// What is left in a pipe whose writers are gone (or stuck: it is not waited for).
+void drain(int fd, bool is_out, Output& output) {
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    while (output.take(fd, is_out) > 0) {
     }
 }
 
 struct Ended {
     bool timed_out;
     int wait_status;
-    std::string stderr_text;
+    Output output;
 };
 
 struct Module {
     std::string path, folder;  // the compiled module, and the kernel file's folder
 };
 
-// Runs `body` (which never returns) in a forked child, sandboxed for module `m`, at most timeout_ms.
+// Runs `body` (which never returns) in a forked child, sandboxed for module `m`, at most timeout_ms: in a
+// process group of its own, ended with everything it started, its stdout and stderr read as it runs.
 template <class Body>
 Ended run_child(const Module& m, int timeout_ms, Body body) {
     memset(g_status, 0, sizeof *g_status);
-    int errfd = memfd_create("mmemu-stderr", 0);  // the child's stderr, for sanitizer reports and asserts
-    int pipefd[2];
-    if (errfd < 0 || pipe(pipefd) != 0) {
+    // The child's stdout and stderr, and a pipe that tells of its exit where there is no pidfd (Linux < 5.3).
+    int outp[2] = {-1, -1}, errp[2] = {-1, -1}, exitp[2] = {-1, -1};
+    if (pipe(outp) != 0 || pipe(errp) != 0 || pipe(exitp) != 0) {
         std::string why = strerror(errno);
-        if (errfd >= 0) close(errfd);
+        for (int fd : {outp[0], outp[1], errp[0], errp[1], exitp[0], exitp[1]})
+            if (fd >= 0) close(fd);
         throw Refused("cannot start a child: " + why);
     }
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
-        close(pipefd[0]);
-        dup2(errfd, 2);
+        // A process group of its own, killed as one when the child ends; dead with the worker, should that go
+        // first.  (enter_sandbox closes the worker's pipes, lest the child hold the client's reply pipe open.)
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(1);
+        dup2(outp[1], 1);
+        dup2(errp[1], 2);
+        for (int fd : {outp[0], outp[1], errp[0], errp[1], exitp[0]}) close(fd);
         enter_sandbox(m.path, m.folder, timeout_ms);
         body();
     }
-    close(pipefd[1]);
-    Ended e{pid > 0 && !wait_exit(pipefd[0], timeout_ms), 0, ""};
-    if (e.timed_out) kill(pid, SIGKILL);
-    if (pid > 0) waitpid(pid, &e.wait_status, 0);
-    close(pipefd[0]);
-    e.stderr_text = slurp(errfd, 16384);
-    close(errfd);
+    for (int fd : {outp[1], errp[1], exitp[1]}) close(fd);
+    Ended e{false, 0, {}};
+    if (pid > 0) {
+        setpgid(pid, pid);  // as the child does, whichever runs first
+        int pidfd = int(syscall(SYS_pidfd_open, pid, 0));
+        e.timed_out = !wait_exit(pid, pidfd >= 0 ? pidfd : exitp[0], outp[0], errp[0], timeout_ms, e.output);
+        if (pidfd >= 0) close(pidfd);
+        if (e.timed_out) {
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+        }
+        waitpid(pid, &e.wait_status, 0);
+        end_child(pid);
+        drain(outp[0], true, e.output);
+        drain(errp[0], false, e.output);
+    }
+    for (int fd : {outp[0], errp[0], exitp[0]}) close(fd);
     if (pid < 0) throw Refused(std::string("fork failed: ") + strerror(errno));
+    if (e.output.err.size() > kErrorCap) e.output.err.erase(0, e.output.err.size() - kErrorCap);
     return e;
 }
 
@@ -495,7 +580,7 @@ std::string load(Reader& in) {
     // Not loaded: the state says why (MMEMU_DONE with code -1: dlopen's message), with the child's end.
     w.put(uint8_t(e.timed_out ? MMEMU_TIMEOUT : s.state)).put(int32_t(s.code)).put(int32_t(e.wait_status));
     w.str(std::string(s.message, strnlen(s.message, sizeof s.message)));
-    w.str(e.stderr_text);
+    w.str(e.output.err);
     return w.out;
 }
 
@@ -548,7 +633,8 @@ std::string launch(Reader& in) {
     w.put(where_buffer).put(where_offset);
     w.str(std::string(s.message, strnlen(s.message, sizeof s.message)));
     w.str(std::string(s.warnings, strnlen(s.warnings, sizeof s.warnings)));
-    w.str(e.stderr_text);
+    w.str(e.output.err);
+    w.str(e.output.out).put(e.output.out_total);
     return w.out;
 }
 
@@ -608,6 +694,7 @@ int main(int argc, char** argv) {
                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (status == MAP_FAILED) return 1;
     g_status = static_cast<mmemu_status*>(status);
+    prctl(PR_SET_CHILD_SUBREAPER, 1);  // see end_descendants
     for (;;) {
         uint32_t n;
         if (!read_all(g_in, &n, sizeof n)) return 0;  // the client closed the pipe: done

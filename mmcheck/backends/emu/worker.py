@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import struct
 import subprocess
 import tempfile
@@ -27,6 +28,8 @@ STACK_OVERFLOW = 1000
 _PARAM = struct.Struct("<ccHII")                          # mmemu_param
 _LAUNCH = struct.Struct("<I3I3IQBBBQII")                   # kernel, grid, block, smem, schedule, fibers,
                                                            # strict, seed, timeout_ms, nargs
+# Seconds a closed worker gets to end its launch and exit before it is killed.
+_CLOSE_GRACE = 1.0
 _RESULT = struct.Struct("<B3I3IiiiiQIiiq")                 # see launch() in worker.cpp
 
 
@@ -80,10 +83,15 @@ class LaunchResult:
     message: str
     warnings: str
     stderr: str
+    output: str        # what it wrote to stdout (printf), its first 64 KiB (worker.cpp's kOutputCap)
+    output_bytes: int  # how many bytes that was in all
 
 
 class Worker:
-    """``reads``: what the worker's sandboxed children may read besides a module and its kernel's folder."""
+    """One mmemu-worker process.  It hosts one kernel module (a file built for one dtype: backend.py), so that
+    one file's code (its static constructors, the threads they start) never shares a process with another's;
+    ``held``: how many buffers it holds for the caller.  ``reads``: what the worker's sandboxed children may
+    read besides a module and its kernel's folder."""
 
     def __init__(self, executable: Path, reads: list[str]) -> None:
         scratch = tempfile.mkdtemp(prefix="mmcheck-scratch-")
@@ -92,9 +100,12 @@ class Worker:
         argv = [str(executable), str(req_r), str(rep_w), scratch, str(sandbox.KERNEL_MEMORY),
                 sandbox.protections() or "-", *reads]
         try:
-            # A process group of its own: Ctrl-C at a terminal reaches mmcheck alone, which stops the worker.
-            # An environment of its own: kernels see none of mmcheck's (tokens, paths).
-            proc = subprocess.Popen(argv, pass_fds=(req_r, rep_w), stdin=subprocess.DEVNULL, process_group=0,
+            # A session of its own: Ctrl-C at a terminal reaches mmcheck alone, which stops the worker; and
+            # what its launches leave behind, wherever it has gone, is found by the session (_close).  An
+            # environment of its own: kernels see none of mmcheck's (tokens, paths).  What the module's static
+            # constructors print goes nowhere (a launch's own output comes back with it).
+            proc = subprocess.Popen(argv, pass_fds=(req_r, rep_w), stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
                                     env={"LC_ALL": "C"})
         except BaseException:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -103,6 +114,9 @@ class Worker:
             os.close(req_r)
             os.close(rep_w)
         self._out, self._in = req_w, rep_r
+        self.pid = proc.pid
+        self.held = 0
+        self._proc = proc
         self._closer = weakref.finalize(self, _close, proc, req_w, rep_r, scratch)
 
     def close(self) -> None:
@@ -110,7 +124,9 @@ class Worker:
 
     @property
     def alive(self) -> bool:
-        return self._closer.alive
+        """Open, and its process still running (one killed between requests is found here, not by a request
+        that fails)."""
+        return self._closer.alive and self._proc.poll() is None
 
     def load(self, path: Path, folder: Path, timeout_ms: int) -> tuple[int, tuple[ParamInfo, ...]]:
         """Load module ``path``, compiled from a file in ``folder``, in a sandboxed child that may run at most
@@ -119,7 +135,7 @@ class Worker:
         reply = self._call(b"L", struct.pack("<II", timeout_ms, len(name)), name, os.fsencode(folder))
         if reply[0] != DONE:
             state, code, wait_status = struct.unpack_from("<Bii", reply)
-            message, stderr = _texts(reply, 9, 2)
+            (message, stderr), _ = _texts(reply, 9, 2)
             raise NotLoaded(state, code, wait_status, message, stderr)
         kernel, nparams = struct.unpack_from("<II", reply, 1)
         params = tuple(ParamInfo(k.decode(), e.decode(), size, elem_size)
@@ -127,14 +143,20 @@ class Worker:
         return kernel, params
 
     def alloc(self, data: memoryview) -> int:
-        return struct.unpack("<I", self._call(b"A", struct.pack("<Q", data.nbytes), data))[0]
+        buffer: int = struct.unpack("<I", self._call(b"A", struct.pack("<Q", data.nbytes), data))[0]
+        self.held += 1
+        return buffer
 
     def read(self, buffer: int) -> bytearray:
         return self._call(b"R", struct.pack("<I", buffer))
 
     def free(self, buffer: int) -> None:
+        self.held -= 1
         if self.alive:
-            self._call(b"F", struct.pack("<I", buffer))
+            try:
+                self._call(b"F", struct.pack("<I", buffer))
+            except WorkerError:  # gone meanwhile, and the buffer with it
+                pass
 
     def launch(self, kernel: int, grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,
                schedule: int, fibers: bool, strict: bool, seed: int, timeout_ms: int,
@@ -148,40 +170,50 @@ class Worker:
                 parts.append(struct.pack("<BIQ", 0, *arg))
         reply = self._call(b"X", *parts)
         head = _RESULT.unpack_from(reply)
-        texts = _texts(reply, _RESULT.size, 3)
+        texts, at = _texts(reply, _RESULT.size, 4)
+        (output_bytes,) = struct.unpack_from("<Q", reply, at)
         state, bx, by, bz, tx, ty, tz, in_kernel, signo, code, is_write, addr, size, wait, buf, off = head
+        message, warnings, stderr, output = texts
         return LaunchResult(state, (bx, by, bz), (tx, ty, tz), bool(in_kernel), signo, code, is_write, addr, size,
-                            wait, None if buf < 0 else buf, off, *texts)
+                            wait, None if buf < 0 else buf, off, message, warnings, stderr, output, output_bytes)
 
     def _call(self, op: bytes, *payload: bytes | memoryview) -> bytearray:
-        """One request and its reply's payload.  Neither side is copied on the way: buffers can be large."""
-        if not self.alive:
+        """One request and its reply's payload.  Neither side is copied on the way: buffers can be large.  A
+        request cut short (Ctrl-C in the middle of it) leaves the pipes out of step: the worker is closed then,
+        lest a later request (a buffer's finalizer) wait on a reply that never comes."""
+        if not self._closer.alive:
             raise WorkerError("the emulator worker has been closed")
         parts = [memoryview(p).cast("B") for p in payload]
         try:
             _write_all(self._out, [struct.pack("<I", 1 + sum(p.nbytes for p in parts)), op, *parts])
         except OSError as e:
             self.close()
-            raise WorkerError(f"the emulator worker died ({e})") from None
+            raise WorkerError(f"the emulator worker died ({e}; {_ended(self._proc)})") from None
+        except BaseException:
+            self.close()
+            raise
         try:
             n, status = struct.unpack("<IB", _read_exact(self._in, 5))
             reply = _read_exact(self._in, n - 1)
         except (OSError, EOFError) as e:
             self.close()
-            raise DiedHandling(f"the emulator worker died handling the request ({e})") from None
+            raise DiedHandling(f"the emulator worker died handling the request ({e}; {_ended(self._proc)})") from None
+        except BaseException:
+            self.close()
+            raise
         if status != 0:
             raise Refused(reply.decode(errors="replace"))
         return reply
 
 
-def _texts(reply: bytearray, at: int, count: int) -> list[str]:
-    """``count`` length-prefixed texts of a reply, from byte ``at``."""
+def _texts(reply: bytearray, at: int, count: int) -> tuple[list[str], int]:
+    """``count`` length-prefixed texts of a reply, from byte ``at``, and the byte after them."""
     texts = []
     for _ in range(count):
         (n,) = struct.unpack_from("<I", reply, at)
         texts.append(reply[at + 4:at + 4 + n].decode(errors="replace"))
         at += 4 + n
-    return texts
+    return texts, at
 
 
 def _write_all(fd: int, parts: list) -> None:
@@ -205,12 +237,37 @@ def _read_exact(fd: int, n: int) -> bytearray:
     return out
 
 
+def _ended(proc: subprocess.Popen) -> str:
+    """How the worker's process ended, once closed: by which signal, or with which status."""
+    if proc.returncode is None:
+        return "it is still running"
+    if proc.returncode < 0:
+        return f"it was killed by {signal.Signals(-proc.returncode).name}"
+    return f"it exited with status {proc.returncode}"
+
+
 def _close(proc: subprocess.Popen, out_fd: int, in_fd: int, scratch: str) -> None:
-    os.close(out_fd)  # the worker reads end-of-file and exits
+    os.close(out_fd)  # the worker reads end-of-file (in a launch: a hang-up), ends its launch and exits
     os.close(in_fd)
     try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
+        proc.wait(timeout=_CLOSE_GRACE)
+    except subprocess.TimeoutExpired:  # stuck (a static constructor that never returns): Ctrl-C must not wait
         proc.kill()
         proc.wait()
     shutil.rmtree(scratch, ignore_errors=True)
+    if proc.returncode != 0:  # it could not end its launches itself: they are in its session
+        _kill_session(proc.pid)
+
+
+def _kill_session(sid: int) -> None:
+    """SIGKILL every process of session ``sid`` (a launch's processes, where their worker is gone)."""
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    # after the command's closing parenthesis: state, ppid, pgrp, session
+                    fields = f.read().rpartition(b")")[2].split()
+                if int(fields[3]) == sid:
+                    os.kill(int(entry.name), signal.SIGKILL)
+            except (OSError, IndexError, ValueError):  # gone meanwhile
+                pass

@@ -1,0 +1,55 @@
+"""Compilers run as children that end with their caller: each in a process group of its own, killed as a group
+where the caller is interrupted (Ctrl-C, or a pool worker's SIGTERM) while it runs, and writing its temporary
+files into a folder of mmcheck's own, removed at exit, so that a compiler cut short leaves neither a process nor
+a file (g++'s /tmp/cc*.o) behind.
+
+The folder is the process's own, or the one its parent made (``SCRATCH``, in the environment that pool workers
+inherit): the process that made it removes it."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+__all__ = ["run", "scratch", "SCRATCH"]
+
+SCRATCH = "MMCHECK_SCRATCH"
+
+
+def scratch() -> Path:
+    """The folder that compilers get as TMPDIR: made on first use, removed when the process that made it
+    exits."""
+    inherited = os.environ.get(SCRATCH)
+    if inherited and os.path.isdir(inherited):
+        return Path(inherited)
+    made = tempfile.mkdtemp(prefix="mmcheck-")
+    atexit.register(shutil.rmtree, made, ignore_errors=True)
+    os.environ[SCRATCH] = made
+    return Path(made)
+
+
+def run(argv: Sequence[str], *, input: str | bytes | None = None, env: Mapping[str, str] | None = None,
+        cwd: str | Path | None = None, text: bool = True, tmpdir: Path | None = None) -> subprocess.CompletedProcess:
+    """``subprocess.run(argv, capture_output=True)``, the child in a process group of its own with the
+    scratch folder as TMPDIR (or ``tmpdir``: a sandboxed compiler's own, the one folder it may write); an
+    exception here (KeyboardInterrupt, SystemExit) kills the group first."""
+    environment = {**(env if env is not None else os.environ), "TMPDIR": str(tmpdir or scratch())}
+    with subprocess.Popen(argv, stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=text, env=environment, cwd=cwd,
+                          process_group=0) as child:
+        try:
+            out, err = child.communicate(input)
+        except BaseException:
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            child.wait()
+            raise
+    return subprocess.CompletedProcess(list(argv), child.returncode, out, err)

@@ -1,0 +1,143 @@
+"""One Ctrl-C ends a run within 2 s at any moment (a cold compile cache, a hung kernel, -j 2, pytest), and leaves no
+process, no temporary file and no traceback behind, and the JSON of what finished.  The signal goes to the run's
+process group, as a terminal sends it, at a random moment (seeded)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mmcheck.backends import get_backend
+from mmcheck.backends.base import BackendOptions
+from mmcheck.errors import BackendUnavailable
+
+ROOT = Path(__file__).parents[1]
+_SPEC = """/* mmcheck
+[[kernel]]
+name = "{name}"
+entry = "mm"
+op = "mm"
+dtypes = ["float32"]
+params = ["A", "B", "C", "M", "N", "K"]
+block = [16, 16]
+grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
+*/
+__global__ void mm(const float* A, const float* B, float* C, int M, int N, int K) {{
+    int r = blockIdx.y * blockDim.y + threadIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;
+    {hang}
+    if (r < M && c < N) {{
+        float s = 0.0f;
+        for (int k = 0; k < K; ++k) s += A[r * K + k] * B[k * N + c];
+        C[r * N + c] = s;
+    }}
+}}
+"""
+# A volatile read each turn, so that the compiler keeps the loop; A[0] is never 12345.
+_HANG = "while (((volatile const float*)A)[0] != 12345.0f) {}"
+_RUNS = 30
+_EXIT_WITHIN = 2.0
+
+
+@pytest.fixture(scope="module")
+def kernels(tmp_path_factory):
+    """Two small kernel files, and a third whose kernel hangs; each run compiles the first two afresh (a define
+    of its own), so that a run's compiles are under way when the signal comes."""
+    try:
+        get_backend("emu", BackendOptions()).close()  # the emulator's runtime built, in the shared cache
+    except BackendUnavailable as e:
+        pytest.skip(f"emu backend: {e}")
+    folder = tmp_path_factory.mktemp("interrupt")
+    for name in ("one", "two"):
+        (folder / "good" / name).mkdir(parents=True)
+        (folder / "good" / name / f"{name}.cu").write_text(_SPEC.format(name=f"sigint.{name}", hang=""))
+    (folder / "hung").mkdir()
+    (folder / "hung" / "hung.cu").write_text(_SPEC.format(name="sigint.hung", hang=_HANG))
+    return folder
+
+
+def _left(sid: int, mark: bytes) -> list[str]:
+    """The processes still there, pid and command, of session ``sid`` or with ``mark`` in their environment
+    (the emulator's workers, in sessions of their own, and their launches inherit it), less the zombies: dead,
+    and waiting for init (whose turn they are once their parent is gone) to reap them."""
+    left = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_bytes().rpartition(b")")[2].split()
+                if fields[0] != b"Z" and (int(fields[3]) == sid or mark in (entry / "environ").read_bytes()):
+                    left.append(f"{entry.name} {(entry / 'cmdline').read_bytes().decode().replace(chr(0), ' ')}")
+            except (OSError, IndexError, ValueError):
+                pass
+    return left
+
+
+def _interrupted(command: list[str], env: dict[str, str], delay: float, tmp: Path) -> tuple[str, float | None]:
+    """Run ``command`` in a session of its own, SIGINT its process group after ``delay`` seconds; its stderr,
+    and how long it took to exit after the signal (None: it finished before)."""
+    mark = f"MMCHECK_TEST_RUN={tmp}\0"  # the end of the entry: tmp1 is no tmp10
+    child = subprocess.Popen(command, env={**env, "MMCHECK_TEST_RUN": str(tmp)}, cwd=ROOT, start_new_session=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        child.wait(timeout=delay)
+        took = None
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGINT)
+        sent = time.monotonic()
+        try:
+            child.wait(timeout=30)
+        finally:
+            took = time.monotonic() - sent
+            if child.poll() is None:
+                os.killpg(child.pid, signal.SIGKILL)
+    stderr = child.stderr.read() if child.stderr else ""
+    # What was killed may take a moment to go; what outlives that was left behind.
+    deadline = time.monotonic() + 1.0
+    while (left := _left(child.pid, mark.encode())) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not left, f"left behind: {left}\n{stderr}"
+    assert not list(tmp.iterdir()), f"temporary files left: {list(tmp.iterdir())}"
+    return stderr, took
+
+
+def test_a_ctrl_c_at_random_moments_ends_the_run_cleanly(kernels, tmp_path):
+    rng = random.Random(30)
+    ran = 0
+    for i in range(_RUNS):
+        tmp = tmp_path / f"tmp{i}"
+        tmp.mkdir()
+        env = {**os.environ, "TMPDIR": str(tmp)}
+        if i % 5 == 0:  # a cold cache: the runtime and the kernels are compiled
+            env["XDG_CACHE_HOME"] = str(tmp_path / f"cache{i}")
+        out = tmp_path / f"out{i}.json"
+        folders = [kernels / "good"] + ([kernels / "hung"] if i % 3 == 0 else [])
+        command = [sys.executable, "-c", "import sys; from mmcheck.cli import main; sys.exit(main(sys.argv[1:]))",
+                   "check", *(a for f in folders for a in ("--src", str(f))), "--backend", "emu", "--shape", "20x18x7",
+                   "--timeout", "60", "--json", str(out), "--results", str(tmp_path / "res"),
+                   *(["-j", "2"] if i % 2 else [])]
+        delay = rng.uniform(0.3, 2.0)
+        stderr, took = _interrupted(command, env, delay, tmp)
+        ran += took is not None
+        assert took is None or took < _EXIT_WITHIN, f"run {i}: {took:.2f} s after the signal\n{stderr}"
+        assert "Traceback" not in stderr, f"run {i} (signal after {delay:.2f} s):\n{stderr}"
+        document = json.loads(out.read_text())
+        assert isinstance(document["results"], list)
+    assert ran >= _RUNS // 2  # most runs were still going when the signal came
+
+
+def test_a_ctrl_c_ends_a_pytest_run_on_a_hung_kernel(kernels, tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", str(kernels / "hung"),
+               "--mmcheck-backend", "emu", "--mmcheck-timeout", "60"]
+    for delay in (1.0, 3.0):
+        stderr, took = _interrupted(command, {**os.environ, "TMPDIR": str(tmp)}, delay, tmp)
+        assert took is not None and took < _EXIT_WITHIN, took
+        assert "Traceback" not in stderr, stderr
