@@ -202,5 +202,4 @@ class Settings:
         from .backends.base import BackendOptions
 
         return BackendOptions(sanitize=self.sanitize, timeout=self.timeout,
-                              strict_barriers=not self.barrier_warnings, compiler=self.compiler,
-                              require_sandbox=self.require_sandbox)
+                              strict_barriers=not self.barrier_warnings, compiler=self.compiler)

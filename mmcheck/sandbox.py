@@ -17,8 +17,9 @@ compiler as the emulator: Python's ``preexec_fn`` is unsafe in a process with th
 sandboxed before it is loaded, in the worker's child, where no Python runs.
 
 Where the host lacks a protection (no Landlock, no seccomp), the run goes on without it and says so once
-(``missing``); ``--require-sandbox`` makes that an error.  What is not covered: NVRTC compiles inside the GPU
-backend's process, unsandboxed; stat() of any path still answers (Landlock restricts opening, not looking);
+(``missing``); ``--require-sandbox`` makes that an error.  NVRTC, a library, compiles in a child process of
+its own in the sandbox (backends/nvrtc_child.py).  What is not covered: stat() of any path still answers
+(Landlock restricts opening, not looking);
 and a kernel written against the emulator's internals can overwrite the launch's status page to hide an
 attempt from the report, though not to make it succeed.
 """
@@ -168,8 +169,9 @@ def _launcher() -> Path:
     return path
 
 
-# g++ (and nvcc, whose preprocessor it is): "FILE:LINE:COL: fatal error: HEADER: Permission denied"
-_DENIED_INCLUDE = re.compile(r"fatal error: ([^\n]+?): Permission denied")
+# g++ (and nvcc, whose preprocessor it is): "FILE:LINE:COL: fatal error: HEADER: Permission denied"; NVRTC:
+# 'FILE(LINE): catastrophic error: cannot open source file "HEADER": Permission denied'
+_DENIED_INCLUDE = re.compile(r'(?:fatal error: |cannot open source file ")([^\n"]+?)"?: Permission denied')
 _LAUNCHER_FAILED = re.compile(r"^mmsandbox: (.*)$", re.M)
 
 

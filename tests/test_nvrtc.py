@@ -17,19 +17,21 @@ from pathlib import Path
 
 import pytest
 
+from mmcheck import sandbox
 from mmcheck.backends import device_code
 from mmcheck.backends.cubin import Compiled
 from mmcheck.backends.nvrtc import Nvrtc, probe
 from mmcheck.compile import Build, find_symbol, function_symbols
-from mmcheck.errors import BackendUnavailable, CompileError, Unsupported
+from mmcheck.errors import BackendUnavailable, CompileError, SandboxViolation, Unsupported
 from mmcheck.prepare import plan
 from mmcheck.shapes import shapes_for
-from mmcheck.spec import KernelSpec, find_sources, load_specs, parse_specs
+from mmcheck.spec import KernelSpec, collect, load_specs, parse_specs
 
 from .run_once import RunOnce, this_workers_cores, this_workers_order
 
 ZOO = Path(__file__).resolve().parent.parent / "cuda_src"
-KERNELS = [(s, d) for f in find_sources([ZOO]) for s in load_specs(f) for d in s.dtypes]
+# As a run reads them (collect): each kernel's headers may come from anywhere under cuda_src/.
+KERNELS = [(s, d) for s in collect([ZOO]).specs for d in s.dtypes]
 ARCH = "sm_90"  # Hopper, the lent GPUs; every NVRTC from 11.8 to 13.x compiles for it
 
 
@@ -169,6 +171,19 @@ def test_host_code_guarded_from_nvrtc_compiles(nvrtc, monkeypatch):
     assert compiled.symbol == "_Z1kPKfS0_Pfi" and compiled.symbol in function_symbols(compiled.cubin)
 
 
+def test_nvrtc_compiles_in_the_sandbox_and_reads_no_file_outside_the_kernels_folder(nvrtc, monkeypatch):
+    """NVRTC follows a file's #include itself: in its sandboxed child it cannot read /etc/passwd, and the error
+    names the header, never a line of it."""
+    if not sandbox.host().landlock:
+        pytest.skip("no Landlock here: the sandbox cannot restrict what NVRTC reads (mmcheck says so in a note)")
+    monkeypatch.setattr(device_code, "_index", lambda: None)  # the whole file, its include too
+    first = Path("/etc/passwd").read_text().splitlines()[0]
+    with pytest.raises(SandboxViolation) as error:
+        nvrtc.compile(_build('#include "/etc/passwd"\n' + DEVICE), ARCH)
+    assert "the file tried to include /etc/passwd, which is outside its folder" in str(error.value)
+    assert first not in str(error.value)
+
+
 def test_the_c_library_headers_device_code_includes_are_there(nvrtc, monkeypatch):
     """assert and printf in a kernel, abort in a __host__ __device__ error path: the file as it is, as nvcc
     compiles it (NVRTC itself has no <cassert>, <cstdio> or <cstdlib>)."""
@@ -248,20 +263,23 @@ def test_cubins_are_cached_on_disk_and_a_damaged_entry_is_recompiled(tmp_path, n
     fresh = Nvrtc(str(tmp_path))
     build = _build(DEVICE)
     first = fresh.compile(build, ARCH)
-    (entry,) = (p for p in (tmp_path / "nvrtc").iterdir() if p.suffix != ".lock")  # beside it, its lock file
+    # beside it, its lock file and its digest
+    (entry,) = (p for p in (tmp_path / "nvrtc").iterdir() if p.suffix not in (".lock", ".sha256"))
     assert entry.suffix == ".cubin" and not entry.name.startswith(".")
     monkeypatch.setattr(fresh, "_compile", lambda *args: pytest.fail("compiled again despite the cache"))
     again = fresh.compile(build, ARCH)
     assert (again.cubin, again.symbol) == (first.cubin, first.symbol)
     monkeypatch.undo()
     entry.write_bytes(b"garbage")
-    assert fresh.compile(build, ARCH).cubin == first.cubin
+    with pytest.warns(RuntimeWarning, match="is damaged .*: it is rebuilt"):
+        assert fresh.compile(build, ARCH).cubin == first.cubin
 
 
 def test_compiling_leaves_the_callers_locale_alone(nvrtc, tmp_path):
-    """NVRTC 12 sets the process's locale to "C" and leaves it so (Python's default encoding becomes ASCII, and
-    reading a UTF-8 file fails after it); mmcheck puts the locale back.  The whole locale is compared: an earlier
-    compile in this process would have made the encodings equal either way."""
+    """NVRTC 12 sets its process's locale to "C" and leaves it so (Python's default encoding becomes ASCII, and
+    reading a UTF-8 file fails after it); it compiles in a child process of its own, which leaves this one's
+    alone.  The whole locale is compared: an earlier compile in this process would have made the encodings
+    equal either way."""
     python_set = locale.setlocale(locale.LC_ALL)
     try:
         before = locale.setlocale(locale.LC_ALL, "")  # the environment's: not "C", unless it says so

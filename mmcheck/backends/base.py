@@ -74,7 +74,6 @@ class BackendOptions:
     strict_barriers: bool = True    # emulator: barrier divergence is an error (False: a warning)
     cache_dir: str | None = None    # where compiled modules are kept; None: the user cache dir
     compiler: str = COMPILER        # GPU: nvcc, nvrtc, or auto (nvcc if on PATH, else nvrtc)
-    require_sandbox: bool = False   # refuse what would compile or run a kernel file's code unsandboxed
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from typing import Protocol
 from .. import children, sandbox
 from ..compile import Build, cache_key, cache_root, find_symbol, function_symbols, local_includes, unit_source
 from ..defaults import COMPILERS
-from ..errors import BackendUnavailable, CompileError, SandboxUnavailable
+from ..errors import BackendUnavailable, CompileError
 from .cubin import Compiled, CubinCache, common_options
 from .device_code import compile_first, fingerprint, sources
 from .nvrtc import Nvrtc
@@ -72,17 +72,13 @@ def resolve(name: str) -> str:
     return name
 
 
-def get_compiler(name: str, cache_dir: str | None = None, require_sandbox: bool = False) -> Compiler:
+def get_compiler(name: str, cache_dir: str | None = None) -> Compiler:
     """The compiler ``name`` (nvcc, nvrtc or auto); BackendUnavailable, saying why, where it cannot be used.
-    NVRTC compiles inside the GPU backend's process, outside the sandbox: refused where the sandbox is
-    required (SandboxUnavailable)."""
+    Both compile in the sandbox (nvcc through its launcher, NVRTC in a child process: nvrtc_child.py)."""
     name = resolve(name)
     if name == "nvcc":
         return Nvcc(cache_dir)
     if name == "nvrtc":
-        if require_sandbox:
-            raise SandboxUnavailable("--require-sandbox: NVRTC compiles inside the GPU backend's own process, "
-                                     "which the sandbox does not cover; use --compiler nvcc")
         return Nvrtc(cache_dir)
     raise BackendUnavailable(f"unknown compiler {name!r} (choose from {', '.join(COMPILERS)})")
 

@@ -61,7 +61,7 @@ class GpuBackend(ABC):
         self.options = options
         self.cc = cc
         self.arch = arch(cc)
-        self.compiler = get_compiler(options.compiler, options.cache_dir, options.require_sandbox)
+        self.compiler = get_compiler(options.compiler, options.cache_dir)
         if reason := self.compiler.unsupported(cc):
             raise BackendUnavailable(reason)
         self._queued: list[np.ndarray] = []  # the page-locked sources of uploads not yet known to be done

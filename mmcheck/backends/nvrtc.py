@@ -39,20 +39,22 @@ headers, and written atomically, as the emulator keeps its modules.
 
 from __future__ import annotations
 
+import base64
 import ctypes
 import functools
 import importlib.metadata as metadata
 import json
-import locale
 import os
 import re
 import shutil
+import site
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import children, sandbox
 from ..compile import Build, cache_key, cache_root, local_includes, unit_source
 from ..errors import BackendUnavailable, CompileError, Unsupported
 from .cubin import Compiled, CubinCache, arch_rule, common_options
@@ -438,39 +440,62 @@ class Nvrtc:
         def make() -> Compiled:
             # The file's device code first: what NVRTC can take of any file (compilers.py).
             units = [unit_source(build, instantiate=False, source=text) for text in sources(build)]
-            # NVRTC 12 sets the process's locale to "C" while it compiles and leaves it so, which turns
-            # Python's default text encoding into ASCII for everything after: put the locale back.
-            saved = locale.setlocale(locale.LC_ALL)
-            try:
-                return compile_first(units, lambda source: self._compile(build, source, expression, options))
-            finally:
-                locale.setlocale(locale.LC_ALL, saved)
+            return compile_first(units, lambda source: self._compile(build, source, expression, options))
 
         return self.cache.fetch(key, make)
 
     def _compile(self, build: Build, source: str, expression: str, options: Sequence[str]) -> Compiled:
-        from cuda.bindings import nvrtc
-
+        """NVRTC's compile of ``source``, in a child process inside the sandbox (nvrtc_child.py)."""
         name = str(build.spec.path)
-        program = _check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []), "nvrtcCreateProgram")
+        request = json.dumps({"source": source, "name": name, "expression": expression, "options": list(options)})
+        # What the child reads: Python and its packages (mmcheck's own too), the NVRTC library, the headers it
+        # is given, and the kernel's folder.
+        reads: list[str | Path] = [sys.prefix, sys.base_prefix, *site.getsitepackages(),
+                                   Path(__file__).resolve().parents[1],
+                                   *([Path(self.library.path).parent] if self.library.path else []), *self.include,
+                                   C_LIBRARY, build.spec.folder]
+        with sandbox.scratch() as folder:
+            argv = sandbox.compile_command([sys.executable, "-m", "mmcheck.backends.nvrtc_child"], reads, folder)
+            done = children.run(argv, input=request, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+                                tmpdir=folder)
         try:
-            _check(nvrtc.nvrtcAddNameExpression(program, expression.encode()), "nvrtcAddNameExpression")
-            flags = [o.encode() for o in options]
-            err, *_ = nvrtc.nvrtcCompileProgram(program, len(flags), flags)
-            log = _log(program)
-            if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-                reason = classify_failure(log, self.library.version, self.headers, build.spec.source,
-                                          str(build.spec.path))
-                if reason:
-                    raise Unsupported(reason)
-                raise CompileError(f"{name}: {self.library.label} failed for {build}:\n{log or _error_string(err)}")
-            symbol = _check(nvrtc.nvrtcGetLoweredName(program, expression.encode()), "nvrtcGetLoweredName")
-            size = _check(nvrtc.nvrtcGetCUBINSize(program), "nvrtcGetCUBINSize")
-            cubin = bytearray(size)  # written into by NVRTC: never into an immutable (perhaps shared) bytes
-            _check(nvrtc.nvrtcGetCUBIN(program, cubin), "nvrtcGetCUBIN")
-        finally:
-            nvrtc.nvrtcDestroyProgram(program)
-        return Compiled(bytes(cubin), symbol.decode() if isinstance(symbol, bytes) else str(symbol), log)
+            answer = json.loads(done.stdout)
+        except ValueError:
+            said = done.stderr.strip()
+            refusal = sandbox.compile_refusal(build.spec.path, build.spec.folder, said)
+            raise refusal or CompileError(f"{name}: {self.library.label} ended without an answer "
+                                          f"(status {done.returncode}):\n{said[-2000:]}") from None
+        log = answer["log"]
+        if not answer["ok"]:
+            if refusal := sandbox.compile_refusal(build.spec.path, build.spec.folder, log):
+                raise refusal
+            reason = classify_failure(log, self.library.version, self.headers, build.spec.source, name)
+            if reason:
+                raise Unsupported(reason)
+            raise CompileError(f"{name}: {self.library.label} failed for {build}:\n{log}")
+        return Compiled(base64.b64decode(answer["cubin"]), answer["symbol"], log)
+
+
+def compile_program(source: str, name: str, expression: str, options: Sequence[str]) -> tuple[bool, str, bytes, str]:
+    """NVRTC's compile of ``source`` in this process (nvrtc_child.py's): whether it compiled, its log, and the
+    cubin and the lowered name of ``expression`` where it did."""
+    from cuda.bindings import nvrtc
+
+    program = _check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []), "nvrtcCreateProgram")
+    try:
+        _check(nvrtc.nvrtcAddNameExpression(program, expression.encode()), "nvrtcAddNameExpression")
+        flags = [o.encode() for o in options]
+        err, *_ = nvrtc.nvrtcCompileProgram(program, len(flags), flags)
+        log = _log(program)
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            return False, log or _error_string(err), b"", ""
+        symbol = _check(nvrtc.nvrtcGetLoweredName(program, expression.encode()), "nvrtcGetLoweredName")
+        size = _check(nvrtc.nvrtcGetCUBINSize(program), "nvrtcGetCUBINSize")
+        cubin = bytearray(size)  # written into by NVRTC: never into an immutable (perhaps shared) bytes
+        _check(nvrtc.nvrtcGetCUBIN(program, cubin), "nvrtcGetCUBIN")
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
+    return True, log, bytes(cubin), symbol.decode() if isinstance(symbol, bytes) else str(symbol)
 
 
 def _log(program: Any) -> str:
