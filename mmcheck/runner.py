@@ -141,8 +141,7 @@ class Runner:
 
     def _run(self, case: Case) -> Result:
         assert case.shape is not None, "a case to run has a shape"
-        if hasattr(self.backend, "printed"):  # what an earlier case's launch printed is not this case's
-            self.backend.printed = ""
+        self.backend.printed = ""  # what an earlier case's launch printed is not this case's
         if largest_buffer(case.spec, case.shape) >= LARGE and (reason := self._out_of_reach(case)):
             return Result.told(case, Outcome.SKIP, case.label, reason)
         try:
@@ -164,8 +163,8 @@ class Runner:
                 self._check(case, kernel, launched, trial, schedules if i == 0 else schedules[:1])
         except (Caught, MmcheckError) as e:
             failed = outcome_of(case, e, self.results)
-            # What the kernel printed, where its backend keeps it (the emulator's), goes with its failure alone.
-            if printed := getattr(self.backend, "printed", ""):
+            # What the kernel printed goes with its failure alone.
+            if printed := self.backend.printed:
                 failed = dataclasses.replace(failed, message=f"{failed.message}\n{printed}")
             return failed
         return Result(case, Outcome.PASS, kernel.unchecked)

@@ -31,6 +31,21 @@ def drops_last_k(a, b, c, m, n, k, schedule):
     _mm(a, b, c, m, n, k, drop_last_k=True)
 
 
+def prints_and_drops_last_k(a, b, c, m, n, k, schedule):
+    """Writes its standard output as a GPU's driver writes a kernel's printf: 100,000 lines, past any cap."""
+    import os
+
+    os.write(1, b"".join(b"debug line %d of the kernel\n" % i for i in range(100_000)))
+    _mm(a, b, c, m, n, k, drop_last_k=True)
+
+
+def prints_and_is_right(a, b, c, m, n, k, schedule):
+    import os
+
+    os.write(1, b"all is well\n")
+    _mm(a, b, c, m, n, k)
+
+
 def writes_past_end(a, b, c, m, n, k, schedule):
     _mm(a, b, c, m, n, k)
     c.handle[c.size - c.offset] = 0  # one element into the trailing guard band
@@ -111,6 +126,7 @@ def packs_its_arguments_badly(*args):
 class FakeBackend:
     name = "fake"
     capabilities = Capabilities()
+    printed = ""
 
     def __init__(self, options: BackendOptions = BackendOptions(), schedules=("forward", "reverse"), costly=(),
                  fingerprint=None):

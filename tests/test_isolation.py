@@ -171,3 +171,17 @@ def test_an_exception_in_the_worker_is_mmchecks_own_error_not_a_crash_of_the_ker
     assert text.startswith(f"in the {FAKE} backend's worker process (pid {worker}):\nTraceback")
     assert 'struct.pack("Z")' in text and text.endswith("struct.error: bad char in struct format\n")
     assert after.ok and runner.backend._workers[None].process.pid == worker
+
+
+def test_what_a_kernel_prints_goes_with_its_failure_capped_never_to_mmchecks_output(runner, capfd):
+    """On a GPU the driver writes a kernel's printf to its process's standard output: the worker's, which is a
+    file of its own, taken after each launch."""
+    shape = Shape(4, 4, 4)
+    wrong = runner.run(runner.case(spec_for("prints_and_drops_last_k", ("float32",)), "float32", shape))
+    right = runner.run(runner.case(spec_for("prints_and_is_right", ("float32",)), "float32", shape))
+    assert (wrong.outcome, right.outcome) == ("fail", "pass")
+    total = sum(len(b"debug line %d of the kernel\n" % i) for i in range(100_000))
+    kept = wrong.message.split(f"the kernel printed {total} bytes, ", 1)[1]
+    assert kept.startswith(f"{total - 64 * 1024} more bytes left out:\ndebug line 0 of the kernel\n")
+    assert len(kept) < 70_000 and "all is well" not in right.message + wrong.message
+    assert "debug line" not in capfd.readouterr().out

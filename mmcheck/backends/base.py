@@ -157,6 +157,9 @@ class Timing:
 class Backend(Protocol):
     name: str
     capabilities: Capabilities
+    # What the last launch printed (a kernel's printf, capped: printed_words), for its failure report alone; ""
+    # where it printed nothing.  The runner clears it before each case.
+    printed: str
 
     def compile(self, build: Build) -> Kernel:
         """Compile (or fetch from cache) ``build``; raise CompileError or Unsupported."""
@@ -266,3 +269,15 @@ def compute_capability(backend: Backend) -> tuple[int, int] | None:
         return found.device().cc
     except MmcheckError:
         return None
+
+
+PRINT_CAP = 64 * 1024  # bytes of a launch's output kept for its report
+
+
+def printed_words(total: int, kept: bytes) -> str:
+    """What a launch printed, as its failure report says it: ``total`` bytes, of which ``kept`` (the first)."""
+    if not total:
+        return ""
+    cut = total - len(kept)
+    note = f", {cut} more bytes left out" if cut > 0 else ""
+    return f"the kernel printed {total} bytes{note}:\n{kept.decode(errors='replace').rstrip()}"

@@ -55,6 +55,7 @@ class GpuBackend(ABC):
     # A fault can leave the CUDA context unusable, and a hung kernel cannot be stopped from its own process: the
     # backend runs in a worker process, under compute-sanitizer's tools where they are asked for.
     capabilities = Capabilities(gpu=True, sanitizers=sanitizer.TOOLS, times=True, large=True, isolated=True)
+    printed = ""  # what a kernel prints goes to this process's standard output, which ProcessBackend takes
     _error: type[Exception]
 
     def __init__(self, options: BackendOptions, cc: tuple[int, int]) -> None:

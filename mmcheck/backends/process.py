@@ -20,6 +20,7 @@ import dataclasses
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
@@ -29,7 +30,8 @@ import numpy as np
 from ..compile import Build
 from ..errors import InternalError, KernelFault, KernelTimeout, LaunchError, MmcheckError
 from . import channel, registry
-from .base import Arg, BackendOptions, Device, DeviceBuffer, Dim3, DownloadsInto, Kernel, Timing
+from .base import (PRINT_CAP, Arg, BackendOptions, Device, DeviceBuffer, Dim3, DownloadsInto, Kernel, Timing,
+                   printed_words)
 
 if TYPE_CHECKING:
     from ..timer import Measurement, Method
@@ -93,8 +95,11 @@ class _Worker:
         self.closed = False
         if watch:
             command = watch.command() + command
-        # A process group of its own: Ctrl-C at a terminal reaches mmcheck alone, which stops the child.
-        self.process = subprocess.Popen(command, pass_fds=theirs, process_group=0)
+        # A process group of its own: Ctrl-C at a terminal reaches mmcheck alone, which stops the child.  Its
+        # standard output (a kernel's printf: the driver writes it there) goes to a file of its own, never to
+        # mmcheck's; what each launch added is taken after it (printed).
+        self.output = os.open(tempfile.gettempdir(), os.O_TMPFILE | os.O_RDWR | os.O_APPEND, 0o600)
+        self.process = subprocess.Popen(command, pass_fds=theirs, process_group=0, stdout=self.output)
         for fd in theirs:
             os.close(fd)
         self.channel = channel.Channel(*ours)
@@ -115,6 +120,15 @@ class _Worker:
 
     def call(self, method: str, *args: object, timeout: float | None) -> Any:
         return self.answer(self.send(method, *args, timeout=timeout))
+
+    def printed(self) -> str:
+        """What the child printed since it was last asked (printed_words), the file emptied for the next."""
+        if self.output < 0:
+            return ""
+        total = os.fstat(self.output).st_size
+        kept = os.pread(self.output, min(total, PRINT_CAP), 0)
+        os.ftruncate(self.output, 0)  # the child appends: its next write starts the file again
+        return printed_words(total, kept)
 
     def send(self, method: str, *args: object, timeout: float | None) -> _Answer:
         """Send a request; its answer is read by ``answer``.  ``timeout`` counts from when the child can
@@ -175,6 +189,9 @@ class _Worker:
         # nothing waits on it (subprocess reaps it later).
         self.process.kill()
         self.channel.close()
+        if self.output >= 0:
+            os.close(self.output)
+            self.output = -1
         if self.watch:
             self.watch.close()
 
@@ -186,6 +203,7 @@ class ProcessBackend:
     def __init__(self, inner: str, options: BackendOptions = BackendOptions(), tools: Tools | None = None) -> None:
         self.inner, self.options, self.tools = inner, options, tools
         self.capabilities = registry.load(inner).capabilities
+        self.printed = ""
         # The worker of the requests of no schedule (compiles, timing): a plain one, unless every request runs
         # under a tool.
         self._first = tools.names[0] if tools and tools.everywhere else None
@@ -306,6 +324,7 @@ class _Launch:
         try:
             results = worker.answer(self.answer)
         except (KernelFault, KernelTimeout) as e:
+            self.backend.printed = worker.printed()
             found = worker.found(self.names)
             if self.backend._workers.get(tool) is worker:  # not replaced since, for some other reason
                 self.backend._restart(tool)
@@ -314,6 +333,7 @@ class _Launch:
         except MmcheckError as e:
             self.error = e
             return
+        self.backend.printed = worker.printed()
         found = worker.found(self.names)
         if found:
             if worker.watch and worker.watch.spent():

@@ -24,7 +24,7 @@ from ...errors import (BarrierError, CompileError, KernelFault, KernelTimeout, L
 from ...publish import atomic_write
 from ...spec import KernelSpec, load_specs
 from ..base import (MAX_BLOCK, MAX_DYNAMIC_SMEM, MAX_GRID, MAX_THREADS, Arg, BackendOptions, Capabilities,
-                    DeviceBuffer, Dim3, Kernel)
+                    DeviceBuffer, Dim3, Kernel, printed_words)
 from . import worker as w
 from .toolchain import Toolchain
 
@@ -214,7 +214,7 @@ class EmuBackend:
         self.printed = ""
         result = worker.launch(module.id, grid, block, smem, w.SCHEDULES[schedule], module.fibers,
                                self.options.strict_barriers, _SEED, timeout_ms, packed)
-        self.printed = _printed(result)
+        self.printed = printed_words(result.output_bytes, result.output.encode())
         for line in result.warnings.splitlines():
             warnings.warn(f"{label}: {line}", RuntimeWarning, stacklevel=3)
         if result.state != w.DONE:
@@ -376,13 +376,6 @@ def _failure(label: str, args: Sequence[Arg], spec: KernelSpec, r: w.LaunchResul
                        f"{r.stderr.strip()}")
 
 
-def _printed(r: w.LaunchResult) -> str:
-    """The launch's output as the failure report gives it, with how much of it was left out."""
-    if not r.output_bytes:
-        return ""
-    cut = r.output_bytes - len(r.output.encode(errors="replace"))
-    note = f", {cut} more bytes left out" if cut > 0 else ""
-    return f"the kernel printed {r.output_bytes} bytes{note}:\n{r.output.rstrip()}"
 
 
 def _signal(args: Sequence[Arg], spec: KernelSpec, r: w.LaunchResult) -> str:
