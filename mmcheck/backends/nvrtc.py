@@ -454,7 +454,7 @@ class Nvrtc:
                                    Path(__file__).resolve().parents[1],
                                    *([Path(self.library.path).parent] if self.library.path else []), *self.include,
                                    C_LIBRARY, build.spec.folder]
-        with sandbox.scratch() as folder:
+        with sandbox.scratch(children.scratch()) as folder:
             argv = sandbox.compile_command([sys.executable, "-m", "mmcheck.backends.nvrtc_child"], reads, folder)
             done = children.run(argv, input=request, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
                                 tmpdir=folder)

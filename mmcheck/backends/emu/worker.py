@@ -13,7 +13,7 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
-from ... import sandbox
+from ... import children, sandbox
 from ...errors import InternalError
 
 __all__ = ["Worker", "WorkerError", "DiedHandling", "Refused", "NotLoaded", "ParamInfo", "LaunchResult",
@@ -94,7 +94,9 @@ class Worker:
     read besides a module and its kernel's folder."""
 
     def __init__(self, executable: Path, reads: list[str]) -> None:
-        scratch = tempfile.mkdtemp(prefix="mmcheck-scratch-")
+        # Inside mmcheck's own scratch folder, which the process that made it removes at exit: a worker closed
+        # by no one (its process stopped by Ctrl-C) leaves nothing behind.
+        scratch = tempfile.mkdtemp(prefix="mmcheck-scratch-", dir=children.scratch())
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         argv = [str(executable), str(req_r), str(rep_w), scratch, str(sandbox.KERNEL_MEMORY),
