@@ -20,6 +20,20 @@ from pathlib import Path
 __all__ = ["run", "scratch", "SCRATCH"]
 
 SCRATCH = "MMCHECK_SCRATCH"
+# The process groups of the compilers running now, in any thread: killed at exit, where a compiler started by a
+# thread that no exception reached (Ctrl-C comes to the main thread alone) would outlive the run.
+_RUNNING: set[int] = set()
+
+
+def _end_running() -> None:
+    for group in list(_RUNNING):
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+atexit.register(_end_running)
 
 
 def scratch() -> Path:
@@ -30,6 +44,7 @@ def scratch() -> Path:
         return Path(inherited)
     made = tempfile.mkdtemp(prefix="mmcheck-")
     atexit.register(shutil.rmtree, made, ignore_errors=True)
+    atexit.register(_end_running)  # first at exit (the last registered runs first): the compilers writing there
     os.environ[SCRATCH] = made
     return Path(made)
 
@@ -43,6 +58,7 @@ def run(argv: Sequence[str], *, input: str | bytes | None = None, env: Mapping[s
     with subprocess.Popen(argv, stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=text, env=environment, cwd=cwd,
                           process_group=0) as child:
+        _RUNNING.add(child.pid)
         try:
             out, err = child.communicate(input)
         except BaseException:
@@ -52,4 +68,7 @@ def run(argv: Sequence[str], *, input: str | bytes | None = None, env: Mapping[s
                 pass
             child.wait()
             raise
+        finally:
+            _RUNNING.discard(child.pid)
     return subprocess.CompletedProcess(list(argv), child.returncode, out, err)
+
