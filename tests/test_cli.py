@@ -5,7 +5,6 @@ import json
 import multiprocessing
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,9 +22,9 @@ from mmcheck.cli import _workers, main
 from mmcheck.errors import CompileError
 
 from .fake_backend import FakeBackend, FakeTimingBackend
+from . import needs
 
 ROOT = Path(__file__).resolve().parent.parent
-needs_gxx = pytest.mark.skipif(not shutil.which("g++"), reason="runs the kernels on the emulator, which needs g++")
 
 KERNEL = """/* mmcheck
 [[kernel]]
@@ -300,7 +299,7 @@ def _progress(err: str) -> list[str]:
     return sorted(line.split("] ", 1)[1] for line in err.splitlines() if line.startswith("["))
 
 
-@needs_gxx
+@needs.gxx
 def test_jobs_give_the_table_and_json_of_one_process_in_the_same_order(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     # The costs of an earlier run put each kernel's later dtypes first in line, k.no_compile's float32 too.
@@ -350,7 +349,7 @@ def test_jobs_auto_is_a_worker_per_cpu_core_or_per_gpu(monkeypatch):
     assert _workers("auto", True) == 1
 
 
-@needs_gxx
+@needs.gxx
 def test_a_crash_and_a_hang_among_jobs_cost_their_own_kernels_only(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "r.json"

@@ -9,7 +9,6 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import re
-import shutil
 import sys
 from pathlib import Path
 
@@ -33,10 +32,11 @@ from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
 from mmcheck.spec import collect, load_specs, parse_specs
 
+from . import needs
+
 HERE = Path(__file__).resolve().parent
 SURVIVAL = {s.name: s for s in load_specs(HERE / "kernels" / "survival.cu")}
 ZOO = {s.name: s for s in collect([HERE.parent / "cuda_src"]).specs}
-needs_nvcc = pytest.mark.skipif(not shutil.which("nvcc"), reason="needs nvcc on PATH")
 
 
 # --- which backend "gpu" is ---------------------------------------------------------------------------------
@@ -155,7 +155,7 @@ def test_cuda_core_hands_the_driver_exactly_those_bytes():
 
 # --- nvcc without PyCUDA --------------------------------------------------------------------------------------
 
-@needs_nvcc
+@needs.nvcc
 def test_nvcc_gives_a_cubin_without_pycuda(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "pycuda", None)  # any import of PyCUDA fails
     nvcc = Nvcc(str(tmp_path))
@@ -167,7 +167,7 @@ def test_nvcc_gives_a_cubin_without_pycuda(monkeypatch, tmp_path):
     assert nvcc.compile(build, "sm_90").cubin == compiled.cubin  # from the cache
 
 
-@needs_nvcc
+@needs.nvcc
 def test_what_nvcc_says_is_kept_and_a_failure_is_a_compile_error_naming_the_file(tmp_path):
     text = SURVIVAL["survival.good"].source.replace("float acc = 0;", "float acc = 0; int unused;")
     (spec,) = [s for s in parse_specs(text, tmp_path / "k.cu") if s.name == "survival.good"]
@@ -179,7 +179,7 @@ def test_what_nvcc_says_is_kept_and_a_failure_is_a_compile_error_naming_the_file
         Nvcc(str(tmp_path)).compile(Build(broken, "float32"), "sm_90")
 
 
-@needs_nvcc
+@needs.nvcc
 def test_the_clocks_hold_kernel_compiles_with_nvcc_alone(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "pycuda", None)
     cubin, _ = Nvcc(str(tmp_path)).cubin(HOLD_SOURCE, [], "sm_90")

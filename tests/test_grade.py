@@ -18,9 +18,10 @@ import mmcheck.runner
 from mmcheck.cli import main
 from mmcheck.grade import CSV_HEADER, entries, read_assignment
 
+from . import needs
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "docs" / "examples" / "grading"
-needs_gxx = pytest.mark.skipif(not shutil.which("g++"), reason="runs the kernels on the emulator, which needs g++")
 
 SIGNATURE = ("__global__ void sgemm(int M, int N, int K, float alpha, const float *A, const float *B, float beta, "
              "float *C)")
@@ -99,7 +100,7 @@ def _rows(path: Path) -> list[list[str]]:
         return list(csv.reader(f))
 
 
-@needs_gxx
+@needs.gxx
 def test_the_csv_has_one_row_per_submission_with_its_verdict_check_shape_and_detail(graded):
     folder, status, _ = graded
     assert status == 0
@@ -113,7 +114,7 @@ def test_the_csv_has_one_row_per_submission_with_its_verdict_check_shape_and_det
         assert "\n" not in detail
 
 
-@needs_gxx
+@needs.gxx
 def test_the_table_shows_each_row_in_a_terminal_line(graded):
     _, _, table = graded
     lines = table.splitlines()
@@ -126,7 +127,7 @@ def test_the_table_shows_each_row_in_a_terminal_line(graded):
     assert lines[-1] == "9 submissions, 9 kernel x dtype: 2 pass, 4 fail, 3 error"
 
 
-@needs_gxx
+@needs.gxx
 def test_the_json_holds_the_csvs_columns_the_file_and_the_full_message(graded):
     folder, _, _ = graded
     document = json.loads((folder / "grades.json").read_text())
@@ -142,7 +143,7 @@ def test_the_json_holds_the_csvs_columns_the_file_and_the_full_message(graded):
     assert rows["submissions/right.cu"]["benchmark"] is None
 
 
-@needs_gxx
+@needs.gxx
 def test_several_workers_grade_the_same(graded, monkeypatch, capsys):
     folder, _, _ = graded
     monkeypatch.chdir(folder)
@@ -198,7 +199,7 @@ def test_usage_errors_exit_2(tmp_path, monkeypatch, capsys):
     assert exited.value.code == 2
 
 
-@needs_gxx
+@needs.gxx
 def test_an_error_of_mmcheck_s_own_is_a_row_of_its_own_and_exits_3(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
 

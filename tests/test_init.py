@@ -16,8 +16,9 @@ from mmcheck.draft import draft
 from mmcheck.errors import SpecError
 from mmcheck.spec import parse_specs
 
+from . import needs
+
 CORPUS = Path(__file__).resolve().parent / "init_corpus"
-needs_gxx = pytest.mark.skipif(not shutil.which("g++"), reason="runs the kernels on the emulator, which needs g++")
 
 # The kernel whose spec is written, where a file has several.
 ENTRIES = {"two_kernels.cu": "mm_after"}
@@ -41,7 +42,7 @@ def corpus(tmp_path: Path, monkeypatch) -> Path:
     return folder
 
 
-@needs_gxx
+@needs.gxx
 def test_the_written_specs_pass_unedited_for_the_issues_two_files_and_most_of_the_collection(corpus, capsys):
     files = sorted(p.name for p in corpus.glob("*.cu"))
     assert len(files) >= 8
@@ -62,7 +63,7 @@ def test_the_written_specs_pass_unedited_for_the_issues_two_files_and_most_of_th
     assert "no_launcher.cu: the spec still has what mmcheck init could not read" in said
 
 
-@needs_gxx
+@needs.gxx
 def test_the_templated_sgemms_spec_holds_on_both_tiles_its_launcher_picks(corpus, capsys):
     path = corpus / "sgemm_templated.cu"
     assert init(str(path)) == 0

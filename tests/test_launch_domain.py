@@ -1,7 +1,6 @@
 """A launch the device refuses past a size bounds the kernel's launch domain, stated beside its verdict; it
 fails the kernel only where its spec promises that size (its requires bound it) or the user asks for it."""
 
-import shutil
 
 import pytest
 
@@ -13,6 +12,8 @@ from mmcheck.prepare import plan
 from mmcheck.report import json_document, kernel_list, table
 from mmcheck.shapes import THRESHOLDS, Shape, launch_domain, launch_limits, shapes_for, threshold_shapes
 from mmcheck.spec import parse_specs
+
+from . import needs
 
 pytest_plugins = ["pytester"]
 
@@ -85,9 +86,6 @@ def test_requires_that_bound_the_size_past_the_limit_promise_the_launch():
     assert launch_limits(spec_of(NAIVE, 'requires = ["M <= 1000000"]'), "float32") == ()
 
 
-needs_gpp = pytest.mark.skipif(not shutil.which("g++"), reason="runs the kernels on the emulator, which needs g++")
-
-
 @pytest.fixture(scope="module")
 def emu():
     runner = checking.open_runner(Settings(backend="emu"))
@@ -95,7 +93,7 @@ def emu():
     runner.backend.close()
 
 
-@needs_gpp
+@needs.gxx
 def test_a_correct_textbook_kernel_passes_with_its_domain_stated(emu):
     spec = spec_of(NAIVE)
     result = checking.check(Settings(backend="emu"), emu, spec, "float32")
@@ -107,7 +105,7 @@ def test_a_correct_textbook_kernel_passes_with_its_domain_stated(emu):
     assert "launches only while cdiv(M, 16) <= 65535 (M <= 1048560)" in kernel_list([spec], [])
 
 
-@needs_gpp
+@needs.gxx
 @pytest.mark.parametrize("how", ["option", "spec key", "requires"])
 def test_a_refused_launch_fails_where_it_was_promised_or_asked_for(emu, how):
     extra = {"spec key": "strict_launch = true", "requires": 'requires = ["M <= 2000000"]'}.get(how, "")
@@ -118,14 +116,14 @@ def test_a_refused_launch_fails_where_it_was_promised_or_asked_for(emu, how):
     assert "a shape its spec admits" in result.message
 
 
-@needs_gpp
+@needs.gxx
 def test_a_shape_asked_for_past_the_domain_is_a_skip_saying_why(emu):
     result = checking.check(Settings(backend="emu", shape=(PAST,)), emu, spec_of(NAIVE), "float32")
     assert result.outcome == "skip"
     assert "outside the kernel's launch domain" in result.message and "gridDim.y = cdiv(M, 16)" in result.message
 
 
-@needs_gpp
+@needs.gxx
 def test_pytest_tells_each_kernels_launch_domain(pytester):
     (pytester.path / "naive.cu").write_text(NAIVE.replace("EXTRA", ""))
     result = pytester.runpytest_subprocess("naive.cu", "--mmcheck-backend", "emu", "-p", "no:cacheprovider")

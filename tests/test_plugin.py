@@ -2,9 +2,10 @@
 its own tests only, and the other kernels still run."""
 
 import os
-import shutil
 
 import pytest
+
+from . import needs
 
 pytest_plugins = ["pytester"]
 
@@ -29,10 +30,8 @@ __global__ void mm(const float* A, const float* B, float* C, int M, int N, int K
 }
 """
 
-needs_gpp = pytest.mark.skipif(not shutil.which("g++"), reason="runs the kernels on the emulator, which needs g++")
 
-
-@needs_gpp
+@needs.gxx
 def test_a_broken_spec_and_a_compile_error_cost_only_their_own_tests(pytester):
     kernels = pytester.mkdir("kernels")
     (kernels / "good.cu").write_text(GOOD)
@@ -72,7 +71,7 @@ BUG = GOOD.replace("user.good", "user.bug").replace("k < K;", "k < K - 1;").repl
 HANG = GOOD.replace("user.good", "user.hang").replace("C[r * N + c] = s;", "while (s == s) s += 1; C[r * N + c] = s;")
 
 
-@needs_gpp
+@needs.gxx
 def test_kernel_files_are_test_files_one_test_per_kernel_and_dtype(pytester, this_mmcheck):
     kernels = pytester.mkdir("kernels")
     (kernels / "good.cu").write_text(GOOD)
@@ -170,7 +169,7 @@ def test_an_error_of_mmchecks_own_errs_the_test_and_is_no_verdict_on_the_kernel(
 
 
 # Each run below is a pytest process of its own, apart from the one above: under pytest-xdist they run at once.
-@needs_gpp
+@needs.gxx
 def test_a_kernel_file_named_alone_is_collected(pytester):
     (pytester.path / "good.cu").write_text(GOOD)
     pytester.runpytest_subprocess("good.cu", "--mmcheck-backend", "emu", "-q", "-p", "no:cacheprovider"

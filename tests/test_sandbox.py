@@ -21,12 +21,13 @@ from mmcheck import sandbox
 from mmcheck.cli import main
 from mmcheck.compile import cache_root
 
+from . import needs
+
 pytest_plugins = ["pytester"]
 
 HOSTILE = Path(__file__).parent / "hostile"
 PASSWD = Path("/etc/passwd").read_text().splitlines()[0]
 
-needs_gpp = pytest.mark.skipif(not shutil.which("g++"), reason="the emulator needs g++")
 needs_sandbox = pytest.mark.skipif(sandbox.missing() != [], reason=f"this host lacks {sandbox.missing()}")
 
 # kernel -> what its one failure says, after "the kernel tried to" (or the file's, for its compile and load)
@@ -88,7 +89,7 @@ def _check(src: Path, out: Path, *extra: str) -> int:
     return main(["check", "--backend", "emu", "--src", str(src), "--json", str(out), "--timeout", "10", *extra])
 
 
-@needs_gpp
+@needs.gxx
 @needs_sandbox
 def test_each_hostile_kernel_is_one_failure_saying_what_it_tried_and_a_plain_kernel_passes(hostile_run):
     rows, targets = hostile_run.rows, hostile_run.targets
@@ -103,7 +104,7 @@ def test_each_hostile_kernel_is_one_failure_saying_what_it_tried_and_a_plain_ker
         assert row["message"].count("(blocked") == 1, row["message"]
 
 
-@needs_gpp
+@needs.gxx
 @needs_sandbox
 def test_nothing_a_hostile_kernel_tried_is_left_behind(hostile_run):
     assert not [t for t in hostile_run.targets.values() if t.exists()]
@@ -121,7 +122,7 @@ def test_nothing_a_hostile_kernel_tried_is_left_behind(hostile_run):
     assert not left
 
 
-@needs_gpp
+@needs.gxx
 @needs_sandbox
 def test_a_file_outside_the_kernels_folder_never_reaches_the_report(hostile_run):
     assert PASSWD not in hostile_run.output and PASSWD not in hostile_run.document
@@ -129,7 +130,7 @@ def test_a_file_outside_the_kernels_folder_never_reaches_the_report(hostile_run)
     assert hostile_run.rows["hostile.read_secret"]["check"] == "sandbox"
 
 
-@needs_gpp
+@needs.gxx
 @needs_sandbox
 def test_the_sandbox_holds_under_address_sanitizer(tmp_path):
     for name in ("read_secret.cu", "kill_parent.cu", "plain.cu"):
@@ -142,7 +143,7 @@ def test_the_sandbox_holds_under_address_sanitizer(tmp_path):
     assert "the kernel tried to send SIGKILL to the emulator's worker" in rows["hostile.kill_parent"]["message"]
 
 
-@needs_gpp
+@needs.gxx
 @needs_sandbox
 def test_a_header_a_projects_kernels_share_is_read_where_the_run_is_given_the_project(tmp_path):
     kernels = tmp_path / "project" / "kernels"
@@ -184,7 +185,7 @@ def host_without_landlock(monkeypatch):
     sandbox.host.cache_clear()
 
 
-@needs_gpp
+@needs.gxx
 def test_a_missing_protection_is_said_once_and_required_it_is_an_error(host_without_landlock, tmp_path, capsys):
     shutil.copy(HOSTILE / "plain.cu", tmp_path)
     assert _check(tmp_path, tmp_path / "run.json") == 0

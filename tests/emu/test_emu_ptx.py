@@ -5,12 +5,12 @@ hardware assumes reported with their line."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
 from mmcheck.errors import KernelFault
 
-ml_dtypes = pytest.importorskip("ml_dtypes")
 
 SCHEDULES = ("forward", "reverse", "shuffle")
 

@@ -27,6 +27,8 @@ from mmcheck.prepare import plan
 from mmcheck.shapes import shapes_for
 from mmcheck.spec import KernelSpec, load_specs, parse_specs
 
+from tests import needs
+
 HERE = Path(__file__).resolve().parent
 GOOD = ["torch_sgemm.cu", "samples_matmul.cu", "barrier_fp8.cu"]
 # Each file's known-bad sibling (NAME_wrong.cu, made by ``folder``): one line of its kernel wrong.
@@ -36,7 +38,6 @@ MISTAKES = {
     "barrier_fp8.cu": ("acc[j] += a * B[k * N + col0 + j];", "acc[j] += a * B[k * N + col0];"),  # one column of B
 }
 WRONG = [name.replace(".cu", "_wrong.cu") for name in GOOD]
-needs_nvcc = pytest.mark.skipif(not shutil.which("nvcc"), reason="needs nvcc on PATH")
 needs_libclang = pytest.mark.skipif(not device_code.device_code_available(),
                                     reason="the device code is found by libclang (pip install libclang)")
 
@@ -349,7 +350,7 @@ def nvcc_calls(monkeypatch, tmp_path) -> tuple[Nvcc, list[str]]:
     return nvcc, given
 
 
-@needs_nvcc
+@needs.nvcc
 @needs_libclang
 @pytest.mark.parametrize("name", GOOD + WRONG)
 def test_without_torch_nvcc_compiles_the_device_code(name, folder, nvcc_calls, monkeypatch):
@@ -361,7 +362,7 @@ def test_without_torch_nvcc_compiles_the_device_code(name, folder, nvcc_calls, m
     assert len(given) == 1 and given[0].startswith('#line 1 "') and "int main(" not in given[0]
 
 
-@needs_nvcc
+@needs.nvcc
 @needs_libclang
 def test_with_torch_nvcc_takes_the_file_as_written_first_then_its_device_code(nvcc_calls, monkeypatch, tmp_path):
     """Where torch's headers are on the include path the extension compiles as written; where that fails
@@ -373,7 +374,7 @@ def test_with_torch_nvcc_takes_the_file_as_written_first_then_its_device_code(nv
     assert ["PYBIND11_MODULE(" in text for text in given] == [True, False]
 
 
-@needs_nvcc
+@needs.nvcc
 def test_a_pytorch_extension_compiles_as_written_where_torch_is_installed(nvcc_calls):
     pytest.importorskip("torch", reason="torch is not installed: the extension compiles as written only against "
                                         "torch's headers (its device code alone is tested without them)")
