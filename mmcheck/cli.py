@@ -309,6 +309,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
         print(f"mmcheck: {_unmatched(catalog.select(globs), settings.dtype, args.targets, 'kernel')}", file=sys.stderr)
         if catalog.plain and not catalog.specs:
             print(f"mmcheck: {not_kernel_files(catalog.plain)}", file=sys.stderr)
+            print(f"mmcheck: mmcheck init {catalog.plain[0]} writes a spec for its kernel", file=sys.stderr)
         return EXIT_USAGE
     for e in catalog.errors:
         print(f"mmcheck: {e}", file=sys.stderr)

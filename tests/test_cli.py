@@ -174,7 +174,8 @@ def test_a_cu_file_named_alone_without_a_spec_is_a_usage_error_saying_how_to_add
     assert main(["check", str(kernels)]) == 2
     assert capsys.readouterr().err.splitlines() == [
         f"mmcheck: no kernel matches {kernels}",
-        f"mmcheck: 1 .cu file with no mmcheck spec, not a kernel file: {kernels / 'helper.cu'}"]
+        f"mmcheck: 1 .cu file with no mmcheck spec, not a kernel file: {kernels / 'helper.cu'}",
+        f"mmcheck: mmcheck init {kernels / 'helper.cu'} writes a spec for its kernel"]
 
 
 @pytest.mark.parametrize("opener", ["/** mmcheck", "/* MMCHECK", "/*mmcheck", "// mmcheck"])
