@@ -69,6 +69,21 @@ def test_whole_k_tiles_lost_are_not_called_the_last_partial_tile():
     assert not any("partial" in s for s in diagnose(e)), diagnose(e)
 
 
+def test_one_wrong_element_is_not_said_to_lack_a_suffix_of_k_that_only_happens_to_match():
+    """Every 16th term dropped (k = 15, 31, ...), in one element: its difference equals the sum of some suffix of
+    its K terms by chance, which says nothing about the kernel."""
+    def every_16th_dropped(a, b, w):
+        keep = np.arange(a.shape[-1]) % 16 != 15
+        return a[..., keep] @ b[:, keep]
+
+    e = evidence(Shape(1, 1, 34), every_16th_dropped)
+    terms = (e.a.astype(np.float64)[0, 0, :] * e.b.astype(np.float64)[0, :, 0])
+    missing = float(e.want[0, 0, 0] - e.got[0, 0, 0])
+    chance = [k0 for k0 in range(1, 33) if terms[k0:].sum() == missing]
+    assert chance, "the seed no longer gives a suffix that matches by chance: pick another"
+    assert not any("lacks exactly the terms" in s for s in diagnose(e)), diagnose(e)
+
+
 def test_last_partial_k_tile_padding_holds_the_previous_tile():
     says(evidence(Shape(5, 6, 37), lambda a, b, w: w + a[..., 21:32] @ b[:, 21:32]),
          "the terms k = 21..31 added twice: the cells past K in the last partial K tile (tile 16, K % 16 = 5) still "
