@@ -108,6 +108,17 @@ def test_nvrtc_compiles_ahead_in_processes_of_its_own_into_the_cache_the_workers
     assert all(worker.compile(b, "sm_90").cubin for b in wanted)
 
 
+def test_a_cached_cubin_tells_what_the_compiler_said_as_the_compile_did(tmp_path):
+    """A warning is told again on every hit (as ccache replays it), in another process too: the zoo's compile
+    tests read what a GPU backend compiled and still see a warning."""
+    said = "kernel.cu(3): warning #177-D: variable \"unused\" was declared but never referenced\n"
+    CubinCache(tmp_path).put("k", Compiled(b"\x7fELF" + bytes(100), "mm", said))
+    assert CubinCache(tmp_path).fetch("k", lambda: pytest.fail("compiled again")) == \
+        Compiled(b"\x7fELF" + bytes(100), "mm", said)
+    CubinCache(tmp_path).put("quiet", Compiled(b"\x7fELF", "mm"))
+    assert CubinCache(tmp_path).get("quiet") == Compiled(b"\x7fELF", "mm", "")
+
+
 def test_a_damaged_cubin_is_not_used(tmp_path, monkeypatch):
     from mmcheck import publish
 

@@ -49,27 +49,28 @@ def zoo_builds(request, nvrtc, tmp_path_factory):
     run, the xdist workers sharing what they made; a test waits only for its own.  In processes of their
     own, as mmcheck's own compiling ahead does: NVRTC sets the locale of the process it compiles in, so
     threads of this one would change it under the tests that run meanwhile, and under one another
-    (test_compiling_leaves_the_callers_locale_alone saw it)."""
+    (test_compiling_leaves_the_callers_locale_alone saw it).  Into mmcheck's own cache, which a GPU backend
+    compiling with NVRTC then reads rather than compile the zoo a second time (and which keeps what NVRTC said)."""
     wanted = {(item.callspec.params["spec"].name, item.callspec.params["dtype"]): item.callspec.params["spec"]
               for item in request.session.items
               if item.originalname == "test_zoo_kernel_compiles" and hasattr(item, "callspec")}
     pool = ProcessPoolExecutor(this_workers_cores(), multiprocessing.get_context("spawn"))
     request.addfinalizer(pool.shutdown)
-    cache, once = str(nvrtc.cache.folder.parent), RunOnce(tmp_path_factory, "zoo-nvrtc")
+    once = RunOnce(tmp_path_factory, "zoo-nvrtc")
     futures: dict[tuple[str, str], list[tuple[Build, Future[Compiled]]]] = {
-        (name, dtype): [(b, pool.submit(_compile_apart, once, cache, b)) for b in _builds(spec, dtype)]
+        (name, dtype): [(b, pool.submit(_compile_apart, once, b)) for b in _builds(spec, dtype)]
         for (name, dtype), spec in this_workers_order(list(wanted.items()))}
     return lambda spec, dtype: [(b, f.result()) for b, f in futures[spec.name, dtype]]
 
 
-def _compile_apart(once: RunOnce, cache: str, build: Build) -> Compiled:
+def _compile_apart(once: RunOnce, build: Build) -> Compiled:
     """``build`` compiled in a process of the zoo's pool, by its one Nvrtc, unless another worker has."""
-    return once(repr(build.key), lambda: _nvrtc_of_this_process(cache).compile(build, ARCH))
+    return once(repr(build.key), lambda: _nvrtc_of_this_process().compile(build, ARCH))
 
 
 @functools.cache
-def _nvrtc_of_this_process(cache: str) -> Nvrtc:
-    return Nvrtc(cache)
+def _nvrtc_of_this_process() -> Nvrtc:
+    return Nvrtc()
 
 
 def _builds(spec: KernelSpec, dtype: str) -> list[Build]:

@@ -8,16 +8,15 @@ this file checks what can be checked anywhere, with no GPU.
 from __future__ import annotations
 
 import dataclasses
-import os
-import shutil
-import subprocess
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from mmcheck.backends.cubin import common_options
-from mmcheck.compile import Build, find_symbol, function_symbols, unit_source
+from mmcheck.backends.compilers import Nvcc
+from mmcheck.backends.cubin import Compiled
+from mmcheck.compile import Build
+from mmcheck.errors import BackendUnavailable
 from mmcheck.prepare import plan
 from mmcheck.shapes import LARGE, large_shapes, largest_buffer, satisfies, shapes_for
 from mmcheck.spec import KernelSpec, collect, find_sources, load_specs
@@ -26,7 +25,8 @@ from .run_once import RunOnce, this_workers_cores, this_workers_order
 
 ZOO = Path(__file__).resolve().parent.parent / "cuda_src"
 FILES = find_sources([ZOO])
-KERNELS = [(s, d) for f in FILES for s in load_specs(f) for d in s.dtypes]
+# As a run reads them (collect): each kernel's headers may come from anywhere under cuda_src/.
+KERNELS = [(s, d) for s in collect([ZOO]).specs for d in s.dtypes]
 # Hopper, the GPUs mmcheck's GPU runs use; the zoo needs nothing newer than the seed texts' GPUs had.
 ARCH = "sm_90"
 
@@ -114,32 +114,32 @@ def test_the_large_mode_has_shapes_only_for_kernels_right_past_two_to_the_31_ele
 
 @pytest.mark.parametrize("spec, dtype", KERNELS, ids=[f"{s.name}-{d}" for s, d in KERNELS])
 def test_compiles_with_nvcc(spec: KernelSpec, dtype: str, nvcc_builds):
-    """Every distinct build (template arguments and defines) among the kernel's generated shapes."""
-    for error, symbol in nvcc_builds(spec, dtype):
-        assert error is None, error
-        assert symbol == spec.entry or symbol.startswith(f"_Z{len(spec.entry)}{spec.entry}")
+    """Every distinct build (template arguments and defines) among the kernel's generated shapes, by mmcheck's
+    own nvcc step.  Warnings count as errors: the zoo is what users copy."""
+    for build, compiled in nvcc_builds(spec, dtype):
+        assert compiled.log == "", f"nvcc warned for {build}:\n{compiled.log}"
+        assert compiled.symbol == spec.entry or compiled.symbol.startswith(f"_Z{len(spec.entry)}{spec.entry}")
 
 
 @pytest.fixture(scope="module")
 def nvcc_builds(request, tmp_path_factory):
     """Compiles every kernel x dtype this session collected, in parallel and once each per test run, the
     xdist workers sharing what they made (nvcc takes about a second a unit, so one at a time would take
-    minutes); a test waits only for its own."""
-    if shutil.which("nvcc") is None:
-        pytest.skip("nvcc is not on PATH: the zoo's kernels are only parsed, not compiled")
-    folder, once = tmp_path_factory.mktemp("nvcc"), RunOnce(tmp_path_factory, "zoo-nvcc")
+    minutes); a test waits only for its own.  Into mmcheck's own cache, which a GPU backend compiling with nvcc
+    then reads rather than compile the zoo a second time (and which keeps what nvcc said)."""
+    try:
+        nvcc = Nvcc()
+    except BackendUnavailable as e:
+        pytest.skip(f"the zoo's kernels are only parsed, not compiled: {e}")
+    once = RunOnce(tmp_path_factory, "zoo-nvcc")
     wanted = {(item.callspec.params["spec"].name, item.callspec.params["dtype"]): item.callspec.params["spec"]
               for item in request.session.items
               if item.originalname == "test_compiles_with_nvcc" and hasattr(item, "callspec")}
     pool = ThreadPoolExecutor(this_workers_cores())
     request.addfinalizer(pool.shutdown)
-    # pytest sets and unsets PYTEST_CURRENT_TEST around every test while these threads start nvcc: a child
-    # that inherited the process's environment could read it mid-change (execve then fails with EFAULT).
-    # One copy, made here, is what every nvcc gets.
-    environment = dict(os.environ)
 
-    def compiled(build: Build) -> tuple[str | None, str | None]:
-        return once(repr(build.key), lambda: _nvcc(build, folder, environment))
+    def compiled(build: Build) -> tuple[Build, Compiled]:
+        return build, once(repr(build.key), lambda: nvcc.compile(build, ARCH))
 
     builds: dict[tuple[str, str], list[Future]] = {
         (name, dtype): [pool.submit(compiled, build) for build in _builds(spec, dtype)]
@@ -156,18 +156,3 @@ def _first_shape(spec: KernelSpec, dtype: str):
 def _builds(spec: KernelSpec, dtype: str) -> list[Build]:
     """The distinct builds the kernel's generated shapes need (a tile size chosen by shape is several)."""
     return list(dict.fromkeys(plan(spec, dtype, shape).build for shape in shapes_for(spec, dtype)))
-
-
-def _nvcc(build: Build, folder: Path, environment: dict[str, str]) -> tuple[str | None, str | None]:
-    """(compiler messages or None, the kernel's symbol): the unit, defines and flags mmcheck's GPU backend
-    uses.  Warnings count as errors: the zoo is what users copy."""
-    stem = f"{build.spec.name}-{build.dtype.replace('->', '-')}-{abs(hash(build.key))}"
-    source, cubin = folder / f"{stem}.cu", folder / f"{stem}.cubin"
-    source.write_text(unit_source(build))
-    done = subprocess.run(["nvcc", "--cubin", f"-arch={ARCH}", *common_options(build), "-o", str(cubin),
-                           str(source)], capture_output=True, text=True, env=environment)
-    messages = (done.stderr + done.stdout).strip()
-    if done.returncode != 0 or messages:
-        outcome = "failed" if done.returncode else "warned"
-        return f"nvcc {outcome} for {build}:\n{messages}", None
-    return None, find_symbol(function_symbols(cubin.read_bytes()), build)

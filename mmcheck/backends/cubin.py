@@ -19,7 +19,7 @@ __all__ = ["Compiled", "CubinCache", "common_options", "sm", "arch", "arch_rule"
 @dataclass(frozen=True)
 class Compiled:
     """A kernel compiled for one architecture: the cubin, the kernel's (mangled) name in it, and what the
-    compiler said while succeeding (warnings; "" when it said nothing or the cubin came from a cache)."""
+    compiler said while succeeding (warnings; "" when it said nothing), also when it comes from a cache."""
 
     cubin: bytes
     symbol: str
@@ -35,9 +35,11 @@ def common_options(build: Build) -> list[str]:
 class CubinCache:
     """Compiled cubins on disk, one file per key (compile.cache_key of all that decides the output), each
     published atomically: the pytest-xdist workers and the processes of ``mmcheck check -j`` share it, and
-    none may read another's half-written file."""
+    none may read another's half-written file.  An entry keeps what the compiler said too, told again on
+    every hit (as ccache replays a compiler's warnings): a warning does not go away because a cubin was
+    cached."""
 
-    _MAGIC = b"mmcheck-cubin 1\n"
+    _MAGIC = b"mmcheck-cubin 2\n"
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -52,12 +54,17 @@ class CubinCache:
             return None
         if not data.startswith(self._MAGIC):
             return None
-        symbol, _, cubin = data[len(self._MAGIC):].partition(b"\n")
-        return Compiled(cubin, symbol.decode()) if cubin else None
+        symbol, _, rest = data[len(self._MAGIC):].partition(b"\n")
+        size, _, rest = rest.partition(b"\n")
+        if not size.isdigit():
+            return None
+        log, cubin = rest[:int(size)], rest[int(size):]
+        return Compiled(cubin, symbol.decode(), log.decode()) if cubin else None
 
     def put(self, key: str, compiled: Compiled) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        entry = self._MAGIC + compiled.symbol.encode() + b"\n" + compiled.cubin
+        log = compiled.log.encode()
+        entry = self._MAGIC + compiled.symbol.encode() + b"\n" + b"%d\n" % len(log) + log + compiled.cubin
         publish_sealed(self.folder / f"{key}.cubin", lambda tmp: tmp.write_bytes(entry))
 
     def fetch(self, key: str, make: Callable[[], Compiled]) -> Compiled:
