@@ -5,8 +5,9 @@ another.  A worker that asks for a build
 being compiled here waits for it rather than compile it again (cubin.CubinCache.fetch).
 
 nvcc runs as a process of its own, so threads drive it.  NVRTC compiles inside the calling process and sets
-its locale while it does, which other threads would see: it compiles ahead in processes of its own.  What
-fails here is left to the worker that needs the build, which reports it.
+its locale while it does, which other threads would see: it compiles ahead in processes of its own, which
+``stop`` ends (a compile under way there is killed: nothing is left running once the check has returned).
+What fails here is left to the worker that needs the build, which reports it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+from . import children
 from .errors import MmcheckError
 
 if TYPE_CHECKING:
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
     from .spec import KernelSpec
 
 __all__ = ["Ahead", "builds", "start"]
+
+_GRACE = 5.0  # seconds a stopped compile process gets to kill its compiler and exit
 
 
 def builds(settings: Settings, pairs: Iterable[tuple[KernelSpec, str]]) -> Iterator[Build]:
@@ -52,13 +56,14 @@ def builds(settings: Settings, pairs: Iterable[tuple[KernelSpec, str]]) -> Itera
 class Ahead:
     """Builds compiled by ``compiler`` (a compiler, or the name of one to get in each process) for ``arch``,
     on as many threads (or processes) as there are cores, from now on; ``stop`` drops those not yet
-    started."""
+    started, and ends the processes with the compiles they run."""
 
     def __init__(self, compiler: Compiler | str, arch: str, todo: Iterable[Build], processes: bool = False) -> None:
         self.compiler, self.arch = compiler, arch
         cores = len(os.sched_getaffinity(0))
         # Spawned, not forked: this process has threads (the planner's, the progress display's).
-        self._threads: Executor = (ProcessPoolExecutor(cores, multiprocessing.get_context("spawn")) if processes
+        self._threads: Executor = (ProcessPoolExecutor(cores, multiprocessing.get_context("spawn"),
+                                                       initializer=children.quit_on_sigterm) if processes
                                    else ThreadPoolExecutor(cores, thread_name_prefix="mmcheck-ahead"))
         # Planning the builds takes a while too (every pair's shapes): it feeds the threads from one of its own.
         self._planner = threading.Thread(target=self._plan, args=(todo,), daemon=True, name="mmcheck-ahead-plan")
@@ -76,7 +81,12 @@ class Ahead:
 
     def stop(self) -> None:
         self._stopped = True
+        # ProcessPoolExecutor has no public way to stop busy processes before Python 3.14 (terminate_workers).
+        processes = list((getattr(self._threads, "_processes", None) or {}).values())
         self._threads.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.terminate()
+        children.end(processes, _GRACE)
 
 
 def _compile(compiler: Compiler | str, build: Build, arch: str) -> None:

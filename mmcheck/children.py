@@ -13,11 +13,16 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Collection, Mapping, Sequence
+from multiprocessing.process import BaseProcess
 from pathlib import Path
+from types import FrameType
+from typing import NoReturn
 
-__all__ = ["run", "scratch", "SCRATCH"]
+__all__ = ["run", "scratch", "SCRATCH", "end", "quit_on_sigterm"]
 
 SCRATCH = "MMCHECK_SCRATCH"
 # The process groups of the compilers running now, in any thread: killed at exit, where a compiler started by a
@@ -72,3 +77,26 @@ def run(argv: Sequence[str], *, input: str | bytes | None = None, env: Mapping[s
             _RUNNING.discard(child.pid)
     return subprocess.CompletedProcess(list(argv), child.returncode, out, err)
 
+
+
+def end(processes: Collection[BaseProcess], grace: float) -> None:
+    """Wait for a pool's ``processes`` to exit; one still there after ``grace`` seconds (stuck where SIGTERM cannot
+    unwind it: inside a lock, a driver call) is killed: nothing waits on it, and nothing outlives this."""
+    deadline = time.monotonic() + grace
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
+def quit_on_sigterm() -> None:
+    """A pool process's initializer: SIGTERM unwinds what it runs (a compiler running under ``run`` is killed
+    with its group) and exits; SIGINT is the main process's to act on, which then ends its pools."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _quit)
+
+
+def _quit(signum: int, frame: FrameType | None) -> NoReturn:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(128 + signum)

@@ -23,13 +23,13 @@ import dataclasses
 import multiprocessing
 import os
 import signal
-import time
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from types import FrameType
 from typing import TYPE_CHECKING, Generic, NoReturn, Protocol, TypeVar
 
+from . import children
 from .backends.base import Capabilities, compute_capability
 from .devices import pin_gpu, share_cores, visible_gpus
 from .errors import BackendUnavailable
@@ -172,21 +172,13 @@ class Pool(Generic[T]):
             # ProcessPoolExecutor has no public way to stop busy workers before Python 3.14 (terminate_workers).
             for process in self._spawned:
                 process.terminate()
-            self._join_or_kill()  # before the shutdown, which would wait for a worker that does not end
+            # Before the shutdown, which would wait for a worker that does not end.
+            children.end(self._spawned, _TERMINATE_GRACE)
         self._executor.shutdown(cancel_futures=True)
         self._executor = None
-        self._join_or_kill()
+        children.end(self._spawned, _TERMINATE_GRACE)
         self._spawned.clear()
 
-    def _join_or_kill(self) -> None:
-        """Wait for every worker started to exit; one stuck where SIGTERM cannot unwind it (inside a lock, a
-        driver call) is killed after the grace: Ctrl-C must not wait on it."""
-        deadline = time.monotonic() + _TERMINATE_GRACE
-        for process in self._spawned:
-            process.join(max(0.0, deadline - time.monotonic()))
-            if process.is_alive():
-                process.kill()
-                process.join()
 
 
 @dataclasses.dataclass(frozen=True)
