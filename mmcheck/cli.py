@@ -195,10 +195,13 @@ def _catalog(args: argparse.Namespace) -> tuple[Catalog, tuple[str, ...]]:
     return collect(sources or [SRC]), globs
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, interrupted: bool = False) -> int:
+    """The command line; ``interrupted``: a Ctrl-C came while its modules loaded (__main__.py)."""
     args = _parser().parse_args(argv)
     sigint = signal.getsignal(signal.SIGINT)
     try:
+        if interrupted:
+            raise KeyboardInterrupt
         return _main(args)
     except KeyboardInterrupt:  # before any check ran (a run's own Ctrl-C is _each's): said in a line, and the JSON
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # written whole

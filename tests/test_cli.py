@@ -241,6 +241,29 @@ def test_ctrl_c_keeps_what_finished_and_marks_the_json_incomplete(kernels, tmp_p
     assert (doc["complete"], doc["ok"], len(doc["results"])) == (False, False, 2)
 
 
+def test_a_ctrl_c_while_the_command_loads_is_said_in_a_line_with_the_json_of_no_results(kernels, tmp_path,
+                                                                                       monkeypatch, capsys):
+    """The ``mmcheck`` command (__main__.py) holds Ctrl-C while cli.py and what it imports load: on a busy machine
+    that takes a second or more, and a Ctrl-C then is told as one before any check, not with a traceback."""
+    import mmcheck.__main__
+
+    class SigintOnLoad:  # a Ctrl-C just as the command line's module starts to load
+        def find_spec(self, name, path=None, target=None):
+            if name == "mmcheck.cli":
+                os.kill(os.getpid(), signal.SIGINT)
+            return None
+
+    monkeypatch.delitem(sys.modules, "mmcheck.cli")
+    monkeypatch.setattr(sys, "meta_path", [SigintOnLoad(), *sys.meta_path])
+    out = tmp_path / "r.json"
+    monkeypatch.setattr(sys, "argv", ["mmcheck", "check", str(kernels), "--json", str(out)])
+    assert mmcheck.__main__.main() == 130
+    assert "interrupted; no kernel was checked" in capsys.readouterr().err
+    doc = json.loads(out.read_text())
+    assert (doc["complete"], doc["results"]) == (False, [])
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_progress_is_a_line_per_kernel_when_not_on_a_terminal(kernels, capsys):
     assert main(["check", str(kernels)]) == 0
     err = capsys.readouterr().err.splitlines()

@@ -79,13 +79,21 @@ def _left(sid: int, mark: bytes) -> list[str]:
     return left
 
 
-def _interrupted(command: list[str], env: dict[str, str], delay: float, tmp: Path) -> tuple[str, float | None]:
-    """Run ``command`` in a session of its own, SIGINT its process group after ``delay`` seconds; its stderr,
-    and how long it took to exit after the signal (None: it finished before)."""
+def _interrupted(command: list[str], env: dict[str, str], delay: float, tmp: Path,
+                 after: str | None = None) -> tuple[str, float | None]:
+    """Run ``command`` in a session of its own, SIGINT its process group after ``delay`` seconds (counted from
+    when ``after`` appears on its standard output, if given); its stderr, and how long it took to exit after the
+    signal (None: it finished before)."""
     mark = f"MMCHECK_TEST_RUN={tmp}\0"  # the end of the entry: tmp1 is no tmp10
     child = subprocess.Popen(command, env={**env, "MMCHECK_TEST_RUN": str(tmp)}, cwd=ROOT, start_new_session=True,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE if after else subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True)
     try:
+        if after:
+            assert child.stdout is not None
+            out = b""
+            while after.encode() not in out and (chunk := os.read(child.stdout.fileno(), 4096)):
+                out += chunk  # not by lines: pytest -v ends a test's line only when the test ends
         child.wait(timeout=delay)
         took = None
     except subprocess.TimeoutExpired:
@@ -118,9 +126,9 @@ def test_a_ctrl_c_at_random_moments_ends_the_run_cleanly(kernels, tmp_path):
             env["XDG_CACHE_HOME"] = str(tmp_path / f"cache{i}")
         out = tmp_path / f"out{i}.json"
         folders = [kernels / "good"] + ([kernels / "hung"] if i % 3 == 0 else [])
-        command = [sys.executable, "-c", "import sys; from mmcheck.cli import main; sys.exit(main(sys.argv[1:]))",
-                   "check", *(a for f in folders for a in ("--src", str(f))), "--backend", "emu", "--shape", "20x18x7",
-                   "--timeout", "60", "--json", str(out), "--results", str(tmp_path / "res"),
+        command = [sys.executable, "-m", "mmcheck", "check", *(a for f in folders for a in ("--src", str(f))),
+                   "--backend", "emu", "--shape", "20x18x7", "--timeout", "60", "--json", str(out),
+                   "--results", str(tmp_path / "res"),
                    *(["-j", "2"] if i % 2 else [])]
         delay = rng.uniform(0.3, 2.0)
         stderr, took = _interrupted(command, env, delay, tmp)
@@ -135,9 +143,11 @@ def test_a_ctrl_c_at_random_moments_ends_the_run_cleanly(kernels, tmp_path):
 def test_a_ctrl_c_ends_a_pytest_run_on_a_hung_kernel(kernels, tmp_path):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", str(kernels / "hung"),
+    # -v: pytest names each test as it starts.  The signal comes once the hung kernel's test has begun, however
+    # long pytest took to start (a Ctrl-C while pytest loads its plugins is pytest's own to tell).
+    command = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-p", "no:xdist", str(kernels / "hung"),
                "--mmcheck-backend", "emu", "--mmcheck-timeout", "60"]
-    for delay in (1.0, 3.0):
-        stderr, took = _interrupted(command, {**os.environ, "TMPDIR": str(tmp)}, delay, tmp)
+    for delay in (0.2, 2.0):
+        stderr, took = _interrupted(command, {**os.environ, "TMPDIR": str(tmp)}, delay, tmp, after="sigint.hung")
         assert took is not None and took < _EXIT_WITHIN, took
         assert "Traceback" not in stderr, stderr

@@ -55,7 +55,7 @@ def test_every_requirement_is_imported_somewhere():
 
 def test_the_distribution_has_its_own_name_and_installs_the_mmcheck_command():
     assert SETUP["metadata"]["name"] == DISTRIBUTION
-    assert "mmcheck = mmcheck.cli:main" in CONFIG["entry_points"]["console_scripts"]
+    assert "mmcheck = mmcheck.__main__:main" in CONFIG["entry_points"]["console_scripts"]
     assert "mmcheck = mmcheck.plugin" in CONFIG["entry_points"]["pytest11"]
 
 

@@ -1,0 +1,22 @@
+"""The ``mmcheck`` command (and ``python -m mmcheck``): cli.py's, loaded with Ctrl-C held, so that one pressed while
+its modules load (a second or more on a busy machine) is told as any early Ctrl-C is, in a line and with the JSON
+of no results, not with a traceback."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+
+def main() -> int:
+    pressed: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    try:
+        from .cli import main as command
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return command(sys.argv[1:], interrupted=bool(pressed))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
