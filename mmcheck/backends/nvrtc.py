@@ -59,6 +59,7 @@ from ..compile import Build, cache_key, cache_root, local_includes, unit_source
 from ..errors import BackendUnavailable, CompileError, Unsupported
 from .cubin import Compiled, CubinCache, arch_rule, common_options
 from .device_code import compile_first, fingerprint, sources
+from .nvrtc_child import check as _check
 
 __all__ = ["Nvrtc", "Library", "Wheel", "load", "nvrtc_wheels", "header_wheels", "choose_headers",
            "bindings_rule", "classify_failure", "probe"]
@@ -276,26 +277,6 @@ def _choose() -> _Choice:
     return _Choice(None, "found by cuda-bindings (no NVRTC wheel installed)", "", None)
 
 
-def _check(result: Any, what: str) -> Any:
-    """The values of a cuda-bindings call's (error, values...) tuple; CompileError if it failed."""
-    from cuda.bindings import nvrtc
-
-    err, *values = result if isinstance(result, tuple) else (result,)
-    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        raise CompileError(f"NVRTC {what} failed: {_error_string(err)}")
-    return values[0] if len(values) == 1 else tuple(values)
-
-
-def _error_string(err: Any) -> str:
-    from cuda.bindings import nvrtc
-
-    try:
-        text = nvrtc.nvrtcGetErrorString(err)[1]
-        return text.decode() if isinstance(text, bytes) else str(text)
-    except Exception:  # an error code the binding cannot name
-        return str(err)
-
-
 @functools.cache
 def load() -> Library:
     """The NVRTC of this environment, loaded (once per process); BackendUnavailable, saying why, where
@@ -447,7 +428,8 @@ class Nvrtc:
     def _compile(self, build: Build, source: str, expression: str, options: Sequence[str]) -> Compiled:
         """NVRTC's compile of ``source``, in a child process inside the sandbox (nvrtc_child.py)."""
         name = str(build.spec.path)
-        request = json.dumps({"source": source, "name": name, "expression": expression, "options": list(options)})
+        request = json.dumps({"source": source, "name": name, "expression": expression, "options": list(options),
+                              "library": self.library.path})
         # What the child reads: Python and its packages (mmcheck's own too), the NVRTC library, the headers it
         # is given, and the kernel's folder.
         reads: list[str | Path] = [sys.prefix, sys.base_prefix, *site.getsitepackages(),
@@ -474,39 +456,6 @@ class Nvrtc:
                 raise Unsupported(reason)
             raise CompileError(f"{name}: {self.library.label} failed for {build}:\n{log}")
         return Compiled(base64.b64decode(answer["cubin"]), answer["symbol"], log)
-
-
-def compile_program(source: str, name: str, expression: str, options: Sequence[str]) -> tuple[bool, str, bytes, str]:
-    """NVRTC's compile of ``source`` in this process (nvrtc_child.py's): whether it compiled, its log, and the
-    cubin and the lowered name of ``expression`` where it did."""
-    from cuda.bindings import nvrtc
-
-    program = _check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []), "nvrtcCreateProgram")
-    try:
-        _check(nvrtc.nvrtcAddNameExpression(program, expression.encode()), "nvrtcAddNameExpression")
-        flags = [o.encode() for o in options]
-        err, *_ = nvrtc.nvrtcCompileProgram(program, len(flags), flags)
-        log = _log(program)
-        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            return False, log or _error_string(err), b"", ""
-        symbol = _check(nvrtc.nvrtcGetLoweredName(program, expression.encode()), "nvrtcGetLoweredName")
-        size = _check(nvrtc.nvrtcGetCUBINSize(program), "nvrtcGetCUBINSize")
-        cubin = bytearray(size)  # written into by NVRTC: never into an immutable (perhaps shared) bytes
-        _check(nvrtc.nvrtcGetCUBIN(program, cubin), "nvrtcGetCUBIN")
-    finally:
-        nvrtc.nvrtcDestroyProgram(program)
-    return True, log, bytes(cubin), symbol.decode() if isinstance(symbol, bytes) else str(symbol)
-
-
-def _log(program: Any) -> str:
-    from cuda.bindings import nvrtc
-
-    size = _check(nvrtc.nvrtcGetProgramLogSize(program), "nvrtcGetProgramLogSize")
-    # A buffer of its own for NVRTC to write into: a clean compile's log is one byte (its NUL), and b" " * 1 is
-    # Python's one shared b" ", which NVRTC would turn into b"\0" for the whole process (numpy's headers too).
-    text = bytearray(size)
-    _check(nvrtc.nvrtcGetProgramLog(program, text), "nvrtcGetProgramLog")
-    return text.rstrip(b"\0").decode(errors="replace").strip()
 
 
 # --- what `mmcheck info` asks of every installed NVRTC ----------------------------------------------------

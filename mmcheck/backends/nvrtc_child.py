@@ -3,24 +3,85 @@ mmcheck.backends.nvrtc_child``, started by nvrtc.py): the unit's ``#include`` di
 itself, so that a file cannot have it read (and quote in its errors) what lies outside the kernel's folder,
 the CUDA headers and the system's.
 
-The request comes as JSON on standard input (``source``, ``name``, ``expression``, ``options``); the answer
-goes as JSON to standard output: ``ok``, the compiler's ``log`` and, where it compiled, the kernel's lowered
-``symbol`` and the ``cubin`` (base64)."""
+The request comes as JSON on standard input (``source``, ``name``, ``expression``, ``options`` and the
+``library`` nvrtc.py chose and checked, or null where cuda-bindings finds one itself); the answer goes as JSON
+to standard output: ``ok``, the compiler's ``log`` and, where it compiled, the kernel's lowered ``symbol`` and
+the ``cubin`` (base64).  A process per compile: this module imports only cuda-bindings' NVRTC, so that it starts
+in a fraction of the compile's time."""
 
 from __future__ import annotations
 
 import base64
+import ctypes
 import json
 import sys
+from collections.abc import Sequence
+from typing import Any
 
-from . import nvrtc
+from ..errors import CompileError
+
+__all__ = ["check", "compile_program"]
+
+
+def check(result: Any, what: str) -> Any:
+    """The values of a cuda-bindings NVRTC call's (error, values...) tuple; CompileError if it failed."""
+    from cuda.bindings import nvrtc
+
+    err, *values = result if isinstance(result, tuple) else (result,)
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise CompileError(f"NVRTC {what} failed: {_error_string(err)}")
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def _error_string(err: Any) -> str:
+    from cuda.bindings import nvrtc
+
+    try:
+        text = nvrtc.nvrtcGetErrorString(err)[1]
+        return text.decode() if isinstance(text, bytes) else str(text)
+    except Exception:  # an error code the binding cannot name
+        return str(err)
+
+
+def compile_program(source: str, name: str, expression: str, options: Sequence[str]) -> tuple[bool, str, bytes, str]:
+    """NVRTC's compile of ``source`` in this process: whether it compiled, its log, and the cubin and the lowered
+    name of ``expression`` where it did."""
+    from cuda.bindings import nvrtc
+
+    program = check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []), "nvrtcCreateProgram")
+    try:
+        check(nvrtc.nvrtcAddNameExpression(program, expression.encode()), "nvrtcAddNameExpression")
+        flags = [o.encode() for o in options]
+        err, *_ = nvrtc.nvrtcCompileProgram(program, len(flags), flags)
+        log = _log(program)
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            return False, log or _error_string(err), b"", ""
+        symbol = check(nvrtc.nvrtcGetLoweredName(program, expression.encode()), "nvrtcGetLoweredName")
+        size = check(nvrtc.nvrtcGetCUBINSize(program), "nvrtcGetCUBINSize")
+        cubin = bytearray(size)  # written into by NVRTC: never into an immutable (perhaps shared) bytes
+        check(nvrtc.nvrtcGetCUBIN(program, cubin), "nvrtcGetCUBIN")
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
+    return True, log, bytes(cubin), symbol.decode() if isinstance(symbol, bytes) else str(symbol)
+
+
+def _log(program: Any) -> str:
+    from cuda.bindings import nvrtc
+
+    size = check(nvrtc.nvrtcGetProgramLogSize(program), "nvrtcGetProgramLogSize")
+    # A buffer of its own for NVRTC to write into: a clean compile's log is one byte (its NUL), and b" " * 1 is
+    # Python's one shared b" ", which NVRTC would turn into b"\0" for the whole process (numpy's headers too).
+    text = bytearray(size)
+    check(nvrtc.nvrtcGetProgramLog(program, text), "nvrtcGetProgramLog")
+    return text.rstrip(b"\0").decode(errors="replace").strip()
 
 
 def main() -> int:
     request = json.load(sys.stdin)
-    nvrtc.load()
-    ok, log, cubin, symbol = nvrtc.compile_program(request["source"], request["name"], request["expression"],
-                                                   request["options"])
+    if request["library"]:  # loaded before cuda-bindings looks for one, as nvrtc.load does
+        ctypes.CDLL(request["library"], mode=ctypes.RTLD_GLOBAL)
+    ok, log, cubin, symbol = compile_program(request["source"], request["name"], request["expression"],
+                                             request["options"])
     json.dump({"ok": ok, "log": log, "symbol": symbol, "cubin": base64.b64encode(cubin).decode()}, sys.stdout)
     return 0
 
