@@ -2,7 +2,6 @@
 
 import locale
 import multiprocessing
-import os
 import threading
 import time
 from pathlib import Path

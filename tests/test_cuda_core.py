@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -285,6 +286,23 @@ def test_the_device_is_described(backend):
     assert device.name and device.cc >= (5, 0) and device.sms > 0 and device.l2_bytes > 0
     assert 100 < device.clock_mhz < 5000 and device.max_threads_per_sm >= 1024
     assert re.search(r"\(CUDA \d+\.\d+\)$", device.driver) and re.fullmatch(r"\d+\.\d+", device.cuda), device
+
+
+@pytest.mark.parametrize("module, name", [("cuda_core", "CudaCoreBackend"), ("pycuda", "PyCudaBackend")])
+def test_the_context_waits_for_the_gpu_by_sleeping(module, name):
+    """A worker waiting on its kernel (and on other processes' kernels before it, on a shared GPU) sleeps rather
+    than spin a core: CU_CTX_SCHED_BLOCKING_SYNC, in a process of its own, as a worker opens its backend."""
+    code = (f"import sys\nfrom mmcheck.errors import BackendUnavailable\nfrom mmcheck.backends.{module} import {name}\n"
+            f"try:\n    {name}()\nexcept BackendUnavailable as e:\n    sys.exit(f'unavailable: {{e}}')\n"
+            "from cuda.bindings import driver\nprint(int(driver.cuCtxGetFlags()[1]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    if done.stderr.startswith("unavailable:"):
+        pytest.skip(done.stderr.strip())
+    assert done.returncode == 0, done.stderr
+    from cuda.bindings import driver
+
+    scheduling = int(done.stdout) & int(driver.CUctx_flags.CU_CTX_SCHED_MASK)
+    assert scheduling == int(driver.CUctx_flags.CU_CTX_SCHED_BLOCKING_SYNC), done.stdout
 
 
 def test_from_wheels_alone_nvrtc_compiles_and_the_clock_holds():

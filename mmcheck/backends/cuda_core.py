@@ -26,7 +26,7 @@ from .base import Arg, BackendOptions, Dim3
 from .compilers import Nvcc
 from .cubin import Compiled
 from .events import Event
-from .gpu import DEFAULT_DYNAMIC_SMEM, GpuBackend, driver_arguments
+from .gpu import DEFAULT_DYNAMIC_SMEM, GpuBackend, driver_arguments, wait_by_sleeping
 
 __all__ = ["CudaCoreBackend"]
 
@@ -41,6 +41,7 @@ class CudaCoreBackend(GpuBackend):
             raise BackendUnavailable(f"cuda.core is not installed ({e}); pip install 'mmcheck-cuda[gpu]'") from None
         try:
             gpu = Device()  # device 0, as PyCUDA's primary context takes it, unless a context is current
+            wait_by_sleeping()
             gpu.set_current()  # retains the primary context and makes it current
         except Exception as e:  # no driver (cuda-pathfinder's error) or no device (cuda.core's)
             raise BackendUnavailable(f"CUDA is not usable: {e}") from None

@@ -152,13 +152,16 @@ class GpuBackend(ABC):
             self._enqueue(kernel.handle, args, grid, block, smem)()
         except self._error as e:
             raise LaunchError(str(e)) from None
-        # Poll instead of blocking so a kernel that never returns is reported.
+        # Poll instead of blocking so a kernel that never returns is reported; each pause twice the last, up to a
+        # millisecond: a short kernel is seen at once, and a long wait (other processes' kernels on the same GPU)
+        # costs the CPU little.
         deadline = time.monotonic() + self.options.timeout
         try:
             fetched = {key: (buf, self._fetch(buf)) for key, buf in fetching.items()}
-            finished = self._marker()
+            finished, pause = self._marker(), 2e-5
             while not (done := finished()) and time.monotonic() <= deadline:
-                time.sleep(5e-5)
+                time.sleep(pause)
+                pause = min(2 * pause, 1e-3)
             if done:
                 self._synchronize()
         except self._error as e:
@@ -354,3 +357,21 @@ def driver_arguments(args: Sequence[Arg]) -> list[np.generic]:
     type)."""
     return [np.uintp(int(a.handle) + a.offset * a.dtype.itemsize) if isinstance(a, DeviceBuffer)
             else a.view(np.dtype(f"uint{8 * a.dtype.itemsize}")) for a in args]
+
+
+def wait_by_sleeping() -> None:
+    """Make every visible GPU's primary context, before it is first made current, wait for the GPU by sleeping
+    (CU_CTX_SCHED_BLOCKING_SYNC) rather than spinning a core, CUDA's choice for a process with fewer contexts than
+    cores: workers sharing one GPU would otherwise spin through each other's kernels, on the cores their host
+    work (references, judging) needs.  Timings are the GPU's events', which this does not change."""
+    try:
+        from cuda.bindings import driver
+
+        if driver.cuInit(0)[0] != driver.CUresult.CUDA_SUCCESS:
+            return
+        _, count = driver.cuDeviceGetCount()
+        for ordinal in range(count):
+            _, device = driver.cuDeviceGet(ordinal)
+            driver.cuDevicePrimaryCtxSetFlags(device, driver.CUctx_flags.CU_CTX_SCHED_BLOCKING_SYNC)
+    except Exception:  # no cuda-bindings, or no driver it can find: the backend says why CUDA is not usable
+        return

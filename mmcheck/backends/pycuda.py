@@ -17,7 +17,7 @@ from ..errors import BackendUnavailable
 from .base import Arg, BackendOptions, Dim3
 from .cubin import Compiled
 from .events import Event
-from .gpu import DEFAULT_DYNAMIC_SMEM, GpuBackend, driver_arguments
+from .gpu import DEFAULT_DYNAMIC_SMEM, GpuBackend, driver_arguments, wait_by_sleeping
 
 __all__ = ["PyCudaBackend"]
 
@@ -34,6 +34,7 @@ class PyCudaBackend(GpuBackend):
             cuda.init()
             if cuda.Device.count() == 0:
                 raise BackendUnavailable("PyCUDA found no CUDA device")
+            wait_by_sleeping()
             import pycuda.autoprimaryctx  # noqa: F401  (retains and pushes the primary context)
         except cuda.Error as e:
             raise BackendUnavailable(f"CUDA is not usable: {e}") from None
