@@ -81,9 +81,11 @@ class Ahead:
 
     def stop(self) -> None:
         self._stopped = True
-        # ProcessPoolExecutor has no public way to stop busy processes before Python 3.14 (terminate_workers).
-        processes = list((getattr(self._threads, "_processes", None) or {}).values())
+        # ProcessPoolExecutor has no public way to stop busy processes before Python 3.14 (terminate_workers).  Its
+        # table is read once shut down: the planner's last submit may be spawning a process until then.
+        spawned = getattr(self._threads, "_processes", None) or {}
         self._threads.shutdown(wait=False, cancel_futures=True)
+        processes = list(spawned.values())
         for process in processes:
             process.terminate()
         children.end(processes, _GRACE)
