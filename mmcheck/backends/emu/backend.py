@@ -124,10 +124,16 @@ class EmuBackend:
         self.printed = ""
 
     def close(self) -> None:
-        """Stop the workers now rather than when the backend is collected."""
+        """Stop the workers now rather than when the backend is collected: all told first, then each waited for,
+        so that stopping them (Ctrl-C, a pool worker's SIGTERM) takes about one worker's time, not one each."""
+        workers = []
         for module in self._recent:
             assert module.worker is not None
-            module.worker.close()
+            workers.append(module.worker)
+        for worker in workers:
+            worker.hang_up()
+        for worker in workers:
+            worker.close()
         self._recent.clear()
 
     def compile(self, build: Build) -> Kernel:
