@@ -13,16 +13,13 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Collection, Mapping, Sequence
 from multiprocessing.process import BaseProcess
 from pathlib import Path
-from types import FrameType
-from typing import NoReturn
 
-__all__ = ["run", "scratch", "SCRATCH", "end", "quit_on_sigterm"]
+__all__ = ["run", "scratch", "SCRATCH", "end", "environment"]
 
 SCRATCH = "MMCHECK_SCRATCH"
 # The process groups of the compilers running now, in any thread: killed at exit, where a compiler started by a
@@ -54,14 +51,25 @@ def scratch() -> Path:
     return Path(made)
 
 
+def environment() -> dict[str, str]:
+    """A copy of this process's environment, whole: compilers start from threads, and another thread may change
+    a variable meanwhile (pytest sets and unsets PYTEST_CURRENT_TEST around every test), which a copy taken
+    key by key can meet halfway (the key gone by the time its value is read)."""
+    while True:
+        try:
+            return dict(os.environ)
+        except (KeyError, RuntimeError):  # changed while copied: copied again
+            continue
+
+
 def run(argv: Sequence[str], *, input: str | bytes | None = None, env: Mapping[str, str] | None = None,
         cwd: str | Path | None = None, text: bool = True, tmpdir: Path | None = None) -> subprocess.CompletedProcess:
     """``subprocess.run(argv, capture_output=True)``, the child in a process group of its own with the
     scratch folder as TMPDIR (or ``tmpdir``: a sandboxed compiler's own, the one folder it may write); an
     exception here (KeyboardInterrupt, SystemExit) kills the group first."""
-    environment = {**(env if env is not None else os.environ), "TMPDIR": str(tmpdir or scratch())}
+    variables = {**(env if env is not None else environment()), "TMPDIR": str(tmpdir or scratch())}
     with subprocess.Popen(argv, stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=text, env=environment, cwd=cwd,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=text, env=variables, cwd=cwd,
                           process_group=0) as child:
         _RUNNING.add(child.pid)
         try:
@@ -88,15 +96,3 @@ def end(processes: Collection[BaseProcess], grace: float) -> None:
         if process.is_alive():
             process.kill()
             process.join()
-
-
-def quit_on_sigterm() -> None:
-    """A pool process's initializer: SIGTERM unwinds what it runs (a compiler running under ``run`` is killed
-    with its group) and exits; SIGINT is the main process's to act on, which then ends its pools."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _quit)
-
-
-def _quit(signum: int, frame: FrameType | None) -> NoReturn:
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    sys.exit(128 + signum)

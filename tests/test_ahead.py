@@ -1,14 +1,12 @@
 """Compiling ahead: the builds a check needs, each once, on threads; a cache entry made by one at a time."""
 
 import locale
-import multiprocessing
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from mmcheck import children
 from mmcheck.ahead import Ahead, builds, start
 from mmcheck.backends.cubin import Compiled, CubinCache
 from mmcheck.errors import CompileError
@@ -65,45 +63,6 @@ def test_ahead_compiles_each_build_once_and_leaves_failures_to_the_workers():
     assert sorted(compiler.asked) == [("float32", ("float", t), "sm_90") for t in ("16", "16", "32", "32")]
 
 
-class Lingering:
-    """A compiler whose compile is a child that runs for a minute, its pid written where the test reads it."""
-
-    def __init__(self, folder):
-        self.folder = folder
-
-    def compile(self, build, arch):
-        pid = self.folder / build.template[1]
-        children.run(["sh", "-c", f"echo $$ > {pid}.part && mv {pid}.part {pid} && exec sleep 60"])
-        return Compiled(b"cubin", "sym")
-
-
-def test_stopping_ends_the_compile_processes_and_the_compilers_they_run(tmp_path):
-    """What ``mmcheck check`` compiled ahead in processes (NVRTC) does not outlive the check: ``stop`` ends
-    them, and each one's compiler with it."""
-    (spec,) = parse_specs(SGEMM, "mine.cu")
-    before = set(multiprocessing.active_children())  # another test's, in this process
-    ahead = Ahead(Lingering(tmp_path), "sm_90", builds(Settings(), [(spec, "float32")]), processes=True)
-    deadline = time.monotonic() + 60
-    while len(pids := list(tmp_path.glob("[0-9]*"))) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert len(pids) == 2, "the two compiles did not start"
-    began = time.monotonic()
-    ahead.stop()
-    assert time.monotonic() - began < 5 and set(multiprocessing.active_children()) <= before
-    deadline = time.monotonic() + 2
-    while (alive := [p for p in pids if _running(int(p.read_text()))]) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive, "a compiler outlived its compile process"
-
-
-def _running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def test_a_cache_entry_is_made_once_while_others_wait_for_it(tmp_path):
     cache, made = CubinCache(tmp_path), []
 
@@ -121,9 +80,9 @@ def test_a_cache_entry_is_made_once_while_others_wait_for_it(tmp_path):
     assert len(made) == 1 and got == [Compiled(b"cubin", "sym")] * 4
 
 
-def test_nvrtc_compiles_ahead_in_processes_of_its_own_into_the_cache_the_workers_read(tmp_path, monkeypatch):
-    """NVRTC sets the locale of the process it compiles in: ahead of the workers it compiles in processes of
-    its own, and what it made is what a worker's compile then finds."""
+def test_nvrtc_compiles_ahead_on_threads_into_the_cache_the_workers_read(tmp_path, monkeypatch):
+    """NVRTC sets the locale of the process it compiles in: each compile runs in a child of its own, so the
+    threads that compile ahead leave the caller's alone, and what they made is what a worker's compile finds."""
     from mmcheck.backends.nvrtc import Nvrtc
     from mmcheck.errors import BackendUnavailable
     from mmcheck.spec import load_specs
@@ -132,7 +91,7 @@ def test_nvrtc_compiles_ahead_in_processes_of_its_own_into_the_cache_the_workers
         Nvrtc()
     except BackendUnavailable as e:
         pytest.skip(f"no usable NVRTC here: {e}")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # the spawned processes inherit it
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # where the compiles write and the worker reads
     (spec,) = [s for s in load_specs(ZOO / "blas_sgemm.cu") if s.name == "blas.sgemm_tiled"]
     settings = Settings(compiler="nvrtc")
     wanted = list(builds(settings, [(spec, "float32")]))

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import functools
 import locale
-import multiprocessing
 import re
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -45,32 +44,22 @@ def nvrtc(tmp_path_factory) -> Nvrtc:
 
 @pytest.fixture(scope="module")
 def zoo_builds(request, nvrtc, tmp_path_factory):
-    """Every build of every zoo kernel this session collected, compiled in parallel, once each per test
-    run, the xdist workers sharing what they made; a test waits only for its own.  In processes of their
-    own, as mmcheck's own compiling ahead does: NVRTC sets the locale of the process it compiles in, so
-    threads of this one would change it under the tests that run meanwhile, and under one another
-    (test_compiling_leaves_the_callers_locale_alone saw it).  Into mmcheck's own cache, which a GPU backend
-    compiling with NVRTC then reads rather than compile the zoo a second time (and which keeps what NVRTC said)."""
+    """Every build of every zoo kernel this session collected, compiled in parallel (each NVRTC compile is a
+    child process of its own: threads drive them), once each per test run, the xdist workers sharing what they
+    made; a test waits only for its own.  Into mmcheck's own cache, which a GPU backend compiling with NVRTC then
+    reads rather than compile the zoo a second time (and which keeps what NVRTC said)."""
     wanted = {(item.callspec.params["spec"].name, item.callspec.params["dtype"]): item.callspec.params["spec"]
               for item in request.session.items
               if item.originalname == "test_zoo_kernel_compiles" and hasattr(item, "callspec")}
-    pool = ProcessPoolExecutor(this_workers_cores(), multiprocessing.get_context("spawn"))
+    compiler = Nvrtc()  # mmcheck's own cache (the fixture's is a folder of its own)
+    pool = ThreadPoolExecutor(this_workers_cores())
     request.addfinalizer(pool.shutdown)
     once = RunOnce(tmp_path_factory, "zoo-nvrtc")
     futures: dict[tuple[str, str], list[tuple[Build, Future[Compiled]]]] = {
-        (name, dtype): [(b, pool.submit(_compile_apart, once, b)) for b in _builds(spec, dtype)]
+        (name, dtype): [(b, pool.submit(once, repr(b.key), functools.partial(compiler.compile, b, ARCH)))
+                        for b in _builds(spec, dtype)]
         for (name, dtype), spec in this_workers_order(list(wanted.items()))}
     return lambda spec, dtype: [(b, f.result()) for b, f in futures[spec.name, dtype]]
-
-
-def _compile_apart(once: RunOnce, build: Build) -> Compiled:
-    """``build`` compiled in a process of the zoo's pool, by its one Nvrtc, unless another worker has."""
-    return once(repr(build.key), lambda: _nvrtc_of_this_process().compile(build, ARCH))
-
-
-@functools.cache
-def _nvrtc_of_this_process() -> Nvrtc:
-    return Nvrtc()
 
 
 def _builds(spec: KernelSpec, dtype: str) -> list[Build]:

@@ -438,7 +438,7 @@ class Nvrtc:
                                    C_LIBRARY, build.spec.folder]
         with sandbox.scratch(children.scratch()) as folder:
             argv = sandbox.compile_command([sys.executable, "-m", "mmcheck.backends.nvrtc_child"], reads, folder)
-            done = children.run(argv, input=request, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+            done = children.run(argv, input=request, env={**children.environment(), "PYTHONDONTWRITEBYTECODE": "1"},
                                 tmpdir=folder)
         try:
             answer = json.loads(done.stdout)
