@@ -154,13 +154,15 @@ class Nvcc:
 
 @functools.cache
 def torch_includes() -> tuple[str, ...]:
-    """torch's header folders (``torch.utils.cpp_extension.include_paths()``) and Python's (pybind11 includes
-    Python.h), where torch is installed; () where it is not.  torch is imported only where it is there."""
-    if importlib.util.find_spec("torch") is None:
+    """torch's header folders, those ``torch.utils.cpp_extension.include_paths()`` gives (its ``include`` folder
+    and the C++ API's under it), and Python's (pybind11 includes Python.h), where torch is installed; () where it
+    is not.  Found from where torch is installed, not by importing it: that takes seconds, in every worker that
+    compiles."""
+    found = importlib.util.find_spec("torch")
+    if found is None or found.origin is None:
         return ()
-    from torch.utils.cpp_extension import include_paths
-
-    return (*include_paths(), sysconfig.get_paths()["include"])
+    include = Path(found.origin).parent / "include"
+    return (str(include), str(include / "torch" / "csrc" / "api" / "include"), sysconfig.get_paths()["include"])
 
 
 def nvcc_version(path: str) -> str:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -348,6 +350,21 @@ def nvcc_calls(monkeypatch, tmp_path) -> tuple[Nvcc, list[str]]:
 
     monkeypatch.setattr(nvcc, "cubin", recording)
     return nvcc, given
+
+
+def test_torchs_header_folders_are_those_of_cpp_extension_found_without_importing_torch():
+    """Each worker that compiles with nvcc asks for them: importing torch there would take seconds each time.
+    Where torch is installed they are the folders ``torch.utils.cpp_extension.include_paths()`` gives (and
+    Python's); where it is not, there are none."""
+    code = ("import sys\nfrom mmcheck.backends.compilers import torch_includes\n"
+            "print(repr((torch_includes(), 'torch' in sys.modules)))")
+    found, imported = eval(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                          check=True).stdout)
+    assert not imported
+    code = ("import sysconfig\ntry:\n    from torch.utils.cpp_extension import include_paths\nexcept ImportError:\n"
+            "    print(())\nelse:\n    print(repr((*include_paths(), sysconfig.get_paths()['include'])))")
+    assert found == eval(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                        check=True).stdout)
 
 
 @needs.nvcc
