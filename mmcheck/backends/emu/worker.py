@@ -117,6 +117,7 @@ class Worker:
             os.close(rep_w)
         self._out, self._in = req_w, rep_r
         self._pipes = [req_w, rep_r]  # those not closed yet (-1: closed), for hang_up and _close
+        self._freed: list[int] = []  # buffers to free with the next request (free)
         self.pid = proc.pid
         self.held = 0
         self._proc = proc
@@ -159,12 +160,11 @@ class Worker:
         return self._call(b"R", struct.pack("<I", buffer))
 
     def free(self, buffer: int) -> None:
+        """Free a buffer with the next request, not now: a buffer's finalizer calls this, and a request made
+        there could fall in the middle of another request, or take a Ctrl-C that Python then drops (an exception
+        in a finalizer is ignored) while the run goes on into a hung kernel."""
         self.held -= 1
-        if self.alive:
-            try:
-                self._call(b"F", struct.pack("<I", buffer))
-            except WorkerError:  # gone meanwhile, and the buffer with it
-                pass
+        self._freed.append(buffer)
 
     def launch(self, kernel: int, grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,
                schedule: int, fibers: bool, strict: bool, seed: int, timeout_ms: int,
@@ -186,9 +186,15 @@ class Worker:
                             wait, None if buf < 0 else buf, off, message, warnings, stderr, output, output_bytes)
 
     def _call(self, op: bytes, *payload: bytes | memoryview) -> bytearray:
+        """The buffers freed since the last request freed, then the request made."""
+        while self._freed:
+            self._request(b"F", struct.pack("<I", self._freed.pop()))
+        return self._request(op, *payload)
+
+    def _request(self, op: bytes, *payload: bytes | memoryview) -> bytearray:
         """One request and its reply's payload.  Neither side is copied on the way: buffers can be large.  A
         request cut short (Ctrl-C in the middle of it) leaves the pipes out of step: the worker is closed then,
-        lest a later request (a buffer's finalizer) wait on a reply that never comes."""
+        lest a later request wait on a reply that never comes."""
         if not self._closer.alive:
             raise WorkerError("the emulator worker has been closed")
         parts = [memoryview(p).cast("B") for p in payload]
