@@ -1,6 +1,6 @@
-"""The ``mmcheck`` command (and ``python -m mmcheck``): cli.py's, loaded with Ctrl-C held, so that one pressed while
-its modules load (a second or more on a busy machine) is told as any early Ctrl-C is, in a line and with the JSON
-of no results, not with a traceback."""
+"""The ``mmcheck`` command (and ``python -m mmcheck``): cli.py's, loaded with Ctrl-C held until it can handle one, so
+that one pressed while its modules load or its arguments are read (a second or more on a busy machine) is told as
+any early Ctrl-C is, in a line and with the JSON of no results, not with a traceback."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ def main() -> int:
     previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
     try:
         from .cli import main as command
+
+        return command(sys.argv[1:], held=pressed)  # which handles Ctrl-C from where it can
     finally:
         signal.signal(signal.SIGINT, previous)
-    return command(sys.argv[1:], interrupted=bool(pressed))
 
 
 if __name__ == "__main__":

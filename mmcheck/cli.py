@@ -195,13 +195,16 @@ def _catalog(args: argparse.Namespace) -> tuple[Catalog, tuple[str, ...]]:
     return collect(sources or [SRC]), globs
 
 
-def main(argv: Sequence[str] | None = None, interrupted: bool = False) -> int:
-    """The command line; ``interrupted``: a Ctrl-C came while its modules loaded (__main__.py)."""
+def main(argv: Sequence[str] | None = None, held: list[int] | None = None) -> int:
+    """The command line.  ``held``: the Ctrl-Cs that came while the caller held them (__main__.py: while the modules
+    loaded), and still come while the arguments are read; from within the ``try`` below, one is handled."""
     args = _parser().parse_args(argv)
     sigint = signal.getsignal(signal.SIGINT)
     try:
-        if interrupted:
-            raise KeyboardInterrupt
+        if held is not None:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            if held:
+                raise KeyboardInterrupt
         return _main(args)
     except KeyboardInterrupt:  # before any check ran (a run's own Ctrl-C is _each's): said in a line, and the JSON
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # written whole
