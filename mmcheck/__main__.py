@@ -10,11 +10,15 @@ import sys
 
 def main() -> int:
     pressed: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    previous = signal.getsignal(signal.SIGINT)
+    # Started with Ctrl-C ignored (a shell's background job), the command leaves it ignored.
+    held = None if previous is signal.SIG_IGN else pressed
+    if held is not None:
+        signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
     try:
         from .cli import main as command
 
-        return command(sys.argv[1:], held=pressed)  # which handles Ctrl-C from where it can
+        return command(sys.argv[1:], held=held)  # which handles Ctrl-C from where it can
     finally:
         signal.signal(signal.SIGINT, previous)
 

@@ -1,5 +1,6 @@
 """The CLI's contract: exit codes 0/1/2/3, the table and the JSON schema tools read."""
 
+import importlib
 import importlib.util
 import json
 import multiprocessing
@@ -14,6 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
+import mmcheck
 import mmcheck.ahead
 import mmcheck.backends
 from mmcheck import costs
@@ -253,15 +255,39 @@ def test_a_ctrl_c_while_the_command_loads_is_said_in_a_line_with_the_json_of_no_
                 os.kill(os.getpid(), signal.SIGINT)
             return None
 
-    monkeypatch.delitem(sys.modules, "mmcheck.cli")
+    monkeypatch.delitem(sys.modules, "mmcheck.cli")  # loaded again, and afterwards the one loaded before
+    monkeypatch.delattr(mmcheck, "cli")
     monkeypatch.setattr(sys, "meta_path", [SigintOnLoad(), *sys.meta_path])
     out = tmp_path / "r.json"
     monkeypatch.setattr(sys, "argv", ["mmcheck", "check", str(kernels), "--json", str(out)])
-    assert mmcheck.__main__.main() == 130
+    # Started as a terminal starts it, with Ctrl-C not ignored, however this test was started.
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert mmcheck.__main__.main() == 130
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert "interrupted; no kernel was checked" in capsys.readouterr().err
     doc = json.loads(out.read_text())
     assert (doc["complete"], doc["results"]) == (False, [])
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_started_with_ctrl_c_ignored_the_command_leaves_it_ignored(monkeypatch):
+    """A shell's background job starts with SIGINT ignored: the command keeps ignoring it (and what it starts
+    inherits that), as Python itself does."""
+    import mmcheck.__main__
+
+    seen = []
+    cli = importlib.import_module("mmcheck.cli")  # the one __main__ imports
+    monkeypatch.setattr(cli, "_main", lambda args: seen.append(signal.getsignal(signal.SIGINT)) or 0)
+    monkeypatch.setattr(sys, "argv", ["mmcheck", "list"])
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        assert mmcheck.__main__.main() == 0
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert seen == [signal.SIG_IGN]
 
 
 def test_progress_is_a_line_per_kernel_when_not_on_a_terminal(kernels, capsys):

@@ -86,9 +86,18 @@ def _interrupted(command: list[str], env: dict[str, str], delay: float, tmp: Pat
     when ``after`` appears on its standard output, if given); its stderr, and how long it took to exit after the
     signal (None: it finished before)."""
     mark = f"MMCHECK_TEST_RUN={tmp}\0"  # the end of the entry: tmp1 is no tmp10
-    child = subprocess.Popen(command, env={**env, "MMCHECK_TEST_RUN": str(tmp)}, cwd=ROOT, start_new_session=True,
-                             stdout=subprocess.PIPE if after else subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             text=True)
+    # Started as a terminal starts it, with Ctrl-C not ignored, however this test was started (a shell's background
+    # job ignores it, and what it starts inherits that).
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+    try:
+        child = subprocess.Popen(command, env={**env, "MMCHECK_TEST_RUN": str(tmp)}, cwd=ROOT, start_new_session=True,
+                                 stdout=subprocess.PIPE if after else subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 text=True)
+    finally:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         if after:
             assert child.stdout is not None
