@@ -247,7 +247,6 @@ def test_a_ctrl_c_while_the_command_loads_is_said_in_a_line_with_the_json_of_no_
                                                                                        monkeypatch, capsys):
     """The ``mmcheck`` command (__main__.py) holds Ctrl-C while cli.py and what it imports load: on a busy machine
     that takes a second or more, and a Ctrl-C then is told as one before any check, not with a traceback."""
-    import mmcheck.__main__
 
     class SigintOnLoad:  # a Ctrl-C just as the command line's module starts to load
         def find_spec(self, name, path=None, target=None):
@@ -261,12 +260,7 @@ def test_a_ctrl_c_while_the_command_loads_is_said_in_a_line_with_the_json_of_no_
     out = tmp_path / "r.json"
     monkeypatch.setattr(sys, "argv", ["mmcheck", "check", str(kernels), "--json", str(out)])
     # Started as a terminal starts it, with Ctrl-C not ignored, however this test was started.
-    before = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        assert mmcheck.__main__.main() == 130
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    finally:
-        signal.signal(signal.SIGINT, before)
+    assert _started_with(signal.default_int_handler) == 130
     assert "interrupted; no kernel was checked" in capsys.readouterr().err
     doc = json.loads(out.read_text())
     assert (doc["complete"], doc["results"]) == (False, [])
@@ -275,19 +269,27 @@ def test_a_ctrl_c_while_the_command_loads_is_said_in_a_line_with_the_json_of_no_
 def test_started_with_ctrl_c_ignored_the_command_leaves_it_ignored(monkeypatch):
     """A shell's background job starts with SIGINT ignored: the command keeps ignoring it (and what it starts
     inherits that), as Python itself does."""
-    import mmcheck.__main__
 
     seen = []
     cli = importlib.import_module("mmcheck.cli")  # the one __main__ imports
     monkeypatch.setattr(cli, "_main", lambda args: seen.append(signal.getsignal(signal.SIGINT)) or 0)
     monkeypatch.setattr(sys, "argv", ["mmcheck", "list"])
-    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    assert _started_with(signal.SIG_IGN) == 0
+    assert seen == [signal.SIG_IGN]
+
+
+def _started_with(sigint) -> int:
+    """The ``mmcheck`` command's exit status (__main__.main, on sys.argv) where it starts with SIGINT's handler
+    ``sigint``, which it leaves as it found it."""
+    import mmcheck.__main__
+
+    before = signal.signal(signal.SIGINT, sigint)
     try:
-        assert mmcheck.__main__.main() == 0
-        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        code = mmcheck.__main__.main()
+        assert signal.getsignal(signal.SIGINT) is sigint
     finally:
         signal.signal(signal.SIGINT, before)
-    assert seen == [signal.SIG_IGN]
+    return code
 
 
 def test_progress_is_a_line_per_kernel_when_not_on_a_terminal(kernels, capsys):
