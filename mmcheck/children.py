@@ -89,7 +89,9 @@ def run(argv: Sequence[str], *, input: str | bytes | None = None, env: Mapping[s
 
 def end(processes: Collection[BaseProcess], grace: float) -> None:
     """Wait for a pool's ``processes`` to exit; one still there after ``grace`` seconds (stuck where SIGTERM cannot
-    unwind it: inside a lock, a driver call) is killed: nothing waits on it, and nothing outlives this."""
+    unwind it, inside a lock or a driver call, or not given the CPU to on a busy machine) is killed: nothing waits
+    on it.  What a killed process was running ends on its own: a backend's worker when its pipe closes, a compiler
+    when its compile is done."""
     deadline = time.monotonic() + grace
     for process in processes:
         process.join(max(0.0, deadline - time.monotonic()))

@@ -48,8 +48,8 @@ T_co = TypeVar("T_co", covariant=True)
 
 IDLE = -1  # what a worker runs between jobs, in the table of running jobs
 TERMINATED = 128 + signal.SIGTERM  # a worker's exit status after SIGTERM, as a shell gives it
-# Seconds terminated workers get to close their backends before they are killed: Ctrl-C ends a run within two
-# seconds, also on a machine so busy that a worker's closing takes longer (what a killed worker ran ends itself).
+# Seconds terminated workers get to close their backends before they are killed (children.end): Ctrl-C ends a run
+# within two seconds, also on a machine so busy that a worker's closing takes longer.
 _TERMINATE_GRACE = 1.0
 
 Running = ctypes.Array[ctypes.c_longlong]  # per worker slot: the index of the job it runs, or IDLE
