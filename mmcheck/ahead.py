@@ -82,12 +82,11 @@ def _compile(compiler: Compiler, build: Build, arch: str) -> None:
 def start(settings: Settings, pairs: Sequence[tuple[KernelSpec, str]], cc: tuple[int, int]) -> Ahead | None:
     """Compiling ahead for a device of compute capability ``cc`` with the settings' compiler, if it can
     compile for it; None otherwise."""
-    from .backends.compilers import get_compiler, resolve
+    from .backends.compilers import get_compiler
     from .backends.cubin import arch
 
-    name = resolve(settings.compiler)
     try:
-        compiler = get_compiler(name)
+        compiler = get_compiler(settings.compiler)
     except MmcheckError:
         return None
     if compiler.unsupported(cc):

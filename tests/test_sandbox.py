@@ -160,7 +160,7 @@ def test_a_header_a_projects_kernels_share_is_read_where_the_run_is_given_the_pr
     assert f"the file tried to include {kernels}/../shared.cuh, which is outside its folder {kernels}" in row["message"]
 
 
-@pytest.mark.skipif(not shutil.which("nvcc"), reason="the GPU backend's compile needs nvcc")
+@needs.nvcc
 @needs_sandbox
 def test_nvcc_compiles_in_the_sandbox(tmp_path):
     from mmcheck.backends.compilers import Nvcc
