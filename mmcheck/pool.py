@@ -1,10 +1,11 @@
 """Jobs run in worker processes, several at once: ``mmcheck check -j N``.
 
 Workers are spawned, never forked (a process that has started CUDA cannot fork), and ignore SIGINT from
-birth: Ctrl-C is the main process's to handle.  A worker opens a backend of its own (``Settings.open_runner``)
-as it starts, where the pool was started ahead of its jobs (``Pool.start``), else for its first job; it keeps
-it for every job it runs and closes it when it exits.  Under the GPU backend a worker first takes a GPU of its
-own (devices.pin_gpu), before CUDA starts in it.  Its BLAS gets its share of the cores.
+birth: Ctrl-C is the main process's to handle, also one that comes while they are spawned.  A worker opens a
+backend of its own (``Settings.open_runner``) as it starts, where the pool was started ahead of its jobs
+(``Pool.start``), else for its first job; it keeps it for every job it runs and closes it when it exits.  Under
+the GPU backend a worker first takes a GPU of its own (devices.pin_gpu), before CUDA starts in it.  Its BLAS
+gets its share of the cores.
 
 A kernel that crashes or hangs costs one case already, inside the backend's own kernel processes.  A worker
 that dies itself (the OOM killer, a crash in mmcheck) costs the job it was running: that job is lost, and the
@@ -18,12 +19,13 @@ backend, which stops its kernel processes, and exits.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import dataclasses
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from types import FrameType
@@ -81,13 +83,14 @@ class Pool(Generic[T]):
         first job: they start (imports, a CUDA context) while this process goes on.  The jobs' own settings
         may name the backend that ``auto`` found; a worker whose runner is another reopens it."""
         self._open(self.workers, settings)
-        sigint = signal.signal(signal.SIGINT, signal.SIG_IGN)  # see _round
+        assert self._executor is not None
         try:
-            for _ in range(self.workers):  # one submission spawns one worker while none is idle
-                assert self._executor is not None
-                self._executor.submit(_started)
-        finally:
-            signal.signal(signal.SIGINT, sigint)
+            with _spawning():
+                for _ in range(self.workers):  # one submission spawns one worker while none is idle
+                    self._executor.submit(_started)
+        except KeyboardInterrupt:
+            self._stop(now=True)
+            raise
         self._note_spawned()
 
     def outcomes(self, jobs: Sequence[Job[T]]) -> Generator[tuple[int, T], None, None]:
@@ -124,13 +127,8 @@ class Pool(Generic[T]):
             self._open(min(self.workers, len(indices)), None)
         executor, running = self._executor, self._running
         assert executor is not None and running is not None
-        # submit() spawns the workers; spawned with SIGINT ignored, they keep ignoring it (Python leaves an
-        # inherited SIG_IGN alone), so that Ctrl-C before their first job prints no traceback of theirs.
-        sigint = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
+        with _spawning():  # submit() spawns the workers
             futures = {executor.submit(_run, i, jobs[i]): i for i in indices}
-        finally:
-            signal.signal(signal.SIGINT, sigint)
         self._note_spawned()
         unfinished, finished = [], False
         for future in as_completed(futures):
@@ -181,6 +179,23 @@ class Pool(Generic[T]):
         children.end(self._spawned, _TERMINATE_GRACE)
         self._spawned.clear()
 
+
+
+@contextlib.contextmanager
+def _spawning() -> Iterator[None]:
+    """Around what spawns workers: SIGINT blocked in this thread, so that the workers are born with it blocked
+    (until they ignore it: _start), and held meanwhile, so that a Ctrl-C that comes while they are spawned is
+    neither lost nor raised halfway through a spawn, but raised once it is over."""
+    pressed: list[int] = []
+    handler = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a pending one is handled here, held
+        signal.signal(signal.SIGINT, handler)
+    if pressed:
+        raise KeyboardInterrupt
 
 
 @dataclasses.dataclass(frozen=True)
@@ -276,6 +291,10 @@ _worker: _Worker  # this process's, where it is a worker (_start)
 def _start(taken: Synchronized[int], running: Running, gpus: list[str], settings: Settings | None,
            workers: int) -> None:
     global _worker
+    # Born with SIGINT blocked (_spawning): ignored from now on (which drops one sent meanwhile), as Ctrl-C is
+    # the main process's to handle.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _worker = _Worker(taken, running, gpus, settings, workers)
 
 

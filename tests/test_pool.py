@@ -83,3 +83,40 @@ def test_workers_share_the_cores_out_among_their_blas_threads(monkeypatch):
     pool = Pool(2, gpu=False)
     threads = [t for _, found in pool.outcomes([_blas_threads, _blas_threads]) for t in found]
     assert threads and set(threads) == {max(1, len(os.sched_getaffinity(0)) // 2)}
+
+
+def _ignores_sigint() -> bool:
+    import signal
+
+    return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+def test_a_ctrl_c_while_the_workers_are_spawned_is_raised_once_they_are_and_they_are_stopped(monkeypatch):
+    import signal
+
+    spawned: list[int] = []
+    opened = Pool._open
+
+    def open_and_signal_while_spawning(pool, slots, settings):
+        opened(pool, slots, settings)
+        submit = pool._executor.submit
+
+        def submit_after_a_ctrl_c(*args):
+            if not spawned:
+                os.kill(os.getpid(), signal.SIGINT)  # a terminal's Ctrl-C, in the middle of the spawning
+            future = submit(*args)
+            spawned.extend(pool._executor._processes)
+            return future
+        monkeypatch.setattr(pool._executor, "submit", submit_after_a_ctrl_c)
+
+    monkeypatch.setattr(Pool, "_open", open_and_signal_while_spawning)
+    pool = Pool(2, gpu=False)
+    with pytest.raises(KeyboardInterrupt):
+        pool.start(Settings(backend="tests.fake_backend:FakeBackend", budget=64))
+    assert spawned
+    for pid in set(spawned):  # stopped and waited for
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    # Spawned in such a window, a worker ignores Ctrl-C (the main process's to handle).
+    fresh = Pool(1, gpu=False)
+    assert [found for _, found in fresh.outcomes([_ignores_sigint])] == [True]
