@@ -25,7 +25,9 @@ __all__ = ["compile_sources", "compile_unit", "check_supported", "compile_failur
 # so that prose cannot trigger a match.
 _NOT_CODE = re.compile(r"//[^\n]*|/\*.*?\*/|(?<!\w)(?:u8|[uUL])?R\"(?P<delim>[^()\\\s]{0,16})\(.*?\)(?P=delim)\""
                        r"|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
-_NOT_NEWLINE = re.compile(r"[^\n]")
+# Where one may begin: a match of _NOT_CODE starts at one of these, or at a raw string's prefix just before
+# its quote.  A class alone: re skips to it fast, through a large file's blanked comments too.
+_NOT_CODE_START = re.compile(r"[/\"']")
 # (pattern whose group 1 names the construct, what it is)
 _UNSUPPORTED = (
     (re.compile(r"\b(tex1Dfetch|tex[123]D\w*|texCubemap\w*|surf[123]D\w*|cudaTextureObject_t|cudaSurfaceObject_t"
@@ -89,13 +91,41 @@ def _code(source: str, literals: bool = False) -> str:
     """``source`` with comments and literals blanked (``literals``: comments only), newlines kept so that
     offsets still give lines.  Kept for the texts last asked for: every dtype of a file scans the same text,
     and a large file's scan is costly."""
-    def blank(match: re.Match[str]) -> str:
-        text = match.group()
-        if literals and not text.startswith("/"):
-            return text
-        return _NOT_NEWLINE.sub(" ", text) if "\n" in text else " " * len(text)
+    out: list[str] = []
+    done = at = 0
+    while found := _NOT_CODE_START.search(source, at):
+        span = _not_code(source, found.start(), at)
+        if span is None:  # unterminated: code, as for the compiler
+            at = found.start() + 1
+            continue
+        start, at = span
+        if not literals or source.startswith("/", start):
+            out += [source[done:start], _blank(source[start:at])]
+            done = at
+    return "".join(out) + source[done:]
 
-    return _NOT_CODE.sub(blank, source)
+
+def _not_code(source: str, at: int, since: int) -> tuple[int, int] | None:
+    """The span of the comment or literal (_NOT_CODE's match) that starts at ``at``, or of a raw string whose
+    prefix starts just before it, not before ``since``; None if there is none.  A comment's end is found by
+    ``str.find``: in a large file mostly comments, a regex stepping through every character took seconds."""
+    if source[at] == '"':
+        for start in range(max(since, at - 3), at):  # R", u8R", LR"...: nothing else can match there
+            if raw := _NOT_CODE.match(source, start):
+                return start, raw.end()
+    if source.startswith("/*", at):
+        end = source.find("*/", at + 2)
+        return None if end < 0 else (at, end + 2)
+    if source.startswith("//", at):
+        end = source.find("\n", at)
+        return at, len(source) if end < 0 else end
+    match = _NOT_CODE.match(source, at)
+    return (at, match.end()) if match else None
+
+
+def _blank(text: str) -> str:
+    """``text`` as spaces, its newlines kept."""
+    return "\n".join(" " * len(line) for line in text.split("\n"))
 
 
 def _host_bodies(code: str) -> list[tuple[int, int]]:
@@ -114,7 +144,7 @@ def _host_bodies(code: str) -> list[tuple[int, int]]:
                     spans.append((body, at))
                 declaration = at + 1
             continue
-        text = code[declaration:at]
+        text = code[declaration:at].strip()  # in a large file mostly comments, mostly blanks
         if char == "{" and ")" in text and not _CONTAINER.match(text):
             depth, body, host = 1, at, not _DEVICE_CODE.search(text)
         else:
@@ -236,14 +266,23 @@ def check_supported(spec: KernelSpec, source: str) -> None:
     uses one the emulator cannot run faithfully.  A kernel launch in host code (a launcher left in the file)
     is harmless, since host code never runs; one anywhere else is dynamic parallelism.  Inline assembly is
     judged where a launch reaches it (see _inline_asm_calls)."""
+    if found := _unsupported(source):
+        line, construct, what = found
+        raise Unsupported(f"{spec.path}:{line}: the emulator cannot run {what} ({construct})")
+
+
+@functools.lru_cache(maxsize=4)
+def _unsupported(source: str) -> tuple[int, str, str] | None:
+    """The first construct of ``source`` the emulator cannot run: its line, the construct and what it is.  The
+    same for every dtype of a file, so found once."""
     code = _code(source)
     found = [(m, m.group(1).strip(), what) for pattern, what in _UNSUPPORTED if (m := pattern.search(code))]
     found += [(m, "<<<", "kernel launches from a kernel (dynamic parallelism)")
               for m, in_host in _launches(code) if not in_host]
-    if found:
-        match, construct, what = found[0]
-        line = code.count("\n", 0, match.start()) + 1
-        raise Unsupported(f"{spec.path}:{line}: the emulator cannot run {what} ({construct})")
+    if not found:
+        return None
+    match, construct, what = found[0]
+    return code.count("\n", 0, match.start()) + 1, construct, what
 
 
 def compile_unit(build: Build, source: str) -> str:
@@ -265,7 +304,7 @@ def _emulated(source: str) -> tuple[str, tuple[str, ...]]:
     and its ``extern __shared__`` arrays: the same for every dtype of a file, so made once."""
     for match, in_host in _launches(_code(source)):
         if in_host:
-            source = source[:match.start()] + _NOT_NEWLINE.sub(" ", match.group()) + source[match.end():]
+            source = source[:match.start()] + _blank(match.group()) + source[match.end():]
     source = _inline_asm_calls(source)
     return source, tuple(sorted(set(_EXTERN_SHARED.findall(_code(source)))))
 
