@@ -92,7 +92,8 @@ def _interrupted(command: list[str], env: dict[str, str], delay: float, tmp: Pat
     if ignored:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
-        child = subprocess.Popen(command, env={**env, "MMCHECK_TEST_RUN": str(tmp)}, cwd=ROOT, start_new_session=True,
+        child = subprocess.Popen(command, env={**env, "MMCHECK_TEST_RUN": str(tmp), "PYTHONFAULTHANDLER": "1"},
+                                 cwd=ROOT, start_new_session=True,
                                  stdout=subprocess.PIPE if after else subprocess.DEVNULL, stderr=subprocess.PIPE,
                                  text=True)
     finally:
@@ -113,6 +114,11 @@ def _interrupted(command: list[str], env: dict[str, str], delay: float, tmp: Pat
         sent = time.monotonic()
         try:
             child.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # where it is stuck, in the failure: faulthandler prints every thread's
+            child.send_signal(signal.SIGABRT)
+            child.wait(timeout=10)
+            pytest.fail(f"still running 30 s after the signal (sent after {delay:.2f} s); where:\n"
+                        f"{child.stderr.read() if child.stderr else ''}")
         finally:
             took = time.monotonic() - sent
             if child.poll() is None:
