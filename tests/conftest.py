@@ -1,3 +1,4 @@
+import itertools
 import os
 from pathlib import Path
 
@@ -7,9 +8,30 @@ from mmcheck.devices import share_cores
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "slow(seconds): a test that takes about this long on a busy GPU machine; "
+                                       "under pytest-xdist it is started first")
     # This suite's own products (references, Freivalds' checks) share the cores as mmcheck's runner does.
     if workers := os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
         share_cores(int(workers))
+
+
+@pytest.hookimpl(trylast=True)  # on what -k and -m left
+def pytest_collection_modifyitems(config, items):
+    """pytest-xdist first hands each worker an equal, contiguous share of the tests, in their order, and each
+    worker runs its share from the head (worksteal's first round): a slow test deep in a share would start late
+    and hold up the end.  The slow ones are dealt out to the shares' heads, the longest first."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    slow = sorted((item for item in items if item.get_closest_marker("slow")),
+                  key=lambda item: -item.get_closest_marker("slow").args[0])
+    if workers < 2 or not slow:
+        return
+    rest = iter([item for item in items if not item.get_closest_marker("slow")])
+    ordered, left = [], len(items)
+    for share in range(workers):  # the sizes of xdist's shares
+        size, heads = left // (workers - share), slow[share::workers]
+        ordered += heads + list(itertools.islice(rest, max(0, size - len(heads))))
+        left -= size
+    items[:] = ordered + list(rest)
 
 # Kernel files that tests drive themselves (a crash, a hang, a race; the corpus of correct kernels, which
 # test_corpus.py checks): not test files of this suite.

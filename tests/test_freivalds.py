@@ -216,6 +216,7 @@ def test_several_batches_are_named_in_the_description():
     assert text.endswith("; a wrong element survives 20 vectors with probability <= 9.5e-07")
 
 
+@pytest.mark.slow(8)
 def test_a_16384_square_product_is_checked_in_seconds_not_minutes():
     """B = u v^T with every v_j a power of two, so that C = (A u) v^T, built in O(n^2), is exactly what a
     float32 kernel summing in sgemv's order returns (each term A_ik u_k v_j is A_ik u_k scaled by v_j).

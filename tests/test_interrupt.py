@@ -134,6 +134,7 @@ def _interrupted(command: list[str], env: dict[str, str], delay: float, tmp: Pat
 
 
 # In groups of runs, each a test, so that pytest-xdist's workers share them.
+@pytest.mark.slow(7)
 @pytest.mark.parametrize("group", range(_RUNS // _GROUP))
 def test_a_ctrl_c_at_random_moments_ends_the_run_cleanly(kernels, tmp_path, group):
     runs = range(group * _GROUP, (group + 1) * _GROUP)  # each group has cold caches, hung kernels and -j 2
@@ -160,6 +161,7 @@ def test_a_ctrl_c_at_random_moments_ends_the_run_cleanly(kernels, tmp_path, grou
     assert ran >= len(runs) // 2  # most runs were still going when the signal came
 
 
+@pytest.mark.slow(8)
 def test_a_ctrl_c_ends_a_pytest_run_on_a_hung_kernel(kernels, tmp_path):
     tmp = tmp_path / "tmp"
     tmp.mkdir()

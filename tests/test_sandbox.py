@@ -130,6 +130,7 @@ def test_a_file_outside_the_kernels_folder_never_reaches_the_report(hostile_run)
     assert hostile_run.rows["hostile.read_secret"]["check"] == "sandbox"
 
 
+@pytest.mark.slow(15)
 @needs.gxx
 @needs_sandbox
 def test_the_sandbox_holds_under_address_sanitizer(tmp_path):

@@ -59,6 +59,7 @@ def emulator(cache: Path | None, timeout: float = 10, sanitize: bool = True):
         pytest.skip(f"emu backend: {e}")
 
 
+@pytest.mark.slow(19)
 def test_the_emulator_measures_address_sanitizer_s_slowdown_once(tmp_path, monkeypatch):
     from mmcheck.backends.emu import backend as emu
 

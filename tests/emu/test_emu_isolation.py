@@ -258,6 +258,7 @@ def test_a_damaged_cached_module_is_rebuilt_with_a_note(tmp_path, emu_cache, com
         assert path.read_bytes() == data
 
 
+@pytest.mark.slow(9)
 def test_a_large_file_mostly_comments_is_scanned_once_per_text(tmp_path):
     """A 20 MB file of comments around one kernel of two dtypes: each text (the file, its device code) is
     scanned once, not once per dtype and per scan."""

@@ -391,6 +391,7 @@ def test_with_torch_nvcc_takes_the_file_as_written_first_then_its_device_code(nv
     assert ["PYBIND11_MODULE(" in text for text in given] == [True, False]
 
 
+@pytest.mark.slow(25)
 @needs.nvcc
 def test_a_pytorch_extension_compiles_as_written_where_torch_is_installed(nvcc_calls):
     pytest.importorskip("torch", reason="torch is not installed: the extension compiles as written only against "
