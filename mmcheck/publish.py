@@ -5,19 +5,22 @@ compiled libraries.
 
 A compile cache's entries are published sealed (``publish_sealed``): a digest of the entry is kept beside it,
 and ``intact`` checks it before the entry is used, so that a truncated or altered entry is rebuilt (with a
-note, once per process) rather than loaded."""
+note, once per process) rather than loaded.  An entry is made by one process at a time (``one_maker``): the
+others that want it meanwhile wait for it rather than make it again."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["publish", "atomic_write", "publish_sealed", "intact"]
+__all__ = ["publish", "atomic_write", "publish_sealed", "intact", "one_maker"]
 
 _noted: list[Path] = []  # the damaged cache entries found so far; the first is noted
 
@@ -78,6 +81,18 @@ def intact(path: Path) -> bool:
                       "rebuilt", RuntimeWarning, stacklevel=2)
     _noted.append(path)
     return False
+
+
+@contextlib.contextmanager
+def one_maker(path: Path) -> Iterator[None]:
+    """Held while the cache entry ``path`` is made: by one process (or thread) at a time, each holding a lock
+    file beside it, so that one that wants the entry meanwhile waits, then finds it made.  Many at once want
+    the same entries (pytest-xdist's workers, ``check -j``'s, each compiling the emulator's runtime and the
+    same kernels), and each making them would multiply the compiles."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or its holder dies
+        yield
 
 
 def _seal(path: Path) -> Path:

@@ -5,13 +5,12 @@ compilers, so that neither imports the other's module.
 
 from __future__ import annotations
 
-import fcntl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..compile import Build, macro_flags
-from ..publish import intact, publish_sealed
+from ..publish import intact, one_maker, publish_sealed
 
 __all__ = ["Compiled", "CubinCache", "common_options", "sm", "arch", "arch_rule"]
 
@@ -68,14 +67,11 @@ class CubinCache:
         publish_sealed(self.folder / f"{key}.cubin", lambda tmp: tmp.write_bytes(entry))
 
     def fetch(self, key: str, make: Callable[[], Compiled]) -> Compiled:
-        """The cubin of ``key``: from the cache, or made by ``make`` and kept.  One process (or thread) makes a
-        key at a time, holding a lock file beside it: one that wants the key meanwhile waits, then reads it,
-        rather than compile it again (``check -j`` compiles ahead what its workers will ask for)."""
+        """The cubin of ``key``: from the cache, or made by ``make`` and kept, by one process (or thread) at a
+        time (publish.one_maker: ``check -j`` compiles ahead what its workers will ask for)."""
         if cached := self.get(key):
             return cached
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.folder / f"{key}.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or its holder dies
+        with one_maker(self.folder / f"{key}.cubin"):
             if cached := self.get(key):
                 return cached
             compiled = make()

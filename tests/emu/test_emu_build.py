@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -189,6 +190,30 @@ def test_a_second_compile_is_a_cache_hit(compiled, emu_cache, spec_of, monkeypat
     assert [argv for argv in compiles if "-x" in argv] == []  # nothing compiled: only --version asked
     assert kernel.symbol == "k"
     second.close()
+
+
+def test_backends_opened_at_once_on_an_empty_cache_compile_the_runtime_and_a_kernel_once(tmp_path, compiled,
+                                                                                         spec_of, monkeypatch):
+    spec = spec_of(f'extern "C" __global__ void k{COPY}\n// unique to the test of backends opened at once')
+    compiles = []
+    real_run = children.run
+
+    def counting_run(argv, *args, **kwargs):
+        compiles.append(argv)
+        return real_run(argv, *args, **kwargs)
+
+    def open_and_compile(_: int) -> str:
+        backend = EmuBackend(BackendOptions(cache_dir=str(tmp_path)))
+        try:
+            return compiled(backend, spec, "float32", {}).symbol
+        finally:
+            backend.close()
+
+    monkeypatch.setattr(children, "run", counting_run)
+    with ThreadPoolExecutor(4) as pool:  # as check -j's workers, or pytest-xdist's, open theirs
+        assert list(pool.map(open_and_compile, range(4))) == ["k"] * 4
+    # The runtime's library and its worker, and the kernel: each compiled once, the others waiting for it.
+    assert len([argv for argv in compiles if "-o" in argv]) == 3, compiles
 
 
 def test_the_cache_follows_xdg_cache_home(tmp_path, monkeypatch):

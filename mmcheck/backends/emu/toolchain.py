@@ -13,7 +13,7 @@ from pathlib import Path
 from ... import children, sandbox
 from ...compile import Build, cache_key, cache_root, local_includes, macro_flags
 from ...errors import BackendUnavailable
-from ...publish import intact, publish_sealed
+from ...publish import intact, one_maker, publish_sealed
 from ..device_code import compile_first, fingerprint
 from .unit import check_supported, compile_failure, compile_sources, compile_unit
 
@@ -68,6 +68,10 @@ class Toolchain:
         path = self.cache / f"{key}.so"
         if intact(path):
             return path
+        with one_maker(path):
+            return path if intact(path) else self._compile_kernel(build, path, flags)
+
+    def _compile_kernel(self, build: Build, path: Path, flags: list[str]) -> Path:
         sources = compile_sources(build)
         units = [compile_unit(build, source) for source in sources]
 
@@ -98,6 +102,12 @@ class Toolchain:
         final = self.cache / f"runtime-{key}"
         if (final / "mmemu-worker").exists():
             return final
+        with one_maker(final):
+            if not (final / "mmemu-worker").exists():
+                self._compile_runtime(flags, final)
+        return final
+
+    def _compile_runtime(self, flags: list[str], final: Path) -> None:
         tmp = Path(tempfile.mkdtemp(dir=self.cache, prefix=".runtime-"))
         try:
             _run([self.cxx, *flags, "-shared", "-fPIC", "-Wl,-soname,libmmemu.so",
@@ -106,14 +116,9 @@ class Toolchain:
             # -rdynamic: the C library's functions that the worker defines for kernels (worker.cpp) are theirs
             _run([self.cxx, *flags, str(_HERE / "worker.cpp"), "-o", str(tmp / "mmemu-worker"), "-rdynamic",
                   "-L", str(tmp), "-lmmemu", "-Wl,-rpath,$ORIGIN", "-ldl"], "build the emulator worker")
-            try:
-                os.rename(tmp, final)
-            except OSError:
-                if not (final / "mmemu-worker").exists():  # not merely another process publishing first
-                    raise
+            os.rename(tmp, final)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        return final
 
 
 def find_compiler() -> tuple[str, str]:
