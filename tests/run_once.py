@@ -9,19 +9,26 @@ import hashlib
 import os
 import pickle
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
+
+
+def shared_folder(tmp_path_factory, name: str) -> Path:
+    """A folder of this test run's that every pytest-xdist worker of it shares (one of its own without xdist)."""
+    # An xdist worker's base folder lies in the run's own (popen-gwN): that one is shared, and new each run.
+    shared = os.environ.get("PYTEST_XDIST_WORKER")
+    folder = tmp_path_factory.getbasetemp().parent / name if shared else tmp_path_factory.mktemp(name)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 class RunOnce:
     """Results by key, in a folder every worker of this test run shares (picklable: processes use it too)."""
 
     def __init__(self, tmp_path_factory, name: str) -> None:
-        # An xdist worker's base folder lies in the run's own (popen-gwN): that one is shared, and new each run.
-        shared = os.environ.get("PYTEST_XDIST_WORKER")
-        self.folder = (tmp_path_factory.getbasetemp().parent / name if shared else tmp_path_factory.mktemp(name))
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder = shared_folder(tmp_path_factory, name)
 
     def __call__(self, key: str, make: Callable[[], T]) -> T:
         """``make()``'s value, or what it raised, made by whichever worker holds the key's lock first."""

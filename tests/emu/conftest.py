@@ -21,6 +21,8 @@ from mmcheck.ops import Shape
 from mmcheck.prepare import plan
 from mmcheck.spec import KernelSpec, load_specs, parse_specs
 
+from tests.run_once import shared_folder
+
 KERNELS = Path(__file__).parent / "kernels"
 
 _HEADER = """/* mmcheck
@@ -61,7 +63,9 @@ def _dim3(d: int | tuple) -> tuple[int, int, int]:
 
 @pytest.fixture(scope="session")
 def emu_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("emu-cache")
+    """The emulator's cache for these tests: this run's own, which pytest-xdist's workers share, each entry
+    (the runtime, a kernel) compiled once."""
+    return shared_folder(tmp_path_factory, "emu-cache")
 
 
 def _backend(cache: Path, **options: object) -> Iterator[EmuBackend]:
