@@ -30,6 +30,7 @@ from mmcheck.shapes import shapes_for
 from mmcheck.spec import KernelSpec, load_specs, parse_specs
 
 from tests import needs
+from tests.run_once import shared_folder
 
 HERE = Path(__file__).resolve().parent
 GOOD = ["torch_sgemm.cu", "samples_matmul.cu", "barrier_fp8.cu"]
@@ -83,7 +84,7 @@ def _check(path: Path, tmp_path: Path, status: int = 0) -> dict:
 
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory):
-    backend = EmuBackend(BackendOptions(cache_dir=str(tmp_path_factory.mktemp("emu-cache")), timeout=10.0))
+    backend = EmuBackend(BackendOptions(cache_dir=str(shared_folder(tmp_path_factory, "emu-cache")), timeout=10.0))
     yield backend
     backend.close()
 
