@@ -9,6 +9,7 @@ inherit): the process that made it removes it."""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import signal
@@ -19,7 +20,7 @@ from collections.abc import Collection, Mapping, Sequence
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
-__all__ = ["run", "scratch", "SCRATCH", "end", "environment"]
+__all__ = ["run", "run_all", "scratch", "SCRATCH", "end", "environment"]
 
 SCRATCH = "MMCHECK_SCRATCH"
 # The process groups of the compilers running now, in any thread: killed at exit, where a compiler started by a
@@ -67,24 +68,40 @@ def run(argv: Sequence[str], *, input: str | bytes | None = None, env: Mapping[s
     """``subprocess.run(argv, capture_output=True)``, the child in a process group of its own with the
     scratch folder as TMPDIR (or ``tmpdir``: a sandboxed compiler's own, the one folder it may write); an
     exception here (KeyboardInterrupt, SystemExit) kills the group first."""
+    return run_all([argv], input=input, env=env, cwd=cwd, text=text, tmpdir=tmpdir)[0]
+
+
+def run_all(commands: Sequence[Sequence[str]], *, input: str | bytes | None = None,
+            env: Mapping[str, str] | None = None, cwd: str | Path | None = None, text: bool = True,
+            tmpdir: Path | None = None) -> list[subprocess.CompletedProcess]:
+    """``run`` of each command, all at once (compiles that do not wait on one another), their results in the
+    commands' order; an exception here kills every group first."""
     variables = {**(env if env is not None else environment()), "TMPDIR": str(tmpdir or scratch())}
-    with subprocess.Popen(argv, stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=text, env=variables, cwd=cwd,
-                          process_group=0) as child:
-        _RUNNING.add(child.pid)
+    with contextlib.ExitStack() as started:  # on the way out, each child's pipes closed and the child waited for
+        children: list[subprocess.Popen] = []
         try:
-            out, err = child.communicate(input)
+            for argv in commands:
+                child = started.enter_context(subprocess.Popen(
+                    argv, stdin=subprocess.DEVNULL if input is None else subprocess.PIPE, stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE, text=text, env=variables, cwd=cwd, process_group=0))
+                children.append(child)
+                _RUNNING.add(child.pid)
+            done = []
+            for argv, child in zip(commands, children):  # the others go on meanwhile (what a compiler says
+                out, err = child.communicate(input)        # waits in its pipe)
+                done.append(subprocess.CompletedProcess(list(argv), child.returncode, out, err))
+            return done
         except BaseException:
-            try:
-                os.killpg(child.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            child.wait()
+            for child in children:
+                try:
+                    os.killpg(child.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            for child in children:
+                child.wait()
             raise
         finally:
-            _RUNNING.discard(child.pid)
-    return subprocess.CompletedProcess(list(argv), child.returncode, out, err)
-
+            _RUNNING.difference_update(child.pid for child in children)
 
 
 def end(processes: Collection[BaseProcess], grace: float) -> None:

@@ -108,14 +108,22 @@ class Toolchain:
         return final
 
     def _compile_runtime(self, flags: list[str], final: Path) -> None:
+        """The runtime's three sources compiled at once, then linked: the library (runtime and PTX) and the
+        worker, which links against it.  Every process that opens the emulator waits for this the first time."""
         tmp = Path(tempfile.mkdtemp(dir=self.cache, prefix=".runtime-"))
+        objects = tmp / "objects"
+        objects.mkdir()
+        library = [(name, ["-fPIC"]) for name in ("runtime.cpp", "ptx.cpp")]
         try:
-            _run([self.cxx, *flags, "-shared", "-fPIC", "-Wl,-soname,libmmemu.so",
-                  str(_HERE / "runtime.cpp"), str(_HERE / "ptx.cpp"), "-o", str(tmp / "libmmemu.so"), "-ldl"],
-                 "build the emulator runtime")
+            _run([[self.cxx, *flags, *pic, "-c", str(_HERE / name), "-o", str(objects / f"{name}.o")]
+                  for name, pic in [*library, ("worker.cpp", [])]], "build the emulator runtime")
+            _run([[self.cxx, *flags, "-shared", "-fPIC", "-Wl,-soname,libmmemu.so",
+                   *(str(objects / f"{name}.o") for name, _ in library), "-o", str(tmp / "libmmemu.so"), "-ldl"]],
+                 "link the emulator runtime")
             # -rdynamic: the C library's functions that the worker defines for kernels (worker.cpp) are theirs
-            _run([self.cxx, *flags, str(_HERE / "worker.cpp"), "-o", str(tmp / "mmemu-worker"), "-rdynamic",
-                  "-L", str(tmp), "-lmmemu", "-Wl,-rpath,$ORIGIN", "-ldl"], "build the emulator worker")
+            _run([[self.cxx, *flags, str(objects / "worker.cpp.o"), "-o", str(tmp / "mmemu-worker"), "-rdynamic",
+                   "-L", str(tmp), "-lmmemu", "-Wl,-rpath,$ORIGIN", "-ldl"]], "link the emulator worker")
+            shutil.rmtree(objects)
             os.rename(tmp, final)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -127,15 +135,16 @@ def find_compiler() -> tuple[str, str]:
     if cxx is None:
         raise BackendUnavailable(f"the emulator needs a C++ compiler; {os.environ.get('CXX', 'g++')!r} "
                                  "is not on PATH (set CXX to choose one)")
-    return cxx, _run([cxx, "--version"], "ask the compiler its version").splitlines()[0]
+    return cxx, _run([[cxx, "--version"]], "ask the compiler its version").splitlines()[0]
 
 
-def _run(argv: list[str], what: str) -> str:
-    proc = children.run(argv, env=_C_LOCALE)
-    if proc.returncode != 0:
-        raise BackendUnavailable(f"cannot {what} with {argv[0]}:\n{proc.stderr.strip()}")
-    return proc.stdout
-
+def _run(commands: list[list[str]], what: str) -> str:
+    """The commands run at once (children.run_all); BackendUnavailable, with what the compiler said, where one
+    fails; the first one's output."""
+    done = children.run_all(commands, env=_C_LOCALE)
+    if failed := next((proc for proc in done if proc.returncode != 0), None):
+        raise BackendUnavailable(f"cannot {what} with {failed.args[0]}:\n{failed.stderr.strip()}")
+    return done[0].stdout
 
 
 @functools.cache
