@@ -20,6 +20,8 @@ from collections.abc import Collection, Mapping, Sequence
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
+from . import interrupt
+
 __all__ = ["run", "run_all", "scratch", "SCRATCH", "end", "environment"]
 
 SCRATCH = "MMCHECK_SCRATCH"
@@ -88,8 +90,9 @@ def run_all(commands: Sequence[Sequence[str]], *, input: str | bytes | None = No
                 _RUNNING.add(child.pid)
             done = []
             for argv, child in zip(commands, children):  # the others go on meanwhile (what a compiler says
-                out, err = child.communicate(input)        # waits in its pipe)
-                done.append(subprocess.CompletedProcess(list(argv), child.returncode, out, err))
+                output = _Output(child, input)             # waits in its pipe)
+                interrupt.wait(output, None)
+                done.append(subprocess.CompletedProcess(list(argv), child.returncode, output.out, output.err))
             return done
         except BaseException:
             for child in children:
@@ -102,6 +105,24 @@ def run_all(commands: Sequence[Sequence[str]], *, input: str | bytes | None = No
             raise
         finally:
             _RUNNING.difference_update(child.pid for child in children)
+
+
+class _Output:
+    """A child's output, gathered by ``communicate`` in slices of a wait (called with each slice's seconds: whether
+    the child ended), its input sent with the first; one cut short goes on where it was, losing nothing."""
+
+    def __init__(self, child: subprocess.Popen, input: str | bytes | None) -> None:
+        self.child, self.input = child, input
+        self.out: str | bytes | None = None
+        self.err: str | bytes | None = None
+
+    def __call__(self, seconds: float) -> bool:
+        input, self.input = self.input, None
+        try:
+            self.out, self.err = self.child.communicate(input, timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
 
 
 def end(processes: Collection[BaseProcess], grace: float) -> None:

@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import children, sandbox
+from . import children, interrupt, sandbox
 from .backends import ALIASES, capabilities
 from .backends.base import compute_capability
 from .defaults import SRC
@@ -197,12 +197,14 @@ def _catalog(args: argparse.Namespace) -> tuple[Catalog, tuple[str, ...]]:
 
 def main(argv: Sequence[str] | None = None, held: list[int] | None = None) -> int:
     """The command line.  ``held``: the Ctrl-Cs that came while the caller held them (__main__.py: while the modules
-    loaded), and still come while the arguments are read; from within the ``try`` below, one is handled."""
+    loaded), and still come while the arguments are read; from within the ``try`` below, one is handled, also
+    one that Python drops in a finalizer (interrupt.py)."""
     args = _parser().parse_args(argv)
     sigint = signal.getsignal(signal.SIGINT)
     try:
         if held is not None:
             signal.signal(signal.SIGINT, signal.default_int_handler)
+            interrupt.catch_dropped()
             if held:
                 raise KeyboardInterrupt
         return _main(args)

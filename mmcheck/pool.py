@@ -22,16 +22,17 @@ import atexit
 import contextlib
 import ctypes
 import dataclasses
+import functools
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable, Generator, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from types import FrameType
 from typing import TYPE_CHECKING, Generic, NoReturn, Protocol, TypeVar
 
-from . import children
+from . import children, interrupt
 from .backends.base import Capabilities, compute_capability
 from .devices import pin_gpu, share_cores, visible_gpus
 from .errors import BackendUnavailable
@@ -131,7 +132,7 @@ class Pool(Generic[T]):
             futures = {executor.submit(_run, i, jobs[i]): i for i in indices}
         self._note_spawned()
         unfinished, finished = [], False
-        for future in as_completed(futures):
+        for future in _as_completed(futures):
             i, error = futures[future], future.exception()
             if isinstance(error, BrokenProcessPool):
                 unfinished.append(i)
@@ -179,6 +180,22 @@ class Pool(Generic[T]):
         children.end(self._spawned, _TERMINATE_GRACE)
         self._spawned.clear()
 
+
+
+def _as_completed(futures: Iterable[Future]) -> Iterator[Future]:
+    """``concurrent.futures.as_completed``, waiting in slices, a dropped Ctrl-C raised between them (interrupt)."""
+    pending = set(futures)
+    while pending:
+        done: set[Future] = set()
+        interrupt.wait(functools.partial(_some_done, pending, done), None)
+        pending -= done
+        yield from done
+
+
+def _some_done(pending: set[Future], done: set[Future], seconds: float) -> bool:
+    """Whether some of ``pending`` finish within ``seconds``, those put in ``done``."""
+    done.update(wait(pending, seconds, FIRST_COMPLETED).done)
+    return bool(done)
 
 
 @contextlib.contextmanager

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 import numpy as np
 
+from .. import interrupt
 from ..compile import Build
 from ..errors import InternalError, KernelFault, KernelTimeout, LaunchError, MmcheckError
 from . import channel, registry
@@ -159,7 +160,7 @@ class _Worker:
             status = "addresses"
             while status == "addresses":
                 left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                if not self.channel.poll(left):
+                if not interrupt.wait(self.channel.poll, left):
                     assert answer.timeout is not None, "only a request with a deadline can time out"
                     raise KernelTimeout(f"no answer after {answer.timeout:.3g} s")
                 status, value = self.channel.recv()

@@ -3,8 +3,15 @@ thread and argument, and the backend keeps working afterwards."""
 
 from __future__ import annotations
 
+import sys
+import threading
+import time
+import weakref
+
 import numpy as np
 import pytest
+
+from mmcheck import interrupt
 
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.emu import EmuBackend
@@ -104,15 +111,18 @@ extern "C" __global__ void k(const float* A, const float* B, float* C, int M) {
     np.testing.assert_array_equal(c, np.arange(64))
 
 
-def test_a_hang_is_stopped_by_the_timeout(compiled, emu_cache, spec_of, run_kernel):
-    backend = EmuBackend(BackendOptions(cache_dir=str(emu_cache), timeout=0.5))
-    try:
-        hang = compiled(backend, spec_of("""
+HANG = """
 extern "C" __global__ void k(const float* A, const float* B, float* C) {
     volatile int spin = blockIdx.x == 1;
     while (spin) {}
 }
-"""), "float32", {})
+"""
+
+
+def test_a_hang_is_stopped_by_the_timeout(compiled, emu_cache, spec_of, run_kernel):
+    backend = EmuBackend(BackendOptions(cache_dir=str(emu_cache), timeout=0.5))
+    try:
+        hang = compiled(backend, spec_of(HANG), "float32", {})
         a = np.zeros(4, np.float32)
         with pytest.raises(KernelTimeout, match=r"emu.k \(float32\): did not finish within 0.5 s "
                                                 r"\(was running block \(1,0,0\)\)"):
@@ -182,3 +192,37 @@ def test_launch_configuration_is_checked(build, emu):
     ]:
         with pytest.raises(LaunchError, match=message):
             emu.launch(kernel, [a, a, a], grid, block, smem, schedule)
+
+
+def test_a_ctrl_c_that_python_drops_in_a_finalizer_still_ends_a_hung_launch(compiled, emu_cache, spec_of,
+                                                                            run_kernel, monkeypatch):
+    """Python drops a KeyboardInterrupt raised in a weakref callback or finalizer (printed as ignored): kept by
+    the command's hook (interrupt.catch_dropped), it ends the launch waiting on a hung kernel all the same."""
+    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)  # put back after the test
+    interrupt.catch_dropped()
+    backend = EmuBackend(BackendOptions(cache_dir=str(emu_cache), timeout=30))
+
+    def dropped_ctrl_c() -> None:  # as the garbage collector would run a callback that Ctrl-C interrupted
+        time.sleep(0.5)
+
+        class Held:
+            pass
+
+        def interrupted(_: object) -> None:
+            raise KeyboardInterrupt
+
+        held = Held()
+        ref = weakref.ref(held, interrupted)
+        del held
+        assert ref() is None
+
+    try:
+        hang = compiled(backend, spec_of(HANG), "float32", {})
+        a = np.zeros(4, np.float32)
+        threading.Thread(target=dropped_ctrl_c, daemon=True).start()
+        start = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            run_kernel(backend, hang, [a, a, a], 3, 1)
+        assert time.monotonic() - start < 5  # not the kernel's 30 s timeout
+    finally:
+        backend.close()

@@ -4,6 +4,7 @@ numbers both sides share."""
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
 import struct
@@ -13,7 +14,7 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
-from ... import children, sandbox
+from ... import children, interrupt, sandbox
 from ...errors import InternalError
 
 __all__ = ["Worker", "WorkerError", "DiedHandling", "Refused", "NotLoaded", "ParamInfo", "LaunchResult",
@@ -244,6 +245,7 @@ def _read_exact(fd: int, n: int) -> bytearray:
     out = bytearray(n)
     view, got = memoryview(out), 0
     while got < n:
+        interrupt.wait(lambda seconds: bool(select.select([fd], [], [], seconds)[0]), None)  # a launch: long
         chunk = os.readv(fd, [view[got:]])
         if not chunk:
             raise EOFError("end of pipe")

@@ -1,0 +1,59 @@
+"""A Ctrl-C that Python drops is not lost.
+
+Python raises KeyboardInterrupt wherever its SIGINT handler happens to run.  Where that is a finalizer or a
+weakref callback (run by the garbage collector, or when an import's lock goes away), the exception is reported
+as ignored (``sys.unraisablehook``) and dropped, and a wait that follows goes on until what it waits for ends: a
+hung kernel's timeout.  ``catch_dropped`` (the ``mmcheck`` command's) keeps such a KeyboardInterrupt, silently;
+the waits that can be long (a launch's reply, a worker's answer, a compile, a pool's jobs) wait in slices
+(``wait``), raising it again between them, from where they are."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+__all__ = ["catch_dropped", "check", "wait", "SLICE"]
+
+# How long a wait goes before it looks for a dropped Ctrl-C: the most such a Ctrl-C adds to ending a run.
+SLICE = 0.2
+_dropped: list[BaseException] = []
+
+
+def catch_dropped() -> None:
+    """From now on, a KeyboardInterrupt that Python drops is kept (and not printed) for ``check`` to raise."""
+    if not isinstance(sys.unraisablehook, _Keep):
+        sys.unraisablehook = _Keep(sys.unraisablehook)
+
+
+class _Keep:
+    """The hook that keeps a dropped KeyboardInterrupt, and hands anything else to the hook it replaced."""
+
+    def __init__(self, previous: Callable[[sys.UnraisableHookArgs], object]) -> None:
+        self.previous = previous
+
+    def __call__(self, unraisable: sys.UnraisableHookArgs) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            _dropped.append(unraisable.exc_value)
+        else:
+            self.previous(unraisable)
+
+
+def check() -> None:
+    """Raise KeyboardInterrupt if Python dropped one."""
+    if _dropped:
+        _dropped.clear()
+        raise KeyboardInterrupt
+
+
+def wait(ready: Callable[[float], bool], timeout: float | None) -> bool:
+    """Wait with ``ready(seconds)`` (which waits at most that long, and says whether what it waits for came) in
+    slices, a dropped Ctrl-C raised between them; whether it came within ``timeout`` seconds (None: no limit)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        check()
+        left = SLICE if deadline is None else min(SLICE, max(0.0, deadline - time.monotonic()))
+        if ready(left):
+            return True
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
