@@ -10,7 +10,7 @@ import pytest
 from mmcheck import interrupt
 
 
-def _drop(error: BaseException) -> None:
+def drop(error: BaseException) -> None:
     """Raise ``error`` where Python drops it: in a weakref callback."""
 
     class Held:
@@ -30,8 +30,8 @@ def test_a_dropped_ctrl_c_is_kept_quietly_and_raised_once_by_the_next_wait(monke
     monkeypatch.setattr(sys, "unraisablehook", seen.append)  # put back after the test
     interrupt.catch_dropped()
     interrupt.catch_dropped()  # once is enough, however often it is asked for
-    _drop(KeyboardInterrupt())
-    _drop(ValueError("not a Ctrl-C"))
+    drop(KeyboardInterrupt())
+    drop(ValueError("not a Ctrl-C"))
     assert [type(u.exc_value) for u in seen] == [ValueError]
     assert capsys.readouterr().err == ""
     start = time.monotonic()
