@@ -127,12 +127,41 @@ class _Output:
 
 def end(processes: Collection[BaseProcess], grace: float) -> None:
     """Wait for a pool's ``processes`` to exit; one still there after ``grace`` seconds (stuck where SIGTERM cannot
-    unwind it, inside a lock or a driver call, or not given the CPU to on a busy machine) is killed: nothing waits
-    on it.  What a killed process was running ends on its own: a backend's worker when its pipe closes, a compiler
-    when its compile is done."""
+    unwind it, inside a lock or a driver call, or not given the CPU to on a busy machine) is killed, and with it the
+    children it started (its compilers, each a process group of its own, which nothing would stop, and its
+    backend's worker): nothing waits on them."""
     deadline = time.monotonic() + grace
     for process in processes:
         process.join(max(0.0, deadline - time.monotonic()))
-        if process.is_alive():
+        if process.is_alive() and process.pid is not None:
+            os.kill(process.pid, signal.SIGSTOP)  # it starts nothing more meanwhile
+            for child in _children_of(process.pid):
+                _kill(child)
             process.kill()
             process.join()
+
+
+def _kill(pid: int) -> None:
+    """SIGKILL ``pid``, with its process group where it leads one (a compiler's, its own children in it)."""
+    try:
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:  # gone meanwhile
+        pass
+
+
+def _children_of(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    # after the command's closing parenthesis: state, ppid
+                    if int(f.read().rpartition(b")")[2].split()[1]) == pid:
+                        found.append(int(entry.name))
+            except (OSError, IndexError, ValueError):  # gone meanwhile
+                pass
+    return found

@@ -49,3 +49,41 @@ def test_an_interrupt_kills_every_command_and_waits_for_it():
     for pid in pids:  # killed and reaped
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def _stuck_after_starting_a_compile(started) -> None:
+    """A pool worker that SIGTERM cannot unwind, in the middle of a compile: a child of its own process group."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    threading.Thread(target=children.run, args=([*SLEEP, "60", "compile"],), daemon=True).start()
+    started.set()
+    time.sleep(60)
+
+
+def test_a_worker_killed_after_the_grace_takes_its_compilers_with_it():
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    started = context.Event()
+    worker = context.Process(target=_stuck_after_starting_a_compile, args=(started,))
+    worker.start()
+    assert started.wait(30)
+    deadline = time.monotonic() + 10
+    while not (compilers := children._children_of(worker.pid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert compilers
+    worker.terminate()
+    children.end([worker], grace=0.5)
+    assert worker.exitcode == -signal.SIGKILL
+    deadline = time.monotonic() + 5
+    while (alive := [pid for pid in compilers if _alive(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie is not: a container's init may be slow to reap what it inherits)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0] != b"Z"
+    except OSError:
+        return False
