@@ -134,7 +134,10 @@ def end(processes: Collection[BaseProcess], grace: float) -> None:
     for process in processes:
         process.join(max(0.0, deadline - time.monotonic()))
         if process.is_alive() and process.pid is not None:
-            os.kill(process.pid, signal.SIGSTOP)  # it starts nothing more meanwhile
+            try:
+                os.kill(process.pid, signal.SIGSTOP)  # it starts nothing more meanwhile
+            except ProcessLookupError:  # ended, and reaped (a pool's own thread waits on its workers too)
+                continue
             for child in _children_of(process.pid):
                 _kill(child)
             process.kill()
