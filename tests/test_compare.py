@@ -127,3 +127,12 @@ def test_a_half_accumulator_over_4096_terms_gets_a_probabilistic_bound_that_hold
     bound = tolerance(DTYPES["float16"], k + 1, size, DTYPES["float16"], want)
     assert np.all(np.isfinite(bound)) and compare(acc.astype(np.float64)[None], want[None], bound[None]) is None
     assert np.all(bound < size)  # unlike gamma_n, which is negative (void) here
+
+
+def test_a_signalling_nan_in_a_result_is_a_wrong_element_without_a_warning(recwarn):
+    """A wrong kernel's garbage may hold signalling NaNs (uninitialised memory): converting them to float64 sets
+    the invalid flag, which numpy would warn of from mmcheck's comparison."""
+    snan = np.frombuffer(np.uint32(0x7F800001).tobytes(), np.float32)[0]
+    found = compare(np.array([snan, 1.0], np.float32), np.array([1.0, 1.0]))
+    assert found is not None and found.count == 1 and found.worst_index == (0,)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
