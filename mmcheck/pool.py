@@ -211,7 +211,7 @@ def _spawning() -> Iterator[None]:
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a pending one is handled here, held
         signal.signal(signal.SIGINT, handler)
-    if pressed:
+    if pressed and handler is not signal.SIG_IGN:  # a Ctrl-C this process ignores stays ignored
         raise KeyboardInterrupt
 
 

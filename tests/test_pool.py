@@ -91,7 +91,8 @@ def _ignores_sigint() -> bool:
     return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
 
 
-def test_a_ctrl_c_while_the_workers_are_spawned_is_raised_once_they_are_and_they_are_stopped(monkeypatch):
+@pytest.mark.parametrize("ignored", [False, True], ids=["as-at-a-terminal", "ignored-as-by-a-background-job"])
+def test_a_ctrl_c_while_the_workers_are_spawned_is_raised_once_they_are_and_they_are_stopped(monkeypatch, ignored):
     import signal
 
     spawned: list[int] = []
@@ -111,8 +112,16 @@ def test_a_ctrl_c_while_the_workers_are_spawned_is_raised_once_they_are_and_they
 
     monkeypatch.setattr(Pool, "_open", open_and_signal_while_spawning)
     pool = Pool(2, gpu=False)
-    with pytest.raises(KeyboardInterrupt):
-        pool.start(Settings(backend="tests.fake_backend:FakeBackend", budget=64))
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN if ignored else signal.default_int_handler)
+    try:
+        if ignored:  # a Ctrl-C this process ignores stays ignored: the workers start
+            pool.start(Settings(backend="tests.fake_backend:FakeBackend", budget=64))
+            assert [found for _, found in pool.outcomes([_ignores_sigint])] == [True]
+            return
+        with pytest.raises(KeyboardInterrupt):
+            pool.start(Settings(backend="tests.fake_backend:FakeBackend", budget=64))
+    finally:
+        signal.signal(signal.SIGINT, handler)
     assert spawned
     for pid in set(spawned):  # stopped and waited for
         with pytest.raises(ProcessLookupError):
