@@ -22,7 +22,7 @@ from pathlib import Path
 
 from . import interrupt
 
-__all__ = ["run", "run_all", "scratch", "SCRATCH", "end", "environment"]
+__all__ = ["run", "run_all", "scratch", "SCRATCH", "end", "environment", "processes_where", "PARENT", "SESSION"]
 
 SCRATCH = "MMCHECK_SCRATCH"
 # The process groups of the compilers running now, in any thread: killed at exit, where a compiler started by a
@@ -32,10 +32,7 @@ _RUNNING: set[int] = set()
 
 def _end_running() -> None:
     for group in list(_RUNNING):
-        try:
-            os.killpg(group, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        _kill(group)
 
 
 atexit.register(_end_running)
@@ -96,10 +93,7 @@ def run_all(commands: Sequence[Sequence[str]], *, input: str | bytes | None = No
             return done
         except BaseException:
             for child in children:
-                try:
-                    os.killpg(child.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                _kill(child.pid)
             for child in children:
                 child.wait()
             raise
@@ -138,7 +132,7 @@ def end(processes: Collection[BaseProcess], grace: float) -> None:
                 os.kill(process.pid, signal.SIGSTOP)  # it starts nothing more meanwhile
             except ProcessLookupError:  # ended, and reaped (a pool's own thread waits on its workers too)
                 continue
-            for child in _children_of(process.pid):
+            for child in processes_where(PARENT, process.pid):
                 _kill(child)
             process.kill()
             process.join()
@@ -155,15 +149,18 @@ def _kill(pid: int) -> None:
         pass
 
 
-def _children_of(pid: int) -> list[int]:
-    """The processes whose parent is ``pid``."""
+# Fields of /proc/PID/stat, counted after the command's closing parenthesis: state, parent, group, session.
+PARENT, SESSION = 1, 3
+
+
+def processes_where(field: int, value: int) -> list[int]:
+    """The processes whose ``field`` of /proc/PID/stat (PARENT, SESSION) is ``value``."""
     found = []
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
                 with open(f"/proc/{entry.name}/stat", "rb") as f:
-                    # after the command's closing parenthesis: state, ppid
-                    if int(f.read().rpartition(b")")[2].split()[1]) == pid:
+                    if int(f.read().rpartition(b")")[2].split()[field]) == value:
                         found.append(int(entry.name))
             except (OSError, IndexError, ValueError):  # gone meanwhile
                 pass

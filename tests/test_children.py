@@ -68,7 +68,7 @@ def test_a_worker_killed_after_the_grace_takes_its_compilers_with_it():
     worker.start()
     assert started.wait(30)
     deadline = time.monotonic() + 10
-    while not (compilers := children._children_of(worker.pid)) and time.monotonic() < deadline:
+    while not (compilers := children.processes_where(children.PARENT, worker.pid)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert compilers
     worker.terminate()

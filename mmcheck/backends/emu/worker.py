@@ -285,13 +285,8 @@ def _close(proc: subprocess.Popen, pipes: list[int], scratch: str) -> None:
 
 def _kill_session(sid: int) -> None:
     """SIGKILL every process of session ``sid`` (a launch's processes, where their worker is gone)."""
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                with open(f"/proc/{entry.name}/stat", "rb") as f:
-                    # after the command's closing parenthesis: state, ppid, pgrp, session
-                    fields = f.read().rpartition(b")")[2].split()
-                if int(fields[3]) == sid:
-                    os.kill(int(entry.name), signal.SIGKILL)
-            except (OSError, IndexError, ValueError):  # gone meanwhile
-                pass
+    for pid in children.processes_where(children.SESSION, sid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:  # gone meanwhile
+            pass
