@@ -1,10 +1,17 @@
 import itertools
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from mmcheck.devices import share_cores
+
+# Where PYTHONDONTWRITEBYTECODE is set (CI images often set it), each of the suite's few hundred Python processes
+# (pytest and mmcheck runs, GPU and pool workers) would compile mmcheck from its source and rewrite the asserts of
+# pytest's plugins anew, about half a second each: the suite's processes keep Python's bytecode caches.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 def pytest_configure(config):

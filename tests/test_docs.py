@@ -28,6 +28,8 @@ from mmcheck.bench.tables import COMPARISON_HEADER, TABLE_HEADER
 from mmcheck.cli import _parser
 from mmcheck.spec import parse_specs
 
+from .run_once import RunOnce
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 EXAMPLES = DOCS / "examples"
@@ -76,6 +78,13 @@ def matches(expected: str, actual: str) -> bool:
     pattern = "".join(r"(?:.*\n)*?" if line.strip() == "..." else re.escape(line).replace(r"\.\.\.", ".*") + r"\n"
                       for line in expected.splitlines())
     return re.fullmatch(pattern, actual.rstrip("\n") + "\n") is not None
+
+
+@pytest.fixture(scope="module")
+def once(tmp_path_factory: pytest.TempPathFactory) -> RunOnce:
+    """The commands whose output several tests read (mmcheck info, pytest --help, a check's JSON), run once in
+    the test run, not once in each pytest-xdist worker that reads them."""
+    return RunOnce(tmp_path_factory, "docs-outputs")
 
 
 @pytest.fixture(scope="module")
@@ -144,9 +153,9 @@ def tox_envs() -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def pytest_options() -> str:
-    return subprocess.run([sys.executable, "-m", "pytest", "--help"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120).stdout
+def pytest_options(once: RunOnce) -> str:
+    return once("pytest --help", lambda: subprocess.run([sys.executable, "-m", "pytest", "--help"], cwd=ROOT,
+                                                        capture_output=True, text=True, timeout=120).stdout)
 
 
 def extras() -> set[str]:
@@ -207,16 +216,19 @@ def columns(line: str) -> tuple[str, ...]:
 
 
 @pytest.fixture(scope="module")
-def info_output() -> str:
-    return subprocess.run([sys.executable, "-m", "mmcheck.cli", "info"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120).stdout
+def info_output(once: RunOnce) -> str:
+    return once("mmcheck info", lambda: subprocess.run([sys.executable, "-m", "mmcheck.cli", "info"], cwd=ROOT,
+                                                       capture_output=True, text=True, timeout=120).stdout)
 
 
 @pytest.fixture(scope="module")
-def check_json(workdir: Path) -> dict:
-    out = workdir / "check.json"
-    run(f"mmcheck check docs/examples/mykernels --json {out}", workdir)
-    return json.loads(out.read_text())
+def check_json(once: RunOnce, workdir: Path) -> dict:
+    def checked() -> dict:
+        out = workdir / "check.json"
+        run(f"mmcheck check docs/examples/mykernels --json {out}", workdir)
+        return json.loads(out.read_text())
+
+    return once("mmcheck check --json", checked)
 
 
 @pytest.mark.parametrize("text", [t for _, t in blocks("text")], ids=ids(blocks("text")))
