@@ -22,11 +22,30 @@ def pytest_configure(config):
         share_cores(int(workers))
 
 
+# Tests made from data (a corpus kernel, a known-bad kernel, a page's example) that take 5 s or more on a busy GPU
+# machine, by node id: marked slow as the decorated ones are.
+SLOW = {
+    "tests/test_corpus.py::test_correct_kernel_passes[corpus.sgemm_blocktiling_1d-float32]": 8,
+    "tests/test_corpus.py::test_correct_kernel_passes[corpus.tiled_bool_checked-float32]": 7,
+    "tests/test_corpus.py::test_correct_kernel_passes[corpus.wmma_shared-float16->float32]": 6,
+    "tests/test_corpus.py::test_correct_kernel_passes[corpus.cublas_sgemm_colmajor-float32]": 5,
+    "tests/test_correctness.py::test_known_bad_smallest_shape[buggy.misaligned_float4_smem-float32]": 10,
+    "tests/test_zoo_specs.py::test_compiles_with_nvcc[blas.gemm_colmajor-float32]": 10,
+    "tests/test_docs.py::test_console_example_prints_what_it_shows[docs/grading.md:69]": 7,
+    "tests/test_docs.py::test_console_example_prints_what_it_shows[docs/grading.md:83]": 6,
+    "tests/test_docs.py::test_console_example_prints_what_it_shows[docs/spec.md:158]": 7,
+    "tests/test_docs.py::test_console_example_prints_what_it_shows[docs/checks.md:86]": 6,
+}
+
+
 @pytest.hookimpl(trylast=True)  # on what -k and -m left
 def pytest_collection_modifyitems(config, items):
     """pytest-xdist first hands each worker an equal, contiguous share of the tests, in their order, and each
     worker runs its share from the head (worksteal's first round): a slow test deep in a share would start late
     and hold up the end.  The slow ones are dealt out to the shares' heads, the longest first."""
+    for item in items:
+        if item.nodeid in SLOW:
+            item.add_marker(pytest.mark.slow(SLOW[item.nodeid]))
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
     slow = sorted((item for item in items if item.get_closest_marker("slow")),
                   key=lambda item: -item.get_closest_marker("slow").args[0])

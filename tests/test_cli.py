@@ -351,6 +351,7 @@ def _progress(err: str) -> list[str]:
     return sorted(line.split("] ", 1)[1] for line in err.splitlines() if line.startswith("["))
 
 
+@pytest.mark.slow(7)
 @needs.gxx
 def test_jobs_give_the_table_and_json_of_one_process_in_the_same_order(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)

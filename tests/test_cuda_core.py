@@ -267,6 +267,7 @@ def test_the_parameters_sizes_are_read_from_the_loaded_kernel(backend):
     assert backend.compile(Build(SURVIVAL["survival.good"], "float32")).params == (8, 8, 8, 4, 4, 4)
 
 
+@pytest.mark.slow(8)
 def test_a_benchmark_is_timed_verified_and_compared_with_cublas(backend):
     # Not the module's backend, whose 3 s timeout suits its hangs: under pytest-xdist the GPU is shared, and a
     # timed launch may wait that long behind other processes' kernels.
@@ -305,6 +306,7 @@ def test_the_context_waits_for_the_gpu_by_sleeping(module, name):
     assert scheduling == int(driver.CUctx_flags.CU_CTX_SCHED_BLOCKING_SYNC), done.stdout
 
 
+@pytest.mark.slow(7)
 def test_from_wheels_alone_nvrtc_compiles_and_the_clock_holds():
     """cuda.core with NVRTC: the kernels and the clock's hold kernel (through cuda.core's Program)."""
     backend = _opened("cuda-core", compiler="nvrtc")

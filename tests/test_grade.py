@@ -100,6 +100,7 @@ def _rows(path: Path) -> list[list[str]]:
         return list(csv.reader(f))
 
 
+@pytest.mark.slow(6)
 @needs.gxx
 def test_the_csv_has_one_row_per_submission_with_its_verdict_check_shape_and_detail(graded):
     folder, status, _ = graded

@@ -123,6 +123,7 @@ def test_a_shape_asked_for_past_the_domain_is_a_skip_saying_why(emu):
     assert "outside the kernel's launch domain" in result.message and "gridDim.y = cdiv(M, 16)" in result.message
 
 
+@pytest.mark.slow(5)
 @needs.gxx
 def test_pytest_tells_each_kernels_launch_domain(pytester):
     (pytester.path / "naive.cu").write_text(NAIVE.replace("EXTRA", ""))

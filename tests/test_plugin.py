@@ -31,6 +31,7 @@ __global__ void mm(const float* A, const float* B, float* C, int M, int N, int K
 """
 
 
+@pytest.mark.slow(5)
 @needs.gxx
 def test_a_broken_spec_and_a_compile_error_cost_only_their_own_tests(pytester):
     kernels = pytester.mkdir("kernels")
@@ -71,6 +72,7 @@ BUG = GOOD.replace("user.good", "user.bug").replace("k < K;", "k < K - 1;").repl
 HANG = GOOD.replace("user.good", "user.hang").replace("C[r * N + c] = s;", "while (s == s) s += 1; C[r * N + c] = s;")
 
 
+@pytest.mark.slow(6)
 @needs.gxx
 def test_kernel_files_are_test_files_one_test_per_kernel_and_dtype(pytester, this_mmcheck):
     kernels = pytester.mkdir("kernels")
@@ -214,6 +216,7 @@ def test_an_unrelated_hypothesis_test_keeps_its_own_settings(pytester):
     result.assert_outcomes(passed=3)
 
 
+@pytest.mark.slow(6)
 def test_registering_the_plugin_imports_nothing_heavy_and_reads_no_kernels(pytester):
     """A session whose tests ask for no kernels reads no kernel folder (a broken spec in ./cuda_src is not
     seen) and imports neither numpy nor mmcheck's spec reader or runner.  Other plugins a machine has may
@@ -319,6 +322,7 @@ def test_each_xdist_worker_takes_a_gpu_of_its_own(monkeypatch, backend, environ,
     assert environ.get("CUDA_VISIBLE_DEVICES") == (pinned if backend != "emu" else before)
 
 
+@pytest.mark.slow(5)
 def test_a_spec_that_would_crash_or_stall_its_reading_is_one_collected_failure(pytester, this_mmcheck):
     kernels = pytester.mkdir("kernels")
     (kernels / "good.cu").write_text(GOOD)

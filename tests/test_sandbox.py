@@ -89,6 +89,7 @@ def _check(src: Path, out: Path, *extra: str) -> int:
     return main(["check", "--backend", "emu", "--src", str(src), "--json", str(out), "--timeout", "10", *extra])
 
 
+@pytest.mark.slow(5)
 @needs.gxx
 @needs_sandbox
 def test_each_hostile_kernel_is_one_failure_saying_what_it_tried_and_a_plain_kernel_passes(hostile_run):

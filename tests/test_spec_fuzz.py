@@ -6,6 +6,8 @@ import re
 import time
 from pathlib import Path
 
+import pytest
+
 from mmcheck.errors import MmcheckError
 from mmcheck.shapes import launch_limits, shapes_for
 from mmcheck.spec import parse_kernels
@@ -96,6 +98,7 @@ def mutate(table: str, rng: random.Random) -> str:
     return table
 
 
+@pytest.mark.slow(6)
 def test_no_mutation_of_a_spec_escapes_as_anything_but_an_mmcheck_error_or_stalls():
     rng = random.Random(20261125)
     tables = kernel_tables()

@@ -257,6 +257,7 @@ __global__ void bgemm(int M, int N, int K, __nv_bfloat16 alpha, const __nv_bfloa
 """
 
 
+@pytest.mark.slow(5)
 def test_half_and_bfloat16_scalars_are_passed_by_their_bytes(runner):
     for s in parse_specs(HALF_SCALARS, "half_scalars.cu"):
         for dtype in s.dtypes:

@@ -26,6 +26,7 @@ def runner(request):
     return Runner(backend, seed=0)
 
 
+@pytest.mark.slow(7)
 def test_a_crash_between_two_good_kernels_costs_one_case(runner):
     names = ["survival.good", "survival.crash", "survival.good"]
     results = [runner.run(runner.case(KERNELS[n], "float32", Shape(20, 18, 7))) for n in names]
@@ -33,12 +34,14 @@ def test_a_crash_between_two_good_kernels_costs_one_case(runner):
     assert results[1].check == "fault" and "crashed" in results[1].message
 
 
+@pytest.mark.slow(5)
 def test_a_hang_costs_one_case(runner):
     hung = runner.run(runner.case(KERNELS["survival.hang"], "float32", Shape(4, 4, 4)))
     assert hung.outcome == "fail" and hung.check == "timeout", hung.message
     assert runner.run(runner.case(KERNELS["survival.good"], "float32", Shape(33, 9, 17))).ok
 
 
+@pytest.mark.slow(8)
 def test_after_a_hang_the_kernels_other_shapes_fail_at_once_naming_it(runner):
     runner.run(runner.case(KERNELS["survival.hang"], "float32", Shape(4, 4, 4)))
     start = time.monotonic()

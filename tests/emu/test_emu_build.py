@@ -192,6 +192,7 @@ def test_a_second_compile_is_a_cache_hit(compiled, emu_cache, spec_of, monkeypat
     second.close()
 
 
+@pytest.mark.slow(6)
 def test_backends_opened_at_once_on_an_empty_cache_compile_the_runtime_and_a_kernel_once(tmp_path, compiled,
                                                                                          spec_of, monkeypatch):
     spec = spec_of(f'extern "C" __global__ void k{COPY}\n// unique to the test of backends opened at once')

@@ -48,6 +48,7 @@ def test_write_past_the_end_hits_the_guard_page(build, emu, run_kernel):
         shifted_copy(emu, kernel, run_kernel, 64, 0, 1)
 
 
+@pytest.mark.slow(7)
 @pytest.mark.parametrize("n", [62, 64])
 @pytest.mark.parametrize("shift, verb, argument", [((1, 0), "read", "A"), ((0, 1), "write", "C")])
 def test_sanitizer_catches_out_of_bounds_accesses(compiled, emu_asan, spec_of, run_kernel, n, shift, verb, argument):

@@ -353,6 +353,7 @@ def nvcc_calls(monkeypatch, tmp_path) -> tuple[Nvcc, list[str]]:
     return nvcc, given
 
 
+@pytest.mark.slow(6)
 def test_torchs_header_folders_are_those_of_cpp_extension_found_without_importing_torch():
     """Each worker that compiles with nvcc asks for them: importing torch there would take seconds each time.
     Where torch is installed they are the folders ``torch.utils.cpp_extension.include_paths()`` gives (and
