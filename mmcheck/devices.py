@@ -10,7 +10,8 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-__all__ = ["across_cores", "cores", "gpu_count", "pin_gpu", "share_cores", "shared_capability", "visible_gpus"]
+__all__ = ["across_cores", "blas_threads", "cores", "gpu_count", "pin_gpu", "share_cores", "shared_capability",
+           "visible_gpus"]
 
 # Where one is set, the user chose BLAS's thread count.
 THREAD_COUNTS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
@@ -89,6 +90,15 @@ def across_cores(work: Callable[[T], R], items: Sequence[T]) -> list[R]:
 
     with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(min(len(items), cores())) as pool:
         return list(pool.map(work, items))
+
+
+def blas_threads(threads: int, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The variables that start a new process's BLAS on ``threads`` threads, none where the user chose a count.
+    Set before numpy loads: a BLAS loaded with a thread per core starts them all, each spinning a while before
+    it sleeps (some 2 CPU seconds a process on 16 cores), however few of them the process goes on to use."""
+    if any(name in environ for name in THREAD_COUNTS):
+        return {}
+    return dict.fromkeys(THREAD_COUNTS, str(max(1, threads)))
 
 
 def share_cores(workers: int, environ: Mapping[str, str] = os.environ) -> None:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Generic, NoReturn, Protocol, TypeVar
 
 from . import children, interrupt
 from .backends.base import Capabilities, compute_capability
-from .devices import pin_gpu, share_cores, visible_gpus
+from .devices import blas_threads, pin_gpu, share_cores, visible_gpus
 from .errors import BackendUnavailable
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ class Pool(Generic[T]):
         self._open(self.workers, settings)
         assert self._executor is not None
         try:
-            with _spawning():
+            with _spawning(self.workers):
                 for _ in range(self.workers):  # one submission spawns one worker while none is idle
                     self._executor.submit(_started)
         except KeyboardInterrupt:
@@ -128,7 +128,7 @@ class Pool(Generic[T]):
             self._open(min(self.workers, len(indices)), None)
         executor, running = self._executor, self._running
         assert executor is not None and running is not None
-        with _spawning():  # submit() spawns the workers
+        with _spawning(len(running)):  # submit() spawns the workers
             futures = {executor.submit(_run, i, jobs[i]): i for i in indices}
         self._note_spawned()
         unfinished, finished = [], False
@@ -199,16 +199,21 @@ def _some_done(pending: set[Future], done: set[Future], seconds: float) -> bool:
 
 
 @contextlib.contextmanager
-def _spawning() -> Iterator[None]:
-    """Around what spawns workers: SIGINT blocked in this thread, so that the workers are born with it blocked
-    (until they ignore it: _start), and held meanwhile, so that a Ctrl-C that comes while they are spawned is
-    neither lost nor raised halfway through a spawn, but raised once it is over."""
+def _spawning(workers: int) -> Iterator[None]:
+    """Around what spawns ``workers`` workers: SIGINT blocked in this thread, so that the workers are born with it
+    blocked (until they ignore it: _start), and held meanwhile, so that a Ctrl-C that comes while they are spawned
+    is neither lost nor raised halfway through a spawn, but raised once it is over.  The workers inherit this
+    process's environment, and with it their BLAS's thread count: their share of the cores (share_cores)."""
     pressed: list[int] = []
     handler = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    shared = blas_threads(len(os.sched_getaffinity(0)) // workers)
+    os.environ.update(shared)
     try:
         yield
     finally:
+        for name in shared:
+            os.environ.pop(name, None)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a pending one is handled here, held
         signal.signal(signal.SIGINT, handler)
     if pressed and handler is not signal.SIG_IGN:  # a Ctrl-C this process ignores stays ignored

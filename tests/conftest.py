@@ -5,13 +5,17 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck.devices import share_cores
+from mmcheck.devices import blas_threads, share_cores
 
 # Where PYTHONDONTWRITEBYTECODE is set (CI images often set it), each of the suite's few hundred Python processes
 # (pytest and mmcheck runs, GPU and pool workers) would compile mmcheck from its source and rewrite the asserts of
 # pytest's plugins anew, about half a second each: the suite's processes keep Python's bytecode caches.
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+# Under pytest-xdist, a worker's BLAS, and that of every process its tests start, runs on the worker's share of the
+# cores from the start: numpy is not loaded yet.
+if workers := os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    os.environ.update(blas_threads(len(os.sched_getaffinity(0)) // int(workers)))
 
 
 def pytest_configure(config):

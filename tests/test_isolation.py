@@ -1,5 +1,7 @@
 """A kernel that kills or hangs its process costs exactly one case; the next case runs normally."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -102,6 +104,22 @@ def test_a_schedule_named_after_a_tool_runs_in_a_worker_under_it_which_is_asked_
         assert tools.started == ["reverse", "reverse"] and backend._workers["reverse"].process.pid != watched
     finally:
         backend.close()
+
+
+def test_the_worker_starts_no_blas_threads(monkeypatch):
+    """The child does no linear algebra on the CPU: its BLAS is told one thread, whatever the user chose for
+    mmcheck's own (a thread per core would only spin as numpy loads)."""
+    from mmcheck.devices import THREAD_COUNTS
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "8")
+    backend = ProcessBackend(FAKE, BackendOptions(timeout=2))
+    try:
+        pid = backend._workers[None].process.pid
+        environ = dict(v.split("=", 1) for v in open(f"/proc/{pid}/environ").read().split("\0") if "=" in v)
+        assert {name: environ.get(name) for name in THREAD_COUNTS} == dict.fromkeys(THREAD_COUNTS, "1")
+    finally:
+        backend.close()
+    assert os.environ["OMP_NUM_THREADS"] == "8"
 
 
 def test_a_backend_named_by_class_path():

@@ -70,6 +70,12 @@ def _blas_threads() -> list[int]:
     return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
 
 
+def _blas_variables() -> list[str | None]:
+    from mmcheck.devices import THREAD_COUNTS
+
+    return [os.environ.get(name) for name in THREAD_COUNTS]
+
+
 def test_workers_share_the_cores_out_among_their_blas_threads(monkeypatch):
     import numpy  # noqa: F401  (loads its BLAS, for threadpoolctl to find)
 
@@ -82,7 +88,29 @@ def test_workers_share_the_cores_out_among_their_blas_threads(monkeypatch):
         pytest.skip("numpy here has no BLAS that threadpoolctl can see")
     pool = Pool(2, gpu=False)
     threads = [t for _, found in pool.outcomes([_blas_threads, _blas_threads]) for t in found]
-    assert threads and set(threads) == {max(1, len(os.sched_getaffinity(0)) // 2)}
+    share = max(1, len(os.sched_getaffinity(0)) // 2)
+    assert threads and set(threads) == {share}
+    # Told to the workers as they were spawned, so that their BLAS starts no more threads; this process's
+    # environment is as it was.
+    told = {tuple(told) for _, told in Pool(2, gpu=False).outcomes([_blas_variables, _blas_variables])}
+    assert told == {tuple(str(share) for _ in THREAD_COUNTS)}
+    assert not [name for name in THREAD_COUNTS if name in os.environ]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: a share of it is all of it")
+def test_a_blas_thread_count_the_user_chose_goes_to_the_workers(monkeypatch):
+    import numpy  # noqa: F401
+
+    from mmcheck.devices import THREAD_COUNTS
+
+    for name in THREAD_COUNTS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")  # more than a share of two workers, on two cores
+    if not _blas_threads():
+        pytest.skip("numpy here has no BLAS that threadpoolctl can see")
+    threads = [t for _, found in Pool(4, gpu=False).outcomes([_blas_threads] * 4) for t in found]
+    assert threads and set(threads) == {2}
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "2" and "OMP_NUM_THREADS" not in os.environ
 
 
 def _ignores_sigint() -> bool:

@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 import numpy as np
 
-from .. import interrupt
+from .. import children, interrupt
 from ..compile import Build
+from ..devices import THREAD_COUNTS
 from ..errors import InternalError, KernelFault, KernelTimeout, LaunchError, MmcheckError
 from . import channel, registry
 from .base import (PRINT_CAP, Arg, BackendOptions, Device, DeviceBuffer, Dim3, DownloadsInto, Kernel, Timing,
@@ -100,7 +101,9 @@ class _Worker:
         # standard output (a kernel's printf: the driver writes it there) goes to a file of its own, never to
         # mmcheck's; what each launch added is taken after it (printed).
         self.output = os.open(tempfile.gettempdir(), os.O_TMPFILE | os.O_RDWR | os.O_APPEND, 0o600)
-        self.process = subprocess.Popen(command, pass_fds=theirs, process_group=0, stdout=self.output)
+        # The child does no linear algebra on the CPU: its BLAS starts no threads (devices.blas_threads).
+        environ = {**children.environment(), **dict.fromkeys(THREAD_COUNTS, "1")}
+        self.process = subprocess.Popen(command, pass_fds=theirs, process_group=0, stdout=self.output, env=environ)
         for fd in theirs:
             os.close(fd)
         self.channel = channel.Channel(*ours)
