@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import MmcheckError, SandboxUnavailable, SandboxViolation
+from .publish import intact, one_maker, publish_sealed
 
 __all__ = ["Host", "host", "missing", "note", "SYSTEM_READS", "KERNEL_MEMORY", "protections", "scratch",
            "compile_command", "compile_refusal"]
@@ -146,7 +147,9 @@ def _include_path_folders() -> list[str]:
 
 @functools.cache
 def _launcher() -> Path:
-    """sandbox.cpp built (once per source and compiler) into the cache."""
+    """sandbox.cpp built (once per source and compiler) into the cache, by one process or thread at a time and
+    published whole: threads compiling ahead ask for it at once, and a launcher linked under a name another
+    had just renamed away was left unexecutable in the cache, failing every compile after it."""
     from .compile import cache_key, cache_root  # here: the pytest plugin asks for the note without numpy
 
     cxx = shutil.which(os.environ.get("CXX", "g++"))
@@ -156,16 +159,16 @@ def _launcher() -> Path:
     sources = [_HERE / "sandbox.cpp", _HERE / "sandbox.h"]
     key = cache_key("sandbox-launcher", [p.read_bytes() for p in sources], cxx)
     path = cache_root("sandbox") / f"mmsandbox-{key}"
-    if path.exists():
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    proc = subprocess.run([cxx, "-std=c++17", "-O2", str(sources[0]), "-o", str(tmp)], capture_output=True,
-                          text=True, env={**os.environ, "LC_ALL": "C"})
-    if proc.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        raise SandboxUnavailable(f"cannot build the sandbox's launcher with {cxx}:\n{proc.stderr.strip()}")
-    os.replace(tmp, path)
+
+    def build(tmp: Path) -> None:
+        proc = subprocess.run([cxx, "-std=c++17", "-O2", str(sources[0]), "-o", str(tmp)], capture_output=True,
+                              text=True, env={**os.environ, "LC_ALL": "C"})
+        if proc.returncode != 0:
+            raise SandboxUnavailable(f"cannot build the sandbox's launcher with {cxx}:\n{proc.stderr.strip()}")
+
+    with one_maker(path):
+        if not (intact(path) and os.access(path, os.X_OK)):
+            publish_sealed(path, build)
     return path
 
 

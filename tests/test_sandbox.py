@@ -215,3 +215,29 @@ def test_pytest_says_a_missing_protection_at_the_top_and_required_it_is_a_usage_
 def test_the_probe_finds_what_this_host_offers():
     assert sandbox.host().landlock >= 1 and sandbox.host().seccomp
     assert sandbox.protections() == "ls"
+
+
+@needs.gxx
+def test_the_launcher_asked_for_by_threads_at_once_is_built_once_and_runs(tmp_path, monkeypatch):
+    """Compiling ahead, threads ask for the launcher together on an empty cache; each gets one that runs."""
+    import os
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    build = sandbox._launcher.__wrapped__  # not the process's memo of it: every thread builds or waits
+    with ThreadPoolExecutor(8) as pool:
+        launchers = set(pool.map(lambda _: build(), range(8)))
+    assert len(launchers) == 1
+    (launcher,) = launchers
+    assert os.access(launcher, os.X_OK)
+    reads = [a for path in sandbox.SYSTEM_READS for a in ("--read", path)]
+    done = subprocess.run([str(launcher), "--protect", sandbox.protections() or "-", "--memory", str(1 << 30),
+                           "--cpu", "10", "--write", str(tmp_path), *reads, "--", "/bin/true"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in launcher.parent.iterdir() if not p.name.endswith(".lock")) == \
+        sorted([launcher.name, launcher.name + ".sha256"])  # nothing half-built left beside it
+
+    launcher.chmod(0o644)  # as an interrupted or raced build could leave it: rebuilt, not run and failed
+    assert build() == launcher and os.access(launcher, os.X_OK)
