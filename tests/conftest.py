@@ -12,18 +12,27 @@ from mmcheck.devices import blas_threads, share_cores
 # pytest's plugins anew, about half a second each: the suite's processes keep Python's bytecode caches.
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-# Under pytest-xdist, a worker's BLAS, and that of every process its tests start, runs on the worker's share of the
-# cores from the start: numpy is not loaded yet.
+
+
+def _share_the_cores(workers: int) -> None:
+    """Under pytest-xdist, this worker's BLAS (the suite's references and Freivalds' checks), and that of every
+    process its tests start, on the worker's share of the cores, as mmcheck's runner shares them: told before
+    numpy loads, where it is not loaded yet (a BLAS started on every core spins them all a while), and limited
+    where another plugin loaded it already."""
+    told = blas_threads(len(os.sched_getaffinity(0)) // workers)
+    if "numpy" not in sys.modules:
+        os.environ.update(told)
+    share_cores(workers)
+    os.environ.update(told)
+
+
 if workers := os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
-    os.environ.update(blas_threads(len(os.sched_getaffinity(0)) // int(workers)))
+    _share_the_cores(int(workers))
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow(seconds): a test that takes about this long on a busy GPU machine; "
                                        "under pytest-xdist it is started first")
-    # This suite's own products (references, Freivalds' checks) share the cores as mmcheck's runner does.
-    if workers := os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
-        share_cores(int(workers))
 
 
 # Tests made from data (a corpus kernel, a known-bad kernel, a page's example) that take 5 s or more on a busy GPU

@@ -203,3 +203,17 @@ def test_published_files_are_readable_as_a_plain_open_would_leave_them(tmp_path)
     finally:
         os.umask(old)
     assert (tmp_path / "r.json").stat().st_mode & 0o777 == 0o644
+
+
+def test_under_xdist_this_workers_blas_runs_on_its_share_of_the_cores():
+    """The suite's conftest shares the cores out among the workers' BLAS, also where a plugin loaded numpy before
+    it: sixteen BLAS of sixteen threads each would spin against one another."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not workers:
+        pytest.skip("not under pytest-xdist: the BLAS has every core")
+    from threadpoolctl import threadpool_info
+
+    threads = {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+    if not threads:
+        pytest.skip("numpy here has no BLAS that threadpoolctl can see")
+    assert threads == {max(1, len(os.sched_getaffinity(0)) // int(workers))}
