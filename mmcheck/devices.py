@@ -77,7 +77,11 @@ def pin_gpu(environ: MutableMapping[str, str], worker: int, gpus: Sequence[str] 
 
 def cores() -> int:
     """This process's share of the CPU cores (see share_cores): what its own threads may use."""
-    return max(1, len(os.sched_getaffinity(0)) // _sharing)
+    return _share(_sharing)
+
+
+def _share(workers: int) -> int:
+    return max(1, len(os.sched_getaffinity(0)) // max(1, workers))
 
 
 def across_cores(work: Callable[[T], R], items: Sequence[T]) -> list[R]:
@@ -92,13 +96,14 @@ def across_cores(work: Callable[[T], R], items: Sequence[T]) -> list[R]:
         return list(pool.map(work, items))
 
 
-def blas_threads(threads: int, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """The variables that start a new process's BLAS on ``threads`` threads, none where the user chose a count.
-    Set before numpy loads: a BLAS loaded with a thread per core starts them all, each spinning a while before
-    it sleeps (some 2 CPU seconds a process on 16 cores), however few of them the process goes on to use."""
+def blas_threads(workers: int, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The variables that start a new process's BLAS on its share of the cores, ``workers`` processes sharing
+    them (as share_cores shares them); none where the user chose a count.  Set before numpy loads: a BLAS loaded
+    with a thread per core starts them all, each spinning a while before it sleeps (some 2 CPU seconds a
+    process on 16 cores), however few of them the process goes on to use."""
     if any(name in environ for name in THREAD_COUNTS):
         return {}
-    return dict.fromkeys(THREAD_COUNTS, str(max(1, threads)))
+    return dict.fromkeys(THREAD_COUNTS, str(_share(workers)))
 
 
 def share_cores(workers: int, environ: Mapping[str, str] = os.environ) -> None:

@@ -207,7 +207,7 @@ def _spawning(workers: int) -> Iterator[None]:
     pressed: list[int] = []
     handler = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    shared = blas_threads(len(os.sched_getaffinity(0)) // workers)
+    shared = blas_threads(workers)
     os.environ.update(shared)
     try:
         yield

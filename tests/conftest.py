@@ -19,7 +19,7 @@ def _share_the_cores(workers: int) -> None:
     process its tests start, on the worker's share of the cores, as mmcheck's runner shares them: told before
     numpy loads, where it is not loaded yet (a BLAS started on every core spins them all a while), and limited
     where another plugin loaded it already."""
-    told = blas_threads(len(os.sched_getaffinity(0)) // workers)
+    told = blas_threads(workers)
     if "numpy" not in sys.modules:
         os.environ.update(told)
     share_cores(workers)
