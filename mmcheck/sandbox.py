@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import MmcheckError, SandboxUnavailable, SandboxViolation
+from .errors import CompileError, MmcheckError, SandboxUnavailable, SandboxViolation
 from .publish import intact, one_maker, publish_sealed
 
 __all__ = ["Host", "host", "missing", "note", "SYSTEM_READS", "KERNEL_MEMORY", "protections", "scratch",
@@ -176,17 +176,26 @@ def _launcher() -> Path:
 # 'FILE(LINE): catastrophic error: cannot open source file "HEADER": Permission denied'
 _DENIED_INCLUDE = re.compile(r'(?:fatal error: |cannot open source file ")([^\n"]+?)"?: Permission denied')
 _LAUNCHER_FAILED = re.compile(r"^mmsandbox: (.*)$", re.M)
+# What a kernel file includes as a header of its project (a CUDA sample's "../../Common/helper_cuda.h").
+_HEADERS = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc", ".tcc"}
 
 
 def compile_refusal(path: Path, folder: Path, diagnostics: str) -> MmcheckError | None:
     """The error for a compile of kernel file ``path`` (whose headers may come from ``folder``) that the
-    sandbox stopped, from the compiler's diagnostics: SandboxViolation for a header it may not read (the
-    message names the header, never what the header holds), SandboxUnavailable where the launcher could not
-    apply a protection; None otherwise."""
+    sandbox stopped, from the compiler's diagnostics, naming what was included, never what it holds:
+    CompileError for a header outside the folder (a project's own, shared by its kernels: the run was not
+    told the project's folder, and the kernel is not judged), SandboxViolation for any other file (the kernel's
+    attempt, a failure of its own), SandboxUnavailable where the launcher could not apply a protection; None
+    otherwise."""
     if denied := _DENIED_INCLUDE.search(diagnostics):
-        return SandboxViolation(f"{path}: the file tried to include {denied.group(1)}, which is outside its "
-                                f"folder {folder}, the toolchain and the system's headers (blocked; a header "
-                                "that a project's kernels share is found where --src names a folder holding it)")
+        included = denied.group(1)
+        if Path(included).suffix in _HEADERS:
+            project = os.path.commonpath([str(folder), os.path.normpath(included)])
+            src = f"--src {project}" if project != os.sep else "--src naming a folder that holds it"
+            return CompileError(f"{path}: the file includes {included}, outside its folder {folder}, which its "
+                                f"compile may not read unless the run is given the project: {src}")
+        return SandboxViolation(f"{path}: the file tried to include {included}, which is outside its folder "
+                                f"{folder}, the toolchain and the system's headers (blocked)")
     if failed := _LAUNCHER_FAILED.search(diagnostics):
         return SandboxUnavailable(f"the compiler's sandbox: {failed.group(1)}")
     return None

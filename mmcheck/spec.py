@@ -330,16 +330,19 @@ def kernel_file(path: Path) -> bool:
 
 
 def find_sources(paths: Iterable[Path | str]) -> list[Path]:
-    """The ``.cu`` files named by ``paths`` (files as given, directories searched recursively), sorted."""
-    found: set[Path] = set()
+    """The ``.cu`` files named by ``paths`` (files as given, directories searched recursively), sorted; a file
+    reached twice (named, and found in a folder also given) is one file, in the form it was named."""
+    found: dict[Path, Path] = {}  # by the file itself: its path resolved
     for p in map(Path, paths):
         if p.is_dir():
-            found.update(q for q in p.rglob("*.cu") if q.is_file())
+            for q in p.rglob("*.cu"):
+                if q.is_file():
+                    found.setdefault(q.resolve(), q)
         elif p.exists():
-            found.add(p)
+            found[p.resolve()] = p
         else:
             raise SpecError(p, "no such file or directory")
-    return sorted(found)
+    return sorted(found.values())
 
 
 @dataclass

@@ -156,10 +156,13 @@ def test_a_header_a_projects_kernels_share_is_read_where_the_run_is_given_the_pr
                                       .replace("*/\n", '*/\n#include "../shared.cuh"\n', 1))
     out = tmp_path / "run.json"
     assert _check(tmp_path / "project", out) == 0
-    _check(kernels / "plain.cu", out)
+    # Named alone, the file's folder is all its compile reads: the kernel is not judged (no verdict of wrong),
+    # and the message says how to give the run the project.
+    assert _check(kernels / "plain.cu", out) == 1
     (row,) = json.loads(out.read_text())["results"]
-    assert row["check"] == "sandbox", row
-    assert f"the file tried to include {kernels}/../shared.cuh, which is outside its folder {kernels}" in row["message"]
+    assert row["outcome"] == "error" and not row.get("check"), row
+    assert (f"the file includes {kernels}/../shared.cuh, outside its folder {kernels}, which its compile may not "
+            f"read unless the run is given the project: --src {tmp_path / 'project'}") in row["message"]
 
 
 @needs.nvcc

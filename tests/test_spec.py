@@ -148,6 +148,16 @@ def test_collect_keeps_good_files_and_reports_each_bad_one_once(tmp_path: Path):
     assert "already used in" in str(dup) and "a_good.cu" in str(dup)
 
 
+def test_a_file_named_and_found_in_a_folder_given_too_is_one_file(tmp_path: Path, monkeypatch):
+    """mmcheck check kern/k.cu --src . (the project's folder, for its shared headers): k.cu once."""
+    (tmp_path / "kern").mkdir()
+    (tmp_path / "kern" / "k.cu").write_text(GOOD)
+    monkeypatch.chdir(tmp_path)
+    catalog = collect([Path("kern/k.cu"), tmp_path], roots=[tmp_path])
+    assert [s.name for s in catalog.specs] == ["t.mm"] and not catalog.errors
+    assert catalog.files == [Path("kern/k.cu")]  # as it was named
+
+
 def test_a_broken_kernel_costs_none_of_the_others_in_its_file(tmp_path: Path):
     table = GOOD.split("/* mmcheck")[1].split("*/")[0]
     broken = table.replace("t.mm", "t.broken").replace('op = "mm"', 'op = "gemv2"')
