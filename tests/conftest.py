@@ -7,6 +7,8 @@ import pytest
 
 from mmcheck.devices import blas_threads, share_cores
 
+from .run_once import shared_folder
+
 # Where PYTHONDONTWRITEBYTECODE is set (CI images often set it), each of the suite's few hundred Python processes
 # (pytest and mmcheck runs, GPU and pool workers) would compile mmcheck from its source and rewrite the asserts of
 # pytest's plugins anew, about half a second each: the suite's processes keep Python's bytecode caches.
@@ -85,8 +87,19 @@ def own_session(monkeypatch):
         monkeypatch.delenv(name)
 
 
+@pytest.fixture(scope="session")
+def runs_cache(tmp_path_factory) -> Path:
+    """A compile cache for the pytest runs the tests start, the test run's own (made before own_session hides
+    the xdist worker it belongs to)."""
+    return shared_folder(tmp_path_factory, "runs-cache")
+
+
 @pytest.fixture
-def pytester(pytester, own_session):
+def pytester(runs_cache, pytester, own_session, monkeypatch):
+    """pytester's runs have a home of their own, and with it a compile cache of their own, where the machine
+    names none: they share the test run's instead, rather than each build the emulator's runtime again."""
+    if "XDG_CACHE_HOME" not in os.environ:
+        monkeypatch.setenv("XDG_CACHE_HOME", str(runs_cache))
     return pytester
 
 
