@@ -5,23 +5,23 @@ compiled libraries.
 
 A compile cache's entries are published sealed (``publish_sealed``): a digest of the entry is kept beside it,
 and ``intact`` checks it before the entry is used, so that a truncated or altered entry is rebuilt (with a
-note, once per process) rather than loaded.  An entry is made by one process at a time (``one_maker``): the
+note, once per process) rather than loaded.  An entry is made by one process at a time (``made_once``): the
 others that want it meanwhile wait for it rather than make it again."""
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import hashlib
 import os
 import tempfile
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
-__all__ = ["publish", "atomic_write", "publish_sealed", "intact", "one_maker"]
+__all__ = ["publish", "atomic_write", "publish_sealed", "intact", "made_once"]
 
+T = TypeVar("T")
 _noted: list[Path] = []  # the damaged cache entries found so far; the first is noted
 
 
@@ -83,16 +83,18 @@ def intact(path: Path) -> bool:
     return False
 
 
-@contextlib.contextmanager
-def one_maker(path: Path) -> Iterator[None]:
-    """Held while the cache entry ``path`` is made: by one process (or thread) at a time, each holding a lock
-    file beside it, so that one that wants the entry meanwhile waits, then finds it made.  Many at once want
-    the same entries (pytest-xdist's workers, ``check -j``'s, each compiling the emulator's runtime and the
-    same kernels), and each making them would multiply the compiles."""
+def made_once(path: Path, find: Callable[[], T | None], make: Callable[[], T]) -> T:
+    """The cache entry ``path`` as ``find`` finds it (None: not there, or not whole), else as ``make`` makes it:
+    by one process (or thread) at a time, each holding a lock file beside it, so that one that wants the entry
+    meanwhile waits, then finds it made.  Many at once want the same entries (pytest-xdist's workers, ``check
+    -j``'s, threads compiling ahead), and each making them would multiply the compiles, or meet halfway."""
+    if (found := find()) is not None:
+        return found
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_name(path.name + ".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or its holder dies
-        yield
+        found = find()
+        return make() if found is None else found
 
 
 def _seal(path: Path) -> Path:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import CompileError, MmcheckError, SandboxUnavailable, SandboxViolation
-from .publish import intact, one_maker, publish_sealed
+from .publish import intact, made_once, publish_sealed
 
 __all__ = ["Host", "host", "missing", "note", "SYSTEM_READS", "KERNEL_MEMORY", "protections", "scratch",
            "compile_command", "compile_refusal"]
@@ -166,10 +166,8 @@ def _launcher() -> Path:
         if proc.returncode != 0:
             raise SandboxUnavailable(f"cannot build the sandbox's launcher with {cxx}:\n{proc.stderr.strip()}")
 
-    with one_maker(path):
-        if not (intact(path) and os.access(path, os.X_OK)):
-            publish_sealed(path, build)
-    return path
+    return made_once(path, lambda: path if intact(path) and os.access(path, os.X_OK) else None,
+                     lambda: publish_sealed(path, build))
 
 
 # g++ (and nvcc, whose preprocessor it is): "FILE:LINE:COL: fatal error: HEADER: Permission denied"; NVRTC:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..compile import Build, macro_flags
-from ..publish import intact, one_maker, publish_sealed
+from ..publish import intact, made_once, publish_sealed
 
 __all__ = ["Compiled", "CubinCache", "common_options", "sm", "arch", "arch_rule"]
 
@@ -68,15 +68,13 @@ class CubinCache:
 
     def fetch(self, key: str, make: Callable[[], Compiled]) -> Compiled:
         """The cubin of ``key``: from the cache, or made by ``make`` and kept, by one process (or thread) at a
-        time (publish.one_maker: ``check -j`` compiles ahead what its workers will ask for)."""
-        if cached := self.get(key):
-            return cached
-        with one_maker(self.folder / f"{key}.cubin"):
-            if cached := self.get(key):
-                return cached
+        time (publish.made_once: ``check -j`` compiles ahead what its workers will ask for)."""
+        def made() -> Compiled:
             compiled = make()
             self.put(key, compiled)
             return compiled
+
+        return made_once(self.folder / f"{key}.cubin", lambda: self.get(key), made)
 
 
 # --- the rules --------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from pathlib import Path
 from ... import children, sandbox
 from ...compile import Build, cache_key, cache_root, local_includes, macro_flags
 from ...errors import BackendUnavailable
-from ...publish import intact, one_maker, publish_sealed
+from ...publish import intact, made_once, publish_sealed
 from ..device_code import compile_first, fingerprint
 from .unit import check_supported, compile_failure, compile_sources, compile_unit
 
@@ -66,10 +66,8 @@ class Toolchain:
         key = cache_key("emu-kernel", compile_unit(build, build.spec.source), flags, _shim_digest(), self.version,
                         self.runtime.name, local_includes(build.spec), fingerprint())
         path = self.cache / f"{key}.so"
-        if intact(path):
-            return path
-        with one_maker(path):
-            return path if intact(path) else self._compile_kernel(build, path, flags)
+        return made_once(path, lambda: path if intact(path) else None,
+                         lambda: self._compile_kernel(build, path, flags))
 
     def _compile_kernel(self, build: Build, path: Path, flags: list[str]) -> Path:
         sources = compile_sources(build)
@@ -100,14 +98,10 @@ class Toolchain:
         flags = [*_BASE, *self.mode, *RUNTIME_FLAGS]
         key = cache_key("emu-runtime", [p.read_bytes() for p in sources], flags, self.version)
         final = self.cache / f"runtime-{key}"
-        if (final / "mmemu-worker").exists():
-            return final
-        with one_maker(final):
-            if not (final / "mmemu-worker").exists():
-                self._compile_runtime(flags, final)
-        return final
+        return made_once(final, lambda: final if (final / "mmemu-worker").exists() else None,
+                         lambda: self._compile_runtime(flags, final))
 
-    def _compile_runtime(self, flags: list[str], final: Path) -> None:
+    def _compile_runtime(self, flags: list[str], final: Path) -> Path:
         """The runtime's three sources compiled at once, then linked: the library (runtime and PTX) and the
         worker, which links against it.  Every process that opens the emulator waits for this the first time."""
         tmp = Path(tempfile.mkdtemp(dir=self.cache, prefix=".runtime-"))
@@ -127,6 +121,7 @@ class Toolchain:
             os.rename(tmp, final)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+        return final
 
 
 def find_compiler() -> tuple[str, str]:
