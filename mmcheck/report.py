@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
 import shlex
 import textwrap
 from collections.abc import Sequence
@@ -154,8 +153,10 @@ def _shapes(spec: KernelSpec) -> tuple[str, str]:
 
 def reproduce(case: Case, backend: str, declared: Capabilities, compiler: str = COMPILER) -> str:
     """The command line that replays exactly this case (shell-quoted) on ``backend``, which declares
-    ``declared``; the compiler is named where the kernels run on a GPU and it is not the default."""
-    src = case.spec.path
+    ``declared``; the compiler is named where the kernels run on a GPU and it is not the default.  The source
+    named is the folder the run was given that holds the kernel's file, where there is one: its compile reads
+    the project's headers there (KernelSpec.folder)."""
+    src = case.spec.root or case.spec.path
     where = [] if _under(src, Path(SRC)) else ["--src", str(src)]
     compiled = ["--compiler", compiler] if declared.gpu and compiler != COMPILER else []
     return shlex.join(["mmcheck", "check", case.spec.name, *where, "--dtype", case.dtype, "--shape",
@@ -163,10 +164,7 @@ def reproduce(case: Case, backend: str, declared: Capabilities, compiler: str = 
 
 
 def _under(path: Path, folder: Path) -> bool:
-    try:
-        return Path(os.path.relpath(path.resolve(), folder.resolve())).parts[0] != ".."
-    except ValueError:
-        return False
+    return path.resolve().is_relative_to(folder.resolve())
 
 
 def json_document(results: Sequence[Result], errors: Sequence[SpecError], backend: str, declared: Capabilities,

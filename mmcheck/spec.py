@@ -372,11 +372,11 @@ def collect(paths: Iterable[Path | str], roots: Iterable[Path | str] = ()) -> Ca
     kernel.  Each spec's root is the first folder of ``roots`` (else of ``paths``) that holds its file."""
     given = [Path(p) for p in paths]
     named = {p for p in given if not p.is_dir()}
-    folders = [Path(p).resolve() for p in [*roots, *given] if Path(p).is_dir()]
+    folders = [Path(p) for p in [*roots, *given] if Path(p).is_dir()]
     catalog = Catalog()
     owner: dict[str, Path] = {}
     for path in find_sources(given):
-        root = next((f for f in folders if path.resolve().is_relative_to(f)), None)
+        root = next((f for f in folders if path.resolve().is_relative_to(f.resolve())), None)
         try:
             text = _read(path)
             if not opener(text).kernel_file and path not in named:

@@ -233,6 +233,26 @@ def test_the_reproduce_line_names_the_compiler_where_it_matters(backend, compile
     assert line == f"mmcheck check {spec.name} --dtype float32 --shape {Shape(1, 2, 3)} --seed 4 {tail}"
 
 
+def test_the_reproduce_line_gives_the_folder_the_run_was_given_where_the_file_lies_in_one(tmp_path):
+    """A kernel that includes its project's header compiles where the run names the project's folder: so does
+    its replay (the file alone would be refused the header)."""
+    import dataclasses
+
+    from mmcheck.backends import capabilities
+    from mmcheck.report import reproduce
+    from mmcheck.results import Case
+    from mmcheck.shapes import Shape
+    from mmcheck.spec import load_specs
+
+    spec = load_specs(Path(__file__).resolve().parent.parent / "cuda_src" / "seed001_blog.cu")[0]
+    alone = dataclasses.replace(spec, path=tmp_path / "kern" / "k.cu")
+    given = dataclasses.replace(alone, root=tmp_path)
+    case = Case(alone, "float32", Shape(1, 2, 3), 4)
+    assert f"--src {tmp_path / 'kern' / 'k.cu'} " in reproduce(case, "emu", capabilities("emu"))
+    case = Case(given, "float32", Shape(1, 2, 3), 4)
+    assert f"mmcheck check {spec.name} --src {tmp_path} --dtype" in reproduce(case, "emu", capabilities("emu"))
+
+
 def test_a_host_librarys_header_found_among_the_cuda_headers_is_blamed_on_the_users_include():
     """Where the CUDA headers' folder also has cuBLAS's (a pip environment), NVRTC opens cublas_v2.h and
     fails inside it; the place to change is the user's include line, not cuBLAS's."""
