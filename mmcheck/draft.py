@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import interrupt
 from .backends.device_code import constant, is_kernel, operator, parse
 from .dtypes import PRECISIONS
 from .errors import MmcheckError, SpecError
@@ -75,7 +76,9 @@ class Draft:
 
 def kernels(path: Path) -> list[str]:
     """The ``__global__`` functions defined in a kernel file, in order."""
-    return list(_File(path).kernels)
+    names = list(_File(path).kernels)
+    interrupt.check()  # a Ctrl-C in libclang's callbacks, which dropped it
+    return names
 
 
 def draft(path: Path, entry: str | None = None) -> Draft:
@@ -90,7 +93,9 @@ def draft(path: Path, entry: str | None = None) -> Draft:
     entry = entry or names[0]
     if entry not in file.kernels:
         raise SpecError(path, f"no __global__ function {entry!r} in the file (its kernels: {', '.join(names)})")
-    return _Drafting(file, file.kernels[entry]).result()
+    drafted = _Drafting(file, file.kernels[entry]).result()
+    interrupt.check()  # a Ctrl-C in libclang's callbacks, which dropped it: the draft may be incomplete
+    return drafted
 
 
 def write(path: Path, block: str) -> None:

@@ -1,11 +1,13 @@
-"""A Ctrl-C that Python drops is not lost.
+"""A Ctrl-C (or a worker's SIGTERM) that Python drops is not lost.
 
-Python raises KeyboardInterrupt wherever its SIGINT handler happens to run.  Where that is a finalizer or a
-weakref callback (run by the garbage collector, or when an import's lock goes away), the exception is reported
-as ignored (``sys.unraisablehook``) and dropped, and a wait that follows goes on until what it waits for ends: a
-hung kernel's timeout.  ``catch_dropped`` (the ``mmcheck`` command's) keeps such a KeyboardInterrupt, silently;
-the waits that can be long (a launch's reply, a worker's answer, a compile, a pool's jobs) wait in slices
-(``wait``), raising it again between them, from where they are."""
+Python raises KeyboardInterrupt wherever its SIGINT handler happens to run, and a worker's SIGTERM handler its
+SystemExit (pool.py).  Where that is a finalizer, a weakref callback (run by the garbage collector, or when an
+import's lock goes away) or a C library's callback into Python (libclang's, as it walks a parse), the exception
+is reported as ignored (``sys.unraisablehook``) and dropped: the C library goes on, and a wait that follows goes
+on until what it waits for ends: a hung kernel's timeout.  ``catch_dropped`` (the ``mmcheck`` command's, and each
+worker's) keeps such a stop, silently; the waits that can be long (a launch's reply, a worker's answer, a
+compile, a pool's jobs) wait in slices (``wait``), raising it again between them, from where they are, and what
+a C library's callbacks built is not used before ``check`` has raised it."""
 
 from __future__ import annotations
 
@@ -21,29 +23,31 @@ _dropped: list[BaseException] = []
 
 
 def catch_dropped() -> None:
-    """From now on, a KeyboardInterrupt that Python drops is kept (and not printed) for ``check`` to raise."""
+    """From now on, a KeyboardInterrupt or SystemExit that Python drops is kept (and not printed) for ``check``
+    to raise."""
     if not isinstance(sys.unraisablehook, _Keep):
         sys.unraisablehook = _Keep(sys.unraisablehook)
 
 
 class _Keep:
-    """The hook that keeps a dropped KeyboardInterrupt, and hands anything else to the hook it replaced."""
+    """The hook that keeps a dropped stop, and hands anything else to the hook it replaced."""
 
     def __init__(self, previous: Callable[[sys.UnraisableHookArgs], object]) -> None:
         self.previous = previous
 
     def __call__(self, unraisable: sys.UnraisableHookArgs) -> None:
-        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        if isinstance(unraisable.exc_value, (KeyboardInterrupt, SystemExit)):
             _dropped.append(unraisable.exc_value)
         else:
             self.previous(unraisable)
 
 
 def check() -> None:
-    """Raise KeyboardInterrupt if Python dropped one."""
+    """Raise the first stop Python dropped, if it dropped one."""
     if _dropped:
+        first = _dropped[0]
         _dropped.clear()
-        raise KeyboardInterrupt
+        raise first.with_traceback(None)
 
 
 def wait(ready: Callable[[float], bool], timeout: float | None) -> bool:

@@ -317,6 +317,7 @@ def _start(taken: Synchronized[int], running: Running, gpus: list[str], settings
     # the main process's to handle.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    interrupt.catch_dropped()  # a SIGTERM that comes in a C library's callback (libclang's) is raised after it
     _worker = _Worker(taken, running, gpus, settings, workers)
 
 
@@ -333,7 +334,9 @@ def _run(index: int, job: Callable[[], T]) -> T:
     """A job, marked in the table of running jobs while it runs."""
     try:
         _worker.running[_worker.slot] = index
-        return job()
+        outcome = job()
+        interrupt.check()  # a SIGTERM dropped in a callback, where no wait of the job came after it
+        return outcome
     except _Stopped:
         pass  # the end of this handler releases the job's frames, as Ctrl-C's does in one process
     finally:

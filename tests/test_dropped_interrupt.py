@@ -1,6 +1,8 @@
-"""A Ctrl-C that Python drops (raised in a weakref callback or finalizer) is kept by the command's hook and
-raised again by the next wait (interrupt.py); anything else Python drops goes where it went before."""
+"""A Ctrl-C that Python drops (raised in a weakref callback, a finalizer or a C library's callback) is kept by
+the command's hook and raised again by the next wait (interrupt.py); anything else Python drops goes where it
+went before."""
 
+import ctypes
 import sys
 import time
 import weakref
@@ -40,3 +42,32 @@ def test_a_dropped_ctrl_c_is_kept_quietly_and_raised_once_by_the_next_wait(monke
     assert time.monotonic() - start < 1
     assert interrupt.wait(lambda seconds: True, None)  # raised once: the next wait waits
     assert not interrupt.wait(lambda seconds: time.sleep(seconds) or False, 0.3)  # and times out as asked
+
+
+def drop_in_c(error: BaseException) -> list[int]:
+    """Raise ``error`` in a C library's callback (libc's qsort, as libclang calls its visitors), where ctypes
+    drops it and the library goes on; what the library did."""
+    compare = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+    def first_call_raises(a: int, b: int) -> int:
+        if not raised:
+            raised.append(True)
+            raise error
+        return ctypes.c_int.from_address(a).value - ctypes.c_int.from_address(b).value
+
+    raised: list[bool] = []
+    items = (ctypes.c_int * 4)(3, 1, 2, 0)
+    ctypes.CDLL(None).qsort(items, len(items), ctypes.sizeof(ctypes.c_int), compare(first_call_raises))
+    return list(items)
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit], ids=["ctrl-c", "a-worker's-sigterm"])
+def test_a_stop_dropped_in_a_c_librarys_callback_is_kept_quietly_and_raised_by_check(monkeypatch, capsys, stop):
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", seen.append)
+    interrupt.catch_dropped()
+    assert sorted(drop_in_c(stop(143))) == [0, 1, 2, 3]  # the library went on past it
+    assert seen == [] and capsys.readouterr().err == ""
+    with pytest.raises(stop):
+        interrupt.check()
+    interrupt.check()  # raised once

@@ -157,3 +157,41 @@ def test_a_ctrl_c_while_the_workers_are_spawned_is_raised_once_they_are_and_they
     # Spawned in such a window, a worker ignores Ctrl-C (the main process's to handle).
     fresh = Pool(1, gpu=False)
     assert [found for _, found in fresh.outcomes([_ignores_sigint])] == [True]
+
+
+def _waits_in_a_callback(started: str) -> str:
+    """Waits for the worker's SIGTERM in a C library's callback, as a worker parsing a kernel file waits in
+    libclang's visitors."""
+    import ctypes
+
+    compare = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+    def waits(a: int, b: int) -> int:
+        Path(started).touch()
+        time.sleep(30)
+        return 0
+
+    items = (ctypes.c_int * 2)()
+    ctypes.CDLL(None).qsort(items, len(items), ctypes.sizeof(ctypes.c_int), compare(waits))
+    return "went on"
+
+
+def _once_started(started: str) -> str:
+    while not Path(started).exists():
+        time.sleep(0.01)
+    return "started"
+
+
+def test_a_worker_stopped_in_a_c_librarys_callback_says_nothing_and_exits_of_itself(tmp_path, capfd):
+    import functools
+
+    started = str(tmp_path / "started")
+    pool = Pool(2, gpu=False)
+    outcomes = pool.outcomes([functools.partial(_waits_in_a_callback, started),
+                              functools.partial(_once_started, started)])
+    assert next(outcomes) == (1, "started")
+    workers = list(pool._executor._processes.values())
+    outcomes.close()  # as Ctrl-C closes it: the workers are terminated
+    # Each ended of itself, within the grace, not killed after it.
+    assert [w.exitcode for w in workers] and all(w.exitcode is not None and w.exitcode >= 0 for w in workers)
+    assert capfd.readouterr().err == ""  # the SIGTERM, dropped in the callback, is not printed as a traceback

@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .. import children
+from .. import children, interrupt
 from ..compile import Build, cache_key, local_includes, macro_flags
 from ..errors import CompileError, MmcheckError
 
@@ -403,7 +403,9 @@ def _reduce(path: str, source: str, entry: str, instance: str | None, defines: t
         tu = _index().parse(path, _arguments(Path(path).resolve().parent, defines), [(path, parsed)], options)
     except cindex.TranslationUnitLoadError as e:
         return DeviceCode(source, (), f"{path}: the C++ front end could not parse the file ({e})")
-    return _Reduction(tu, parsed, len(source.encode()), entry).result()
+    reduced = _Reduction(tu, parsed, len(source.encode()), entry).result()
+    interrupt.check()  # a stop dropped in libclang's callbacks: what they built may be incomplete, and is not kept
+    return reduced
 
 
 @dataclass
