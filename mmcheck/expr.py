@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import operator
 from collections.abc import Callable, Mapping
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import TypeGuard, cast
 
 __all__ = ["ExprError", "SHAPE_NAMES", "BOOLEANS", "Expr", "cdiv"]
@@ -87,13 +87,17 @@ class Expr:
     """
 
     def __init__(self, text: str | int, names: frozenset[str] = frozenset()) -> None:
-        self.text = str(text)
-        self._tree = _parse(self.text, frozenset(names))
+        self.text, self._allowed = str(text), frozenset(names)
+        self._tree = _parse(self.text, self._allowed)
+        self._value = _compiled(self.text, self._allowed)
         used = {n.id for n in ast.walk(self._tree) if isinstance(n, ast.Name)}
         self.names = frozenset(used & {*SHAPE_NAMES, *names})
 
     def __repr__(self) -> str:
         return f"Expr({self.text!r})"
+
+    def __reduce__(self) -> tuple[type[Expr], tuple[str, frozenset[str]]]:
+        return Expr, (self.text, self._allowed)  # compiled again where it is unpickled (check -j's workers)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Expr) and other.text == self.text
@@ -107,7 +111,7 @@ class Expr:
 
     def eval(self, env: Mapping[str, int], sizeof: Mapping[str, int] | None = None) -> int:
         """The value under ``env``; ``sizeof`` maps "T" (inputs) and "TC" (output) to byte sizes."""
-        return _Evaluator(env, sizeof).visit(self._tree)
+        return self._value(env, sizeof)
 
     @property
     def is_truth(self) -> bool:
@@ -147,9 +151,25 @@ def _parse(text: str, names: frozenset[str]) -> ast.expr:
             raise ExprError(f"only integer constants are allowed in {text!r}, not {node.value!r}")
         if isinstance(node, ast.Constant) and isinstance(node.value, int):
             _bounded(node.value)
-        if isinstance(node, ast.Call) and (node.keywords or not isinstance(node.func, ast.Name)):
-            raise ExprError(f"only plain calls of cdiv/min/max/sizeof are allowed in {text!r}")
+        if isinstance(node, ast.Call):
+            _check_call(node, text)
     return tree
+
+
+def _check_call(node: ast.Call, text: str) -> None:
+    """Raise ExprError where a call is not one the evaluator makes: ``cdiv`` of two values, ``min`` or ``max``
+    of two or more, ``sizeof`` of at most one type name."""
+    if node.keywords or not isinstance(node.func, ast.Name) or any(isinstance(a, ast.Starred) for a in node.args):
+        raise ExprError(f"only plain calls of cdiv/min/max/sizeof are allowed in {text!r}")
+    name, count = node.func.id, len(node.args)
+    if name == "sizeof" and (count > 1 or (node.args and not isinstance(node.args[0], ast.Name))):
+        raise ExprError(f"sizeof takes at most one type name, in {text!r}")
+    if name == "cdiv" and count != 2:
+        raise ExprError(f"cdiv takes two arguments, in {text!r}")
+    if name in ("min", "max") and count < 2:
+        raise ExprError(f"{name} takes two or more arguments, in {text!r}")
+    if name not in (*_FUNCS, "sizeof"):
+        raise ExprError(f"{name} is not callable, in {text!r}")
 
 
 def _check_size(tree: ast.expr, text: str) -> None:
@@ -192,72 +212,103 @@ _ALLOWED_NODES = (
 )
 
 
-class _Evaluator(ast.NodeVisitor):
-    def __init__(self, env: Mapping[str, int], sizeof: Mapping[str, int] | None) -> None:
-        self.env = env
-        self.sizeof = sizeof
+# A compiled expression: the value under ``env`` and the dtype sizes ``sizeof`` (None where there is no dtype).
+_Compiled = Callable[[Mapping[str, int], "Mapping[str, int] | None"], int]
 
-    def visit_Constant(self, node: ast.Constant) -> int:
-        return cast(int, node.value)  # parse() lets integer constants only through
 
-    def visit_Name(self, node: ast.Name) -> int:
-        if node.id == "sizeof":
-            raise ExprError("sizeof must be called: sizeof()")
-        if node.id in BOOLEANS:
-            return BOOLEANS[node.id]
-        try:
-            return _bounded(int(self.env[node.id]))
-        except KeyError:
-            raise ExprError(f"{node.id} has no value here") from None
+@lru_cache(maxsize=1024)
+def _compiled(text: str, names: frozenset[str]) -> _Compiled:
+    """The parsed expression as nested closures, built once: a spec's grid and ``requires`` are evaluated for
+    every shape tried, and walking the syntax tree each time was most of the cost of choosing shapes."""
+    return _closure(_parse(text, names))
 
-    def visit_BinOp(self, node: ast.BinOp) -> int:
-        left, right = self.visit(node.left), self.visit(node.right)
-        if isinstance(node.op, (ast.FloorDiv, ast.Mod)) and right == 0:
-            raise ExprError("division by zero")
-        return _bounded(_BINOPS[type(node.op)](left, right))
 
-    def visit_UnaryOp(self, node: ast.UnaryOp) -> int:
-        value = self.visit(node.operand)
+def _closure(node: ast.expr) -> _Compiled:
+    """``node`` (admitted by _parse) compiled; the operands evaluated in order, ``and``, ``or``, comparisons
+    and conditionals short-circuiting, as Python's would."""
+    if isinstance(node, ast.Constant):
+        value = cast(int, node.value)  # _parse lets integer constants only through
+        return lambda env, sizeof: value
+    if isinstance(node, ast.Name):
+        return _name(node.id)
+    if isinstance(node, ast.BinOp):
+        return _binary(type(node.op), _closure(node.left), _closure(node.right))
+    if isinstance(node, ast.UnaryOp):
+        operand = _closure(node.operand)
         if isinstance(node.op, ast.Not):
-            return int(not value)
-        return -value if isinstance(node.op, ast.USub) else value
+            return lambda env, sizeof: int(not operand(env, sizeof))
+        if isinstance(node.op, ast.USub):
+            return lambda env, sizeof: -operand(env, sizeof)
+        return operand
+    if isinstance(node, ast.BoolOp):
+        values = [_closure(v) for v in node.values]
+        test = all if isinstance(node.op, ast.And) else any
+        return lambda env, sizeof: int(test(v(env, sizeof) for v in values))
+    if isinstance(node, ast.IfExp):
+        condition, body, orelse = _closure(node.test), _closure(node.body), _closure(node.orelse)
+        return lambda env, sizeof: body(env, sizeof) if condition(env, sizeof) else orelse(env, sizeof)
+    if isinstance(node, ast.Compare):
+        return _comparison(_closure(node.left), [(_CMPOPS[type(o)], _closure(c))
+                                                 for o, c in zip(node.ops, node.comparators)])
+    assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name), "_parse admits no other node"
+    if node.func.id == "sizeof":
+        label = "TC" if node.args and cast(ast.Name, node.args[0]).id == "TC" else "T"
+        return partial(_sizeof, label)
+    return _call(node.func.id, [_closure(a) for a in node.args])
 
-    def visit_BoolOp(self, node: ast.BoolOp) -> int:
-        values = (self.visit(v) for v in node.values)
-        return int(all(values) if isinstance(node.op, ast.And) else any(values))
 
-    def visit_IfExp(self, node: ast.IfExp) -> int:
-        return self.visit(node.body) if self.visit(node.test) else self.visit(node.orelse)
+def _name(name: str) -> _Compiled:
+    if name == "sizeof":
+        def uncalled(env: Mapping[str, int], sizeof: Mapping[str, int] | None) -> int:
+            raise ExprError("sizeof must be called: sizeof()")
+        return uncalled
+    if name in BOOLEANS:
+        value = BOOLEANS[name]
+        return lambda env, sizeof: value
 
-    def visit_Compare(self, node: ast.Compare) -> int:
-        left = self.visit(node.left)
-        for op, comparator in zip(node.ops, node.comparators):
-            right = self.visit(comparator)
-            if not _CMPOPS[type(op)](left, right):
+    def looked_up(env: Mapping[str, int], sizeof: Mapping[str, int] | None) -> int:
+        try:
+            return _bounded(int(env[name]))
+        except KeyError:
+            raise ExprError(f"{name} has no value here") from None
+    return looked_up
+
+
+def _binary(op: type[ast.operator], left: _Compiled, right: _Compiled) -> _Compiled:
+    apply, divides = _BINOPS[op], op in (ast.FloorDiv, ast.Mod)
+
+    def binary(env: Mapping[str, int], sizeof: Mapping[str, int] | None) -> int:
+        a, b = left(env, sizeof), right(env, sizeof)
+        if divides and b == 0:
+            raise ExprError("division by zero")
+        return _bounded(apply(a, b))
+    return binary
+
+
+def _comparison(left: _Compiled, links: list[tuple[Callable[[int, int], bool], _Compiled]]) -> _Compiled:
+    def comparison(env: Mapping[str, int], sizeof: Mapping[str, int] | None) -> int:
+        a = left(env, sizeof)
+        for holds, right in links:
+            b = right(env, sizeof)
+            if not holds(a, b):
                 return 0
-            left = right
+            a = b
         return 1
+    return comparison
 
-    def visit_Call(self, node: ast.Call) -> int:
-        name = node.func.id  # type: ignore[attr-defined]  # _parse admits only Name callees
-        if name == "sizeof":
-            if len(node.args) > 1 or (node.args and not isinstance(node.args[0], ast.Name)):
-                raise ExprError("sizeof takes at most one type name")
-            if self.sizeof is None:
-                raise ExprError("sizeof() needs a dtype")
-            label = node.args[0].id if node.args else "T"  # type: ignore[attr-defined]
-            return self.sizeof["TC" if label == "TC" else "T"]
-        if name not in _FUNCS:
-            raise ExprError(f"{name} is not callable")
-        args = [self.visit(a) for a in node.args]
-        if name == "cdiv":
-            if len(args) != 2:
-                raise ExprError("cdiv takes two arguments")
-            if args[1] == 0:
-                raise ExprError("division by zero")
-        elif not args:
-            raise ExprError(f"{name} needs arguments")
-        return _FUNCS[name](*args)
 
-    def generic_visit(self, node: ast.AST) -> int:
-        raise ExprError(f"{type(node).__name__} is not allowed")
+def _sizeof(label: str, env: Mapping[str, int], sizeof: Mapping[str, int] | None) -> int:
+    if sizeof is None:
+        raise ExprError("sizeof() needs a dtype")
+    return sizeof[label]
+
+
+def _call(name: str, arguments: list[_Compiled]) -> _Compiled:
+    function, divides = _FUNCS[name], name == "cdiv"
+
+    def call(env: Mapping[str, int], sizeof: Mapping[str, int] | None) -> int:
+        values = [a(env, sizeof) for a in arguments]
+        if divides and values[1] == 0:
+            raise ExprError("division by zero")
+        return function(*values)
+    return call

@@ -1,3 +1,4 @@
+import pickle
 import time
 
 import pytest
@@ -79,6 +80,14 @@ def test_let_names_are_allowed_only_where_declared():
     ("DIM * 2", "unknown name 'DIM'"),
     ("'a' * N", "only integer constants"),
     ("cdiv(N, k=2)", "only plain calls"),
+    ("max(*M)", "only plain calls"),
+    ("max(M)", "max takes two or more arguments"),  # Python's max would iterate over its one argument
+    ("min()", "min takes two or more arguments"),
+    ("cdiv(M)", "cdiv takes two arguments"),
+    ("cdiv(M, N, K)", "cdiv takes two arguments"),
+    ("M(16)", "M is not callable"),
+    ("sizeof(T, TC)", "sizeof takes at most one type name"),
+    ("sizeof(4)", "sizeof takes at most one type name"),
 ])
 def test_rejects_anything_outside_the_whitelist(text, message):
     with pytest.raises(ExprError, match=message):
@@ -132,3 +141,9 @@ def test_values_up_to_256_bits_are_exact():
     assert Expr("(2 ** 64) ** 3 * (2 ** 64 - 1)").eval({}) == 2**256 - 2**192
     assert Expr("(-2) ** 63 * 2 ** 64 * 2 ** 64 * 2 ** 64").eval({}) == -(2**255)
     assert Expr("1 ** 64 + (-1) ** 63 + 0 ** 64").eval({}) == 0
+
+
+def test_an_expression_survives_pickling_as_check_js_workers_receive_it():
+    e = pickle.loads(pickle.dumps(Expr("cdiv(N, TILE) * sizeof(TC)", frozenset({"TILE"}))))
+    assert e == Expr("cdiv(N, TILE) * sizeof(TC)", frozenset({"TILE"}))
+    assert e.names == {"N", "TILE"} and e.eval({"N": 33, "TILE": 16}, sizeof={"T": 2, "TC": 4}) == 12

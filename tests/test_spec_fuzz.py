@@ -47,6 +47,7 @@ def expression(rng: random.Random) -> str:
         f"M {rng.choice(['<', '>=', '=='])} {rng.randrange(-2**70, 2**70)}",
         "N if true else 1 // 0",
         "M and not N or K",
+        rng.choice(["min(M)", "max()", "cdiv(M)", "cdiv(M, N, K)", "M(1)", "sizeof(T, TC)", "sizeof(2)"]),
     ])
 
 
