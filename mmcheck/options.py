@@ -5,6 +5,7 @@ and Settings holds it where the option is not given."""
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -63,6 +64,26 @@ def _shape(text: str) -> Shape:
                                          "each a positive integer (17x33x5, 64x64x64b4)") from None
 
 
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds < math.inf:  # a limit of none, or of no time at all, would blame every kernel
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (more than 0)")
+    return seconds
+
+
+def _multiply_adds(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of multiply-adds (1 or more)")
+    return count
+
+
 def _bench_size(text: str) -> int | Shape:
     from .ops import bench_size
 
@@ -115,9 +136,9 @@ OPTIONS = (
     Option("compiler", "GPU: the compiler of the kernels: nvcc, nvrtc (the NVRTC wheel installed, e.g. "
                        "nvidia-cuda-nvrtc-cu12), or auto (nvcc if on PATH, else nvrtc; default: %(default)s)",
            default=COMPILER, choices=COMPILERS, commands=("check", "bench", "info", "grade")),
-    Option("budget", "largest problem, in multiply-adds, of the generated shapes", type=int,
+    Option("budget", "largest problem, in multiply-adds, of the generated shapes", type=_multiply_adds,
            default=DEFAULT_BUDGET, commands=("check", "grade")),
-    Option("timeout", "seconds a launch may run before it counts as hung (default %(default)s)", type=float,
+    Option("timeout", "seconds a launch may run before it counts as hung (default %(default)s)", type=_seconds,
            default=TIMEOUT),
     Option("results", "folder where failing cases are saved (.npz arrays; .png heat map with matplotlib), and "
                       "the traceback of an error of mmcheck's own",
@@ -148,7 +169,7 @@ OPTIONS = (
     Option("warm-l2", "benchmarks: do not flush the L2 cache between samples (same as --bench-method warm-l2)",
            type=None, default=False, commands=("bench", "grade")),
     Option("bench-max-time", "seconds one benchmark may take before it stops sampling (default %(default)s)",
-           type=float, default=15.0, commands=("bench", "grade")),
+           type=_seconds, default=15.0, commands=("bench", "grade")),
 )
 
 

@@ -603,6 +603,20 @@ def test_a_shape_that_cannot_be_read_is_told_with_the_option_and_the_format(argv
     assert capsys.readouterr().err.splitlines()[-1] == f"mmcheck {argv[0]}: error: {said}"
 
 
+@pytest.mark.parametrize("argv, said", [
+    *((["check", "--timeout", t], f"argument --timeout: {t!r} is not a number of seconds (more than 0)")
+      for t in ("0", "-1", "nan", "inf", "ten")),  # 0 s would call every kernel hung, mmcheck's own error -1
+    (["bench", "--bench-max-time", "0"], "argument --bench-max-time: '0' is not a number of seconds (more than 0)"),
+    *((["grade", "--budget", b], f"argument --budget: {b!r} is not a number of multiply-adds (1 or more)")
+      for b in ("0", "-5", "1e6")),
+])
+def test_a_limit_that_is_no_limit_is_a_usage_error_with_the_option(argv, said, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"mmcheck {argv[0]}: error: {said}"
+
+
 @pytest.mark.parametrize("command, what", [("check", "kernel"), ("bench", "correct kernel")])
 def test_a_dtype_no_kernel_has_is_told_with_the_dtypes_the_kernels_have(kernels, command, what, capsys):
     assert main([command, str(kernels / "good.cu"), "--dtype", "float64", "--dtype", "float16"]) == 2
