@@ -140,8 +140,8 @@ def _parser() -> argparse.ArgumentParser:
                 o.add_to(sub.add_argument)
     bench.add_argument("--json", metavar="FILE", help="write the benchmarks as pytest-benchmark JSON")
     report.add_argument("files", nargs="+", metavar="BENCH.json",
-                        help="pytest-benchmark JSON (--benchmark-json, .benchmarks/ of --benchmark-autosave, or "
-                             "mmcheck bench --json)")
+                        help="pytest-benchmark JSON, gzipped or not (--benchmark-json, .benchmarks/ of "
+                             "--benchmark-autosave, or mmcheck bench --json)")
     report.add_argument("--compare", action="store_true", help="compare the first file's run with the second's")
     report.add_argument("--plot", metavar="PNG", help="draw each kernel's %% of cuBLAS (a run of one size), else "
                                                       "GFLOP/s against the problem size (matplotlib)")

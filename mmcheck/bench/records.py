@@ -26,6 +26,7 @@ extra_info keys, by subject:
 
 from __future__ import annotations
 
+import gzip
 import json
 import statistics
 import sys
@@ -205,11 +206,18 @@ def record(samples: Sequence[float], extra: Mapping[str, Any], *, name: str | No
 
 def _files(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
     """Files as named, and whether each was; a directory (e.g. ``.benchmarks``, where autosave writes): its
-    JSON files, sorted."""
+    JSON files, gzipped ones too, sorted."""
     out: list[tuple[Path, bool]] = []
     for p in map(Path, paths):
-        out += [(q, False) for q in sorted(p.rglob("*.json"))] if p.is_dir() else [(p, True)]
+        out += [(q, False) for q in sorted([*p.rglob("*.json"), *p.rglob("*.json.gz")])] if p.is_dir() \
+            else [(p, True)]
     return out
+
+
+def _text(path: Path) -> str:
+    """A file's text, gunzipped where it is gzip's (as CI often keeps its artifacts)."""
+    data = path.read_bytes()
+    return (gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data).decode("utf-8")
 
 
 def _stderr(message: str) -> None:
@@ -217,7 +225,8 @@ def _stderr(message: str) -> None:
 
 
 def load(paths: Iterable[str | Path], *, say: Callable[[str], object] = _stderr) -> list[BenchRecord]:
-    """The mmcheck benchmarks of pytest-benchmark JSON files (or directories of them), in file order.
+    """The mmcheck benchmarks of pytest-benchmark JSON files, gzipped or not (or directories of them), in file
+    order.
     Benchmarks without mmcheck's extra_info are skipped; ``say`` is told how many, per file.  A file named
     that is not pytest-benchmark JSON is a ValueError naming it; those a directory holds are skipped, and
     ``say`` is told once which."""
@@ -225,10 +234,10 @@ def load(paths: Iterable[str | Path], *, say: Callable[[str], object] = _stderr)
     foreign: list[Path] = []
     for path, named in _files(paths):
         try:
-            entries = json.loads(path.read_text(encoding="utf-8"))["benchmarks"]
+            entries = json.loads(_text(path))["benchmarks"]
             if not isinstance(entries, list):
                 raise TypeError(f"'benchmarks' is a {type(entries).__name__}, not a list")
-        except (OSError, ValueError, KeyError, TypeError) as e:
+        except (OSError, EOFError, ValueError, KeyError, TypeError) as e:  # gzip: OSError, EOFError
             if not named:
                 foreign.append(path)
                 continue

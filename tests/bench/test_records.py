@@ -1,6 +1,7 @@
 """Benchmark records: the extra_info keys, the round trip through JSON, and the format checked against
 pytest-benchmark itself (a file it writes loads here; a file written here is read by its comparison)."""
 
+import gzip
 import json
 import subprocess
 import sys
@@ -87,6 +88,18 @@ def test_round_trip_through_a_json_file(tmp_path):
     loaded = load([path])
     assert loaded == records
     assert json.loads(path.read_text())["benchmarks"][1]["extra_info"]["kernel"] == "cublas"
+
+
+def test_a_gzipped_json_file_loads_as_the_file_it_holds_named_or_in_a_directory(tmp_path):
+    records = [record([1e-3, 1.1e-3], sample_extra())]
+    plain = write(tmp_path / "plain" / "run.json", document(records, {}, commit_info=COMMIT))
+    packed = tmp_path / "packed" / "run.json.gz"
+    packed.parent.mkdir()
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert load([packed]) == load([packed.parent]) == records
+    (tmp_path / "cut.json.gz").write_bytes(gzip.compress(plain.read_bytes())[:40])
+    with pytest.raises(ValueError, match=r"cut\.json\.gz: not a pytest-benchmark JSON file \(EOFError"):
+        load([tmp_path / "cut.json.gz"])
 
 
 def test_a_directory_loads_its_json_files_and_foreign_benchmarks_are_skipped_and_counted(tmp_path):
