@@ -47,19 +47,24 @@ class Plan:
         gridDim.y at a large M is the limit of the kernel's launch domain, found at that size); None if it
         would not."""
         spec = self.build.spec
-        shape = ", ".join(f"{k} = {v}" for k, v in self.env.items() if k in spec.free)
         for what, dims, exprs, limits in (("gridDim", self.grid, spec.grid, MAX_GRID),
                                           ("blockDim", self.block, spec.block, MAX_BLOCK)):
             for axis, value, limit, e in zip("xyz", dims, limits, (*exprs, None, None)):
                 if value > limit:
                     return Refusal(f"{what}.{axis} = {e.text if e else value}", value, limit,
-                                   e.text if e else f"{what}.{axis}", shape)
+                                   e.text if e else f"{what}.{axis}", self._sizes())
         if (threads := self.block[0] * self.block[1] * self.block[2]) > MAX_THREADS:
-            return Refusal("the threads per block", threads, MAX_THREADS, _product(spec.block), shape)
+            return Refusal("the threads per block", threads, MAX_THREADS, _product(spec.block), self._sizes())
         if self.smem > MAX_DYNAMIC_SMEM:
             return Refusal(f"the dynamic shared memory = {spec.smem.text}", self.smem, MAX_DYNAMIC_SMEM,
-                           spec.smem.text, shape)
+                           spec.smem.text, self._sizes())
         return None
+
+    def _sizes(self) -> str:
+        """The shape's sizes, in words (M = 70000, N = 16), for a refusal (the launch-domain search asks for
+        thousands of launches, mostly not refused)."""
+        free = self.build.spec.free
+        return ", ".join(f"{k} = {v}" for k, v in self.env.items() if k in free)
 
 
 @dataclass(frozen=True)
