@@ -11,19 +11,22 @@ from pathlib import Path
 
 import pytest
 
-setupcfg = pytest.importorskip("setuptools.config.setupcfg", reason="reading setup.cfg needs setuptools")
-
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "mmcheck"
-SETUP = setupcfg.read_configuration(ROOT / "setup.cfg")
-CONFIG = SETUP["options"]
 # "mmcheck" on the package index is another project: the distribution has a name of its own, while the
 # module and the command stay mmcheck.
 DISTRIBUTION = "mmcheck-cuda"
 
 
-def test_every_data_file_of_the_package_is_installed():
-    patterns = CONFIG["package_data"]["mmcheck"]
+@pytest.fixture(scope="module")
+def setup_cfg() -> dict:
+    """setup.cfg as setuptools reads it (imported here, not as the tests are collected: it takes a while)."""
+    setupcfg = pytest.importorskip("setuptools.config.setupcfg", reason="reading setup.cfg needs setuptools")
+    return setupcfg.read_configuration(ROOT / "setup.cfg")
+
+
+def test_every_data_file_of_the_package_is_installed(setup_cfg):
+    patterns = setup_cfg["options"]["package_data"]["mmcheck"]
     shipped = {p for pattern in patterns for p in PACKAGE.glob(pattern)}
     data = {p for p in PACKAGE.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")}
     assert data <= shipped, f"not installed: {sorted(str(p.relative_to(PACKAGE)) for p in data - shipped)}"
@@ -37,11 +40,12 @@ MODULES = {"pyelftools": "elftools", "nvidia-ml-py": "pynvml", "cupy-cuda13x": "
            "mkdocs-material": None}
 
 
-def test_every_requirement_is_imported_somewhere():
+def test_every_requirement_is_imported_somewhere(setup_cfg):
     """pytest-timeout, pytest-xdist, tox, ruff, mypy and mkdocs-material are tools, run rather than imported."""
     sources = "\n".join(p.read_text(encoding="utf-8")
                         for folder in (PACKAGE, ROOT / "tests") for p in folder.rglob("*.py"))
-    requirements = list(CONFIG["install_requires"]) + [r for reqs in CONFIG["extras_require"].values() for r in reqs]
+    config = setup_cfg["options"]
+    requirements = list(config["install_requires"]) + [r for reqs in config["extras_require"].values() for r in reqs]
     for requirement in requirements:
         name = re.match(r"[A-Za-z0-9_.-]+", requirement).group(0)
         if name == DISTRIBUTION:
@@ -53,10 +57,10 @@ def test_every_requirement_is_imported_somewhere():
                          sources, re.M), f"{requirement}: no code imports {module}"
 
 
-def test_the_distribution_has_its_own_name_and_installs_the_mmcheck_command():
-    assert SETUP["metadata"]["name"] == DISTRIBUTION
-    assert "mmcheck = mmcheck.__main__:main" in CONFIG["entry_points"]["console_scripts"]
-    assert "mmcheck = mmcheck.plugin" in CONFIG["entry_points"]["pytest11"]
+def test_the_distribution_has_its_own_name_and_installs_the_mmcheck_command(setup_cfg):
+    assert setup_cfg["metadata"]["name"] == DISTRIBUTION
+    assert "mmcheck = mmcheck.__main__:main" in setup_cfg["options"]["entry_points"]["console_scripts"]
+    assert "mmcheck = mmcheck.plugin" in setup_cfg["options"]["entry_points"]["pytest11"]
 
 
 def test_every_install_line_names_the_distribution():
