@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import reading
 from .dtypes import precision
 from .errors import CompileError
 from .expr import BOOLEANS
@@ -135,7 +136,10 @@ def local_includes(spec: KernelSpec) -> list[tuple[str, bytes]]:
             included = (folder / name).resolve()
             if included in found or not included.is_relative_to(root) or not included.is_file():
                 continue  # a missing file is the compiler's to report, one outside the folder its sandbox's
-            found[included] = included.read_bytes()
+            try:
+                found[included] = reading.read_bytes(included)
+            except OSError as e:
+                raise CompileError(f"{spec.path}: cannot read the header {included}: {e}") from None
             pending.append((included.parent, found[included].decode(errors="replace")))
     return sorted((str(p), data) for p, data in found.items())
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import interrupt
+from . import interrupt, reading
 from .backends.device_code import constant, is_kernel, operator, parse
 from .dtypes import PRECISIONS
 from .errors import MmcheckError, SpecError
@@ -109,7 +109,7 @@ def refuse_a_second(path: Path) -> None:
     """SpecError where the file has a spec already, or one written almost right (that one is to fix, not a
     second to add)."""
     try:
-        found = opener(path.read_text(encoding="utf-8", errors="replace"))
+        found = opener(reading.head(path))
     except OSError as e:
         raise SpecError(path, f"cannot read: {e}") from None
     if found.spec:
@@ -159,7 +159,7 @@ class _File:
 
     def __init__(self, path: Path) -> None:
         try:
-            source = path.read_text(encoding="utf-8")
+            source = reading.read_text(path)
         except (OSError, UnicodeDecodeError) as e:
             raise SpecError(path, f"cannot read: {e}") from None
         tu = parse(path, _as_calls(source), _DECLARATION)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, TextIO
 
+from . import reading
 from .dtypes import precision
 from .errors import SpecError
 from .publish import atomic_write
@@ -88,7 +89,7 @@ def entries(assignment: Sequence[KernelSpec], submission: str) -> list[Entry]:
     for f in files:
         try:
             # A byte that is not UTF-8 can only be in a comment or a literal: it is not the grader's concern.
-            texts[f] = f.read_text(encoding="utf-8", errors="replace")
+            texts[f] = reading.read_text(f, errors="replace")
         except OSError as e:
             unreadable = f"cannot read {f}: {e}"
     note = _own_spec_note(assignment, texts)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .dtypes import DTYPES, PRECISIONS, DType, Precision, holds, precision
+from . import reading
 from .errors import SpecError
 from .expr import BOOLEANS, SHAPE_NAMES, Expr, ExprError
 from .ops import OPS, SCALARS, SIZES, Op, Operand, Shape
@@ -254,8 +255,15 @@ def read_kernels(path: Path | str) -> tuple[list[KernelSpec], list[SpecError]]:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return reading.read_text(path)
     except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(path, f"cannot read: {e}") from None
+
+
+def _head(path: Path) -> str:
+    try:
+        return reading.head(path)
+    except OSError as e:
         raise SpecError(path, f"cannot read: {e}") from None
 
 
@@ -324,7 +332,7 @@ def kernel_file(path: Path) -> bool:
     """Whether mmcheck reads the ``.cu`` file: it opens a spec, or one written almost right (an error to tell);
     any other ``.cu`` file is not a kernel file (a helper, a header compiled alone)."""
     try:
-        return opener(path.read_text(encoding="utf-8", errors="replace")).kernel_file
+        return opener(reading.head(path)).kernel_file
     except OSError:
         return False
 
@@ -378,10 +386,11 @@ def collect(paths: Iterable[Path | str], roots: Iterable[Path | str] = ()) -> Ca
     for path in find_sources(given):
         root = next((f for f in folders if path.resolve().is_relative_to(f.resolve())), None)
         try:
-            text = _read(path)
-            if not opener(text).kernel_file and path not in named:
+            # Told by its opener, read leniently: a helper's comment in Latin-1 is not a kernel file's error.
+            if path not in named and not opener(_head(path)).kernel_file:
                 catalog.plain.append(path)
                 continue
+            text = _read(path)
             catalog.files.append(path)
             specs, errors = parse_kernels(text, path)
         except SpecError as e:

@@ -274,3 +274,51 @@ def test_a_cu_file_without_a_spec_in_a_folder_is_listed_not_an_error_but_named_a
         f"{tmp_path / 'helper.cu'}: no mmcheck spec: a kernel file holds a comment that opens with /* mmcheck alone "
         'on its line, then [[kernel]] tables (README, "Adding a kernel"); mmcheck init '
         f"{tmp_path / 'helper.cu'} writes one"]
+
+
+def test_a_helper_written_in_latin_1_is_a_plain_file_and_a_kernel_file_that_is_not_utf_8_an_error(tmp_path: Path):
+    (tmp_path / "good.cu").write_text(GOOD)
+    (tmp_path / "helper.cu").write_bytes("// by José\n__device__ float twice(float x);\n".encode("latin-1"))
+    (tmp_path / "latin.cu").write_bytes(GOOD.replace("t.mm", "t.latin").replace("a test kernel", "José's")
+                                        .encode("latin-1"))
+    catalog = collect([tmp_path])
+    assert [s.name for s in catalog.specs] == ["t.mm"] and catalog.plain == [tmp_path / "helper.cu"]
+    (error,) = catalog.errors
+    assert error.path == tmp_path / "latin.cu" and "cannot read: 'utf-8' codec can't decode byte 0xe9" in str(error)
+
+
+def test_a_file_past_what_mmcheck_reads_is_an_error_with_its_size_and_a_fifo_is_not_waited_for(tmp_path: Path,
+                                                                                                monkeypatch):
+    import os
+
+    from mmcheck import reading
+
+    monkeypatch.setattr(reading, "MAX_BYTES", len(GOOD) + 100)
+    (tmp_path / "good.cu").write_text(GOOD)
+    huge = GOOD.replace("t.mm", "t.huge") + " " * 200
+    (tmp_path / "huge.cu").write_text(huge)
+    (tmp_path / "data.cu").write_text("// generated\n" + " " * 20000)  # no spec in what is read of it
+    catalog = collect([tmp_path])
+    assert [s.name for s in catalog.specs] == ["t.mm"] and catalog.plain == [tmp_path / "data.cu"]
+    assert [str(e) for e in catalog.errors] == [
+        f"{tmp_path / 'huge.cu'}: cannot read: the file is {len(huge)} bytes, more than the {len(GOOD) + 100} "
+        "bytes mmcheck reads of a kernel file or header"]
+    os.mkfifo(tmp_path / "pipe.cu")  # named: opened without waiting for a writer, and refused
+    assert [str(e) for e in collect([tmp_path / "pipe.cu"]).errors] == [
+        f"{tmp_path / 'pipe.cu'}: cannot read: {tmp_path / 'pipe.cu'} is not a regular file"]
+
+
+def test_a_header_past_what_mmcheck_reads_is_the_kernels_compile_error_naming_the_header(tmp_path: Path,
+                                                                                        monkeypatch):
+    from mmcheck import reading
+    from mmcheck.compile import local_includes
+    from mmcheck.errors import CompileError
+
+    (tmp_path / "k.cu").write_text(GOOD + '#include "tables.cuh"\n')
+    (tmp_path / "tables.cuh").write_text("// generated\n" + "0," * 600)
+    (kernel,) = spec.load_specs(tmp_path / "k.cu")
+    assert [p for p, _ in local_includes(kernel)] == [str(tmp_path / "tables.cuh")]
+    monkeypatch.setattr(reading, "MAX_BYTES", 1000)
+    with pytest.raises(CompileError, match=rf"k\.cu: cannot read the header {tmp_path / 'tables.cuh'}: the file is "
+                                           r"1213 bytes, more than the 1000 bytes"):
+        local_includes(kernel)

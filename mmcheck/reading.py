@@ -1,0 +1,59 @@
+"""Reading a user's files: kernel files, the headers they include, submissions.  They come from someone else, so
+what mmcheck reads of one is bounded: a file past ``MAX_BYTES`` (no kernel's source comes near it) is refused
+with its size, as an OSError that the callers already turn into the file's own error, rather than read into
+memory whole (a 3 GiB ``.cu`` took 6 GiB).  Only regular files are read: a FIFO or a device named ``k.cu``
+would block or never end."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+__all__ = ["MAX_BYTES", "TooLarge", "read_bytes", "read_text", "head"]
+
+MAX_BYTES = 64 << 20
+
+
+class TooLarge(OSError):
+    """A file past MAX_BYTES, or not a regular file."""
+
+
+def read_bytes(path: Path) -> bytes:
+    """The whole file; TooLarge where it is past MAX_BYTES or not a regular file."""
+    with open(path, "rb", opener=_nonblocking) as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise TooLarge(f"{path} is not a regular file")
+        if info.st_size > MAX_BYTES:
+            raise TooLarge(f"the file is {_size(info.st_size)}, more than the {_size(MAX_BYTES)} mmcheck reads of "
+                           "a kernel file or header")
+        data = f.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:  # it grew while it was read
+        raise TooLarge(f"the file grew past the {_size(MAX_BYTES)} mmcheck reads of a kernel file or header")
+    return data
+
+
+def read_text(path: Path, errors: str = "strict") -> str:
+    """The whole file as UTF-8 text (``errors`` as ``bytes.decode``'s); UnicodeDecodeError or TooLarge."""
+    return read_bytes(path).decode("utf-8", errors=errors)
+
+
+def head(path: Path) -> str:
+    """The file's first MAX_BYTES as text, bytes that are not UTF-8 replaced: enough to tell a kernel file by its
+    spec's opener, whatever its size."""
+    with open(path, "rb", opener=_nonblocking) as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise TooLarge(f"{path} is not a regular file")
+        return f.read(MAX_BYTES).decode("utf-8", errors="replace")
+
+
+def _nonblocking(path: str, flags: int) -> int:
+    """Opened without waiting: a FIFO's open would wait for a writer before it could be refused."""
+    return os.open(path, flags | os.O_NONBLOCK)
+
+
+def _size(count: int) -> str:
+    if count >= 1 << 30:
+        return f"{count / (1 << 30):.1f} GiB"
+    return f"{count / (1 << 20):.0f} MiB" if count >= 1 << 20 else f"{count} bytes"
