@@ -265,8 +265,13 @@ class _Worker:
                 self._open(settings)
             except BackendUnavailable as e:
                 self._unavailable = e
-            except _Stopped:  # terminated while opening (another worker found no backend): out without a word,
-                os._exit(TERMINATED)  # as the pool would print the initializer's exception
+            except BaseException as e:
+                # Terminated while opening (Ctrl-C, or another worker found no backend): out without a word, as the
+                # pool would print the initializer's exception.  The SIGTERM may come in an import, as a class is
+                # made, where Python 3.11 wraps it (RuntimeError: Error calling __set_name__).
+                if any(isinstance(c, _Stopped) for c in _chain(e)):
+                    os._exit(TERMINATED)
+                raise
 
     def runner(self, settings: Settings) -> Runner:
         if self._unavailable is not None:
@@ -300,6 +305,16 @@ class _Worker:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         self.running[self.slot] = IDLE
         raise _Stopped(TERMINATED)
+
+
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    """``error`` and the exceptions it was raised from or during, innermost last."""
+    seen: set[int] = set()
+    found: BaseException | None = error
+    while found is not None and id(found) not in seen:
+        seen.add(id(found))
+        yield found
+        found = found.__cause__ or found.__context__
 
 
 class _Stopped(SystemExit):

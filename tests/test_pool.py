@@ -195,3 +195,36 @@ def test_a_worker_stopped_in_a_c_librarys_callback_says_nothing_and_exits_of_its
     # Each ended of itself, within the grace, not killed after it.
     assert [w.exitcode for w in workers] and all(w.exitcode is not None and w.exitcode >= 0 for w in workers)
     assert capfd.readouterr().err == ""  # the SIGTERM, dropped in the callback, is not printed as a traceback
+
+
+class _WaitsAsItsClassIsMade:
+    def __set_name__(self, owner: type, name: str) -> None:
+        Path(os.environ["OPENING"]).touch()
+        time.sleep(30)
+
+
+class OpensAsAnImportMakesAClass(FakeBackend):
+    """Its opening waits in a descriptor's __set_name__, as a worker's first import of a module makes classes."""
+
+    def __init__(self, options):
+        class Made:
+            field = _WaitsAsItsClassIsMade()
+
+        super().__init__(options)
+
+
+def test_a_worker_stopped_while_an_import_makes_a_class_says_nothing(tmp_path, monkeypatch, capfd):
+    """Python 3.11 wraps what __set_name__ raises (RuntimeError: Error calling __set_name__): the SIGTERM's exit
+    is found in the chain, and the worker ends without the pool's "Exception in initializer"."""
+    opening = tmp_path / "opening"
+    monkeypatch.setenv("OPENING", str(opening))
+    pool = Pool(1, gpu=False)
+    pool.start(Settings(backend="tests.test_pool:OpensAsAnImportMakesAClass", budget=64))
+    deadline = time.monotonic() + 60
+    while not opening.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert opening.exists()
+    workers = list(pool._executor._processes.values())
+    pool.close()
+    assert [w.exitcode for w in workers] == [128 + 15]  # its own exit, not a kill after the grace
+    assert capfd.readouterr().err == ""
