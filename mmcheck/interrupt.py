@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable
 
-__all__ = ["catch_dropped", "check", "wait", "SLICE"]
+__all__ = ["catch_dropped", "check", "wait", "wrapped_stop", "SLICE"]
 
 # How long a wait goes before it looks for a dropped Ctrl-C: the most such a Ctrl-C adds to ending a run.
 SLICE = 0.2
@@ -61,3 +61,17 @@ def wait(ready: Callable[[float], bool], timeout: float | None) -> bool:
             return True
         if deadline is not None and time.monotonic() >= deadline:
             return False
+
+
+def wrapped_stop(error: BaseException) -> BaseException | None:
+    """The stop (KeyboardInterrupt, SystemExit) that ``error`` was raised from or while handling, where Python
+    wrapped one in another exception: Python 3.11 turns what a descriptor's ``__set_name__`` raises into
+    RuntimeError, so a Ctrl-C that comes while an import makes a class surfaces as that."""
+    seen: set[int] = set()
+    found: BaseException | None = error
+    while found is not None and id(found) not in seen:
+        if isinstance(found, (KeyboardInterrupt, SystemExit)):
+            return found
+        seen.add(id(found))
+        found = found.__cause__ or found.__context__
+    return None

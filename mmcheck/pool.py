@@ -269,7 +269,7 @@ class _Worker:
                 # Terminated while opening (Ctrl-C, or another worker found no backend): out without a word, as the
                 # pool would print the initializer's exception.  The SIGTERM may come in an import, as a class is
                 # made, where Python 3.11 wraps it (RuntimeError: Error calling __set_name__).
-                if any(isinstance(c, _Stopped) for c in _chain(e)):
+                if isinstance(interrupt.wrapped_stop(e), _Stopped):
                     os._exit(TERMINATED)
                 raise
 
@@ -305,16 +305,6 @@ class _Worker:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         self.running[self.slot] = IDLE
         raise _Stopped(TERMINATED)
-
-
-def _chain(error: BaseException) -> Iterator[BaseException]:
-    """``error`` and the exceptions it was raised from or during, innermost last."""
-    seen: set[int] = set()
-    found: BaseException | None = error
-    while found is not None and id(found) not in seen:
-        seen.add(id(found))
-        yield found
-        found = found.__cause__ or found.__context__
 
 
 class _Stopped(SystemExit):

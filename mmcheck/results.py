@@ -17,6 +17,7 @@ from pathlib import Path
 from .artifacts import Record, save_traceback
 from .compare import Mismatch
 from .errors import CompileError, InternalError, MmcheckError, OutOfMemory, SandboxViolation, Unsupported
+from .interrupt import wrapped_stop
 from .ops import Shape
 from .spec import KernelSpec
 
@@ -108,7 +109,8 @@ class Caught(Exception):
 
 def outcome_of(case: Case, e: Exception, results: Path) -> Result:
     """The result of a case that a check caught, that could not be judged, or on which mmcheck's own code
-    failed (any other exception: its traceback is saved in ``results``)."""
+    failed (any other exception: its traceback is saved in ``results``).  A Ctrl-C that Python wrapped in
+    another exception (interrupt.wrapped_stop) is raised again, as itself."""
     if isinstance(e, Caught):
         return Result(case, Outcome.FAIL, str(e), check=e.check, mismatch=e.mismatch, record=e.record,
                       context=e.context)
@@ -121,6 +123,8 @@ def outcome_of(case: Case, e: Exception, results: Path) -> Result:
         return Result.told(case, Outcome.SKIP, case.label, f"does not fit: {e}")
     if isinstance(e, MmcheckError) and not isinstance(e, InternalError):
         return Result(case, Outcome.ERROR, str(e), compile_error=isinstance(e, CompileError))
+    if (stop := wrapped_stop(e)) is not None:  # a Ctrl-C, not mmcheck's error: it ends the run as Ctrl-C does
+        raise stop.with_traceback(None) from None
     # One from a worker process holds its traceback there; one raised here is its own traceback.
     return _internal(case, e if isinstance(e, InternalError) and e.trace else InternalError.of(e), results)
 

@@ -71,3 +71,22 @@ def test_a_stop_dropped_in_a_c_librarys_callback_is_kept_quietly_and_raised_by_c
     with pytest.raises(stop):
         interrupt.check()
     interrupt.check()  # raised once
+
+
+def test_a_stop_wrapped_in_another_exception_is_found_in_its_chain():
+    class Raises:
+        def __set_name__(self, owner, name):
+            raise KeyboardInterrupt
+
+    with pytest.raises(BaseException) as info:  # RuntimeError on Python 3.11; the stop itself from 3.12
+        class Made:
+            field = Raises()
+    assert isinstance(interrupt.wrapped_stop(info.value), KeyboardInterrupt)
+    try:
+        try:
+            raise SystemExit(143)
+        except SystemExit:
+            raise ValueError("while it unwound")  # noqa: B904  (the stop is its context, not its cause)
+    except ValueError as e:
+        assert interrupt.wrapped_stop(e).code == 143
+    assert interrupt.wrapped_stop(ValueError("alone")) is None

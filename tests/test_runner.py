@@ -335,6 +335,26 @@ def test_an_exception_of_mmchecks_own_is_an_internal_error_of_the_case_and_the_s
     assert run(runner, "good").ok  # the runner goes on
 
 
+def test_a_ctrl_c_that_python_wrapped_as_an_import_made_a_class_ends_the_sweep_as_a_ctrl_c(tmp_path, monkeypatch):
+    """Python 3.11 turns a KeyboardInterrupt raised in a descriptor's __set_name__ (a dataclass's field, as a
+    module imported late is run) into RuntimeError: it is the user's Ctrl-C, not mmcheck's own error."""
+    import mmcheck.judge
+
+    class ItsField:
+        def __set_name__(self, owner, name):
+            raise KeyboardInterrupt
+
+    def imports_a_module(evidence):
+        class Made:
+            field = ItsField()
+
+    monkeypatch.setattr(mmcheck.judge, "diagnose", imports_a_module)
+    runner = Runner(FakeBackend(), seed=3, results=tmp_path / "results")
+    with pytest.raises(KeyboardInterrupt):
+        runner.sweep(spec_for("drops_last_k", expect="fail"), "float32", [Shape(1, 1, 1), SHAPE])
+    assert not (tmp_path / "results").exists()  # no traceback saved as mmcheck's own
+
+
 def test_an_exception_in_a_costly_launch_judged_later_is_an_internal_error_of_its_case(tmp_path, monkeypatch):
     from . import fake_backend
 
