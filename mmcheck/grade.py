@@ -89,7 +89,7 @@ def entries(assignment: Sequence[KernelSpec], submission: str) -> list[Entry]:
     for f in files:
         try:
             # A byte that is not UTF-8 can only be in a comment or a literal: it is not the grader's concern.
-            texts[f] = reading.read_text(f, errors="replace")
+            texts[f] = reading.read_text(f, errors="replace", within=path if path.is_dir() else path.parent)
         except OSError as e:
             unreadable = f"cannot read {f}: {e}"
     note = _own_spec_note(assignment, texts)

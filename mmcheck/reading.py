@@ -2,7 +2,9 @@
 what mmcheck reads of one is bounded: a file past ``MAX_BYTES`` (no kernel's source comes near it) is refused
 with its size, as an OSError that the callers already turn into the file's own error, rather than read into
 memory whole (a 3 GiB ``.cu`` took 6 GiB).  Only regular files are read: a FIFO or a device named ``k.cu``
-would block or never end."""
+would block or never end.  A file read ``within`` a folder (the one its compile may read) is refused where it
+is a link to a file outside it: a submission linked to the model answer elsewhere on the grading machine
+would otherwise be read, compiled and graded as the student's."""
 
 from __future__ import annotations
 
@@ -10,33 +12,45 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["MAX_BYTES", "TooLarge", "read_bytes", "read_text", "head"]
+__all__ = ["MAX_BYTES", "Refused", "read_bytes", "read_text", "head"]
 
 MAX_BYTES = 64 << 20
 
 
-class TooLarge(OSError):
-    """A file past MAX_BYTES, or not a regular file."""
+class Refused(OSError):
+    """A file mmcheck does not read: past MAX_BYTES, not a regular file, or a link out of its folder."""
 
 
-def read_bytes(path: Path) -> bytes:
-    """The whole file; TooLarge where it is past MAX_BYTES or not a regular file."""
+def read_bytes(path: Path, within: Path | None = None) -> bytes:
+    """The whole file; Refused where it is past MAX_BYTES or not a regular file, or, given ``within``, where it
+    is a link to a file outside that folder."""
     with open(path, "rb", opener=_nonblocking) as f:
+        if within is not None:
+            _confine(path, f.fileno(), within)
         info = os.fstat(f.fileno())
         if not stat.S_ISREG(info.st_mode):
-            raise TooLarge(f"{path} is not a regular file")
+            raise Refused(f"{path} is not a regular file")
         if info.st_size > MAX_BYTES:
-            raise TooLarge(f"the file is {_size(info.st_size)}, more than the {_size(MAX_BYTES)} mmcheck reads of "
-                           "a kernel file or header")
+            raise Refused(f"the file is {_size(info.st_size)}, more than the {_size(MAX_BYTES)} mmcheck reads of a "
+                          "kernel file or header")
         data = f.read(MAX_BYTES + 1)
     if len(data) > MAX_BYTES:  # it grew while it was read
-        raise TooLarge(f"the file grew past the {_size(MAX_BYTES)} mmcheck reads of a kernel file or header")
+        raise Refused(f"the file grew past the {_size(MAX_BYTES)} mmcheck reads of a kernel file or header")
     return data
 
 
-def read_text(path: Path, errors: str = "strict") -> str:
-    """The whole file as UTF-8 text (``errors`` as ``bytes.decode``'s); UnicodeDecodeError or TooLarge."""
-    return read_bytes(path).decode("utf-8", errors=errors)
+def _confine(path: Path, fd: int, within: Path) -> None:
+    """Refused where the file open as ``fd`` is outside ``within``: the file opened, as the system names it, so
+    that a link swapped after its path was looked at is seen."""
+    target = Path(os.readlink(f"/proc/self/fd/{fd}"))
+    if not target.is_relative_to(within.resolve()):
+        raise Refused(f"{path} is a link to {target}, outside its folder {within}, which is all its compile may "
+                      "read: name that file itself, or give the run a folder that holds it")
+
+
+def read_text(path: Path, errors: str = "strict", within: Path | None = None) -> str:
+    """The whole file as UTF-8 text (``errors`` as ``bytes.decode``'s); UnicodeDecodeError or Refused."""
+    return read_bytes(path, within).decode("utf-8", errors=errors)
 
 
 def head(path: Path) -> str:
@@ -44,7 +58,7 @@ def head(path: Path) -> str:
     spec's opener, whatever its size."""
     with open(path, "rb", opener=_nonblocking) as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise TooLarge(f"{path} is not a regular file")
+            raise Refused(f"{path} is not a regular file")
         return f.read(MAX_BYTES).decode("utf-8", errors="replace")
 
 

@@ -253,9 +253,9 @@ def read_kernels(path: Path | str) -> tuple[list[KernelSpec], list[SpecError]]:
     return parse_kernels(_read(path), path)
 
 
-def _read(path: Path) -> str:
+def _read(path: Path, within: Path | None = None) -> str:
     try:
-        return reading.read_text(path)
+        return reading.read_text(path, within=within)
     except (OSError, UnicodeDecodeError) as e:
         raise SpecError(path, f"cannot read: {e}") from None
 
@@ -390,7 +390,7 @@ def collect(paths: Iterable[Path | str], roots: Iterable[Path | str] = ()) -> Ca
             if path not in named and not opener(_head(path)).kernel_file:
                 catalog.plain.append(path)
                 continue
-            text = _read(path)
+            text = _read(path, within=root or path.parent)
             catalog.files.append(path)
             specs, errors = parse_kernels(text, path)
         except SpecError as e:

@@ -184,6 +184,27 @@ def test_a_folder_whose_files_both_define_the_entry_is_an_error(tmp_path):
     assert entry.problem.startswith(f"several files define sgemm ({tmp_path / 'a.cu'}, {tmp_path / 'b.cu'})")
 
 
+def test_a_submission_linked_to_a_file_outside_it_is_not_read_a_link_within_it_is(tmp_path):
+    """A student's repository may hold a link to the model answer elsewhere on the grading machine: it is not
+    graded as the student's own."""
+    (tmp_path / "answers").mkdir()
+    (tmp_path / "answers" / "model.cu").write_text(RIGHT)
+    submission = tmp_path / "student"
+    submission.mkdir()
+    (submission / "sgemm.cu").symlink_to(tmp_path / "answers" / "model.cu")
+    assignment = read_assignment(EXAMPLE / "assignment.cu")
+    for given in (submission, submission / "sgemm.cu"):
+        (entry,) = entries(assignment, str(given))
+        assert entry.problem == (f"cannot read {submission / 'sgemm.cu'}: {submission / 'sgemm.cu'} is a link to "
+                                 f"{tmp_path / 'answers' / 'model.cu'}, outside its folder {submission}, which is all "
+                                 "its compile may read: name that file itself, or give the run a folder that holds it")
+    (submission / "sgemm.cu").unlink()
+    (submission / "v2.cu").write_text(RIGHT)
+    (submission / "sgemm.cu").symlink_to("v2.cu")  # the student's own file, by another name
+    (entry,) = entries(assignment, str(submission / "sgemm.cu"))
+    assert not entry.problem and entry.spec.source == RIGHT
+
+
 def test_usage_errors_exit_2(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "plain.cu").write_text("__global__ void sgemm() {}\n")

@@ -322,3 +322,23 @@ def test_a_header_past_what_mmcheck_reads_is_the_kernels_compile_error_naming_th
     with pytest.raises(CompileError, match=rf"k\.cu: cannot read the header {tmp_path / 'tables.cuh'}: the file is "
                                            r"1213 bytes, more than the 1000 bytes"):
         local_includes(kernel)
+
+
+def test_a_kernel_file_linked_to_a_file_outside_its_folder_is_an_error_and_a_link_within_it_is_read(tmp_path: Path):
+    """What its compile may read is its folder: a link out of it would have mmcheck read another's file for it."""
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "k.cu").write_text(GOOD)
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    (kernels / "linked.cu").symlink_to(tmp_path / "elsewhere" / "k.cu")
+    (kernels / "v2.cu").write_text(GOOD.replace("t.mm", "t.v2"))
+    (kernels / "current.cu").symlink_to("v2.cu")
+    for given in ([kernels], [kernels / "linked.cu"]):
+        catalog = collect(given)
+        assert [str(e) for e in catalog.errors] == [
+            f"{kernels / 'linked.cu'}: cannot read: {kernels / 'linked.cu'} is a link to "
+            f"{tmp_path / 'elsewhere' / 'k.cu'}, outside its folder {kernels}, which is all its compile may read: "
+            "name that file itself, or give the run a folder that holds it"]
+    assert [s.name for s in collect([kernels]).specs] == ["t.v2"]  # current.cu is v2.cu, found once
+    both = collect([kernels, tmp_path / "elsewhere"])  # a folder given that holds it: read, once
+    assert not both.errors and sorted(s.name for s in both.specs) == ["t.mm", "t.v2"]
