@@ -19,7 +19,18 @@ __all__ = [
     "SandboxViolation",
     "SandboxUnavailable",
     "InternalError",
+    "visible",
 ]
+
+# The control characters (C0 but tab and newline, DEL, C1), each written as its escape.
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x09), *range(0x0b, 0x20), *range(0x7f, 0xa0))}
+
+
+def visible(text: str) -> str:
+    """Text that a kernel printed or a compiler said about a user's file, made fit for a message: its control
+    characters written as escapes (ESC as \\x1b), so that shown in a terminal it cannot move the cursor, clear
+    the screen or recolour the lines around it (a failing kernel printing a green "ok" over its own verdict)."""
+    return text.translate(_CONTROLS)
 
 
 class MmcheckError(Exception):

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from . import reading
 from .dtypes import precision
-from .errors import SpecError
+from .errors import SpecError, visible
 from .publish import atomic_write
 from .report import grid
 from .results import Case, Outcome, Result
@@ -305,7 +305,7 @@ def table(rows: Sequence[Row], timed: bool) -> str:
     head += ["median ms", "GFLOP/s", "% cuBLAS"] if timed else []
     body = []
     for row in rows:
-        cells = _columns(row, timed)
+        cells = [visible(c) for c in _columns(row, timed)]  # a student names the file: no escapes in the terminal
         cells[6] = textwrap.shorten(cells[6], DETAIL_WIDTH, placeholder=" ...") if cells[6] else ""
         body.append(cells)
     return grid([head, *body])
@@ -326,7 +326,13 @@ def print_csv(text: TextIO, rows: Sequence[Row], timed: bool, end: str = "\n") -
     """The grade sheet as CSV on an open text stream (``--csv -``: standard output), lines ending in ``end``."""
     out = csv.writer(text, lineterminator=end)
     out.writerow(CSV_HEADER + (BENCH_HEADER if timed else ()))
-    out.writerows(_columns(row, timed) for row in rows)
+    out.writerows([_inert(c) for c in _columns(row, timed)] for row in rows)
+
+
+def _inert(cell: str) -> str:
+    """A cell that a spreadsheet shows rather than runs: one that would begin a formula (a submission named
+    ``=HYPERLINK(...).cu``) starts with an apostrophe, as OWASP advises against CSV injection."""
+    return "'" + cell if cell.startswith(("=", "+", "-", "@", "\t", "\r")) else cell
 
 
 def json_document(rows: Sequence[Row], assignment: Path | str, backend: str, timed: bool,

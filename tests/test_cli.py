@@ -622,3 +622,38 @@ def test_a_dtype_no_kernel_has_is_told_with_the_dtypes_the_kernels_have(kernels,
     assert main([command, str(kernels / "good.cu"), "--dtype", "float64", "--dtype", "float16"]) == 2
     assert capsys.readouterr().err == (f"mmcheck: no {what} in {kernels / 'good.cu'} has --dtype float64, float16: "
                                        "its kernels have int32, float32\n")
+
+
+_ESCAPES_SPEC = """/* mmcheck
+[[kernel]]
+name = "{name}"
+entry = "k"
+op = "mm"
+dtypes = ["float32"]
+params = ["A", "B", "C", "M:int", "N:int", "K:int"]
+block = [16, 16]
+grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
+*/
+#include <cstdio>
+"""
+
+
+@needs.gxx
+def test_what_a_kernel_prints_and_a_compiler_quotes_reaches_the_terminal_with_its_escapes_written_out(tmp_path,
+                                                                                                      capsys):
+    """A failing kernel's printf, or a comment the compiler quotes, could move the cursor and write "ok" over the
+    verdict in a terminal: their control characters are shown as escapes."""
+    (tmp_path / "prints.cu").write_text(_ESCAPES_SPEC.format(name="e.prints") + (
+        "__global__ void k(const float* A, const float* B, float* C, int M, int N, int K) {\n"
+        '  if (threadIdx.x == 0 && threadIdx.y == 0) printf("\\x1b[1A\\x1b[2K\\rall ok\\n");\n'
+        "  int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;\n"
+        "  if (r < M && c < N) C[r * N + c] = 0;\n}\n"))
+    (tmp_path / "quoted.cu").write_text(_ESCAPES_SPEC.format(name="e.quoted") + (
+        "int x = 1 \x1b[2J; // \x1b[32m ok\n"
+        "__global__ void k(const float* A, const float* B, float* C, int M, int N, int K) {}\n"))
+    assert main(["check", "--src", str(tmp_path), "--backend", "emu", "--shape", "1x1x1",
+                 "--results", str(tmp_path / "res")]) == 1
+    said = capsys.readouterr()
+    assert "\x1b" not in said.out + said.err and "\r" not in said.out
+    assert "the kernel printed 16 bytes:\n\\x1b[1A\\x1b[2K\\x0dall ok" in said.out
+    assert "\\x1b[2J" in said.out

@@ -312,3 +312,20 @@ def test_ctrl_c_keeps_the_rows_that_finished(tmp_path, monkeypatch, capsys):
     assert "interrupted; 1 of 2 kernel x dtype finished" in capsys.readouterr().err
     assert [r[:4] for r in _rows(tmp_path / "grades.csv")[1:]] == [["first.cu", "fast.good", "float32", "pass"]]
     assert json.loads((tmp_path / "grades.json").read_text())["complete"] is False
+
+
+def test_a_submissions_name_cannot_run_in_a_spreadsheet_or_move_the_terminals_cursor(tmp_path, monkeypatch):
+    from mmcheck.grade import print_csv, rows, table
+
+    assignment = read_assignment(EXAMPLE / "assignment.cu")
+    monkeypatch.chdir(tmp_path)  # mmcheck grade ../assignment.cu *, in the submissions' folder
+    named = '=HYPERLINK("x", "ok")\x1b[2K.cu'
+    Path(named).write_text("__global__ void other() {}\n")
+    (entry,) = entries(assignment, named)
+    sheet = rows([(entry, "float32")], [], seed=0)
+    out = io.StringIO()
+    print_csv(out, sheet, timed=False)
+    (cells,) = list(csv.reader(io.StringIO(out.getvalue())))[1:]
+    assert cells[0] == "'" + named  # shown as text, not run as a formula; the file's name is kept
+    shown = table(sheet, timed=False)
+    assert "\x1b" not in shown and "\\x1b[2K.cu" in shown

@@ -40,7 +40,7 @@ from typing import Protocol
 from .. import children, sandbox
 from ..compile import Build, cache_key, cache_root, find_symbol, function_symbols, local_includes, unit_source
 from ..defaults import COMPILERS
-from ..errors import BackendUnavailable, CompileError
+from ..errors import BackendUnavailable, CompileError, visible
 from .cubin import Compiled, CubinCache, common_options
 from .device_code import compile_first, fingerprint, sources
 from .nvrtc import Nvrtc
@@ -142,7 +142,7 @@ class Nvcc:
             allowed: list[str | Path] = [*reads, *(option[2:] for option in options if option.startswith("-I"))]
             done = children.run(sandbox.compile_command(command, allowed, Path(folder)), cwd=folder, text=False,
                                 tmpdir=Path(folder))
-            said = (done.stderr + done.stdout).decode(errors="replace").strip()
+            said = visible((done.stderr + done.stdout).decode(errors="replace").strip())
             try:
                 cubin = Path(folder, "kernel.cubin").read_bytes()
             except OSError:

@@ -56,7 +56,7 @@ from typing import Any
 
 from .. import children, sandbox
 from ..compile import Build, cache_key, cache_root, local_includes, unit_source
-from ..errors import BackendUnavailable, CompileError, Unsupported
+from ..errors import BackendUnavailable, CompileError, Unsupported, visible
 from .cubin import Compiled, CubinCache, arch_rule, common_options
 from .device_code import compile_first, fingerprint, sources
 from .nvrtc_child import check as _check
@@ -447,7 +447,7 @@ class Nvrtc:
             refusal = sandbox.compile_refusal(build.spec.path, build.spec.folder, said)
             raise refusal or CompileError(f"{name}: {self.library.label} ended without an answer "
                                           f"(status {done.returncode}):\n{said[-2000:]}") from None
-        log = answer["log"]
+        log = visible(answer["log"])
         if not answer["ok"]:
             if refusal := sandbox.compile_refusal(build.spec.path, build.spec.folder, log):
                 raise refusal
