@@ -159,8 +159,8 @@ class _File:
 
     def __init__(self, path: Path) -> None:
         try:
-            source = reading.read_text(path)
-        except (OSError, UnicodeDecodeError) as e:
+            source = reading.read_text(path, errors="replace")  # as the spec's reader reads it
+        except OSError as e:
             raise SpecError(path, f"cannot read: {e}") from None
         tu = parse(path, _as_calls(source), _DECLARATION)
         if tu is None:

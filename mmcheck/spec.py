@@ -254,9 +254,11 @@ def read_kernels(path: Path | str) -> tuple[list[KernelSpec], list[SpecError]]:
 
 
 def _read(path: Path, within: Path | None = None) -> str:
+    """The file's text; a byte that is not UTF-8 (a comment saved in Latin-1) read as U+FFFD, as it can only be in
+    a comment or a literal, which no verdict depends on."""
     try:
-        return reading.read_text(path, within=within)
-    except (OSError, UnicodeDecodeError) as e:
+        return reading.read_text(path, errors="replace", within=within)
+    except OSError as e:
         raise SpecError(path, f"cannot read: {e}") from None
 
 
@@ -386,7 +388,6 @@ def collect(paths: Iterable[Path | str], roots: Iterable[Path | str] = ()) -> Ca
     for path in find_sources(given):
         root = next((f for f in folders if path.resolve().is_relative_to(f.resolve())), None)
         try:
-            # Told by its opener, read leniently: a helper's comment in Latin-1 is not a kernel file's error.
             if path not in named and not opener(_head(path)).kernel_file:
                 catalog.plain.append(path)
                 continue

@@ -111,6 +111,16 @@ def test_an_opener_written_almost_right_or_a_missing_file_is_refused(tmp_path, c
     assert "missing.cu: cannot read:" in capsys.readouterr().err
 
 
+def test_a_file_with_a_comment_in_latin_1_gets_its_spec_and_keeps_its_bytes(tmp_path):
+    path = tmp_path / "k.cu"
+    body = ("// Autor: José\n__global__ void scale(float *C, int N) {\n"
+            "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < N) C[i] *= 2;\n}\n").encode("latin-1")
+    path.write_bytes(body)
+    assert init(str(path)) == 0
+    written = path.read_bytes()
+    assert written.startswith(b"/* mmcheck\n") and written.endswith(b"\n" + body)
+
+
 def test_print_shows_the_spec_and_leaves_the_file(corpus, capsys):
     path = corpus / "wmma_half.cu"
     before = path.read_bytes()

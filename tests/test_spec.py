@@ -276,15 +276,16 @@ def test_a_cu_file_without_a_spec_in_a_folder_is_listed_not_an_error_but_named_a
         f"{tmp_path / 'helper.cu'} writes one"]
 
 
-def test_a_helper_written_in_latin_1_is_a_plain_file_and_a_kernel_file_that_is_not_utf_8_an_error(tmp_path: Path):
+def test_a_file_with_a_comment_in_latin_1_is_read_a_helper_as_plain_and_a_kernel_file_for_its_kernels(tmp_path: Path):
     (tmp_path / "good.cu").write_text(GOOD)
     (tmp_path / "helper.cu").write_bytes("// by José\n__device__ float twice(float x);\n".encode("latin-1"))
     (tmp_path / "latin.cu").write_bytes(GOOD.replace("t.mm", "t.latin").replace("a test kernel", "José's")
                                         .encode("latin-1"))
     catalog = collect([tmp_path])
-    assert [s.name for s in catalog.specs] == ["t.mm"] and catalog.plain == [tmp_path / "helper.cu"]
-    (error,) = catalog.errors
-    assert error.path == tmp_path / "latin.cu" and "cannot read: 'utf-8' codec can't decode byte 0xe9" in str(error)
+    assert not catalog.errors and catalog.plain == [tmp_path / "helper.cu"]
+    assert sorted(s.name for s in catalog.specs) == ["t.latin", "t.mm"]
+    (latin,) = [s for s in catalog.specs if s.name == "t.latin"]
+    assert latin.about == "Jos\ufffd's"
 
 
 def test_a_file_past_what_mmcheck_reads_is_an_error_with_its_size_and_a_fifo_is_not_waited_for(tmp_path: Path,
