@@ -265,6 +265,12 @@ def test_text_example_has_the_form_of_real_output(text: str, info_output: str, c
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
+def test_the_source_layout_names_every_module_of_the_package():
+    layout = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
+    unnamed = [p.name for p in sorted((ROOT / "mmcheck").glob("*.py")) if f"`mmcheck/{p.name}`" not in layout]
+    assert not unnamed, f"docs/layout.md does not name {unnamed}"
+
+
 def test_readme_fits_on_a_few_screens_and_keeps_its_two_commands():
     assert len(README.splitlines()) <= 200
     install, test = re.findall(r"^    (python3 -m pip install .*)$", README, re.M)[:2]
