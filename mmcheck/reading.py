@@ -15,6 +15,7 @@ from pathlib import Path
 __all__ = ["MAX_BYTES", "Refused", "read_bytes", "read_text", "head"]
 
 MAX_BYTES = 64 << 20
+_OPEN_FILES = Path("/proc/self/fd")  # where the system names each file the process has open
 
 
 class Refused(OSError):
@@ -41,8 +42,11 @@ def read_bytes(path: Path, within: Path | None = None) -> bytes:
 
 def _confine(path: Path, fd: int, within: Path) -> None:
     """Refused where the file open as ``fd`` is outside ``within``: the file opened, as the system names it, so
-    that a link swapped after its path was looked at is seen."""
-    target = Path(os.readlink(f"/proc/self/fd/{fd}"))
+    that a link swapped after its path was looked at is seen (its path, where there is no /proc to ask)."""
+    try:
+        target = Path(os.readlink(_OPEN_FILES / str(fd)))
+    except OSError:
+        target = path.resolve()
     if not target.is_relative_to(within.resolve()):
         raise Refused(f"{path} is a link to {target}, outside its folder {within}, which is all its compile may "
                       "read: name that file itself, or give the run a folder that holds it")

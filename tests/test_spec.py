@@ -343,3 +343,18 @@ def test_a_kernel_file_linked_to_a_file_outside_its_folder_is_an_error_and_a_lin
     assert [s.name for s in collect([kernels]).specs] == ["t.v2"]  # current.cu is v2.cu, found once
     both = collect([kernels, tmp_path / "elsewhere"])  # a folder given that holds it: read, once
     assert not both.errors and sorted(s.name for s in both.specs) == ["t.mm", "t.v2"]
+
+
+def test_without_proc_a_link_out_of_its_folder_is_told_by_its_path(tmp_path: Path, monkeypatch):
+    from mmcheck import reading
+
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "k.cu").write_text(GOOD)
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "linked.cu").symlink_to(tmp_path / "elsewhere" / "k.cu")
+    (tmp_path / "kernels" / "own.cu").write_text(GOOD.replace("t.mm", "t.own"))
+
+    monkeypatch.setattr(reading, "_OPEN_FILES", tmp_path / "no-proc")
+    catalog = collect([tmp_path / "kernels"])
+    assert [s.name for s in catalog.specs] == ["t.own"]
+    assert [e.path.name for e in catalog.errors] == ["linked.cu"] and "is a link to" in str(catalog.errors[0])
