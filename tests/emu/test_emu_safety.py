@@ -150,6 +150,26 @@ extern "C" __global__ void k(const float* A, const float* B, float* C) {
         run_kernel(emu, kernel, [a, a, a], 1, 32)
 
 
+def test_recursion_without_end_on_the_process_stack_is_a_stack_overflow(build, emu, run_kernel):
+    """A kernel that meets at no barrier runs its threads on the process's own stack, not on fibers: recursion
+    without end runs out of that one, and is told as such, not as a wild address."""
+    kernel = build("""
+__device__ float deeper(int n, volatile float* out) {
+    volatile float frame[64];
+    frame[n % 64] = float(n);
+    out[0] = frame[(n * 7) % 64];
+    return n < 0 ? 0.0f : deeper(n + 1, out) + frame[3];
+}
+extern "C" __global__ void k(const float* A, const float* B, float* C) {
+    C[threadIdx.x] = deeper(0, C) * 0.0f;
+}
+""")
+    a = np.zeros(4, np.float32)
+    with pytest.raises(KernelFault, match=r"stack overflow \(a thread ran out of stack: recursion too deep, or "
+                                          r"local arrays too large\), block \(0,0,0\), thread \(0,0,0\)"):
+        run_kernel(emu, kernel, [a, a, a], 1, 4)
+
+
 def test_trap_is_a_fault(build, emu, run_kernel):
     kernel = build('extern "C" __global__ void k(const float* A, const float* B, float* C) '
                    "{ if (threadIdx.x == 3) __trap(); }")

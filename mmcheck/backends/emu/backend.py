@@ -387,6 +387,8 @@ def _failure(label: str, args: Sequence[Arg], spec: KernelSpec, r: w.LaunchResul
 def _signal(args: Sequence[Arg], spec: KernelSpec, r: w.LaunchResult) -> str:
     if r.code == w.STACK_OVERFLOW:
         return f"stack overflow (a thread used more than its {_FIBER_STACK} of stack)"
+    if r.code == w.PROCESS_STACK_OVERFLOW:
+        return "stack overflow (a thread ran out of stack: recursion too deep, or local arrays too large)"
     if r.signo == signal.SIGSEGV:
         if r.buffer is not None:
             return _access(args, spec, r)

@@ -121,7 +121,10 @@ enum {
                          // the call's number (-1: the child could not enter the sandbox; message says why)
 };
 // Extra detail for MMEMU_FAULT, in `code` when the runtime knows better than si_code.  wire
-enum { MMEMU_STACK_OVERFLOW = 1000 };
+enum {
+    MMEMU_STACK_OVERFLOW = 1000,          // a fiber ran past its stack, into the guard page below it
+    MMEMU_PROCESS_STACK_OVERFLOW = 1001,  // a thread run on the process's own stack (no fibers) ran out of it
+};
 
 struct mmemu_status {
     int state;

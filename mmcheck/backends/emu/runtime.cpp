@@ -33,6 +33,8 @@ mmemu_dim3 threadIdx, blockIdx, blockDim, gridDim;
 namespace {
 
 constexpr size_t kStackSize = 256 * 1024;  // per fiber; reported in stack-overflow messages
+// How far below the stack pointer a frame's first touch may land: frames are probed page by page (toolchain.py).
+constexpr uintptr_t kStackProbe = 1 << 20;
 constexpr unsigned char kPoison = 0xff;    // shared memory at block start: NaN for floats, -1 for ints
 constexpr uint64_t kPoisonValue = ~0ull;   // a shuffle from a lane that is not taking part: kPoison's bytes
 
@@ -262,6 +264,13 @@ void on_signal(int signo, siginfo_t* info, void* context) {
     uintptr_t a = reinterpret_cast<uintptr_t>(info->si_addr), lo = reinterpret_cast<uintptr_t>(E.stacks);
     if (E.stacks && a >= lo && a < lo + E.nthreads * E.stack_stride && (a - lo) % E.stack_stride < E.page)
         s->code = MMEMU_STACK_OVERFLOW;
+#if defined(__x86_64__)
+    // Without fibers the threads run on the process's stack, which grows down on demand: a fault just below the
+    // stack pointer is that stack running out (deep recursion), not a wild pointer.
+    uintptr_t sp = static_cast<uintptr_t>(static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_RSP]);
+    if (signo == SIGSEGV && E.launch && !E.launch->fibers && a < sp + E.page && a + kStackProbe > sp)
+        s->code = MMEMU_PROCESS_STACK_OVERFLOW;
+#endif
     s->state = MMEMU_FAULT;
     _exit(2);
 }

@@ -19,12 +19,12 @@ from ...errors import InternalError
 
 __all__ = ["Worker", "WorkerError", "DiedHandling", "Refused", "NotLoaded", "ParamInfo", "LaunchResult",
            "SCHEDULES", "DONE", "FAULT", "SANITIZER", "BARRIER", "TRAP", "TIMEOUT", "PRECONDITION", "UNSUPPORTED",
-           "BLOCKED", "STACK_OVERFLOW"]
+           "BLOCKED", "STACK_OVERFLOW", "PROCESS_STACK_OVERFLOW"]
 
 # mmemu.h: schedule codes, launch states, fault codes.
 SCHEDULES = {"forward": 0, "reverse": 1, "shuffle": 2}
 RUNNING, DONE, FAULT, SANITIZER, BARRIER, TRAP, TIMEOUT, PRECONDITION, UNSUPPORTED, BLOCKED = range(10)
-STACK_OVERFLOW = 1000
+STACK_OVERFLOW, PROCESS_STACK_OVERFLOW = 1000, 1001
 
 _PARAM = struct.Struct("<ccHII")                          # mmemu_param
 _LAUNCH = struct.Struct("<I3I3IQBBBQII")                   # kernel, grid, block, smem, schedule, fibers,
