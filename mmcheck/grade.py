@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from . import reading
 from .dtypes import precision
-from .errors import SpecError, visible
+from .errors import SpecError
 from .publish import atomic_write
 from .report import grid
 from .results import Case, Outcome, Result
@@ -305,7 +305,7 @@ def table(rows: Sequence[Row], timed: bool) -> str:
     head += ["median ms", "GFLOP/s", "% cuBLAS"] if timed else []
     body = []
     for row in rows:
-        cells = [visible(c) for c in _columns(row, timed)]  # a student names the file: no escapes in the terminal
+        cells = _columns(row, timed)
         cells[6] = textwrap.shorten(cells[6], DETAIL_WIDTH, placeholder=" ...") if cells[6] else ""
         body.append(cells)
     return grid([head, *body])

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from .defaults import COMPILER, SRC
-from .errors import SpecError
+from .errors import SpecError, visible
 from .publish import atomic_write
 from .results import Case, Outcome, Result
 from .shapes import launch_domain, launch_limits
@@ -30,7 +30,9 @@ _NAMED = 5  # the files not_kernel_files names, before "and N more"
 
 
 def grid(rows: Sequence[Sequence[str]]) -> str:
-    """Rows of cells as aligned columns, the first row the heading."""
+    """Rows of cells as aligned columns, the first row the heading; a cell's control characters written out (a
+    file's name, a kernel's words: errors.visible)."""
+    rows = [[visible(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
