@@ -42,7 +42,7 @@ class SpecError(MmcheckError):
 
     def __init__(self, path: object, message: str, kernel: str | None = None, key: str | None = None) -> None:
         self.path, self.kernel, self.key = path, kernel, key
-        where = str(path)
+        where = visible(str(path))  # a file's name is the user's, or another's: shown, never obeyed by a terminal
         if kernel:
             where += f": kernel {kernel!r}"
         if key:

@@ -1,11 +1,14 @@
 """Progress of a long command: a live bar on a terminal (tqdm), a plain line per item anywhere else (a log
-file, CI), so that a run is never silent until its table."""
+file, CI), so that a run is never silent until its table.  Labels and lines have their control characters
+written out (errors.visible): they name a user's files, a student's submission among them."""
 
 from __future__ import annotations
 
 import sys
 from types import TracebackType
 from typing import TextIO
+
+from .errors import visible
 
 __all__ = ["Progress"]
 
@@ -26,10 +29,11 @@ class Progress:
 
     def start(self, label: str) -> None:
         if self.bar is not None:
-            self.bar.set_postfix_str(label, refresh=True)
+            self.bar.set_postfix_str(visible(label), refresh=True)
 
     def done(self, line: str, notable: bool = False) -> None:
         self.count += 1
+        line = visible(line)
         if self.bar is None:
             print(f"[{self.count}/{self.total}] {line}", file=self.stream, flush=True)
             return

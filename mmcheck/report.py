@@ -122,7 +122,8 @@ def kernel_list(specs: Sequence[KernelSpec], errors: Sequence[SpecError], plain:
 
 def not_kernel_files(paths: Sequence[Path | str]) -> str:
     """The ``.cu`` files found that have no spec, in one line: they are not kernel files (spec.collect)."""
-    names = ", ".join(map(str, paths[:_NAMED])) + (f" and {len(paths) - _NAMED} more" if len(paths) > _NAMED else "")
+    names = visible(", ".join(map(str, paths[:_NAMED]))) + (f" and {len(paths) - _NAMED} more"
+                                                             if len(paths) > _NAMED else "")
     what = "1 .cu file with no mmcheck spec, not a kernel file" if len(paths) == 1 else \
         f"{len(paths)} .cu files with no mmcheck spec, not kernel files"
     return f"{what}: {names}"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .artifacts import Record, save_traceback
 from .compare import Mismatch
-from .errors import CompileError, InternalError, MmcheckError, OutOfMemory, SandboxViolation, Unsupported
+from .errors import CompileError, InternalError, MmcheckError, OutOfMemory, SandboxViolation, Unsupported, visible
 from .interrupt import wrapped_stop
 from .ops import Shape
 from .spec import KernelSpec
@@ -68,6 +68,11 @@ class Result:
     seconds: float | None = field(default=None, compare=False)  # what checking it took (check.check)
     domain: str = ""  # the kernel's launch domain, where the device's limits bound it (shapes.launch_domain)
     context: str = ""
+
+    def __post_init__(self) -> None:
+        # What a kernel printed, what its compiler said, its file's name: the message is shown in terminals, its
+        # control characters written out (errors.visible).
+        object.__setattr__(self, "message", visible(self.message))
 
     @classmethod
     def told(cls, case: Case, outcome: Outcome, context: str, finding: str, check: str | None = None) -> Result:

@@ -191,13 +191,15 @@ def test_an_exception_in_the_worker_is_mmchecks_own_error_not_a_crash_of_the_ker
     assert after.ok and runner.backend._workers[None].process.pid == worker
 
 
-def test_what_a_kernel_prints_is_told_with_its_control_characters_escaped():
+def test_what_a_kernel_prints_is_told_with_its_control_characters_escaped(runner):
     """Shown in a terminal, a failing kernel's printf could otherwise move the cursor and write "ok" over its
-    own verdict."""
+    own verdict: a result's message has them written out, whatever its words come from."""
     from mmcheck.backends.base import printed_words
+    from mmcheck.results import Outcome, Result
 
-    assert printed_words(22, b"\x1b[1A\x1b[2K\rk float32: ok\n") == (
-        "the kernel printed 22 bytes:\n\\x1b[1A\\x1b[2K\\x0dk float32: ok")
+    case = runner.case(spec_for("prints_and_drops_last_k", ("float32",)), "float32", Shape(4, 4, 4))
+    told = Result(case, Outcome.FAIL, printed_words(22, b"\x1b[1A\x1b[2K\rk float32: ok\n"))
+    assert told.message == "the kernel printed 22 bytes:\n\\x1b[1A\\x1b[2K\\x0dk float32: ok"
 
 
 def test_what_a_kernel_prints_goes_with_its_failure_capped_never_to_mmchecks_output(runner, capfd):

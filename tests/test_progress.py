@@ -31,3 +31,18 @@ def test_on_a_terminal_only_notable_lines_are_printed_beside_the_bar():
     text = out.getvalue()
     assert "k.second float32: FAIL (mismatch)\n" in text and "k.first float32: ok" not in text
     assert "1/2" in text  # the bar counted; it is cleared when done (leave=False)
+
+
+def test_a_label_from_a_users_file_name_cannot_steer_the_terminal():
+    """A submission named with an escape sequence (=x\x1b[2K.cu) is shown with it written out."""
+    name = "sub\x1b[2K.cu hw.sgemm float32"
+    plain = io.StringIO()
+    with Progress(1, "kernel", plain) as progress:
+        progress.start(name)
+        progress.done(f"{name}: fail", notable=True)
+    assert plain.getvalue() == "[1/1] sub\\x1b[2K.cu hw.sgemm float32: fail\n"
+    terminal = Terminal()
+    with Progress(1, "kernel", terminal) as progress:
+        progress.start(name)
+        progress.done(f"{name}: fail", notable=True)
+    assert "sub\\x1b[2K.cu" in terminal.getvalue() and "\x1b[2K.cu" not in terminal.getvalue()

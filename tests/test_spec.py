@@ -358,3 +358,13 @@ def test_without_proc_a_link_out_of_its_folder_is_told_by_its_path(tmp_path: Pat
     catalog = collect([tmp_path / "kernels"])
     assert [s.name for s in catalog.specs] == ["t.own"]
     assert [e.path.name for e in catalog.errors] == ["linked.cu"] and "is a link to" in str(catalog.errors[0])
+
+
+def test_a_files_name_is_told_with_its_control_characters_written_out(tmp_path: Path):
+    from mmcheck.report import not_kernel_files
+
+    (tmp_path / "broken\x1b[31m.cu").write_text("/* mmcheck\n[[kernel]]\n*/\n")
+    (tmp_path / "helper\x1b[2J.cu").write_text("// a helper\n")
+    catalog = collect([tmp_path])
+    assert [str(e).split(": ")[0] for e in catalog.errors] == [f"{tmp_path}/broken\\x1b[31m.cu"]
+    assert not_kernel_files(catalog.plain).endswith(f"{tmp_path}/helper\\x1b[2J.cu")

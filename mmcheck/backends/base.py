@@ -22,7 +22,7 @@ import numpy as np
 
 from ..compile import Build
 from ..defaults import COMPILER, TIMEOUT
-from ..errors import MmcheckError, visible
+from ..errors import MmcheckError
 from ..spec import KernelSpec
 
 if TYPE_CHECKING:
@@ -280,4 +280,4 @@ def printed_words(total: int, kept: bytes) -> str:
         return ""
     cut = total - len(kept)
     note = f", {cut} more bytes left out" if cut > 0 else ""
-    return f"the kernel printed {total} bytes{note}:\n{visible(kept.decode(errors='replace').rstrip())}"
+    return f"the kernel printed {total} bytes{note}:\n{kept.decode(errors='replace').rstrip()}"

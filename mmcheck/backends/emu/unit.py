@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ... import sandbox
 from ...compile import Build, c_string, unit_source
-from ...errors import CompileError, MmcheckError, Unsupported, visible
+from ...errors import CompileError, MmcheckError, Unsupported
 from ...spec import KernelSpec
 from ..device_code import device_code, device_code_available, needed_header, sources
 
@@ -376,4 +376,4 @@ def compile_failure(build: Build, diagnostics: str) -> MmcheckError:
     name = undeclared and (undeclared.group(1) or undeclared.group(2))
     if name and _CUDA_BUILTIN.fullmatch(name):
         return Unsupported(f"{spec.path}: the emulator does not provide {name}")
-    return CompileError(f"{spec.path}: the emulator's compiler rejected {build}:\n{visible(diagnostics)}")
+    return CompileError(f"{spec.path}: the emulator's compiler rejected {build}:\n{diagnostics}")
