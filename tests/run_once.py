@@ -8,7 +8,9 @@ import fcntl
 import hashlib
 import os
 import pickle
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -64,3 +66,18 @@ def this_workers_cores() -> int:
     workers' (sixteen workers of sixteen processes each on sixteen cores)."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     return max(1, len(os.sched_getaffinity(0)) // workers)
+
+
+@contextmanager
+def made_ahead(once: RunOnce, jobs: Sequence[tuple[str, Callable[[], T]]]) -> Iterator[Callable[[str], T]]:
+    """Each job's value by its key, made once per test run: this worker's threads make them in the background,
+    in its order (this_workers_order), while a test that needs one they have not reached makes it at once
+    (or waits for the worker making it) rather than wait behind the others.  What they have not reached when
+    the block ends is left: a worker that ran a few of the tests does not go through every job there."""
+    makes = dict(jobs)
+    with ThreadPoolExecutor(this_workers_cores()) as pool:
+        started = {key: pool.submit(once, key, makes[key]) for key in this_workers_order(list(makes))}
+        try:
+            yield lambda key: once(key, makes[key]) if started[key].cancel() else started[key].result()
+        finally:
+            pool.shutdown(cancel_futures=True)

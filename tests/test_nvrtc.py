@@ -11,14 +11,12 @@ from __future__ import annotations
 import functools
 import locale
 import re
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from mmcheck import sandbox
 from mmcheck.backends import device_code
-from mmcheck.backends.cubin import Compiled
 from mmcheck.backends.nvrtc import Nvrtc, probe
 from mmcheck.compile import Build, find_symbol, function_symbols
 from mmcheck.errors import BackendUnavailable, CompileError, SandboxViolation, Unsupported
@@ -26,7 +24,7 @@ from mmcheck.prepare import plan
 from mmcheck.shapes import shapes_for
 from mmcheck.spec import KernelSpec, collect, load_specs, parse_specs
 
-from .run_once import RunOnce, this_workers_cores, this_workers_order
+from .run_once import RunOnce, made_ahead
 
 ZOO = Path(__file__).resolve().parent.parent / "cuda_src"
 # As a run reads them (collect): each kernel's headers may come from anywhere under cuda_src/.
@@ -44,22 +42,18 @@ def nvrtc(tmp_path_factory) -> Nvrtc:
 
 @pytest.fixture(scope="module")
 def zoo_builds(request, nvrtc, tmp_path_factory):
-    """Every build of every zoo kernel this session collected, compiled in parallel (each NVRTC compile is a
-    child process of its own: threads drive them), once each per test run, the xdist workers sharing what they
-    made; a test waits only for its own.  Into mmcheck's own cache, which a GPU backend compiling with NVRTC then
-    reads rather than compile the zoo a second time (and which keeps what NVRTC said)."""
+    """Every build of every zoo kernel this session collected, compiled once each per test run, the xdist
+    workers sharing what they made, ahead on threads (each NVRTC compile is a child process of its own); a test
+    waits only for its own.  Into mmcheck's own cache, which a GPU backend compiling with NVRTC then reads
+    rather than compile the zoo a second time (and which keeps what NVRTC said)."""
     wanted = {(item.callspec.params["spec"].name, item.callspec.params["dtype"]): item.callspec.params["spec"]
               for item in request.session.items
               if item.originalname == "test_zoo_kernel_compiles" and hasattr(item, "callspec")}
     compiler = Nvrtc()  # mmcheck's own cache (the fixture's is a folder of its own)
-    pool = ThreadPoolExecutor(this_workers_cores())
-    request.addfinalizer(pool.shutdown)
-    once = RunOnce(tmp_path_factory, "zoo-nvrtc")
-    futures: dict[tuple[str, str], list[tuple[Build, Future[Compiled]]]] = {
-        (name, dtype): [(b, pool.submit(once, repr(b.key), functools.partial(compiler.compile, b, ARCH)))
-                        for b in _builds(spec, dtype)]
-        for (name, dtype), spec in this_workers_order(list(wanted.items()))}
-    return lambda spec, dtype: [(b, f.result()) for b, f in futures[spec.name, dtype]]
+    builds = {kernel: _builds(spec, kernel[1]) for kernel, spec in wanted.items()}
+    jobs = [(repr(b.key), functools.partial(compiler.compile, b, ARCH)) for kernel in builds for b in builds[kernel]]
+    with made_ahead(RunOnce(tmp_path_factory, "zoo-nvrtc"), jobs) as compiled:
+        yield lambda spec, dtype: [(b, compiled(repr(b.key))) for b in builds[spec.name, dtype]]
 
 
 def _builds(spec: KernelSpec, dtype: str) -> list[Build]:

@@ -8,20 +8,19 @@ this file checks what can be checked anywhere, with no GPU.
 from __future__ import annotations
 
 import dataclasses
-from concurrent.futures import Future, ThreadPoolExecutor
+import functools
 from pathlib import Path
 
 import pytest
 
 from mmcheck.backends.compilers import Nvcc
-from mmcheck.backends.cubin import Compiled
 from mmcheck.compile import Build
 from mmcheck.errors import BackendUnavailable
 from mmcheck.prepare import plan
 from mmcheck.shapes import LARGE, large_shapes, largest_buffer, satisfies, shapes_for
 from mmcheck.spec import KernelSpec, collect, find_sources, load_specs
 
-from .run_once import RunOnce, this_workers_cores, this_workers_order
+from .run_once import RunOnce, made_ahead
 
 ZOO = Path(__file__).resolve().parent.parent / "cuda_src"
 FILES = find_sources([ZOO])
@@ -123,28 +122,21 @@ def test_compiles_with_nvcc(spec: KernelSpec, dtype: str, nvcc_builds):
 
 @pytest.fixture(scope="module")
 def nvcc_builds(request, tmp_path_factory):
-    """Compiles every kernel x dtype this session collected, in parallel and once each per test run, the
-    xdist workers sharing what they made (nvcc takes about a second a unit, so one at a time would take
-    minutes); a test waits only for its own.  Into mmcheck's own cache, which a GPU backend compiling with nvcc
-    then reads rather than compile the zoo a second time (and which keeps what nvcc said)."""
+    """Compiles every kernel x dtype this session collected, once each per test run, the xdist workers sharing
+    what they made, ahead on threads (nvcc takes about a second a unit, so one at a time would take minutes);
+    a test waits only for its own.  Into mmcheck's own cache, which a GPU backend compiling with nvcc then
+    reads rather than compile the zoo a second time (and which keeps what nvcc said)."""
     try:
         nvcc = Nvcc()
     except BackendUnavailable as e:
         pytest.skip(f"the zoo's kernels are only parsed, not compiled: {e}")
-    once = RunOnce(tmp_path_factory, "zoo-nvcc")
     wanted = {(item.callspec.params["spec"].name, item.callspec.params["dtype"]): item.callspec.params["spec"]
               for item in request.session.items
               if item.originalname == "test_compiles_with_nvcc" and hasattr(item, "callspec")}
-    pool = ThreadPoolExecutor(this_workers_cores())
-    request.addfinalizer(pool.shutdown)
-
-    def compiled(build: Build) -> tuple[Build, Compiled]:
-        return build, once(repr(build.key), lambda: nvcc.compile(build, ARCH))
-
-    builds: dict[tuple[str, str], list[Future]] = {
-        (name, dtype): [pool.submit(compiled, build) for build in _builds(spec, dtype)]
-        for (name, dtype), spec in this_workers_order(list(wanted.items()))}
-    return lambda spec, dtype: [b.result() for b in builds[spec.name, dtype]]
+    builds = {kernel: _builds(spec, kernel[1]) for kernel, spec in wanted.items()}
+    jobs = [(repr(b.key), functools.partial(nvcc.compile, b, ARCH)) for kernel in builds for b in builds[kernel]]
+    with made_ahead(RunOnce(tmp_path_factory, "zoo-nvcc"), jobs) as compiled:
+        yield lambda spec, dtype: [(b, compiled(repr(b.key))) for b in builds[spec.name, dtype]]
 
 
 def _first_shape(spec: KernelSpec, dtype: str):
