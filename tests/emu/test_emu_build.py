@@ -219,6 +219,53 @@ def test_backends_opened_at_once_on_an_empty_cache_compile_the_runtime_and_a_ker
     assert len(alone) >= 2 and len(compiles) == len(alone), compiles
 
 
+@pytest.fixture
+def headers_read(monkeypatch) -> list[str]:
+    """What each kernel unit's compile says of the headers it read (g++ -H): "! path.gch" for a precompiled one it
+    used, "x path.gch" for one it found and could not use."""
+    said: list[str] = []
+    real_run = children.run
+
+    def listing_run(argv, *args, **kwargs):
+        done = real_run([*argv, "-H"], *args, **kwargs)
+        said.append(done.stderr)
+        return done
+
+    monkeypatch.setattr(children, "run", listing_run)
+    return said
+
+
+def _shim_read(said: str) -> str:
+    """How a compile read the shim: "precompiled", "text, the precompiled one refused", or "text"."""
+    marks = {line[0] for line in said.splitlines() if line.endswith("/shim.h.gch")}
+    return "precompiled" if "!" in marks else "text, the precompiled one refused" if "x" in marks else "text"
+
+
+def test_a_kernel_unit_reads_the_precompiled_shim_unless_its_macros_touch_the_shim(compiled, emu, spec_of,
+                                                                                    run_kernel, headers_read):
+    body = f'extern "C" __global__ void k{COPY}\n// the precompiled shim, '
+    plain = compiled(emu, spec_of(body + "plain"), "float32")
+    assert _shim_read(headers_read[-1]) == "precompiled", headers_read[-1][-2000:]
+    # NDEBUG is a macro the shim's headers test: the precompiled shim does not hold, and g++ reads its text
+    with_macro = compiled(emu, spec_of(body + "NDEBUG"), "float32", {"NDEBUG": "1"})
+    assert _shim_read(headers_read[-1]) == "text, the precompiled one refused", headers_read[-1][-2000:]
+    a = np.ones(32, np.float32)
+    for kernel in (plain, with_macro):
+        assert (run_kernel(emu, kernel, [a, a, np.zeros(32, np.float32)], 1, 32)[2] == 2).all()
+
+
+def test_a_kernel_beside_a_header_the_shim_includes_gets_that_header_as_without_the_precompiled_shim(
+        compiled, emu, spec_of, run_kernel, headers_read, tmp_path):
+    # nvcc includes cuda_runtime.h before the file, and finds it on the file's include path first: so does the shim
+    (tmp_path / "cuda_runtime.h").write_text("#pragma once\n#include_next <cuda_runtime.h>\n#define SCALE 3.0f\n")
+    spec = spec_of('extern "C" __global__ void k(const float* A, const float* B, float* C) {\n'
+                   '  C[threadIdx.x] = SCALE * A[threadIdx.x];\n}\n', path=str(tmp_path / "k.cu"))
+    kernel = compiled(emu, spec, "float32")
+    assert _shim_read(headers_read[-1]) == "text", headers_read[-1][-2000:]
+    a = np.ones(32, np.float32)
+    assert (run_kernel(emu, kernel, [a, a, np.zeros(32, np.float32)], 1, 32)[2] == 3).all()
+
+
 def test_the_cache_follows_xdg_cache_home(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     EmuBackend(BackendOptions()).close()

@@ -1,6 +1,6 @@
-"""Building for the emulator with the host C++ compiler: the runtime library and worker (once per
-compiler and mode) and one shared library per kernel unit, all kept in a content-addressed cache that is
-written atomically, so that concurrent runs can share it."""
+"""Building for the emulator with the host C++ compiler: the runtime library and worker and the shim
+precompiled (once per compiler and mode), and one shared library per kernel unit, all kept in a
+content-addressed cache that is written atomically, so that concurrent runs can share it."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import functools
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from ... import children, sandbox
@@ -31,8 +32,9 @@ _SEMANTICS = ["-fwrapv", "-ffp-contract=off", "-fno-strict-aliasing", "-fno-math
 # Every function and variable in a section of its own, and those the exported kernel does not reach left
 # out by the linker: host code left in the file (a launcher calling a host function that another file of
 # its project defines) then needs nothing resolved.
-_MODULE = ["-shared", "-fPIC", "-fvisibility=hidden", "-fno-extern-tls-init", "-Wl,--no-undefined",
-           "-fstack-clash-protection", "-ffunction-sections", "-fdata-sections", "-Wl,--gc-sections"]
+_MODULE_CODE = ["-fPIC", "-fvisibility=hidden", "-fno-extern-tls-init", "-fstack-clash-protection",
+                "-ffunction-sections", "-fdata-sections"]
+_MODULE = [*_MODULE_CODE, "-shared", "-Wl,--no-undefined", "-Wl,--gc-sections"]
 _C_LOCALE = {**os.environ, "LC_ALL": "C"}  # plain quotes in diagnostics, which unit.py matches
 # Extra flags for the runtime.  Empty in use; the tests set ["-DMMEMU_UCONTEXT"] to build the swapcontext
 # fibers that hosts other than x86-64 get.
@@ -50,6 +52,7 @@ class Toolchain:
         self.cache = Path(cache_dir) if cache_dir else cache_root("emu")
         self.cache.mkdir(parents=True, exist_ok=True)
         self.runtime = self._build_runtime()
+        self.prelude = self._build_prelude()
 
     @property
     def worker(self) -> Path:
@@ -79,10 +82,11 @@ class Toolchain:
             # kernel's folder, and writes a scratch folder (beside the cache entry, for the rename) alone.
             with sandbox.scratch(self.cache) as folder:
                 out = folder / "module.so"
-                command = [self.cxx, *flags, "-include", str(_HERE / "shim.h"), "-isystem", str(_HERE / "include"),
+                shim = self._shim(build)
+                command = [self.cxx, *flags, "-include", str(shim), "-isystem", str(_HERE / "include"),
                            "-x", "c++", "-", "-o", str(out), "-L", str(self.runtime), "-lmmemu",
                            f"-Wl,-rpath,{self.runtime}"]
-                reads = [_HERE, self.runtime, build.spec.folder]
+                reads = [_HERE, self.runtime, shim.parent, build.spec.folder]
                 proc = children.run(sandbox.compile_command(command, reads, folder), input=unit, env=_C_LOCALE,
                                     tmpdir=folder)
                 if proc.returncode != 0:
@@ -91,37 +95,76 @@ class Toolchain:
 
         return publish_sealed(path, lambda tmp: compile_first(list(zip(sources, units)), lambda su: make(tmp, *su)))
 
+    def _shim(self, build: Build) -> Path:
+        """The shim a kernel unit is compiled against: the precompiled one, unless the kernel's folder has a
+        header of the name of one the shim includes (the shim's text would include that one)."""
+        if self.prelude is None or any((build.spec.folder / name).exists() for name in _shim_headers()):
+            return _HERE / "shim.h"
+        return self.prelude / "shim.h"
+
+    def _build_prelude(self) -> Path | None:
+        """The shim, precompiled (a GCC header cache) with the flags of this mode's kernel units: its headers
+        are half of a kernel unit's compile.  GCC reads ``shim.h.gch`` beside ``shim.h`` in its place, and reads
+        the text instead where the cache does not hold for a unit (a macro of the unit's that the headers use).
+        None with another compiler (clang does not fall back so), or where it cannot be made."""
+        if "clang" in self.version.lower() or not any(w in self.version for w in ("g++", "GCC")):
+            return None
+        flags = [*_BASE, *self.module_mode, *_SEMANTICS, *_MODULE_CODE, "-isystem", str(_HERE / "include")]
+        final = self.cache / f"prelude-{cache_key('emu-prelude', _shim_digest(), flags, self.version)}"
+
+        def make(folder: Path) -> None:
+            for name in ("shim.h", "mmemu.h"):  # the shim's quoted include is found beside it
+                shutil.copyfile(_HERE / name, folder / name)
+            _run([[self.cxx, *flags, "-x", "c++-header", str(folder / "shim.h"),
+                   "-o", str(folder / "shim.h.gch")]], "precompile the emulator's shim")
+
+        try:
+            return _made_folder(final, "shim.h.gch", make)
+        except BackendUnavailable:
+            return None  # each unit reads the shim's text, as without a cache
+
     def _build_runtime(self) -> Path:
         sources = [*(_HERE / name
                      for name in ("mmemu.h", "runtime.cpp", "ptx.cpp", "include/mmemu_float16.h", "worker.cpp")),
                    _SANDBOX]
         flags = [*_BASE, *self.mode, *RUNTIME_FLAGS]
         key = cache_key("emu-runtime", [p.read_bytes() for p in sources], flags, self.version)
-        final = self.cache / f"runtime-{key}"
-        return made_once(final, lambda: final if (final / "mmemu-worker").exists() else None,
-                         lambda: self._compile_runtime(flags, final))
+        return self._compile_runtime(flags, self.cache / f"runtime-{key}")
 
     def _compile_runtime(self, flags: list[str], final: Path) -> Path:
         """The runtime's three sources compiled at once, then linked: the library (runtime and PTX) and the
         worker, which links against it.  Every process that opens the emulator waits for this the first time."""
-        tmp = Path(tempfile.mkdtemp(dir=self.cache, prefix=".runtime-"))
-        objects = tmp / "objects"
-        objects.mkdir()
         library = [(name, ["-fPIC"]) for name in ("runtime.cpp", "ptx.cpp")]
-        try:
+
+        def make(folder: Path) -> None:
+            objects = folder / "objects"
+            objects.mkdir()
             _run([[self.cxx, *flags, *pic, "-c", str(_HERE / name), "-o", str(objects / f"{name}.o")]
                   for name, pic in [*library, ("worker.cpp", [])]], "build the emulator runtime")
             _run([[self.cxx, *flags, "-shared", "-fPIC", "-Wl,-soname,libmmemu.so",
-                   *(str(objects / f"{name}.o") for name, _ in library), "-o", str(tmp / "libmmemu.so"), "-ldl"]],
+                   *(str(objects / f"{name}.o") for name, _ in library), "-o", str(folder / "libmmemu.so"), "-ldl"]],
                  "link the emulator runtime")
             # -rdynamic: the C library's functions that the worker defines for kernels (worker.cpp) are theirs
-            _run([[self.cxx, *flags, str(objects / "worker.cpp.o"), "-o", str(tmp / "mmemu-worker"), "-rdynamic",
-                   "-L", str(tmp), "-lmmemu", "-Wl,-rpath,$ORIGIN", "-ldl"]], "link the emulator worker")
+            _run([[self.cxx, *flags, str(objects / "worker.cpp.o"), "-o", str(folder / "mmemu-worker"), "-rdynamic",
+                   "-L", str(folder), "-lmmemu", "-Wl,-rpath,$ORIGIN", "-ldl"]], "link the emulator worker")
             shutil.rmtree(objects)
-            os.rename(tmp, final)
+
+        return _made_folder(final, "mmemu-worker", make)
+
+
+def _made_folder(final: Path, last: str, make: Callable[[Path], None]) -> Path:
+    """The cache folder ``final``, filled by ``make`` in a folder of its own and renamed into place whole, by one
+    process at a time (made_once); ``last``, a file ``make`` writes, shows it there."""
+    def build() -> Path:
+        folder = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name[:20]}-"))
+        try:
+            make(folder)
+            os.rename(folder, final)
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(folder, ignore_errors=True)
         return final
+
+    return made_once(final, lambda: final if (final / last).exists() else None, build)
 
 
 def find_compiler() -> tuple[str, str]:
@@ -140,6 +183,12 @@ def _run(commands: list[list[str]], what: str) -> str:
     if failed := next((proc for proc in done if proc.returncode != 0), None):
         raise BackendUnavailable(f"cannot {what} with {failed.args[0]}:\n{failed.stderr.strip()}")
     return done[0].stdout
+
+
+@functools.cache
+def _shim_headers() -> tuple[str, ...]:
+    """The headers the shim includes from include/ (and those include), by the names a kernel would give them."""
+    return tuple(str(p.relative_to(_HERE / "include")) for p in (_HERE / "include").rglob("*") if p.is_file())
 
 
 @functools.cache
