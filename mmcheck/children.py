@@ -15,10 +15,12 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Collection, Mapping, Sequence
 from multiprocessing.process import BaseProcess
 from pathlib import Path
+from typing import IO, Any
 
 from . import interrupt
 
@@ -103,20 +105,34 @@ def run_all(commands: Sequence[Sequence[str]], *, input: str | bytes | None = No
 
 class _Output:
     """A child's output, gathered by ``communicate`` in slices of a wait (called with each slice's seconds: whether
-    the child ended), its input sent with the first; one cut short goes on where it was, losing nothing."""
+    the child ended); one cut short goes on where it was, losing nothing.  Its input is sent by a thread of its
+    own: ``communicate`` writes its input only in the call that was given it, so a slice that ended before the
+    child had read it all would leave the rest unsent, and the child waiting on its stdin for ever."""
 
     def __init__(self, child: subprocess.Popen, input: str | bytes | None) -> None:
-        self.child, self.input = child, input
+        self.child = child
         self.out: str | bytes | None = None
         self.err: str | bytes | None = None
+        if input is not None and child.stdin is not None:
+            pipe, child.stdin = child.stdin, None  # communicate() leaves it to the thread
+            threading.Thread(target=_send, args=(pipe, input), daemon=True).start()
 
     def __call__(self, seconds: float) -> bool:
-        input, self.input = self.input, None
         try:
-            self.out, self.err = self.child.communicate(input, timeout=seconds)
+            self.out, self.err = self.child.communicate(timeout=seconds)
         except subprocess.TimeoutExpired:
             return False
         return True
+
+
+def _send(pipe: IO[Any], data: str | bytes) -> None:
+    """``data`` written to a child's stdin, which is then closed; a child that ends first (a compiler's error
+    before it read its input whole, or a kill) takes no more."""
+    with contextlib.suppress(BrokenPipeError, ValueError, OSError):
+        try:
+            pipe.write(data)
+        finally:
+            pipe.close()
 
 
 def end(processes: Collection[BaseProcess], grace: float) -> None:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from mmcheck import children
+from mmcheck import children, interrupt
 
 SLEEP = [sys.executable, "-c", "import sys, time; time.sleep(float(sys.argv[1])); print(sys.argv[2])"]
 
@@ -18,6 +18,18 @@ def test_commands_run_at_once_and_their_results_come_in_order():
     done = children.run_all([[*SLEEP, "1.0", "first"], [*SLEEP, "0.2", "second"], [*SLEEP, "1.0", "third"]])
     assert time.monotonic() - start < 2.5  # not 2.2 s and more, one after another
     assert [(d.returncode, d.stdout.strip()) for d in done] == [(0, "first"), (0, "second"), (0, "third")]
+
+
+def test_an_input_larger_than_a_pipe_reaches_a_child_that_reads_it_a_few_slices_late():
+    # As g++ reads a kernel unit from its stdin only once it has loaded the precompiled shim.
+    late = f"import sys, time\ntime.sleep({3 * interrupt.SLICE})\nprint(len(sys.stdin.read()))"
+    done = []
+    command = [sys.executable, "-c", late]
+    running = threading.Thread(target=lambda: done.append(children.run(command, input="x" * (1 << 20))), daemon=True)
+    running.start()
+    running.join(60)
+    assert done, "the child still waits for the rest of its input"
+    assert (done[0].returncode, done[0].stdout.strip()) == (0, str(1 << 20)), done[0].stderr
 
 
 def test_an_interrupt_kills_every_command_and_waits_for_it():
