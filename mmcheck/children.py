@@ -128,7 +128,7 @@ class _Output:
 def _send(pipe: IO[Any], data: str | bytes) -> None:
     """``data`` written to a child's stdin, which is then closed; a child that ends first (a compiler's error
     before it read its input whole, or a kill) takes no more."""
-    with contextlib.suppress(BrokenPipeError, ValueError, OSError):
+    with contextlib.suppress(OSError, ValueError):  # BrokenPipeError among them
         try:
             pipe.write(data)
         finally:

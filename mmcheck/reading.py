@@ -28,9 +28,7 @@ def read_bytes(path: Path, within: Path | None = None) -> bytes:
     with open(path, "rb", opener=_nonblocking) as f:
         if within is not None:
             _confine(path, f.fileno(), within)
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise Refused(f"{path} is not a regular file")
+        info = _regular(path, f.fileno())
         if info.st_size > MAX_BYTES:
             raise Refused(f"the file is {_size(info.st_size)}, more than the {_size(MAX_BYTES)} mmcheck reads of a "
                           "kernel file or header")
@@ -61,9 +59,16 @@ def head(path: Path) -> str:
     """The file's first MAX_BYTES as text, bytes that are not UTF-8 replaced: enough to tell a kernel file by its
     spec's opener, whatever its size."""
     with open(path, "rb", opener=_nonblocking) as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise Refused(f"{path} is not a regular file")
+        _regular(path, f.fileno())
         return f.read(MAX_BYTES).decode("utf-8", errors="replace")
+
+
+def _regular(path: Path, fd: int) -> os.stat_result:
+    """The open file's status; Refused where it is not a regular file."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise Refused(f"{path} is not a regular file")
+    return info
 
 
 def _nonblocking(path: str, flags: int) -> int:

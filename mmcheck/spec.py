@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .dtypes import DTYPES, PRECISIONS, DType, Precision, holds, precision
 from . import reading
+from .dtypes import DTYPES, PRECISIONS, DType, Precision, holds, precision
 from .errors import SpecError
 from .expr import BOOLEANS, SHAPE_NAMES, Expr, ExprError
 from .ops import OPS, SCALARS, SIZES, Op, Operand, Shape
@@ -253,18 +253,12 @@ def read_kernels(path: Path | str) -> tuple[list[KernelSpec], list[SpecError]]:
     return parse_kernels(_read(path), path)
 
 
-def _read(path: Path, within: Path | None = None) -> str:
-    """The file's text; a byte that is not UTF-8 (a comment saved in Latin-1) read as U+FFFD, as it can only be in
-    a comment or a literal, which no verdict depends on."""
+def _read(path: Path, within: Path | None = None, whole: bool = True) -> str:
+    """The file's text (its first reading.MAX_BYTES where not ``whole``: enough to tell a kernel file); a byte that
+    is not UTF-8 (a comment saved in Latin-1) read as U+FFFD, as it can only be in a comment or a literal, which no
+    verdict depends on.  SpecError where it cannot be read."""
     try:
-        return reading.read_text(path, errors="replace", within=within)
-    except OSError as e:
-        raise SpecError(path, f"cannot read: {e}") from None
-
-
-def _head(path: Path) -> str:
-    try:
-        return reading.head(path)
+        return reading.read_text(path, errors="replace", within=within) if whole else reading.head(path)
     except OSError as e:
         raise SpecError(path, f"cannot read: {e}") from None
 
@@ -388,7 +382,7 @@ def collect(paths: Iterable[Path | str], roots: Iterable[Path | str] = ()) -> Ca
     for path in find_sources(given):
         root = next((f for f in folders if path.resolve().is_relative_to(f.resolve())), None)
         try:
-            if path not in named and not opener(_head(path)).kernel_file:
+            if path not in named and not opener(_read(path, whole=False)).kernel_file:
                 catalog.plain.append(path)
                 continue
             text = _read(path, within=root or path.parent)

@@ -107,7 +107,7 @@ class Toolchain:
         are half of a kernel unit's compile.  GCC reads ``shim.h.gch`` beside ``shim.h`` in its place, and reads
         the text instead where the cache does not hold for a unit (a macro of the unit's that the headers use).
         None with another compiler (clang does not fall back so), or where it cannot be made."""
-        if "clang" in self.version.lower() or not any(w in self.version for w in ("g++", "GCC")):
+        if not any(w in self.version for w in ("g++", "GCC")):
             return None
         flags = [*_BASE, *self.module_mode, *_SEMANTICS, *_MODULE_CODE, "-isystem", str(_HERE / "include")]
         final = self.cache / f"prelude-{cache_key('emu-prelude', _shim_digest(), flags, self.version)}"
