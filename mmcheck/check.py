@@ -62,7 +62,7 @@ def _check(settings: Settings, runner: Runner, spec: KernelSpec, dtype: str) -> 
     domain = launch_domain(launch_limits(spec, dtype), strict)
     if not settings.shape:
         generated = shapes(settings, spec, dtype)
-        result = runner.sweep(spec, dtype, generated)
+        result = runner.sweep(spec, dtype, generated, settings.check_seconds())
         if settings.large and result.ok and all(largest_buffer(spec, s) < LARGE for s in generated):
             # Asked for, and not run: said, lest the pass be read as one past 2**31 elements.
             result = dataclasses.replace(result, message="no shape past 2**31 elements: its requires rule them out")
@@ -74,7 +74,7 @@ def _check(settings: Settings, runner: Runner, spec: KernelSpec, dtype: str) -> 
     if outside := [why for s in asked if (why := outside_launch_domain(spec, dtype, s, strict))]:
         return Result(runner.case(spec, dtype, asked[0]), Outcome.SKIP, f"{spec.name}: --shape {outside[0]}",
                       shapes_tried=0, domain=domain)
-    return dataclasses.replace(runner.sweep(spec, dtype, asked), domain=domain)
+    return dataclasses.replace(runner.sweep(spec, dtype, asked, settings.check_seconds()), domain=domain)
 
 
 def shapes(settings: Settings, spec: KernelSpec, dtype: str, extra: Iterable[Shape] = ()) -> list[Shape]:

@@ -25,6 +25,12 @@ __all__ = ["Option", "OPTIONS", "Settings", "DEFAULT_BUDGET"]
 DEFAULT_BUDGET = 1 << 20
 
 
+# A kernel x dtype's check may take this many launch timeouts in all, and at least MIN_TIME_BUDGET seconds: more
+# than ten times what the zoo's slowest kernel takes on the emulator, where a slow kernel costs one per launch.
+BUDGET_TIMEOUTS = 30
+MIN_TIME_BUDGET = 60.0
+
+
 # Option types.  They import what they check only when a value is given: the pytest plugin registers these
 # options in every session, and must not import numpy (through the dtype and shape modules) to do so.
 
@@ -140,6 +146,9 @@ OPTIONS = (
            default=DEFAULT_BUDGET, commands=("check", "grade")),
     Option("timeout", "seconds a launch may run before it counts as hung (default %(default)s)", type=_seconds,
            default=TIMEOUT),
+    Option("time-budget", "seconds one kernel x dtype's whole check may take, its compiles aside, before it fails as "
+                          f"too slow (default: {BUDGET_TIMEOUTS} times --timeout, at least {MIN_TIME_BUDGET:g})",
+           type=_seconds, commands=("check", "grade")),
     Option("results", "folder where failing cases are saved (.npz arrays; .png heat map with matplotlib), and "
                       "the traceback of an error of mmcheck's own",
            default="mmcheck-results", commands=("check", "grade")),
@@ -190,6 +199,7 @@ class Settings:
     compiler: str = _default("compiler")
     budget: int = _default("budget")
     timeout: float = _default("timeout")
+    time_budget: float | None = _default("time_budget")
     results: str = _default("results")
     sanitize: bool = _default("sanitize")
     require_sandbox: bool = _default("require_sandbox")
@@ -218,6 +228,10 @@ class Settings:
         from .timer import Method
 
         return Method.named("warm-l2" if self.warm_l2 else self.bench_method, max_time=self.bench_max_time)
+
+    def check_seconds(self) -> float:
+        """The seconds one kernel x dtype's check may take: --time-budget, else a number of launch timeouts."""
+        return self.time_budget or max(MIN_TIME_BUDGET, BUDGET_TIMEOUTS * self.timeout)
 
     def backend_options(self) -> BackendOptions:
         from .backends.base import BackendOptions

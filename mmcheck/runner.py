@@ -8,6 +8,7 @@ is launch.py's, and what a case came to is results.py's.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
@@ -33,6 +34,28 @@ __all__ = ["Runner", "FAR"]
 FAR = 4097  # past this size a shape runs one trial under one schedule (see Runner._run)
 
 
+class _Budget:
+    """The seconds one sweep may take, its compiles aside: they have limits of their own, and a slow compiler
+    (nvcc on a loaded machine) says nothing of the kernel."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.started = time.monotonic()
+        self.compiling = 0.0
+
+    @property
+    def spent(self) -> bool:
+        return time.monotonic() - self.started - self.compiling > self.seconds
+
+
+class _OutOfTime(Exception):
+    """The sweep's budget ran out before a launch of ``case``: raised past the case's checks, to the sweep."""
+
+    def __init__(self, case: Case) -> None:
+        super().__init__(case.label)
+        self.case = case
+
+
 class Runner:
     """Runs cases on one backend, compiling each build (spec, dtype, template arguments, defines) once."""
 
@@ -51,16 +74,21 @@ class Runner:
         self._kernels: dict[tuple, Kernel | MmcheckError] = {}
         self._reported: set[tuple] = set()
         self._hung: dict[tuple, Result] = {}  # kernel x dtype -> the case that hung
+        self._budget: _Budget | None = None  # the running sweep's, where it has one
         self._explain = True  # a failure of the cheap schedules explained (False inside verdict)
 
     def compile(self, build: Build) -> Kernel:
         """The backend's compile, memoised, failures included.  The compiler's messages are reported in
         full once per kernel; its later cases (other dtypes, other template arguments) point back to that."""
         if build.key not in self._kernels:
+            started = time.monotonic()
             try:
                 self._kernels[build.key] = self.backend.compile(build)
             except (CompileError, Unsupported, SandboxViolation) as e:
                 self._kernels[build.key] = e
+            finally:
+                if self._budget is not None:
+                    self._budget.compiling += time.monotonic() - started
         found = self._kernels[build.key]
         kernel_id = (build.spec.path, build.spec.name)
         if isinstance(found, CompileError):
@@ -92,10 +120,16 @@ class Runner:
         finally:
             self._explain = True
 
-    def sweep(self, spec: KernelSpec, dtype: str, shapes: Iterable[Shape]) -> Result:
+    def sweep(self, spec: KernelSpec, dtype: str, shapes: Iterable[Shape], seconds: float | None = None) -> Result:
         """Run shapes in order until one does not pass; that result (with the smallest failing shape, if
-        ``shapes`` is sorted by size), or the last pass."""
-        result, tried = self._sweep(self.case(spec, dtype, shape) for shape in shapes)
+        ``shapes`` is sorted by size), or the last pass.  ``seconds``: the time the whole sweep may take, its
+        compiles aside; past it no launch starts, and the result is a failure of check timeout that says how
+        many shapes ran (a kernel that takes just under the launch timeout would cost one timeout per launch)."""
+        self._budget = _Budget(seconds) if seconds is not None else None
+        try:
+            result, tried = self._sweep(self.case(spec, dtype, shape) for shape in shapes)
+        finally:
+            self._budget = None
         if result is None:
             return Result(Case(spec, dtype, None, self.seed), Outcome.ERROR, f"{spec.path}: kernel {spec.name!r}: "
                           "no shape within the budget satisfies its requires", shapes_tried=0)
@@ -110,12 +144,15 @@ class Runner:
             for case in cases:
                 tried += 1
                 self.races.position = tried
+                self._in_time(case)
                 result = self._one(case)
                 if not result.ok:
                     break
             self.races.settle()
         except Earlier as earlier:
             result, tried = self._noted(earlier.result), earlier.position
+        except _OutOfTime as late:
+            result = self._out_of_time(late.case, tried - 1)
         finally:
             self.races.later = []
         return result, tried
@@ -127,11 +164,25 @@ class Runner:
                                f"{hung.finding.splitlines()[0]}", check="timeout")
         try:
             result = self._run(case)
-        except Earlier:
-            raise  # an earlier case's verdict: the sweep's (_sweep)
+        except (Earlier, _OutOfTime):
+            raise  # an earlier case's verdict, or no time left: the sweep's (_sweep, sweep)
         except Exception as e:  # neither a check nor an error raised on purpose: mmcheck's own bug (outcome_of)
             result = outcome_of(case, e, self.results)
         return self._noted(result)
+
+    def _in_time(self, case: Case) -> None:
+        """_OutOfTime where the sweep's budget is spent, before ``case`` launches again."""
+        if self._budget is not None and self._budget.spent:
+            raise _OutOfTime(case)
+
+    def _out_of_time(self, case: Case, passed: int) -> Result:
+        """The failure of a sweep whose budget ran out at ``case``, after ``passed`` shapes passed."""
+        assert self._budget is not None, "only a sweep with a budget runs out of it"
+        seconds = self._budget.seconds
+        shapes = f"{passed} shape{'s' if passed != 1 else ''}"
+        return Result.told(case, Outcome.FAIL, case.label, f"the check ran out of its time budget of {seconds:g} s "
+                           f"(its compiles aside; --time-budget, pytest: --mmcheck-time-budget) at this shape, after "
+                           f"{shapes} passed: the kernel is too slow to check", check="timeout")
 
     def _noted(self, result: Result) -> Result:
         """The result, a hang remembered for its kernel x dtype."""
@@ -207,6 +258,7 @@ class Runner:
 
         passed: list[str] = []
         for schedule in schedules:
+            self._in_time(case)
             prepared = self.prepare(case, launched, trial, operands)
             judged = partial(self._judged, case, kernel, trial, schedule, prepared, rerun, tuple(passed))
             if schedule in kernel.costly:
