@@ -5,7 +5,9 @@ killed run leaves nothing half-written."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,12 @@ import numpy as np
 
 from .publish import atomic_write, publish
 
-__all__ = ["Record", "save_failure", "save_traceback", "heat_map_figure"]
+__all__ = ["Record", "save_failure", "save_traceback", "heat_map_figure", "file_stem"]
+
+# The longest stem a saved file gets: its name (a kernel's, from the spec) is the user's text, and a file
+# system refuses a name past 255 bytes, the temporary name publish.py makes around it included.
+_STEM_CHARS = 120
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
 
 
 @dataclass(frozen=True)
@@ -33,15 +40,25 @@ def save_failure(folder: Path, record: Record, reproduce: str) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     meta = {**record.meta, "reproduce": reproduce}
     arrays: dict[str, Any] = {"meta": np.array(json.dumps(meta)), **record.arrays}
-    written = [publish(folder / f"{record.stem}.npz", lambda tmp: np.savez_compressed(tmp, **arrays))]
-    png = _heat_map(folder / f"{record.stem}.png", record.arrays, meta)
+    stem = file_stem(record.stem)
+    written = [publish(folder / f"{stem}.npz", lambda tmp: np.savez_compressed(tmp, **arrays))]
+    png = _heat_map(folder / f"{stem}.png", record.arrays, meta)
     return written + ([png] if png else [])
 
 
 def save_traceback(folder: Path, stem: str, trace: str) -> Path:
     """Write ``<stem>.txt``: the traceback of an error of mmcheck's own, to go with a bug report."""
     folder.mkdir(parents=True, exist_ok=True)
-    return atomic_write(folder / f"{stem}.txt", lambda f: f.write(trace.encode()))
+    return atomic_write(folder / f"{file_stem(stem)}.txt", lambda f: f.write(trace.encode()))
+
+
+def file_stem(stem: str) -> str:
+    """``stem`` as a file's name may hold it: characters past letters, digits, ``_.-`` made ``_`` (no folder, no
+    hidden file), and a stem past ``_STEM_CHARS`` cut, with a digest of the whole so that two long ones differ."""
+    safe = _UNSAFE.sub("_", stem).lstrip(".") or "_"
+    if len(safe) <= _STEM_CHARS:
+        return safe
+    return f"{safe[:_STEM_CHARS - 17]}-{hashlib.sha256(stem.encode()).hexdigest()[:16]}"
 
 
 def _heat_map(path: Path, arrays: dict[str, np.ndarray], meta: dict) -> Path | None:

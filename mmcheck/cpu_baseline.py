@@ -21,7 +21,7 @@ import numpy as np
 from . import children
 from .compile import cache_root
 from .errors import CompileError
-from .publish import publish
+from .publish import intact, made_once, publish_sealed
 
 __all__ = ["ijk", "ikj", "ikj_multicore"]
 
@@ -76,8 +76,8 @@ def _library() -> ctypes.CDLL:
     source = _SOURCE.read_bytes()
     key = hashlib.sha256(source + "\0".join(_FLAGS).encode()).hexdigest()[:16]
     path = cache_root() / f"cpu_baseline-{key}.so"
-    if not path.exists():
-        _build(compiler, path)
+    # Checked before it is loaded (into this process, unsandboxed): it comes from the cache.
+    made_once(path, lambda: path if intact(path) else None, lambda: _build(compiler, path))
     lib = ctypes.CDLL(str(path))
     for name in ("mmcheck_ijk", "mmcheck_ikj"):
         getattr(lib, name).argtypes = [_MATRIX, _MATRIX, _MATRIX, _SIZE, _SIZE, _SIZE]
@@ -87,15 +87,14 @@ def _library() -> ctypes.CDLL:
     return lib
 
 
-def _build(compiler: str, path: Path) -> None:
-    """Compile into a temporary file beside ``path`` and rename it into place, so that a process racing
+def _build(compiler: str, path: Path) -> Path:
+    """Compile into a temporary file beside ``path`` and rename it into place, sealed, so that a process racing
     this one, or one that is interrupted, never leaves or loads a half-written library."""
-    path.parent.mkdir(parents=True, exist_ok=True)
 
     def make(tmp: Path) -> None:
         done = children.run([compiler, *_FLAGS, "-o", str(tmp), str(_SOURCE)])
         if done.returncode != 0:
             raise CompileError(f"{compiler} could not build {_SOURCE}:\n{done.stderr.strip()}")
 
-    publish(path, make)
+    return publish_sealed(path, make)
 

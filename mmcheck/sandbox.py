@@ -145,11 +145,11 @@ def _include_path_folders() -> list[str]:
     return [folder for name in names for folder in os.environ.get(name, "").split(os.pathsep) if folder]
 
 
-@functools.cache
 def _launcher() -> Path:
     """sandbox.cpp built (once per source and compiler) into the cache, by one process or thread at a time and
     published whole: threads compiling ahead ask for it at once, and a launcher linked under a name another
-    had just renamed away was left unexecutable in the cache, failing every compile after it."""
+    had just renamed away was left unexecutable in the cache, failing every compile after it.  Checked
+    (publish.intact) each time it is asked for, that is before each compile it runs."""
     from .compile import cache_key, cache_root  # here: the pytest plugin asks for the note without numpy
 
     cxx = shutil.which(os.environ.get("CXX", "g++"))
@@ -173,6 +173,9 @@ def _launcher() -> Path:
 # g++ (and nvcc, whose preprocessor it is): "FILE:LINE:COL: fatal error: HEADER: Permission denied"; NVRTC:
 # 'FILE(LINE): catastrophic error: cannot open source file "HEADER": Permission denied'
 _DENIED_INCLUDE = re.compile(r'(?:fatal error: |cannot open source file ")([^\n"]+?)"?: Permission denied')
+# GNU as, for an ``.incbin`` (inline assembly) of a file it cannot open, denied or missing alike: "{standard
+# input}:5: Error: file not found: /etc/passwd"
+_INCBIN = re.compile(r"Error: file not found: ([^\n]+)$", re.M)
 _LAUNCHER_FAILED = re.compile(r"^mmsandbox: (.*)$", re.M)
 # What a kernel file includes as a header of its project (a CUDA sample's "../../Common/helper_cuda.h").
 _HEADERS = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc", ".tcc"}
@@ -194,6 +197,16 @@ def compile_refusal(path: Path, folder: Path, diagnostics: str) -> MmcheckError 
                                 f"compile may not read unless the run is given the project: {src}")
         return SandboxViolation(f"{path}: the file tried to include {included}, which is outside its folder "
                                 f"{folder}, the toolchain and the system's headers (blocked)")
+    if incbin := next((name for name in _INCBIN.findall(diagnostics) if _outside(name, folder)), None):
+        return SandboxViolation(f"{path}: the file tried to include {incbin} in its assembly (.incbin), which is "
+                                f"outside its folder {folder} (blocked)")
     if failed := _LAUNCHER_FAILED.search(diagnostics):
         return SandboxUnavailable(f"the compiler's sandbox: {failed.group(1)}")
     return None
+
+
+def _outside(name: str, folder: Path) -> bool:
+    """Whether the file an ``.incbin`` names is there, outside ``folder``: what the assembler could not open
+    because the sandbox denied it, not because it is missing (stat() still answers outside)."""
+    found = Path(name) if os.path.isabs(name) else folder / name
+    return os.path.lexists(found) and not Path(os.path.normpath(found)).is_relative_to(folder)

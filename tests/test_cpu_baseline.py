@@ -84,12 +84,14 @@ def fresh_build(monkeypatch, tmp_path):
 def test_builds_once_into_the_xdg_cache(fresh_build):
     a, b = operands(3, 3, 3)
     cpu_baseline.ijk(a, b)
-    (built,) = fresh_build.iterdir()  # one library, no temporary file left behind
-    assert built.name.startswith("cpu_baseline-") and built.suffix == ".so"
+    # one library, with its digest and lock beside it, and no temporary file left behind
+    (built,) = fresh_build.glob("*.so")
+    assert sorted(p.name for p in fresh_build.iterdir()) == [built.name, f"{built.name}.lock", f"{built.name}.sha256"]
+    assert built.name.startswith("cpu_baseline-")
     stamp = built.stat().st_mtime_ns
     cpu_baseline._library.cache_clear()
     cpu_baseline.ikj(a, b)
-    assert list(fresh_build.iterdir()) == [built] and built.stat().st_mtime_ns == stamp
+    assert len(list(fresh_build.iterdir())) == 3 and built.stat().st_mtime_ns == stamp
 
 
 def test_a_relative_xdg_cache_home_is_ignored(monkeypatch, tmp_path):

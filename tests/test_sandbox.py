@@ -228,7 +228,7 @@ def test_the_launcher_asked_for_by_threads_at_once_is_built_once_and_runs(tmp_pa
     from concurrent.futures import ThreadPoolExecutor
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    build = sandbox._launcher.__wrapped__  # not the process's memo of it: every thread builds or waits
+    build = sandbox._launcher  # kept by no memo (it is checked each time): every thread builds or waits
     with ThreadPoolExecutor(8) as pool:
         launchers = set(pool.map(lambda _: build(), range(8)))
     assert len(launchers) == 1

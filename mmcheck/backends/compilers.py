@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import Protocol
 
 from .. import children, sandbox
-from ..compile import Build, cache_key, cache_root, find_symbol, function_symbols, local_includes, unit_source
+from ..compile import Build, cache_key, cache_root, find_symbol, function_symbols, unit_source
+from ..dependencies import Reads, dependency_files, read_now
 from ..defaults import COMPILERS
 from ..errors import BackendUnavailable, CompileError, visible
 from .cubin import Compiled, CubinCache, common_options
@@ -109,18 +110,18 @@ class Nvcc:
         torch = torch_includes()
         options = [*common_options(build), *(f"-I{folder}" for folder in torch)]
         # The instance too: one file's kernels share a cubin's text, but each entry its own symbol in it.  The
-        # file and what its device code depends on decide which texts are compiled.
+        # file and what its device code depends on decide which texts are compiled; the cache adds what nvcc read.
         key = cache_key("nvcc", unit_source(build), build.instance, options, arch, self.path, self.version,
-                        local_includes(build.spec), fingerprint())
+                        fingerprint())
 
         def make(source: str) -> Compiled:
             try:
-                cubin, said = self.cubin(source, options, arch, reads=[build.spec.folder])
+                cubin, said, read = self.cubin(source, options, arch, reads=[build.spec.folder])
             except CompileError as e:
                 if refusal := sandbox.compile_refusal(build.spec.path, build.spec.folder, str(e)):
                     raise refusal from None
                 raise CompileError(f"{build.spec.path}: nvcc failed for {build}:\n{e}") from None
-            return Compiled(cubin, find_symbol(function_symbols(cubin), build), said)
+            return Compiled(cubin, find_symbol(function_symbols(cubin), build), said, read)
 
         def make_first() -> Compiled:
             units = [unit_source(build, source=text) for text in sources(build, whole_first=bool(torch))]
@@ -129,27 +130,30 @@ class Nvcc:
         return self.cache.fetch(key, make_first)
 
     def cubin(self, source: str, options: Sequence[str], arch: str,
-              reads: Sequence[Path] = ()) -> tuple[bytes, str]:
-        """The cubin of ``source`` for ``arch``, uncached, and what nvcc said while succeeding ("" if nothing);
-        CompileError with what nvcc said where it fails.  ``reads``: folders nvcc may read besides the system,
-        its installation and those the options include from (the kernel's folder)."""
+              reads: Sequence[Path] = ()) -> tuple[bytes, str, Reads]:
+        """The cubin of ``source`` for ``arch``, uncached, what nvcc said while succeeding ("" if nothing), and
+        the files it read besides its own (dependencies.py); CompileError with what nvcc said where it fails.
+        ``reads``: folders nvcc may read besides the system, its installation and those the options include
+        from (the kernel's folder)."""
         # A folder named as PyCUDA's are (tempfile's default): the cubin's line table records it.  nvcc runs in
         # the sandbox, reading the system, its own installation and the folders it is told to include from,
         # and writing that folder alone.
         with tempfile.TemporaryDirectory() as folder:
             Path(folder, "kernel.cu").write_text(source, encoding="utf-8")
-            command = [self.path, "--cubin", *options, "-arch", arch, "kernel.cu"]
+            command = [self.path, "--cubin", *options, "-arch", arch, "-MMD", "-MF", "kernel.d", "kernel.cu"]
             allowed: list[str | Path] = [*reads, *(option[2:] for option in options if option.startswith("-I"))]
             done = children.run(sandbox.compile_command(command, allowed, Path(folder)), cwd=folder, text=False,
                                 tmpdir=Path(folder))
             said = visible((done.stderr + done.stdout).decode(errors="replace").strip())
             try:
-                cubin = Path(folder, "kernel.cubin").read_bytes()
+                cubin, rule = Path(folder, "kernel.cubin").read_bytes(), Path(folder, "kernel.d").read_text()
             except OSError:
-                cubin = b""
+                cubin, rule = b"", ""
         if done.returncode != 0 or not cubin:
             raise CompileError(said or f"nvcc exited with status {done.returncode} and wrote no cubin")
-        return cubin, said
+        # What nvcc read besides the unit and its own installation, which the key holds.
+        covered = [Path(folder), Path(self.path).resolve().parents[1]]
+        return cubin, said, read_now(dependency_files(rule, Path(folder), covered))
 
 
 @functools.cache

@@ -9,20 +9,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..compile import Build, macro_flags
-from ..publish import intact, made_once, publish_sealed
+from ..compile import Build, cache_key, macro_flags
+from ..dependencies import Reads, record, recorded
+from ..publish import made_once, private_folder, publish_sealed, sealed_bytes
 
 __all__ = ["Compiled", "CubinCache", "common_options", "sm", "arch", "arch_rule"]
 
 
 @dataclass(frozen=True)
 class Compiled:
-    """A kernel compiled for one architecture: the cubin, the kernel's (mangled) name in it, and what the
-    compiler said while succeeding (warnings; "" when it said nothing), also when it comes from a cache."""
+    """A kernel compiled for one architecture: the cubin, the kernel's (mangled) name in it, what the
+    compiler said while succeeding (warnings; "" when it said nothing), also when it comes from a cache, and
+    what the compiler read of the user's files (dependencies.py), which a cache keys it on."""
 
     cubin: bytes
     symbol: str
     log: str = ""
+    reads: Reads = Reads()
 
 
 def common_options(build: Build) -> list[str]:
@@ -32,11 +35,12 @@ def common_options(build: Build) -> list[str]:
 
 
 class CubinCache:
-    """Compiled cubins on disk, one file per key (compile.cache_key of all that decides the output), each
-    published atomically: the pytest-xdist workers and the processes of ``mmcheck check -j`` share it, and
-    none may read another's half-written file.  An entry keeps what the compiler said too, told again on
-    every hit (as ccache replays a compiler's warnings): a warning does not go away because a cubin was
-    cached."""
+    """Compiled cubins on disk, one file per key (compile.cache_key of all that decides the output but the files
+    the compiler read) and reads (kept beside it, checked on every lookup: dependencies.py), each published
+    atomically and sealed: the pytest-xdist workers and the processes of ``mmcheck check -j`` share it, none may
+    read another's half-written file, and a cubin is checked (publish.sealed_bytes) each time it is read.  An
+    entry keeps what the compiler said too, told again on every hit (as ccache replays a compiler's warnings): a
+    warning does not go away because a cubin was cached."""
 
     _MAGIC = b"mmcheck-cubin 2\n"
 
@@ -44,27 +48,23 @@ class CubinCache:
         self.folder = folder
 
     def get(self, key: str) -> Compiled | None:
-        path = self.folder / f"{key}.cubin"
-        if not intact(path):
-            return None
-        try:
-            data = path.read_bytes()
-        except OSError:
-            return None
-        if not data.startswith(self._MAGIC):
+        reads = recorded(self._record(key))
+        data = None if reads is None else sealed_bytes(self._entry(key, reads))
+        if reads is None or data is None or not data.startswith(self._MAGIC):
             return None
         symbol, _, rest = data[len(self._MAGIC):].partition(b"\n")
         size, _, rest = rest.partition(b"\n")
         if not size.isdigit():
             return None
         log, cubin = rest[:int(size)], rest[int(size):]
-        return Compiled(cubin, symbol.decode(), log.decode()) if cubin else None
+        return Compiled(cubin, symbol.decode(), log.decode(), reads) if cubin else None
 
     def put(self, key: str, compiled: Compiled) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
+        private_folder(self.folder)
         log = compiled.log.encode()
         entry = self._MAGIC + compiled.symbol.encode() + b"\n" + b"%d\n" % len(log) + log + compiled.cubin
-        publish_sealed(self.folder / f"{key}.cubin", lambda tmp: tmp.write_bytes(entry))
+        publish_sealed(self._entry(key, compiled.reads), lambda tmp: tmp.write_bytes(entry))
+        record(self._record(key), compiled.reads)
 
     def fetch(self, key: str, make: Callable[[], Compiled]) -> Compiled:
         """The cubin of ``key``: from the cache, or made by ``make`` and kept, by one process (or thread) at a
@@ -74,7 +74,13 @@ class CubinCache:
             self.put(key, compiled)
             return compiled
 
-        return made_once(self.folder / f"{key}.cubin", lambda: self.get(key), made)
+        return made_once(self._record(key), lambda: self.get(key), made)
+
+    def _record(self, key: str) -> Path:
+        return self.folder / f"{key}.reads"
+
+    def _entry(self, key: str, reads: Reads) -> Path:
+        return self.folder / f"{cache_key(key, reads.key)}.cubin"
 
 
 # --- the rules --------------------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ import numpy as np
 
 from .. import children, interrupt
 from ..compile import Build, cache_key, local_includes, macro_flags
-from ..errors import CompileError, MmcheckError
+from ..errors import CompileError, MmcheckError, SandboxViolation
 
 __all__ = ["DeviceCode", "device_code", "device_code_available", "fingerprint", "needed_header", "sources",
            "compile_first", "parse", "is_kernel", "constant", "operator"]
@@ -164,13 +164,16 @@ R = TypeVar("R")
 def compile_first(texts: Sequence[T], compile: Callable[[T], R]) -> R:
     """``compile`` of the first of ``texts``, or where that fails with a CompileError, of the first of the
     others that compiles (what the front end kept may lack something the compiler needs, or the file as
-    it is may fail in host code); where none does, the first one's error."""
+    it is may fail in host code); where none does, the first one's error.  What the sandbox stopped in any
+    of them is raised as it is: the file's attempt is never hidden behind another text's error."""
     try:
         return compile(texts[0])
     except CompileError as failure:
         for text in texts[1:]:
             try:
                 return compile(text)
+            except SandboxViolation:
+                raise
             except MmcheckError:
                 continue
         raise failure

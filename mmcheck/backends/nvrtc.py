@@ -34,7 +34,9 @@ with the remedy: guard host code with ``#ifndef __CUDACC_RTC__`` (NVRTC defines 
 with nvcc.
 
 **Cache.**  Cubins are kept on disk, content-addressed by the unit, the options, the NVRTC and the
-headers, and written atomically, as the emulator keeps its modules.
+headers, and written atomically, as the emulator keeps its modules.  NVRTC has no dependency output (nvcc's
+``-MMD -MF``), so what it read of the user's is keyed as every file (and listing) of the kernel's folder, the one
+folder of the user's its sandbox lets it read.
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import children, sandbox
-from ..compile import Build, cache_key, cache_root, local_includes, unit_source
+from ..compile import Build, cache_key, cache_root, unit_source
+from ..dependencies import folder_reads
 from ..errors import BackendUnavailable, CompileError, Unsupported, visible
 from .cubin import Compiled, CubinCache, arch_rule, common_options
 from .device_code import compile_first, fingerprint, sources
@@ -414,9 +417,10 @@ class Nvrtc:
         expression = f"&{build.instance}"
         options = self.options(build, arch)
         lib = self.library
+        # NVRTC says nothing of what it read: the cache adds every file of the kernel's folder, the one of the
+        # user's it may read (dependencies.folder_reads).
         key = cache_key("nvrtc", unit_source(build, instantiate=False), expression, options, lib.version,
-                        lib.release, lib.path, self.headers, local_includes(build.spec),
-                        fingerprint())
+                        lib.release, lib.path, self.headers, fingerprint())
 
         def make() -> Compiled:
             # The file's device code first: what NVRTC can take of any file (compilers.py).
@@ -455,7 +459,7 @@ class Nvrtc:
             if reason:
                 raise Unsupported(reason)
             raise CompileError(f"{name}: {self.library.label} failed for {build}:\n{log}")
-        return Compiled(base64.b64decode(answer["cubin"]), answer["symbol"], log)
+        return Compiled(base64.b64decode(answer["cubin"]), answer["symbol"], log, folder_reads(build.spec.folder))
 
 
 # --- what `mmcheck info` asks of every installed NVRTC ----------------------------------------------------

@@ -160,8 +160,9 @@ class EmuBackend:
             if module.worker is not None:
                 module.worker.close()
             module.worker = w.Worker(self._toolchain.worker, self._reads)
+            path = self._toolchain.build_kernel(module.build)  # checked before each load: it comes from the cache
             try:  # in a sandboxed child of the worker, which runs the file's static constructors
-                module.id, module.params = module.worker.load(module.path, module.build.spec.path.resolve().parent,
+                module.id, module.params = module.worker.load(path, module.build.spec.path.resolve().parent,
                                                               min(round(self.options.timeout * 1000), 2**31 - 1))
             except w.NotLoaded as e:
                 raise _not_loaded(module.build, e, self.options.timeout) from None

@@ -1,20 +1,21 @@
 """Building for the emulator with the host C++ compiler: the runtime library and worker and the shim
 precompiled (once per compiler and mode), and one shared library per kernel unit, all kept in a
-content-addressed cache that is written atomically, so that concurrent runs can share it."""
+content-addressed cache that is written atomically, so that concurrent runs can share it, and checked before each
+use (publish.intact), since what is run from it must be what was built."""
 
 from __future__ import annotations
 
 import functools
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from ... import children, sandbox
-from ...compile import Build, cache_key, cache_root, local_includes, macro_flags
+from ...compile import Build, cache_key, cache_root, macro_flags
+from ...dependencies import Reads, dependency_files, read_now, record, recorded
 from ...errors import BackendUnavailable
-from ...publish import intact, made_once, publish_sealed
+from ...publish import intact, made_once, private_folder, publish_sealed, publish_sealed_folder
 from ..device_code import compile_first, fingerprint
 from .unit import check_supported, compile_failure, compile_sources, compile_unit
 
@@ -49,58 +50,78 @@ class Toolchain:
         self.mode = (["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address"] if sanitize else ["-O2"])
         # Sanitized kernels also check array indices (shared-memory tiles are not covered by ASan).
         self.module_mode = self.mode + (["-fsanitize=bounds", "-fno-sanitize-recover=all"] if sanitize else [])
-        self.cache = Path(cache_dir) if cache_dir else cache_root("emu")
-        self.cache.mkdir(parents=True, exist_ok=True)
+        self.cache = private_folder(Path(cache_dir) if cache_dir else cache_root("emu"))
         self.runtime = self._build_runtime()
         self.prelude = self._build_prelude()
 
     @property
     def worker(self) -> Path:
-        return self.runtime / "mmemu-worker"
+        """The worker, checked with the runtime beside it (rebuilt where either is not what was built) each time it
+        is asked for, that is before each start: a worker is run from the cache."""
+        return self._compile_runtime(self.runtime) / "mmemu-worker"
 
     def build_kernel(self, build: Build) -> Path:
         """The kernel module for ``build``, compiled unless cached: of the file's device code, or where that
         fails, of the file as it is (unit.compile_sources); raises CompileError or Unsupported when the
-        compiler rejects the file."""
+        compiler rejects the file.  The module found or made is checked (publish.intact): ask again before
+        each load."""
         # The unit comes on stdin: the file's own folder is where its #includes are.
         flags = [*_BASE, *self.module_mode, *_SEMANTICS, *_MODULE, *macro_flags(build.defines),
                  "-I", str(build.spec.path.resolve().parent)]
-        # The file and what its device code depends on decide which units are compiled.
+        # The file, what its device code depends on, and the headers the compiler read decide what is compiled.
         key = cache_key("emu-kernel", compile_unit(build, build.spec.source), flags, _shim_digest(), self.version,
-                        self.runtime.name, local_includes(build.spec), fingerprint())
-        path = self.cache / f"{key}.so"
-        return made_once(path, lambda: path if intact(path) else None,
-                         lambda: self._compile_kernel(build, path, flags))
+                        self.runtime.name, fingerprint())
+        kept = self.cache / f"{key}.reads"
 
-    def _compile_kernel(self, build: Build, path: Path, flags: list[str]) -> Path:
+        def find() -> Path | None:
+            reads = recorded(kept)
+            path = None if reads is None else self._module_path(key, reads)
+            return path if path is not None and intact(path) else None
+
+        def make() -> Path:
+            path, reads = self._compile_kernel(build, flags, key)
+            record(kept, reads)
+            return path
+
+        return made_once(kept, find, make)
+
+    def _module_path(self, key: str, reads: Reads) -> Path:
+        return self.cache / f"{cache_key(key, reads.key)}.so"
+
+    def _compile_kernel(self, build: Build, flags: list[str], key: str) -> tuple[Path, Reads]:
+        """The module of the first of the file's texts that compiles, published sealed under ``key`` and what the
+        compiler read; and what it read."""
         sources = compile_sources(build)
         units = [compile_unit(build, source) for source in sources]
 
-        def make(tmp: Path, source: str, unit: str) -> None:
+        def make(source: str, unit: str) -> tuple[Path, Reads]:
             check_supported(build.spec, source)
             # In the sandbox: the compiler reads the system, its own files, the shim, the runtime and the
             # kernel's folder, and writes a scratch folder (beside the cache entry, for the rename) alone.
             with sandbox.scratch(self.cache) as folder:
-                out = folder / "module.so"
+                out, rule = folder / "module.so", folder / "module.d"
                 shim = self._shim(build)
                 command = [self.cxx, *flags, "-include", str(shim), "-isystem", str(_HERE / "include"),
                            "-x", "c++", "-", "-o", str(out), "-L", str(self.runtime), "-lmmemu",
-                           f"-Wl,-rpath,{self.runtime}"]
+                           f"-Wl,-rpath,{self.runtime}", "-MMD", "-MF", str(rule)]
                 reads = [_HERE, self.runtime, shim.parent, build.spec.folder]
                 proc = children.run(sandbox.compile_command(command, reads, folder), input=unit, env=_C_LOCALE,
                                     tmpdir=folder)
                 if proc.returncode != 0:
                     raise compile_failure(build, proc.stderr.strip())
-                os.replace(out, tmp)
+                # What the compiler read besides the unit and mmcheck's own headers, which the key holds.
+                read = read_now(dependency_files(rule.read_text(), Path.cwd(), [_HERE, self.cache]))
+                return publish_sealed(self._module_path(key, read), lambda tmp: os.replace(out, tmp)), read
 
-        return publish_sealed(path, lambda tmp: compile_first(list(zip(sources, units)), lambda su: make(tmp, *su)))
+        return compile_first(list(zip(sources, units)), lambda su: make(*su))
 
     def _shim(self, build: Build) -> Path:
         """The shim a kernel unit is compiled against: the precompiled one, unless the kernel's folder has a
         header of the name of one the shim includes (the shim's text would include that one)."""
         if self.prelude is None or any((build.spec.folder / name).exists() for name in _shim_headers()):
             return _HERE / "shim.h"
-        return self.prelude / "shim.h"
+        prelude = self._build_prelude()  # checked again before each compile that reads it
+        return _HERE / "shim.h" if prelude is None else prelude / "shim.h"
 
     def _build_prelude(self) -> Path | None:
         """The shim, precompiled (a GCC header cache) with the flags of this mode's kernel units: its headers
@@ -119,7 +140,7 @@ class Toolchain:
                    "-o", str(folder / "shim.h.gch")]], "precompile the emulator's shim")
 
         try:
-            return _made_folder(final, "shim.h.gch", make)
+            return _made_folder(final, make)
         except BackendUnavailable:
             return None  # each unit reads the shim's text, as without a cache
 
@@ -127,13 +148,18 @@ class Toolchain:
         sources = [*(_HERE / name
                      for name in ("mmemu.h", "runtime.cpp", "ptx.cpp", "include/mmemu_float16.h", "worker.cpp")),
                    _SANDBOX]
-        flags = [*_BASE, *self.mode, *RUNTIME_FLAGS]
-        key = cache_key("emu-runtime", [p.read_bytes() for p in sources], flags, self.version)
-        return self._compile_runtime(flags, self.cache / f"runtime-{key}")
+        key = cache_key("emu-runtime", [p.read_bytes() for p in sources], self._runtime_flags, self.version)
+        return self._compile_runtime(self.cache / f"runtime-{key}")
 
-    def _compile_runtime(self, flags: list[str], final: Path) -> Path:
+    @property
+    def _runtime_flags(self) -> list[str]:
+        return [*_BASE, *self.mode, *RUNTIME_FLAGS]
+
+    def _compile_runtime(self, final: Path) -> Path:
         """The runtime's three sources compiled at once, then linked: the library (runtime and PTX) and the
-        worker, which links against it.  Every process that opens the emulator waits for this the first time."""
+        worker, which links against it.  Every process that opens the emulator waits for this the first time;
+        later asks check it (and rebuild it where it is not what was built)."""
+        flags = self._runtime_flags
         library = [(name, ["-fPIC"]) for name in ("runtime.cpp", "ptx.cpp")]
 
         def make(folder: Path) -> None:
@@ -149,22 +175,14 @@ class Toolchain:
                    "-L", str(folder), "-lmmemu", "-Wl,-rpath,$ORIGIN", "-ldl"]], "link the emulator worker")
             shutil.rmtree(objects)
 
-        return _made_folder(final, "mmemu-worker", make)
+        return _made_folder(final, make)
 
 
-def _made_folder(final: Path, last: str, make: Callable[[Path], None]) -> Path:
-    """The cache folder ``final``, filled by ``make`` in a folder of its own and renamed into place whole, by one
-    process at a time (made_once); ``last``, a file ``make`` writes, shows it there."""
-    def build() -> Path:
-        folder = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name[:20]}-"))
-        try:
-            make(folder)
-            os.rename(folder, final)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-        return final
-
-    return made_once(final, lambda: final if (final / last).exists() else None, build)
+def _made_folder(final: Path, make: Callable[[Path], None]) -> Path:
+    """The cache folder ``final``, as it was made (publish.intact), else filled by ``make`` in a folder of its own
+    and published sealed, whole, by one process at a time (made_once)."""
+    return made_once(final, lambda: final if intact(final) else None,
+                     lambda: publish_sealed_folder(final, make))
 
 
 def find_compiler() -> tuple[str, str]:
