@@ -19,6 +19,7 @@ from mmcheck import sandbox
 from mmcheck.backends import device_code
 from mmcheck.backends.nvrtc import Nvrtc, probe
 from mmcheck.compile import Build, find_symbol, function_symbols
+from mmcheck.cxx import client
 from mmcheck.errors import BackendUnavailable, CompileError, SandboxViolation, Unsupported
 from mmcheck.prepare import plan
 from mmcheck.shapes import shapes_for
@@ -138,7 +139,7 @@ def test_nvrtc_compiles_the_device_code_leaving_host_code_out(nvrtc, body):
 @pytest.mark.parametrize("body, construct", HOST_CODE)
 def test_without_the_device_code_host_code_is_unsupported_naming_the_construct_and_its_line(nvrtc, body, construct,
                                                                                             monkeypatch):
-    monkeypatch.setattr(device_code, "_index", lambda: None)  # as where libclang is not installed
+    monkeypatch.setattr(client, "available", lambda: False)  # as where libclang is not installed
     build = _build(body)
     with pytest.raises(Unsupported) as error:
         nvrtc.compile(build, ARCH)
@@ -148,7 +149,7 @@ def test_without_the_device_code_host_code_is_unsupported_naming_the_construct_a
 
 
 def test_host_code_guarded_from_nvrtc_compiles(nvrtc, monkeypatch):
-    monkeypatch.setattr(device_code, "_index", lambda: None)  # the whole file, guards and all
+    monkeypatch.setattr(client, "available", lambda: False)  # the whole file, guards and all
     body = ("#ifndef __CUDACC_RTC__\n#include <cstdio>\n#include <cublas_v2.h>\n#endif\n#include <cuda_runtime.h>\n"
             + DEVICE + "#ifndef __CUDACC_RTC__\n" + LAUNCHER + "int main() { printf(\"hi\\n\"); }\n#endif\n")
     compiled = nvrtc.compile(_build(body), ARCH)
@@ -160,7 +161,7 @@ def test_nvrtc_compiles_in_the_sandbox_and_reads_no_file_outside_the_kernels_fol
     names the header, never a line of it."""
     if not sandbox.host().landlock:
         pytest.skip("no Landlock here: the sandbox cannot restrict what NVRTC reads (mmcheck says so in a note)")
-    monkeypatch.setattr(device_code, "_index", lambda: None)  # the whole file, its include too
+    monkeypatch.setattr(client, "available", lambda: False)  # the whole file, its include too
     first = Path("/etc/passwd").read_text().splitlines()[0]
     with pytest.raises(SandboxViolation) as error:
         nvrtc.compile(_build('#include "/etc/passwd"\n' + DEVICE), ARCH)
@@ -171,7 +172,7 @@ def test_nvrtc_compiles_in_the_sandbox_and_reads_no_file_outside_the_kernels_fol
 def test_the_c_library_headers_device_code_includes_are_there(nvrtc, monkeypatch):
     """assert and printf in a kernel, abort in a __host__ __device__ error path: the file as it is, as nvcc
     compiles it (NVRTC itself has no <cassert>, <cstdio> or <cstdlib>)."""
-    monkeypatch.setattr(device_code, "_index", lambda: None)  # the whole file, includes and all
+    monkeypatch.setattr(client, "available", lambda: False)  # the whole file, includes and all
     body = """#include <cassert>
 #include <cstdio>
 #include <cstdlib>

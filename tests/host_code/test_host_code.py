@@ -24,6 +24,7 @@ from mmcheck.backends.compilers import Nvcc
 from mmcheck.backends.emu import EmuBackend
 from mmcheck.cli import main
 from mmcheck.compile import Build, function_symbols
+from mmcheck.cxx import client
 from mmcheck.errors import Unsupported
 from mmcheck.prepare import plan
 from mmcheck.shapes import shapes_for
@@ -117,7 +118,7 @@ def run_copy(emu):
 @pytest.fixture
 def no_libclang(monkeypatch):
     """A process where libclang cannot be imported: the compilers take the whole file."""
-    monkeypatch.setattr(device_code, "_index", lambda: None)
+    monkeypatch.setattr(client, "available", lambda: False)
 
 
 @needs_libclang

@@ -13,7 +13,7 @@ import functools
 import re
 from pathlib import Path
 
-from ... import sandbox
+from ... import reading, sandbox
 from ...compile import Build, c_string, unit_source
 from ...errors import CompileError, MmcheckError, Unsupported
 from ...spec import KernelSpec
@@ -323,7 +323,10 @@ def _with_local_headers(source: str, path: Path, once: set[Path] | None = None,
         header = (folder / match.group(1)).resolve()
         if not header.is_relative_to(root) or not header.is_file() or header in within:
             continue
-        text = header.read_text(errors="replace")
+        try:  # bounded, and only a regular file in the kernel's folder: a link out of it is refused too
+            text = reading.read_text(header, errors="replace", within=root)
+        except OSError as e:
+            raise CompileError(f"{path}: cannot read the header {header}: {e}") from None
         pragma = _PRAGMA_ONCE.search(_code(text))
         inlined = "" if pragma and header in once else _with_local_headers(
             _PRAGMA_ONCE.sub("", text), header, once, within | {header}, root)

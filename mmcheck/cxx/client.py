@@ -1,0 +1,161 @@
+"""Asking the C++ front end's child (the package's docstring says why a child): a reader of child.py, named
+``"module:function"``, given a request about one kernel file, run in the compile's sandbox (sandbox.py) with the
+kernel's folder as the only user folder it may read, bounded in wall time, CPU time and memory.  What can go wrong
+is that one file's result, naming the file and the cause: an include the sandbox refused (sandbox.compile_refusal:
+the kernel's attempt, or a header of its project outside the folder), a reading that did not end or ran out of
+memory (CompileError), the launcher's failure (SandboxUnavailable).  The run goes on."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from .. import children, sandbox
+from ..errors import CompileError, MmcheckError
+from .setup import Setup
+
+__all__ = ["available", "system_includes", "setup", "ask", "SECONDS", "MEMORY"]
+
+SECONDS = 60         # wall (and CPU) seconds one reading may take: a zoo kernel's takes a fraction of one
+MEMORY = 4 << 30     # bytes of address space a reading may map: libclang with the prelude maps under 1 GiB
+_PACKAGE = Path(__file__).resolve().parent.parent  # mmcheck's own folder, which the child imports from
+_EMU = _PACKAGE / "backends" / "emu"
+# The child's Python: isolated (-I: no user site, no PYTHON* variables, no current folder on the path) and
+# without site (-S: no .pth file runs), mmcheck imported from its own folder, libclang's installation added.
+_BOOT = ("import importlib.util, sys\n"
+         "package, sys.path[:0] = sys.argv[1], sys.argv[2:]\n"
+         "spec = importlib.util.spec_from_file_location('mmcheck', package + '/__init__.py', "
+         "submodule_search_locations=[package])\n"
+         "sys.modules['mmcheck'] = importlib.util.module_from_spec(spec)\n"
+         "spec.loader.exec_module(sys.modules['mmcheck'])\n"
+         "from mmcheck.cxx.child import main\n"
+         "main()\n")
+_PACKAGES = ("clang", "numpy", "ml_dtypes")  # what the readers import besides mmcheck and the standard library
+_LOCK = threading.Lock()  # one precompiled prelude per process, whichever compile thread asks first
+
+
+@functools.cache
+def available() -> bool:
+    """Whether the front end can run here: libclang's bindings are importable and its library loads (loaded, not
+    given any file: that happens in the child alone)."""
+    try:
+        from clang import cindex
+
+        cindex.conf.lib
+    except Exception:  # ImportError, or the bindings' own LibclangError where the library does not load
+        return False
+    return True
+
+
+@functools.cache
+def system_includes() -> tuple[str, ...]:
+    """The host C++ compiler's ($CXX, else g++) header folders, in its order: libstdc++'s and its own (stddef.h,
+    stdarg.h), which the libclang wheel does not ship.  () where there is no such compiler: clang then looks
+    where it would."""
+    cxx = shutil.which(os.environ.get("CXX", "g++"))
+    if cxx is None:
+        return ()
+    try:
+        said = subprocess.run([cxx, "-x", "c++", "-E", "-v", "-"], input="", capture_output=True, text=True,
+                              env={**os.environ, "LC_ALL": "C"}, timeout=60).stderr
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    found = re.search(r"#include <\.\.\.> search starts here:\n(.*?)\nEnd of search list", said, re.S)
+    return tuple(line.strip() for line in found.group(1).splitlines()) if found else ()
+
+
+def setup() -> Setup:
+    """The parses' setup, the prelude precompiled once per process (by a child, into a folder of the process's
+    own that every later parse may read but none may write)."""
+    with _LOCK:
+        return _setup()
+
+
+@functools.cache
+def _setup() -> Setup:
+    plain = Setup(str(_EMU / "parse.h"), str(_EMU / "include"), system_includes())
+    folder = Path(tempfile.mkdtemp(prefix="mmcheck-parse-", dir=children.scratch()))  # removed with it
+    pch = folder / "prelude.pch"
+    try:
+        found = _run("mmcheck.cxx.front:precompile", {"setup": _json(plain), "pch": str(pch)}, [], folder,
+                     Path(plain.prelude))
+    except MmcheckError:
+        return plain
+    answer = found.get("answer")
+    if answer is None:
+        return plain  # the parses then read the prelude itself
+    return dataclasses.replace(plain, pch=str(pch), inclusions=tuple((a, b) for a, b in answer))
+
+
+def ask(reader: str, request: dict[str, Any], path: Path, folder: Path) -> Any:
+    """The answer of ``reader`` to ``request`` (the setup added) about the kernel file ``path``, read in the child
+    with ``folder`` (the kernel's folder) readable; raises what went wrong, as the module's docstring says."""
+    parses = setup()
+    reads = [folder, *([Path(parses.pch).parent] if parses.pch else [])]
+    with sandbox.scratch() as scratch:
+        reply = _run(reader, {**request, "setup": _json(parses)}, reads, scratch, path)
+    if "refused" in reply:
+        # In g++'s words, which compile_refusal reads: the refusal named as any compile's is.
+        diagnostics = f"{path}: fatal error: {reply['refused']}: Permission denied"
+        raise sandbox.compile_refusal(path, folder, diagnostics) or CompileError(diagnostics)
+    if "failed" in reply:
+        raise MmcheckError(f"{path}: {reply['failed']}")
+    return reply["answer"]
+
+
+def _run(reader: str, request: dict[str, Any], reads: list[Path], scratch: Path, path: Path) -> dict[str, Any]:
+    """The child's reply to ``request`` about ``path``, the child writing ``scratch`` alone."""
+    envelope = {"reader": reader, "seconds": SECONDS, "memory": MEMORY, "request": request}
+    command = [sys.executable, "-I", "-S", "-c", _BOOT, str(_PACKAGE), *_installations()]
+    allowed = [*reads, _PACKAGE, *_installations(), *_standard_library(), *system_includes()]
+    proc = children.run(sandbox.compile_command(command, allowed, scratch), input=json.dumps(envelope),
+                        env={"LC_ALL": "C"}, tmpdir=scratch)
+    try:
+        return json.loads(proc.stdout) if proc.returncode == 0 else _failure(proc, path)
+    except json.JSONDecodeError:
+        return _failure(proc, path)
+
+
+def _failure(proc: subprocess.CompletedProcess, path: Path) -> dict[str, Any]:
+    """Raises the error of a child that gave no answer: its launcher's, or the reading's, in words."""
+    if refusal := sandbox.compile_refusal(path, _PACKAGE, proc.stderr):
+        raise refusal
+    status = -proc.returncode
+    if status in (signal.SIGALRM, signal.SIGXCPU, signal.SIGKILL):
+        why = f"did not end within {SECONDS} s (does the file include a FIFO, a device or a very large file?)"
+    elif status == signal.SIGABRT or "MemoryError" in proc.stderr:
+        why = (f"was stopped: libclang ran out of its {MEMORY >> 30} GiB or aborted (does it include a file that is "
+               "no source, such as /dev/zero?)")
+    else:
+        why = f"failed (exit status {proc.returncode})"
+    raise CompileError(f"{path}: reading the file with the C++ front end {why}")
+
+
+def _json(parses: Setup) -> dict[str, Any]:
+    return dataclasses.asdict(parses)
+
+
+@functools.cache
+def _installations() -> tuple[str, ...]:
+    """The folders the child imports the readers' packages from (libclang's bindings; numpy and ml_dtypes, which
+    the drafting's dtypes use): the ``sys.path`` entries that hold them."""
+    found = (importlib.util.find_spec(name) for name in _PACKAGES)
+    return tuple(dict.fromkeys(str(Path(list(spec.submodule_search_locations)[0]).parent) for spec in found
+                               if spec is not None and spec.submodule_search_locations))
+
+
+def _standard_library() -> list[str]:
+    return sorted({sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib")})
