@@ -452,27 +452,28 @@ def _grade(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     backend, found = runner.backend.name, runner.backend.capabilities
     own = dataclasses.replace(settings, backend=backend)  # what -j's workers open: the backend found here
-    checked = [(e, d) for e, d in pairs if not e.problem]
-    jobs = [(f"{e.submission} {e.spec.name} {d}", partial(check, own, runner, e.spec, d)) for e, d in checked]
-    workers = min(_workers(args.jobs, found.gpu), len(jobs))
 
     def said(label: str, r: Result) -> tuple[str, bool]:
         return f"{label}: {r.outcome}", r.outcome is not Outcome.PASS
 
-    try:
-        if workers > 1:
-            runner.backend.close()  # each worker opens its own
-            results = _each([(label, Check(own, e.spec, d)) for (label, _), (e, d) in zip(jobs, checked)],
-                            "kernel x dtype", said, Pool(workers, gpu=found.gpu).outcomes)
-            runner = open_runner(own) if found.times else runner
-        else:
-            results = _each(jobs, "kernel x dtype", said)
-        rows = grade.rows(pairs, results, settings.seed)
-        complete = len(results) == len(jobs)
-        if found.times and complete:
-            rows, complete = _grade_benchmarks(settings, runner, rows)
-    finally:
-        runner.backend.close()
+    with grade.private(pairs) as pairs:  # each submission checked from a copy of its own, removed afterwards
+        checked = [(e, d) for e, d in pairs if not e.problem]
+        jobs = [(f"{e.submission} {e.spec.name} {d}", partial(check, own, runner, e.spec, d)) for e, d in checked]
+        workers = min(_workers(args.jobs, found.gpu), len(jobs))
+        try:
+            if workers > 1:
+                runner.backend.close()  # each worker opens its own
+                results = _each([(label, Check(own, e.spec, d)) for (label, _), (e, d) in zip(jobs, checked)],
+                                "kernel x dtype", said, Pool(workers, gpu=found.gpu).outcomes)
+                runner = open_runner(own) if found.times else runner
+            else:
+                results = _each(jobs, "kernel x dtype", said)
+            rows = grade.rows(pairs, results, settings.seed)
+            complete = len(results) == len(jobs)
+            if found.times and complete:
+                rows, complete = _grade_benchmarks(settings, runner, rows)
+        finally:
+            runner.backend.close()
     if args.csv == "-":  # the grade sheet alone on standard output, for a pipe
         grade.print_csv(sys.stdout, rows, found.times)
     else:

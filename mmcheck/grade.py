@@ -4,7 +4,10 @@ The assignment is a kernel file whose spec block says what to write (the kernels
 and shapes); a submission is a ``.cu`` file, or a folder of them, that defines those entries.  The assignment's
 spec rules: each of its kernels is checked on the submission's own source, as it is (its line numbers, its
 folder for its includes), through the same check as ``mmcheck check`` (check.py), so that whatever guards a
-check guards a submission.  A spec block of the submission's own is a comment like any other.
+check guards a submission.  A spec block of the submission's own is a comment like any other.  Each submission
+is checked from a private copy of its own (``private``): its compile and run read that copy alone, never the
+folder that holds every submission, so that none can include, read or change another's files; the sheet names
+the submission's own files.
 
 Every kernel x dtype of every submission is one row, with a verdict of four: pass, fail (the kernel is wrong:
 ``check`` names what caught it), error (it could not be judged: it does not compile, its entry is missing or
@@ -16,16 +19,20 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import os
 import re
+import shutil
+import tempfile
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from . import reading
 from .dtypes import precision
-from .errors import SpecError
+from .errors import SpecError, visible
 from .publish import atomic_write
 from .report import grid
 from .results import Case, Outcome, Result
@@ -34,28 +41,54 @@ from .spec import KernelSpec, Param, find_sources, load_specs, opener, parse_ker
 if TYPE_CHECKING:
     from .bench.benchmark import Timed
 
-__all__ = ["CSV_HEADER", "BENCH_HEADER", "Entry", "Row", "read_assignment", "entries", "rows", "verdict",
-           "check_name", "table", "write_csv", "print_csv", "json_document"]
+__all__ = ["CSV_HEADER", "BENCH_HEADER", "Copy", "Entry", "Row", "read_assignment", "entries", "private", "rows",
+           "verdict", "check_name", "table", "write_csv", "print_csv", "json_document"]
 
 CSV_HEADER = ("submission", "kernel", "dtype", "verdict", "check", "shape", "detail")
 BENCH_HEADER = ("median_ms", "gflops", "cublas_pct")  # after CSV_HEADER where the backend times kernels
 DETAIL_WIDTH = 100  # the table's detail column, cut at a word
+# What a submission's private copy may hold in all: its sources and headers are far from it, and a folder past
+# it (a data set handed in beside the kernel) is not graded.
+COPY_BYTES = 4 * reading.MAX_BYTES
 
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+# A comment; one left open runs to the end of the text, as the compiler reads it, so that each match is found
+# in one pass (searching past every "/*" for its close took time quadratic in the text's length).
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)", re.S)
+_DECLARATION = re.compile(r"[^;{}]+")  # what a kernel's head lies within: the text between ; { and }
+_GLOBAL = re.compile(r"__global__\b")
+_PARENTHESIS = re.compile(r"[()]")
 # The heading of the map of wrong tiles that ends a wrong result's finding (diagnose.tile_map).
 _TILE_MAP = re.compile(r"\S+\[\d+\] in \d+x\d+ tiles \(")
+
+
+@dataclass(frozen=True)
+class Copy:
+    """Where a submission is checked from: a folder of mmcheck's own (mode 0700) holding the submission's files
+    alone, which its compile and run may read and no other submission's may; ``names``: each path in the copy
+    with the path the submission's own file has, the longest first, for what the sheet says."""
+
+    folder: Path
+    names: tuple[tuple[str, str], ...]
+
+    def shown(self, text: str) -> str:
+        """``text`` naming the submission's own files where it names their copies."""
+        for copied, own in self.names:
+            text = text.replace(copied, own)
+        return text
 
 
 @dataclass(frozen=True)
 class Entry:
     """One kernel of the assignment in one submission: the assignment's spec applied to the submission's file
     that defines its entry, or (``problem``) why there is none to check.  ``note``: said beside every verdict
-    of the submission (its own spec block differs from the assignment's, and is ignored)."""
+    of the submission (its own spec block differs from the assignment's, and is ignored).  ``copy``: the
+    private copy that ``spec`` names (``private``), None before it is made."""
 
     submission: str
     spec: KernelSpec
     problem: str = ""
     note: str = ""
+    copy: Copy | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +102,7 @@ class Row:
     note: str = ""
     timed: Timed | None = None
     check: str = ""
+    copy: Copy | None = None  # the submission's private copy, which the result names
 
 
 def read_assignment(path: Path | str) -> list[KernelSpec]:
@@ -114,6 +148,80 @@ def entries(assignment: Sequence[KernelSpec], submission: str) -> list[Entry]:
     return found
 
 
+@contextmanager
+def private(pairs: Sequence[tuple[Entry, str]]) -> Iterator[list[tuple[Entry, str]]]:
+    """The entries x dtypes ``pairs``, each entry to be checked from a private copy of its submission (one per
+    submission), removed with everything in it afterwards: the folder that holds every submission is not what
+    one's compile and run read, so none can include, read or change another's files.  An entry whose
+    submission cannot be copied has that as its problem."""
+    made: dict[str, Copy | str] = {}  # by submission: its copy, or why there is none
+    try:
+        yield [(_privately(entry, made), dtype) for entry, dtype in pairs]
+    finally:
+        for copy in made.values():
+            if isinstance(copy, Copy):
+                shutil.rmtree(copy.folder, ignore_errors=True)
+
+
+def _privately(entry: Entry, made: dict[str, Copy | str]) -> Entry:
+    """The entry, its spec on its submission's copy (made once, into ``made``)."""
+    if entry.problem:
+        return entry
+    if entry.submission not in made:
+        try:
+            made[entry.submission] = _copy(Path(entry.submission))
+        except OSError as e:
+            made[entry.submission] = f"cannot copy the submission {entry.submission} to check it: {e}"
+    copy = made[entry.submission]
+    if isinstance(copy, str):
+        return dataclasses.replace(entry, problem=copy)
+    given = Path(entry.submission)
+    inside = entry.spec.path.relative_to(given) if given.is_dir() else Path(given.name)
+    spec = dataclasses.replace(entry.spec, path=copy.folder / inside, root=copy.folder)
+    return dataclasses.replace(entry, spec=spec, copy=copy)
+
+
+def _copy(given: Path) -> Copy:
+    """A private copy of the submission ``given``: the file alone, or the folder whole; OSError where it cannot
+    be made (nothing is left of it then)."""
+    folder = Path(tempfile.mkdtemp(prefix="mmcheck-submission-")).resolve()
+    try:
+        if given.is_dir():
+            _copy_folder(given, folder)
+            return Copy(folder, ((str(folder), str(given)),))
+        _write_private(folder / given.name, reading.read_bytes(given, within=given.parent))
+        return Copy(folder, ((str(folder / given.name), str(given)), (str(folder), str(given.parent))))
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
+def _copy_folder(source: Path, target: Path) -> None:
+    """The files of the folder ``source`` and of its subfolders, into ``target``: a link only where it leads to
+    a file inside ``source`` (a link to a folder is not entered), and no file that is not a regular one (a FIFO
+    would block the copy); OSError past COPY_BYTES in all."""
+    size = 0
+    for here, _, names in os.walk(source):
+        into = target / Path(here).relative_to(source)
+        into.mkdir(mode=0o700, exist_ok=True)
+        for name in names:
+            try:
+                data = reading.read_bytes(Path(here, name), within=source)
+            except (reading.Refused, FileNotFoundError):  # a link out of it, or to nothing; a FIFO, a device
+                continue
+            size += len(data)
+            if size > COPY_BYTES:
+                raise reading.Refused(f"its files hold more than the {COPY_BYTES >> 20} MiB mmcheck copies of a "
+                                      "submission")
+            _write_private(into / name, data)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """A new file that only its owner may read (a file already there, or a link there, is an error)."""
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), "wb") as f:
+        f.write(data)
+
+
 def rows(pairs: Sequence[tuple[Entry, str]], results: Sequence[Result], seed: int) -> list[Row]:
     """The rows of the entries x dtypes ``pairs``, in their order: an entry's problem, or its result among
     ``results`` (a pair whose check did not finish, after Ctrl-C, has none)."""
@@ -125,24 +233,37 @@ def rows(pairs: Sequence[tuple[Entry, str]], results: Sequence[Result], seed: in
             unchecked = Result(Case(entry.spec, dtype, None, seed), Outcome.ERROR, entry.problem, shapes_tried=0)
             found.append(Row(entry.submission, unchecked, entry.note, check="entry"))
         elif (result := checked.get((str(entry.spec.path), entry.spec.name, dtype))) is not None:
-            found.append(Row(entry.submission, result, entry.note))
+            found.append(Row(entry.submission, result, entry.note, copy=entry.copy))
     return found
 
 
 def _definitions(text: str, entry: str) -> list[str]:
     """The parameter lists (the text between the parentheses) of each ``__global__`` function named ``entry``
-    declared or defined in the source ``text``, comments aside."""
+    declared or defined in the source ``text``, comments aside.  Each search goes on from where the last ended,
+    so the time is linear in the text's length, whatever a submission holds."""
     code = _COMMENT.sub(" ", text)
-    head = re.compile(r"__global__\b[^;{}]*?\b" + re.escape(entry) + r"\s*\(")
+    closing = _closing_parentheses(code)
+    name = re.compile(r"\b" + re.escape(entry) + r"\s*\(")
     found = []
-    for match in head.finditer(code):
-        depth, start = 1, match.end()
-        for i in range(start, len(code)):
-            depth += {"(": 1, ")": -1}.get(code[i], 0)
-            if depth == 0:
-                found.append(code[start:i])
-                break
+    for declaration in _DECLARATION.finditer(code):
+        position, end = declaration.start(), declaration.end()
+        while (head := _GLOBAL.search(code, position, end)) and (called := name.search(code, head.end(), end)):
+            position = called.end()
+            if (close := closing.get(position - 1)) is not None:
+                found.append(code[position:close])
     return found
+
+
+def _closing_parentheses(code: str) -> dict[int, int]:
+    """Where each opening parenthesis of ``code`` is closed (none for one never closed), found in one pass."""
+    opened: list[int] = []
+    closing = {}
+    for mark in _PARENTHESIS.finditer(code):
+        if mark.group() == "(":
+            opened.append(mark.start())
+        elif opened:
+            closing[opened.pop()] = mark.start()
+    return closing
 
 
 def _parameters(text: str) -> list[str]:
@@ -274,7 +395,12 @@ def detail(row: Row) -> str:
         explained = r.mismatch is not None and len(lines) > 1 and not _TILE_MAP.match(lines[1])
         found = f"{lines[1]}; {lines[0]}" if explained else lines[0]
     skipped = f"not timed: {row.timed.skip}" if row.timed is not None and row.timed.skip else ""
-    return "; ".join(filter(None, (" ".join(found.split()), skipped, row.note)))
+    return visible(_shown(row, "; ".join(filter(None, (" ".join(found.split()), skipped, row.note)))))
+
+
+def _shown(row: Row, text: str) -> str:
+    """``text`` as the sheet says it: naming the submission's own files, not their private copies."""
+    return row.copy.shown(text) if row.copy is not None else text
 
 
 def _compiler_message(message: str) -> str:
@@ -345,8 +471,9 @@ def json_document(rows: Sequence[Row], assignment: Path | str, backend: str, tim
         record = row.timed.record if row.timed is not None else None
         results.append({
             **dict(zip(CSV_HEADER, _columns(row, timed=False))),
-            "file": str(r.case.spec.path),
-            "message": row.timed.failure if row.timed is not None and row.timed.failure else r.message,
+            "file": _shown(row, str(r.case.spec.path)),
+            "message": visible(_shown(row, row.timed.failure if row.timed is not None and row.timed.failure
+                                      else r.message)),
             "note": row.note or None,
             "benchmark": None if record is None else {
                 "shape": f"{record.extra['M']}x{record.extra['N']}x{record.extra['K']}",
