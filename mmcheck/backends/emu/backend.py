@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import io
 import math
 import os
 import platform
@@ -34,6 +35,12 @@ _FIBER_STACK = "256 KiB"  # runtime.cpp's kStackSize
 _SEED = 0x6D6D636865636B  # the shuffle schedule is the same on every run
 # A module that calls any of these needs fibers: its threads meet at barriers or warp operations.
 _RENDEZVOUS = b"mmemu_rv_"
+# What a module calls that alone may end a launch as unsupported (inline assembly the emulator lacks): a launch
+# of a module that does not call it and says so has had its report rewritten.
+_UNSUPPORTED_ENTRY = "mmemu_rv_asm"
+# What a child that makes a forbidden call with signals blocked did, which the system kills rather than traps.
+_SIGNALS_BLOCKED = ("made a system call that the sandbox forbids, with signals blocked, so that which one is not "
+                    "known (blocked)")
 # AddressSanitizer's slowdown is measured on this kernel (16x16 shared-memory tiles) at this size (M, N, K),
 # about 0.05 s a launch on the plain build, where starting a launch's process counts for little.  Of each
 # build's launches the fastest counts, since others' work on the machine only ever slows one down.  Measured
@@ -53,8 +60,8 @@ class _Module:
     as ``id``: the worker's sandboxed children load it), and made known again to a new one where that worker
     has gone (killed, or closed as the least recently used); ``build`` is what it was built from."""
 
-    def __init__(self, path: Path, fibers: bool, build: Build) -> None:
-        self.path, self.fibers, self.build = path, fibers, build
+    def __init__(self, path: Path, fibers: bool, build: Build, imports: frozenset[str]) -> None:
+        self.path, self.fibers, self.build, self.imports = path, fibers, build, imports
         self.worker: w.Worker | None = None
         self.id = 0
         self.params: tuple[w.ParamInfo, ...] = ()
@@ -143,7 +150,7 @@ class EmuBackend:
         symbol = find_symbol(function_symbols(binary), build)
         module = self._modules.get(path)
         if module is None:
-            module = _Module(path, _RENDEZVOUS in binary, build)
+            module = _Module(path, _RENDEZVOUS in binary, build, _imports(binary))
             self._worker(module)
             self._modules[path] = module
         schedules = tuple(w.SCHEDULES) if module.fibers else ("forward",)
@@ -222,10 +229,32 @@ class EmuBackend:
         result = worker.launch(module.id, grid, block, smem, w.SCHEDULES[schedule], module.fibers,
                                self.options.strict_barriers, _SEED, timeout_ms, packed)
         self.printed = printed_words(result.output_bytes, result.output.encode())
+        result = _corroborated(result, module)
         for line in result.warnings.splitlines():
             warnings.warn(f"{label}: {line}", RuntimeWarning, stacklevel=3)
         if result.state != w.DONE:
             raise _failure(label, args, kernel.spec, result, said)
+
+
+def _imports(binary: bytes) -> frozenset[str]:
+    """The names a module's dynamic symbol table imports (those it leaves undefined): what it calls of the
+    emulator's runtime, read here, outside any process the module's code runs in."""
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
+    table = ELFFile(io.BytesIO(binary)).get_section_by_name(".dynsym")
+    if not isinstance(table, SymbolTableSection):
+        return frozenset()
+    return frozenset(s.name for s in table.iter_symbols() if s.name and s["st_shndx"] == "SHN_UNDEF")
+
+
+def _corroborated(result: w.LaunchResult, module: _Module) -> w.LaunchResult:
+    """``result``, unless it says what the module cannot have done: a launch ended as unsupported by a module
+    that calls no inline assembly was rewritten by the kernel's code (a skip for a failure)."""
+    if result.state == w.UNSUPPORTED and _UNSUPPORTED_ENTRY not in module.imports:
+        return w.forged(result, "it says the kernel reached a construct the emulator cannot run, but the module "
+                                "has no inline assembly, the one such construct")
+    return result
 
 
 def _measure_slowdown(sanitized: EmuBackend) -> int:
@@ -261,6 +290,12 @@ def _calibration(backend: EmuBackend) -> Callable[[], float]:
 def _not_loaded(build: Build, e: w.NotLoaded, timeout: float) -> MmcheckError:
     """The error for a module that did not load: loading runs the file's static constructors (sandboxed)."""
     path = build.spec.path
+    if e.state == w.FORGED:
+        return SandboxViolation(f"{path}: loading {build} ran the file's static constructors, and the load's "
+                                f"report was tampered with or malformed, so it is not believed: {e.message}")
+    if os.WIFSIGNALED(e.wait_status) and os.WTERMSIG(e.wait_status) == signal.SIGSYS:
+        return SandboxViolation(f"{path}: loading {build} ran the file's static constructors, which "
+                                f"{_SIGNALS_BLOCKED}")
     if e.state == w.BLOCKED:
         if e.code < 0:
             return SandboxUnavailable(f"the emulator {e.message}")
@@ -279,7 +314,7 @@ def _not_loaded(build: Build, e: w.NotLoaded, timeout: float) -> MmcheckError:
 def _ended(wait_status: int) -> str:
     """How a child ended, from its wait status: "killed by SIGSEGV", "exited with status 1"."""
     if os.WIFSIGNALED(wait_status):
-        return f"killed by {signal.Signals(os.WTERMSIG(wait_status)).name}"
+        return f"killed by {_signal_name(os.WTERMSIG(wait_status))}"
     return f"exited with status {os.WEXITSTATUS(wait_status)}"
 
 
@@ -349,6 +384,9 @@ def _mismatch(arg: Arg, param: w.ParamInfo) -> str | None:
 def _failure(label: str, args: Sequence[Arg], spec: KernelSpec, r: w.LaunchResult, limit: str) -> MmcheckError:
     """The error for launch result ``r``; ``limit``: the hang limit as the message says it."""
     where = f"block {_dim(r.block)}, thread {_dim(r.thread)}"
+    if r.state == w.FORGED:
+        return SandboxViolation(f"{label}: the launch's report was tampered with or malformed, so it is not "
+                                f"believed: {r.message}")
     if r.state == w.TIMEOUT:
         return KernelTimeout(f"{label}: did not finish within {limit} (was running block {_dim(r.block)})")
     if r.state == w.BARRIER:
@@ -374,8 +412,7 @@ def _failure(label: str, args: Sequence[Arg], spec: KernelSpec, r: w.LaunchResul
         return SanitizerError(f"{label}: an array index out of bounds, {where}\n{r.stderr.strip()}", "ubsan")
     if os.WIFSIGNALED(r.wait_status) and os.WTERMSIG(r.wait_status) == signal.SIGSYS:
         # the sandbox's trap with its signal blocked: the system kills the process instead
-        return SandboxViolation(f"{label}: the kernel made a system call that the sandbox forbids, with signals "
-                                f"blocked, so that which one is not known (blocked), {where}")
+        return SandboxViolation(f"{label}: the kernel {_SIGNALS_BLOCKED}, {where}")
     if os.WIFSIGNALED(r.wait_status) and os.WTERMSIG(r.wait_status) == signal.SIGXCPU:
         return KernelTimeout(f"{label}: used up its CPU-time limit (was running block {_dim(r.block)})")
     how = _ended(r.wait_status)
@@ -404,7 +441,16 @@ def _signal(args: Sequence[Arg], spec: KernelSpec, r: w.LaunchResult) -> str:
         return "abort() (a failed assert?)"
     if r.signo == signal.SIGILL:  # what g++ plants where it proves undefined behaviour, e.g. *(T*)0
         return "illegal instruction (the compiler's trap for undefined behaviour such as a null dereference)"
-    return f"{signal.Signals(r.signo).name} at address {r.addr:#x}"
+    return f"{_signal_name(r.signo)} at address {r.addr:#x}"
+
+
+def _signal_name(signo: int) -> str:
+    """A signal's name ("SIGSEGV"), or its number where it has none (the real-time signals between the first
+    and the last)."""
+    try:
+        return signal.Signals(signo).name
+    except ValueError:
+        return f"signal {signo}"
 
 
 def _access(args: Sequence[Arg], spec: KernelSpec, r: w.LaunchResult) -> str:

@@ -119,13 +119,33 @@ enum {
                          // is its line
     MMEMU_BLOCKED,       // the sandbox stopped a system call: message says what the kernel tried, `code` is
                          // the call's number (-1: the child could not enter the sandbox; message says why)
+    MMEMU_FORGED,        // set by the worker, never by the child: the child's report is malformed or contradicts
+                         // what the worker saw (the kernel's code rewrote it); message says how
 };
+
+// The exit status of a child that reports `state` (-1: none in particular); the worker believes a report only
+// from a child that ended so, since the kernel's code may have rewritten the page.  AddressSanitizer exits 1.
+static inline int mmemu_exit_status(int state) {
+    switch (state) {
+        case MMEMU_DONE: return 0;
+        case MMEMU_SANITIZER: return 1;
+        case MMEMU_FAULT: return 2;
+        case MMEMU_BLOCKED: return 3;
+        case MMEMU_BARRIER: return 4;
+        case MMEMU_TRAP: return 5;
+        case MMEMU_PRECONDITION: return 6;
+        case MMEMU_UNSUPPORTED: return 7;
+        default: return -1;
+    }
+}
 // Extra detail for MMEMU_FAULT, in `code` when the runtime knows better than si_code.  wire
 enum {
     MMEMU_STACK_OVERFLOW = 1000,          // a fiber ran past its stack, into the guard page below it
     MMEMU_PROCESS_STACK_OVERFLOW = 1001,  // a thread run on the process's own stack (no fibers) ran out of it
 };
 
+// The page a child reports on, shared with the worker.  The kernel's code runs in that child and can rewrite it:
+// the worker checks it against the child's end before believing it (worker.cpp: forged).
 struct mmemu_status {
     int state;
     mmemu_dim3 block, thread;  // where the child was last; kept current at every switch

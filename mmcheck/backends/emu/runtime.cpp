@@ -208,25 +208,25 @@ const char* barrier_name(int kind) {
     return names[kind];
 }
 
-[[noreturn]] void finish(int state, int exit_code) {
+[[noreturn]] void finish(int state) {
     for (const Warning& w : E.warnings)
         append(E.status->warnings, sizeof E.status->warnings, "%s (first in block (%u,%u,%u); %u block%s)\n",
                w.text, w.first.x, w.first.y, w.first.z, w.blocks, w.blocks == 1 ? "" : "s");
     E.status->state = state;
     fflush(nullptr);
-    _exit(exit_code);
+    _exit(mmemu_exit_status(state));
 }
 
 [[noreturn]] void fail(const char* message) {
     snprintf(E.status->message, sizeof E.status->message, "%s", message);
-    finish(MMEMU_BARRIER, 4);
+    finish(MMEMU_BARRIER);
 }
 
 // A violated precondition of an operation that a thread of this block called (`where`).
 [[noreturn]] void violation(const Thread& where, const char* message) {
     E.status->thread = where.idx;
     snprintf(E.status->message, sizeof E.status->message, "%s", message);
-    finish(MMEMU_PRECONDITION, 6);
+    finish(MMEMU_PRECONDITION);
 }
 
 // Barrier misuse: an error under strict barriers, otherwise a warning counted once per block.
@@ -272,7 +272,7 @@ void on_signal(int signo, siginfo_t* info, void* context) {
         s->code = MMEMU_PROCESS_STACK_OVERFLOW;
 #endif
     s->state = MMEMU_FAULT;
-    _exit(2);
+    _exit(mmemu_exit_status(MMEMU_FAULT));
 }
 
 #ifdef __SANITIZE_ADDRESS__
@@ -795,12 +795,12 @@ MMEMU_EXPORT void mmemu_unsupported(const char* what, const char* text, int line
     shown[n] = '\0';
     snprintf(E.status->message, sizeof E.status->message, "%s (`%s%s`)", what, shown, cut ? "..." : "");
     E.status->code = line;
-    finish(MMEMU_UNSUPPORTED, 7);
+    finish(MMEMU_UNSUPPORTED);
 }
 
 MMEMU_EXPORT void mmemu_trap(int line) {
     E.status->code = line;
-    finish(MMEMU_TRAP, 5);
+    finish(MMEMU_TRAP);
 }
 
 MMEMU_EXPORT void mmemu_child_run(const mmemu_launch* launch, mmemu_status* status) {
@@ -827,5 +827,5 @@ MMEMU_EXPORT void mmemu_child_run(const mmemu_launch* launch, mmemu_status* stat
         if (launch->fibers) run_block_fibers();
         else run_block_plain();
     }
-    finish(MMEMU_DONE, 0);
+    finish(MMEMU_DONE);
 }

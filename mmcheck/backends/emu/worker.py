@@ -3,6 +3,7 @@ numbers both sides share."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import select
 import shutil
@@ -19,11 +20,13 @@ from ...errors import InternalError
 
 __all__ = ["Worker", "WorkerError", "DiedHandling", "Refused", "NotLoaded", "ParamInfo", "LaunchResult",
            "SCHEDULES", "DONE", "FAULT", "SANITIZER", "BARRIER", "TRAP", "TIMEOUT", "PRECONDITION", "UNSUPPORTED",
-           "BLOCKED", "STACK_OVERFLOW", "PROCESS_STACK_OVERFLOW"]
+           "BLOCKED", "FORGED", "STACK_OVERFLOW", "PROCESS_STACK_OVERFLOW", "forged"]
 
 # mmemu.h: schedule codes, launch states, fault codes.
 SCHEDULES = {"forward": 0, "reverse": 1, "shuffle": 2}
-RUNNING, DONE, FAULT, SANITIZER, BARRIER, TRAP, TIMEOUT, PRECONDITION, UNSUPPORTED, BLOCKED = range(10)
+RUNNING, DONE, FAULT, SANITIZER, BARRIER, TRAP, TIMEOUT, PRECONDITION, UNSUPPORTED, BLOCKED, FORGED = range(11)
+_STATES = range(FORGED + 1)
+_SIGNALS = range(1, 65)  # what a fault's signal number may be
 STACK_OVERFLOW, PROCESS_STACK_OVERFLOW = 1000, 1001
 
 _PARAM = struct.Struct("<ccHII")                          # mmemu_param
@@ -31,7 +34,8 @@ _LAUNCH = struct.Struct("<I3I3IQBBBQII")                   # kernel, grid, block
                                                            # strict, seed, timeout_ms, nargs
 # Seconds a closed worker gets to end its launch and exit before it is killed.
 _CLOSE_GRACE = 1.0
-_RESULT = struct.Struct("<B3I3IiiiiQIiiq")                 # see launch() in worker.cpp
+_RESULT = struct.Struct("<BB3I3IiiiiQIiiq")                # see launch() in worker.cpp
+_NOT_LOADED = struct.Struct("<BBii")                       # see load() in worker.cpp
 
 
 class WorkerError(InternalError):
@@ -50,7 +54,8 @@ class Refused(WorkerError):
 class NotLoaded(Exception):
     """A module did not load: the child that loaded it (running the file's static constructors) ended in
     ``state`` (DONE with code -1: the loader refused it, ``message`` says why; BLOCKED: the sandbox stopped
-    what ``message`` says; TIMEOUT; else it crashed: ``wait_status``, ``stderr``)."""
+    what ``message`` says; FORGED: its report was not to be believed, ``message`` says why; TIMEOUT; else it
+    crashed: ``wait_status``, ``stderr``)."""
 
     def __init__(self, state: int, code: int, wait_status: int, message: str, stderr: str) -> None:
         super().__init__(message)
@@ -65,6 +70,13 @@ class ParamInfo:
     elem_kind: str  # for pointers: the pointee's kind, v for void
     size: int
     elem_size: int
+
+    @property
+    def well_formed(self) -> bool:
+        """Whether it is one that shim.h's param_of makes (the module's own code reported it)."""
+        if self.kind == "p":
+            return self.elem_kind in tuple("vpfius")
+        return self.kind in tuple("fius") and self.elem_kind == "\0"
 
 
 @dataclass(frozen=True)
@@ -143,13 +155,18 @@ class Worker:
         ``timeout_ms``: its kernel's id and parameters; NotLoaded where it does not load."""
         name = os.fsencode(path)
         reply = self._call(b"L", struct.pack("<II", timeout_ms, len(name)), name, os.fsencode(folder))
-        if reply[0] != DONE:
-            state, code, wait_status = struct.unpack_from("<Bii", reply)
-            (message, stderr), _ = _texts(reply, 9, 2)
-            raise NotLoaded(state, code, wait_status, message, stderr)
+        if not reply[0]:  # not loaded
+            state, entered, code, wait_status = _NOT_LOADED.unpack_from(reply, 1)
+            (message, stderr), _ = _texts(reply, 1 + _NOT_LOADED.size, 2)
+            why = _forged(state, bool(entered), code, 0)
+            raise NotLoaded(FORGED, 0, wait_status, why, "") if why else NotLoaded(state, code, wait_status,
+                                                                                   message, stderr)
         kernel, nparams = struct.unpack_from("<II", reply, 1)
-        params = tuple(ParamInfo(k.decode(), e.decode(), size, elem_size)
+        params = tuple(ParamInfo(k.decode("latin-1"), e.decode("latin-1"), size, elem_size)
                        for k, e, _, size, elem_size in _PARAM.iter_unpack(reply[9:9 + nparams * _PARAM.size]))
+        if why := next((f"parameter {i + 1} has no kind a C++ type has" for i, p in enumerate(params)
+                        if not p.well_formed), None):
+            raise NotLoaded(FORGED, 0, 0, why, "")
         return kernel, params
 
     def alloc(self, data: memoryview) -> int:
@@ -181,10 +198,13 @@ class Worker:
         head = _RESULT.unpack_from(reply)
         texts, at = _texts(reply, _RESULT.size, 4)
         (output_bytes,) = struct.unpack_from("<Q", reply, at)
-        state, bx, by, bz, tx, ty, tz, in_kernel, signo, code, is_write, addr, size, wait, buf, off = head
+        state, entered, bx, by, bz, tx, ty, tz, in_kernel, signo, code, is_write, addr, size, wait, buf, off = head
         message, warnings, stderr, output = texts
-        return LaunchResult(state, (bx, by, bz), (tx, ty, tz), bool(in_kernel), signo, code, is_write, addr, size,
-                            wait, None if buf < 0 else buf, off, message, warnings, stderr, output, output_bytes)
+        result = LaunchResult(state, (bx, by, bz), (tx, ty, tz), bool(in_kernel), signo, code, is_write, addr,
+                              size, wait, None if buf < 0 else buf, off, message, warnings, stderr, output,
+                              output_bytes)
+        why = _forged(state, bool(entered), code, signo)
+        return forged(result, why) if why else result
 
     def _call(self, op: bytes, *payload: bytes | memoryview) -> bytearray:
         """The buffers freed since the last request freed, then the request made."""
@@ -219,6 +239,27 @@ class Worker:
         if status != 0:
             raise Refused(reply.decode(errors="replace"))
         return reply
+
+
+def _forged(state: int, entered: bool, code: int, signo: int) -> str | None:
+    """Why a child's report (``state``, ``code``, ``signo``; ``entered``: whether it had entered the sandbox,
+    after which the kernel's code may have rewritten it) is not to be believed, or None: worker.cpp's
+    ``forged``, checked again on this side of the pipe."""
+    if state not in _STATES:
+        return f"it says state {state}, which no child reports"
+    if state == BLOCKED and code < 0 and entered:
+        return "it says the sandbox could not be entered, after the child had entered it"
+    if state == FAULT and signo not in _SIGNALS:
+        return f"it says signal {signo}, which is none"
+    return None
+
+
+def forged(result: LaunchResult, why: str) -> LaunchResult:
+    """``result`` as a launch whose report is not to be believed (``why``): of what the child said, only its
+    output is kept, which is the kernel's own to say."""
+    return dataclasses.replace(result, state=FORGED, block=(0, 0, 0), thread=(0, 0, 0), in_kernel=False, signo=0,
+                               code=0, is_write=-1, addr=0, access_size=0, buffer=None, offset=0, message=why,
+                               warnings="")
 
 
 def _texts(reply: bytearray, at: int, count: int) -> tuple[list[str], int]:
