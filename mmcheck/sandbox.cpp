@@ -40,7 +40,9 @@ int main(int argc, char** argv) {
         }
     }
     if (protect.find('s') != std::string::npos) {
-        std::string failed = compiler_filter().install();
+        Program filter;
+        std::string failed = build_filter(compiler_allowed(), SCMP_ACT_ERRNO(EPERM), filter);
+        if (failed.empty()) failed = install(filter);
         if (!failed.empty()) {
             fprintf(stderr, "mmsandbox: %s\n", failed.c_str());
             return 125;

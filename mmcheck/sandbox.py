@@ -47,24 +47,28 @@ __all__ = ["Host", "host", "missing", "note", "SYSTEM_READS", "KERNEL_MEMORY", "
 
 _HERE = Path(__file__).resolve().parent
 # What any sandboxed process may read besides its toolchain and its kernel's folder: the system's libraries
-# and what the C and C++ runtimes open (the loader's cache, /dev/null, the CPU count, the process's own
-# /proc entries, which AddressSanitizer reads).  Nothing in /etc besides the loader's cache, nothing in
-# /home or /root.
+# and what the C and C++ runtimes open (the loader's cache, /dev/null, the CPU count).  Nothing in /etc besides
+# the loader's cache, nothing in /home or /root, no device that never ends (/dev/zero, /dev/urandom: random
+# numbers come from getrandom), and nothing of /proc: a compiler that reads its includes in its own process
+# (NVRTC, libclang) would quote the environment, and the rest tells of the machine (mounts, network, control
+# groups).  The emulator's children add the few entries of their own that the sanitizers read (worker.cpp).
 SYSTEM_READS = ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/etc/ld.so.cache",
-                "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/dev/null", "/dev/zero", "/dev/urandom", "/proc/self",
-                "/sys/devices/system/cpu")
+                "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/dev/null", "/sys/devices/system/cpu")
 KERNEL_MEMORY = 2 << 30   # bytes of address space a launch may add to what its worker maps
-COMPILE_MEMORY = 32 << 30  # bytes of address space a compiler may map (nvcc's stages reserve a lot)
+# Bytes of address space a compiler may map: nvcc's stages reserve a lot, but never more than the machine has.
+COMPILE_MEMORY = min(32 << 30, os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
 COMPILE_CPU = 600          # seconds of CPU time one compile may take
 _ARCHES = ("x86_64", "aarch64")
 
 
 @dataclass(frozen=True)
 class Host:
-    """What this host can enforce: the Landlock ABI version (0: none) and whether seccomp filters work."""
+    """What this host can enforce: the Landlock ABI version (0: none), whether seccomp filters work, and whether
+    libseccomp, which builds them (sandbox.h), loads."""
 
     landlock: int
     seccomp: bool
+    libseccomp: bool
 
 
 # Names of protections that MMCHECK_SANDBOX_WITHOUT (comma separated) makes mmcheck take as missing here, as on
@@ -81,7 +85,17 @@ def host() -> Host:
     # PR_GET_SECCOMP answers where the kernel has seccomp (0, or 2 already under a filter, as in Docker).
     seccomp = platform.machine() in _ARCHES and libc.prctl(21, 0, 0, 0, 0) >= 0
     without = os.environ.get(_WITHOUT, "").split(",")
-    return Host(0 if "landlock" in without else max(0, abi), seccomp and "seccomp" not in without)
+    return Host(0 if "landlock" in without else max(0, abi), seccomp and "seccomp" not in without,
+                _loads("libseccomp.so.2") and "libseccomp" not in without)
+
+
+def _loads(library: str) -> bool:
+    """Whether the shared library ``library`` loads here, as sandbox.h's dlopen would load it."""
+    try:
+        ctypes.CDLL(library)
+    except OSError:
+        return False
+    return True
 
 
 def missing() -> list[str]:
@@ -95,6 +109,9 @@ def missing() -> list[str]:
     if not h.seccomp:
         out.append("system calls (no seccomp here: a kernel may start processes, open sockets and signal other "
                    "processes)")
+    elif not h.libseccomp:
+        out.append("system calls (no libseccomp here, which builds the seccomp filters: a kernel may start "
+                   "processes, open sockets and signal other processes; install libseccomp2)")
     return out
 
 
@@ -113,7 +130,7 @@ def note(require: bool = False) -> str | None:
 def protections() -> str:
     """The letters worker.cpp and sandbox.cpp take for what to apply: l (Landlock), s (seccomp)."""
     h = host()
-    return ("l" if h.landlock else "") + ("s" if h.seccomp else "")
+    return ("l" if h.landlock else "") + ("s" if h.seccomp and h.libseccomp else "")
 
 
 @contextmanager
@@ -161,8 +178,9 @@ def _launcher() -> Path:
     path = cache_root("sandbox") / f"mmsandbox-{key}"
 
     def build(tmp: Path) -> None:
-        proc = subprocess.run([cxx, "-std=c++17", "-O2", str(sources[0]), "-o", str(tmp)], capture_output=True,
-                              text=True, env={**os.environ, "LC_ALL": "C"})
+        # -ldl: sandbox.h loads libseccomp, which C libraries before glibc 2.34 need libdl for
+        proc = subprocess.run([cxx, "-std=c++17", "-O2", str(sources[0]), "-o", str(tmp), "-ldl"],
+                              capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
         if proc.returncode != 0:
             raise SandboxUnavailable(f"cannot build the sandbox's launcher with {cxx}:\n{proc.stderr.strip()}")
 

@@ -6,15 +6,13 @@
 //
 // No code of a kernel file ever runs in the worker itself: a module is loaded (its static constructors
 // run) only in a child, which enters the sandbox first (../../sandbox.h): Landlock lets it read the
-// system's libraries, the module and the kernel's folder and write its scratch folder alone, resource
-// limits bound its memory and CPU time, and a seccomp filter traps every call that would start a process
-// or program, open a socket, signal another process or change the file system.  The trap's handler
+// system's libraries, the module and the kernel's folder and write no file, resource limits bound its
+// memory and CPU time, and a seccomp filter, an allow-list built once by the worker, traps every call that
+// the runtime, the C library and AddressSanitizer do not need.  The trap's handler
 // (on_blocked) writes what was tried to the status page and ends the child: the launch's report says it.
 // A file is opened on the kernel's behalf by that handler, which tells Landlock's refusal (EACCES) apart
 // and reports it as the attempt it was.  Loading a module is such a child too: it reads the kernel's
-// parameter list and exits.  The kernel's code can rewrite the status page, so the worker believes it only
-// as far as what it saw itself bears it out (believed): the child's exit status, and a pipe the child
-// writes once on entering the sandbox and closes before it loads the module.
+// parameter list and exits.
 //
 // Usage: mmemu-worker IN_FD OUT_FD SCRATCH MEMORY PROTECT READ...  MEMORY: bytes of address space a
 // child may add (0: no limit); PROTECT: letters of the protections to apply, l (Landlock) and s
@@ -72,6 +70,9 @@ uint64_t g_memory;
 bool g_landlock, g_seccomp;
 std::vector<std::string> g_reads;
 uint32_t g_magic;  // what an open made by on_blocked carries, which the filter lets through
+mmsandbox::Program g_filter;     // the kernel's filter, built once, with stand-ins for each child's own values
+std::string g_filter_failed;     // why it could not be built ("" where it was)
+mmsandbox::CallTable g_calls;    // the names of the calls a child may make, for the reports of those it traps
 
 struct Refused : std::runtime_error {
     using std::runtime_error::runtime_error;
@@ -232,37 +233,39 @@ std::string signal_name(long signo) {
     return "signal " + std::to_string(signo);
 }
 
-// What a trapped call (nr, arguments a) was an attempt to do: "the kernel tried to <this>".
-std::string attempt(long nr, const uint64_t* a) {
+// What a trapped call was an attempt to do, "the kernel tried to <this>", from what the table knows of it (null:
+// nothing), its number and its arguments.
+std::string attempt(const mmsandbox::Trapped* t, long nr, const uint64_t* a) {
     using namespace mmsandbox;
-    const Call* c = find_call(nr, kernel_calls());
-    if (!c) return "make system call " + std::to_string(nr) + ", which the sandbox forbids";
-    switch (c->kind) {
+    if (!t) return "make the system call number " + std::to_string(nr) + ", which this host's libseccomp does not name";
+    if (t->abi) return "make the system call " + t->name + " through the " + t->abi + " interface";
+    if (!t->words) return "make the system call " + t->name;
+    const std::string& name = t->name;
+    switch (t->words->kind) {
         case kProcess: {
-            uint64_t flags = nr == SYS_clone3 ? (a[0] ? *reinterpret_cast<const uint64_t*>(a[0]) : 0)
-                                              : nr == SYS_clone ? a[0] : 0;
+            uint64_t flags = name == "clone3" ? (a[0] ? *reinterpret_cast<const uint64_t*>(a[0]) : 0)
+                                              : name == "clone" ? a[0] : 0;
             return flags & CLONE_THREAD ? "start a thread" : "start a process";
         }
-        case kProgram: return "run a program (" + shown(nr == SYS_execve ? a[0] : a[1]) + ")";
+        case kProgram: return "run a program (" + shown(name == "execve" ? a[0] : a[1]) + ")";
         case kSocket:
-            if (nr == SYS_socketpair) return "open a pair of local sockets";
+            if (name == "socketpair") return "open a pair of local sockets";
             if (a[0] == AF_INET || a[0] == AF_INET6) return "open a network socket";
             if (a[0] == AF_UNIX) return "open a local socket";
             return "open a socket (address family " + std::to_string(a[0]) + ")";
         case kSignal: {
-            int target = nr == SYS_pidfd_send_signal ? -2 : int(a[0]);
-            long signo = nr == SYS_tgkill || nr == SYS_rt_tgsigqueueinfo ? long(a[2]) : long(a[1]);
+            long signo = name == "tgkill" || name == "rt_tgsigqueueinfo" ? long(a[2]) : long(a[1]);
             return "send " + signal_name(signo) + " to " +
-                   (target == -2 ? std::string("another process") : signal_target(target));
+                   (name == "pidfd_send_signal" ? std::string("another process") : signal_target(int(a[0])));
         }
         case kHandler: return "take over the sandbox's signal (SIGSYS)";
         case kOpen: return "open a file by a call the sandbox forbids (" + shown(a[1]) + ")";  // openat2
-        case kChange: return std::string(c->words) + " " + shown(a[c->path]);
+        case kChange: return std::string(t->words->words) + " " + shown(a[t->words->path]);
         case kTrace:
         case kSystem:
-        case kLimit: return c->words;
+        case kLimit: return t->words->words;
     }
-    return "make system call " + std::to_string(nr);
+    return "make the system call " + name;
 }
 
 // A trapped call's arguments 0..5, and its result, in the interrupted context's registers.
@@ -282,7 +285,7 @@ constexpr int kResult = 0;
     snprintf(g_status->message, sizeof g_status->message, "%s", what.c_str());
     g_status->code = int(nr);
     g_status->state = MMEMU_BLOCKED;
-    _exit(mmemu_exit_status(MMEMU_BLOCKED));
+    _exit(3);
 }
 
 // The seccomp trap.  An open is made here, marked so that the filter lets it through; Landlock decides,
@@ -292,12 +295,14 @@ void on_blocked(int, siginfo_t* info, void* context) {
     uint64_t a[6];
     for (int i = 0; i < 6; ++i) a[i] = uint64_t(reg(uc, i));
     long nr = info->si_syscall;
+    // x32's and i386's numbers mean other calls: only this architecture's own open is made here
+    bool native = info->si_arch == mmsandbox::kArch && !(nr & mmsandbox::kX32Bit);
     std::string what;
-    bool open_call = nr == SYS_openat;
+    bool open_call = native && nr == SYS_openat;
     long dirfd = AT_FDCWD;
     uint64_t path = a[1], flags = a[2], mode = a[3];
 #ifdef SYS_open
-    if (nr == SYS_open || nr == SYS_creat) {
+    if (native && (nr == SYS_open || nr == SYS_creat)) {
         open_call = true;
         path = a[0];
         flags = nr == SYS_creat ? O_CREAT | O_WRONLY | O_TRUNC : a[1];
@@ -307,7 +312,7 @@ void on_blocked(int, siginfo_t* info, void* context) {
     if (open_call) {
         if (nr == SYS_openat) dirfd = long(int(a[0]));
         int interrupted_errno = errno;  // the interrupted code's, which the call made here must not change
-        long fd = syscall(SYS_openat, dirfd, path, flags, mode, 0, g_magic);
+        long fd = syscall(SYS_openat, dirfd, path, flags, mode, 0, uint64_t(g_magic));  // all 64 bits compared
         if (fd >= 0 || errno != EACCES) {
             reg(uc, kResult) = fd >= 0 ? fd : -errno;
             errno = interrupted_errno;
@@ -316,7 +321,7 @@ void on_blocked(int, siginfo_t* info, void* context) {
         bool writes = (flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC));
         what = std::string(writes ? "write " : "read ") + shown(path);
     } else {
-        what = attempt(nr, a);
+        what = attempt(g_calls.find(info->si_arch, nr), nr, a);
     }
     blocked(what, nr);
 }
@@ -356,7 +361,7 @@ void enter_sandbox(const std::string& module, const std::string& folder, int tim
     close(g_out);
     using namespace mmsandbox;
     limit(RLIMIT_CORE, 0);
-    limit(RLIMIT_FSIZE, 64 << 20);  // the scratch folder's files, and the child's stderr
+    limit(RLIMIT_FSIZE, 64 << 20);  // what it writes to its stdout and stderr
     rlim_t cpu = rlim_t(timeout_ms / 1000 + 2);
     rlimit r{cpu, cpu + 1};  // the soft limit's SIGXCPU says why the child ended
     setrlimit(RLIMIT_CPU, &r);
@@ -374,7 +379,12 @@ void enter_sandbox(const std::string& module, const std::string& folder, int tim
         reads.insert(reads.end(), mapped.begin(), mapped.end());
         reads.push_back(module);
         reads.push_back(folder);
-        std::string failed = restrict_files(reads, {g_scratch, "/dev/null"}, true);
+        // Of its own /proc entries, those the sanitizers' reports read: its memory map, command line and
+        // environment (the worker's: mmcheck gives it a clean one).  Nothing else of /proc.
+        reads.insert(reads.end(), {"/proc/self/maps", "/proc/self/cmdline", "/proc/self/environ"});
+        // No folder to write: a kernel writes no file (the zoo's and the tutorials' do not), so every write is
+        // an attempt to report, and nothing a launch writes takes disk or memory, or is left for the next.
+        std::string failed = restrict_files(reads, {"/dev/null"}, true);
         if (!failed.empty()) refuse(failed);
     }
     if (g_seccomp) {
@@ -387,8 +397,9 @@ void enter_sandbox(const std::string& module, const std::string& folder, int tim
         sa.sa_sigaction = on_blocked;
         sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
         sigaction(SIGSYS, &sa, nullptr);
+        if (!g_filter_failed.empty()) refuse(g_filter_failed);
         if (getrandom(&g_magic, sizeof g_magic, 0) != sizeof g_magic) refuse("no random numbers");
-        std::string failed = kernel_filter(getpid(), g_magic).install();
+        std::string failed = install(own_filter(g_filter, uint32_t(getpid()), g_magic));
         if (!failed.empty()) refuse(failed);
     }
 }
@@ -405,7 +416,7 @@ const mmemu_kernel* load_module(const std::string& path) {
         snprintf(g_status->message, sizeof g_status->message, "%s", why);
         g_status->state = MMEMU_DONE;
         g_status->code = -1;
-        _exit(mmemu_exit_status(MMEMU_DONE));
+        _exit(0);
     }
     return k;
 }
@@ -498,7 +509,6 @@ void drain(int fd, bool is_out, Output& output) {
 
 struct Ended {
     bool timed_out;
-    bool entered;  // the child said it had entered the sandbox, before any code of the kernel's file ran
     int wait_status;
     Output output;
 };
@@ -512,12 +522,11 @@ struct Module {
 template <class Body>
 Ended run_child(const Module& m, int timeout_ms, Body body) {
     memset(g_status, 0, sizeof *g_status);
-    // The child's stdout and stderr, a pipe that tells of its exit where there is no pidfd (Linux < 5.3), and
-    // one that it writes once, having entered the sandbox, and closes before the kernel's file is loaded.
-    int outp[2] = {-1, -1}, errp[2] = {-1, -1}, exitp[2] = {-1, -1}, entry[2] = {-1, -1};
-    if (pipe(outp) != 0 || pipe(errp) != 0 || pipe(exitp) != 0 || pipe(entry) != 0) {
+    // The child's stdout and stderr, and a pipe that tells of its exit where there is no pidfd (Linux < 5.3).
+    int outp[2] = {-1, -1}, errp[2] = {-1, -1}, exitp[2] = {-1, -1};
+    if (pipe(outp) != 0 || pipe(errp) != 0 || pipe(exitp) != 0) {
         std::string why = strerror(errno);
-        for (int fd : {outp[0], outp[1], errp[0], errp[1], exitp[0], exitp[1], entry[0], entry[1]})
+        for (int fd : {outp[0], outp[1], errp[0], errp[1], exitp[0], exitp[1]})
             if (fd >= 0) close(fd);
         throw Refused("cannot start a child: " + why);
     }
@@ -531,14 +540,12 @@ Ended run_child(const Module& m, int timeout_ms, Body body) {
         if (getppid() != parent) _exit(1);
         dup2(outp[1], 1);
         dup2(errp[1], 2);
-        for (int fd : {outp[0], outp[1], errp[0], errp[1], exitp[0], entry[0]}) close(fd);
+        for (int fd : {outp[0], outp[1], errp[0], errp[1], exitp[0]}) close(fd);
         enter_sandbox(m.path, m.folder, timeout_ms);
-        write_all(entry[1], "E", 1);
-        close(entry[1]);
         body();
     }
-    for (int fd : {outp[1], errp[1], exitp[1], entry[1]}) close(fd);
-    Ended e{false, false, 0, {}};
+    for (int fd : {outp[1], errp[1], exitp[1]}) close(fd);
+    Ended e{false, 0, {}};
     if (pid > 0) {
         setpgid(pid, pid);  // as the child does, whichever runs first
         int pidfd = int(syscall(SYS_pidfd_open, pid, 0));
@@ -552,81 +559,15 @@ Ended run_child(const Module& m, int timeout_ms, Body body) {
         end_child(pid);
         drain(outp[0], true, e.output);
         drain(errp[0], false, e.output);
-        char said;
-        e.entered = read(entry[0], &said, 1) == 1;  // its writers are gone: end-of-file where it never wrote
     }
-    for (int fd : {outp[0], errp[0], exitp[0], entry[0]}) close(fd);
+    for (int fd : {outp[0], errp[0], exitp[0]}) close(fd);
     if (pid < 0) throw Refused(std::string("fork failed: ") + strerror(errno));
     if (e.output.err.size() > kErrorCap) e.output.err.erase(0, e.output.err.size() - kErrorCap);
     return e;
 }
 
-// ---- a child's report: the kernel's code ran in the child and may have rewritten it --------------------
-// How a report not to be believed names the state it gives.
-std::string state_name(int state) {
-    static const char* const names[] = {"the launch still ran", "it finished", "a fault", "a sanitizer's report",
-                                        "barrier misuse", "__trap()", "a timeout", "a violated precondition",
-                                        "an unsupported construct", "a blocked system call"};
-    if (state >= MMEMU_RUNNING && state <= MMEMU_BLOCKED) return names[state];
-    return "state " + std::to_string(state);
-}
-
-// Why the report `s` of a child that ended as `e` is not to be believed; "" where it is.  Until the child said it
-// had entered the sandbox no code of the kernel's file had run, so its report is the sandbox's own; after, a
-// report that the sandbox could not be entered is forged, and so is one that contradicts how the child ended.
-// A child that loads a module (`loading`) runs no launch, so it reports no launch's end.
-std::string forged(const mmemu_status& s, const Ended& e, bool loading) {
-    if (!e.entered) return "";
-    bool loads = s.state == MMEMU_RUNNING || s.state == MMEMU_DONE || s.state == MMEMU_BLOCKED;
-    if (s.state < MMEMU_RUNNING || s.state > MMEMU_BLOCKED || s.state == MMEMU_TIMEOUT || (loading && !loads))
-        return "it says " + state_name(s.state) + ", which no " + (loading ? "loading " : "") + "child reports";
-    if (s.state == MMEMU_BLOCKED && s.code < 0)
-        return "it says the sandbox could not be entered, after the child had entered it";
-    int status = mmemu_exit_status(s.state);
-    if (status >= 0 && WIFEXITED(e.wait_status) && WEXITSTATUS(e.wait_status) != status)
-        return "it says " + state_name(s.state) + ", but the child exited with status " +
-               std::to_string(WEXITSTATUS(e.wait_status)) + ", not " + std::to_string(status);
-    if (s.state == MMEMU_FAULT && (s.signo < 1 || s.signo > 64))
-        return "it says signal " + std::to_string(s.signo) + ", which is none";
-    return "";
-}
-
-// A report that a child's own was not to be believed, saying why.
-mmemu_status forged_report(const std::string& why) {
-    mmemu_status f{};
-    f.state = MMEMU_FORGED;
-    snprintf(f.message, sizeof f.message, "%s", why.c_str());
-    return f;
-}
-
-// The report of the child that ended as `e`, as the worker believes it: a copy of the page (the child is gone),
-// its texts ended within it; how a child killed by a signal ended is its wait status's to say.
-mmemu_status believed(const Ended& e, bool loading) {
-    mmemu_status s = *g_status;
-    s.message[sizeof s.message - 1] = s.warnings[sizeof s.warnings - 1] = '\0';
-    if (WIFSIGNALED(e.wait_status)) s.state = MMEMU_RUNNING;
-    std::string why = forged(s, e, loading);
-    return why.empty() ? s : forged_report(why);
-}
-
 // ---- kernel modules: loaded in a child, which reports the kernel's parameters ----------------------
 std::vector<Module> g_modules;
-
-// Whether `p` describes a parameter as shim.h's param_of does (the module's own code wrote it).
-bool well_formed(const mmemu_param& p) {
-    if (p.kind == 'p') return p.elem_kind && strchr("vpfius", p.elem_kind);
-    return p.kind && strchr("fius", p.kind) && p.elem_kind == 0;
-}
-
-// Why the parameters a loading child reported (`n` of them, in the page's message) are not to be believed; "".
-std::string malformed_params(const mmemu_status& s, int n) {
-    if (n < 0 || size_t(n) > sizeof s.message / sizeof(mmemu_param))
-        return "it gives " + std::to_string(n) + " parameters, more than a report holds";
-    const auto* params = reinterpret_cast<const mmemu_param*>(s.message);
-    for (int i = 0; i < n; ++i)
-        if (!well_formed(params[i])) return "parameter " + std::to_string(i + 1) + " has no kind a C++ type has";
-    return "";
-}
 
 std::string load(Reader& in) {
     int timeout_ms = int(in.get<uint32_t>());
@@ -639,21 +580,18 @@ std::string load(Reader& in) {
         memcpy(g_status->message, k->params, n * sizeof(mmemu_param));
         g_status->code = int(n);
         g_status->state = MMEMU_DONE;
-        _exit(mmemu_exit_status(MMEMU_DONE));
+        _exit(0);
     });
-    mmemu_status s = believed(e, true);
-    std::string malformed = s.state == MMEMU_DONE && s.code >= 0 ? malformed_params(s, s.code) : "";
-    if (!malformed.empty()) s = forged_report(malformed);
+    const mmemu_status& s = *g_status;
     Writer w;
     if (s.state == MMEMU_DONE && s.code >= 0 && !e.timed_out) {
         g_modules.push_back(m);
-        w.put(uint8_t(1)).put(uint32_t(g_modules.size() - 1)).put(uint32_t(s.code));  // loaded
+        w.put(uint8_t(MMEMU_DONE)).put(uint32_t(g_modules.size() - 1)).put(uint32_t(s.code));
         w.out.append(s.message, size_t(s.code) * sizeof(mmemu_param));
         return w.out;
     }
     // Not loaded: the state says why (MMEMU_DONE with code -1: dlopen's message), with the child's end.
-    w.put(uint8_t(0)).put(uint8_t(e.timed_out ? MMEMU_TIMEOUT : s.state)).put(uint8_t(e.entered));
-    w.put(int32_t(s.code)).put(int32_t(e.wait_status));
+    w.put(uint8_t(e.timed_out ? MMEMU_TIMEOUT : s.state)).put(int32_t(s.code)).put(int32_t(e.wait_status));
     w.str(std::string(s.message, strnlen(s.message, sizeof s.message)));
     w.str(e.output.err);
     return w.out;
@@ -692,7 +630,7 @@ std::string launch(Reader& in) {
         mmemu_child_run(&L, g_status);
     });
 
-    const mmemu_status s = believed(e, false);
+    const mmemu_status& s = *g_status;
     int32_t where_buffer = -1;  // the buffer whose mapping holds the faulting address, if any
     int64_t where_offset = 0;   // its byte offset from the buffer's first element
     for (const auto& [id, b] : g_buffers) {
@@ -702,7 +640,7 @@ std::string launch(Reader& in) {
         }
     }
     Writer w;
-    w.put(uint8_t(e.timed_out ? MMEMU_TIMEOUT : s.state)).put(uint8_t(e.entered)).put(s.block).put(s.thread);
+    w.put(uint8_t(e.timed_out ? MMEMU_TIMEOUT : s.state)).put(s.block).put(s.thread);
     w.put(int32_t(s.in_kernel)).put(int32_t(s.signo)).put(int32_t(s.code)).put(int32_t(s.is_write));
     w.put(uint64_t(s.addr)).put(uint32_t(s.access_size)).put(int32_t(e.wait_status));
     w.put(where_buffer).put(where_offset);
@@ -765,6 +703,11 @@ int main(int argc, char** argv) {
     if (chdir(g_scratch.c_str()) != 0) return 1;
     // The worker itself runs no kernel code, but writes nothing outside its scratch folder either.
     if (g_landlock && !mmsandbox::restrict_files({}, {g_scratch, "/dev/null"}, false).empty()) return 1;
+    // The kernel's filter and the names of the calls it traps, made once for every child.
+    if (g_seccomp) {
+        g_filter_failed = mmsandbox::build_filter(mmsandbox::kernel_allowed(), SCMP_ACT_TRAP, g_filter);
+        g_calls.fill();
+    }
     void* status = mmap(nullptr, round_up(sizeof(mmemu_status), g_page), PROT_READ | PROT_WRITE,
                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (status == MAP_FAILED) return 1;
