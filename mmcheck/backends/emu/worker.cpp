@@ -12,7 +12,9 @@
 // (on_blocked) writes what was tried to the status page and ends the child: the launch's report says it.
 // A file is opened on the kernel's behalf by that handler, which tells Landlock's refusal (EACCES) apart
 // and reports it as the attempt it was.  Loading a module is such a child too: it reads the kernel's
-// parameter list and exits.
+// parameter list and exits.  The kernel's code can rewrite the status page, so the worker believes it only
+// as far as what it saw itself bears it out (believed): the child's exit status, and a pipe the child
+// writes once on entering the sandbox and closes before it loads the module.
 //
 // Usage: mmemu-worker IN_FD OUT_FD SCRATCH MEMORY PROTECT READ...  MEMORY: bytes of address space a
 // child may add (0: no limit); PROTECT: letters of the protections to apply, l (Landlock) and s
@@ -285,7 +287,7 @@ constexpr int kResult = 0;
     snprintf(g_status->message, sizeof g_status->message, "%s", what.c_str());
     g_status->code = int(nr);
     g_status->state = MMEMU_BLOCKED;
-    _exit(3);
+    _exit(mmemu_exit_status(MMEMU_BLOCKED));
 }
 
 // The seccomp trap.  An open is made here, marked so that the filter lets it through; Landlock decides,
@@ -416,7 +418,7 @@ const mmemu_kernel* load_module(const std::string& path) {
         snprintf(g_status->message, sizeof g_status->message, "%s", why);
         g_status->state = MMEMU_DONE;
         g_status->code = -1;
-        _exit(0);
+        _exit(mmemu_exit_status(MMEMU_DONE));
     }
     return k;
 }
@@ -509,6 +511,7 @@ void drain(int fd, bool is_out, Output& output) {
 
 struct Ended {
     bool timed_out;
+    bool entered;  // the child said it had entered the sandbox, before any code of the kernel's file ran
     int wait_status;
     Output output;
 };
@@ -522,11 +525,12 @@ struct Module {
 template <class Body>
 Ended run_child(const Module& m, int timeout_ms, Body body) {
     memset(g_status, 0, sizeof *g_status);
-    // The child's stdout and stderr, and a pipe that tells of its exit where there is no pidfd (Linux < 5.3).
-    int outp[2] = {-1, -1}, errp[2] = {-1, -1}, exitp[2] = {-1, -1};
-    if (pipe(outp) != 0 || pipe(errp) != 0 || pipe(exitp) != 0) {
+    // The child's stdout and stderr, a pipe that tells of its exit where there is no pidfd (Linux < 5.3), and
+    // one that it writes once, having entered the sandbox, and closes before the kernel's file is loaded.
+    int outp[2] = {-1, -1}, errp[2] = {-1, -1}, exitp[2] = {-1, -1}, entry[2] = {-1, -1};
+    if (pipe(outp) != 0 || pipe(errp) != 0 || pipe(exitp) != 0 || pipe(entry) != 0) {
         std::string why = strerror(errno);
-        for (int fd : {outp[0], outp[1], errp[0], errp[1], exitp[0], exitp[1]})
+        for (int fd : {outp[0], outp[1], errp[0], errp[1], exitp[0], exitp[1], entry[0], entry[1]})
             if (fd >= 0) close(fd);
         throw Refused("cannot start a child: " + why);
     }
@@ -540,12 +544,14 @@ Ended run_child(const Module& m, int timeout_ms, Body body) {
         if (getppid() != parent) _exit(1);
         dup2(outp[1], 1);
         dup2(errp[1], 2);
-        for (int fd : {outp[0], outp[1], errp[0], errp[1], exitp[0]}) close(fd);
+        for (int fd : {outp[0], outp[1], errp[0], errp[1], exitp[0], entry[0]}) close(fd);
         enter_sandbox(m.path, m.folder, timeout_ms);
+        write_all(entry[1], "E", 1);
+        close(entry[1]);
         body();
     }
-    for (int fd : {outp[1], errp[1], exitp[1]}) close(fd);
-    Ended e{false, 0, {}};
+    for (int fd : {outp[1], errp[1], exitp[1], entry[1]}) close(fd);
+    Ended e{false, false, 0, {}};
     if (pid > 0) {
         setpgid(pid, pid);  // as the child does, whichever runs first
         int pidfd = int(syscall(SYS_pidfd_open, pid, 0));
@@ -559,15 +565,81 @@ Ended run_child(const Module& m, int timeout_ms, Body body) {
         end_child(pid);
         drain(outp[0], true, e.output);
         drain(errp[0], false, e.output);
+        char said;
+        e.entered = read(entry[0], &said, 1) == 1;  // its writers are gone: end-of-file where it never wrote
     }
-    for (int fd : {outp[0], errp[0], exitp[0]}) close(fd);
+    for (int fd : {outp[0], errp[0], exitp[0], entry[0]}) close(fd);
     if (pid < 0) throw Refused(std::string("fork failed: ") + strerror(errno));
     if (e.output.err.size() > kErrorCap) e.output.err.erase(0, e.output.err.size() - kErrorCap);
     return e;
 }
 
+// ---- a child's report: the kernel's code ran in the child and may have rewritten it --------------------
+// How a report not to be believed names the state it gives.
+std::string state_name(int state) {
+    static const char* const names[] = {"the launch still ran", "it finished", "a fault", "a sanitizer's report",
+                                        "barrier misuse", "__trap()", "a timeout", "a violated precondition",
+                                        "an unsupported construct", "a blocked system call"};
+    if (state >= MMEMU_RUNNING && state <= MMEMU_BLOCKED) return names[state];
+    return "state " + std::to_string(state);
+}
+
+// Why the report `s` of a child that ended as `e` is not to be believed; "" where it is.  Until the child said it
+// had entered the sandbox no code of the kernel's file had run, so its report is the sandbox's own; after, a
+// report that the sandbox could not be entered is forged, and so is one that contradicts how the child ended.
+// A child that loads a module (`loading`) runs no launch, so it reports no launch's end.
+std::string forged(const mmemu_status& s, const Ended& e, bool loading) {
+    if (!e.entered) return "";
+    bool loads = s.state == MMEMU_RUNNING || s.state == MMEMU_DONE || s.state == MMEMU_BLOCKED;
+    if (s.state < MMEMU_RUNNING || s.state > MMEMU_BLOCKED || s.state == MMEMU_TIMEOUT || (loading && !loads))
+        return "it says " + state_name(s.state) + ", which no " + (loading ? "loading " : "") + "child reports";
+    if (s.state == MMEMU_BLOCKED && s.code < 0)
+        return "it says the sandbox could not be entered, after the child had entered it";
+    int status = mmemu_exit_status(s.state);
+    if (status >= 0 && WIFEXITED(e.wait_status) && WEXITSTATUS(e.wait_status) != status)
+        return "it says " + state_name(s.state) + ", but the child exited with status " +
+               std::to_string(WEXITSTATUS(e.wait_status)) + ", not " + std::to_string(status);
+    if (s.state == MMEMU_FAULT && (s.signo < 1 || s.signo > 64))
+        return "it says signal " + std::to_string(s.signo) + ", which is none";
+    return "";
+}
+
+// A report that a child's own was not to be believed, saying why.
+mmemu_status forged_report(const std::string& why) {
+    mmemu_status f{};
+    f.state = MMEMU_FORGED;
+    snprintf(f.message, sizeof f.message, "%s", why.c_str());
+    return f;
+}
+
+// The report of the child that ended as `e`, as the worker believes it: a copy of the page (the child is gone),
+// its texts ended within it; how a child killed by a signal ended is its wait status's to say.
+mmemu_status believed(const Ended& e, bool loading) {
+    mmemu_status s = *g_status;
+    s.message[sizeof s.message - 1] = s.warnings[sizeof s.warnings - 1] = '\0';
+    if (WIFSIGNALED(e.wait_status)) s.state = MMEMU_RUNNING;
+    std::string why = forged(s, e, loading);
+    return why.empty() ? s : forged_report(why);
+}
+
 // ---- kernel modules: loaded in a child, which reports the kernel's parameters ----------------------
 std::vector<Module> g_modules;
+
+// Whether `p` describes a parameter as shim.h's param_of does (the module's own code wrote it).
+bool well_formed(const mmemu_param& p) {
+    if (p.kind == 'p') return p.elem_kind && strchr("vpfius", p.elem_kind);
+    return p.kind && strchr("fius", p.kind) && p.elem_kind == 0;
+}
+
+// Why the parameters a loading child reported (`n` of them, in the page's message) are not to be believed; "".
+std::string malformed_params(const mmemu_status& s, int n) {
+    if (n < 0 || size_t(n) > sizeof s.message / sizeof(mmemu_param))
+        return "it gives " + std::to_string(n) + " parameters, more than a report holds";
+    const auto* params = reinterpret_cast<const mmemu_param*>(s.message);
+    for (int i = 0; i < n; ++i)
+        if (!well_formed(params[i])) return "parameter " + std::to_string(i + 1) + " has no kind a C++ type has";
+    return "";
+}
 
 std::string load(Reader& in) {
     int timeout_ms = int(in.get<uint32_t>());
@@ -580,18 +652,21 @@ std::string load(Reader& in) {
         memcpy(g_status->message, k->params, n * sizeof(mmemu_param));
         g_status->code = int(n);
         g_status->state = MMEMU_DONE;
-        _exit(0);
+        _exit(mmemu_exit_status(MMEMU_DONE));
     });
-    const mmemu_status& s = *g_status;
+    mmemu_status s = believed(e, true);
+    std::string malformed = s.state == MMEMU_DONE && s.code >= 0 ? malformed_params(s, s.code) : "";
+    if (!malformed.empty()) s = forged_report(malformed);
     Writer w;
     if (s.state == MMEMU_DONE && s.code >= 0 && !e.timed_out) {
         g_modules.push_back(m);
-        w.put(uint8_t(MMEMU_DONE)).put(uint32_t(g_modules.size() - 1)).put(uint32_t(s.code));
+        w.put(uint8_t(1)).put(uint32_t(g_modules.size() - 1)).put(uint32_t(s.code));  // loaded
         w.out.append(s.message, size_t(s.code) * sizeof(mmemu_param));
         return w.out;
     }
     // Not loaded: the state says why (MMEMU_DONE with code -1: dlopen's message), with the child's end.
-    w.put(uint8_t(e.timed_out ? MMEMU_TIMEOUT : s.state)).put(int32_t(s.code)).put(int32_t(e.wait_status));
+    w.put(uint8_t(0)).put(uint8_t(e.timed_out ? MMEMU_TIMEOUT : s.state)).put(uint8_t(e.entered));
+    w.put(int32_t(s.code)).put(int32_t(e.wait_status));
     w.str(std::string(s.message, strnlen(s.message, sizeof s.message)));
     w.str(e.output.err);
     return w.out;
@@ -630,7 +705,7 @@ std::string launch(Reader& in) {
         mmemu_child_run(&L, g_status);
     });
 
-    const mmemu_status& s = *g_status;
+    const mmemu_status s = believed(e, false);
     int32_t where_buffer = -1;  // the buffer whose mapping holds the faulting address, if any
     int64_t where_offset = 0;   // its byte offset from the buffer's first element
     for (const auto& [id, b] : g_buffers) {
@@ -640,7 +715,7 @@ std::string launch(Reader& in) {
         }
     }
     Writer w;
-    w.put(uint8_t(e.timed_out ? MMEMU_TIMEOUT : s.state)).put(s.block).put(s.thread);
+    w.put(uint8_t(e.timed_out ? MMEMU_TIMEOUT : s.state)).put(uint8_t(e.entered)).put(s.block).put(s.thread);
     w.put(int32_t(s.in_kernel)).put(int32_t(s.signo)).put(int32_t(s.code)).put(int32_t(s.is_write));
     w.put(uint64_t(s.addr)).put(uint32_t(s.access_size)).put(int32_t(e.wait_status));
     w.put(where_buffer).put(where_offset);
