@@ -45,12 +45,14 @@ class Reads:
 def dependency_files(rule: str, cwd: Path, covered: Sequence[Path]) -> list[Path]:
     """The files a compiler's make rule (its ``-MMD -MF`` output) names as what it read, made absolute from
     ``cwd``, less those under ``covered`` (what the rest of the key holds: the compiler's installation, mmcheck's
-    own headers, the unit itself)."""
+    own headers, the unit itself), links resolved for that comparison alone: a link is kept as named, so that
+    pointing it elsewhere changes what it reads."""
+    covered = [Path(os.path.realpath(folder)) for folder in covered]
     parts = re.split(r":(?=\s)", rule.replace("\\\n", " "), maxsplit=1)
     found = []
     for name in _NAME.findall(parts[-1] if len(parts) == 2 else ""):
         path = Path(os.path.normpath(cwd / re.sub(r"\\(.)", r"\1", name).replace("$$", "$")))
-        if not any(path.is_relative_to(folder) for folder in covered):
+        if not any(Path(os.path.realpath(path)).is_relative_to(folder) for folder in covered):
             found.append(path)
     return found
 

@@ -183,7 +183,7 @@ def test_what_nvcc_says_is_kept_and_a_failure_is_a_compile_error_naming_the_file
 @needs.nvcc
 def test_the_clocks_hold_kernel_compiles_with_nvcc_alone(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "pycuda", None)
-    cubin, _ = Nvcc(str(tmp_path)).cubin(HOLD_SOURCE, [], "sm_90")
+    cubin = Nvcc(str(tmp_path)).cubin(HOLD_SOURCE, [], "sm_90")[0]
     assert HOLD_KERNEL in function_symbols(cubin)
 
 
