@@ -182,7 +182,7 @@ def test_a_second_compile_is_a_cache_hit(compiled, emu_cache, spec_of, monkeypat
     first = EmuBackend(BackendOptions(cache_dir=str(emu_cache)))
     monkeypatch.setattr(children, "run", counting_run)
     compiled(first, spec, "float32", {})
-    assert len(compiles) == 1
+    assert len([argv for argv in compiles if "-x" in argv]) == 1  # the unit (libclang reads it in children too)
     first.close()
     second = EmuBackend(BackendOptions(cache_dir=str(emu_cache)))  # a new process would see the same
     compiles.clear()
