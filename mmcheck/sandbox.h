@@ -62,7 +62,6 @@ enum scmp_filter_attr { SCMP_FLTATR_ACT_BADARCH = 2 };
 #define SCMP_ARCH_X86 AUDIT_ARCH_I386
 #define SCMP_ARCH_X32 (EM_X86_64 | __AUDIT_ARCH_LE)
 #define SCMP_ARCH_ARM AUDIT_ARCH_ARM
-#define __NR_SCMP_ERROR (-1)
 #endif
 
 // A system call newer than some hosts' C library headers, which the worker makes itself.
@@ -221,7 +220,7 @@ inline std::string exported(const Libseccomp& lib, scmp_filter_ctx ctx, Program&
 
 // The filter of `rules`, in which every other call, of this architecture or through another's interface
 // (x32, i386), gets `otherwise`: "" on success, else what failed.  A call this libseccomp cannot name (newer
-// than it) is left out: an allow-list then denies it.
+// than it), or one this architecture lacks (stat on aarch64), is left out: an allow-list then denies it.
 inline std::string build_filter(const std::vector<Rule>& rules, uint32_t otherwise, Program& out) {
     const Libseccomp& lib = libseccomp();
     if (!lib.missing.empty()) return lib.missing;
@@ -230,7 +229,7 @@ inline std::string build_filter(const std::vector<Rule>& rules, uint32_t otherwi
     std::string failed = lib.attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, otherwise) == 0 ? "" : "seccomp_attr_set failed";
     for (const Rule& r : rules) {
         int nr = lib.resolve_name(r.name);
-        if (nr == __NR_SCMP_ERROR || !failed.empty()) continue;
+        if (nr < 0 || !failed.empty()) continue;  // unknown (-1), or a pseudo-number: not a call here
         int rc = lib.rule_add_array(ctx, r.action, nr, unsigned(r.when.size()), r.when.data());
         if (rc < 0) failed = std::string("seccomp_rule_add(") + r.name + "): " + strerror(-rc);
     }

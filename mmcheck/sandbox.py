@@ -3,23 +3,26 @@ load and launch a kernel (backends/emu/worker.cpp) and the compilers (g++ for th
 GPU), run through a small launcher (sandbox.cpp).  Both apply sandbox.h.
 
 Inside it a process reads only the system's libraries, the toolchain and the kernel's folder; writes only a
-scratch folder of its own; opens no network socket; signals no other process; and has a memory and a CPU-time
+scratch folder of its own (a compiler) or nothing at all (kernel code); opens no network socket; signals no
+other process; makes only the system calls on an allow-list of its own; and has a memory and a CPU-time
 limit.  Kernel code besides starts no process and no program; compilers must start their own stages.  A
 kernel's attempt is trapped and reported as one failure that says what it tried (SandboxViolation): "the
-kernel tried to open a network socket (blocked)".
+kernel tried to open a network socket (blocked)", "... tried to make the system call mount_setattr
+(blocked)".
 
 Why these tools: they need no privileges (as root or not, in a container that was given none) and are in
 every Linux kernel of the last years.  Landlock (5.13+) restricts files, and survives execve, which the
-compilers need; seccomp (with no_new_privs) restricts system calls, and its trap lets the worker say what
+compilers need; seccomp (with no_new_privs) restricts system calls to an allow-list, built by libseccomp
+(which knows every architecture's calls, and is on nearly every Linux), and its trap lets the worker say what
 was tried.  Namespaces would need privileges that CI's and graders' containers lack; ptrace-based tracing is
 slow and often forbidden there.  The pieces that run in the sandboxed processes are C++, built by the same
 compiler as the emulator: Python's ``preexec_fn`` is unsafe in a process with threads, and a module must be
 sandboxed before it is loaded, in the worker's child, where no Python runs.
 
-Where the host lacks a protection (no Landlock, no seccomp), the run goes on without it and says so once
+Where the host lacks a protection (no Landlock, no seccomp or no libseccomp), the run goes on without it and says so once
 (``missing``); ``--require-sandbox`` makes that an error.  NVRTC, a library, compiles in a child process of
-its own in the sandbox (backends/nvrtc_child.py).  What is not covered: stat() of any path still answers
-(Landlock restricts opening, not looking);
+its own in the sandbox (backends/nvrtc_child.py).  What is not covered: stat() and readlink() of any path
+still answer (Landlock restricts opening, not looking);
 and a kernel written against the emulator's internals can overwrite the launch's status page to hide an
 attempt from the report, though not to make it succeed.
 """
