@@ -36,6 +36,7 @@ from .errors import SpecError, visible
 from .publish import atomic_write
 from .report import grid
 from .results import Case, Outcome, Result
+from .sandbox import PRIVATE_COPY
 from .spec import KernelSpec, Param, find_sources, load_specs, opener, parse_kernels
 
 if TYPE_CHECKING:
@@ -184,7 +185,7 @@ def _privately(entry: Entry, made: dict[str, Copy | str]) -> Entry:
 def _copy(given: Path) -> Copy:
     """A private copy of the submission ``given``: the file alone, or the folder whole; OSError where it cannot
     be made (nothing is left of it then)."""
-    folder = Path(tempfile.mkdtemp(prefix="mmcheck-submission-")).resolve()
+    folder = Path(tempfile.mkdtemp(prefix=PRIVATE_COPY)).resolve()
     try:
         if given.is_dir():
             _copy_folder(given, folder)

@@ -30,6 +30,7 @@ attempt from the report, though not to make it succeed.
 from __future__ import annotations
 
 import ctypes
+import enum
 import functools
 import os
 import platform
@@ -46,7 +47,7 @@ from .errors import CompileError, MmcheckError, SandboxUnavailable, SandboxViola
 from .publish import intact, made_once, publish_sealed
 
 __all__ = ["Host", "host", "missing", "note", "SYSTEM_READS", "KERNEL_MEMORY", "protections", "scratch",
-           "compile_command", "compile_refusal"]
+           "compile_command", "compile_refusal", "PRIVATE_COPY"]
 
 _HERE = Path(__file__).resolve().parent
 # What any sandboxed process may read besides its toolchain and its kernel's folder: the system's libraries
@@ -191,43 +192,107 @@ def _launcher() -> Path:
                      lambda: publish_sealed(path, build))
 
 
-# g++ (and nvcc, whose preprocessor it is): "FILE:LINE:COL: fatal error: HEADER: Permission denied"; NVRTC:
-# 'FILE(LINE): catastrophic error: cannot open source file "HEADER": Permission denied'
-_DENIED_INCLUDE = re.compile(r'(?:fatal error: |cannot open source file ")([^\n"]+?)"?: Permission denied')
-# GNU as, for an ``.incbin`` (inline assembly) of a file it cannot open, denied or missing alike: "{standard
-# input}:5: Error: file not found: /etc/passwd"
-_INCBIN = re.compile(r"Error: file not found: ([^\n]+)$", re.M)
-_LAUNCHER_FAILED = re.compile(r"^mmsandbox: (.*)$", re.M)
+class _Route(enum.Enum):
+    """How a compile asked for a file, as a refusal's message says it after the file's name."""
+
+    INCLUDE = ""                                     # the preprocessor's #include
+    ASM_INCLUDE = " in its assembly (.include)"      # GNU as reading it as assembly source
+    INCBIN = " in its assembly (.incbin)"            # GNU as reading its bytes
+
+
+# Where a compiler's own diagnostic line names the file and line it was reading: "FILE:LINE:COL: " (g++, and
+# nvcc's preprocessor, which is the host's), "FILE:LINE: " (GNU as), "FILE(LINE): " (NVRTC); the first such mark
+# of a line that does not open with a space (g++ and NVRTC quote the file's lines indented), so that a #error's
+# text, which comes after the compiler's own mark, is never read as one.
+_WHERE = re.compile(r"^\S[^\n]*?(?::\d+:\d+: |:\d+: |\(\d+\): )")
+# What each compiler says, after the mark, of a file the sandbox did not let it open, and by which route the file
+# asked for it: g++ and clang (the C++ front end's child, in g++'s words: cxx/client.py) "fatal error: NAME:
+# Permission denied"; NVRTC 'catastrophic error: cannot open source file "NAME"'; GNU as, for an ``.include`` of
+# inline assembly, "Error: can't open NAME for reading: Permission denied", and for an ``.incbin`` "Error: file
+# not found: NAME", denied or missing alike.
+_REFUSALS = ((re.compile(r"fatal error: (.+): Permission denied"), _Route.INCLUDE),
+             (re.compile(r'catastrophic error: (?:cannot|could not) open source file "([^"]+)"[^"]*'), _Route.INCLUDE),
+             (re.compile(r"Error: can't open (.+) for reading: Permission denied"), _Route.ASM_INCLUDE),
+             (re.compile(r"Error: file not found: (.+)"), _Route.INCBIN))
+_LAUNCHER_FAILED = re.compile(r"mmsandbox: (.*)")
 # What a kernel file includes as a header of its project (a CUDA sample's "../../Common/helper_cuda.h").
 _HEADERS = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc", ".tcc"}
+# The name of the folder each submission that ``mmcheck grade`` checks is copied to (grade.private): the whole
+# of the submission, which no run can be told to widen.
+PRIVATE_COPY = "mmcheck-submission-"
 
 
 def compile_refusal(path: Path, folder: Path, diagnostics: str) -> MmcheckError | None:
     """The error for a compile of kernel file ``path`` (whose headers may come from ``folder``) that the
     sandbox stopped, from the compiler's diagnostics, naming what was included, never what it holds:
-    CompileError for a header outside the folder (a project's own, shared by its kernels: the run was not
-    told the project's folder, and the kernel is not judged), SandboxViolation for any other file (the kernel's
-    attempt, a failure of its own), SandboxUnavailable where the launcher could not apply a protection; None
-    otherwise."""
-    if denied := _DENIED_INCLUDE.search(diagnostics):
-        included = denied.group(1)
-        if Path(included).suffix in _HEADERS:
-            project = os.path.commonpath([str(folder), os.path.normpath(included)])
-            src = f"--src {project}" if project != os.sep else "--src naming a folder that holds it"
-            return CompileError(f"{path}: the file includes {included}, outside its folder {folder}, which its "
-                                f"compile may not read unless the run is given the project: {src}")
-        return SandboxViolation(f"{path}: the file tried to include {included}, which is outside its folder "
-                                f"{folder}, the toolchain and the system's headers (blocked)")
-    if incbin := next((name for name in _INCBIN.findall(diagnostics) if _outside(name, folder)), None):
-        return SandboxViolation(f"{path}: the file tried to include {incbin} in its assembly (.incbin), which is "
-                                f"outside its folder {folder} (blocked)")
-    if failed := _LAUNCHER_FAILED.search(diagnostics):
+    CompileError for a header of the project outside the folder (shared by its kernels: the run was not told
+    the project's folder, and the kernel is not judged), SandboxViolation for any other file there is outside
+    the folder or behind a link in it that leads out (the kernel's attempt, a failure of its own),
+    SandboxUnavailable where the launcher could not apply a protection; None otherwise.  Only the compilers'
+    own lines are read, and a name is believed only where that file is there and the sandbox denies it (what
+    a file quotes is never taken for a compiler's word); this never raises."""
+    for name, route in _refused_names(path, diagnostics):
+        try:
+            refusal = _refusal(path, folder, name, route)
+        except (OSError, ValueError):  # a name no file system takes (too long, a NUL in it) is no file's
+            continue
+        if refusal is not None:
+            return refusal
+    lines = diagnostics.strip().splitlines()
+    # The launcher fails before any compiler runs: its line, first, is its own, not one a compile printed.
+    if lines and (failed := _LAUNCHER_FAILED.fullmatch(lines[0])):
         return SandboxUnavailable(f"the compiler's sandbox: {failed.group(1)}")
     return None
 
 
-def _outside(name: str, folder: Path) -> bool:
-    """Whether the file an ``.incbin`` names is there, outside ``folder``: what the assembler could not open
-    because the sandbox denied it, not because it is missing (stat() still answers outside)."""
-    found = Path(name) if os.path.isabs(name) else folder / name
-    return os.path.lexists(found) and not Path(os.path.normpath(found)).is_relative_to(folder)
+def _refused_names(path: Path, diagnostics: str) -> Iterator[tuple[str, _Route]]:
+    """Each file a compiler's diagnostic line in ``diagnostics`` says it could not open, with its route."""
+    for line in diagnostics.splitlines():
+        said = _said(path, line)
+        for pattern, route in _REFUSALS if said is not None else ():
+            if found := pattern.fullmatch(said):
+                yield found.group(1), route
+
+
+def _said(path: Path, line: str) -> str | None:
+    """What a compiler said on ``line`` after the file and line it names, or None where ``line`` is none of a
+    compiler's diagnostics; the C++ front end's child names the kernel file alone (cxx/client.py)."""
+    own = f"{path}: "
+    if line.startswith(own):
+        return line[len(own):]
+    where = _WHERE.match(line)
+    return line[where.end():] if where else None
+
+
+def _refusal(path: Path, folder: Path, name: str, route: _Route) -> MmcheckError | None:
+    """The error for the file ``name`` (relative: to ``folder``) that a compile could not open by ``route``, if
+    the sandbox is why: it is there, outside the folder or a link in it that leads out.  The message names the
+    file as the compiler did."""
+    shown = folder / name
+    found = Path(os.path.normpath(shown))
+    if not os.path.lexists(found):
+        return None  # missing: the compiler's own error, not the sandbox's
+    how = f"include {shown}{route.value}"
+    if found.is_relative_to(folder):
+        if Path(os.path.realpath(found)).is_relative_to(folder):
+            return None  # in the folder (unreadable to its owner): not the sandbox's refusal
+        return SandboxViolation(f"{path}: the file tried to {how}, a link in its folder {folder} to a file "
+                                f"outside it (blocked)")
+    if route is _Route.INCLUDE and (project := _project(folder, found)) is not None:
+        return CompileError(f"{path}: the file includes {shown}, outside its folder {folder}, which its compile "
+                            f"may not read unless the run is given the project: --src {project}")
+    return SandboxViolation(f"{path}: the file tried to {how}, which is outside its folder {folder}, the "
+                            f"toolchain and the system's headers (blocked)")
+
+
+def _project(folder: Path, header: Path) -> Path | None:
+    """The folder that ``--src`` would give a run for the compile of a kernel of ``folder`` to read ``header``, a
+    file outside it, as a header of the kernel's project; None where there is none to give: a file that is no
+    header (by its suffix) or not a regular one, one only the root folder holds, or one reached from a grade's
+    private copy of a submission, which holds all of it."""
+    project = Path(os.path.commonpath([folder, header]))
+    if (header.suffix not in _HEADERS or not os.path.isfile(header) or project == Path(project.anchor)
+            or folder.name.startswith(PRIVATE_COPY)
+            or not Path(os.path.realpath(header)).is_relative_to(project)):
+        return None
+    return project
