@@ -20,11 +20,13 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import IO, Any
+from types import FrameType
+from typing import IO, Any, NoReturn
 
 from . import interrupt
 
-__all__ = ["run", "run_all", "scratch", "SCRATCH", "end", "environment", "processes_where", "PARENT", "SESSION"]
+__all__ = ["run", "run_all", "scratch", "SCRATCH", "end", "end_on_sigterm", "environment", "processes_where", "PARENT",
+           "SESSION"]
 
 SCRATCH = "MMCHECK_SCRATCH"
 # The process groups of the compilers running now, in any thread: killed at exit, where a compiler started by a
@@ -38,6 +40,19 @@ def _end_running() -> None:
 
 
 atexit.register(_end_running)
+
+
+def end_on_sigterm() -> None:
+    """From now on (called in the main thread), SIGTERM ends this process as Ctrl-C would, not at once: the
+    compilers running now, any thread's, are killed first, then SystemExit unwinds the run, removing its scratch
+    folders on the way out and at exit (a plain SIGTERM left both behind, a compiler waiting on a FIFO for ever)."""
+    signal.signal(signal.SIGTERM, _terminated)
+
+
+def _terminated(signum: int, frame: FrameType | None) -> NoReturn:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the unwinding short
+    _end_running()
+    raise SystemExit(128 + signum)
 
 
 def scratch() -> Path:

@@ -47,7 +47,7 @@ from .errors import CompileError, MmcheckError, SandboxUnavailable, SandboxViola
 from .publish import intact, made_once, publish_sealed
 
 __all__ = ["Host", "host", "missing", "note", "SYSTEM_READS", "KERNEL_MEMORY", "protections", "scratch",
-           "compile_command", "compile_refusal", "PRIVATE_COPY"]
+           "compile_command", "compile_wall", "compile_overtime", "compile_refusal", "PRIVATE_COPY"]
 
 _HERE = Path(__file__).resolve().parent
 # What any sandboxed process may read besides its toolchain and its kernel's folder: the system's libraries
@@ -62,6 +62,11 @@ KERNEL_MEMORY = 2 << 30   # bytes of address space a launch may add to what its 
 # Bytes of address space a compiler may map: nvcc's stages reserve a lot, but never more than the machine has.
 COMPILE_MEMORY = min(32 << 30, os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
 COMPILE_CPU = 600          # seconds of CPU time one compile may take
+# Seconds of wall-clock time one compile may take (its launcher's --wall): far above any honest compile (nvcc of
+# the largest kernel on a loaded machine takes a minute), it ends one that waits for ever (an .incbin of a FIFO).
+# MMCHECK_COMPILE_WALL sets another, where a test must not wait that long.
+COMPILE_WALL = 300
+_WALL = "MMCHECK_COMPILE_WALL"
 _ARCHES = ("x86_64", "aarch64")
 
 
@@ -154,10 +159,47 @@ def compile_command(argv: Sequence[str], reads: Iterable[str | Path], scratch_fo
     compiler = Path(shutil.which(argv[0]) or argv[0]).resolve()
     allowed = [*SYSTEM_READS, str(compiler.parent.parent), *map(str, reads), *_include_path_folders()]
     command = [str(_launcher()), "--protect", protections() or "-", "--memory", str(COMPILE_MEMORY),
-               "--cpu", str(COMPILE_CPU), "--write", str(scratch_folder)]
+               "--cpu", str(COMPILE_CPU), "--wall", str(compile_wall()), "--write", str(scratch_folder)]
     for path in allowed:
         command += ["--read", path]
     return [*command, "--", *argv]
+
+
+def compile_wall() -> int:
+    """The seconds of wall-clock time one compile may take: MMCHECK_COMPILE_WALL's where it is a positive whole
+    number, else COMPILE_WALL."""
+    told = os.environ.get(_WALL, "")
+    return int(told) if told.isdigit() and int(told) > 0 else COMPILE_WALL
+
+
+# The launcher's line where a compile outlived its --wall (sandbox.cpp), at a line's start of its stderr.
+_OVERTIME = re.compile(r"^mmsandbox --wall (\d+): ", re.M)
+
+
+def compile_overtime(path: Path, folder: Path, diagnostics: str) -> SandboxViolation | None:
+    """The failure of kernel file ``path``'s compile that its launcher stopped at its wall-clock bound, from what
+    the compile said, naming the bound and the likely cause: a file of ``folder`` that is no regular file (a FIFO,
+    a device), whose reading never ends; None where the compile was not stopped so."""
+    stopped = _OVERTIME.search(diagnostics)
+    if stopped is None:
+        return None
+    endless = _endless_files(folder)
+    cause = (f"it likely reads what is no regular file, whose reading never ends: {', '.join(endless)}" if endless
+             else "it likely reads a file whose reading never ends (a FIFO, a device), or asks the compiler for far "
+                  "more work than any kernel needs")
+    return SandboxViolation(f"{path}: its compile did not end within {stopped.group(1)} s, the bound on a compile's "
+                            f"wall-clock time ({_WALL}), and was stopped (blocked): {cause}")
+
+
+def _endless_files(folder: Path) -> list[str]:
+    """The entries of ``folder`` and its subfolders that are neither regular files nor folders, links not followed."""
+    found = []
+    for top, _, names in os.walk(folder):
+        for name in names:
+            entry = Path(top, name)
+            if not (entry.is_symlink() or entry.is_file()):
+                found.append(str(entry))
+    return sorted(found)
 
 
 def _include_path_folders() -> list[str]:

@@ -33,6 +33,7 @@ needs_sandbox = pytest.mark.skipif(sandbox.missing() != [], reason=f"this host l
 x86_64 = pytest.mark.skipif(platform.machine() != "x86_64", reason="the attempts use x86-64's system calls")
 
 SECRET = "round2-secret-line: not for any report"
+COMPILE_WALL = "6"  # seconds a compile of this module's run may take (sandbox.compile_wall): the FIFO's ends within them
 FIFO_PATIENCE = 15  # seconds the run may wait on the FIFO before this module opens its other end
 # What each kernel's one failure says, a pattern over the run's paths (``{name}``: the path aimed at for a kernel
 # of that name; ``{link}``, ``{secret}``, ``{fifo}``: the files this module makes beside and outside the kernels).
@@ -127,7 +128,9 @@ def round2_run(tmp_path_factory):
     releaser = threading.Thread(target=_release, args=(fifo, done, released), daemon=True)
     releaser.start()
     try:
-        code, output = _check(folder, folder / "run.json")
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("MMCHECK_COMPILE_WALL", COMPILE_WALL)
+            code, output = _check(folder, folder / "run.json")
     finally:
         done.set()
         releaser.join()
