@@ -1,7 +1,10 @@
 """What a compile read, for the cache key of what it made.  A compiler reads more than a scan of the file's
 text finds (a computed ``#include H``, where ``#define H "h.cuh"``), so a compile cache keys its entry on what
 the compiler said it read: g++'s and nvcc's dependency output (``-MMD -MF``), or, for NVRTC, which writes none,
-every file of the one folder of the user's that it may read.  The rest of the key (the unit, the flags, the
+every file of the one folder of the user's that it may read.  What no dependency output lists is keyed as NVRTC's
+reads are: a file whose assembly reads files (``.incbin``, ``.include``: the assembler's reads, which g++'s output
+leaves out) or that asks ``__has_include`` (a header not found then is in no list, yet decides what is compiled
+once it is made) is keyed on every file of its folders (``compile_reads``).  The rest of the key (the unit, the flags, the
 compiler) names a record kept beside the entries (``record``): the files read and their digests, checked on every
 lookup (``recorded``), so that an edited header is compiled again rather than its old result used; the entry
 itself is named by the key and the reads."""
@@ -20,10 +23,14 @@ from . import reading
 from .compile import cache_key
 from .publish import publish_sealed, sealed_bytes
 
-__all__ = ["Reads", "dependency_files", "read_now", "folder_reads", "recorded", "record"]
+__all__ = ["Reads", "dependency_files", "compile_reads", "read_now", "folder_reads", "recorded", "record"]
 
 # A make rule's prerequisites: names with their spaces escaped ("a\ b"), separated by blanks and escaped ends of lines.
 _NAME = re.compile(r"(?:\\.|[^\s\\])+")
+# What in a unit or a header makes its compile read files that no dependency output lists: assembly's .incbin and
+# .include, and __has_include.  (A file that spells them so that this misses them, as "\x2eincbin", only keeps a
+# cached result of its own from being compiled again.)
+_UNLISTED = re.compile(rb"\.incbin|\.include\b|__has_include")
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,32 @@ def dependency_files(rule: str, cwd: Path, covered: Sequence[Path]) -> list[Path
         if not any(Path(os.path.realpath(path)).is_relative_to(folder) for folder in covered):
             found.append(path)
     return found
+
+
+def compile_reads(rule: str, cwd: Path, covered: Sequence[Path], unit: str, folders: Sequence[Path]) -> Reads:
+    """What a compile of ``unit`` read, for its key: the files its make rule names (``dependency_files``), and where
+    the unit or one of them reads what no rule lists (``_UNLISTED``), every file of ``folders`` (those of the user's
+    it may read) too, as ``folder_reads`` gives them."""
+    files = dependency_files(rule, cwd, covered)
+    reads = read_now(files)
+    if not _reads_unlisted(unit, files):
+        return reads
+    extra = [entry for folder in folders for entry in folder_reads(folder).files]
+    return Reads(tuple(sorted({*reads.files, *extra})))
+
+
+def _reads_unlisted(unit: str, files: Iterable[Path]) -> bool:
+    """Whether ``unit`` or one of ``files`` holds what makes a compile read a file no dependency output lists; one
+    that cannot be read is taken to (its digest says so: _digest)."""
+    if _UNLISTED.search(unit.encode()):
+        return True
+    for path in files:
+        try:
+            if _UNLISTED.search(reading.read_bytes(path)):
+                return True
+        except OSError:
+            return True
+    return False
 
 
 def read_now(paths: Iterable[Path]) -> Reads:

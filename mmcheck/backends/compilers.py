@@ -39,7 +39,7 @@ from typing import Protocol
 
 from .. import children, sandbox
 from ..compile import Build, cache_key, cache_root, find_symbol, function_symbols, unit_source
-from ..dependencies import Reads, dependency_files, read_now
+from ..dependencies import Reads, compile_reads
 from ..defaults import COMPILERS
 from ..errors import BackendUnavailable, CompileError, visible
 from .cubin import Compiled, CubinCache, common_options
@@ -154,7 +154,7 @@ class Nvcc:
             raise CompileError(said or f"nvcc exited with status {done.returncode} and wrote no cubin")
         # What nvcc read besides the unit and its own installation, which the key holds.
         covered = [Path(folder), Path(self.path).resolve().parents[1]]
-        return cubin, said, read_now(dependency_files(rule, Path(folder), covered))
+        return cubin, said, compile_reads(rule, Path(folder), covered, source, reads)
 
 
 @functools.cache

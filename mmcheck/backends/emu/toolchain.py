@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ... import children, sandbox
 from ...compile import Build, cache_key, cache_root, macro_flags
-from ...dependencies import Reads, dependency_files, read_now, record, recorded
+from ...dependencies import Reads, compile_reads, record, recorded
 from ...errors import BackendUnavailable
 from ...publish import intact, made_once, private_folder, publish_sealed, publish_sealed_folder
 from ..device_code import compile_first, fingerprint
@@ -111,7 +111,7 @@ class Toolchain:
                     raise (sandbox.compile_overtime(build.spec.path, build.spec.folder, proc.stderr)
                            or compile_failure(build, proc.stderr.strip()))
                 # What the compiler read besides the unit and mmcheck's own headers, which the key holds.
-                read = read_now(dependency_files(rule.read_text(), Path.cwd(), [_HERE, self.cache]))
+                read = compile_reads(rule.read_text(), Path.cwd(), [_HERE, self.cache], unit, [build.spec.folder])
                 return publish_sealed(self._module_path(key, read), lambda tmp: os.replace(out, tmp)), read
 
         return compile_first(list(zip(sources, units)), lambda su: make(*su))
