@@ -146,3 +146,14 @@ def test_init_of_a_file_whose_header_is_too_large_ends_in_its_bounds(files, boun
     assert code == 2, said
     assert (f"big_header.cu: reading the file with the C++ front end did not end within {SECONDS} s (does the file "
             "include a FIFO, a device or a very large file?)") in said, said
+
+
+@needs_libclang
+def test_an_error_directive_quoting_the_front_ends_refusal_is_not_taken_for_it(tmp_path):
+    """clang's refusal of a file is fatal; an ``#error`` that quotes its words is the file's own error."""
+    kernel = tmp_path / "forged.cu"
+    kernel.write_text("#error cannot open file '/etc/passwd': Permission denied\n"
+                      "__global__ void k(float* C) { C[0] = 1; }\n")
+    code, said = _cli("init", str(kernel), "--print")
+    assert "tried to include" not in said and "(blocked)" not in said, said
+    assert code != 3 and "Traceback" not in said, said
