@@ -8,13 +8,15 @@
 // run) only in a child, which enters the sandbox first (../../sandbox.h): Landlock lets it read the
 // system's libraries, the module and the kernel's folder and write no file, resource limits bound its
 // memory and CPU time, and a seccomp filter, an allow-list built once by the worker, traps every call that
-// the runtime, the C library and AddressSanitizer do not need.  The trap's handler
-// (on_blocked) writes what was tried to the status page and ends the child: the launch's report says it.
+// the runtime, the C library and AddressSanitizer do not need.  The trap's handler (on_blocked), with every
+// other signal masked, writes what was tried to a pipe whose read end only the worker holds (the report pipe,
+// at a fixed descriptor) and ends the child: the launch's report says it.
 // A file is opened on the kernel's behalf by that handler, which tells Landlock's refusal (EACCES) apart
 // and reports it as the attempt it was.  Loading a module is such a child too: it reads the kernel's
 // parameter list and exits.  The kernel's code can rewrite the status page, so the worker believes it only
-// as far as what it saw itself bears it out (believed): the child's exit status, and a pipe the child
-// writes once on entering the sandbox and closes before it loads the module.
+// as far as what it saw itself bears it out (believed): the child's exit status, a pipe the child
+// writes once on entering the sandbox and closes before it loads the module, and the report pipe, whose
+// report wins over the page and over a clean exit.
 //
 // Usage: mmemu-worker IN_FD OUT_FD SCRATCH MEMORY PROTECT READ...  MEMORY: bytes of address space a
 // child may add (0: no limit); PROTECT: letters of the protections to apply, l (Landlock) and s
@@ -28,6 +30,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -36,6 +39,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <ucontext.h>
@@ -282,11 +286,44 @@ auto& reg(ucontext_t* uc, int i) { return uc->uc_mcontext.regs[i]; }
 constexpr int kResult = 0;
 #endif
 
-// Ends a sandboxed child, reporting that the kernel tried `what` (by system call nr).
+// Every signal but the trap's own: what the trap's handler runs with.  SIGSYS stays open because the handler's
+// own calls may trap again (AddressSanitizer reads /proc/self/maps on the signal stack, an open made there), and
+// its handler is the sandbox's, which the filter lets no kernel replace.
+sigset_t trap_mask() {
+    sigset_t mask;
+    sigfillset(&mask);
+    sigdelset(&mask, SIGSYS);
+    return mask;
+}
+
+// Where a child's trap writes its report: a pipe whose read end only the worker holds.  A number fixed in the
+// code, since the kernel's code can rewrite any variable; it cannot make a pipe (pipe, dup and the like are not
+// on its allow-list), so a pipe found there is the worker's.
+constexpr int kReportFd = 99;
+
+// A report on the report pipe: the call's number, then what was tried, written at once (atomic up to PIPE_BUF).
+constexpr size_t kReportMax = PIPE_BUF;
+
+// Ends a sandboxed child, reporting that the kernel tried `what` (by system call nr): on the report pipe where
+// it is still there, else on the status page.  Every other signal is masked first (trap_mask), so that a fault
+// from here on ends the child instead of reaching a handler of the kernel's, which could jump back into its code.
 [[noreturn]] void blocked(const std::string& what, long nr) {
-    snprintf(g_status->message, sizeof g_status->message, "%s", what.c_str());
-    g_status->code = int(nr);
-    g_status->state = MMEMU_BLOCKED;
+    sigset_t mask = trap_mask();
+    sigprocmask(SIG_SETMASK, &mask, nullptr);
+    char report[kReportMax];
+    int32_t code = int32_t(nr);
+    size_t n = sizeof code + std::min(what.size(), kReportMax - sizeof code);
+    memcpy(report, &code, sizeof code);
+    memcpy(report + sizeof code, what.data(), n - sizeof code);
+    struct stat pipe_stat;
+    bool sent = fstat(kReportFd, &pipe_stat) == 0 && S_ISFIFO(pipe_stat.st_mode) &&
+                write(kReportFd, report, n) == ssize_t(n);
+    // The kernel closed the pipe: the page, which it may have made read-only, believed only with the exit below.
+    if (!sent && mprotect(g_status, round_up(sizeof *g_status, g_page), PROT_READ | PROT_WRITE) == 0) {
+        snprintf(g_status->message, sizeof g_status->message, "%s", what.c_str());
+        g_status->code = int(nr);
+        g_status->state = MMEMU_BLOCKED;
+    }
     _exit(mmemu_exit_status(MMEMU_BLOCKED));
 }
 
@@ -398,6 +435,7 @@ void enter_sandbox(const std::string& module, const std::string& folder, int tim
         struct sigaction sa{};
         sa.sa_sigaction = on_blocked;
         sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+        sa.sa_mask = trap_mask();  // a fault in the handler ends the child: no handler of the kernel's may catch it
         sigaction(SIGSYS, &sa, nullptr);
         if (!g_filter_failed.empty()) refuse(g_filter_failed);
         if (getrandom(&g_magic, sizeof g_magic, 0) != sizeof g_magic) refuse("no random numbers");
@@ -509,11 +547,23 @@ void drain(int fd, bool is_out, Output& output) {
     }
 }
 
+// What the report pipe holds once its writers are gone: a report, and whatever else was written there, up to
+// a little past the longest report (more is not the trap's).
+std::string take_report(int fd) {
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    std::string report;
+    char chunk[kReportMax + 1];
+    for (ssize_t r; report.size() <= kReportMax && (r = read(fd, chunk, sizeof chunk)) > 0;)
+        report.append(chunk, size_t(r));
+    return report;
+}
+
 struct Ended {
     bool timed_out;
     bool entered;  // the child said it had entered the sandbox, before any code of the kernel's file ran
     int wait_status;
     Output output;
+    std::string report;  // what the report pipe held ("": the trap wrote none)
 };
 
 struct Module {
@@ -525,12 +575,14 @@ struct Module {
 template <class Body>
 Ended run_child(const Module& m, int timeout_ms, Body body) {
     memset(g_status, 0, sizeof *g_status);
-    // The child's stdout and stderr, a pipe that tells of its exit where there is no pidfd (Linux < 5.3), and
-    // one that it writes once, having entered the sandbox, and closes before the kernel's file is loaded.
-    int outp[2] = {-1, -1}, errp[2] = {-1, -1}, exitp[2] = {-1, -1}, entry[2] = {-1, -1};
-    if (pipe(outp) != 0 || pipe(errp) != 0 || pipe(exitp) != 0 || pipe(entry) != 0) {
+    // The child's stdout and stderr, a pipe that tells of its exit where there is no pidfd (Linux < 5.3), one
+    // that it writes once, having entered the sandbox, and closes before the kernel's file is loaded, and the
+    // report pipe of its trap.
+    int outp[2] = {-1, -1}, errp[2] = {-1, -1}, exitp[2] = {-1, -1}, entry[2] = {-1, -1}, report[2] = {-1, -1};
+    if (pipe(outp) != 0 || pipe(errp) != 0 || pipe(exitp) != 0 || pipe(entry) != 0 || pipe(report) != 0) {
         std::string why = strerror(errno);
-        for (int fd : {outp[0], outp[1], errp[0], errp[1], exitp[0], exitp[1], entry[0], entry[1]})
+        for (int fd : {outp[0], outp[1], errp[0], errp[1], exitp[0], exitp[1], entry[0], entry[1], report[0],
+                       report[1]})
             if (fd >= 0) close(fd);
         throw Refused("cannot start a child: " + why);
     }
@@ -544,14 +596,16 @@ Ended run_child(const Module& m, int timeout_ms, Body body) {
         if (getppid() != parent) _exit(1);
         dup2(outp[1], 1);
         dup2(errp[1], 2);
-        for (int fd : {outp[0], outp[1], errp[0], errp[1], exitp[0], entry[0]}) close(fd);
+        if (dup2(report[1], kReportFd) != kReportFd) _exit(1);
+        for (int fd : {outp[0], outp[1], errp[0], errp[1], exitp[0], entry[0], report[0], report[1]})
+            if (fd != kReportFd) close(fd);
         enter_sandbox(m.path, m.folder, timeout_ms);
         write_all(entry[1], "E", 1);
         close(entry[1]);
         body();
     }
-    for (int fd : {outp[1], errp[1], exitp[1], entry[1]}) close(fd);
-    Ended e{false, false, 0, {}};
+    for (int fd : {outp[1], errp[1], exitp[1], entry[1], report[1]}) close(fd);
+    Ended e{false, false, 0, {}, {}};
     if (pid > 0) {
         setpgid(pid, pid);  // as the child does, whichever runs first
         int pidfd = int(syscall(SYS_pidfd_open, pid, 0));
@@ -567,8 +621,9 @@ Ended run_child(const Module& m, int timeout_ms, Body body) {
         drain(errp[0], false, e.output);
         char said;
         e.entered = read(entry[0], &said, 1) == 1;  // its writers are gone: end-of-file where it never wrote
+        e.report = take_report(report[0]);
     }
-    for (int fd : {outp[0], errp[0], exitp[0], entry[0]}) close(fd);
+    for (int fd : {outp[0], errp[0], exitp[0], entry[0], report[0]}) close(fd);
     if (pid < 0) throw Refused(std::string("fork failed: ") + strerror(errno));
     if (e.output.err.size() > kErrorCap) e.output.err.erase(0, e.output.err.size() - kErrorCap);
     return e;
@@ -612,11 +667,36 @@ mmemu_status forged_report(const std::string& why) {
     return f;
 }
 
-// The report of the child that ended as `e`, as the worker believes it: a copy of the page (the child is gone),
-// its texts ended within it; how a child killed by a signal ended is its wait status's to say.
-mmemu_status believed(const Ended& e, bool loading) {
+// A copy of the page (the child is gone), its texts ended within it.
+mmemu_status page() {
     mmemu_status s = *g_status;
     s.message[sizeof s.message - 1] = s.warnings[sizeof s.warnings - 1] = '\0';
+    return s;
+}
+
+// The report a child's trap wrote to the report pipe (`report`), with where the page says the launch was.  The
+// kernel's code can write to that pipe too: what the trap never writes (a negative call number, control
+// characters, more than one report) is forged, so that at worst it makes the kernel fail.
+mmemu_status trapped(const std::string& report) {
+    int32_t nr = -1;
+    if (report.size() > sizeof nr && report.size() <= kReportMax) memcpy(&nr, report.data(), sizeof nr);
+    std::string what = report.substr(std::min(report.size(), sizeof nr));
+    bool printable = std::none_of(what.begin(), what.end(), [](char c) { return (unsigned char)c < 32 || c == 127; });
+    if (nr < 0 || what.empty() || !printable)
+        return forged_report("its report pipe holds what the sandbox's trap never writes");
+    mmemu_status s = page();
+    s.state = MMEMU_BLOCKED;
+    s.code = nr;
+    snprintf(s.message, sizeof s.message, "%s", what.c_str());
+    return s;
+}
+
+// The report of the child that ended as `e`, as the worker believes it: its trap's, where it wrote one (the trap
+// ends the child, whatever the page or the exit says), else the page's; how a child killed by a signal ended is
+// its wait status's to say.
+mmemu_status believed(const Ended& e, bool loading) {
+    if (!e.report.empty()) return trapped(e.report);
+    mmemu_status s = page();
     if (WIFSIGNALED(e.wait_status)) s.state = MMEMU_RUNNING;
     std::string why = forged(s, e, loading);
     return why.empty() ? s : forged_report(why);
@@ -762,6 +842,14 @@ extern "C" int posix_spawnp(pid_t*, const char* file, const posix_spawn_file_act
 
 extern "C" int pthread_create(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*) {
     blocked("start a thread", SYS_clone);
+}
+
+// A timer that calls back on a thread (SIGEV_THREAD) starts one; any other is the C library's, which the filter
+// judges.
+extern "C" int timer_create(clockid_t clock, sigevent* event, timer_t* timer) {
+    if (event && event->sigev_notify == SIGEV_THREAD) blocked("start a thread", SYS_clone);
+    auto library = reinterpret_cast<int (*)(clockid_t, sigevent*, timer_t*)>(dlsym(RTLD_NEXT, "timer_create"));
+    return library(clock, event, timer);
 }
 
 int main(int argc, char** argv) {
