@@ -19,7 +19,8 @@ __all__ = ["Refused", "Failed", "GLOBAL", "ERROR", "parse", "precompile", "argum
            "is_kernel", "constant", "operator", "function"]
 
 GLOBAL = "mmcheck-global"  # what parse.h makes __global__
-ERROR, FATAL = 3, 4  # CXDiagnostic_Error, CXDiagnostic_Fatal
+ERROR = 3  # CXDiagnostic_Error; fatal ones are 4, but KeepGoing reports them as errors
+_USER = "User-Defined Issue"  # the category of what #error and #warning say: the file's words
 _KEEP_GOING = 0x200  # CXTranslationUnit_KeepGoing: a header that is not found does not end the parse
 _OPTIONS = cindex.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD | _KEEP_GOING  # macros' uses are seen
 # What clang says of a file the sandbox did not let it open.
@@ -72,8 +73,8 @@ def parse(path: str, files: Iterable[tuple[str, str]], args: Sequence[str]) -> A
         tu = _index().parse(path, list(args), list(files), _OPTIONS)
     except cindex.TranslationUnitLoadError as e:
         raise Failed(f"the C++ front end could not parse the file ({e})") from None
-    for d in tu.diagnostics:  # clang's own refusal is fatal; an #error quoting its words is not
-        if d.severity == FATAL and (denied := _DENIED.match(d.spelling)):
+    for d in tu.diagnostics:  # an #error quoting clang's refusal is not clang's
+        if d.category_name != _USER and (denied := _DENIED.match(d.spelling)):
             raise Refused(denied.group(1))
     return tu
 
