@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck import sandbox
+from mmcheck import children, sandbox
 from mmcheck.cli import main
 
 from . import needs
@@ -80,13 +80,31 @@ def _processes_naming(folder: Path) -> dict[int, bytes]:
     return found
 
 
+def _is_assembler(line: bytes) -> bool:
+    """Whether a command line is GNU as's, however g++ named it (``as``, or a path such as
+    ``/usr/bin/x86_64-linux-gnu-as``)."""
+    program = Path(line.split(b"\x00")[0].decode(errors="replace")).name
+    return program == "as" or program.endswith("-as")
+
+
+def _descendants(pid: int) -> list[bytes]:
+    """The command lines of the processes ``pid`` started, and theirs (the assembler's names no folder of the
+    test's: it reads its input from a pipe)."""
+    lines, generation = [], [pid]
+    while generation:
+        generation = [child for parent in generation for child in children.processes_where(children.PARENT, parent)]
+        for child in generation:
+            with contextlib.suppress(OSError):
+                lines.append(Path("/proc", str(child), "cmdline").read_bytes())
+    return lines
+
+
 def _compiling(folder: Path, deadline: float) -> bytes:
     """The command line of the launcher compiling a kernel of ``folder``, once its compiler waits on the FIFO."""
     while time.monotonic() < deadline:
-        launchers = [line for line in _processes_naming(folder).values() if b"mmsandbox" in line]
-        if launchers and any(b"\x00as\x00" in line or line.startswith(b"as\x00")
-                             for line in _processes_naming(folder).values()):
-            return launchers[0]
+        for pid, line in _processes_naming(folder).items():
+            if b"mmsandbox" in line and any(map(_is_assembler, _descendants(pid))):
+                return line
         time.sleep(0.1)
     raise AssertionError(f"no compile of {folder} began")
 
