@@ -14,7 +14,7 @@ from pathlib import Path
 from . import backends
 from .backends.base import Backend
 from .ops import Shape
-from .options import Settings
+from .options import FILE_BUDGETS, Settings
 from .results import Outcome, Result
 from .runner import Runner
 from .shapes import (LARGE, large_shapes, largest_buffer, launch_domain, launch_limits, outside_launch_domain,
@@ -52,7 +52,21 @@ def check(settings: Settings, runner: Runner, spec: KernelSpec, dtype: str) -> R
     """One kernel x dtype: its shapes (the generated ones, or --shape: the replay of one reported case)
     smallest first, up to the first that does not pass; with its launch domain and the seconds it took."""
     start = time.perf_counter()
-    return dataclasses.replace(_check(settings, runner, spec, dtype), seconds=time.perf_counter() - start)
+    result = _file_out_of_time(settings, runner, spec, dtype) or _check(settings, runner, spec, dtype)
+    seconds = time.perf_counter() - start
+    runner.spend(spec.path, seconds)
+    return dataclasses.replace(result, seconds=seconds)
+
+
+def _file_out_of_time(settings: Settings, runner: Runner, spec: KernelSpec, dtype: str) -> Result | None:
+    """An error, where the file's earlier checks in this process took its whole time budget: its other kernels
+    are not blamed for that, nor run."""
+    spent, budget = runner.spent(spec.path), settings.file_seconds()
+    if spent < budget:
+        return None
+    return Result(runner.case(spec, dtype, None), Outcome.ERROR,
+                  f"{spec.path}: {spec.name} {dtype}: not checked: the file's checks took {spent:.0f} s here, past its "
+                  f"time budget of {budget:g} s ({FILE_BUDGETS} times --time-budget)", shapes_tried=0)
 
 
 def _check(settings: Settings, runner: Runner, spec: KernelSpec, dtype: str) -> Result:

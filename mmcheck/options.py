@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .ops import Shape
 
 
-__all__ = ["Option", "OPTIONS", "Settings", "DEFAULT_BUDGET"]
+__all__ = ["Option", "OPTIONS", "Settings", "DEFAULT_BUDGET", "FILE_BUDGETS"]
 
 # Multiply-adds per case in a default run: enough for several tiles in every dimension while the CPU
 # reference (and the emulator) stay in the milliseconds.
@@ -29,6 +29,9 @@ DEFAULT_BUDGET = 1 << 20
 # than ten times what the zoo's slowest kernel takes on the emulator, where a slow kernel costs one per launch.
 BUDGET_TIMEOUTS = 30
 MIN_TIME_BUDGET = 60.0
+# A kernel file's checks in one process may take this many kernel x dtype budgets in all: past it, its later kernel
+# x dtype are not checked, lest a file of many kernels, each just under its budget, take hours.
+FILE_BUDGETS = 4
 
 
 # Option types.  They import what they check only when a value is given: the pytest plugin registers these
@@ -232,6 +235,10 @@ class Settings:
     def check_seconds(self) -> float:
         """The seconds one kernel x dtype's check may take: --time-budget, else a number of launch timeouts."""
         return self.time_budget or max(MIN_TIME_BUDGET, BUDGET_TIMEOUTS * self.timeout)
+
+    def file_seconds(self) -> float:
+        """The seconds a kernel file's checks in one process may take in all before its later ones are not run."""
+        return FILE_BUDGETS * self.check_seconds()
 
     def backend_options(self) -> BackendOptions:
         from .backends.base import BackendOptions

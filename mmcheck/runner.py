@@ -75,6 +75,7 @@ class Runner:
         self._reported: set[tuple] = set()
         self._hung: dict[tuple, Result] = {}  # kernel x dtype -> the case that hung
         self._budget: _Budget | None = None  # the running sweep's, where it has one
+        self._file_seconds: dict[Path, float] = {}  # what each kernel file's checks took in this process
         self._explain = True  # a failure of the cheap schedules explained (False inside verdict)
 
     def compile(self, build: Build) -> Kernel:
@@ -98,6 +99,14 @@ class Runner:
         if isinstance(found, MmcheckError):
             raise found
         return found
+
+    def spent(self, path: Path) -> float:
+        """The seconds the checks of kernel file ``path`` have taken in this process."""
+        return self._file_seconds.get(path, 0.0)
+
+    def spend(self, path: Path, seconds: float) -> None:
+        """Count ``seconds`` more of checking kernel file ``path``."""
+        self._file_seconds[path] = self.spent(path) + seconds
 
     def case(self, spec: KernelSpec, dtype: str, shape: Shape | None) -> Case:
         return Case(spec, dtype, shape, self.seed)

@@ -386,3 +386,17 @@ def test_what_a_backend_could_not_look_for_is_said_beside_a_pass():
     assert result.outcome == "pass" and result.message == "races were not looked for: no detector"
     assert "up to 17x33x5; races were not looked for: no detector" in table([result])
     assert run(Runner(FakeBackend(), seed=1), "good").message == ""
+
+
+def test_a_files_later_kernels_are_not_checked_once_its_checks_took_its_time_budget(runner):
+    """Each kernel x dtype has a budget of its own; a file's checks in one process have FILE_BUDGETS of them, past
+    which its later kernel x dtype are an error that names the budget, not a failure of theirs."""
+    settings = Settings(time_budget=2.0)
+    spec = spec_for("good")
+    assert checking.check(settings, runner, spec, "float32").outcome == "pass"
+    assert 0 < runner.spent(spec.path) < settings.file_seconds() == 8.0
+    runner.spend(spec.path, 8.0)
+    late = checking.check(settings, runner, spec, "float64")
+    assert (late.outcome, late.shapes_tried) == ("error", 0), late.message
+    assert "not checked: the file's checks took " in late.message and "time budget of 8 s" in late.message
+    assert runner.spent(spec.path.with_name("another.cu")) == 0.0  # each file has a budget of its own
