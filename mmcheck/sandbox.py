@@ -21,10 +21,9 @@ sandboxed before it is loaded, in the worker's child, where no Python runs.
 
 Where the host lacks a protection (no Landlock, no seccomp or no libseccomp), the run goes on without it and says so once
 (``missing``); ``--require-sandbox`` makes that an error.  NVRTC, a library, compiles in a child process of
-its own in the sandbox (backends/nvrtc_child.py).  What is not covered: stat() and readlink() of any path
-still answer (Landlock restricts opening, not looking);
-and a kernel written against the emulator's internals can overwrite the launch's status page to hide an
-attempt from the report, though not to make it succeed.
+its own in the sandbox (backends/nvrtc_child.py), and libclang reads a kernel's C++ in one (cxx/).  What is not
+covered: stat() and readlink() of any path still answer (Landlock restricts opening, not looking); docs/sandbox.md
+says what else, and why each call is allowed.
 """
 
 from __future__ import annotations
