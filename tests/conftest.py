@@ -75,8 +75,9 @@ def pytest_collection_modifyitems(config, items):
     items[:] = ordered + list(rest)
 
 # Kernel files that tests drive themselves (a crash, a hang, a race; the corpus of correct kernels, which
-# test_corpus.py checks): not test files of this suite.
-collect_ignore_glob = ["kernels/*.cu", "emu/kernels/*.cu", "corpus/*.cu", "host_code/*.cu", "hostile/*.cu"]
+# test_corpus.py checks; the cheats the benchmarks refuse): not test files of this suite.
+collect_ignore_glob = ["kernels/*.cu", "emu/kernels/*.cu", "corpus/*.cu", "host_code/*.cu", "hostile/*.cu",
+                       "cheats/*.cu"]
 
 
 @pytest.fixture

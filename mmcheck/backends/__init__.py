@@ -4,7 +4,7 @@ A new backend?  One module in backends/ plus its registry line (registry.BACKEND
 implements base.Backend (compile, upload, download, launch, close), is opened with BackendOptions, and
 declares what it can do in a class attribute, ``capabilities = Capabilities(...)``: ``gpu`` (its kernels run on
 a GPU), ``sanitizers`` (what --sanitize runs there), ``times`` (a clock worth reporting: it implements
-base.Times too), ``large`` (shapes past 2**31 elements) and ``isolated`` (it runs in a worker process of its
+base.Times too), ``fresh`` (it loads a kernel afresh for a timing: base.Reloads), ``large`` (shapes past 2**31 elements) and ``isolated`` (it runs in a worker process of its
 own, process.py, under the compute-sanitizer tools among its sanitizers, sanitizer.py).  mmcheck decides by
 these, never by a backend's name.  A class of one's own needs no line: ``--backend module:Class``.
 

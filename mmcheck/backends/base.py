@@ -8,7 +8,7 @@ A new backend?  One module in backends/ plus its registry line (registry.BACKEND
 ``Backend`` and declares its ``Capabilities`` (a GPU or not, its sanitizers, a clock, shapes past 2**31
 elements, a worker process of its own), which callers read before opening it.  What some backends do beyond
 the interface is a protocol of its own, which a backend implements where it can: ``Times`` where it declares a
-clock (benchmarks), ``Submits`` where it runs a launch beside its caller, ``HostMemory`` and ``DownloadsInto``
+clock (benchmarks), ``Reloads`` where it declares fresh loads (a timing's own module), ``Submits`` where it runs a launch beside its caller, ``HostMemory`` and ``DownloadsInto``
 where its buffers cross between processes.
 """
 
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from ..timer import Measurement, Method
 
 __all__ = ["Backend", "BackendOptions", "Capabilities", "Kernel", "DeviceBuffer", "Arg", "Dim3", "Device", "Timing",
-           "BackendClass", "Times", "Launched", "Submits", "DownloadsInto", "HostMemory", "clock",
-           "compute_capability"]
+           "BackendClass", "Times", "Reloads", "Launched", "Submits", "DownloadsInto", "HostMemory", "clock",
+           "compute_capability", "reloader"]
 
 Dim3 = tuple[int, int, int]
 
@@ -53,14 +53,17 @@ class Capabilities:
     run takes a GPU of its own, and compiling can start before the backend opens.  ``sanitizers``: what
     --sanitize runs there (compute-sanitizer's tools; the emulator's AddressSanitizer and bounds check); none
     where it has no sanitizer, and --sanitize is refused there.  ``times``: a clock worth reporting, for
-    benchmarks.  ``large``: shapes past 2**31 elements run in reasonable time.  ``isolated``: it runs in a
-    worker process of its own (process.py), its faults being able to poison the process that runs it (a CUDA
-    context after an illegal address).
+    benchmarks.  ``fresh``: it loads a kernel afresh (``Reloads``), a module of its own whose device globals
+    start as the compiled image sets them; benchmarks time only such a load, so nothing the checks left in a
+    module reaches a timing.  ``large``: shapes past 2**31 elements run in reasonable time.  ``isolated``: it
+    runs in a worker process of its own (process.py), its faults being able to poison the process that runs it
+    (a CUDA context after an illegal address).
     """
 
     gpu: bool = False
     sanitizers: tuple[str, ...] = ()
     times: bool = False
+    fresh: bool = False
     large: bool = False
     isolated: bool = False
 
@@ -208,6 +211,17 @@ class Times(Protocol):
         ...
 
 
+class Reloads(Protocol):
+    """A backend that loads a kernel afresh, which declares it (``capabilities.fresh``): a benchmark times such a
+    load, never the module its checks launched, so that state a kernel keeps in device globals does not carry
+    over."""
+
+    def fresh(self, kernel: Kernel) -> Kernel:
+        """``kernel`` loaded again from its compiled image: the same code (the same fingerprint) in a new module,
+        never launched, its device globals as the image initialises them."""
+        ...
+
+
 class BackendClass(Protocol):
     """A backend's class: what it declares it can do, read before one is opened, and how one is opened."""
 
@@ -257,6 +271,12 @@ class HostMemory(Protocol):
 def clock(backend: Backend) -> Times | None:
     """The backend's clock: the backend itself where it declares one (``capabilities.times``), else None."""
     return cast(Times, backend) if backend.capabilities.times else None
+
+
+def reloader(backend: Backend) -> Reloads | None:
+    """What loads the backend's kernels afresh: the backend itself where it declares it
+    (``capabilities.fresh``), else None."""
+    return cast(Reloads, backend) if backend.capabilities.fresh else None
 
 
 def compute_capability(backend: Backend) -> tuple[int, int] | None:

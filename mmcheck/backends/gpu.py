@@ -15,6 +15,7 @@ that a kernel that never returns is reported as hung.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 import warnings
@@ -54,7 +55,8 @@ class GpuBackend(ABC):
     name: str
     # A fault can leave the CUDA context unusable, and a hung kernel cannot be stopped from its own process: the
     # backend runs in a worker process, under compute-sanitizer's tools where they are asked for.
-    capabilities = Capabilities(gpu=True, sanitizers=sanitizer.TOOLS, times=True, large=True, isolated=True)
+    capabilities = Capabilities(gpu=True, sanitizers=sanitizer.TOOLS, times=True, fresh=True, large=True,
+                                isolated=True)
     printed = ""  # what a kernel prints goes to this process's standard output, which ProcessBackend takes
     _error: type[Exception]
 
@@ -70,6 +72,7 @@ class GpuBackend(ABC):
         self._fetched: dict[int, tuple[DeviceBuffer, np.ndarray]] = {}
         # Where downloads are made: a worker process makes them in shared memory, to send them without a copy.
         self.empty: Callable[[int, np.dtype], np.ndarray] = np.empty
+        self._images: dict[str, Compiled] = {}  # each kernel's cubin by its fingerprint, to load it afresh
 
     def compile(self, build: Build) -> Kernel:
         compiled = self.compiler.compile(build, self.arch)
@@ -86,8 +89,15 @@ class GpuBackend(ABC):
         schedules, costly = self._schedules(shared)
         unchecked = ("races were not looked for: compute-sanitizer, the GPU's race detector, is not installed "
                      "(the emulator looks for them)") if shared and "racecheck" not in schedules else ""
+        fingerprint = self._fingerprint(compiled.cubin, compiled.symbol)
+        self._images[fingerprint] = compiled
         return Kernel(build.spec, build.dtype, compiled.symbol, schedules, handle, self._parameter_sizes(handle),
-                      costly, self._fingerprint(compiled.cubin, compiled.symbol), unchecked)
+                      costly, fingerprint, unchecked)
+
+    def fresh(self, kernel: Kernel) -> Kernel:
+        """The cubin loaded again: the driver gives each module loaded its own device globals."""
+        assert kernel.fingerprint is not None, "a GPU kernel always has its fingerprint"
+        return dataclasses.replace(kernel, handle=self._load(self._images[kernel.fingerprint]))
 
     def _fingerprint(self, cubin: bytes, symbol: str) -> str:
         """The loaded code, the device and driver that run it, and the sanitizer that checks it."""
