@@ -270,15 +270,20 @@ def out_of_memory(*args):
 
 class FakeTimingBackend(FakeBackend):
     """FakeBackend with a device and a clock: a kernel "takes" 1 ms per 10**9 multiply-adds (cuBLAS twice as
-    fast), with a little seeded jitter, so the benchmark path runs end to end without a GPU."""
+    fast), with a little seeded jitter, so the benchmark path runs end to end without a GPU.  ``seconds_per_mac``,
+    ``library_seconds_per_mac`` and ``cc`` are what a subclass changes: a kernel or cuBLAS past the device's
+    peak, a device of no known peak."""
 
     name = "fake-gpu"
     capabilities = Capabilities(gpu=True, times=True)
+    seconds_per_mac = 1e-12
+    library_seconds_per_mac = 0.5e-12
+    cc = (9, 0)
 
     def device(self):
         from mmcheck.backends.base import Device
 
-        return Device(name="Fake H100", cc=(9, 0), sms=132, clock_mhz=1980.0, default_clock_mhz=1980.0,
+        return Device(name="Fake H100", cc=self.cc, sms=132, clock_mhz=1980.0, default_clock_mhz=1980.0,
                       memory_clock_mhz=2619.0, bus_width_bits=5120, l2_bytes=50 << 20, max_threads_per_sm=2048,
                       driver="580.00 (CUDA 13.0)", cuda="13.0")
 
@@ -290,7 +295,7 @@ class FakeTimingBackend(FakeBackend):
         buffers = [a for a in args if isinstance(a, DeviceBuffer)]
         first = tuple(self.download(b) for b in buffers)
         macs = np.prod([int(a) for a in args if not isinstance(a, DeviceBuffer)][:3])
-        return Timing(measure(_Clock(macs * 1e-12), method, wall=_Wall()), first, first, 32, 2048, 0.5)
+        return Timing(measure(_Clock(macs * self.seconds_per_mac), method, wall=_Wall()), first, first, 32, 2048, 0.5)
 
     def time_library(self, op, dtype, m, n, k, batch, alpha, beta, method):
         from mmcheck.timer import measure
@@ -298,7 +303,7 @@ class FakeTimingBackend(FakeBackend):
 
         if dtype == "int32":
             raise Unsupported("cuBLAS has no int32 GEMM to compare with")
-        return measure(_Clock(m * n * k * batch * 0.5e-12), method, wall=_Wall())
+        return measure(_Clock(m * n * k * batch * self.library_seconds_per_mac), method, wall=_Wall())
 
 
 class _Wall:
@@ -326,3 +331,21 @@ class _Clock:
 
     def sm_clock_mhz(self):
         return 1980
+
+
+class FakeImpossibleBackend(FakeTimingBackend):
+    """A kernel that "takes" 1 fs per multiply-add: 2 PFLOP/s, thirty times the fake H100's float32 peak."""
+
+    seconds_per_mac = 1e-15
+
+
+class FakeUnknownDeviceBackend(FakeImpossibleBackend):
+    """The same impossible kernel on a compute capability that peak.py's table does not know."""
+
+    cc = (11, 7)
+
+
+class FakeImpossibleLibraryBackend(FakeTimingBackend):
+    """An honest kernel beside a cuBLAS that "takes" 1 fs per multiply-add, as wrong device figures would make it."""
+
+    library_seconds_per_mac = 1e-15

@@ -3,7 +3,9 @@ timed kernel with the correctness checks' own judge, time cuBLAS on the same pro
 record (records.py) that pytest-benchmark's JSON, ``mmcheck report`` and the plots read.
 
 A fast wrong kernel is a failure, not a number: the first launch's output is judged before any number is
-kept, and the inputs are checked unchanged after the last timed launch.
+kept, and the inputs are checked unchanged after the last timed launch.  An impossible number is a failure
+too: a median under the floor (floor.py), the least time the device can do the work in, is refused as not
+credible, cuBLAS's included (its refusal says the figures behind the floor are wrong).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from ..runner import Runner
 from ..shapes import Shape
 from ..spec import KernelSpec
 from ..timer import Measurement, Method
-from . import peak, records
+from . import floor, peak, records
+from .floor import Floor
 from .records import BenchRecord
 
 __all__ = ["Timed", "Bench"]
@@ -80,8 +83,12 @@ class Bench:
             return Timed(skip=f"{_label(case)}: {e}")
         except (KernelFault, KernelTimeout, LaunchError, MmcheckError) as e:
             return Timed(failure=f"{_label(case)}: {e}")
-        library = self._baseline(spec.op, dtype, shape)
-        extra = self._extra(spec.name, str(spec.path), spec.op, dtype, shape, timing.measurement, library)
+        lowest = self._floor(spec.op, dtype, shape, timing.measurement)
+        refused = lowest.refusal(_median(timing.measurement))
+        if refused:
+            return Timed(failure=f"{_label(case)}: {refused}")
+        library = self._credible_baseline(spec.op, dtype, shape)
+        extra = self._extra(spec.name, str(spec.path), spec.op, dtype, shape, timing.measurement, library, lowest)
         extra.update(verified="exact" if trial.exact else "bound", registers=timing.registers,
                      smem_static=timing.smem_static, smem_dynamic=launch.smem, occupancy=timing.occupancy)
         return Timed(record=records.record(timing.measurement.samples, extra, options=self.method.options()))
@@ -91,7 +98,11 @@ class Bench:
         library = self._baseline(op, dtype, shape)
         if isinstance(library, str):
             return Timed(skip=f"cuBLAS {op} {dtype} {shape}: {library}")
-        extra = self._extra("cublas", "cuBLAS", op, dtype, shape, library, library)
+        lowest = self._floor(op, dtype, shape, library)
+        refused = lowest.refusal(_median(library))
+        if refused:
+            return Timed(failure=f"cuBLAS {op} {dtype} {shape}: {refused}")
+        extra = self._extra("cublas", "cuBLAS", op, dtype, shape, library, library, lowest)
         return Timed(record=records.record(library.samples, extra, options=self.method.options()))
 
     def _baseline(self, op: str, dtype: str, shape: Shape) -> Measurement | str:
@@ -107,15 +118,27 @@ class Bench:
                 self._library[key] = str(e)
         return self._library[key]
 
+    def _credible_baseline(self, op: str, dtype: str, shape: Shape) -> Measurement | str:
+        """cuBLAS's measurement on this problem, or why there is none, or why it is not credible."""
+        library = self._baseline(op, dtype, shape)
+        if isinstance(library, str):
+            return library
+        refused = self._floor(op, dtype, shape, library).refusal(_median(library))
+        return f"cuBLAS's time is {refused}" if refused else library
+
+    def _floor(self, op: str, dtype: str, shape: Shape, measurement: Measurement) -> Floor:
+        """The least time the device can do ``op`` at ``shape`` in, at the clocks read while it was timed."""
+        return floor.floor(self.device, dtype, OPS[op].flops(shape), _bytes(op, dtype, shape),
+                           measurement.sm_clocks)
+
     def _extra(self, kernel: str, file: str, op: str, dtype: str, shape: Shape, measurement: Measurement,
-               library: Measurement | str) -> dict:
+               library: Measurement | str, lowest: Floor) -> dict:
         """The extra_info of a record (records.EXTRA_KEYS) for ``measurement`` of ``kernel``."""
-        device, p, operation = self.device, precision(dtype), OPS[op]
-        median = float(np.median(measurement.samples))
+        device, operation = self.device, OPS[op]
+        median = _median(measurement)
         peak_gflops = peak.dtype_peak_gflops(device.cc, device.sms, device.clock_mhz, dtype)
         peak_gbps = (peak.peak_bandwidth_gbs(device.memory_clock_mhz, device.bus_width_bits)
                      if device.memory_clock_mhz and device.bus_width_bits else None)
-        reads_c = bool(data.benchmark_trial(operation, dtype, precision(dtype).default_accumulator).beta)
         return {
             "kernel": kernel, "file": file, "op": op, "dtype": dtype, "M": shape.M, "N": shape.N,
             "K": shape.K, "batch": shape.batch, "backend": self.backend.name,
@@ -123,12 +146,23 @@ class Bench:
             "cuda": device.cuda,
             **records.timing_info(measurement, device.default_clock_mhz),
             **records.throughput_info(
-                flops=operation.flops(shape),
-                nbytes=operation.bytes(shape, p.inputs.itemsize, p.output.itemsize, reads_c),
+                flops=operation.flops(shape), nbytes=_bytes(op, dtype, shape),
                 seconds=median, peak_gflops=peak_gflops, peak_gbps=peak_gbps,
-                cublas_median_s=None if isinstance(library, str) else float(np.median(library.samples)),
+                cublas_median_s=None if isinstance(library, str) else _median(library),
                 cublas_note=library if isinstance(library, str) else None),
+            **lowest.info(),
         }
+
+
+def _median(measurement: Measurement) -> float:
+    return float(np.median(measurement.samples))
+
+
+def _bytes(op: str, dtype: str, shape: Shape) -> int:
+    """The fewest bytes one launch of ``op`` must move with the benchmarks' beta (C is read where it is not 0)."""
+    operation, p = OPS[op], precision(dtype)
+    reads_c = bool(data.benchmark_trial(operation, dtype, p.default_accumulator).beta)
+    return operation.bytes(shape, p.inputs.itemsize, p.output.itemsize, reads_c)
 
 
 def _verify(prepared: Prepared, timing: Timing) -> None:

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 
 from ..dtypes import precision
 
-__all__ = ["Lanes", "LANES", "dtype_peak_gflops", "lanes_per_sm", "peak_bandwidth_gbs", "peak_gflops"]
+__all__ = ["Lanes", "LANES", "dtype_lane", "dtype_peak_gflops", "lanes_per_sm", "peak_bandwidth_gbs", "peak_gflops"]
 
 
 @dataclass(frozen=True)
@@ -95,14 +95,20 @@ def peak_gflops(cc: tuple[int, int], sms: int, clock_mhz: float, lane: str) -> f
     return None if per_sm is None else sms * per_sm * 2 * clock_mhz / 1e3
 
 
+def dtype_lane(cc: tuple[int, int], dtype: str) -> str | None:
+    """The lanes ``dtype`` is computed fastest on at its own precision (the dtype table's ``peak``, by the
+    inputs' type): tensor cores for float16 and bfloat16 inputs, the better of SIMT lanes and tensor cores for
+    float64 (A100 and H100 have FP64 tensor cores, which cuBLAS's DGEMM uses), SIMT lanes for float32 (TF32
+    tensor cores round the inputs, so they are not float32's peak) and int32; None where the table has none."""
+    known = [(per_sm, lane) for lane in precision(dtype).inputs.peak if (per_sm := lanes_per_sm(cc, lane))]
+    return max(known)[1] if known else None
+
+
 def dtype_peak_gflops(cc: tuple[int, int], sms: int, clock_mhz: float, dtype: str) -> float | None:
     """The highest rate the device computes ``dtype`` at its own precision, what "% of peak" is against (the
-    dtype table's ``peak`` lanes, by the inputs' type): tensor cores for float16 and bfloat16 inputs, the
-    better of SIMT lanes and tensor cores for float64 (A100 and H100 have FP64 tensor cores, which cuBLAS's
-    DGEMM uses), SIMT lanes for float32 (TF32 tensor cores round the inputs, so they are not float32's
-    peak) and int32."""
-    rates = [r for lane in precision(dtype).inputs.peak if (r := peak_gflops(cc, sms, clock_mhz, lane)) is not None]
-    return max(rates) if rates else None
+    lanes of ``dtype_lane``); None where unknown."""
+    lane = dtype_lane(cc, dtype)
+    return None if lane is None else peak_gflops(cc, sms, clock_mhz, lane)
 
 
 def peak_bandwidth_gbs(memory_clock_mhz: float, bus_width_bits: int) -> float:

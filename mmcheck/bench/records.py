@@ -18,6 +18,9 @@ extra_info keys, by subject:
 - how fast (``throughput_info``): ``gflops``, ``peak_gflops``, ``peak_pct``, ``bytes``, ``gbps``,
   ``peak_gbps``, ``cublas_median_s``, ``cublas_pct`` (100 x cuBLAS's median / this median: above 100 is
   faster than cuBLAS), ``cublas_note`` (why there is no cuBLAS figure, e.g. no int32 GEMM);
+- the floor (bench/floor.py), the least time the device can do the work in: ``floor_s`` (None where no
+  bound is known), ``floor_bound`` (``compute`` or ``memory``), ``floor_note`` (each bound's figures, and
+  what is unknown); a time under it is refused, so no record holds one;
 - the kernel's resources: ``registers``, ``smem_static``, ``smem_dynamic``, ``occupancy``;
 - where: ``device``, ``cc`` (``"9.0"``), ``driver``, ``cuda``, ``backend``; ``verified``: how the timed
   kernel's result was checked against the reference in this run (``exact``, ``bound``; None: not checked,
@@ -42,19 +45,24 @@ from ..publish import atomic_write
 from ..stats import stats as _stats
 from ..timer import Measurement, Method, throttled
 
-__all__ = ["DTYPE_ORDER", "EXTRA_KEYS", "BenchRecord", "dtype_rank", "document", "extra_info", "load", "record",
-           "throughput_info", "timing_info", "write"]
+__all__ = ["DTYPE_ORDER", "EXTRA_KEYS", "LATER_KEYS", "BenchRecord", "dtype_rank", "document", "extra_info", "load",
+           "record", "throughput_info", "timing_info", "write"]
 
 EXTRA_KEYS: tuple[str, ...] = (
     "kernel", "file", "op", "dtype", "M", "N", "K", "batch",
     "method", "samples", "noise", "stop", "gpu_time_s",
     "gflops", "peak_gflops", "peak_pct", "bytes", "gbps", "peak_gbps",
+    "floor_s", "floor_bound", "floor_note",
     "cublas_median_s", "cublas_pct", "cublas_note",
     "registers", "smem_static", "smem_dynamic", "occupancy",
     "device", "cc", "driver", "cuda",
     "sm_clock_mhz", "sm_clock_min_mhz", "default_clock_mhz", "throttled",
     "verified", "backend",
 )
+
+# Keys added after files were first written: a file without them reads them as None.
+LATER_KEYS: frozenset[str] = frozenset({"floor_s", "floor_bound", "floor_note"})
+_FIRST_KEYS = tuple(k for k in EXTRA_KEYS if k not in LATER_KEYS)
 
 Scalar = None | bool | int | float | str
 
@@ -165,11 +173,11 @@ class BenchRecord:
         """From one entry of a pytest-benchmark JSON file's ``benchmarks`` (ValueError if its extra_info
         is not mmcheck's)."""
         extra = entry.get("extra_info") or {}
-        missing = [k for k in EXTRA_KEYS if k not in extra]
+        missing = [k for k in _FIRST_KEYS if k not in extra]
         if missing:
             raise ValueError(f"{entry.get('fullname', entry.get('name'))}: extra_info lacks {', '.join(missing)}")
         return cls(name=entry["name"], fullname=entry["fullname"], group=entry.get("group"),
-                   stats=normalize_stats(dict(entry["stats"])), extra={k: extra[k] for k in EXTRA_KEYS},
+                   stats=normalize_stats(dict(entry["stats"])), extra={k: extra.get(k) for k in EXTRA_KEYS},
                    params=entry.get("params"), param=entry.get("param"), options=dict(entry.get("options") or {}))
 
     # pytest-benchmark's JSON hook asks a benchmark for these two.
@@ -242,7 +250,7 @@ def load(paths: Iterable[str | Path], *, say: Callable[[str], object] = _stderr)
                 foreign.append(path)
                 continue
             raise ValueError(f"{path}: not a pytest-benchmark JSON file ({type(e).__name__}: {e})") from e
-        ours = [e for e in entries if isinstance(e, dict) and set(EXTRA_KEYS) <= set(e.get("extra_info") or {})]
+        ours = [e for e in entries if isinstance(e, dict) and set(_FIRST_KEYS) <= set(e.get("extra_info") or {})]
         if len(ours) < len(entries):
             say(f"{path}: skipped {len(entries) - len(ours)} of {len(entries)} benchmarks without "
                 f"mmcheck's extra_info")
