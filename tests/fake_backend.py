@@ -1,8 +1,12 @@
 """A backend test double: "kernels" are numpy functions over the flat buffers, chosen by the spec's entry,
-so the runner's checks can be tested exactly and without a compiler."""
+so the runner's checks can be tested exactly and without a compiler.  Each compile (and each load afresh)
+is a module of its own (``_Module``), with its own launch count and the globals a kernel that keeps state
+reads and writes."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import itertools
 
 import numpy as np
@@ -107,6 +111,46 @@ def float_accumulator(a, b, c, m, n, k, schedule):
     _payload(c)[:] = (A @ B).reshape(-1).astype(c.dtype)
 
 
+def keeps_state(code):
+    """Marks a kernel that keeps state in its module's globals, as a ``__device__`` variable does: each launch
+    is given them as ``module``."""
+    code.keeps_state = True
+    return code
+
+
+@keeps_state
+def counts_its_launches(a, b, c, m, n, k, schedule, module):
+    """Right but for C's first element, where it writes how many launches its module has run."""
+    module["launches"] = module.get("launches", 0) + 1
+    _mm(a, b, c, m, n, k)
+    _payload(c)[0] = module["launches"]
+
+
+@keeps_state
+def serves_what_it_remembers(a, b, c, m, n, k, schedule, module):
+    """A cheat: keeps each result in a module global, keyed by the shape and a few elements of the inputs,
+    and copies a remembered one into C without computing (``served`` counts those launches)."""
+    key = (m, n, k, *_payload(a)[:4], *_payload(b)[:4])
+    results = module.setdefault("results", {})
+    if key in results:
+        _payload(c)[:] = results[key]
+        module["served"] = module.get("served", 0) + 1
+    else:
+        _mm(a, b, c, m, n, k)
+        results[key] = _payload(c).copy()
+
+
+class _Module:
+    """One load of a fake kernel, as a CUDA module is one: its own launch count and its own globals."""
+
+    def __init__(self, code):
+        self.code, self.launches, self.globals = code, 0, {}
+
+    def __call__(self, *args):
+        self.launches += 1
+        self.code(*args, **({"module": self.globals} if getattr(self.code, "keeps_state", False) else {}))
+
+
 def crashes(*args):
     raise KernelFault("illegal address in block (0,0,0) thread (3,0,0)")
 
@@ -135,6 +179,7 @@ class FakeBackend:
         self.schedules, self.costly, self.fingerprint = schedules, costly, fingerprint
         self.compiles = 0
         self.launched: list[str] = []  # the schedule of every launch
+        self.modules: list[_Module] = []  # every module loaded, in order
 
     def close(self):
         pass
@@ -145,8 +190,12 @@ class FakeBackend:
         function = globals().get(spec.entry)
         if function is None:
             raise CompileError(f"{spec.path}:3: error: '{spec.entry}' was not declared")
-        return Kernel(spec, build.dtype, spec.entry, self.schedules, function, costly=self.costly,
+        return Kernel(spec, build.dtype, spec.entry, self.schedules, self._module(function), costly=self.costly,
                       fingerprint=self.fingerprint and repr((self.fingerprint, spec.entry, build.key)))
+
+    def _module(self, code):
+        self.modules.append(_Module(code))
+        return self.modules[-1]
 
     def upload(self, host, offset):
         return DeviceBuffer(host.size, host.dtype, offset, host.copy())
@@ -275,7 +324,7 @@ class FakeTimingBackend(FakeBackend):
     peak, a device of no known peak."""
 
     name = "fake-gpu"
-    capabilities = Capabilities(gpu=True, times=True)
+    capabilities = Capabilities(gpu=True, times=True, fresh=True)
     seconds_per_mac = 1e-12
     library_seconds_per_mac = 0.5e-12
     cc = (9, 0)
@@ -287,7 +336,11 @@ class FakeTimingBackend(FakeBackend):
                       memory_clock_mhz=2619.0, bus_width_bits=5120, l2_bytes=50 << 20, max_threads_per_sm=2048,
                       driver="580.00 (CUDA 13.0)", cuda="13.0")
 
+    def fresh(self, kernel):
+        return dataclasses.replace(kernel, handle=self._module(kernel.handle.code))
+
     def time(self, kernel, args, grid, block, smem, method):
+        """Every timed launch (warm-ups too) runs the kernel, on the fake clock."""
         from mmcheck.backends.base import Timing
         from mmcheck.timer import measure
 
@@ -295,7 +348,9 @@ class FakeTimingBackend(FakeBackend):
         buffers = [a for a in args if isinstance(a, DeviceBuffer)]
         first = tuple(self.download(b) for b in buffers)
         macs = np.prod([int(a) for a in args if not isinstance(a, DeviceBuffer)][:3])
-        return Timing(measure(_Clock(macs * self.seconds_per_mac), method, wall=_Wall()), first, first, 32, 2048, 0.5)
+        run = functools.partial(self.launch, kernel, args, grid, block, smem, "forward")
+        measurement = measure(_Clock(macs * self.seconds_per_mac, run), method, wall=_Wall())
+        return Timing(measurement, first, tuple(self.download(b) for b in buffers), 32, 2048, 0.5)
 
     def time_library(self, op, dtype, m, n, k, batch, alpha, beta, method):
         from mmcheck.timer import measure
@@ -318,12 +373,15 @@ class _Wall:
 
 
 class _Clock:
-    def __init__(self, seconds):
+    """``run``: what one timed launch does (the kernel's launch; nothing for the fake cuBLAS)."""
+
+    def __init__(self, seconds, run=lambda: None):
         import random
 
-        self.seconds, self.rng = seconds, random.Random(7)
+        self.seconds, self.run, self.rng = seconds, run, random.Random(7)
 
     def launch(self, flush_l2):
+        self.run()
         return self.seconds * (1 + 0.001 * self.rng.random())
 
     def launches(self, count):

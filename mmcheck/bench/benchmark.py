@@ -2,6 +2,9 @@
 timed kernel with the correctness checks' own judge, time cuBLAS on the same problem, and put it all in a
 record (records.py) that pytest-benchmark's JSON, ``mmcheck report`` and the plots read.
 
+The kernel is timed from a fresh load of its compiled image (``Reloads``), never from the module its checks
+launched: what it kept in device globals during the checks does not reach its timing.
+
 A fast wrong kernel is a failure, not a number: the first launch's output is judged before any number is
 kept, and the inputs are checked unchanged after the last timed launch.  An impossible number is a failure
 too: a median under the floor (floor.py), the least time the device can do the work in, is refused as not
@@ -16,7 +19,7 @@ from functools import cached_property
 import numpy as np
 
 from .. import data
-from ..backends.base import Backend, Device, Timing, clock
+from ..backends.base import Backend, Device, Timing, clock, reloader
 from ..dtypes import precision
 from ..errors import KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory, Unsupported
 from ..judge import check_buffers, judge
@@ -47,14 +50,18 @@ class Timed:
 
 class Bench:
     """Benchmarks on one runner's backend by one timing method; cuBLAS is timed once per problem.  Unsupported,
-    saying why in one line, where the backend declares no clock (``Capabilities.times``): nothing is timed."""
+    saying why in one line, where the backend declares no clock (``Capabilities.times``) or no fresh loads
+    (``Capabilities.fresh``): nothing is timed."""
 
     def __init__(self, runner: Runner, method: Method) -> None:
-        found = clock(runner.backend)
+        found, loads = clock(runner.backend), reloader(runner.backend)
         if found is None:
             raise Unsupported(f"nothing is timed on the {runner.backend.name} backend: it has no clock worth "
                               "reporting (benchmarks run on a GPU)")
-        self.runner, self.clock, self.method = runner, found, method
+        if loads is None:
+            raise Unsupported(f"nothing is timed on the {runner.backend.name} backend: it cannot load a kernel "
+                              "afresh, so a timing could carry what the checks left in the kernel's module")
+        self.runner, self.clock, self.loads, self.method = runner, found, loads, method
         self._library: dict[tuple, Measurement | str] = {}
 
     @property
@@ -75,7 +82,8 @@ class Bench:
             operands = data.make_operands(spec, shape, dtype, trial,
                                           data.case_seed(case.seed, spec.name, dtype, str(shape), "bench"))
             prepared = self.runner.prepare(case, launch, trial, operands)
-            timing = self.clock.time(kernel, prepared.args, launch.grid, launch.block, launch.smem, self.method)
+            timing = self.clock.time(self.loads.fresh(kernel), prepared.args, launch.grid, launch.block,
+                                     launch.smem, self.method)
             _verify(prepared, timing)
         except Caught as c:
             return Timed(failure=f"{_label(case)}: not timed, its result is wrong: {c.args[0]}")
@@ -89,7 +97,7 @@ class Bench:
             return Timed(failure=f"{_label(case)}: {refused}")
         library = self._credible_baseline(spec.op, dtype, shape)
         extra = self._extra(spec.name, str(spec.path), spec.op, dtype, shape, timing.measurement, library, lowest)
-        extra.update(verified="exact" if trial.exact else "bound", registers=timing.registers,
+        extra.update(verified="exact" if trial.exact else "bound", module="fresh", registers=timing.registers,
                      smem_static=timing.smem_static, smem_dynamic=launch.smem, occupancy=timing.occupancy)
         return Timed(record=records.record(timing.measurement.samples, extra, options=self.method.options()))
 
