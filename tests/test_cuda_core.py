@@ -111,8 +111,8 @@ def test_every_gpu_backend_declares_itself_so_and_the_alias_with_them():
     """What the two GPU backends declare, and "gpu" and "auto" with them (auto is the GPU where there is one),
     read from their classes without opening them (there is no GPU here)."""
     gpu = {capabilities(name) for name in ("gpu", "auto", *ALIASES["gpu"])}
-    assert gpu == {Capabilities(gpu=True, sanitizers=("memcheck", "racecheck", "synccheck"), times=True, large=True,
-                                isolated=True)}
+    assert gpu == {Capabilities(gpu=True, sanitizers=("memcheck", "racecheck", "synccheck"), times=True, fresh=True,
+                                large=True, isolated=True)}
     assert capabilities("emu") == Capabilities(sanitizers=("asan", "ubsan"))
     (option,) = [o for o in OPTIONS if o.dest == "backend"]
     assert all(option.type(name) == name for name in (*BACKENDS, *ALIASES))
