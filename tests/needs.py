@@ -6,3 +6,12 @@ import pytest
 
 gxx = pytest.mark.skipif(not shutil.which("g++"), reason="runs the kernels on the emulator, which needs g++")
 nvcc = pytest.mark.skipif(not shutil.which("nvcc"), reason="needs nvcc on PATH")
+
+
+def _sandbox_gaps() -> list[str]:
+    from mmcheck import sandbox
+
+    return sandbox.missing()
+
+
+whole_sandbox = pytest.mark.skipif(_sandbox_gaps() != [], reason=f"this host lacks {_sandbox_gaps()}")

@@ -28,7 +28,6 @@ pytest_plugins = ["pytester"]
 HOSTILE = Path(__file__).parent / "hostile"
 PASSWD = Path("/etc/passwd").read_text().splitlines()[0]
 
-needs_sandbox = pytest.mark.skipif(sandbox.missing() != [], reason=f"this host lacks {sandbox.missing()}")
 
 # kernel -> what its one failure says, after "the kernel tried to" (or the file's, for its compile and load)
 ATTEMPTS = {
@@ -91,7 +90,7 @@ def _check(src: Path, out: Path, *extra: str) -> int:
 
 @pytest.mark.slow(5)
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 def test_each_hostile_kernel_is_one_failure_saying_what_it_tried_and_a_plain_kernel_passes(hostile_run):
     rows, targets = hostile_run.rows, hostile_run.targets
     assert hostile_run.code == 1
@@ -106,7 +105,7 @@ def test_each_hostile_kernel_is_one_failure_saying_what_it_tried_and_a_plain_ker
 
 
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 def test_nothing_a_hostile_kernel_tried_is_left_behind(hostile_run):
     assert not [t for t in hostile_run.targets.values() if t.exists()]
     with pytest.raises(BlockingIOError):  # no connection came
@@ -124,7 +123,7 @@ def test_nothing_a_hostile_kernel_tried_is_left_behind(hostile_run):
 
 
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 def test_a_file_outside_the_kernels_folder_never_reaches_the_report(hostile_run):
     assert PASSWD not in hostile_run.output and PASSWD not in hostile_run.document
     # read_secret adds the file's first byte to its result: no mismatch shows it
@@ -133,7 +132,7 @@ def test_a_file_outside_the_kernels_folder_never_reaches_the_report(hostile_run)
 
 @pytest.mark.slow(15)
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 def test_the_sandbox_holds_under_address_sanitizer(tmp_path):
     for name in ("read_secret.cu", "kill_parent.cu", "plain.cu"):
         shutil.copy(HOSTILE / name, tmp_path)
@@ -146,7 +145,7 @@ def test_the_sandbox_holds_under_address_sanitizer(tmp_path):
 
 
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 def test_a_header_a_projects_kernels_share_is_read_where_the_run_is_given_the_project(tmp_path):
     kernels = tmp_path / "project" / "kernels"
     kernels.mkdir(parents=True)
@@ -166,7 +165,7 @@ def test_a_header_a_projects_kernels_share_is_read_where_the_run_is_given_the_pr
 
 
 @needs.nvcc
-@needs_sandbox
+@needs.whole_sandbox
 def test_nvcc_compiles_in_the_sandbox(tmp_path):
     from mmcheck.backends.compilers import Nvcc
     from mmcheck.compile import Build
@@ -214,7 +213,7 @@ def test_pytest_says_a_missing_protection_at_the_top_and_required_it_is_a_usage_
     assert "--require-sandbox: the sandbox cannot protect file access" in required.stderr.str()
 
 
-@needs_sandbox
+@needs.whole_sandbox
 def test_the_probe_finds_what_this_host_offers():
     assert sandbox.host().landlock >= 1 and sandbox.host().seccomp
     assert sandbox.protections() == "ls"

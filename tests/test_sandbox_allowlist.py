@@ -30,7 +30,6 @@ from . import needs
 HOSTILE = Path(__file__).parent / "hostile" / "allowlist"
 SANDBOX_H = Path(sandbox.__file__).parent / "sandbox.h"
 
-needs_sandbox = pytest.mark.skipif(sandbox.missing() != [], reason=f"this host lacks {sandbox.missing()}")
 x86_64 = pytest.mark.skipif(platform.machine() != "x86_64", reason="the attempts use x86-64's system calls")
 
 # kernel -> what its one failure says the kernel tried ("the kernel tried to ... (blocked)")
@@ -126,7 +125,7 @@ def allowlist_run(tmp_path_factory):
 
 @pytest.mark.slow(10)
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 @x86_64
 def test_each_attempt_is_one_sandbox_failure_naming_the_call_and_a_plain_kernel_passes(allowlist_run):
     rows = allowlist_run.rows
@@ -141,7 +140,7 @@ def test_each_attempt_is_one_sandbox_failure_naming_the_call_and_a_plain_kernel_
 
 
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 @x86_64
 def test_nothing_an_attempt_aimed_at_changed(allowlist_run):
     for target in allowlist_run.targets.values():

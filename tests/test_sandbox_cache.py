@@ -33,7 +33,6 @@ PLAIN = HOSTILE.parent / "plain.cu"  # the plain kernel beside them
 PASSWD = Path("/etc/passwd").read_text().splitlines()[0]
 LONG_NAME = "hostile.cache.long_" + "n" * 5000
 
-needs_sandbox = pytest.mark.skipif(sandbox.missing() != [], reason=f"this host lacks {sandbox.missing()}")
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="gives a file to another user, which only root may")
 
 
@@ -230,7 +229,7 @@ def test_a_computed_include_is_in_the_key_an_edited_header_is_compiled_again(xdg
 # --- the hostile kernels ------------------------------------------------------------------------------------
 
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 def test_a_plain_kernel_passes_beside_the_hostile_ones(hostile_run):
     row = hostile_run.rows["hostile.plain"]
     assert row["outcome"] == "pass", row["message"]
@@ -238,7 +237,7 @@ def test_a_plain_kernel_passes_beside_the_hostile_ones(hostile_run):
 
 
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 def test_a_kernel_that_opens_the_cache_to_others_is_one_failure_and_leaves_it_private(hostile_run):
     row = hostile_run.rows["hostile.cache.chmod"]
     assert (row["outcome"], row["check"]) == ("fail", "sandbox"), row
@@ -255,7 +254,7 @@ def test_a_kernel_that_opens_the_cache_to_others_is_one_failure_and_leaves_it_pr
 
 
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 def test_an_incbin_of_a_file_outside_is_one_failure_naming_the_file(hostile_run):
     row = hostile_run.rows["hostile.cache.incbin"]
     assert (row["outcome"], row["check"]) == ("fail", "sandbox"), row
@@ -265,7 +264,7 @@ def test_an_incbin_of_a_file_outside_is_one_failure_naming_the_file(hostile_run)
 
 
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 def test_a_long_kernel_name_saves_its_failure_under_a_bounded_name(hostile_run):
     row = hostile_run.rows[LONG_NAME]
     assert row["outcome"] == "fail" and row["check"] != "sandbox", row["message"][:300]

@@ -24,7 +24,6 @@ from mmcheck.cli import main
 from . import needs
 
 HOSTILE = Path(__file__).parent / "hostile"
-needs_sandbox = pytest.mark.skipif(sandbox.missing() != [], reason=f"this host lacks {sandbox.missing()}")
 # The launcher's own flag for the scratch folder its compiler writes.
 _WRITES = re.compile(rb"--write\x00([^\x00]+)")
 
@@ -51,7 +50,7 @@ def test_the_wall_bound_is_far_above_an_honest_compile_unless_told(monkeypatch):
 
 
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 def test_a_compile_that_waits_for_ever_is_one_failure_naming_the_bound_and_the_fifo(tmp_path, monkeypatch):
     fifo = _waiting_kernel(tmp_path)
     monkeypatch.setenv("MMCHECK_COMPILE_WALL", "2")
@@ -111,7 +110,7 @@ def _compiling(folder: Path, deadline: float) -> bytes:
 
 @pytest.mark.slow(10)
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_sigterm_mid_compile_leaves_no_compiler_and_no_scratch_folder(tmp_path, jobs):
     kernels, scratch = tmp_path / "kernels", tmp_path / "tmp"

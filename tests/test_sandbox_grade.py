@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck import sandbox
 from mmcheck.cli import main
 from mmcheck.grade import entries, private, read_assignment
 from mmcheck.options import Settings
@@ -35,7 +34,6 @@ ORDER = ("includes_classmate.cu", "includes_classmate_path.cu", "prints_classmat
 CORRECT = ("classmate.cu", "folder", "right.cu")
 CHECKS = ("--backend", "emu", "--timeout", "5", "--budget", "20000")  # small shapes: the test takes seconds
 
-needs_sandbox = pytest.mark.skipif(sandbox.missing() != [], reason=f"this host lacks {sandbox.missing()}")
 
 
 @dataclass
@@ -86,7 +84,7 @@ def graded(tmp_path_factory):
 
 @pytest.mark.slow(10)
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 def test_no_hostile_submission_passes_and_each_says_what_it_tried(graded):
     rows, submissions = graded.rows, graded.submissions
     assert graded.code == 0 and list(rows) == list(ORDER)
@@ -104,14 +102,14 @@ def test_no_hostile_submission_passes_and_each_says_what_it_tried(graded):
 
 
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 def test_the_correct_submissions_graded_after_them_pass(graded):
     for name in CORRECT:
         assert (graded.rows[name]["verdict"], graded.rows[name]["check"]) == ("pass", ""), graded.rows[name]
 
 
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 def test_no_classmates_text_reaches_the_sheet_and_nothing_is_changed_or_left(graded):
     assert graded.secret not in graded.sheets
     assert "mmcheck-submission-" not in graded.sheets  # the sheet names the submissions' own files
@@ -161,7 +159,7 @@ def test_the_time_budget_defaults_to_a_number_of_launch_timeouts():
 
 @pytest.mark.slow(6)
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 def test_a_kernel_past_its_time_budget_is_one_timeout_and_the_run_goes_on(tmp_path):
     """sleeps.cu is right, but each launch spins 0.4 s: well within the launch timeout, its shapes take many
     times the budget."""

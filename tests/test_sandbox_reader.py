@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck import sandbox
 from mmcheck.cli import main
 from mmcheck.cxx import client
 
@@ -28,7 +27,6 @@ READER = HOSTILE / "reader"
 AIMED = "/tmp/mmcheck-hostile-reader-secret"  # what the kernels include, made the test's own secret
 SECONDS = 3  # the front end's wall-time bound here, so that a FIFO's reading ends soon
 
-needs_sandbox = pytest.mark.skipif(sandbox.missing() != [], reason=f"this host lacks {sandbox.missing()}")
 needs_libclang = pytest.mark.skipif(not client.available(), reason="libclang is not importable here")
 
 # kernel -> (outcome, check, what its message says)
@@ -99,7 +97,7 @@ def check_run(files, bounded, tmp_path_factory):
 
 @pytest.mark.slow(5)
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 @needs_libclang
 def test_each_reading_kernel_is_one_result_naming_the_cause_and_a_plain_kernel_passes(files, check_run):
     rows = check_run.rows
@@ -115,13 +113,13 @@ def test_each_reading_kernel_is_one_result_naming_the_cause_and_a_plain_kernel_p
 
 
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 @needs_libclang
 def test_the_secret_never_reaches_the_report(files, check_run):
     assert files.text not in check_run.said
 
 
-@needs_sandbox
+@needs.whole_sandbox
 @needs_libclang
 @pytest.mark.parametrize("name", ["include_secret", "include_digraph", "include_splice"])
 def test_init_of_a_file_that_includes_a_secret_says_so_and_drafts_nothing(files, name):
@@ -131,7 +129,7 @@ def test_init_of_a_file_that_includes_a_secret_says_so_and_drafts_nothing(files,
     assert files.text not in said and "[[kernel]]" not in said
 
 
-@needs_sandbox
+@needs.whole_sandbox
 @needs_libclang
 def test_init_of_a_file_that_includes_a_fifo_ends_saying_so(files, bounded):
     code, said = _cli("init", str(files.folder / "include_fifo.cu"), "--print")

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck import sandbox
 from mmcheck.cli import main
 from mmcheck.errors import CompileError, SandboxUnavailable, SandboxViolation
 from mmcheck.sandbox import PRIVATE_COPY, compile_refusal
@@ -25,7 +24,6 @@ from . import needs
 GRADE = Path(__file__).parent / "hostile" / "grade"
 SYSTEM_HEADER = Path("/usr/include/stdio.h")
 
-needs_sandbox = pytest.mark.skipif(sandbox.missing() != [], reason=f"this host lacks {sandbox.missing()}")
 
 
 @dataclass(frozen=True)
@@ -174,7 +172,7 @@ def test_the_launchers_failure_is_believed_only_as_the_first_line(tree):
 
 @pytest.mark.slow(5)
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 def test_grade_a_submission_including_a_classmates_header_fails_on_its_own_with_no_advice_to_widen(tmp_path):
     """A header by its path is no project's in ``mmcheck grade``: the submission's copy is all of it."""
     submissions = tmp_path / "submissions"

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck import sandbox
 from mmcheck.cli import main
 
 from . import needs
@@ -29,7 +28,6 @@ HOSTILE = Path(__file__).parent / "hostile"
 ROUND2 = HOSTILE / "round2"
 PRESENT = {path.stem for path in ROUND2.glob("*.cu")}
 
-needs_sandbox = pytest.mark.skipif(sandbox.missing() != [], reason=f"this host lacks {sandbox.missing()}")
 x86_64 = pytest.mark.skipif(platform.machine() != "x86_64", reason="the attempts use x86-64's system calls")
 
 SECRET = "round2-secret-line: not for any report"
@@ -147,13 +145,14 @@ def _said(pattern: str, paths: dict[str, Path]) -> re.Pattern:
 
 @pytest.mark.slow(15)
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 @x86_64
 def test_each_attempt_is_one_sandbox_failure_naming_it_and_a_plain_kernel_passes(round2_run):
     rows = round2_run.rows
     assert round2_run.code == 1, round2_run.output  # kernels failed: not mmcheck's own error (3)
     assert rows["hostile.plain"]["outcome"] == "pass", rows["hostile.plain"]["message"]
-    attempts = {f"round2.{stem}": said for stem, said in ATTEMPTS.items() if stem in PRESENT}
+    assert PRESENT == {*ATTEMPTS, *STALE, *ALONE}, "every round-two kernel has its expectation"
+    attempts = {f"round2.{stem}": said for stem, said in ATTEMPTS.items()}
     for kernel, said in attempts.items():
         row = rows[kernel]
         assert (row["outcome"], row["check"]) == ("fail", "sandbox"), row
@@ -163,7 +162,7 @@ def test_each_attempt_is_one_sandbox_failure_naming_it_and_a_plain_kernel_passes
 
 
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 @x86_64
 def test_nothing_an_attempt_aimed_at_is_there_or_was_read(round2_run):
     paths = round2_run.paths
@@ -180,8 +179,7 @@ def test_nothing_an_attempt_aimed_at_is_there_or_was_read(round2_run):
 
 
 @needs.gxx
-@needs_sandbox
-@pytest.mark.skipif("error_forge" not in PRESENT, reason="round2/error_forge.cu is not in the folder")
+@needs.whole_sandbox
 def test_a_compile_error_worded_as_the_sandboxs_refusal_is_the_files_own_error(tmp_path):
     """``#error fatal error: round2.h: Permission denied`` is the file's compile error, not mmcheck's own, and not
     the sandbox refusing a header of the project."""
@@ -194,12 +192,11 @@ def test_a_compile_error_worded_as_the_sandboxs_refusal_is_the_files_own_error(t
 
 
 @needs.gxx
-@needs_sandbox
-@pytest.mark.skipif(not set(STALE) & PRESENT, reason="round2's stale-cache kernels are not in the folder")
+@needs.whole_sandbox
 def test_an_edit_of_what_the_compile_read_is_compiled_again(tmp_path):
     """A file the assembler read (``.incbin``) and a header a ``__has_include`` did not find, then made: the next
     run compiles the kernel again, and its new result is wrong."""
-    stems = sorted(set(STALE) & PRESENT)
+    stems = sorted(STALE)
     _copy(tmp_path, stems)
     table = tmp_path / "round2_table.bin"
     table.write_bytes(struct.pack("<f", 0.0))

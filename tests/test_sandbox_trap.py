@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck import sandbox
 from mmcheck.cli import main
 
 from . import needs
@@ -21,7 +20,6 @@ from . import needs
 HOSTILE = Path(__file__).parent / "hostile"
 TRAP = HOSTILE / "trap"
 
-needs_sandbox = pytest.mark.skipif(sandbox.missing() != [], reason=f"this host lacks {sandbox.missing()}")
 
 # kernel -> what its one failure says (``{target}``: the file close_report aims at)
 SAID = {
@@ -49,7 +47,7 @@ def trap_run(tmp_path_factory):
 
 @pytest.mark.slow(5)
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 def test_what_a_kernel_does_to_the_report_pipe_makes_it_fail(trap_run):
     code, rows, output, target = trap_run
     assert code == 1, output  # kernels failed: not mmcheck's own error (3)

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck import sandbox
 from mmcheck.backends.emu import backend, worker as w
 from mmcheck.cli import main
 from mmcheck.errors import InternalError, MmcheckError, SandboxUnavailable, Unsupported
@@ -32,7 +31,6 @@ from . import needs
 HOSTILE = Path(__file__).parent / "hostile"
 VERDICT = HOSTILE / "verdict"
 
-needs_sandbox = pytest.mark.skipif(sandbox.missing() != [], reason=f"this host lacks {sandbox.missing()}")
 
 _NOT_BELIEVED = "report was tampered with or malformed, so it is not believed: "
 # kernel -> what its one failure says
@@ -93,7 +91,7 @@ def verdict_run(tmp_path_factory):
 
 @pytest.mark.slow(5)
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 def test_each_forged_report_is_one_sandbox_failure_saying_so_and_a_plain_kernel_passes(verdict_run):
     rows = verdict_run.rows
     assert verdict_run.code == 1, verdict_run.output  # kernels failed: not mmcheck's error (3), not the host's (2)
@@ -112,7 +110,7 @@ def test_each_forged_report_is_one_sandbox_failure_saying_so_and_a_plain_kernel_
 
 
 @needs.gxx
-@needs_sandbox
+@needs.whole_sandbox
 def test_nothing_a_load_time_constructor_tried_is_left_behind(verdict_run):
     assert not [t for t in verdict_run.targets.values() if t.exists()]
 
