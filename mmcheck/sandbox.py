@@ -46,7 +46,7 @@ from .errors import CompileError, MmcheckError, SandboxUnavailable, SandboxViola
 from .publish import intact, made_once, publish_sealed
 
 __all__ = ["Host", "host", "missing", "note", "SYSTEM_READS", "KERNEL_MEMORY", "protections", "scratch",
-           "compile_command", "compile_wall", "compile_overtime", "compile_refusal", "PRIVATE_COPY"]
+           "compile_command", "compile_wall", "compile_refusal", "PRIVATE_COPY"]
 
 _HERE = Path(__file__).resolve().parent
 # What any sandboxed process may read besides its toolchain and its kernel's folder: the system's libraries
@@ -175,7 +175,7 @@ def compile_wall() -> int:
 _OVERTIME = re.compile(r"^mmsandbox --wall (\d+): ", re.M)
 
 
-def compile_overtime(path: Path, folder: Path, diagnostics: str) -> SandboxViolation | None:
+def _overtime(path: Path, folder: Path, diagnostics: str) -> SandboxViolation | None:
     """The failure of kernel file ``path``'s compile that its launcher stopped at its wall-clock bound, from what
     the compile said, naming the bound and the likely cause: a file of ``folder`` that is no regular file (a FIFO,
     a device), whose reading never ends; None where the compile was not stopped so."""
@@ -271,7 +271,10 @@ def compile_refusal(path: Path, folder: Path, diagnostics: str) -> MmcheckError 
     the folder or behind a link in it that leads out (the kernel's attempt, a failure of its own),
     SandboxUnavailable where the launcher could not apply a protection; None otherwise.  Only the compilers'
     own lines are read, and a name is believed only where that file is there and the sandbox denies it (what
-    a file quotes is never taken for a compiler's word); this never raises."""
+    a file quotes is never taken for a compiler's word); this never raises.  A compile its launcher stopped at
+    its wall-clock bound is such a failure too, naming the bound and the likely cause."""
+    if overtime := _overtime(path, folder, diagnostics):
+        return overtime
     for name, route in _refused_names(path, diagnostics):
         try:
             refusal = _refusal(path, folder, name, route)

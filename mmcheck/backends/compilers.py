@@ -118,8 +118,7 @@ class Nvcc:
             try:
                 cubin, said, read = self.cubin(source, options, arch, reads=[build.spec.folder])
             except CompileError as e:
-                if refusal := (sandbox.compile_overtime(build.spec.path, build.spec.folder, str(e))
-                               or sandbox.compile_refusal(build.spec.path, build.spec.folder, str(e))):
+                if refusal := sandbox.compile_refusal(build.spec.path, build.spec.folder, str(e)):
                     raise refusal from None
                 raise CompileError(f"{build.spec.path}: nvcc failed for {build}:\n{e}") from None
             return Compiled(cubin, find_symbol(function_symbols(cubin), build), said, read)

@@ -448,8 +448,7 @@ class Nvrtc:
             answer = json.loads(done.stdout)
         except ValueError:
             said = done.stderr.strip()
-            refusal = (sandbox.compile_overtime(build.spec.path, build.spec.folder, said)
-                       or sandbox.compile_refusal(build.spec.path, build.spec.folder, said))
+            refusal = sandbox.compile_refusal(build.spec.path, build.spec.folder, said)
             raise refusal or CompileError(f"{name}: {self.library.label} ended without an answer "
                                           f"(status {done.returncode}):\n{said[-2000:]}") from None
         log = visible(answer["log"])

@@ -131,8 +131,7 @@ def _run(reader: str, request: dict[str, Any], reads: list[Path], scratch: Path,
 
 def _failure(proc: subprocess.CompletedProcess, path: Path) -> dict[str, Any]:
     """Raises the error of a child that gave no answer: its launcher's, or the reading's, in words."""
-    if refusal := (sandbox.compile_overtime(path, path.parent, proc.stderr)
-                   or sandbox.compile_refusal(path, _PACKAGE, proc.stderr)):
+    if refusal := sandbox.compile_refusal(path, path.parent, proc.stderr):
         raise refusal
     status = -proc.returncode
     if status in (signal.SIGALRM, signal.SIGXCPU, signal.SIGKILL):

@@ -108,8 +108,7 @@ class Toolchain:
                 proc = children.run(sandbox.compile_command(command, reads, folder), input=unit, env=_C_LOCALE,
                                     tmpdir=folder)
                 if proc.returncode != 0:
-                    raise (sandbox.compile_overtime(build.spec.path, build.spec.folder, proc.stderr)
-                           or compile_failure(build, proc.stderr.strip()))
+                    raise compile_failure(build, proc.stderr.strip())
                 # What the compiler read besides the unit and mmcheck's own headers, which the key holds.
                 read = compile_reads(rule.read_text(), Path.cwd(), [_HERE, self.cache], unit, [build.spec.folder])
                 return publish_sealed(self._module_path(key, read), lambda tmp: os.replace(out, tmp)), read
