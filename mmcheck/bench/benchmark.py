@@ -103,7 +103,7 @@ class Bench:
 
     def baseline(self, op: str, dtype: str, shape: Shape) -> Timed:
         """cuBLAS alone on the problem that benchmarks of ``op`` and ``dtype`` run (its row in the tables)."""
-        library = self._baseline(op, dtype, shape)
+        library = self.library(op, dtype, shape)
         if isinstance(library, str):
             return Timed(skip=f"cuBLAS {op} {dtype} {shape}: {library}")
         lowest = self._floor(op, dtype, shape, library)
@@ -113,7 +113,7 @@ class Bench:
         extra = self._extra("cublas", "cuBLAS", op, dtype, shape, library, library, lowest)
         return Timed(record=records.record(library.samples, extra, options=self.method.options()))
 
-    def _baseline(self, op: str, dtype: str, shape: Shape) -> Measurement | str:
+    def library(self, op: str, dtype: str, shape: Shape) -> Measurement | str:
         """cuBLAS's measurement on this problem, with the benchmark's alpha and beta (timed once), or why
         there is none."""
         key = (op, dtype, shape)
@@ -126,9 +126,14 @@ class Bench:
                 self._library[key] = str(e)
         return self._library[key]
 
+    def adopt(self, op: str, dtype: str, shape: Shape, library: Measurement | str) -> None:
+        """cuBLAS's measurement on this problem (or why there is none), taken by another Bench on a GPU of the
+        same model: kept as if timed here, so a sweep spread over several GPUs times cuBLAS once per problem."""
+        self._library[(op, dtype, shape)] = library
+
     def _credible_baseline(self, op: str, dtype: str, shape: Shape) -> Measurement | str:
         """cuBLAS's measurement on this problem, or why there is none, or why it is not credible."""
-        library = self._baseline(op, dtype, shape)
+        library = self.library(op, dtype, shape)
         if isinstance(library, str):
             return library
         refused = self._floor(op, dtype, shape, library).refusal(_median(library))
