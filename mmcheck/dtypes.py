@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -49,6 +50,8 @@ class DType:
     blas: str | None = None            # cuBLAS: the routines' prefix (s, d), or "ex" for cublasGemmEx; None: none
     cuda_type: int | None = None       # cudaDataType (CUDA_R_32F ...), what cublasGemmEx is told
     peak: tuple[str, ...] = ()         # bench/peak.py's lanes this dtype's kernels are compared with
+    # The top half of a float32's bits (bfloat16): how an array module without the type (CuPy) converts it.
+    top_of_float32: bool = False
 
     @property
     def itemsize(self) -> int:
@@ -78,6 +81,22 @@ class DType:
         """The smallest normal number (the absolute error floor of gradual underflow)."""
         return 0.0 if self.is_integer else float(ml_dtypes.finfo(self.numpy).tiny)
 
+    def widen(self, bits: Any, xp: Any = np) -> Any:
+        """Values held as this dtype's bit patterns (an array of ``uint``), as float64, or int64 for integers;
+        ``xp`` the array module (numpy, or CuPy on the GPU)."""
+        if self.top_of_float32:
+            return (bits.astype(xp.uint32) << 16).view(xp.float32).astype(xp.float64)
+        return bits.view(self.numpy).astype(xp.int64 if self.is_integer else xp.float64)
+
+    def narrow(self, values: Any, xp: Any = np) -> Any:
+        """float64 (or int64) values rounded to this dtype (to nearest, ties to even; integers wrap), as its bit
+        patterns."""
+        if self.top_of_float32:
+            high = values.astype(xp.float32).view(xp.uint32)
+            rounded = high + xp.uint32(0x7FFF) + ((high >> 16) & xp.uint32(1))
+            return (rounded >> 16).astype(xp.uint16)
+        return values.astype(self.numpy).view(self.uint)
+
     @cached_property
     def exact_integers(self) -> int:
         """Every integer of magnitude up to this is exactly representable."""
@@ -104,7 +123,7 @@ DTYPES: dict[str, DType] = {d.name: d for d in (
           blas="ex", cuda_type=2, peak=("fp16_tensor",)),
     DType("bfloat16", np.dtype(ml_dtypes.bfloat16), "__nv_bfloat16", "13__nv_bfloat16", 0x7FED, 0x7F9E,
           (0x7F81, 0x7F82, 0x7F83), (0x7F84, 0x7F85, 0x7F86), 0x0040, ("ints", "normal"), alphas=_ALPHAS, betas=_BETAS,
-          header="cuda_bf16.h", blas="ex", cuda_type=14, peak=("bf16_tensor",)),
+          header="cuda_bf16.h", blas="ex", cuda_type=14, peak=("bf16_tensor",), top_of_float32=True),
 )}
 
 

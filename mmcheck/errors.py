@@ -15,6 +15,7 @@ __all__ = [
     "KernelTimeout",
     "Unsupported",
     "OutOfMemory",
+    "Unverified",
     "BackendUnavailable",
     "SandboxViolation",
     "SandboxUnavailable",
@@ -68,6 +69,11 @@ class KernelTimeout(MmcheckError):
 
 class Unsupported(MmcheckError):
     """The backend cannot run this kernel faithfully (e.g. inline PTX on the emulator)."""
+
+
+class Unverified(MmcheckError):
+    """A timed launch failed its verification: its result, its inputs or the memory around its buffers were
+    not what they must be (witness.py)."""
 
 
 class OutOfMemory(MmcheckError):

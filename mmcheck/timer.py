@@ -22,6 +22,12 @@ kernel of microseconds, whose GPU time grows slowly next to the flushes and sync
 cannot loop for ever), or at ``max_samples`` samples (which bounds the memory and the JSON of a kernel of
 microseconds).  The budget and the sample cap override ``min_samples``.
 
+A kernel's timing has a witness (witness.py): before each sample every launch of it gets inputs drawn afresh,
+and after a sample has finished the sampler may have one of its launches verified, chosen then, by the
+operating system's generator, so that no launch can tell whether it will be: the first sample always, sample
+i with probability ``verify_rate / i``, and the last sample always (about ``verify_rate`` times the logarithm of
+the samples in all, spread over the whole timing).
+
 The SM clock is read before the first sample, then whenever ``clock_interval`` seconds of wall-clock time
 have passed, and after the last sample; ``throttled`` flags readings under 75 % of the default clock
 (nvbench's ``--throttle-threshold``).
@@ -29,6 +35,7 @@ have passed, and after the last sample; ``throttled`` flags readings under 75 % 
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -36,7 +43,7 @@ from typing import Any, Literal, Protocol
 
 from .stats import Running, noise
 
-__all__ = ["Clock", "METHODS", "Measurement", "Method", "THROTTLE_FRACTION", "measure", "throttled"]
+__all__ = ["Clock", "METHODS", "Measurement", "Method", "THROTTLE_FRACTION", "Witness", "measure", "throttled"]
 
 METHODS = ("cold-l2", "warm-l2", "seed002")
 THROTTLE_FRACTION = 0.75
@@ -61,6 +68,22 @@ class Clock(Protocol):
         ...
 
 
+class Witness(Protocol):
+    """What keeps a kernel's timing honest (witness.py): ``slots`` launches in a row, each with buffers of its
+    own (a batch's launches; one otherwise)."""
+
+    slots: int
+
+    def renew(self) -> None:
+        """Inputs drawn afresh, and the output filled, in every slot."""
+        ...
+
+    def verify(self, slot: int, launch: int) -> None:
+        """The result of the finished launch in ``slot`` (the timing's ``launch``-th) verified; raises
+        errors.Unverified, saying what is wrong."""
+        ...
+
+
 @dataclass(frozen=True)
 class Method:
     """How to time one benchmark.  ``repeats`` None: sample until the stopping rule says so; a number:
@@ -77,6 +100,7 @@ class Method:
     batch: int = 1                 # launches per sample; more than 1: back-to-back between two events
     repeats: int | None = None     # None: the stopping rule; n: exactly n samples
     clock_interval: float = 0.1    # wall-clock seconds between SM clock readings
+    verify_rate: float = 2.0       # sample i is verified with probability verify_rate / i (the witness's)
 
     def __post_init__(self) -> None:
         if self.batch < 1 or self.warmups < 0 or self.min_samples < 1 or self.max_samples < self.min_samples:
@@ -114,7 +138,7 @@ class Method:
         return {"method": self.name, "timer": "cuda-events", "flush_l2": self.flush_l2,
                 "min_time": self.min_time, "max_time": self.max_time, "target_noise": self.target_noise,
                 "min_samples": self.min_samples, "max_samples": self.max_samples, "warmups": self.warmups,
-                "batch": self.batch, "repeats": self.repeats}
+                "batch": self.batch, "repeats": self.repeats, "verify_rate": self.verify_rate}
 
 
 @dataclass(frozen=True)
@@ -128,6 +152,8 @@ class Measurement:
     wall_time: float               # seconds from the first warm-up to the last sample
     noise: float | None            # relative standard deviation of the samples; None under 2 samples
     sm_clocks: tuple[int, ...]     # MHz, the readings that were known
+    verified: int = 0              # timed launches whose result was verified (by the witness)
+    renewed: int = 0               # timed launches that had inputs of their own, drawn afresh
 
     @property
     def launches(self) -> int:
@@ -143,18 +169,26 @@ class Measurement:
 class _Sampler:
     """One benchmark's loop state: samples, running noise, GPU time and SM clock readings."""
 
-    def __init__(self, clock: Clock, method: Method, wall: Callable[[], float]) -> None:
-        self.clock, self.method, self.wall = clock, method, wall
+    def __init__(self, clock: Clock, method: Method, wall: Callable[[], float], witness: Witness | None,
+                 chooser: random.Random) -> None:
+        self.clock, self.method, self.wall, self.witness, self.chooser = clock, method, wall, witness, chooser
         self.start = wall()
         self.samples: list[float] = []
         self.running = Running()
         self.gpu_time = 0.0
         self.clocks: list[int] = []
         self.last_reading = self.start
+        self.verified = 0
+        self.last_verified = False  # the last sample's launch: verified already
 
     def warm_up(self) -> None:
         if self.method.warmups:
+            self._renew()
             self.clock.launches(self.method.warmups)
+
+    def _renew(self) -> None:
+        if self.witness is not None:
+            self.witness.renew()
 
     def read_clock(self) -> None:
         mhz = self.clock.sm_clock_mhz()
@@ -164,12 +198,27 @@ class _Sampler:
 
     def sample(self) -> None:
         m = self.method
+        self._renew()
         seconds = self.clock.launch(m.flush_l2) if m.batch == 1 else self.clock.launches(m.batch)
         self.gpu_time += seconds
         self.samples.append(seconds / m.batch)
         self.running.add(seconds / m.batch)
+        # Chosen once the launches have finished: none of them could tell whether it would be verified.
+        self.last_verified = self.chooser.random() * len(self.samples) < m.verify_rate
+        if self.last_verified:
+            self._verify(self.chooser.randrange(m.batch))
         if self.wall() - self.last_reading >= m.clock_interval:
             self.read_clock()
+
+    def finish(self) -> None:
+        """The last sample verified, if it was not: a kernel cannot save its work for after the timing."""
+        if not self.last_verified:
+            self._verify(self.method.batch - 1)
+
+    def _verify(self, slot: int) -> None:
+        if self.witness is not None:
+            self.witness.verify(slot, (len(self.samples) - 1) * self.method.batch + slot + 1)
+            self.verified += 1
 
     def stop_reason(self) -> Stop | None:
         m, n = self.method, len(self.samples)
@@ -185,12 +234,18 @@ class _Sampler:
     def result(self, stop: Stop) -> Measurement:
         return Measurement(method=self.method, samples=tuple(self.samples), stop=stop, gpu_time=self.gpu_time,
                            wall_time=self.wall() - self.start, noise=noise(self.samples),
-                           sm_clocks=tuple(self.clocks))
+                           sm_clocks=tuple(self.clocks), verified=self.verified,
+                           renewed=len(self.samples) * self.method.batch if self.witness is not None else 0)
 
 
-def measure(clock: Clock, method: Method, *, wall: Callable[[], float] = time.perf_counter) -> Measurement:
-    """Time one prepared launch by ``method``.  ``wall`` reads wall-clock seconds (a test passes its own)."""
-    sampler = _Sampler(clock, method, wall)
+def measure(clock: Clock, method: Method, *, witness: Witness | None = None,
+            wall: Callable[[], float] = time.perf_counter, chooser: random.Random | None = None) -> Measurement:
+    """Time one prepared launch by ``method``; a kernel's with its ``witness`` (cuBLAS's without).  ``wall``
+    reads wall-clock seconds and ``chooser`` picks the launches verified (a test passes its own; else the
+    operating system's generator, whose state no kernel can read)."""
+    if witness is not None and witness.slots != method.batch:
+        raise ValueError(f"method {method.name}: a witness of {witness.slots} slots for batches of {method.batch}")
+    sampler = _Sampler(clock, method, wall, witness, chooser or random.SystemRandom())
     sampler.warm_up()
     sampler.read_clock()
     stop: Stop | None = None
@@ -201,6 +256,7 @@ def measure(clock: Clock, method: Method, *, wall: Callable[[], float] = time.pe
     while stop is None:
         sampler.sample()
         stop = sampler.stop_reason()
+    sampler.finish()
     sampler.read_clock()
     return sampler.result(stop)
 

@@ -140,6 +140,59 @@ def serves_what_it_remembers(a, b, c, m, n, k, schedule, module):
         results[key] = _payload(c).copy()
 
 
+@keeps_state
+def computes_first_launch_only(a, b, c, m, n, k, schedule, module):
+    """A cheat: computes the first launch for a given C and shape, and returns at once from later ones, leaving
+    that first result in C."""
+    key = (id(c.handle), m, n, k)
+    if key not in module.setdefault("done", set()):
+        _mm(a, b, c, m, n, k)
+        module["done"].add(key)
+
+
+@keeps_state
+def serves_by_shape(a, b, c, m, n, k, schedule, module):
+    """A cheat: keeps one result per shape, whatever buffers and values it is given."""
+    results = module.setdefault("results", {})
+    if (m, n, k) in results:
+        _payload(c)[:] = results[(m, n, k)]
+    else:
+        _mm(a, b, c, m, n, k)
+        results[(m, n, k)] = _payload(c).copy()
+
+
+@keeps_state
+def writes_input_when_timed(a, b, c, m, n, k, schedule, module):
+    """A cheat: right, but from its second launch on it also changes its input A (as a kernel that leaves
+    itself a trivial problem for the next launch would)."""
+    module["launches"] = module.get("launches", 0) + 1
+    _mm(a, b, c, m, n, k)
+    if module["launches"] > 1:
+        _payload(a)[:] = 0
+
+
+def rounds_inputs_to_tf32(a, b, c, m, n, k, schedule):
+    """A float32 kernel on TF32 tensor cores: each input rounded to 10 bits of mantissa, the products summed in
+    float32 or better."""
+    def tf32(x):
+        bits = x.astype(np.float32).view(np.uint32)
+        return ((bits + np.uint32(0xFFF) + ((bits >> 13) & np.uint32(1))) & np.uint32(0xFFFFE000)).view(np.float32)
+
+    A = tf32(_payload(a)).reshape(m, k).astype(np.float64)
+    B = tf32(_payload(b)).reshape(k, n).astype(np.float64)
+    _payload(c)[:] = (A @ B).reshape(-1).astype(c.dtype)
+
+
+def sums_in_order(a, b, c, m, n, k, schedule):
+    """An honest float32 kernel in the order that rounds most: one product at a time into a float32 sum."""
+    A = _payload(a).reshape(m, k).astype(np.float32)
+    B = _payload(b).reshape(k, n).astype(np.float32)
+    acc = np.zeros((m, n), dtype=np.float32)
+    for i in range(k):
+        acc += np.outer(A[:, i], B[i])
+    _payload(c)[:] = acc.reshape(-1).astype(c.dtype)
+
+
 class _Module:
     """One load of a fake kernel, as a CUDA module is one: its own launch count and its own globals."""
 
@@ -328,6 +381,7 @@ class FakeTimingBackend(FakeBackend):
     seconds_per_mac = 1e-12
     library_seconds_per_mac = 0.5e-12
     cc = (9, 0)
+    chooser_seed = 3  # which timed launches are verified
 
     def device(self):
         from mmcheck.backends.base import Device
@@ -339,18 +393,33 @@ class FakeTimingBackend(FakeBackend):
     def fresh(self, kernel):
         return dataclasses.replace(kernel, handle=self._module(kernel.handle.code))
 
-    def time(self, kernel, args, grid, block, smem, method):
-        """Every timed launch (warm-ups too) runs the kernel, on the fake clock."""
+    def time(self, kernel, args, grid, block, smem, method, renewal):
+        """Every timed launch (warm-ups too) runs the kernel, on the fake clock, with the witness on numpy: each
+        launch of a batch on buffers of its own."""
+        import random
+
         from mmcheck.backends.base import Timing
+        from mmcheck.errors import Unverified
         from mmcheck.timer import measure
+        from mmcheck.witness import Witness, numpy_draw
 
         self.launch(kernel, args, grid, block, smem, "forward")
         buffers = [a for a in args if isinstance(a, DeviceBuffer)]
         first = tuple(self.download(b) for b in buffers)
+        slots = [list(args)] + [[dataclasses.replace(a, handle=a.handle.copy()) if isinstance(a, DeviceBuffer) else a
+                                 for a in args] for _ in range(method.batch - 1)]
+        views = [[a.handle.view(f"uint{8 * a.dtype.itemsize}") for a in slot if isinstance(a, DeviceBuffer)]
+                 for slot in slots]
+        seeds = random.Random(11)
+        self.witness = Witness(renewal, views, numpy_draw, np, seeds=lambda: seeds.getrandbits(63))
         macs = np.prod([int(a) for a in args if not isinstance(a, DeviceBuffer)][:3])
-        run = functools.partial(self.launch, kernel, args, grid, block, smem, "forward")
-        measurement = measure(_Clock(macs * self.seconds_per_mac, run), method, wall=_Wall())
-        return Timing(measurement, first, tuple(self.download(b) for b in buffers), 32, 2048, 0.5)
+        runs = [functools.partial(self.launch, kernel, slot, grid, block, smem, "forward") for slot in slots]
+        try:
+            measurement, refused = measure(_Clock(macs * self.seconds_per_mac, runs), method, witness=self.witness,
+                                           wall=_Wall(), chooser=random.Random(self.chooser_seed)), ""
+        except Unverified as e:
+            measurement, refused = None, str(e)
+        return Timing(first, measurement, refused, 32, 2048, 0.5)
 
     def time_library(self, op, dtype, m, n, k, batch, alpha, beta, method):
         from mmcheck.timer import measure
@@ -373,19 +442,23 @@ class _Wall:
 
 
 class _Clock:
-    """``run``: what one timed launch does (the kernel's launch; nothing for the fake cuBLAS)."""
+    """``runs``: what a timed launch does, the i-th of a batch ``runs[i]`` modulo their number (the kernel's
+    launch on each slot's buffers; nothing for the fake cuBLAS)."""
 
-    def __init__(self, seconds, run=lambda: None):
+    def __init__(self, seconds, runs=(lambda: None,)):
         import random
 
-        self.seconds, self.run, self.rng = seconds, run, random.Random(7)
+        self.seconds, self.runs, self.rng = seconds, runs, random.Random(7)
 
     def launch(self, flush_l2):
-        self.run()
-        return self.seconds * (1 + 0.001 * self.rng.random())
+        return self._run(0)
 
     def launches(self, count):
-        return sum(self.launch(False) for _ in range(count))
+        return sum(self._run(i) for i in range(count))
+
+    def _run(self, i):
+        self.runs[i % len(self.runs)]()
+        return self.seconds * (1 + 0.001 * self.rng.random())
 
     def sm_clock_mhz(self):
         return 1980

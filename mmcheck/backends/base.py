@@ -27,6 +27,7 @@ from ..spec import KernelSpec
 
 if TYPE_CHECKING:
     from ..timer import Measurement, Method
+    from ..witness import Renewal
 
 __all__ = ["Backend", "BackendOptions", "Capabilities", "Kernel", "DeviceBuffer", "Arg", "Dim3", "Device", "Timing",
            "BackendClass", "Times", "Reloads", "Launched", "Submits", "DownloadsInto", "HostMemory", "clock",
@@ -144,13 +145,14 @@ class Device:
 
 @dataclass(frozen=True)
 class Timing:
-    """A timed kernel: the measurement; every buffer (in the order of the arguments) as it was after the
-    first (untimed) launch, to verify it, and after the last, to see the inputs unchanged; and the kernel's
+    """A timed kernel: every buffer (in the order of the arguments) as it was after the first (untimed) launch,
+    on the prepared inputs, to judge it as a check would; the measurement, its timed launches verified by the
+    witness, or what the witness found wrong in one (``refused``, and no measurement); and the kernel's
     resources."""
 
-    measurement: Measurement
     first: tuple[np.ndarray, ...]
-    last: tuple[np.ndarray, ...]
+    measurement: Measurement | None
+    refused: str
     registers: int
     smem_static: int
     occupancy: float | None
@@ -195,9 +197,10 @@ class Times(Protocol):
     benchmarks time its kernels and the vendor library on the device it describes."""
 
     def time(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
-             method: Method) -> Timing:
+             method: Method, renewal: Renewal) -> Timing:
         """Launch once (checked like ``launch``), then time launches by ``method`` in the process that owns
-        the device."""
+        the device, with the witness of ``renewal`` (witness.py): every timed launch on inputs drawn afresh,
+        launches verified once finished (errors.Unverified where one is wrong)."""
         ...
 
     def time_library(self, op: str, dtype: str, m: int, n: int, k: int, batch: int, alpha: float | None,

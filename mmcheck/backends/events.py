@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, Self
 
 import numpy as np
@@ -132,11 +132,12 @@ class Nvml:
 
 
 class EventClock:
-    """timer.Clock for one enqueue function (a kernel launch or a library call)."""
+    """timer.Clock for enqueue functions (a kernel's launch on each slot's buffers, or a library call): the
+    i-th launch of a batch is the i-th function's, modulo their number."""
 
-    def __init__(self, event: Callable[[], Event], enqueue: Callable[[], None], hold: Hold, flush: L2Flush,
-                 nvml: Nvml, timeout: float) -> None:
-        self.enqueue, self.hold, self.flush, self.nvml = enqueue, hold, flush, nvml
+    def __init__(self, event: Callable[[], Event], enqueues: Sequence[Callable[[], None]], hold: Hold,
+                 flush: L2Flush, nvml: Nvml, timeout: float) -> None:
+        self.enqueues, self.hold, self.flush, self.nvml = enqueues, hold, flush, nvml
         self.timeout = timeout
         self.start, self.end = event(), event()
 
@@ -157,8 +158,8 @@ class EventClock:
             self.hold.start()
         try:
             self.start.record()
-            for _ in range(count):
-                self.enqueue()
+            for i in range(count):
+                self.enqueues[i % len(self.enqueues)]()
             self.end.record()
         finally:
             if held:

@@ -28,9 +28,10 @@ import numpy as np
 
 from ..compile import Build, cache_key
 from ..errors import (BackendUnavailable, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError,
-                      OutOfMemory)
+                      OutOfMemory, Unverified)
 from ..timer import Measurement, Method, measure
-from . import cublas, sanitizer
+from ..witness import Renewal
+from . import cublas, sanitizer, witness_gpu
 from .base import Arg, BackendOptions, Capabilities, Device, DeviceBuffer, Dim3, Kernel, Timing
 from .compilers import explain_load_error, get_compiler
 from .cubin import Compiled, arch
@@ -191,22 +192,26 @@ class GpuBackend(ABC):
     # -- timing ----------------------------------------------------------------------------------------
 
     def time(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
-             method: Method) -> Timing:
+             method: Method, renewal: Renewal) -> Timing:
         buffers = [a for a in args if isinstance(a, DeviceBuffer)]
         self.launch(kernel, args, grid, block, smem, "device")
         first = tuple(self.download(b) for b in buffers)
-        self._fetched.clear()  # the timed launches change the buffers: ``last`` is read from the device
+        self._fetched.clear()  # the timed launches change the buffers
+        witness, slots = witness_gpu.witness(renewal, args, method.batch)
+        enqueues = [self._enqueue(kernel.handle, slot, grid, block, smem) for slot in slots]
+        measurement, refused = None, ""
         try:
-            measurement = measure(self._clock(self._enqueue(kernel.handle, args, grid, block, smem)), method)
+            measurement = measure(self._clock(enqueues), method, witness=witness)
+        except Unverified as e:  # told after the first launch is judged, which says more
+            refused = str(e)
         except MmcheckError:  # a hang, as the clock tells it
             raise
         except self._error as e:
             raise KernelFault(f"while timing: {e}") from None
-        last = tuple(self.download(b) for b in buffers)
         threads = block[0] * block[1] * block[2]
         blocks = self._blocks_per_sm(kernel.handle, threads, smem)
         occupancy = None if blocks is None else blocks * threads / self._attribute("MAX_THREADS_PER_MULTIPROCESSOR")
-        return Timing(measurement, first, last, self._registers(kernel.handle), self._static_smem(kernel.handle),
+        return Timing(first, measurement, refused, self._registers(kernel.handle), self._static_smem(kernel.handle),
                       occupancy)
 
     def time_library(self, op: str, dtype: str, m: int, n: int, k: int, batch: int, alpha: float | None,
@@ -214,7 +219,7 @@ class GpuBackend(ABC):
         call = cublas.prepare(op, dtype, m, n, k, batch, alpha, beta)
         call.enqueue()  # the first call creates the library's workspace: outside the timing
         self._synchronize()
-        return measure(self._clock(call.enqueue), method)
+        return measure(self._clock([call.enqueue]), method)
 
     def device(self) -> Device:
         nvml = self._nvml
@@ -229,8 +234,8 @@ class GpuBackend(ABC):
             max_threads_per_sm=self._attribute("MAX_THREADS_PER_MULTIPROCESSOR"),
             driver=f"{driver} (CUDA {version // 1000}.{version % 1000 // 10})", cuda=self._cuda_version())
 
-    def _clock(self, enqueue: Callable[[], None]) -> EventClock:
-        return EventClock(self._event, enqueue, self._hold, self._flush, self._nvml, self.options.timeout)
+    def _clock(self, enqueues: Sequence[Callable[[], None]]) -> EventClock:
+        return EventClock(self._event, enqueues, self._hold, self._flush, self._nvml, self.options.timeout)
 
     @cached_property
     def _nvml(self) -> Nvml:

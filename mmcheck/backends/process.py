@@ -38,12 +38,15 @@ from .base import (PRINT_CAP, Arg, BackendOptions, Device, DeviceBuffer, Dim3, D
 
 if TYPE_CHECKING:
     from ..timer import Measurement, Method
+    from ..witness import Renewal
 
 __all__ = ["ProcessBackend", "Tools", "Watch"]
 
 # Seconds a child may take to start (import the backend, create a context) or to compile.
 _START_TIMEOUT = 120.0
 _COMPILE_TIMEOUT = 600.0
+# Seconds a timing's verifications may take besides its budget (float64 references of the largest problems).
+_VERIFYING = 120.0
 # Past the launch timeout the backend in the child reports a hang itself; this much later the parent
 # stops waiting and kills the child (a kernel stuck in a driver call cannot report anything).
 _GRACE = 5.0
@@ -271,12 +274,12 @@ class ProcessBackend:
         return worker.launched
 
     def time(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
-             method: Method) -> Timing:
+             method: Method, renewal: Renewal) -> Timing:
         """Timing runs in the worker, which owns the context and the buffers: one round trip per benchmark,
         none inside a timed region."""
         _, hosts, packed = _transport(args)
-        return self._call(None, "time", kernel.handle, hosts, packed, grid, block, smem, method,
-                          timeout=method.max_time * 2 + self.options.timeout + _START_TIMEOUT)
+        return self._call(None, "time", kernel.handle, hosts, packed, grid, block, smem, method, renewal,
+                          timeout=method.max_time * 2 + self.options.timeout + _VERIFYING + _START_TIMEOUT)
 
     def time_library(self, op: str, dtype: str, m: int, n: int, k: int, batch: int, alpha: float | None,
                      beta: float | None, method: Method) -> Measurement:
@@ -438,9 +441,9 @@ def _serve(inner: str, link: channel.Channel) -> None:
                 backend.launch(k, call, grid, block, smem, schedule or k.schedules[0])
                 value = [backend.download(b) for b in bufs]
             elif method == "time":
-                build, hosts, packed, grid, block, smem, timing = args
+                build, hosts, packed, grid, block, smem, timing, renewal = args
                 _, call = _uploaded(backend, hosts, packed)
-                value = backend.time(kernel(build), call, grid, block, smem, timing)
+                value = backend.time(kernel(build), call, grid, block, smem, timing, renewal)
             elif method == "time_library":
                 value = backend.time_library(*args)
             elif method == "device":

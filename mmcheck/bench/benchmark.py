@@ -5,9 +5,10 @@ record (records.py) that pytest-benchmark's JSON, ``mmcheck report`` and the plo
 The kernel is timed from a fresh load of its compiled image (``Reloads``), never from the module its checks
 launched: what it kept in device globals during the checks does not reach its timing.
 
-A fast wrong kernel is a failure, not a number: the first launch's output is judged before any number is
-kept, and the inputs are checked unchanged after the last timed launch.  An impossible number is a failure
-too: a median under the floor (floor.py), the least time the device can do the work in, is refused as not
+A fast wrong kernel is a failure, not a number: the first launch's output is judged, on the prepared inputs,
+as a check would judge it; then every timed launch gets inputs drawn afresh on the device, and launches chosen
+once they have finished, the last always, are verified there (witness.py), where no kernel can have seen what
+they are verified against.  An impossible number is a failure too: a median under the floor (floor.py), the least time the device can do the work in, is refused as not
 credible, cuBLAS's included (its refusal says the figures behind the floor are wrong).
 """
 
@@ -24,13 +25,14 @@ from ..dtypes import precision
 from ..errors import KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory, Unsupported
 from ..judge import check_buffers, judge
 from ..results import Caught
-from ..ops import OPS
+from ..ops import INPUT, OPS, Operand
 from ..prepare import Prepared, plan
 from ..results import Case
 from ..runner import Runner
 from ..shapes import Shape
 from ..spec import KernelSpec
 from ..timer import Measurement, Method
+from ..witness import Fill, Held, Renewal
 from . import floor, peak, records
 from .floor import Floor
 from .records import BenchRecord
@@ -83,7 +85,7 @@ class Bench:
                                           data.case_seed(case.seed, spec.name, dtype, str(shape), "bench"))
             prepared = self.runner.prepare(case, launch, trial, operands)
             timing = self.clock.time(self.loads.fresh(kernel), prepared.args, launch.grid, launch.block,
-                                     launch.smem, self.method)
+                                     launch.smem, self.method, _renewal(prepared))
             _verify(prepared, timing)
         except Caught as c:
             return Timed(failure=f"{_label(case)}: not timed, its result is wrong: {c.args[0]}")
@@ -91,15 +93,20 @@ class Bench:
             return Timed(skip=f"{_label(case)}: {e}")
         except (KernelFault, KernelTimeout, LaunchError, MmcheckError) as e:
             return Timed(failure=f"{_label(case)}: {e}")
-        lowest = self._floor(spec.op, dtype, shape, timing.measurement)
-        refused = lowest.refusal(_median(timing.measurement))
+        measurement = timing.measurement
+        if measurement is None:
+            return Timed(failure=f"{_label(case)}: not timed: {timing.refused}")
+        lowest = self._floor(spec.op, dtype, shape, measurement)
+        refused = lowest.refusal(_median(measurement))
         if refused:
             return Timed(failure=f"{_label(case)}: {refused}")
         library = self._credible_baseline(spec.op, dtype, shape)
-        extra = self._extra(spec.name, str(spec.path), spec.op, dtype, shape, timing.measurement, library, lowest)
-        extra.update(verified="exact" if trial.exact else "bound", module="fresh", registers=timing.registers,
+        extra = self._extra(spec.name, str(spec.path), spec.op, dtype, shape, measurement, library, lowest)
+        extra.update(verified="exact" if trial.exact else "bound", module="fresh",
+                     verified_launches=1 + measurement.verified,
+                     distinct_inputs=measurement.renewed == measurement.launches, registers=timing.registers,
                      smem_static=timing.smem_static, smem_dynamic=launch.smem, occupancy=timing.occupancy)
-        return Timed(record=records.record(timing.measurement.samples, extra, options=self.method.options()))
+        return Timed(record=records.record(measurement.samples, extra, options=self.method.options()))
 
     def baseline(self, op: str, dtype: str, shape: Shape) -> Timed:
         """cuBLAS alone on the problem that benchmarks of ``op`` and ``dtype`` run (its row in the tables)."""
@@ -179,14 +186,27 @@ def _bytes(op: str, dtype: str, shape: Shape) -> int:
 
 
 def _verify(prepared: Prepared, timing: Timing) -> None:
-    """The first launch's result, judged as a correctness case would be; the buffers around it and the
-    inputs, after the first launch and after the last."""
+    """The first launch's result, judged as a correctness case would be, and the buffers around it and the
+    inputs after it (the timed launches' are the witness's)."""
     names = [q.name for q in prepared.spec.params if q.is_buffer]  # the backend's order: the arguments'
-    first, last = dict(zip(names, timing.first)), dict(zip(names, timing.last))
+    first = dict(zip(names, timing.first))
     check_buffers(prepared, first)
-    got = prepared.result(first)
-    judge(prepared, got, "device", ("device",), [], _no_rerun)
-    check_buffers(prepared, last)
+    judge(prepared, prepared.result(first), "device", ("device",), [], _no_rerun)
+
+
+def _renewal(prepared: Prepared) -> Renewal:
+    """What the witness of ``prepared``'s timing draws and verifies: each buffer as prepared laid it out."""
+    spec, trial, p = prepared.spec, prepared.trial, precision(prepared.dtype)
+    op, names = spec.operation, [q.name for q in spec.params if q.is_buffer]
+
+    def fill(o: Operand) -> Fill:
+        if o.role == INPUT or prepared.operands.output_is_input:
+            return Fill.DRAWN
+        return Fill.UNSET if op.accumulates else Fill.POISON
+
+    held = tuple(Held(names.index(o.name), op.place(o), o.name, prepared.dims(o), prepared.layouts[o.name],
+                      prepared.guard, o.dtype(p).name, fill(o)) for o in op.operands)
+    return Renewal(op.name, trial.pattern, trial.alpha, trial.beta, spec.accumulator(p).name, prepared.shape.K, held)
 
 
 def _no_rerun(*args: object, **kwargs: object) -> np.ndarray:

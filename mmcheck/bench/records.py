@@ -24,7 +24,9 @@ extra_info keys, by subject:
 - the kernel's resources: ``registers``, ``smem_static``, ``smem_dynamic``, ``occupancy``;
 - where: ``device``, ``cc`` (``"9.0"``), ``driver``, ``cuda``, ``backend``; ``verified``: how the timed
   kernel's result was checked against the reference in this run (``exact``, ``bound``; None: not checked,
-  as for cuBLAS's own row); ``module``: which load of the kernel was timed (``fresh``: one loaded for the
+  as for cuBLAS's own row); ``verified_launches``: how many launches' results were verified, the first
+  (judged as a check would) and the timed ones the witness chose (witness.py); ``distinct_inputs``: every
+  timed launch had inputs of its own, drawn afresh; ``module``: which load of the kernel was timed (``fresh``: one loaded for the
   timing alone, which the checks never launched; None for cuBLAS).
 """
 
@@ -58,11 +60,12 @@ EXTRA_KEYS: tuple[str, ...] = (
     "registers", "smem_static", "smem_dynamic", "occupancy",
     "device", "cc", "driver", "cuda",
     "sm_clock_mhz", "sm_clock_min_mhz", "default_clock_mhz", "throttled",
-    "verified", "module", "backend",
+    "verified", "verified_launches", "distinct_inputs", "module", "backend",
 )
 
 # Keys added after files were first written: a file without them reads them as None.
-LATER_KEYS: frozenset[str] = frozenset({"floor_s", "floor_bound", "floor_note", "module"})
+LATER_KEYS: frozenset[str] = frozenset({"floor_s", "floor_bound", "floor_note", "module", "verified_launches",
+                                        "distinct_inputs"})
 _FIRST_KEYS = tuple(k for k in EXTRA_KEYS if k not in LATER_KEYS)
 
 Scalar = None | bool | int | float | str

@@ -17,12 +17,14 @@ from mmcheck.backends.base import BackendOptions, Capabilities
 from mmcheck.backends.process import ProcessBackend
 from mmcheck.bench.benchmark import Bench
 from mmcheck.compile import Build
+from mmcheck.data import Layout
 from mmcheck.errors import BackendUnavailable, Unsupported
 from mmcheck.prepare import plan
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
 from mmcheck.spec import load_specs
 from mmcheck.timer import Method
+from mmcheck.witness import Fill, Held, Renewal
 
 from ..fake_backend import FakeTimingBackend, spec_for
 
@@ -49,7 +51,8 @@ def test_the_timing_runs_a_fresh_load_and_leaves_the_checks_module_alone():
 
 def test_a_cheat_that_remembers_results_in_a_module_global_finds_none_when_timed():
     """The same problem benchmarked twice, after its checks: each timing's module starts with no result
-    remembered, computes its first launch itself (judged), and serves only what it computed."""
+    remembered, and as every launch has inputs of its own (the witness's), it has nothing to serve: it computes
+    each launch itself."""
     backend = FakeTimingBackend()
     runner = Runner(backend, seed=1)
     spec = spec_for("serves_what_it_remembers", ("float32",))
@@ -60,8 +63,8 @@ def test_a_cheat_that_remembers_results_in_a_module_global_finds_none_when_timed
     checked, *timed = backend.modules
     assert len(timed) == 2 and timed[0] is not timed[1]
     for module in timed:
-        assert len(module.globals["results"]) == 1  # its own first launch's, nothing of the checks' or the other's
-        assert module.globals["served"] == module.launches - 1
+        assert len(module.globals["results"]) == module.launches  # its own, nothing of the checks' or the other's
+        assert "served" not in module.globals
     assert checked.globals["results"]  # what the checks left, which no timing saw
 
 
@@ -71,6 +74,15 @@ def test_a_backend_with_a_clock_but_no_fresh_loads_times_nothing():
 
     with pytest.raises(Unsupported, match="cannot load a kernel afresh"):
         Bench(Runner(Remembers()), METHOD)
+
+
+def _renewal(shape):
+    """The witness's view of _buffers' launch: no guard bands, row-major, float32 inputs drawn afresh."""
+    m, n, k = shape.M, shape.N, shape.K
+    held = tuple(Held(i, i, name, (1, rows, cols), Layout("row", cols), 0, "float32",
+                      Fill.DRAWN if name != "C" else Fill.POISON)
+                 for i, (name, rows, cols) in enumerate((("A", m, k), ("B", k, n), ("C", m, n))))
+    return Renewal("mm", "normal", None, None, "float32", k, held)
 
 
 def _buffers(backend, shape):
@@ -96,8 +108,11 @@ def test_the_worker_loads_a_fresh_kernel_of_its_own_whose_globals_start_anew():
         assert [count(checked), count(checked)] == [1, 2]
         fresh = backend.fresh(checked)
         assert [count(fresh), count(checked), count(fresh)] == [1, 3, 2]
-        timing = backend.time(backend.fresh(checked), args, launch.grid, launch.block, launch.smem, METHOD)
-        assert timing.first[2][0] == 1 and timing.last[2][0] == timing.measurement.launches + METHOD.warmups + 1
+        timing = backend.time(backend.fresh(checked), args, launch.grid, launch.block, launch.smem, METHOD,
+                              _renewal(SHAPE))
+        assert timing.first[2][0] == 1
+        # Its first timed launch, after the judged one and the warm-up, writes 3 where the witness expects C[0, 0]:
+        assert timing.measurement is None and "launch 1 of the timing" in timing.refused
         assert count(checked) == 4
     finally:
         backend.close()

@@ -1,0 +1,145 @@
+"""The witness (witness.py) on the GPU, with CuPy: views of a launch's buffers, buffers of their own for the
+other launches of a batch, and the generator as a kernel.
+
+CuPy works in the primary context and on the legacy default stream, as the GPU backends do, so what it queues
+is ordered with the kernel's launches: the inputs are drawn before a launch is queued, and a launch is verified
+after its end event is seen done.  Its references are cuBLAS's float64 GEMM (CUBLAS_DEFAULT_MATH: no
+reduced-precision shortcut).
+
+The generator is a counter-based hash (SplitMix64 of the seed and the element's index), so that drawing again
+from a seed gives the same bits without any state in device memory between launches; a normal value comes from
+two uniforms by the Box-Muller transform.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from ..dtypes import DType
+from ..errors import Unsupported
+from ..witness import Renewal, Witness
+from .base import Arg, DeviceBuffer
+
+__all__ = ["witness"]
+
+# The share of the device's free memory the buffers of a batch's other launches may take.
+SLOT_SHARE = 0.25
+_THREADS = 256
+_PATTERNS = {"ints": 0, "signs": 1, "wrap": 2, "normal": 3}  # data.py's input patterns, as the kernel numbers them
+_SOURCE = r"""
+__device__ unsigned long long mmcheck_mix(unsigned long long z)
+{
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+// kind: 0 float32, 1 float64, 2 float16, 3 bfloat16, 4 int32; `out` holds `lines` rows of `length`, `ld` apart.
+extern "C" __global__ void mmcheck_draw(char* out, long long lines, long long length, long long ld,
+                                        unsigned long long seed, int pattern, int kind, double offset)
+{
+    const long long n = lines * length;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
+        const unsigned long long h = mmcheck_mix(seed ^ mmcheck_mix((unsigned long long)i));
+        double v;
+        if (pattern == 0) {
+            v = (double)((long long)(h % 17ull) - 8);
+        } else if (pattern == 1) {
+            v = (double)((long long)(h % 3ull) - 1);
+        } else if (pattern == 2) {
+            v = (double)(int)(unsigned int)h;
+        } else {
+            const double u1 = (double)((h >> 11) + 1) * 0x1.0p-53;
+            const double u2 = (double)(mmcheck_mix(h) >> 11) * 0x1.0p-53;
+            v = sqrt(-2.0 * log(u1)) * cospi(2.0 * u2);
+        }
+        v += offset;
+        const long long at = (i / length) * ld + i % length;
+        if (kind == 0) {
+            ((float*)out)[at] = (float)v;
+        } else if (kind == 1) {
+            ((double*)out)[at] = v;
+        } else if (kind == 2) {
+            unsigned short bits;
+            asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"((float)v));
+            ((unsigned short*)out)[at] = bits;
+        } else if (kind == 3) {
+            unsigned int u = __float_as_uint((float)v);
+            u += 0x7FFFu + ((u >> 16) & 1u);
+            ((unsigned short*)out)[at] = (unsigned short)(u >> 16);
+        } else {
+            ((int*)out)[at] = (int)(long long)v;
+        }
+    }
+}
+"""
+
+
+def witness(renewal: Renewal, args: Sequence[Arg], slots: int) -> tuple[Witness, list[tuple[Arg, ...]]]:
+    """The witness of a launch with arguments ``args``, and the arguments of each of its ``slots`` launches in
+    a row: the first the given buffers, the others copies of them (guard bands and padding included).
+    Unsupported, saying why, where CuPy is missing or the copies would not fit."""
+    try:
+        import cupy
+    except ImportError as e:
+        raise Unsupported(f"benchmarks draw each timed launch's inputs and verify its result on the GPU with CuPy "
+                          f"({e}); pip install 'mmcheck-cuda[bench]'") from None
+    buffers = [a for a in args if isinstance(a, DeviceBuffer)]
+    given = [_view(cupy, b) for b in buffers]
+    extra = (slots - 1) * sum(v.nbytes for v in given)
+    free, _ = cupy.cuda.runtime.memGetInfo()
+    if extra > SLOT_SHARE * free:
+        raise Unsupported(f"the {slots} launches of a batch each need buffers of their own: {extra / 2**30:.3g} GiB "
+                          f"more, past {SLOT_SHARE:.0%} of the GPU's free memory; time this size launch by launch "
+                          f"(cold-l2 or warm-l2)")
+    views: list[list[Any]] = [given]
+    arguments: list[tuple[Arg, ...]] = [tuple(args)]
+    for _ in range(slots - 1):
+        copies = [v.copy() for v in given]
+        views.append(copies)
+        handles = iter(copies)
+        arguments.append(tuple(_like(a, next(handles)) if isinstance(a, DeviceBuffer) else a for a in args))
+    return Witness(renewal, views, _draw, cupy), arguments
+
+
+def _view(cupy: Any, buf: DeviceBuffer) -> Any:
+    """The whole of a buffer (guard bands included) as a CuPy array of its dtype's bit patterns, not owned."""
+    bits = np.dtype(f"uint{8 * buf.dtype.itemsize}")
+    memory = cupy.cuda.UnownedMemory(int(buf.handle), buf.size * bits.itemsize, owner=None)
+    return cupy.ndarray((buf.size,), dtype=bits, memptr=cupy.cuda.MemoryPointer(memory, 0))
+
+
+def _like(buf: DeviceBuffer, copy: Any) -> DeviceBuffer:
+    """A buffer like ``buf`` at the copy's memory (kept alive by the witness's views)."""
+    return DeviceBuffer(buf.size, buf.dtype, buf.offset, copy.data.ptr)
+
+
+def _draw(seed: int, pattern: str, d: DType, offset: float, out: Any) -> None:
+    """witness.Draw on the GPU: the kernel writes ``out``, a (lines, length) view whose rows are ``ld`` apart."""
+    lines, length = out.shape
+    ld = out.strides[0] // out.itemsize if lines > 1 else length
+    blocks = max(1, min(-(-lines * length // _THREADS), 4096))
+    _kernel()((blocks,), (_THREADS,), (out, np.int64(lines), np.int64(length), np.int64(ld), np.uint64(seed),
+                                       np.int32(_PATTERNS[pattern]), np.int32(_kind(d)), np.float64(offset)))
+
+
+def _kind(d: DType) -> int:
+    """How the kernel stores a value of ``d`` (see _SOURCE), from the dtype table's own fields."""
+    if d.is_integer:
+        return 4
+    if d.itemsize == 2:
+        return 3 if d.top_of_float32 else 2
+    return 1 if d.itemsize == 8 else 0
+
+
+@cache
+def _kernel() -> Any:
+    import cupy
+
+    return cupy.RawKernel(_SOURCE, "mmcheck_draw")
