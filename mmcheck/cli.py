@@ -29,10 +29,12 @@ from .spec import NO_SPEC, Catalog, collect, kernel_file
 if TYPE_CHECKING:
     from . import grade
     from .backends.base import Capabilities
+    from .bench.benchmark import Timed
     from .pool import Pool
     from .progress import Progress
     from .results import Result
     from .runner import Runner
+    from .shapes import Shape
     from .spec import KernelSpec
 
 __all__ = ["main"]
@@ -148,11 +150,14 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--roofline", metavar="PNG", help="draw the roofline chart (matplotlib)")
     for sub in (check, grade):
         sub.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    for sub in (check, bench, grade):
         sub.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N|auto",
-                         help="check N kernel x dtype jobs at once, each in a worker process with a backend of its "
-                              "own (default 1: one after another, in this process); auto: one per CPU core on the "
-                              "emulator, one per GPU on the GPU backend (those CUDA_VISIBLE_DEVICES names, else "
-                              "NVML's count). On the GPU backend worker N takes the Nth GPU, modulo their number")
+                         help="run N jobs at once (check, grade: kernel x dtype; bench: benchmarks), each in a worker "
+                              "process with a backend of its own (default 1: one after another, in this process); "
+                              "auto: one per CPU core on the emulator, one per GPU on the GPU backend (those "
+                              "CUDA_VISIBLE_DEVICES names, else NVML's count). On the GPU backend worker N takes the "
+                              "Nth GPU, modulo their number; bench runs at most one worker per GPU, as a timing "
+                              "never shares its GPU, and times cuBLAS once per problem")
     check.add_argument("--fail-on-skip", action="store_true",
                        help="exit 1 if any kernel was skipped (a construct the backend cannot run)")
     check.add_argument("-v", "--verbose", action="store_true",
@@ -179,6 +184,29 @@ def _workers(jobs: int | str, gpu: bool) -> int:
 
         return max(1, gpu_count(os.environ))
     return len(os.sched_getaffinity(0))
+
+
+def _bench_workers(jobs: int | str, gpu: bool) -> int:
+    """The benchmark workers -j asks for, at most one per visible GPU (one, where none is): a timing never
+    shares its GPU.  Fewer than asked for are said in a line."""
+    asked = _workers(jobs, gpu)
+    if asked == 1:
+        return asked
+    from .devices import gpu_count
+
+    gpus = gpu_count(os.environ)
+    if asked <= max(1, gpus):
+        return asked
+    workers = max(1, gpus)
+    print(f"mmcheck: -j {jobs} runs {workers} benchmark worker{'s' if workers > 1 else ''}: "
+          f"{gpus} GPU{'' if gpus == 1 else 's'} visible, and a timing never shares its GPU", file=sys.stderr)
+    return workers
+
+
+def _own(settings: Settings, backend: str) -> Settings:
+    """The settings -j's workers open: with the backend that an alias ("auto") found here, rather than look
+    again."""
+    return dataclasses.replace(settings, backend=backend) if settings.backend in ALIASES else settings
 
 
 def _catalog(args: argparse.Namespace) -> tuple[Catalog, tuple[str, ...]]:
@@ -363,8 +391,7 @@ def _check(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
 
     labels = [_label(s, d) for s, d in pairs]
     workers = min(_workers(args.jobs, found.gpu), len(pairs))
-    # The workers open the backend that an alias ("auto") found, rather than look again.
-    own = dataclasses.replace(settings, backend=backend) if settings.backend in ALIASES else settings
+    own = _own(settings, backend)
     if early is not None and found.gpu and cc == guess:  # the guess held: what compiles ahead goes on
         order = early
     else:
@@ -588,25 +615,54 @@ def _bench(args: argparse.Namespace, catalog: Catalog, globs: tuple[str, ...]) -
         runner.backend.close()
         return EXIT_USAGE
     problems = list(dict.fromkeys((s.op, d, shape) for s, d, shape in runs))
-    jobs = [(f"cuBLAS {op} {d} {shape}", partial(bench.baseline, op, d, shape)) for op, d, shape in problems]
-    jobs += [(f"{s.name} {d} {shape}", partial(bench.run, s, d, shape)) for s, d, shape in runs]
+    labels = [f"cuBLAS {op} {d} {shape}" for op, d, shape in problems] + [f"{s.name} {d} {shape}"
+                                                                        for s, d, shape in runs]
 
     def said(label: str, outcome: Timed) -> tuple[str, bool]:
         return outcome.failure or outcome.skip or f"{label}: {_speed(outcome.record)}", outcome.record is None
 
-    try:
-        outcomes = _each(jobs, "benchmarks", said)
-    finally:
-        runner.backend.close()
+    workers = min(_bench_workers(args.jobs, runner.backend.capabilities.gpu), len(runs))
+    if workers > 1:
+        from .pool import Pool
+
+        own = _own(settings, runner.backend.name)
+        runner.backend.close()  # it has shown that the backend times kernels: each worker opens its own
+        outcomes = _spread_benchmarks(Pool(workers, gpu=True), own, problems, runs, labels, said)
+    else:
+        jobs = [partial(bench.baseline, op, d, shape) for op, d, shape in problems]
+        jobs += [partial(bench.run, s, d, shape) for s, d, shape in runs]
+        try:
+            outcomes = _each(list(zip(labels, jobs)), "benchmarks", said)
+        finally:
+            runner.backend.close()
     found = [o.record for o in outcomes if o.record]
     if found:
         print(tables.table(found))
     if args.json and found:
         machine = {**pytest_benchmark_generate_machine_info(), "gpu": found[0].extra["device"]}
         records.write(args.json, records.document(found, machine))
-    if len(outcomes) < len(jobs):
+    if len(outcomes) < len(labels):
         return EXIT_INTERRUPTED
     return EXIT_MISMATCH if any(o.failure for o in outcomes) else EXIT_OK
+
+
+def _spread_benchmarks(pool: Pool[Any], settings: Settings, problems: Sequence[tuple[str, str, Shape]],
+                       runs: Sequence[tuple[KernelSpec, str, Shape]], labels: Sequence[str],
+                       said: Callable[[str, Timed], tuple[str, bool]]) -> list[Timed]:
+    """The benchmarks by the pool's workers, each on a GPU of its own: cuBLAS on every problem first, then every
+    kernel, whose worker adopts the cuBLAS measurement of its problem, so cuBLAS is timed once per problem.  The
+    outcomes in ``labels``' order (the problems', then the runs'), as in one process; after a Ctrl-C, those that
+    finished."""
+    from .pool import Baseline, Benchmark
+
+    baselines = _each([(label, Baseline(settings, *problem)) for label, problem in zip(labels, problems)],
+                      "benchmarks", lambda label, found: said(label, found[0]), pool.outcomes)
+    if len(baselines) < len(problems):
+        return [timed for timed, _ in baselines]
+    library = {problem: measured for problem, (_, measured) in zip(problems, baselines)}
+    kernels = _each([(label, Benchmark(settings, s, d, shape, library[s.op, d, shape]))
+                     for label, (s, d, shape) in zip(labels[len(problems):], runs)], "benchmarks", said, pool.outcomes)
+    return [timed for timed, _ in baselines] + kernels
 
 
 def _speed(record) -> str:

@@ -1,11 +1,12 @@
-"""Jobs run in worker processes, several at once: ``mmcheck check -j N``.
+"""Jobs run in worker processes, several at once: ``mmcheck check -j N`` and ``mmcheck bench -j N``.
 
 Workers are spawned, never forked (a process that has started CUDA cannot fork), and ignore SIGINT from
 birth: Ctrl-C is the main process's to handle, also one that comes while they are spawned.  A worker opens a
 backend of its own (``Settings.open_runner``) as it starts, where the pool was started ahead of its jobs
 (``Pool.start``), else for its first job; it keeps it for every job it runs and closes it when it exits.  Under
 the GPU backend a worker first takes a GPU of its own (devices.pin_gpu), before CUDA starts in it.  Its BLAS
-gets its share of the cores.
+gets its share of the cores.  A worker that runs benchmarks makes a Bench on its runner for the first one, and
+keeps it as long as that runner.
 
 A kernel that crashes or hangs costs one case already, inside the backend's own kernel processes.  A worker
 that dies itself (the OOM killer, a crash in mmcheck) costs the job it was running: that job is lost, and the
@@ -39,12 +40,15 @@ from .errors import BackendUnavailable
 
 if TYPE_CHECKING:
     from multiprocessing.sharedctypes import Synchronized
+    from .bench.benchmark import Bench, Timed
     from .options import Settings
     from .results import Result
     from .runner import Runner
+    from .shapes import Shape
     from .spec import KernelSpec
+    from .timer import Measurement
 
-__all__ = ["Check", "Job", "Pool"]
+__all__ = ["Baseline", "Benchmark", "Check", "Job", "Pool"]
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -241,10 +245,53 @@ class Check:
         return Result(case, Outcome.ERROR, f"{self.spec.name} {self.dtype}: {why}", shapes_tried=0)
 
 
+@dataclasses.dataclass(frozen=True)
+class Baseline:
+    """A pool's job: cuBLAS timed on one problem (``Bench.baseline``) by the worker's Bench; with its outcome,
+    cuBLAS's measurement or why there is none (``Bench.library``), for the benchmarks of that problem to adopt."""
+
+    settings: Settings
+    op: str
+    dtype: str
+    shape: Shape
+
+    def __call__(self) -> tuple[Timed, Measurement | str]:
+        bench = _worker.bench(self.settings)
+        return bench.baseline(self.op, self.dtype, self.shape), bench.library(self.op, self.dtype, self.shape)
+
+    def lost(self, why: str) -> tuple[Timed, Measurement | str]:
+        from .bench.benchmark import Timed
+
+        return Timed(failure=f"cuBLAS {self.op} {self.dtype} {self.shape}: {why}"), f"cuBLAS was not timed: {why}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Benchmark:
+    """A pool's job: one kernel timed at one shape (``Bench.run``) by the worker's Bench, which first adopts
+    ``library``, the Baseline's measurement of its problem: cuBLAS is timed once per problem, whichever worker
+    times the kernels."""
+
+    settings: Settings
+    spec: KernelSpec
+    dtype: str
+    shape: Shape
+    library: Measurement | str
+
+    def __call__(self) -> Timed:
+        bench = _worker.bench(self.settings)
+        bench.adopt(self.spec.op, self.dtype, self.shape, self.library)
+        return bench.run(self.spec, self.dtype, self.shape)
+
+    def lost(self, why: str) -> Timed:
+        from .bench.benchmark import Timed
+
+        return Timed(failure=f"{self.spec.name} {self.dtype} {self.shape}: {why}")
+
+
 # --- in a worker process ----------------------------------------------------------------------------------
 
 class _Worker:
-    """A worker's own: its slot in the table of running jobs, and the runner it opened."""
+    """A worker's own: its slot in the table of running jobs, the runner it opened, and the Bench on it."""
 
     def __init__(self, taken: Synchronized[int], running: Running, gpus: list[str], settings: Settings | None,
                  workers: int) -> None:
@@ -255,6 +302,7 @@ class _Worker:
         self.running = running
         self._runner: Runner | None = None
         self._opened: Settings | None = None  # the settings the runner was opened with
+        self._bench: Bench | None = None  # made on the runner for the first benchmark
         self._unavailable: BackendUnavailable | None = None  # why opening it failed, told to the first job
         if gpus:
             pin_gpu(os.environ, self.slot, gpus)
@@ -282,6 +330,17 @@ class _Worker:
         assert self._runner is not None
         return self._runner
 
+    def bench(self, settings: Settings) -> Bench:
+        """The Bench on the runner ``settings`` ask for, by their timing method: made for the first benchmark,
+        and kept while the runner is, so that what it has read and timed (the device, cuBLAS's measurements)
+        serves the later ones."""
+        runner = self.runner(settings)
+        if self._bench is None or self._bench.runner is not runner:
+            from .bench.benchmark import Bench
+
+            self._bench = Bench(runner, settings.method())
+        return self._bench
+
     def _open(self, settings: Settings) -> None:
         from .check import open_runner
 
@@ -294,6 +353,7 @@ class _Worker:
         return settings in (self._opened, dataclasses.replace(self._opened, backend=self._runner.backend.name))
 
     def close(self) -> None:
+        self._bench = None
         if self._runner is not None:
             self._runner.backend.close()
             self._runner = None
