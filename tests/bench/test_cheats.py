@@ -1,0 +1,60 @@
+"""The project's cheats (tests/cheats/) on a GPU: ``mmcheck bench`` refuses each at 4096, naming what it found,
+and times their honest sibling.  The fingerprint cache cannot cheat at all there: every launch's inputs are
+drawn afresh, so its fingerprint never matches and it computes every launch; its number is then its full
+computation's, no faster than the honest sibling's.  (The logic is tested without a GPU in test_integrity.py,
+on the fake backend.)"""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CHEATS = Path(__file__).resolve().parent.parent / "cheats"
+REFUSED = {
+    "first_launch_only": "on inputs drawn afresh, is wrong",
+    "shape_cache": "on inputs drawn afresh, is wrong",
+    "lazy_when_large": "not timed, its result is wrong",
+    "changes_inputs": "changed its input A",
+    "half_accumulator": "not timed, its result is wrong",
+    "tf32_inputs": "is not computed in the declared precision",
+}
+TIMED = ("honest", "fingerprint_cache")
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    """One ``mmcheck bench`` of every cheat at 4096 on the GPU: its output lines by kernel, and its records."""
+    out = tmp_path_factory.mktemp("cheats") / "cheats.json"
+    done = subprocess.run([sys.executable, "-m", "mmcheck", "bench", str(CHEATS), "--backend", "gpu",
+                           "--bench-sizes", "4096", "--bench-max-time", "3", "--json", str(out)],
+                          capture_output=True, text=True, timeout=900)
+    if done.returncode == 2:  # no GPU backend here: its own words why
+        pytest.skip(done.stderr.strip().splitlines()[-1])
+    print(done.stdout, done.stderr)  # shown under -s: the record of a GPU run quotes it
+    said = (re.match(r"(\[\d+/\d+\] )?cheat\.(\w+) ", line) for line in (done.stdout + done.stderr).splitlines())
+    lines = {m.group(2): m.string for m in said if m}
+    records = {b["extra_info"]["kernel"].removeprefix("cheat."): b for b in json.loads(out.read_text())["benchmarks"]}
+    return done, lines, records
+
+
+def test_the_sweep_fails_for_the_cheats(swept):
+    done, _, _ = swept
+    assert done.returncode == 1, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("cheat", sorted(REFUSED))
+def test_each_cheat_is_refused_saying_what_was_found(swept, cheat):
+    _, lines, records = swept
+    assert cheat not in records
+    assert REFUSED[cheat] in lines[cheat], lines.get(cheat)
+
+
+def test_the_honest_kernel_and_the_cache_that_never_matches_are_timed_in_full(swept):
+    _, _, records = swept
+    honest, cache = (records[name] for name in TIMED)
+    for record in (honest, cache):
+        assert record["extra_info"]["distinct_inputs"] is True and record["extra_info"]["verified_launches"] >= 3
+    assert cache["stats"]["median"] >= 0.97 * honest["stats"]["median"]
