@@ -479,7 +479,8 @@ def json_document(rows: Sequence[Row], assignment: Path | str, backend: str, tim
             "benchmark": None if record is None else {
                 "shape": f"{record.extra['M']}x{record.extra['N']}x{record.extra['K']}",
                 "median_s": record.median, "gflops": record.extra["gflops"],
-                "cublas_pct": record.extra["cublas_pct"]},
+                "cublas_pct": record.extra["cublas_pct"],
+                **{key: record.extra[key] for key in ("verified_launches", "distinct_inputs", "floor_s")}},
         })
     return {"assignment": str(assignment), "backend": backend, "timed": timed, "complete": complete,
             "results": results}

@@ -291,6 +291,7 @@ def test_a_backend_that_times_kernels_adds_the_benchmark_columns(tmp_path, monke
     assert wrong[3:5] == ["fail", "mismatch"] and wrong[7:] == ["", "", ""]
     timed = json.loads((tmp_path / "grades.json").read_text())["results"][0]["benchmark"]
     assert timed["shape"] == "64x64x64" and timed["cublas_pct"] == pytest.approx(50, abs=1)
+    assert timed["verified_launches"] >= 3 and timed["distinct_inputs"] is True and timed["floor_s"] > 0
 
 
 def test_ctrl_c_keeps_the_rows_that_finished(tmp_path, monkeypatch, capsys):
