@@ -17,9 +17,9 @@ The stopping rule of ``cold-l2``/``warm-l2`` is nvbench's (its defaults: ``--min
 ``--min-time 0.5``, ``--max-noise 0.5`` %, ``--timeout 15``): sample until the relative standard
 deviation of the samples is under ``target_noise`` once at least ``min_samples`` samples and ``min_time``
 seconds of GPU time (the sum of the timed regions) are in; or stop when ``max_time`` seconds of wall-clock
-time have passed since the first warm-up (the budget; like nvbench's timeout it is wall-clock time, so a
-kernel of microseconds, whose GPU time grows slowly next to the flushes and synchronizations around it,
-cannot loop for ever), or at ``max_samples`` samples (which bounds the memory and the JSON of a kernel of
+time have passed since the first warm-up, less what verifying launches took (the budget; like nvbench's
+timeout it is wall-clock time, so a kernel of microseconds, whose GPU time grows slowly next to the flushes
+and synchronizations around it, cannot loop for ever), or at ``max_samples`` samples (which bounds the memory and the JSON of a kernel of
 microseconds).  The budget and the sample cap override ``min_samples``.
 
 A kernel's timing has a witness (witness.py): before each sample every launch of it gets inputs drawn afresh,
@@ -179,6 +179,7 @@ class _Sampler:
         self.clocks: list[int] = []
         self.last_reading = self.start
         self.verified = 0
+        self.verifying = 0.0  # wall-clock seconds the witness took, which the budget does not count
         self.last_verified = False  # the last sample's launch: verified already
 
     def warm_up(self) -> None:
@@ -217,7 +218,9 @@ class _Sampler:
 
     def _verify(self, slot: int) -> None:
         if self.witness is not None:
+            began = self.wall()
             self.witness.verify(slot, (len(self.samples) - 1) * self.method.batch + slot + 1)
+            self.verifying += self.wall() - began
             self.verified += 1
 
     def stop_reason(self) -> Stop | None:
@@ -227,7 +230,7 @@ class _Sampler:
             return "noise"
         if n >= m.max_samples:
             return "samples"
-        if self.wall() - self.start >= m.max_time:
+        if self.wall() - self.start - self.verifying >= m.max_time:
             return "budget"
         return None
 

@@ -166,3 +166,18 @@ def test_the_witness_reads_a_buffer_as_the_checks_lay_it_out(order):
     views[0][0][-1] ^= 1  # a trailing guard element of A
     with pytest.raises(Unverified, match="guard band after A"):
         witness.verify(0, 1)
+
+
+def test_the_budget_does_not_count_the_time_verifying_takes():
+    """A verification that takes longer than the whole budget (the first one in a worker compiles and loads)
+    still leaves the budget's samples."""
+    clock = FakeClock(jitter(1e-3, 0.01))
+
+    class Slow(_Log):
+        def verify(self, slot, launch):
+            clock.now += 10.0
+            super().verify(slot, launch)
+
+    m = measure(clock, Method.cold_l2(min_time=100, max_time=1), witness=Slow(), wall=clock.wall,
+                chooser=random.Random(5))
+    assert m.stop == "budget" and len(m.samples) > 100
