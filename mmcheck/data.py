@@ -19,6 +19,7 @@ for floats), compared bitwise afterwards.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import zlib
@@ -167,7 +168,20 @@ def blocks(batch: int, m: int, n: int, k: int, limit: int) -> list[tuple[slice, 
 
 
 def make_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed: int) -> Operands:
-    """The inputs drawn in the op's order, then the output: drawn too where the op reads it, else poison."""
+    """The inputs drawn in the op's order, then the output: drawn too where the op reads it, else poison;
+    then the spec's own buffers (extras.py), each of its declared shape, from a stream of their own."""
+    made = _op_operands(spec, shape, dtype, trial, seed)
+    if not spec.buffers:
+        return made
+    p, env = precision(dtype), spec.env(shape, precision(dtype))
+    rng = np.random.default_rng((seed, 1))
+    extra = {b.name: b.values(b.dims(env), b.d(p), lambda d, dims: draw(rng, trial.pattern, d, dims))
+             for b in spec.buffers}
+    return dataclasses.replace(made, values={**made.values, **extra})
+
+
+def _op_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed: int) -> Operands:
+    """The op's own operands of make_operands."""
     p = precision(dtype)
     op, out = spec.operation, spec.operation.output
     rng = np.random.default_rng(seed)

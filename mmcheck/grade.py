@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, BinaryIO, TextIO
 from . import reading
 from .dtypes import precision
 from .errors import SpecError, visible
+from .extras import Role
 from .publish import atomic_write
 from .report import grid
 from .results import Case, Outcome, Result
@@ -308,14 +309,14 @@ def _expected(spec: KernelSpec) -> str:
     aside): ``__global__ void sgemm(int M, ..., const float* A, ...)``."""
     p = precision(spec.dtypes[0])
     op = spec.operation
-    written = {o.name: o for o in op.operands}
+    written = {o.name: (o.dtype(p), o in op.inputs) for o in op.operands}
+    written.update({b.name: (b.d(p), b.role is Role.INPUT) for b in spec.buffers})
 
     def declared(q: Param) -> str:
         if q.is_buffer:
-            operand = written[q.name]
-            const = "const " if operand in op.inputs else ""
-            return f"{const}{operand.dtype(p).ctype}* {q.name}"
-        if q.kind == "scalar":
+            d, read_only = written[q.name]
+            return f"{'const ' if read_only else ''}{d.ctype}* {q.name}"
+        if q.kind in ("scalar", "value"):
             return f"{q.ctype or p.output.ctype} {q.name}"
         return f"{q.ctype or 'int'} {q.name}"
 

@@ -19,6 +19,8 @@ from .data import Operands, Trial
 from .diagnose import Evidence, diagnose, tile_map
 from .freivalds import freivalds
 from .dtypes import DType, precision
+from .errors import Unsupported
+from .extras import Role
 from .ops import Operand
 from .prepare import Prepared
 from .reference import magnitude, reference
@@ -48,6 +50,11 @@ def check_buffers(prepared: Prepared, after: dict[str, np.ndarray]) -> None:
     _check_padding(prepared, out, after[out.name])
     for o in op.inputs:
         _check_unchanged(o.name, prepared.hosts[o.name], after[o.name], prepared.guard, p.inputs)
+    for b in prepared.spec.buffers:  # the spec's own: an input stays as it was, a scratch buffer within its bands
+        if b.role is Role.INPUT:
+            _check_unchanged(b.name, prepared.hosts[b.name], after[b.name], prepared.guard, b.d(p))
+        else:
+            _check_guards(b.name, after[b.name], prepared.guard, b.d(p), b.d(p).guards[b.role.place])
 
 
 def _check_guards(name: str, padded: np.ndarray, guard: int, d: DType, pattern: int) -> None:
@@ -96,6 +103,9 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
     spec, trial, ops = prepared.spec, prepared.trial, prepared.operands
     op, out_type = spec.operation, precision(prepared.dtype).output
     if got.size >= LARGE:
+        if spec.epilogue is not None:
+            raise Unsupported(f"{spec.name}: a result past 2**31 elements is verified by Freivalds' check, which "
+                              f"cannot see through the epilogue {spec.epilogue.text!r}")
         _judge_by_freivalds(prepared, got)
         return
     want, bound = _expected(prepared, ops)
@@ -254,12 +264,38 @@ def _expected(prepared: Prepared, ops: Operands) -> tuple[np.ndarray, np.ndarray
     spec, p = prepared.spec, precision(prepared.dtype)
     op, out, acc = spec.operation, p.output, spec.accumulator(p)
     want = reference(op, ops)
+    if spec.epilogue is not None:
+        return _through_epilogue(prepared, ops, want)
     if out.is_integer:
         return want.astype(out.numpy), None  # wraps modulo 2**32, as the GPU's int32 arithmetic does
     size = magnitude(op, ops)
     if prepared.trial.exact and _fits(size, acc, ops):
         return want.astype(out.numpy).astype(np.float64), None
     return want, tolerance(acc, prepared.shape.K + op.roundings, size, out, want)
+
+
+def _through_epilogue(prepared: Prepared, ops: Operands, product: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The reference and bound of a kernel with an epilogue (epilogue.py): the op's product through it, compared
+    exactly where the data are whole numbers the accumulator holds at every step, else within the product's
+    bound carried through the epilogue, the epilogue's own roundings and the output's."""
+    spec, p = prepared.spec, precision(prepared.dtype)
+    op, out, acc, epilogue = spec.operation, p.output, spec.accumulator(p), spec.epilogue
+    assert epilogue is not None
+    values = {**{b.name: ops[b.name] for b in spec.buffers},
+              **{s.name: s.at(prepared.plan.env) for s in spec.named_scalars}}
+    wide = product.astype(np.float64)
+    want = epilogue.apply(wide, values)
+    whole = all(np.all(np.mod(values[name], 1) == 0) for name in epilogue.buffers)
+    if prepared.trial.exact and epilogue.integral and whole and _fits(magnitude(op, ops), acc, ops) \
+            and np.all(epilogue.magnitude(wide, values) <= acc.exact_integers):
+        return want.astype(out.numpy).astype(np.float64), None
+    product_bound = tolerance(acc, prepared.shape.K + op.roundings, magnitude(op, ops))
+    bound = epilogue.bound(wide, product_bound, values, acc.unit_roundoff)
+    if out.is_integer:  # an integer output takes a whole number however the kernel rounds: under 1 away
+        return want, bound + 1.0
+    if out.unit_roundoff > acc.unit_roundoff:
+        bound = bound + out.unit_roundoff * (np.abs(want) + bound) + out.tiny
+    return want, bound
 
 
 def _fits(size: np.ndarray, acc: DType, ops: Operands) -> bool:

@@ -164,19 +164,29 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
     op = spec.operation
     layouts = {o.name: Layout.of(spec.layout(o.name), *o.dims(shape), o.padding if o.leading in trial.padded else 0)
                for o in op.operands}
-    largest = max(layouts[o.name].size(operands[o.name].shape) for o in op.operands)
-    guard = data.guard_width(largest, min(p.inputs.itemsize, p.output.itemsize)) if guards else 0
+    # The spec's own buffers lie row-major, as (batch, rows, cols) with the dimensions they lack set to 1.
+    logical = {o.name: operands[o.name] for o in op.operands}
+    for b in spec.buffers:
+        held = operands[b.name]
+        logical[b.name] = held.reshape((1,) * (3 - held.ndim) + held.shape)
+        layouts[b.name] = Layout.of("row", *logical[b.name].shape[1:])
+    largest = max(layouts[name].size(x.shape) for name, x in logical.items())
+    itemsizes = [p.inputs.itemsize, p.output.itemsize, *(b.d(p).itemsize for b in spec.buffers)]
+    guard = data.guard_width(largest, min(itemsizes)) if guards else 0
     empty = backend.host_empty if isinstance(backend, HostMemory) else np.empty
     hosts = {o.name: data.image(operands[o.name], layouts[o.name], guard, o.dtype(p), op.place(o), empty)
              for o in op.operands}
+    hosts.update({b.name: data.image(logical[b.name], layouts[b.name], guard, b.d(p), b.role.place, empty)
+                  for b in spec.buffers})
     buffers = {name: backend.upload(host, guard) for name, host in hosts.items()}
     lds = {o.leading: layouts[o.name].ld for o in spec.leading}
-    scalars = {"alpha": operands.alpha, "beta": operands.beta}
+    scalars = {"alpha": operands.alpha, "beta": operands.beta,
+               **{s.name: s.at(launch.env) for s in spec.named_scalars}}
     args: list[Arg] = []
     for q in spec.params:
-        if q.kind == "buffer":
+        if q.is_buffer:
             args.append(buffers[q.name])
-        elif q.kind == "scalar":
+        elif q.kind in ("scalar", "value"):
             kind = _scalar_dtype(CTYPES[q.ctype]) if q.ctype else p.output.numpy
             value = kind.type(scalars[q.name])
             # A type numpy does not know (bfloat16) is passed as its bits: the kernel reads the same bytes.

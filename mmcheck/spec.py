@@ -14,13 +14,17 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from . import reading
 from .dtypes import DTYPES, PRECISIONS, DType, Precision, holds, precision
 from .errors import SpecError
+from . import extras
+from .epilogue import Epilogue, EpilogueError
 from .expr import BOOLEANS, SHAPE_NAMES, Expr, ExprError
+from .extras import Buffer, Role, Scalar
 from .ops import OPS, SCALARS, SIZES, Op, Operand, Shape
 
 __all__ = [
@@ -82,11 +86,11 @@ class Param:
 
     name: str
     ctype: str | None = None
-    kind: str = "buffer"  # buffer, size, leading, scalar
+    kind: str = "buffer"  # buffer, size, leading, scalar; extra (a buffer of ``buffers``), value (of ``scalars``)
 
     @property
     def is_buffer(self) -> bool:
-        return self.kind == "buffer"
+        return self.kind in ("buffer", "extra")
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,9 @@ class KernelSpec:
     bench: tuple[int | str, ...] = ()               # benchmark sizes: n (square) or "MxNxK[bB]"
     accumulate: str | None = None                   # the accumulator the kernel promises (None: the default)
     large: bool = False                             # known-bad: only shapes past 2**31 elements show the bug
+    buffers: tuple[Buffer, ...] = ()                # buffers beyond the op's operands (extras.py)
+    named_scalars: tuple[Scalar, ...] = ()          # typed scalars beyond alpha and beta (the spec's ``scalars``)
+    epilogue: Epilogue | None = None                # what the kernel does to each element of the op's result
     root: Path | None = field(default=None, compare=False)  # the source folder the run was given that holds it
 
     @property
@@ -182,7 +189,7 @@ def sizeof(p: Precision) -> dict[str, int]:
 _KEYS = {
     "name", "entry", "template", "op", "dtypes", "params", "block", "grid", "requires", "defines",
     "smem", "layout", "expect", "about", "catch", "let", "alpha", "beta", "strict_beta", "strict_launch", "bench",
-    "accumulate", "large",
+    "accumulate", "large", "buffers", "scalars", "epilogue",
 }
 _REQUIRED = ("name", "entry", "op", "dtypes", "params", "block", "grid")
 
@@ -457,7 +464,16 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
     if len(dtypes) > 1 and not any(t in TYPE_ARGS for t in template or ()):
         raise fail("dtypes", "several dtypes need a template parameter for the type (set 'template')")
 
-    params = _params(table["params"], OPS[op], fail)
+    buffers = extras.parse_buffers(table.get("buffers", {}), names, partial(fail, "buffers"))
+    named_scalars = extras.parse_scalars(table.get("scalars", {}), names, CTYPES, partial(fail, "scalars"))
+    params = _params(table["params"], OPS[op], fail, buffers, named_scalars)
+    epilogue = None
+    if "epilogue" in table:
+        try:
+            epilogue = Epilogue(string("epilogue"), {b.name: len(b.shape) for b in buffers if b.role is Role.INPUT},
+                                frozenset(s.name for s in named_scalars))
+        except EpilogueError as e:
+            raise fail("epilogue", str(e)) from None
     defines = table.get("defines", {})
     if not isinstance(defines, dict):
         raise fail("defines", "must be a table of NAME = value")
@@ -522,6 +538,9 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         bench=tuple(bench),
         accumulate=accumulate,
         large=large,
+        buffers=buffers,
+        named_scalars=named_scalars,
+        epilogue=epilogue,
     )
     _check_constants(spec, fail)
     return spec
@@ -622,10 +641,13 @@ def _values(table: Mapping[str, Any], key: str, op: Op, dtypes: Sequence[str], p
     return tuple(value)
 
 
-def _params(value: Any, op: Op, fail: Any) -> tuple[Param, ...]:
+def _params(value: Any, op: Op, fail: Any, buffers: Sequence[Buffer] = (),
+            named_scalars: Sequence[Scalar] = ()) -> tuple[Param, ...]:
     if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
         raise fail("params", "must be a list of strings like \"A\" or \"M:size_t\"")
     leading = [o.leading for o in op.operands if o.leading]
+    typed = {s.name: s for s in named_scalars}
+    declared = {b.name for b in buffers} | set(typed)
     params: list[Param] = []
     for item in value:
         name, _, ctype = item.partition(":")
@@ -643,6 +665,11 @@ def _params(value: Any, op: Op, fail: Any) -> tuple[Param, ...]:
             if ctype and ctype not in CTYPES:
                 raise fail("params", f"scalar {name} has type {ctype!r}; use one of {', '.join(CTYPES)}")
             params.append(Param(name, ctype or None, "scalar"))
+        elif name in declared:
+            if ctype:
+                raise fail("params", f"{name} takes its type from its entry in buffers or scalars, not here")
+            scalar = typed.get(name)
+            params.append(Param(name, scalar.ctype, "value") if scalar else Param(name, None, "extra"))
         else:
             extra = [*op.scalars, *leading]
             raise fail("params", f"unknown parameter {name!r} for op {op.name!r} (buffers {', '.join(op.names)}; "
@@ -655,4 +682,6 @@ def _params(value: Any, op: Op, fail: Any) -> tuple[Param, ...]:
     if missing:
         kind = "buffer" if missing[0] in op.names else "scalar"
         raise fail("params", f"missing {kind} parameter(s) {', '.join(missing)} for op {op.name!r}")
+    if unpassed := sorted(declared - set(names)):
+        raise fail("params", f"{', '.join(unpassed)} declared in buffers or scalars but not among the parameters")
     return tuple(params)

@@ -198,6 +198,9 @@ def _renewal(prepared: Prepared) -> Renewal:
     """What the witness of ``prepared``'s timing draws and verifies: each buffer as prepared laid it out."""
     spec, trial, p = prepared.spec, prepared.trial, precision(prepared.dtype)
     op, names = spec.operation, [q.name for q in spec.params if q.is_buffer]
+    if spec.buffers or spec.epilogue:
+        raise Unsupported(f"{spec.name}: not timed: the witness does not yet draw a kernel's own buffers afresh "
+                          f"nor verify an epilogue on the GPU")
 
     def fill(o: Operand) -> Fill:
         if o.role == INPUT or prepared.operands.output_is_input:

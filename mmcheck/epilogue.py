@@ -1,0 +1,240 @@
+"""An epilogue: what a kernel does to each element of the product before it stores it, as an expression the
+spec writes (``relu(acc * scale_a[m] * scale_b[n] + bias[n])``), evaluated over numpy (or CuPy) arrays.
+
+Its names: ``acc``, the op's own result at each element of C (alpha * A @ B + beta * C where the op has
+them); ``b``, ``m`` and ``n``, the element's batch, row and column; a buffer of the spec's (``bias``) indexed by
+expressions of those (``bias[n]``, ``scale[m // 128, n // 128]``, ``s[0]``), one index per dimension of its
+shape; and the spec's scalars by name.  Numbers, ``+ - * /``, ``//`` and ``%`` (in indices), and the calls of
+``FUNCTIONS``.  The text comes from files users hand us: it is parsed with ``ast`` and only a whitelist of
+nodes is evaluated; ``eval`` is never called.
+
+**The bound.**  The product reaches the epilogue with a rounding bound of its own (compare.tolerance).  The
+epilogue's result then lies within the range it takes as acc moves within that bound: for an expression
+monotone in acc, which every function here but ``abs`` is (and abs changes by no more than its argument),
+that range is reached at acc's two ends, so the bound is the larger distance from the result to the results
+there.  The epilogue's own arithmetic rounds as well, in the accumulator's type, at most once per operation
+and a few times per transcendental function: gamma_k times the expression evaluated on magnitudes (each
+leaf's absolute value, subtraction as addition), the forward-error bound of any evaluation of it (Higham,
+Thm. 3.1).  The output's rounding is the caller's, as it is without an epilogue.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Epilogue", "EpilogueError", "FUNCTIONS", "INDICES"]
+
+INDICES = ("b", "m", "n")
+_MAX_CHARS = 2048
+_MAX_NODES = 256
+
+
+class EpilogueError(ValueError):
+    """An epilogue that is malformed, uses something not allowed, or reads a buffer past its end."""
+
+
+@dataclass(frozen=True)
+class _Function:
+    """A function an epilogue may call: its arity, its value, its value on magnitudes (an upper bound of the
+    magnitude of its value), the roundings it costs, and whether it maps integers to integers."""
+
+    arity: int
+    value: Callable[..., Any]
+    magnitude: Callable[..., Any]
+    roundings: int
+    integral: bool
+
+
+def _relu(xp: Any) -> Callable[[Any], Any]:
+    return lambda x: xp.maximum(x, 0)
+
+
+FUNCTIONS: dict[str, Callable[[Any], _Function]] = {
+    "relu": lambda xp: _Function(1, _relu(xp), lambda x: x, 0, True),
+    "max": lambda xp: _Function(2, xp.maximum, xp.maximum, 0, True),
+    "min": lambda xp: _Function(2, xp.minimum, xp.maximum, 0, True),
+    "abs": lambda xp: _Function(1, xp.abs, lambda x: x, 0, True),
+    "exp": lambda xp: _Function(1, xp.exp, xp.exp, 4, False),
+    "tanh": lambda xp: _Function(1, xp.tanh, lambda x: xp.minimum(x, 1), 4, False),
+    "sigmoid": lambda xp: _Function(1, lambda x: 1 / (1 + xp.exp(-x)), lambda x: xp.minimum(1 + 0 * x, 1), 4,
+                                    False),
+}
+
+
+class Epilogue:
+    """A parsed epilogue; ``buffers`` maps each buffer it may index to its number of dimensions, ``scalars``
+    lists the scalars it may name."""
+
+    def __init__(self, text: str, buffers: Mapping[str, int], scalars: frozenset[str] = frozenset()) -> None:
+        self.text = text
+        if len(text) > _MAX_CHARS:
+            raise EpilogueError(f"the epilogue is longer than {_MAX_CHARS} characters")
+        try:
+            tree = ast.parse(text, mode="eval").body
+        except SyntaxError as e:
+            raise EpilogueError(f"{text!r} is not an expression ({e.msg})") from None
+        nodes = list(ast.walk(tree))
+        if len(nodes) > _MAX_NODES:
+            raise EpilogueError(f"the epilogue has more than {_MAX_NODES} parts")
+        self._buffers, self._scalars = dict(buffers), scalars
+        self._check(tree, in_index=False)
+        if not any(isinstance(node, ast.Name) and node.id == "acc" for node in nodes):
+            raise EpilogueError(f"{text!r} does not use acc, the product it is applied to")
+        self.tree = tree
+        self.buffers = frozenset(n.value.id for n in nodes if isinstance(n, ast.Subscript)
+                                 and isinstance(n.value, ast.Name))
+        self.roundings = sum(isinstance(n, ast.BinOp) for n in nodes) + sum(
+            FUNCTIONS[n.func.id](np).roundings for n in nodes if isinstance(n, ast.Call))
+        self.integral = all(FUNCTIONS[n.func.id](np).integral for n in nodes if isinstance(n, ast.Call)) and not any(
+            isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) for n in nodes) and all(
+            float(n.value).is_integer() for n in nodes if isinstance(n, ast.Constant))
+
+    def __repr__(self) -> str:
+        return f"Epilogue({self.text!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Epilogue, (self.text, self._buffers, self._scalars)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Epilogue) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def apply(self, acc: Any, values: Mapping[str, Any], xp: Any = np) -> Any:
+        """The epilogue at every element of ``acc`` (batch, M, N), its buffers' values and scalars by name."""
+        return _Evaluation(acc, values, xp, magnitudes=False).value(self.tree)
+
+    def magnitude(self, acc: Any, values: Mapping[str, Any], xp: Any = np) -> Any:
+        """The epilogue evaluated on magnitudes: a bound of every intermediate value's magnitude."""
+        return _Evaluation(xp.abs(acc), values, xp, magnitudes=True).value(self.tree)
+
+    def bound(self, acc: Any, acc_bound: Any, values: Mapping[str, Any], u: float, xp: Any = np) -> Any:
+        """How far the kernel's epilogue may be from ``apply(acc)``, for a product off by up to ``acc_bound``
+        and arithmetic of unit roundoff ``u`` (see the module's docstring)."""
+        want = self.apply(acc, values, xp)
+        moved = xp.maximum(xp.abs(self.apply(acc + acc_bound, values, xp) - want),
+                           xp.abs(self.apply(acc - acc_bound, values, xp) - want))
+        k = self.roundings
+        rounding = k * u / (1 - k * u) * self.magnitude(xp.abs(acc) + acc_bound, values, xp)
+        return moved + rounding
+
+    # -- checking the tree ------------------------------------------------------------------------------
+
+    def _check(self, node: ast.expr, in_index: bool) -> None:
+        """Raise EpilogueError for any node the evaluator does not make; ``in_index``: inside a subscript,
+        where only integer arithmetic of b, m, n and numbers is allowed."""
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+                raise EpilogueError(f"only numbers are allowed in {self.text!r}, not {node.value!r}")
+            if in_index and not isinstance(node.value, int):
+                raise EpilogueError(f"an index must be a whole number in {self.text!r}")
+        elif isinstance(node, ast.Name):
+            allowed = INDICES if in_index else ("acc", *self._scalars)
+            if node.id not in allowed and node.id not in INDICES:
+                where = "an index" if in_index else "the epilogue"
+                known = ", ".join(sorted({*allowed, *INDICES, *self._buffers}))
+                raise EpilogueError(f"{node.id!r} is not a name {where} can use in {self.text!r} (it knows {known})")
+            if node.id in INDICES and not in_index:
+                raise EpilogueError(f"{node.id} is an index: use it inside a buffer's [...] in {self.text!r}")
+        elif isinstance(node, ast.BinOp):
+            allowed_ops = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod) if in_index else (
+                ast.Add, ast.Sub, ast.Mult, ast.Div)
+            if not isinstance(node.op, allowed_ops):
+                raise EpilogueError(f"operator {type(node.op).__name__} is not allowed "
+                                    f"{'in an index ' if in_index else ''}in {self.text!r}")
+            if isinstance(node.op, ast.Div) and any(isinstance(n, ast.Name) and n.id == "acc"
+                                                    for n in ast.walk(node.right)):
+                raise EpilogueError(f"acc cannot be in a denominator, whose rounding is unbounded, in {self.text!r}")
+            self._check(node.left, in_index)
+            self._check(node.right, in_index)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            self._check(node.operand, in_index)
+        elif isinstance(node, ast.Call) and not in_index:
+            name = node.func.id if isinstance(node.func, ast.Name) else None
+            if name not in FUNCTIONS or node.keywords:
+                raise EpilogueError(f"only plain calls of {', '.join(FUNCTIONS)} are allowed in {self.text!r}")
+            if len(node.args) != FUNCTIONS[name](np).arity:
+                raise EpilogueError(f"{name} takes {FUNCTIONS[name](np).arity} argument(s), in {self.text!r}")
+            for argument in node.args:
+                self._check(argument, in_index)
+        elif isinstance(node, ast.Subscript) and not in_index:
+            if not isinstance(node.value, ast.Name) or node.value.id not in self._buffers:
+                listed = ", ".join(self._buffers) or "none"
+                raise EpilogueError(f"only the spec's input buffers ({listed}) can be indexed, in {self.text!r}")
+            indices = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            if len(indices) != self._buffers[node.value.id]:
+                raise EpilogueError(f"{node.value.id} has {self._buffers[node.value.id]} dimension(s): index it with "
+                                    f"as many, in {self.text!r}")
+            for index in indices:
+                self._check(index, in_index=True)
+        else:
+            raise EpilogueError(f"{ast.unparse(node)!r} is not allowed in an epilogue ({self.text!r})")
+
+
+class _Evaluation:
+    """One evaluation of an epilogue's tree over (batch, M, N) arrays; on ``magnitudes``, of its magnitudes."""
+
+    def __init__(self, acc: Any, values: Mapping[str, Any], xp: Any, magnitudes: bool) -> None:
+        self.acc, self.values, self.xp, self.magnitudes = acc, values, xp, magnitudes
+        batch, rows, cols = acc.shape
+        self.indices = {"b": xp.arange(batch).reshape(-1, 1, 1), "m": xp.arange(rows).reshape(1, -1, 1),
+                        "n": xp.arange(cols).reshape(1, 1, -1)}
+
+    def value(self, node: ast.expr) -> Any:
+        xp = self.xp
+        if isinstance(node, ast.Constant):
+            return abs(node.value) if self.magnitudes else node.value
+        if isinstance(node, ast.Name):
+            if node.id == "acc":
+                return self.acc
+            scalar = float(self.values[node.id])
+            return abs(scalar) if self.magnitudes else scalar
+        if isinstance(node, ast.UnaryOp):
+            inner = self.value(node.operand)
+            return inner if self.magnitudes or isinstance(node.op, ast.UAdd) else -inner
+        if isinstance(node, ast.BinOp):
+            left, right = self.value(node.left), self.value(node.right)
+            if self.magnitudes and isinstance(node.op, ast.Sub):
+                return left + right
+            if self.magnitudes and isinstance(node.op, ast.Div):  # by data alone (see _check): its value's size
+                return left / xp.abs(_Evaluation(self.acc, self.values, xp, magnitudes=False).value(node.right))
+            return _ARITHMETIC[type(node.op)](left, right)
+        if isinstance(node, ast.Call):
+            function = FUNCTIONS[node.func.id](xp)  # type: ignore[union-attr]
+            arguments = [self.value(a) for a in node.args]
+            return (function.magnitude if self.magnitudes else function.value)(*arguments)
+        assert isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
+        name = node.value.id
+        raw = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        values = self.values[name]
+        indices = tuple(self.index(i) for i in raw)
+        for axis, (index, size) in enumerate(zip(indices, values.shape)):
+            low, high = int(xp.asarray(index).min()), int(xp.asarray(index).max())
+            if low < 0 or high >= size:
+                raise EpilogueError(f"the epilogue reads {name} at index {high if high >= size else low} of "
+                                    f"dimension {axis + 1}, past its {size} elements")
+        read = values[indices].astype(xp.float64)
+        return xp.abs(read) if self.magnitudes else read
+
+    def index(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            return self.indices[node.id]
+        if isinstance(node, ast.UnaryOp):
+            return -self.index(node.operand) if isinstance(node.op, ast.USub) else self.index(node.operand)
+        assert isinstance(node, ast.BinOp)
+        return _ARITHMETIC[type(node.op)](self.index(node.left), self.index(node.right))
+
+
+_ARITHMETIC: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: lambda x, y: x + y, ast.Sub: lambda x, y: x - y, ast.Mult: lambda x, y: x * y,
+    ast.Div: lambda x, y: x / y, ast.FloorDiv: lambda x, y: x // y, ast.Mod: lambda x, y: x % y,
+}
+

@@ -1,0 +1,154 @@
+"""Parameters beyond the op's operands, as a spec declares them: buffers (a bias, scale factors, a workspace)
+and typed scalars, and what a buffer holds before each launch.
+
+A buffer has a role (``input``: the kernel reads it and must leave it as it was; ``scratch``: it may write it
+freely, a workspace, the locks of a split-K reduction), a shape of one to three expressions of the sizes
+(``[N]``; ``[M, N]``; ``[batch, M, N]``), laid out row-major and surrounded by guard bands like every buffer, a
+dtype (``input``, ``output`` or a dtype's name) and an initial value (``random``: drawn as the inputs are, by
+the trial's pattern; ``zeros``, ``ones``, ``index``: each element its flat index; or a number).  A scalar has
+a C type and a value, a number or an expression of the sizes.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .dtypes import DTYPES, DType, Precision
+from .expr import Expr, ExprError
+
+__all__ = ["Buffer", "Fill", "Role", "Scalar", "parse_buffers", "parse_scalars"]
+
+
+class Role(enum.Enum):
+    """What the kernel may do with a buffer of the spec's."""
+
+    INPUT = "input"
+    SCRATCH = "scratch"
+
+    @property
+    def place(self) -> int:
+        """Which of a dtype's guard and padding patterns (ops.Op.place: A's, B's, C's) its buffer holds: an
+        input's, A's; a scratch buffer's, the output's."""
+        return 0 if self is Role.INPUT else 2
+
+
+class Fill(enum.Enum):
+    """What a buffer of the spec's holds before a launch."""
+
+    RANDOM = "random"
+    ZEROS = "zeros"
+    ONES = "ones"
+    INDEX = "index"
+    CONSTANT = "constant"
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A buffer beyond the op's operands."""
+
+    name: str
+    role: Role
+    shape: tuple[Expr, ...]
+    dtype: str                     # "input", "output" or a dtype's name
+    fill: Fill
+    constant: float = 0.0          # what Fill.CONSTANT fills it with
+
+    def d(self, p: Precision) -> DType:
+        """Its element type under precision ``p``."""
+        return {"input": p.inputs, "output": p.output}.get(self.dtype) or DTYPES[self.dtype]
+
+    def dims(self, env: Mapping[str, int]) -> tuple[int, ...]:
+        """Its shape at the sizes ``env``."""
+        return tuple(e.eval(env) for e in self.shape)
+
+    def values(self, dims: tuple[int, ...], d: DType,
+               draw: Callable[[DType, tuple[int, ...]], np.ndarray]) -> np.ndarray:
+        """What it holds before a launch, of shape ``dims``; ``draw`` draws random values of a dtype and shape."""
+        if self.fill is Fill.RANDOM:
+            return draw(d, dims)
+        if self.fill is Fill.INDEX:
+            return np.arange(math.prod(dims)).reshape(dims).astype(d.numpy)
+        value = {Fill.ZEROS: 0.0, Fill.ONES: 1.0, Fill.CONSTANT: self.constant}[self.fill]
+        return np.full(dims, value, dtype=d.numpy)
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A typed scalar beyond the op's alpha and beta: its C type (spec.CTYPES) and its value."""
+
+    name: str
+    ctype: str
+    value: float | Expr
+
+    def at(self, env: Mapping[str, int]) -> float:
+        return float(self.value.eval(env)) if isinstance(self.value, Expr) else self.value
+
+
+def parse_buffers(table: Any, names: frozenset[str], fail: Callable[[str], Exception]) -> tuple[Buffer, ...]:
+    """The ``buffers`` table of a spec: ``{name: {role, shape, dtype, init}}``; ``names`` are the names its
+    shape expressions may use besides the sizes (the spec's ``let``)."""
+    if not isinstance(table, dict):
+        raise fail("must be a table of buffers: [kernel.buffers.NAME] with role, shape, dtype and init")
+    out = []
+    for name, entry in table.items():
+        if not isinstance(entry, dict):
+            raise fail(f"buffer {name!r} must be a table with role, shape, dtype and init")
+        unknown = sorted(set(entry) - {"role", "shape", "dtype", "init"})
+        if unknown:
+            raise fail(f"buffer {name!r}: unknown key {unknown[0]!r} (known: role, shape, dtype, init)")
+        role = _choice(entry.get("role", "input"), Role, f"buffer {name!r}: role", fail)
+        shape = entry.get("shape")
+        if not isinstance(shape, list) or not 1 <= len(shape) <= 3:
+            raise fail(f"buffer {name!r}: shape must be a list of one to three sizes or expressions ([\"N\"])")
+        dtype = entry.get("dtype", "input")
+        if dtype not in ("input", "output", *DTYPES):
+            raise fail(f"buffer {name!r}: dtype must be input, output or one of {', '.join(DTYPES)}, not {dtype!r}")
+        init = entry.get("init", "random" if role is Role.INPUT else "zeros")
+        if isinstance(init, (int, float)) and not isinstance(init, bool):
+            fill, constant = Fill.CONSTANT, float(init)
+        else:
+            fill, constant = _choice(init, Fill, f"buffer {name!r}: init", fail, (Fill.CONSTANT,)), 0.0
+        try:
+            exprs = tuple(Expr(s, names) for s in shape)
+        except (ExprError, TypeError) as e:
+            raise fail(f"buffer {name!r}: shape: {e}") from None
+        out.append(Buffer(name, role, exprs, dtype, fill, constant))
+    return tuple(out)
+
+
+def parse_scalars(table: Any, names: frozenset[str], ctypes: Mapping[str, str],
+                  fail: Callable[[str], Exception]) -> tuple[Scalar, ...]:
+    """The ``scalars`` table of a spec: ``{name: {type, value}}``, ``type`` one of ``ctypes``."""
+    if not isinstance(table, dict):
+        raise fail("must be a table of scalars: [kernel.scalars.NAME] with type and value")
+    out = []
+    for name, entry in table.items():
+        if not isinstance(entry, dict) or set(entry) - {"type", "value"} or "value" not in entry:
+            raise fail(f"scalar {name!r} must be a table with a value and, optionally, a type")
+        ctype, value = entry.get("type", "float"), entry["value"]
+        if ctype not in ctypes:
+            raise fail(f"scalar {name!r}: type {ctype!r}; use one of {', '.join(ctypes)}")
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise fail(f"scalar {name!r}: value must be a number or an expression of the sizes")
+        try:
+            held: float | Expr = Expr(value, names) if isinstance(value, str) else float(value)
+        except ExprError as e:
+            raise fail(f"scalar {name!r}: value: {e}") from None
+        out.append(Scalar(name, ctype, held))
+    return tuple(out)
+
+
+def _choice(value: Any, kind: type[enum.Enum], what: str, fail: Callable[[str], Exception],
+            hidden: tuple[enum.Enum, ...] = ()) -> Any:
+    """The member of ``kind`` whose value is ``value`` (``hidden`` ones are not written by name)."""
+    members = [m for m in kind if m not in hidden]
+    for member in members:
+        if member.value == value:
+            return member
+    raise fail(f"{what} must be one of {', '.join(str(m.value) for m in members)}, not {value!r}")
