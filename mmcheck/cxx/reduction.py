@@ -351,14 +351,28 @@ class _Reduction:
         return [d for d in self.tu.diagnostics if d.severity >= ERROR and not _PTX_CONSTRAINT.search(d.spelling)]
 
     def _first_error(self) -> str | None:
-        """The first error inside what is kept, as "file:line: message"."""
+        """The first error inside what is kept, as "file:line: message", placed where the main file raises it
+        (_origin)."""
         kept = [(self.units[i].start, self.units[i].end) for i in self.kept]
         for d in self._errors:
-            file = d.location.file
-            if file is None or (any(lo <= d.location.offset < hi for lo, hi in kept) if file.name == self.name
+            location, message = self._origin(d)
+            file = location.file
+            if file is None or (any(lo <= location.offset < hi for lo, hi in kept) if file.name == self.name
                                 else self._kept_file(file.name)):
-                return f"{file.name if file else self.name}:{d.location.line}: {d.spelling}"
+                return f"{file.name if file else self.name}:{location.line}: {message}"
         return None
+
+    def _origin(self, error: Any) -> tuple[Any, str]:
+        """Where the main file raises ``error``, and what it says there: for an error in another file that a
+        template instantiation requested by the main file raises (a WMMA fragment's static_assert), the outermost
+        place of the main file that requested it, with the instantiation named, since that place is the kernel's
+        or not; else the error's own place."""
+        file = error.location.file
+        requests = [note for note in error.children if note.location.file and note.location.file.name == self.name
+                    and note.spelling.endswith(" requested here")]
+        if file is None or file.name == self.name or not requests:
+            return error.location, error.spelling
+        return requests[-1].location, f"{requests[-1].spelling.removesuffix(' requested here')}: {error.spelling}"
 
     # -- the text
 

@@ -106,17 +106,17 @@ def file_specs() -> Callable[[str], list[KernelSpec]]:
     return lambda name: load_specs(KERNELS / name)
 
 
-def nvcc_complaints(spec: KernelSpec, dtype: str, folder: Path) -> str:
+def nvcc_complaints(spec: KernelSpec, dtype: str, folder: Path, arch: str = "sm_80") -> str:
     """What nvcc says of ``spec``'s kernel file, instantiated for ``dtype`` as mmcheck instantiates it, compiled
-    for sm_80 to a cubin in ``folder``: its errors and warnings, empty where it has none."""
+    for ``arch`` to a cubin in ``folder``: its errors and warnings, empty where it has none."""
     (folder / "k.cu").write_text(unit_source(plan(spec, dtype, Shape(64, 64, 64)).build))
-    done = subprocess.run(["nvcc", "-arch=sm_80", "-cubin", "-o", "k.cubin", "k.cu"], cwd=folder, capture_output=True,
+    done = subprocess.run(["nvcc", f"-arch={arch}", "-cubin", "-o", "k.cubin", "k.cu"], cwd=folder, capture_output=True,
                           text=True)
     return (done.stdout + done.stderr).strip() or ("" if done.returncode == 0 else f"exit status {done.returncode}")
 
 
 @pytest.fixture(scope="session")
-def nvcc() -> Callable[[KernelSpec, str, Path], str]:
+def nvcc() -> Callable[..., str]:
     """nvcc_complaints, where nvcc is on PATH: the emulator's own kernels are CUDA that a GPU runs."""
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH: the kernels are run on the emulator only, not compiled for a GPU")

@@ -74,7 +74,7 @@ def test_constructs_that_cannot_be_emulated_are_unsupported(build, body, constru
 # plain statement with an operand, a raw string over lines with no outputs and a clobber, and a macro over
 # escaped lines whose template is too long to show whole.
 ASM = r"""#define MMA(d, a)                                                          \
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "           \
+    asm volatile("mma.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32 "           \
                  "{%0,%1,%2,%3}, {%4,%5,%4,%5}, {%4,%5}, {%0,%1,%2,%3};"       \
                  : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])             \
                  : [lo] "r"(a[0]), [hi] "r"(a[1]))
@@ -97,7 +97,7 @@ extern "C" __global__ void k(const float* A, const float* B, float* C, int mode)
 @pytest.mark.parametrize("mode, text, at", [
     (1, "mov.u32 %0, %%laneid;", 'asm("mov'),
     (2, "setp.eq.u32 p, %0, 0;", "__asm__ __volatile__"),  # the statement's instruction the emulator lacks
-    (3, "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3...", "asm volatile"),  # 60 characters
+    (3, "mma.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32 {%0,%1,%2,%3...", "asm volatile"),  # 60 characters
 ])
 def test_a_launch_that_reaches_inline_assembly_is_unsupported_naming_it_and_its_line(build, emu, run_kernel,
                                                                                       mode, text, at):

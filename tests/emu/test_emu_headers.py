@@ -178,11 +178,12 @@ WMMA = '#include <mma.h>\nusing namespace nvcuda;\n' + KERNEL
 @pytest.mark.parametrize("body, message", [
     ('extern "C" __global__ void child(float* C) {}\n' + KERNEL + '  child<<<1, 1>>>(C);  // here\n}',
      r"the emulator cannot run kernel launches from a kernel \(dynamic parallelism\) \(<<<\)"),
-    (WMMA + '  wmma::fragment<wmma::matrix_a, 32, 8, 16, half, wmma::row_major> a;  // here\n  (void)a;\n}',
-     r"the emulator's WMMA has only the m16n16k16 shape \(wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, "
-     r"wmma::row_major>\)"),
+    (WMMA + '  wmma::fragment<wmma::matrix_a, 8, 8, 4, double, wmma::row_major> a;  // here\n  (void)a;\n}',
+     r"the emulator's WMMA has only the shapes m16n16k16, m32n8k16, m8n32k16 and m16n16k8 "
+     r"\(wmma::fragment<wmma::matrix_a, 8, 8, 4, double, wmma::row_major>\)"),
     (WMMA + '  wmma::fragment<wmma::accumulator, 16, 16, 16, int> c;  // here\n  (void)c;\n}',
-     r"the emulator's WMMA has only half or __nv_bfloat16 inputs and float or half accumulators "
+     r"the emulator's WMMA has half or __nv_bfloat16 inputs with float or half accumulators at k = 16, and "
+     r"precision::tf32 inputs with float accumulators at m16n16k8 "
      r"\(wmma::fragment<wmma::accumulator, 16, 16, 16, int>\)"),
     ('#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n' + KERNEL +
      '  C[0] = cg::coalesced_threads().size();  // here\n}',

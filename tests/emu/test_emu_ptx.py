@@ -20,25 +20,35 @@ def line_of(kernel, marker: str) -> int:
 
 
 # ---- mma.sync ----------------------------------------------------------------------------------------------------
-# PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type" and "Matrix Fragments for mma.m16n8k8":
-# groupID = laneid >> 2, threadID_in_group = laneid % 4; each list gives a lane's elements (row, col), low to high,
-# two to a 32-bit register for 16-bit types.
-def a_layout(k: int, tf32: bool) -> list[list[tuple[int, int]]]:
+# PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type", "... for mma.m16n8k8", "... for
+# mma.m16n8k16 with integer type" and "... for mma.m16n8k32": groupID = laneid >> 2, threadID_in_group = laneid % 4;
+# each list gives a lane's elements (row, col), low to high, packed into 32-bit registers (two 16-bit ones a
+# register, four 8-bit ones).
+BITS = {"f16": 16, "bf16": 16, "tf32": 32, "e4m3": 8, "e5m2": 8, "s8": 8, "u8": 8}
+NUMPY = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "tf32": np.float32, "e4m3": ml_dtypes.float8_e4m3fn,
+         "e5m2": ml_dtypes.float8_e5m2, "s8": np.int8, "u8": np.uint8, "f32": np.float32, "s32": np.int32}
+
+
+def a_layout(k: int, bits: int) -> list[list[tuple[int, int]]]:
     def elements(lane: int) -> list[tuple[int, int]]:
         group, tig = lane >> 2, lane % 4
-        if tf32:  # a0..a3: rows group, group + 8, group, group + 8; columns tig, tig, tig + 4, tig + 4
+        if bits == 32:  # tf32 a0..a3: rows group, group + 8, group, group + 8; columns tig, tig, tig + 4, tig + 4
             return [(group + 8 * (i % 2), tig + 4 * (i // 2)) for i in range(4)]
-        # rows group for a0, a1, a4, a5 and group + 8 otherwise; columns 2 tig + (i & 1), + 8 from a4 on
-        return [(group + 8 * (i // 2 % 2), 2 * tig + (i & 1) + 8 * (i >= 4)) for i in range(k // 2)]
+        if bits == 16:  # rows group for a0, a1, a4, a5 and group + 8 otherwise; columns 2 tig + (i & 1), + 8 from a4
+            return [(group + 8 * (i // 2 % 2), 2 * tig + (i & 1) + 8 * (i >= 4)) for i in range(k // 2)]
+        # 8-bit: rows group for a0..a3 and a8..a11, group + 8 otherwise; columns 4 tig + (i & 3), + 16 from a8
+        return [(group + 8 * (i // 4 % 2), 4 * tig + (i & 3) + 16 * (i >= 8)) for i in range(k // 2)]
     return [elements(lane) for lane in range(32)]
 
 
-def b_layout(k: int, tf32: bool) -> list[list[tuple[int, int]]]:
+def b_layout(k: int, bits: int) -> list[list[tuple[int, int]]]:
     def elements(lane: int) -> list[tuple[int, int]]:
         group, tig = lane >> 2, lane % 4
-        if tf32:  # b0, b1: rows tig, tig + 4 of column group
+        if bits == 32:  # tf32 b0, b1: rows tig, tig + 4 of column group
             return [(tig + 4 * i, group) for i in range(2)]
-        return [(2 * tig + (i & 1) + 8 * (i >= 2), group) for i in range(k // 4)]  # column group
+        if bits == 16:
+            return [(2 * tig + (i & 1) + 8 * (i >= 2), group) for i in range(k // 4)]  # column group
+        return [(4 * tig + (i & 3) + 16 * (i >= 4), group) for i in range(k // 4)]  # 8-bit: + 16 from b4
     return [elements(lane) for lane in range(32)]
 
 
@@ -49,7 +59,7 @@ def c_layout() -> list[list[tuple[int, int]]]:  # c0..c3: rows group (c0, c1), g
 def registers(matrix: np.ndarray, layout: list[list[tuple[int, int]]], dtype) -> np.ndarray:
     """The lanes' registers (32 x 4 words, unused ones zero) holding `matrix` as `dtype`, laid out by `layout`."""
     elements = np.array([[matrix[r, c] for r, c in lane] for lane in layout]).astype(dtype)
-    words = elements.view(np.uint16 if elements.itemsize == 2 else np.uint32).view(np.uint32)
+    words = elements.view(np.uint8).view(np.uint32)
     return np.pad(words, ((0, 0), (0, 4 - words.shape[1]))).astype(np.uint32)
 
 
@@ -83,21 +93,26 @@ extern "C" __global__ void k(const unsigned* A, const unsigned* B, unsigned* C) 
 """
 
 
+def mma_types(opcode: str) -> tuple[int, str, str, str, str]:
+    """K and the types of D, A, B and C that an mma opcode names."""
+    parts = opcode.split(".")
+    return (int(parts[3].split("k")[1]), *parts[-4:])  # type: ignore[return-value]
+
+
 def mma_body(opcode: str) -> str:
     """A kernel that runs one `opcode` on the registers of A, B and C (C's become D's), 4 words a lane."""
-    shape, d_type, a_type, _, c_type = opcode.split(".")[3], *opcode.split(".")[6:]
-    k, tf32 = int(shape.split("k")[1]), a_type == "tf32"
-    counts = {"d": 4 if d_type == "f32" else 2, "a": 4 if tf32 else k // 4, "b": 2 if tf32 else k // 8,
-              "c": 4 if c_type == "f32" else 2}
+    k, d_type, a_type, b_type, c_type = mma_types(opcode)
+    counts = {"d": 2 if d_type == "f16" else 4, "a": k * BITS[a_type] // 64, "b": k * BITS[b_type] // 128,
+              "c": 2 if c_type == "f16" else 4}
     operands, at = {}, 0
     for name in "dabc":
         operands[name] = ", ".join(f"%{at + i}" for i in range(counts[name]))
         at += counts[name]
-    letter = {"f32": "f", "f16": "r"}
+    letter = {"f32": "f", "f16": "r", "s32": "r"}
     outputs = ", ".join(f'"={letter[d_type]}"(d[{i}])' for i in range(counts["d"]))
     inputs = ", ".join([f'"r"(a[{i}])' for i in range(counts["a"])] + [f'"r"(b[{i}])' for i in range(counts["b"])]
                        + [f'"{letter[c_type]}"(c[{i}])' for i in range(counts["c"])])
-    floats = c_type == "f32"  # the accumulators: floats, or unsigned words of two halves
+    floats = c_type == "f32"  # the accumulators: floats, or unsigned words (two halves, or an s32)
     return MMA.format(opcode=opcode, outputs=outputs, inputs=inputs, nd=counts["d"], **operands,
                       ctype="float" if floats else "unsigned", load="__uint_as_float" if floats else "",
                       dtype="float" if floats else "unsigned", store="__float_as_uint" if floats else "")
@@ -107,37 +122,51 @@ def mma_kernel(build, opcode: str):
     return build(mma_body(opcode))
 
 
-MMAS = [  # opcode, the inputs' numpy type (tf32's whole numbers below 2^11 are float32's)
-    ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", np.float16),
-    ("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", ml_dtypes.bfloat16),
-    ("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", np.float16),
-    ("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", np.float16),
-    ("mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16", np.float16),
-    ("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32", ml_dtypes.bfloat16),
-    ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", np.float32),
+MMAS_16_BIT = [
+    "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+    "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+    "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16",
+    "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32",
+    "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16",
+    "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32",
+    "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
 ]
+MMAS_8_BIT = [  # mixed input types too, as the PTX ISA allows
+    "mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32",
+    "mma.sync.aligned.m16n8k16.row.col.satfinite.s32.u8.s8.s32",
+    "mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32",
+    "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.u8.u8.s32",
+    "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32",
+    "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32",
+    "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32",
+    "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32",
+]
+MMAS = MMAS_16_BIT + MMAS_8_BIT
 
 
-def run_mma(emu, run_kernel, kernel, opcode, in_type, a, b, c, schedule="forward"):
-    k = a.shape[1]
-    d_type, c_type = opcode.split(".")[6], opcode.split(".")[9]
-    is_tf32 = "tf32" in opcode
-    acc = {"f32": np.float32, "f16": np.float16}
-    c_regs = registers(c, c_layout(), acc[c_type])
-    out = run_kernel(emu, kernel, [registers(a, a_layout(k, is_tf32), in_type).ravel(),
-                                   registers(b, b_layout(k, is_tf32), in_type).ravel(), c_regs.ravel()], 1, 32,
+def run_mma(emu, run_kernel, kernel, opcode, a, b, c, schedule="forward"):
+    k, d_type, a_type, b_type, c_type = mma_types(opcode)
+    c_regs = registers(c, c_layout(), NUMPY[c_type])
+    out = run_kernel(emu, kernel, [registers(a, a_layout(k, BITS[a_type]), NUMPY[a_type]).ravel(),
+                                   registers(b, b_layout(k, BITS[b_type]), NUMPY[b_type]).ravel(), c_regs.ravel()], 1, 32,
                      schedule=schedule)[2]
-    return unpack(out.reshape(32, 4), c_layout(), acc[d_type], (16, 8))
+    return unpack(out.reshape(32, 4), c_layout(), NUMPY[d_type], (16, 8))
 
 
-@pytest.mark.parametrize("opcode, in_type", MMAS, ids=[m[0].split("aligned.")[1] for m in MMAS])
-def test_mma_computes_d_from_fragments_laid_out_as_the_isa_says(build, emu, run_kernel, opcode, in_type):
+def whole_numbers(rng, type_name: str, shape: tuple[int, int]) -> np.ndarray:
+    """Small whole numbers that `type_name` holds exactly (tf32's below 2^11 are float32's)."""
+    return rng.integers(0 if type_name == "u8" else -3, 4, shape).astype(np.float64)
+
+
+@pytest.mark.parametrize("opcode", MMAS, ids=[m.split("aligned.")[1] for m in MMAS])
+def test_mma_computes_d_from_fragments_laid_out_as_the_isa_says(build, emu, run_kernel, opcode):
     kernel = mma_kernel(build, opcode)
-    k = int(opcode.split(".")[3].split("k")[1])
+    k, _, a_type, b_type, _ = mma_types(opcode)
     rng = np.random.default_rng(k)
-    a, b, c = (rng.integers(-3, 4, shape).astype(np.float64) for shape in ((16, k), (k, 8), (16, 8)))
+    a, b = whole_numbers(rng, a_type, (16, k)), whole_numbers(rng, b_type, (k, 8))
+    c = rng.integers(-3, 4, (16, 8)).astype(np.float64)
     for schedule in SCHEDULES:
-        got = run_mma(emu, run_kernel, kernel, opcode, in_type, a, b, c, schedule)
+        got = run_mma(emu, run_kernel, kernel, opcode, a, b, c, schedule)
         np.testing.assert_array_equal(got, a @ b + c, err_msg=schedule)  # exact: small whole numbers
 
 
@@ -152,8 +181,61 @@ def test_mma_accumulates_in_float_in_k_order_and_rounds_a_half_d_once(build, emu
         want = want + a[:, k:k + 1].astype(np.float32) * b[k:k + 1, :].astype(np.float32)  # products exact
     name = "f32" if accumulator == np.float32 else "f16"
     opcode = f"mma.sync.aligned.m16n8k16.row.col.{name}.f16.f16.{name}"
-    got = run_mma(emu, run_kernel, mma_kernel(build, opcode), opcode, np.float16, a, b, c)
+    got = run_mma(emu, run_kernel, mma_kernel(build, opcode), opcode, a, b, c)
     np.testing.assert_array_equal(got, want.astype(accumulator))
+
+
+INT8 = [("s8", "s8", 16), ("u8", "s8", 32), ("s8", "u8", 32), ("u8", "u8", 16)]
+
+
+@pytest.mark.parametrize("a_type, b_type, k", INT8, ids=[f"{a}.{b}.k{k}" for a, b, k in INT8])
+def test_integer_mma_is_exact_over_the_inputs_whole_range(build, emu, run_kernel, a_type, b_type, k):
+    opcode = f"mma.sync.aligned.m16n8k{k}.row.col.s32.{a_type}.{b_type}.s32"
+    rng = np.random.default_rng(k)
+    info_a, info_b = np.iinfo(NUMPY[a_type]), np.iinfo(NUMPY[b_type])
+    a = rng.integers(info_a.min, info_a.max + 1, (16, k))
+    b = rng.integers(info_b.min, info_b.max + 1, (k, 8))
+    c = rng.integers(-2**30, 2**30, (16, 8))
+    np.testing.assert_array_equal(run_mma(emu, run_kernel, mma_kernel(build, opcode), opcode, a, b, c), a @ b + c)
+
+
+@pytest.mark.parametrize("satfinite", [False, True], ids=["wraps", "satfinite"])
+def test_integer_mma_wraps_on_overflow_or_with_satfinite_clamps(build, emu, run_kernel, satfinite):
+    """Rows 0..7 sum past INT32_MAX and rows 8..15 below INT32_MIN, from C near either end; column 0's C is 0."""
+    opcode = f"mma.sync.aligned.m16n8k32.row.col{'.satfinite' if satfinite else ''}.s32.s8.u8.s32"
+    a = np.repeat([[127], [-128]], 8, axis=0) * np.ones((16, 32), np.int64)
+    b = np.full((32, 8), 255, np.int64)
+    c = np.where(np.arange(16)[:, None] < 8, 2**31 - 1000, -2**31 + 1000) * np.ones((16, 8), np.int64)
+    c[:, 0] = 0
+    exact = a @ b + c
+    want = np.clip(exact, -2**31, 2**31 - 1) if satfinite else (exact + 2**31) % 2**32 - 2**31
+    np.testing.assert_array_equal(run_mma(emu, run_kernel, mma_kernel(build, opcode), opcode, a, b, c), want)
+
+
+FP8 = [("e4m3", "e5m2"), ("e5m2", "e4m3")]
+
+
+@pytest.mark.parametrize("a_type, b_type", FP8, ids=[f"{a}.{b}" for a, b in FP8])
+@pytest.mark.parametrize("codes", ["finite", "all"])
+def test_fp8_mma_reads_every_code_and_sums_in_float_in_k_order(build, emu, run_kernel, a_type, b_type, codes):
+    """8-bit floats of every code, subnormals included (and, in "all", infinities and NaNs): D starts from C and
+    adds the exact products in k order in float."""
+    opcode = f"mma.sync.aligned.m16n8k32.row.col.f32.{a_type}.{b_type}.f32"
+    rng = np.random.default_rng(8)
+
+    def draw(type_name: str, shape: tuple[int, int]) -> np.ndarray:
+        every = np.arange(256, dtype=np.uint8).view(NUMPY[type_name])
+        pool = every if codes == "all" else every[np.isfinite(every.astype(np.float32))]
+        return rng.choice(pool, shape)
+
+    a, b = draw(a_type, (16, 32)), draw(b_type, (32, 8))
+    c = rng.standard_normal((16, 8)).astype(np.float32)
+    want = c.copy()
+    for k in range(32):
+        want = want + a[:, k:k + 1].astype(np.float32) * b[k:k + 1, :].astype(np.float32)  # products exact
+    got = run_mma(emu, run_kernel, mma_kernel(build, opcode), opcode, a, b, c)
+    np.testing.assert_array_equal(got, want)
+    assert codes == "all" or np.isfinite(got).all()
 
 
 def test_mma_needs_the_whole_warp(build, emu, run_kernel):
@@ -163,6 +245,70 @@ def test_mma_needs_the_whole_warp(build, emu, run_kernel):
     with pytest.raises(KernelFault, match=rf"mma\.sync at line {line_of(kernel, 'asm volatile')}: warp 0 has only 16 "
                                           r"lanes \(the block has 16 threads\); the operation needs all 32 lanes"):
         run_kernel(emu, kernel, [words, words, words.copy()], 1, 16)
+
+
+# A GEMM on 8-bit inputs as tensor-core tutorials write one: one warp per 16x8 tile of C, A row-major and B given
+# as its transpose (N x K row-major: the "col" of .row.col), each lane loading its A and B registers, four
+# k-neighbours a register, from where the PTX ISA's fragment layouts put them.
+GEMM8 = """
+#include <stdint.h>
+extern "C" __global__ void k(const uint8_t* A, const uint8_t* Bt, {acc}* C, int M, int N, int K) {{
+    const int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
+    const int group = lane / 4, tig = lane % 4, row0 = warp / (N / 8) * 16, col0 = warp % (N / 8) * 8;
+    {acc} d[4];  // d[r]: row group + 8 (r / 2), column 2 tig + r % 2
+    for (int r = 0; r < 4; ++r) d[r] = C[(row0 + group + 8 * (r / 2)) * N + col0 + 2 * tig + r % 2];
+    for (int k0 = 0; k0 < K; k0 += {k}) {{
+        uint32_t a[{na}], b[{nb}];
+        for (int r = 0; r < {na}; ++r)  // row group + 8 (r % 2), columns 16 (r / 2) + 4 tig .. + 3
+            a[r] = *reinterpret_cast<const uint32_t*>(A + (row0 + group + 8 * (r % 2)) * K + k0 + 16 * (r / 2) + 4 * tig);
+        for (int r = 0; r < {nb}; ++r)  // column group, rows 16 r + 4 tig .. + 3
+            b[r] = *reinterpret_cast<const uint32_t*>(Bt + (col0 + group) * K + k0 + 16 * r + 4 * tig);
+        asm volatile("{opcode} {{%0, %1, %2, %3}}, {{{a}}}, {{{b}}}, {{%0, %1, %2, %3}};\\n"
+                     : "+{letter}"(d[0]), "+{letter}"(d[1]), "+{letter}"(d[2]), "+{letter}"(d[3])
+                     : {inputs});
+    }}
+    for (int r = 0; r < 4; ++r) C[(row0 + group + 8 * (r / 2)) * N + col0 + 2 * tig + r % 2] = d[r];
+}}
+"""
+
+
+def gemm8_body(opcode: str) -> str:
+    k, d_type, *_ = mma_types(opcode)
+    na, nb = k // 8, k // 16
+    return GEMM8.format(opcode=opcode, k=k, na=na, nb=nb, acc="int" if d_type == "s32" else "float",
+                        letter="r" if d_type == "s32" else "f",
+                        a=", ".join(f"%{4 + i}" for i in range(na)), b=", ".join(f"%{4 + na + i}" for i in range(nb)),
+                        inputs=", ".join([f'"r"(a[{i}])' for i in range(na)] + [f'"r"(b[{i}])' for i in range(nb)]))
+
+
+GEMM8_OPCODES = ["mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
+                 "mma.sync.aligned.m16n8k16.row.col.satfinite.s32.u8.s8.s32",
+                 "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32"]
+
+
+@pytest.mark.parametrize("opcode", GEMM8_OPCODES, ids=[m.split("aligned.")[1] for m in GEMM8_OPCODES])
+def test_an_8_bit_gemm_loading_fragments_as_tutorials_do(build, emu, run_kernel, opcode):
+    kernel = build(gemm8_body(opcode), params=("A", "B", "C", "M:int", "N:int", "K:int"))
+    _, d_type, a_type, b_type, _ = mma_types(opcode)
+    m, n, k = 48, 32, 96
+    rng = np.random.default_rng(96)
+    if d_type == "s32":
+        a = rng.integers(np.iinfo(NUMPY[a_type]).min, np.iinfo(NUMPY[a_type]).max + 1, (m, k)).astype(NUMPY[a_type])
+        b = rng.integers(np.iinfo(NUMPY[b_type]).min, np.iinfo(NUMPY[b_type]).max + 1, (k, n)).astype(NUMPY[b_type])
+        c = rng.integers(-2**20, 2**20, (m, n)).astype(np.int32)
+        want = a.astype(np.int64) @ b + c
+    else:
+        a = rng.standard_normal((m, k)).astype(NUMPY[a_type])
+        b = rng.standard_normal((k, n)).astype(NUMPY[b_type])
+        c = rng.standard_normal((m, n)).astype(np.float32)
+        want = c.copy()
+        for p in range(k):
+            want = want + a[:, p:p + 1].astype(np.float32) * b[p:p + 1, :].astype(np.float32)
+    args = [a.view(np.uint8).ravel(), np.ascontiguousarray(b.T).view(np.uint8).ravel(), c.ravel(),
+            *map(np.int32, (m, n, k))]
+    for schedule in SCHEDULES:
+        got = run_kernel(emu, kernel, args, m * n // 128 * 32 // 64, 64, schedule=schedule)[2]
+        np.testing.assert_array_equal(got.reshape(m, n), want, err_msg=schedule)
 
 
 # ---- ldmatrix ----------------------------------------------------------------------------------------------------
@@ -462,7 +608,7 @@ def test_a_cp_async_double_buffer_passes_and_reading_before_the_wait_is_a_race(c
 
 
 # ---- every kernel above is CUDA that nvcc compiles ------------------------------------------------------------------
-SOURCES = {**{opcode.split("aligned.")[1]: mma_body(opcode) for opcode, _ in MMAS},
+SOURCES = {**{opcode.split("aligned.")[1]: mma_body(opcode) for opcode in MMAS_16_BIT},
            **{f"ldmatrix.x{count}{'.trans' * trans}": LDMATRIX % ldmatrix_statement(count, trans)
               for count in (1, 2, 4) for trans in (False, True)},
            "ldmatrix generic": LDMATRIX % ldmatrix_statement(4, True, shared=False), "cp.async": CP_ASYNC,
@@ -471,9 +617,15 @@ SOURCES = {**{opcode.split("aligned.")[1]: mma_body(opcode) for opcode, _ in MMA
            "ld.shared past": LD_SHARED_PAST, "cvt.rna": CVT_RNA}
 
 
-@pytest.mark.parametrize("name", SOURCES)
-def test_each_kernel_is_valid_cuda(nvcc, spec_of, tmp_path, name):
-    assert not nvcc(spec_of(SOURCES[name]), "float32", tmp_path)
+# 8-bit floats need sm_89: these kernels are compiled for the H200's sm_90.
+SM90_SOURCES = {**{opcode.split("aligned.")[1]: mma_body(opcode) for opcode in MMAS_8_BIT},
+                **{f"gemm {opcode.split('aligned.')[1]}": gemm8_body(opcode) for opcode in GEMM8_OPCODES}}
+
+
+@pytest.mark.parametrize("name, arch", [*((name, "sm_80") for name in SOURCES),
+                                        *((name, "sm_90") for name in SM90_SOURCES)])
+def test_each_kernel_is_valid_cuda(nvcc, spec_of, tmp_path, name, arch):
+    assert not nvcc(spec_of({**SOURCES, **SM90_SOURCES}[name]), "float32", tmp_path, arch=arch)
 
 
 @pytest.mark.parametrize("file", ["mma_gemm.cu", "cp_async_gemm.cu"])

@@ -7,7 +7,16 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
+
+// <cstdint>'s types that the emulator's headers use, by the compiler's own names and in the emulator's
+// namespace: nvcc declares no uint32_t nor its kin in a .cu file that does not include <cstdint>, and a kernel
+// that compiles here must compile there.
+namespace mmemu {
+typedef __UINT16_TYPE__ uint16_t;
+typedef __UINT32_TYPE__ uint32_t;
+typedef __UINT64_TYPE__ uint64_t;
+typedef __UINTPTR_TYPE__ uintptr_t;
+}  // namespace mmemu
 
 #define MMEMU_ABI 1
 #define MMEMU_EXPORT extern "C" __attribute__((visibility("default")))
@@ -24,8 +33,8 @@ struct mmemu_dim3 {
 // 's' anything else (structs); for pointers elem_kind/elem_size describe the pointee ('v' for void).
 struct mmemu_param {  // wire: 12 bytes
     char kind, elem_kind;
-    uint16_t reserved;
-    uint32_t size, elem_size;
+    mmemu::uint16_t reserved;
+    mmemu::uint32_t size, elem_size;
 };
 
 // What a kernel module exports, through its one visible function mmemu_kernel_info().
@@ -49,7 +58,8 @@ enum {
 // side looks for that prefix in a module's dynamic symbols to decide whether the kernel needs fibers and several
 // schedules.
 MMEMU_EXPORT int mmemu_rv_barrier(int kind, int pred, int site, int line);
-MMEMU_EXPORT uint64_t mmemu_rv_warp(int kind, unsigned mask, uint64_t value, int arg, int width, int line);
+MMEMU_EXPORT mmemu::uint64_t mmemu_rv_warp(int kind, unsigned mask, mmemu::uint64_t value, int arg, int width,
+                                           int line);
 MMEMU_EXPORT unsigned mmemu_rv_activemask(int site, int line);
 // A warp-wide exchange for warp-collective operations (op names the operation in messages): once all 32
 // lanes of the warp have arrived at the same op and line, each lane receives every lane's `mine` in
@@ -64,8 +74,11 @@ MMEMU_EXPORT void mmemu_rv_poll(int (*ready)(const void* arg), const void* arg, 
 // A shared address (cvta.to.shared, __cvta_generic_to_shared) is an offset into the block's shared memory, so
 // that 32 bits hold it as on the GPU.  Both functions end the launch in MMEMU_PRECONDITION where the pointer or
 // the `size` bytes at the address are not the block's shared memory; `op` and `line` name the caller.
-MMEMU_EXPORT uint32_t mmemu_shared_address(const void* pointer, const char* op, int line);
-MMEMU_EXPORT void* mmemu_shared_pointer(uint64_t address, size_t size, const char* op, int line);
+MMEMU_EXPORT mmemu::uint32_t mmemu_shared_address(const void* pointer, const char* op, int line);
+MMEMU_EXPORT void* mmemu_shared_pointer(mmemu::uint64_t address, size_t size, const char* op, int line);
+// A .global address (ld.global, st.global) as a pointer, ending the launch likewise where it points into the
+// block's shared memory, which the GPU's global state space does not hold.
+MMEMU_EXPORT void* mmemu_global_pointer(mmemu::uint64_t address, const char* op, int line);
 // An asynchronous copy of `size` bytes to dst, the first `src_size` of them from src and the rest zeros.  It
 // completes, in the schedule's choice, when issued (forward) or as late as it may: a copy tracked by `tracker`
 // (a cuda::barrier) when mmemu_async_complete(tracker) is called, else (tracker null: cp.async) when the issuing
@@ -79,20 +92,22 @@ MMEMU_EXPORT void mmemu_async_wait(unsigned pending);
 MMEMU_EXPORT void mmemu_async_complete(const void* tracker);
 // cp.async (ptx.cpp): mmemu_rv_async_copy with PTX's preconditions checked (size 4, 8 or 16, src_size at most
 // size, both addresses aligned to size, dst in shared memory); op and line name the caller in a violation.
-MMEMU_EXPORT void mmemu_rv_cp_async(void* dst, const void* src, uint64_t size, uint64_t src_size, const char* op,
-                                    int line);
+MMEMU_EXPORT void mmemu_rv_cp_async(void* dst, const void* src, mmemu::uint64_t size, mmemu::uint64_t src_size,
+                                    const char* op, int line);
 
 // ---- inline PTX (ptx.cpp) ------------------------------------------------------------------------
 // One operand of an asm statement: an input's value, or an output's address.
 struct mmemu_asm_operand {
-    uint64_t bits;
-    uint64_t pointee;  // for a pointer, the size of what it points to (an output's variable), else 0
+    mmemu::uint64_t bits;
+    mmemu::uint64_t pointee;  // for a pointer, the size of what it points to (an output's variable), else 0
 };
 // Runs an asm statement of the kernel file, which the compile unit rewrote into a call (unit.py, shim.h): its
 // line, its PTX template, its constraints (one string, comma separated, outputs first) and its `count` operands.
 // A statement that holds an instruction the emulator does not run ends the launch in MMEMU_UNSUPPORTED.
 MMEMU_EXPORT void mmemu_rv_asm(int line, const char* text, const char* constraints, const mmemu_asm_operand* operands,
                                int count);
+// cvt.rna.tf32.f32: `value` rounded to 10 fraction bits, ties away from zero (WMMA's __float_to_tf32, include/mma.h).
+MMEMU_EXPORT float mmemu_round_tf32(float value);
 MMEMU_EXPORT __attribute__((noreturn)) void mmemu_trap(int line);
 // Ends the launch in MMEMU_PRECONDITION with a printf-formatted message.
 MMEMU_EXPORT __attribute__((noreturn, format(printf, 1, 2))) void mmemu_violation(const char* format, ...);
@@ -151,8 +166,8 @@ struct mmemu_status {
     mmemu_dim3 block, thread;  // where the child was last; kept current at every switch
     int in_kernel;             // 0 while the runtime itself runs (set-up, scheduling)
     int signo, code, is_write; // is_write: 1, 0, or -1 unknown
-    uint64_t addr;
-    uint32_t access_size;
+    mmemu::uint64_t addr;
+    mmemu::uint32_t access_size;
     char message[4096];
     char warnings[4096];       // one line per distinct warning
 };
@@ -165,7 +180,7 @@ struct mmemu_launch {
     int schedule;
     int fibers;  // 0: the kernel has no rendezvous, so each thread runs as a plain call
     int strict;
-    uint64_t seed;
+    mmemu::uint64_t seed;
 };
 
 // Runs a whole launch in the calling (forked) process, reporting through `status`; never returns.

@@ -5,11 +5,14 @@
 // What runs is what tensor-core tutorials write, with the PTX ISA's semantics:
 //   mma.sync.aligned.m16n8k16 / m16n8k8 .row.col with .f16 inputs and f16 or f32 accumulators, .bf16 inputs and
 //     f32 accumulators, and m16n8k8 with .tf32 inputs and f32 accumulators;
+//   mma.sync.aligned.m16n8k16 / m16n8k32 .row.col{.satfinite}.s32 with .s8 or .u8 inputs (A's and B's each), and
+//     m16n8k32 .row.col.f32 with .e4m3 or .e5m2 inputs (A's and B's each) and f32 accumulators;
 //   ldmatrix.sync.aligned.m8n8 .x1/.x2/.x4 {.trans} {.shared{::cta}} .b16;
 //   cp.async.ca/.cg .shared{::cta}.global of 4, 8 or 16 bytes (with src-size), cp.async.commit_group,
 //     cp.async.wait_group, cp.async.wait_all;
-//   cvta.to.shared / cvta.shared, ld.shared / st.shared (scalars, .v2, .v4), mov, integer cvt and
-//     cvt.rna.tf32.f32.
+//   cvta.to.shared / cvta.shared; ld and st (scalars, .v2, .v4) of the .global or .shared state space or of a
+//     generic address, .weak, .volatile, .relaxed.scope, .acquire.scope (ld) or .release.scope (st); mov,
+//     integer cvt and cvt.rna.tf32.f32.
 // Anything else (another instruction, a predicate, a label, a special register) makes the statement unsupported:
 // a launch that reaches it ends naming that instruction.
 //
@@ -17,13 +20,17 @@
 // computes its own destination registers from them, and a second gather keeps every lane's operands alive until
 // all have.  Arithmetic of mma: D[i][j] starts from C[i][j] and adds the K products A[i][k] B[k][j] in k order in
 // float, rounding each sum to nearest; every product is exact in float (f16 and bf16 have at most 11 significant
-// bits, tf32 11), and a f16 D is rounded once at the end.  Tensor cores also form exact products but add them
-// with their own alignment, order and rounding, so results are the GPU's exactly where the sums are exact and may
-// differ in the last bits otherwise (as WMMA's, include/mma.h).  A .tf32 operand is read as its top 19 bits, the
-// float with the 13 low fraction bits dropped.
+// bits, tf32 11, e4m3 4 and e5m2 3), and a f16 D is rounded once at the end.  Tensor cores also form exact
+// products but add them with their own alignment, order and rounding, so results are the GPU's exactly where the
+// sums are exact and may differ in the last bits otherwise (as WMMA's, include/mma.h).  A .tf32 operand is read as
+// its top 19 bits, the float with the 13 low fraction bits dropped.  An integer D is C plus the products, exactly,
+// wrapped to 32 bits, or with .satfinite clamped to the range of int32.
 #include "mmemu.h"
 
+#include <algorithm>
 #include <cctype>
+#include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -57,18 +64,25 @@ enum class Op {
     kMov, kCvt, kCvtTf32,
 };
 
+// The element types mma names: inputs .f16, .bf16, .tf32, .e4m3, .e5m2, .s8, .u8; accumulators .f16, .f32, .s32.
+enum class Type { kF16, kBf16, kTf32, kF32, kE4m3, kE5m2, kS8, kU8, kS32 };
+
+// Where ld, st and ldmatrix find their address: a generic address is a pointer.
+enum class Space { kGeneric, kGlobal, kShared };
+
 struct Instruction {
     Op op;
     std::string opcode, text;  // text: the whole instruction as written, for messages
     std::vector<Operand> operands;
     // What the opcode's qualifiers say; each operation reads its own.
-    int k = 0;                           // mma: K
-    char in = 0, acc = 0;                // mma: the inputs' and the accumulators' type, 'h' f16, 'b' bf16,
-                                         // 't' tf32, 'f' f32
-    int count = 1;                       // ldmatrix: matrices; ld, st: vector elements
-    int bytes = 0, from_bytes = 0;       // ld, st, mov, cvt: the element's size (cvt: also the source's);
-                                         // cp.async.cg: 16, its only size
-    bool sign = false, from_sign = false, trans = false, shared = false;
+    int k = 0;                                          // mma: K
+    Type a = Type::kF16, b = Type::kF16, acc = Type::kF32;  // mma: A's, B's and the accumulators' element type
+    bool satfinite = false;                             // mma: integer sums clamp rather than wrap
+    int count = 1;                                      // ldmatrix: matrices; ld, st: vector elements
+    int bytes = 0, from_bytes = 0;                      // ld, st, mov, cvt: the element's size (cvt: also the
+                                                        // source's); cp.async.cg: 16, its only size
+    bool sign = false, from_sign = false, trans = false;
+    Space space = Space::kGeneric;                      // ld, st, ldmatrix
 };
 
 struct Program {
@@ -234,23 +248,54 @@ bool registers(const Operand& o, size_t n) {
     return true;
 }
 
-char mma_type(const std::string& t) {
-    return t == "f16" ? 'h' : t == "bf16" ? 'b' : t == "tf32" ? 't' : t == "f32" ? 'f' : 0;
+bool mma_type(const std::string& name, Type& type) {
+    static const std::map<std::string, Type> types = {
+        {"f16", Type::kF16},   {"bf16", Type::kBf16}, {"tf32", Type::kTf32}, {"f32", Type::kF32}, {"e4m3", Type::kE4m3},
+        {"e5m2", Type::kE5m2}, {"s8", Type::kS8},     {"u8", Type::kU8},     {"s32", Type::kS32}};
+    auto found = types.find(name);
+    if (found == types.end()) return false;
+    type = found->second;
+    return true;
+}
+
+int bytes_of(Type type) {
+    switch (type) {
+        case Type::kF16: case Type::kBf16: return 2;
+        case Type::kE4m3: case Type::kE5m2: case Type::kS8: case Type::kU8: return 1;
+        default: return 4;
+    }
+}
+
+bool int8(Type type) { return type == Type::kS8 || type == Type::kU8; }
+bool fp8(Type type) { return type == Type::kE4m3 || type == Type::kE5m2; }
+
+// Whether the emulator runs this combination of inputs, K and accumulators, each one the PTX ISA has.
+bool mma_runs(const Instruction& in) {
+    if (int8(in.a) && int8(in.b)) return in.acc == Type::kS32 && in.k != 8;
+    if (in.satfinite) return false;  // integers only
+    if (fp8(in.a) && fp8(in.b)) return in.acc == Type::kF32 && in.k == 32;
+    if (in.a != in.b || in.k == 32) return false;
+    switch (in.a) {
+        case Type::kF16: return in.acc == Type::kF16 || in.acc == Type::kF32;
+        case Type::kBf16: return in.acc == Type::kF32;
+        case Type::kTf32: return in.acc == Type::kF32 && in.k == 8;
+        default: return false;
+    }
 }
 
 bool decode_mma(Instruction& in, const std::vector<std::string>& q) {
     in.op = Op::kMma;
-    if (q.size() != 10 || q[1] != "sync" || q[2] != "aligned" || q[4] != "row" || q[5] != "col" || q[7] != q[8])
+    in.satfinite = q.size() == 11 && q[6] == "satfinite";
+    size_t d = in.satfinite ? 7 : 6;  // .dtype, then .atype, .btype and .ctype
+    if (q.size() != d + 4 || q[1] != "sync" || q[2] != "aligned" || q[4] != "row" || q[5] != "col" ||
+        q[d] != q[d + 3])  // ptxas wants .dtype = .ctype
         return false;
-    in.k = q[3] == "m16n8k16" ? 16 : q[3] == "m16n8k8" ? 8 : 0;
-    in.in = mma_type(q[7]);
-    in.acc = mma_type(q[6]);
-    bool accumulators = (in.acc == 'h' || in.acc == 'f') && q[9] == q[6];  // ptxas wants .dtype = .ctype
-    if (!in.k || !accumulators || !in.in || in.in == 'f') return false;
-    if (in.in != 'h' && in.acc != 'f') return false;  // bf16, tf32: f32 only
-    if (in.in == 't' && in.k != 8) return false;
-    size_t a = in.in == 't' ? 4 : size_t(in.k / 4), b = in.in == 't' ? 2 : size_t(in.k / 8);
-    size_t acc = in.acc == 'f' ? 4 : 2;
+    in.k = q[3] == "m16n8k8" ? 8 : q[3] == "m16n8k16" ? 16 : q[3] == "m16n8k32" ? 32 : 0;
+    if (!in.k || !mma_type(q[d], in.acc) || !mma_type(q[d + 1], in.a) || !mma_type(q[d + 2], in.b) || !mma_runs(in))
+        return false;
+    // A's 16 x K and B's K x 8 elements packed into the 32 lanes' 32-bit registers.
+    size_t a = size_t(in.k * bytes_of(in.a) / 8), b = size_t(in.k * bytes_of(in.b) / 16);
+    size_t acc = in.acc == Type::kF16 ? 2 : 4;
     return shaped(in, "vvvv") && registers(in.operands[0], acc) && in.operands[1].values.size() == a &&
            in.operands[2].values.size() == b && in.operands[3].values.size() == acc;
 }
@@ -265,7 +310,7 @@ bool decode_ldmatrix(Instruction& in, const std::vector<std::string>& q) {
         else if (q[i] == "b16") type = true;
         else if (q[i] == "x1" || q[i] == "x2" || q[i] == "x4") in.count = q[i][1] - '0';
         else if (q[i] == "trans") in.trans = true;
-        else if (q[i] == "shared" || q[i] == "shared::cta") in.shared = true;
+        else if (q[i] == "shared" || q[i] == "shared::cta") in.space = Space::kShared;
         else return false;
     }
     return shape && type && in.count && shaped(in, "va") && registers(in.operands[0], size_t(in.count));
@@ -288,6 +333,37 @@ bool decode_cp(Instruction& in, const std::vector<std::string>& q) {
     return shaped(in, "aas") || shaped(in, "aass");
 }
 
+// What a qualifier of ld or st before its type names: a memory order, a scope, a state space or a vector.
+enum class Said { kOrder, kScope, kSpace, kVector };
+
+// ld and st: a memory order (.weak or .volatile, or .relaxed, .acquire (ld) or .release (st) with a scope), a state
+// space (.global, .shared{::cta}, or none: a generic address), .v2 or .v4, each at most once and in any order, as
+// ptxas takes them, then the type.
+bool decode_memory(Instruction& in, const std::vector<std::string>& q) {
+    static const std::map<std::string, Said> said = {
+        {"weak", Said::kOrder},    {"volatile", Said::kOrder}, {"relaxed", Said::kOrder}, {"acquire", Said::kOrder},
+        {"release", Said::kOrder}, {"cta", Said::kScope},      {"cluster", Said::kScope}, {"gpu", Said::kScope},
+        {"sys", Said::kScope},     {"global", Said::kSpace},   {"shared", Said::kSpace},  {"shared::cta", Said::kSpace},
+        {"v2", Said::kVector},     {"v4", Said::kVector}};
+    bool load = q[0] == "ld";
+    in.op = load ? Op::kLoad : Op::kStore;
+    std::map<Said, std::string> seen;
+    for (size_t i = 1; i + 1 < q.size(); ++i) {
+        auto found = said.find(q[i]);
+        if (found == said.end() || q[i] == (load ? "release" : "acquire") || !seen.emplace(found->second, q[i]).second)
+            return false;
+    }
+    bool scoped = seen.count(Said::kScope) > 0;
+    const std::string &order = seen[Said::kOrder], &space = seen[Said::kSpace], &vector = seen[Said::kVector];
+    if (scoped != (order == "relaxed" || order == "acquire" || order == "release")) return false;
+    in.space = space.empty() ? Space::kGeneric : space == "global" ? Space::kGlobal : Space::kShared;
+    in.count = vector.empty() ? 1 : vector[1] - '0';
+    const char* kinds = load ? (in.count > 1 ? "va" : "sa") : (in.count > 1 ? "av" : "as");
+    if (q.size() < 2 || !scalar_type(q.back(), in.bytes, in.sign) || !shaped(in, kinds)) return false;
+    const Operand& data = in.operands[load ? 0 : 1];
+    return data.values.size() == size_t(in.count) && (!load || registers(data, size_t(in.count)));
+}
+
 bool decode(Instruction& in) {
     std::vector<std::string> q;
     for (size_t start = 0, dot; start <= in.opcode.size(); start = dot + 1) {
@@ -306,16 +382,7 @@ bool decode(Instruction& in) {
         return (space == "shared" || space == "shared::cta") && (q.back() == "u64" || (to && q.back() == "u32")) &&
                shaped(in, "ss") && registers(in.operands[0], 1);
     }
-    if ((name == "ld" || name == "st") && (q.size() == 3 || q.size() == 4) &&
-        (q[1] == "shared" || q[1] == "shared::cta")) {
-        bool load = name == "ld";
-        in.op = load ? Op::kLoad : Op::kStore;
-        in.count = q.size() == 4 ? (q[2] == "v2" ? 2 : q[2] == "v4" ? 4 : 0) : 1;
-        const char* kinds = load ? (in.count > 1 ? "va" : "sa") : (in.count > 1 ? "av" : "as");
-        if (!in.count || !scalar_type(q.back(), in.bytes, in.sign) || !shaped(in, kinds)) return false;
-        const Operand& data = in.operands[load ? 0 : 1];
-        return data.values.size() == size_t(in.count) && (!load || registers(data, size_t(in.count)));
-    }
+    if (name == "ld" || name == "st") return decode_memory(in, q);
     if (name == "mov" && q.size() == 2) {
         in.op = Op::kMov;
         return scalar_type(q[1], in.bytes, in.sign) && shaped(in, "ss") && registers(in.operands[0], 1);
@@ -381,12 +448,17 @@ struct Context {
     void set(size_t operand, uint64_t bits) const { set(in.operands[operand].values[0], bits); }
     const char* op() const { return in.opcode.c_str(); }
 
-    // The `size` bytes of shared memory at `address`, which must be aligned to `size`.
-    unsigned char* shared(uint64_t address, size_t size) const {
+    // The `size` bytes at `address` in the instruction's state space, which must be aligned to `size`.
+    unsigned char* memory(uint64_t address, size_t size) const {
         if (address % size)
             mmemu_violation("%s at line %d: address 0x%llx is not %zu-byte aligned", op(), line,
                             static_cast<unsigned long long>(address), size);
-        return static_cast<unsigned char*>(mmemu_shared_pointer(address, size, op(), line));
+        switch (in.space) {
+            case Space::kShared: return static_cast<unsigned char*>(mmemu_shared_pointer(address, size, op(), line));
+            case Space::kGlobal: return static_cast<unsigned char*>(mmemu_global_pointer(address, op(), line));
+            case Space::kGeneric: break;
+        }
+        return reinterpret_cast<unsigned char*>(address);
     }
 };
 
@@ -422,34 +494,73 @@ struct MmaLane {
     uint32_t a[4], b[2], c[4];
 };
 
-float input(uint32_t word, int half, char type) {
-    uint16_t bits = uint16_t(word >> (16 * half));
-    return type == 'h' ? mmemu::Fp16Format::widen(bits)
-         : type == 'b' ? mmemu::Bf16Format::widen(bits)
-                       : as_float(word & 0xffffe000u);  // tf32
+// An 8-bit float, exactly: e4m3 (exponent bias 7, no infinities, NaN only at S.1111.111) or e5m2 (bias 15, IEEE's
+// infinities and NaNs).
+float fp8(uint8_t bits, Type type) {
+    bool e4m3 = type == Type::kE4m3;
+    int fraction_bits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15, top = e4m3 ? 15 : 31;
+    int exponent = (bits & 0x7f) >> fraction_bits, fraction = bits & ((1 << fraction_bits) - 1);
+    float magnitude;
+    if (exponent == top && (!e4m3 || fraction == 7)) magnitude = e4m3 || fraction ? NAN : INFINITY;
+    else magnitude = std::ldexp(float(exponent ? fraction | 1 << fraction_bits : fraction),
+                                (exponent ? exponent : 1) - bias - fraction_bits);
+    return bits & 0x80 ? -magnitude : magnitude;
 }
 
-// A[i][k] and B[k][j] from the lanes' fragments, as the PTX ISA lays them out ("Matrix Fragments for
-// mma.m16n8k16 with floating point type", "... for mma.m16n8k8"): lane 4 * groupID + threadID_in_group holds,
-// of A, rows groupID and groupID + 8, and of B, column groupID.  16-bit types pack two k-neighbours in a
-// register (the lower k in the low half); a tf32 register holds one element.  Registers run over the row halves
-// of A first, then over k's halves.
-float a_element(const MmaLane* const* lanes, char type, int i, int k) {
-    int per = type == 't' ? 1 : 2, half_k = 4 * per;  // elements a register holds; the k of a register's first half
+// Element `index` of a register of `type`s, exactly, as a float (a .tf32 is read as its top 19 bits) or as an
+// integer.
+float real(uint32_t word, int index, Type type) {
+    switch (type) {
+        case Type::kF16: return mmemu::Fp16Format::widen(uint16_t(word >> 16 * index));
+        case Type::kBf16: return mmemu::Bf16Format::widen(uint16_t(word >> 16 * index));
+        case Type::kTf32: return as_float(word & 0xffffe000u);
+        case Type::kE4m3: case Type::kE5m2: return fp8(uint8_t(word >> 8 * index), type);
+        default: return as_float(word);
+    }
+}
+
+int64_t integer(uint32_t word, int index, Type type) {
+    uint8_t byte = uint8_t(word >> 8 * index);
+    return type == Type::kS8 ? int8_t(byte) : type == Type::kU8 ? int64_t(byte) : int32_t(word);
+}
+
+// A[i][k] and B[k][j] in the lanes' fragments, as the PTX ISA lays them out ("Matrix Fragments for mma.m16n8k8",
+// "... m16n8k16", "... m16n8k32"): lane 4 * groupID + threadID_in_group holds, of A, rows groupID and groupID + 8,
+// and of B, column groupID.  A register packs 4 / size k-neighbours, the lowest k in the low bits; registers run
+// over the row halves of A first, then over k's halves.
+struct Element {
+    uint32_t word;  // the register that holds it
+    int index;      // its place there
+};
+
+Element a_element(const MmaLane* const* lanes, Type type, int i, int k) {
+    int per = 4 / bytes_of(type), half_k = 4 * per;  // elements a register holds; the k of a register's first half
     int lane = (i % 8) * 4 + (k % half_k) / per, reg = (i >= 8) + 2 * (k >= half_k);
-    return input(lanes[lane]->a[reg], k % per, type);
+    return {lanes[lane]->a[reg], k % per};
 }
 
-float b_element(const MmaLane* const* lanes, char type, int k, int j) {
-    int per = type == 't' ? 1 : 2, half_k = 4 * per;
+Element b_element(const MmaLane* const* lanes, Type type, int k, int j) {
+    int per = 4 / bytes_of(type), half_k = 4 * per;
     int lane = j * 4 + (k % half_k) / per, reg = k >= half_k;
-    return input(lanes[lane]->b[reg], k % per, type);
+    return {lanes[lane]->b[reg], k % per};
 }
 
-// Element r (0..3) of an accumulator fragment: (groupID + 8 (r / 2), 2 threadID_in_group + r % 2), in four f32
-// registers or two registers of f16 pairs.
-float accumulator(const uint32_t* regs, char type, int r) {
-    return type == 'f' ? as_float(regs[r]) : mmemu::Fp16Format::widen(uint16_t(regs[r / 2] >> (16 * (r % 2))));
+// D[i][j], its bits, from C[i][j] and the lanes' A and B.
+uint32_t product(const Instruction& in, const MmaLane* const* lanes, Element c, int i, int j) {
+    if (in.acc == Type::kS32) {
+        int64_t sum = integer(c.word, c.index, in.acc);
+        for (int k = 0; k < in.k; ++k) {
+            Element a = a_element(lanes, in.a, i, k), b = b_element(lanes, in.b, k, j);
+            sum += integer(a.word, a.index, in.a) * integer(b.word, b.index, in.b);
+        }
+        return uint32_t(in.satfinite ? std::clamp<int64_t>(sum, INT32_MIN, INT32_MAX) : sum);
+    }
+    float sum = real(c.word, c.index, in.acc);
+    for (int k = 0; k < in.k; ++k) {
+        Element a = a_element(lanes, in.a, i, k), b = b_element(lanes, in.b, k, j);
+        sum += real(a.word, a.index, in.a) * real(b.word, b.index, in.b);  // the product is exact; the sum rounds
+    }
+    return in.acc == Type::kF16 ? mmemu::Fp16Format::round(sum) : float_bits(sum);
 }
 
 constexpr char kMma[] = "mma.sync", kLdmatrix[] = "ldmatrix";
@@ -474,23 +585,18 @@ void mma(const Context& c) {
     for (size_t i = 0; i < in.operands[3].values.size(); ++i) mine.c[i] = uint32_t(c.get(in.operands[3].values[i]));
     const MmaLane* lanes[32];
     gather(c, mine, kMma, lanes);
-    int group = int(lane()) / 4, thread = int(lane()) % 4;
-    float d[4];
-    for (int r = 0; r < 4; ++r) {
-        int i = group + 8 * (r / 2), j = 2 * thread + r % 2;
-        float sum = accumulator(mine.c, in.acc, r);
-        for (int k = 0; k < in.k; ++k) sum += a_element(lanes, in.in, i, k) * b_element(lanes, in.in, k, j);
-        d[r] = sum;
-    }
+    // Element r (0..3) of C and D is (groupID + 8 (r / 2), 2 threadID_in_group + r % 2); `per` of them a register,
+    // the lower column in the low bits.
+    int group = int(lane()) / 4, thread = int(lane()) % 4, per = 4 / bytes_of(in.acc);
+    uint32_t d[4];
+    for (int r = 0; r < 4; ++r)
+        d[r] = product(in, lanes, Element{mine.c[r / per], r % per}, group + 8 * (r / 2), 2 * thread + r % 2);
     mmemu_rv_gather(nullptr, nullptr, kMma, c.line);
     const std::vector<Value>& out = in.operands[0].values;
-    for (int r = 0; r < 4; ++r) {
-        if (in.acc == 'f') {
-            c.set(out[size_t(r)], float_bits(d[r]));
-        } else if (r % 2) {  // two halves a register, the lower column in the low half
-            uint32_t lo = mmemu::Fp16Format::round(d[r - 1]), hi = mmemu::Fp16Format::round(d[r]);
-            c.set(out[size_t(r / 2)], lo | hi << 16);
-        }
+    for (size_t n = 0; n < out.size(); ++n) {
+        uint32_t word = 0;
+        for (int e = 0; e < per; ++e) word |= d[n * size_t(per) + size_t(e)] << (32 / per * e);
+        c.set(out[n], word);
     }
 }
 
@@ -506,7 +612,8 @@ const unsigned char* row(const Context& c, uint64_t address, int lane_of_row) {
     if (address % 16)
         mmemu_violation("%s at line %d: lane %d's row address 0x%llx is not 16-byte aligned", c.op(), c.line,
                         lane_of_row, static_cast<unsigned long long>(address));
-    if (c.in.shared) return static_cast<const unsigned char*>(mmemu_shared_pointer(address, 16, c.op(), c.line));
+    if (c.in.space == Space::kShared)
+        return static_cast<const unsigned char*>(mmemu_shared_pointer(address, 16, c.op(), c.line));
     const void* pointer = reinterpret_cast<const void*>(address);
     mmemu_shared_address(pointer, c.op(), c.line);
     return static_cast<const unsigned char*>(pointer);
@@ -559,9 +666,12 @@ void run(const Context& c) {
             return c.set(0, mmemu_shared_address(reinterpret_cast<const void*>(c.get(1)), c.op(), c.line));
         case Op::kCvtaToGeneric:
             return c.set(0, reinterpret_cast<uintptr_t>(mmemu_shared_pointer(c.get(1), 1, c.op(), c.line)));
+        // Every memory order loads and stores plainly: the threads run one at a time and switch only at a
+        // rendezvous, so each access is atomic and all threads see all accesses in one order, which every order
+        // PTX names allows (as __threadfence is empty, shim.h).
         case Op::kLoad: {
             size_t size = size_t(in.bytes * in.count);
-            const unsigned char* p = c.shared(c.address(1), size);
+            const unsigned char* p = c.memory(c.address(1), size);
             for (int e = 0; e < in.count; ++e) {
                 uint64_t bits = 0;
                 std::memcpy(&bits, p + e * in.bytes, size_t(in.bytes));
@@ -571,7 +681,7 @@ void run(const Context& c) {
         }
         case Op::kStore: {
             size_t size = size_t(in.bytes * in.count);
-            unsigned char* p = c.shared(c.address(0), size);
+            unsigned char* p = c.memory(c.address(0), size);
             for (int e = 0; e < in.count; ++e) {
                 uint64_t bits = c.get(in.operands[1].values[size_t(e)]);
                 std::memcpy(p + e * in.bytes, &bits, size_t(in.bytes));
@@ -593,6 +703,8 @@ const Program& program_of(const char* text, int count) {
 }
 
 }  // namespace
+
+MMEMU_EXPORT float mmemu_round_tf32(float value) { return as_float(round_tf32(float_bits(value))); }
 
 MMEMU_EXPORT void mmemu_rv_cp_async(void* dst, const void* src, uint64_t size, uint64_t src_size, const char* op,
                                     int line) {

@@ -15,6 +15,7 @@
 
 #include <cctype>
 #include <cstdarg>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -741,6 +742,14 @@ MMEMU_EXPORT void* mmemu_shared_pointer(uint64_t address, size_t size, const cha
         mmemu_violation("%s at line %d: shared address 0x%llx (%zu bytes) is outside the block's shared memory", op,
                         line, static_cast<unsigned long long>(address), size);
     return E.tls + address;
+}
+
+MMEMU_EXPORT void* mmemu_global_pointer(uint64_t address, const char* op, int line) {
+    void* pointer = reinterpret_cast<void*>(address);
+    if (in_shared(pointer, 1))
+        mmemu_violation("%s at line %d: %p is a pointer into the block's shared memory, not a global address", op,
+                        line, pointer);
+    return pointer;
 }
 
 MMEMU_EXPORT void mmemu_rv_async_copy(void* dst, const void* src, size_t size, size_t src_size, const void* tracker) {

@@ -17,7 +17,7 @@ from ... import reading, sandbox
 from ...compile import Build, c_string, unit_source
 from ...errors import CompileError, MmcheckError, Unsupported
 from ...spec import KernelSpec
-from ..device_code import device_code, device_code_available, needed_header, sources
+from ..device_code import device_code, needed_header, sources
 
 __all__ = ["compile_sources", "compile_unit", "check_supported", "compile_failure"]
 
@@ -40,6 +40,8 @@ _UNSUPPORTED = (
 _LAUNCH = re.compile(r"<<<.*?>>>", re.S)
 _DIRECTIVE = re.compile(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", re.M)
 _DEVICE_CODE = re.compile(r"\b(?:__global__|__device__)\b")
+# A macro's definition: its name, and the parenthesis that makes it function-like.
+_DEFINE = re.compile(r"[ \t]*#[ \t]*define[ \t]+(\w+)(\()?")
 _CONTAINER = re.compile(r"^\s*(?:template\s*<[^{]*>\s*)?(?:namespace|struct|class|union|enum)\b")
 # A header the file includes with quotes (found from its folder), and the pragma that makes one come once.
 _QUOTE_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
@@ -53,11 +55,14 @@ _MISSING_HEADER = re.compile(r"^(?P<where>[^\n]+?:\d+):\d+: fatal error: (?P<hea
                              re.M)
 _CUDA_HEADER = re.compile(r"(cuda|cub/|thrust/|cublas|curand|cufft|cusparse|cutlass/|cute/|sm_\d|device_"
                           r"|math_constants|cooperative_groups|crt/)")
-# cuda_fp8.h's types are declarations only (include/cuda_fp8.h): the emulator has no 8-bit float arithmetic.
-_FP8 = re.compile(r"error: [^\n]*?\b(__nv_fp8\w*)[^\n]*incomplete type"
-                  r"|error: [^\n]*incomplete type[^\n]*?\b(__nv_fp8\w*)")
+# What the emulator's headers lack, in g++'s words and in clang's (the device code's parse error, "k.cu:9: ...",
+# DeviceCode.error).  cuda_fp8.h's types are declarations only (include/cuda_fp8.h): the emulator has no 8-bit
+# float arithmetic.
+_FP8 = re.compile(r"(?:error|:\d+): [^\n]*?\b(__nv_fp8\w*)[^\n]*incomplete type"
+                  r"|(?:error|:\d+): [^\n]*incomplete type[^\n]*?\b(__nv_fp8\w*)")
 _UNDECLARED = re.compile(r"'(__\w+)' (?:was not declared|does not name a type|has not been declared)"
-                         r"|there are no arguments to '(__\w+)'")
+                         r"|there are no arguments to '(__\w+)'|(?:use of undeclared identifier|unknown type name) "
+                         r"'(__\w+)'")
 # CUDA builtins that neither shim.h nor the headers in include/ provide (an undeclared name outside these is
 # the file's own error, such as a missing #include <cuda_fp16.h>): among the 16-bit float functions, the
 # conversions that round other than to nearest, and the fused complex and ReLU forms.
@@ -66,11 +71,17 @@ _CUDA_BUILTIN = re.compile(r"__(reduce_\w+_sync|match_\w+_sync|funnelshift_\w+|b
                            r"|\w+2(half|bfloat16)2?_r[dzu]|(half|bfloat16)2\w+_r[ndu]|hcmadd|h\w*_relu)")
 # A static_assert of the headers in include/ that marks what the emulator lacks, e.g. a WMMA shape; the
 # template instantiated where it failed names the construct.
-_EMULATOR_LIMIT = re.compile(r"static assertion failed: mmemu: ([^\n]+)")
-_INSTANTIATION = re.compile(r"In instantiation of '(?:class|struct) ([^']+)'")
+_EMULATOR_LIMIT = re.compile(r"static assertion failed[^\n]*?: mmemu: ([^\n]+)")
+_INSTANTIATION = re.compile(r"[Ii]n instantiation of (?:'(?:class|struct) |template class ')([^']+)'")
 # A name that CUDA's namespaces have and the emulator's headers do not (cg::coalesced_threads).
-_NOT_A_MEMBER = re.compile(r":(\d+):\d+: error: '(\w+)' is not a member of '([\w:]+)'")
+_NOT_A_MEMBER = re.compile(r":(\d+):(?:\d+: error: '(\w+)' is not a member of| no member named '(\w+)' in namespace) "
+                           r"'([\w:]+)'")
 _CUDA_NAMESPACES = ("cooperative_groups", "nvcuda", "nvcuda::wmma", "cuda")
+# <cstdint>'s names, which nvcc declares only in a file that includes <cstdint> or <stdint.h> (or a CUDA header
+# that does), and the emulator likewise (mmemu.h).
+_FIXED_WIDTH = re.compile(r"^(?P<where>[^\n]+?:\d+):\d+: error: "
+                          r"'(?P<name>u?int(?:_least|_fast)?(?:8|16|32|64|ptr|max)_t)' "
+                          r"(?:was not declared|does not name a type|has not been declared)", re.M)
 _NAMESPACE_ALIAS = re.compile(r"\bnamespace\s+(\w+)\s*=\s*(?:::)?\s*([\w:]+)\s*;")
 # An inline-assembly statement up to its opening parenthesis: the keyword and its qualifiers, which may be
 # apart by escaped line ends in a macro.
@@ -152,10 +163,29 @@ def _host_bodies(code: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _launches(code: str) -> list[tuple[re.Match[str], bool]]:
-    """Every ``<<<...>>>`` launch configuration in ``code``, and whether it is in host code."""
+def _launches(code: str) -> list[tuple[re.Match[str], list[tuple[int, str]]]]:
+    """Every ``<<<...>>>`` launch configuration in ``code``, with the places where device code makes it, as
+    (offset, construct): none for a launch in host code.  A launch written in a macro is made where the macro
+    is expanded, and so on through the macros that expand that one: none where every expansion is in host code
+    (or there is none), and each expansion in device code, naming the macro, otherwise."""
     hosts = _host_bodies(code)
-    return [(m, any(lo < m.start() < hi for lo, hi in hosts)) for m in _LAUNCH.finditer(code)]
+    directives = [(m.start(), m.end(), _DEFINE.match(m.group())) for m in _DIRECTIVE.finditer(code)]
+
+    def made_in_device(at: int, macros: tuple[str, ...]) -> list[tuple[int, str]]:
+        """Where device code makes what is written at ``at``, inside the expansions of ``macros``."""
+        directive = next((d for d in directives if d[0] <= at < d[1]), None)
+        if directive is None:
+            in_host = any(lo < at < hi for lo, hi in hosts)
+            return [] if in_host else [(at, f"<<< in {macros[0]}" if macros else "<<<")]
+        lo, hi, define = directive
+        if define is None or define.group(1) in macros:  # an #if or #undef expands nothing, nor a macro itself
+            return []
+        name = define.group(1)
+        use = re.compile(rf"\b{name}\b" + (r"\s*\(" if define.group(2) else ""))
+        return [place for m in use.finditer(code) if not lo <= m.start() < hi
+                for place in made_in_device(m.start(), (*macros, name))]
+
+    return [(m, made_in_device(m.start(), ())) for m in _LAUNCH.finditer(code)]
 
 
 _NESTING = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
@@ -246,6 +276,8 @@ def compile_sources(build: Build) -> list[str]:
     the front end found it, then the file as it is.  Unsupported, naming the header and how to provide it,
     where the device code needs a header that is not found."""
     code = device_code(build)
+    if code and code.missing and code.error and (lack := _lacking(build.spec, code.error)):
+        raise lack  # the emulator lacks what the kept code uses, whatever a header that is not found declares
     missing = needed_header(code) if code else None
     if missing:
         line, header, error = missing
@@ -277,12 +309,13 @@ def _unsupported(source: str) -> tuple[int, str, str] | None:
     same for every dtype of a file, so found once."""
     code = _code(source)
     found = [(m, m.group(1).strip(), what) for pattern, what in _UNSUPPORTED if (m := pattern.search(code))]
-    found += [(m, "<<<", "kernel launches from a kernel (dynamic parallelism)")
-              for m, in_host in _launches(code) if not in_host]
+    found = [(m.start(), construct, what) for m, construct, what in found]
+    found += [(at, construct, "kernel launches from a kernel (dynamic parallelism)")
+              for _, places in _launches(code) for at, construct in places]
     if not found:
         return None
-    match, construct, what = found[0]
-    return code.count("\n", 0, match.start()) + 1, construct, what
+    at, construct, what = found[0]
+    return code.count("\n", 0, at) + 1, construct, what
 
 
 def compile_unit(build: Build, source: str) -> str:
@@ -302,9 +335,9 @@ def compile_unit(build: Build, source: str) -> str:
 def _emulated(source: str) -> tuple[str, tuple[str, ...]]:
     """``source`` as compile_unit gives it to unit_source (host launches blanked, inline assembly made calls),
     and its ``extern __shared__`` arrays: the same for every dtype of a file, so made once."""
-    for match, in_host in _launches(_code(source)):
-        if in_host:
-            source = source[:match.start()] + _blank(match.group()) + source[match.end():]
+    for match, places in _launches(_code(source)):
+        if not places:  # the line continuations of a macro's launch stay: its definition goes on
+            source = source[:match.start()] + re.sub(r"[^\n\\]", " ", match.group()) + source[match.end():]
     source = _inline_asm_calls(source)
     return source, tuple(sorted(set(_EXTERN_SHARED.findall(_code(source)))))
 
@@ -356,27 +389,50 @@ def compile_failure(build: Build, diagnostics: str) -> MmcheckError:
     header = _MISSING_HEADER.search(diagnostics)
     if header and not re.search(rf'#\s*include\s*"{re.escape(header["header"])}"', spec.source):
         # A header the file includes with <...> (a CUDA or third-party one); a "..." one is the file's own.
-        remedy = "" if device_code_available() else (
-            "; if only host code needs it, pip install libclang: the emulator then compiles the kernel's device "
-            "code alone")
-        return Unsupported(f"{header['where']}: {_not_found(header['header'])}{remedy}")
+        return Unsupported(f"{header['where']}: {_not_found(header['header'])}{_why_whole(build)}")
+    if lack := _lacking(spec, diagnostics):
+        return lack
+    rejected = f"the emulator's compiler rejected {build}:\n{diagnostics}"
+    if fixed := _FIXED_WIDTH.search(diagnostics):
+        return CompileError(f"{fixed['where']}: {fixed['name']} is not declared: include <cstdint>, as nvcc needs "
+                            f"too; {rejected}")
+    return CompileError(f"{spec.path}: {rejected}")
+
+
+def _why_whole(build: Build) -> str:
+    """Why the file was compiled whole, and what would do without the header it lacks, in words to follow a
+    missing header's: "" where its device code was compiled, or is the whole file."""
+    code = device_code(build)
+    if code is None:
+        return ("; if only host code needs it, pip install libclang: the emulator then compiles the kernel's device "
+                "code alone")
+    if code.error:
+        return f"; the file is compiled whole, since its device code alone did not parse ({code.error})"
+    return ""
+
+
+def _lacking(spec: KernelSpec, diagnostics: str) -> Unsupported | None:
+    """Unsupported where ``diagnostics`` (g++'s, or the device code's parse error) show the file using a CUDA
+    builtin, type or namespace member, or a header feature (a WMMA shape), that the emulator's headers lack."""
     fp8 = _FP8.search(diagnostics)
     if fp8:
         return Unsupported(f"{spec.path}: the emulator has no 8-bit floats ({fp8.group(1) or fp8.group(2)})")
     limit = _EMULATOR_LIMIT.search(diagnostics)
     if limit:
         instance = _INSTANTIATION.search(diagnostics)
-        required = re.search(re.escape(str(spec.path)) + r":(\d+):\d+:\s+required from", diagnostics)
+        required = re.search(re.escape(str(spec.path)) + r":(\d+):(?:\d+:\s+required from| in instantiation of)",
+                             diagnostics)
         where = f"{spec.path}:{required.group(1)}" if required else str(spec.path)
         construct = f" ({instance.group(1).replace('nvcuda::', '')})" if instance else ""
         return Unsupported(f"{where}: {limit.group(1)}{construct}")
     aliases = dict(_NAMESPACE_ALIAS.findall(_code(spec.source)))
-    for line, name, namespace in _NOT_A_MEMBER.findall(diagnostics):
+    for line, gxx_name, clang_name, namespace in _NOT_A_MEMBER.findall(diagnostics):
         namespace = aliases.get(namespace, namespace)
         if namespace in _CUDA_NAMESPACES:
-            return Unsupported(f"{spec.path}:{line}: the emulator does not provide {namespace}::{name}")
+            member = gxx_name or clang_name
+            return Unsupported(f"{spec.path}:{line}: the emulator does not provide {namespace}::{member}")
     undeclared = _UNDECLARED.search(diagnostics)
-    name = undeclared and (undeclared.group(1) or undeclared.group(2))
+    name = undeclared and next(filter(None, undeclared.groups()))
     if name and _CUDA_BUILTIN.fullmatch(name):
         return Unsupported(f"{spec.path}: the emulator does not provide {name}")
-    return CompileError(f"{spec.path}: the emulator's compiler rejected {build}:\n{diagnostics}")
+    return None

@@ -5,6 +5,8 @@
 // here: unit.py reports them as unsupported before anything is compiled.
 #pragma once
 
+#include <cstdint>  // CUDA's header brings it in: a kernel that includes only this one may use uint32_t
+
 extern "C++" {
 namespace mmemu {
 namespace cg {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <stdint.h>  // CUDA's header brings it in (<cstdint>'s names, outside std): a kernel may use uint32_t
 
 extern "C++" {
 inline void __pipeline_memcpy_async(void* dst_shared, const void* src_global, size_t size_and_align, size_t zfill = 0,

@@ -142,6 +142,11 @@ enum cudaDeviceAttr {
     cudaDevAttrManagedMemory,
     cudaDevAttrUnifiedAddressing,
 };
+enum cudaDriverEntryPointQueryResult {
+    cudaDriverEntryPointSuccess,
+    cudaDriverEntryPointSymbolNotFound,
+    cudaDriverEntryPointVersionNotSufficent,
+};
 
 #define cudaStreamDefault 0x00
 #define cudaStreamNonBlocking 0x01
@@ -166,6 +171,9 @@ enum cudaDeviceAttr {
 #define cudaDeviceScheduleBlockingSync 0x04
 #define cudaDeviceMapHost 0x08
 #define cudaDeviceLmemResizeToMax 0x10
+#define cudaEnableDefault 0x00
+#define cudaEnableLegacyStream 0x01
+#define cudaEnablePerThreadDefaultStream 0x02
 #define cudaCpuDeviceId ((int)-1)
 #define cudaInvalidDeviceId ((int)-2)
 
@@ -248,6 +256,10 @@ MMEMU_HOST_STUB(cudaError_t, cudaErrorNotSupported, cudaDeviceGetAttribute, (int
 MMEMU_HOST_STUB(cudaError_t, cudaErrorNotSupported, cudaChooseDevice, (int*, const cudaDeviceProp*))
 MMEMU_HOST_STUB(cudaError_t, cudaErrorNotSupported, cudaDriverGetVersion, (int*))
 MMEMU_HOST_STUB(cudaError_t, cudaErrorNotSupported, cudaRuntimeGetVersion, (int*))
+MMEMU_HOST_STUB(cudaError_t, cudaErrorNotSupported, cudaGetDriverEntryPoint,
+                (const char*, void**, unsigned long long, cudaDriverEntryPointQueryResult* = nullptr))
+MMEMU_HOST_STUB(cudaError_t, cudaErrorNotSupported, cudaGetDriverEntryPointByVersion,
+                (const char*, void**, unsigned, unsigned long long, cudaDriverEntryPointQueryResult* = nullptr))
 MMEMU_HOST_STUB(cudaError_t, cudaErrorNotSupported, cudaStreamCreate, (cudaStream_t*))
 MMEMU_HOST_STUB(cudaError_t, cudaErrorNotSupported, cudaStreamCreateWithFlags, (cudaStream_t*, unsigned))
 MMEMU_HOST_STUB(cudaError_t, cudaErrorNotSupported, cudaStreamCreateWithPriority, (cudaStream_t*, unsigned, int))

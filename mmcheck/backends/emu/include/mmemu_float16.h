@@ -19,7 +19,6 @@
 // last bit.
 #pragma once
 
-#include <cstdint>
 #include <limits>
 #include <type_traits>
 
