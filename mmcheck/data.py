@@ -31,6 +31,10 @@ import numpy as np
 
 from . import devices
 from .dtypes import DType, precision
+from .epilogue import EpilogueError
+from .errors import SpecError
+from .expr import ExprError
+from .extras import Buffer
 from .ops import Op, Shape
 from .spec import KernelSpec
 
@@ -174,10 +178,19 @@ def make_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed
     if not spec.buffers:
         return made
     p, env = precision(dtype), spec.env(shape, precision(dtype))
+    names = {**env, **{s.name: s.at(env) for s in spec.named_scalars}}
     rng = np.random.default_rng((seed, 1))
-    extra = {b.name: b.values(b.dims(env), b.d(p), lambda d, dims: draw(rng, trial.pattern, d, dims))
-             for b in spec.buffers}
-    return dataclasses.replace(made, values={**made.values, **extra})
+
+    def initial(b: Buffer) -> np.ndarray:
+        dims, d = b.dims(env), b.d(p)
+        if not b.role.filled:
+            return filled(math.prod(dims), d.poison, d).reshape(dims)
+        try:
+            return b.values(dims, d, lambda d, dims: draw(rng, trial.pattern, d, dims), names)
+        except (ExprError, EpilogueError) as e:
+            raise SpecError(spec.path, str(e), kernel=spec.name, key="buffers") from None
+
+    return dataclasses.replace(made, values={**made.values, **{b.name: initial(b) for b in spec.buffers}})
 
 
 def _op_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed: int) -> Operands:
@@ -188,6 +201,9 @@ def _op_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed:
 
     values = {o.name: draw(rng, trial.pattern, p.inputs, (shape.batch, *o.dims(shape))) for o in op.inputs}
     dims = (shape.batch, *out.dims(shape))
+    if spec.zeroed:  # the launcher zeroes it, and the kernel adds into it
+        values[out.name] = np.zeros(dims, p.output.numpy)
+        return Operands(values, trial.alpha, trial.beta, output_is_input=True)
     if not op.accumulates or (spec.strict_beta and trial.beta == 0):
         # The BLAS rule under strict_beta: with beta == 0, C need not hold anything (NaN included).
         fill = p.output.unset if op.accumulates else p.output.poison

@@ -27,9 +27,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Epilogue", "EpilogueError", "FUNCTIONS", "INDICES"]
+__all__ = ["Epilogue", "EpilogueError", "FUNCTIONS", "INDICES", "Initializer"]
 
 INDICES = ("b", "m", "n")
+FLAT = "i"  # an initializer's flat index
 _MAX_CHARS = 2048
 _MAX_NODES = 256
 
@@ -70,20 +71,25 @@ class Epilogue:
     """A parsed epilogue; ``buffers`` maps each buffer it may index to its number of dimensions, ``scalars``
     lists the scalars it may name."""
 
+    _what = "an epilogue"
+    _free = ("acc",)            # what the expression may name outside an index, besides scalars
+    _required: str | None = "acc"   # the name it must use (None: none)
+    _operators: tuple[type, ...] = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+
     def __init__(self, text: str, buffers: Mapping[str, int], scalars: frozenset[str] = frozenset()) -> None:
         self.text = text
         if len(text) > _MAX_CHARS:
-            raise EpilogueError(f"the epilogue is longer than {_MAX_CHARS} characters")
+            raise EpilogueError(f"{self._what} is longer than {_MAX_CHARS} characters")
         try:
             tree = ast.parse(text, mode="eval").body
         except SyntaxError as e:
             raise EpilogueError(f"{text!r} is not an expression ({e.msg})") from None
         nodes = list(ast.walk(tree))
         if len(nodes) > _MAX_NODES:
-            raise EpilogueError(f"the epilogue has more than {_MAX_NODES} parts")
+            raise EpilogueError(f"{self._what} has more than {_MAX_NODES} parts")
         self._buffers, self._scalars = dict(buffers), scalars
         self._check(tree, in_index=False)
-        if not any(isinstance(node, ast.Name) and node.id == "acc" for node in nodes):
+        if self._required and not any(isinstance(node, ast.Name) and node.id == self._required for node in nodes):
             raise EpilogueError(f"{text!r} does not use acc, the product it is applied to")
         self.tree = tree
         self.buffers = frozenset(n.value.id for n in nodes if isinstance(n, ast.Subscript)
@@ -98,10 +104,10 @@ class Epilogue:
         return f"Epilogue({self.text!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return Epilogue, (self.text, self._buffers, self._scalars)
+        return type(self), (self.text, self._buffers, self._scalars)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Epilogue) and other.text == self.text
+        return type(other) is type(self) and other.text == self.text  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
         return hash(self.text)
@@ -135,16 +141,15 @@ class Epilogue:
             if in_index and not isinstance(node.value, int):
                 raise EpilogueError(f"an index must be a whole number in {self.text!r}")
         elif isinstance(node, ast.Name):
-            allowed = INDICES if in_index else ("acc", *self._scalars)
+            allowed = INDICES if in_index else (*self._free, *self._scalars)
             if node.id not in allowed and node.id not in INDICES:
-                where = "an index" if in_index else "the epilogue"
+                where = "an index" if in_index else self._what
                 known = ", ".join(sorted({*allowed, *INDICES, *self._buffers}))
                 raise EpilogueError(f"{node.id!r} is not a name {where} can use in {self.text!r} (it knows {known})")
-            if node.id in INDICES and not in_index:
+            if node.id in INDICES and not in_index and node.id not in self._free:
                 raise EpilogueError(f"{node.id} is an index: use it inside a buffer's [...] in {self.text!r}")
         elif isinstance(node, ast.BinOp):
-            allowed_ops = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod) if in_index else (
-                ast.Add, ast.Sub, ast.Mult, ast.Div)
+            allowed_ops = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod) if in_index else self._operators
             if not isinstance(node.op, allowed_ops):
                 raise EpilogueError(f"operator {type(node.op).__name__} is not allowed "
                                     f"{'in an index ' if in_index else ''}in {self.text!r}")
@@ -174,7 +179,31 @@ class Epilogue:
             for index in indices:
                 self._check(index, in_index=True)
         else:
-            raise EpilogueError(f"{ast.unparse(node)!r} is not allowed in an epilogue ({self.text!r})")
+            raise EpilogueError(f"{ast.unparse(node)!r} is not allowed in {self._what} ({self.text!r})")
+
+
+class Initializer(Epilogue):
+    """What a buffer of the spec's holds before a launch, element by element (``init = "(m * 7 + n) % 5"``):
+    an expression of the element's indices (``b``, ``m`` and ``n``, the buffer's dimensions counted from the
+    last, so a one-dimensional buffer's index is ``n``; ``i``, its flat index), the sizes and the spec's scalars,
+    with ``//`` and ``%`` allowed too."""
+
+    _what = "an initial value"
+    _free = (*INDICES, FLAT)
+    _required = None
+    _operators = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod)
+
+    def __init__(self, text: str, names: frozenset[str]) -> None:
+        super().__init__(text, {}, names)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Initializer, (self.text, self._scalars)
+
+    def values(self, dims: tuple[int, int, int], names: Mapping[str, float]) -> np.ndarray:
+        """The values at every element of a (batch, rows, cols) buffer, in float64, ``names`` giving the
+        sizes and scalars."""
+        zero = np.zeros(dims)
+        return np.broadcast_to(_Evaluation(zero, names, np, magnitudes=False).value(self.tree), dims).astype(float)
 
 
 class _Evaluation:
@@ -185,6 +214,7 @@ class _Evaluation:
         batch, rows, cols = acc.shape
         self.indices = {"b": xp.arange(batch).reshape(-1, 1, 1), "m": xp.arange(rows).reshape(1, -1, 1),
                         "n": xp.arange(cols).reshape(1, 1, -1)}
+        self.indices[FLAT] = (self.indices["b"] * rows + self.indices["m"]) * cols + self.indices["n"]
 
     def value(self, node: ast.expr) -> Any:
         xp = self.xp
@@ -193,6 +223,8 @@ class _Evaluation:
         if isinstance(node, ast.Name):
             if node.id == "acc":
                 return self.acc
+            if node.id in self.indices:  # an initializer's index, outside any subscript
+                return self.indices[node.id]
             scalar = float(self.values[node.id])
             return abs(scalar) if self.magnitudes else scalar
         if isinstance(node, ast.UnaryOp):

@@ -1,11 +1,15 @@
 """Parameters beyond the op's operands, as a spec declares them: buffers (a bias, scale factors, a workspace)
 and typed scalars, and what a buffer holds before each launch.
 
-A buffer has a role (``input``: the kernel reads it and must leave it as it was; ``scratch``: it may write it
-freely, a workspace, the locks of a split-K reduction), a shape of one to three expressions of the sizes
+A buffer has a role (``input``: the kernel reads it and must leave it as it was; ``output``: it must write
+every element, as the spec's reference function says; ``inout``: it starts as the spec fills it and ends as
+the reference function says; ``scratch``: it may write it freely, a workspace, the locks of a split-K
+reduction), a shape of one to three expressions of the sizes
 (``[N]``; ``[M, N]``; ``[batch, M, N]``), laid out row-major and surrounded by guard bands like every buffer, a
 dtype (``input``, ``output`` or a dtype's name) and an initial value (``random``: drawn as the inputs are, by
-the trial's pattern; ``zeros``, ``ones``, ``index``: each element its flat index; or a number).  A scalar has
+the trial's pattern; ``zeros``, ``ones``, ``index``: each element its flat index; a number; or an expression
+of the element's indices, epilogue.Initializer).  An output holds the poison instead, so that an element left
+unwritten is seen.  A scalar has
 a C type and a value, a number or an expression of the sizes.
 """
 
@@ -20,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from .dtypes import DTYPES, DType, Precision
-from .expr import Expr, ExprError
+from .epilogue import EpilogueError, Initializer
+from .expr import SHAPE_NAMES, Expr, ExprError
 
 __all__ = ["Buffer", "Fill", "Role", "Scalar", "parse_buffers", "parse_scalars"]
 
@@ -29,13 +34,25 @@ class Role(enum.Enum):
     """What the kernel may do with a buffer of the spec's."""
 
     INPUT = "input"
+    OUTPUT = "output"
+    INOUT = "inout"
     SCRATCH = "scratch"
 
     @property
     def place(self) -> int:
         """Which of a dtype's guard and padding patterns (ops.Op.place: A's, B's, C's) its buffer holds: an
-        input's, A's; a scratch buffer's, the output's."""
+        input's, A's; any other, the output's."""
         return 0 if self is Role.INPUT else 2
+
+    @property
+    def compared(self) -> bool:
+        """Whether its contents after a launch are compared with the reference function's."""
+        return self in (Role.OUTPUT, Role.INOUT)
+
+    @property
+    def filled(self) -> bool:
+        """Whether it holds its declared initial value before a launch (an output holds the poison)."""
+        return self is not Role.OUTPUT
 
 
 class Fill(enum.Enum):
@@ -46,6 +63,7 @@ class Fill(enum.Enum):
     ONES = "ones"
     INDEX = "index"
     CONSTANT = "constant"
+    EXPRESSION = "expression"
 
 
 @dataclass(frozen=True)
@@ -58,6 +76,7 @@ class Buffer:
     dtype: str                     # "input", "output" or a dtype's name
     fill: Fill
     constant: float = 0.0          # what Fill.CONSTANT fills it with
+    initializer: Initializer | None = None   # what Fill.EXPRESSION fills it with
 
     def d(self, p: Precision) -> DType:
         """Its element type under precision ``p``."""
@@ -67,13 +86,21 @@ class Buffer:
         """Its shape at the sizes ``env``."""
         return tuple(e.eval(env) for e in self.shape)
 
-    def values(self, dims: tuple[int, ...], d: DType,
-               draw: Callable[[DType, tuple[int, ...]], np.ndarray]) -> np.ndarray:
-        """What it holds before a launch, of shape ``dims``; ``draw`` draws random values of a dtype and shape."""
+    def values(self, dims: tuple[int, ...], d: DType, draw: Callable[[DType, tuple[int, ...]], np.ndarray],
+               names: Mapping[str, float]) -> np.ndarray:
+        """What it holds before a launch, of shape ``dims``; ``draw`` draws random values of a dtype and shape,
+        ``names`` are the sizes and scalars an initializer may use.  An output's poison is the caller's."""
         if self.fill is Fill.RANDOM:
             return draw(d, dims)
         if self.fill is Fill.INDEX:
             return np.arange(math.prod(dims)).reshape(dims).astype(d.numpy)
+        if self.fill is Fill.EXPRESSION:
+            assert self.initializer is not None
+            wide = self.initializer.values((1,) * (3 - len(dims)) + dims, names).reshape(dims)  # type: ignore[arg-type]
+            if d.is_integer and not np.all(wide == np.round(wide)):
+                raise ExprError(f"buffer {self.name!r}: init {self.initializer.text!r} gives a value that is not a "
+                                f"whole number for its {d.name} elements")
+            return wide.astype(d.numpy)
         value = {Fill.ZEROS: 0.0, Fill.ONES: 1.0, Fill.CONSTANT: self.constant}[self.fill]
         return np.full(dims, value, dtype=d.numpy)
 
@@ -90,9 +117,11 @@ class Scalar:
         return float(self.value.eval(env)) if isinstance(self.value, Expr) else self.value
 
 
-def parse_buffers(table: Any, names: frozenset[str], fail: Callable[[str], Exception]) -> tuple[Buffer, ...]:
+def parse_buffers(table: Any, names: frozenset[str], scalars: frozenset[str],
+                  fail: Callable[[str], Exception]) -> tuple[Buffer, ...]:
     """The ``buffers`` table of a spec: ``{name: {role, shape, dtype, init}}``; ``names`` are the names its
-    shape expressions may use besides the sizes (the spec's ``let``)."""
+    shape expressions may use besides the sizes (the spec's ``let``), and an initializer these, the sizes and
+    ``scalars``."""
     if not isinstance(table, dict):
         raise fail("must be a table of buffers: [kernel.buffers.NAME] with role, shape, dtype and init")
     out = []
@@ -109,17 +138,30 @@ def parse_buffers(table: Any, names: frozenset[str], fail: Callable[[str], Excep
         dtype = entry.get("dtype", "input")
         if dtype not in ("input", "output", *DTYPES):
             raise fail(f"buffer {name!r}: dtype must be input, output or one of {', '.join(DTYPES)}, not {dtype!r}")
-        init = entry.get("init", "random" if role is Role.INPUT else "zeros")
+        init = entry.get("init", "random" if role in (Role.INPUT, Role.INOUT) else "zeros")
+        initializer = None
+        if role is Role.OUTPUT and "init" in entry:
+            raise fail(f"buffer {name!r}: an output has no init: it holds the poison, so an unwritten element shows")
         if isinstance(init, (int, float)) and not isinstance(init, bool):
             fill, constant = Fill.CONSTANT, float(init)
+        elif isinstance(init, str) and init not in {f.value for f in Fill}:
+            try:
+                initializer = Initializer(init, names | scalars | frozenset(SHAPE_NAMES))
+            except EpilogueError as e:
+                raise fail(f"buffer {name!r}: init is none of {', '.join(_FILLS)}, nor an expression: {e}") from None
+            fill, constant = Fill.EXPRESSION, 0.0
         else:
-            fill, constant = _choice(init, Fill, f"buffer {name!r}: init", fail, (Fill.CONSTANT,)), 0.0
+            fill, constant = _choice(init, Fill, f"buffer {name!r}: init", fail, _HIDDEN), 0.0
         try:
             exprs = tuple(Expr(s, names) for s in shape)
         except (ExprError, TypeError) as e:
             raise fail(f"buffer {name!r}: shape: {e}") from None
-        out.append(Buffer(name, role, exprs, dtype, fill, constant))
+        out.append(Buffer(name, role, exprs, dtype, fill, constant, initializer))
     return tuple(out)
+
+
+_HIDDEN = (Fill.CONSTANT, Fill.EXPRESSION)  # fills written as a number or an expression, not by name
+_FILLS = [f.value for f in Fill if f not in _HIDDEN]
 
 
 def parse_scalars(table: Any, names: frozenset[str], ctypes: Mapping[str, str],

@@ -8,6 +8,8 @@ except through the ``Rerun`` it is handed.
 from __future__ import annotations
 
 import dataclasses
+import math
+from functools import partial
 from typing import Protocol
 
 import numpy as np
@@ -19,8 +21,9 @@ from .data import Operands, Trial
 from .diagnose import Evidence, diagnose, tile_map
 from .freivalds import freivalds
 from .dtypes import DType, precision
-from .errors import Unsupported
+from .errors import SpecError, Unsupported
 from .extras import Role
+from .pyref import ReferenceFailure
 from .ops import Operand
 from .prepare import Prepared
 from .reference import magnitude, reference
@@ -50,11 +53,28 @@ def check_buffers(prepared: Prepared, after: dict[str, np.ndarray]) -> None:
     _check_padding(prepared, out, after[out.name])
     for o in op.inputs:
         _check_unchanged(o.name, prepared.hosts[o.name], after[o.name], prepared.guard, p.inputs)
-    for b in prepared.spec.buffers:  # the spec's own: an input stays as it was, a scratch buffer within its bands
+    for b in prepared.spec.buffers:  # the spec's own: an input stays as it was, the others within their bands
         if b.role is Role.INPUT:
             _check_unchanged(b.name, prepared.hosts[b.name], after[b.name], prepared.guard, b.d(p))
-        else:
-            _check_guards(b.name, after[b.name], prepared.guard, b.d(p), b.d(p).guards[b.role.place])
+            continue
+        _check_guards(b.name, after[b.name], prepared.guard, b.d(p), b.d(p).guards[b.role.place])
+        if b.role.compared:
+            got = data.unpad(after[b.name], prepared.guard)[1].reshape(prepared.operands[b.name].shape)
+            _compare_buffer(prepared, b.name, got, b.d(p))
+
+
+def _compare_buffer(prepared: Prepared, name: str, got: np.ndarray, d: DType) -> None:
+    """An output or inout buffer of the spec's against its reference function's value."""
+    want, bound = by_function(prepared)[name]
+    mismatch = compare(got, want, bound)
+    if mismatch is None:
+        return
+    unwritten = _unwritten(prepared.operands[name], got, want, d)
+    if unwritten.any():
+        first = ", ".join(str(int(i)) for i in np.argwhere(unwritten)[0])
+        raise Caught("unwritten", f"{int(unwritten.sum())} of {got.size} elements of {name} were left as they were "
+                                  f"before the launch (first at {name}[{first}])", mismatch)
+    raise Caught("mismatch", mismatch.describe(name), mismatch)
 
 
 def _check_guards(name: str, padded: np.ndarray, guard: int, d: DType, pattern: int) -> None:
@@ -103,9 +123,10 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
     spec, trial, ops = prepared.spec, prepared.trial, prepared.operands
     op, out_type = spec.operation, precision(prepared.dtype).output
     if got.size >= LARGE:
-        if spec.epilogue is not None:
+        if spec.epilogue is not None or spec.reference is not None:
+            through = f"the epilogue {spec.epilogue.text!r}" if spec.epilogue else f"the reference {spec.reference}"
             raise Unsupported(f"{spec.name}: a result past 2**31 elements is verified by Freivalds' check, which "
-                              f"cannot see through the epilogue {spec.epilogue.text!r}")
+                              f"cannot see through {through}")
         _judge_by_freivalds(prepared, got)
         return
     want, bound = _expected(prepared, ops)
@@ -263,11 +284,15 @@ def _expected(prepared: Prepared, ops: Operands) -> tuple[np.ndarray, np.ndarray
     data, within the bound of that accumulator's rounding and C's."""
     spec, p = prepared.spec, precision(prepared.dtype)
     op, out, acc = spec.operation, p.output, spec.accumulator(p)
+    if spec.reference is not None:
+        return by_function(prepared, ops)[op.output.name]
     want = reference(op, ops)
     if spec.epilogue is not None:
         return _through_epilogue(prepared, ops, want)
     if out.is_integer:
         return want.astype(out.numpy), None  # wraps modulo 2**32, as the GPU's int32 arithmetic does
+    if spec.tolerance is not None:
+        return want, spec.tolerance.bound(want)
     size = magnitude(op, ops)
     if prepared.trial.exact and _fits(size, acc, ops):
         return want.astype(out.numpy).astype(np.float64), None
@@ -289,6 +314,8 @@ def _through_epilogue(prepared: Prepared, ops: Operands, product: np.ndarray) ->
     if prepared.trial.exact and epilogue.integral and whole and _fits(magnitude(op, ops), acc, ops) \
             and np.all(epilogue.magnitude(wide, values) <= acc.exact_integers):
         return want.astype(out.numpy).astype(np.float64), None
+    if spec.tolerance is not None:
+        return want, spec.tolerance.bound(want)
     product_bound = tolerance(acc, prepared.shape.K + op.roundings, magnitude(op, ops))
     bound = epilogue.bound(wide, product_bound, values, acc.unit_roundoff)
     if out.is_integer:  # an integer output takes a whole number however the kernel rounds: under 1 away
@@ -296,6 +323,89 @@ def _through_epilogue(prepared: Prepared, ops: Operands, product: np.ndarray) ->
     if out.unit_roundoff > acc.unit_roundoff:
         bound = bound + out.unit_roundoff * (np.abs(want) + bound) + out.tiny
     return want, bound
+
+
+# The reference function's results of the latest operands: a case's launches (schedules, reruns) share them.
+_BY_FUNCTION: list[tuple[Operands, dict[str, tuple[np.ndarray, np.ndarray | None]]]] = []
+
+
+def by_function(prepared: Prepared, ops: Operands | None = None) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+    """The spec's reference function's value (pyref.py) of the op's output and of each buffer it compares,
+    by name, with its bound: the spec's tolerance; else exact for integer data, or for whole-number data whose
+    every partial sum the accumulator holds; else the bound of a product of reduction length K (and the op's
+    roundings) whose magnitudes are the function's value on the inputs' magnitudes, which is right for a
+    function that sums products of its inputs, as a GEMM's does (a spec says its tolerance where not)."""
+    ops = ops or prepared.operands
+    for held, results in _BY_FUNCTION:
+        if held is ops:
+            return results
+    spec, p = prepared.spec, precision(prepared.dtype)
+    assert spec.reference is not None
+    op, acc = spec.operation, spec.accumulator(p)
+    outputs = {op.output.name: (op.output.dtype(p), ops[op.output.name].shape),
+               **{b.name: (b.d(p), ops[b.name].shape) for b in spec.buffers if b.role.compared}}
+    wants = _called(prepared, ops, outputs, magnitudes=False)
+    sizes = None if spec.tolerance else _called(prepared, ops, outputs, magnitudes=True)
+    results = {}
+    for name, (d, _) in outputs.items():
+        want = wants[name]
+        if spec.tolerance is not None:
+            results[name] = (want, spec.tolerance.bound(want))
+        elif d.is_integer or (prepared.trial.exact and _fits(sizes[name], acc, ops)):  # type: ignore[index]
+            results[name] = (want.astype(d.numpy), None)
+        else:
+            results[name] = (want, tolerance(acc, prepared.shape.K + op.roundings, sizes[name], d, want))  # type: ignore[index]
+    _BY_FUNCTION[:] = [(ops, results)]
+    return results
+
+
+def _called(prepared: Prepared, ops: Operands, outputs: dict[str, tuple[DType, tuple[int, ...]]],
+            magnitudes: bool) -> dict[str, np.ndarray]:
+    """The reference function called on the launch's values (or their magnitudes), its results by name in the
+    shapes the judge holds them; a SpecError of the kernel, in words, for anything wrong."""
+    spec, p = prepared.spec, precision(prepared.dtype)
+    op, env = spec.operation, prepared.plan.env
+    batched = "batch" in spec.sizes or op.name == "bmm"
+
+    def shown(name: str, value: np.ndarray) -> np.ndarray:
+        wide = np.abs(_wide(value)) if magnitudes else _wide(value)
+        if name in op.names:  # (batch, rows, cols) as the op's matrices, vectors as vectors
+            wide = wide if batched else wide[0]
+            return wide[..., 0] if wide.shape[-1] == 1 and name in ("x", "y") else wide
+        return wide
+
+    given: dict[str, object] = {name: shown(name, value) for name, value in ops.values.items()}
+    given.update(env)
+    scalars = {"alpha": ops.alpha, "beta": ops.beta, **{s.name: s.at(env) for s in spec.named_scalars}}
+    given.update({k: (abs(v) if magnitudes else v) for k, v in scalars.items() if v is not None})
+    fail = partial(SpecError, spec.path, kernel=spec.name, key="reference")
+    try:
+        returned = spec.reference.call(given)  # type: ignore[union-attr]
+    except ReferenceFailure as e:
+        raise fail(str(e)) from None
+    out = op.output.name
+    if not isinstance(returned, dict):
+        returned = {out: returned}
+    missing = [n for n in outputs if n not in returned]
+    if missing:
+        raise fail(f"{spec.reference} returned no {', '.join(missing)}: it gives the op's output ({out}) and "
+                   f"every output or inout buffer, as a dict by name where there are several")
+    results = {}
+    for name, (d, shape) in outputs.items():
+        try:
+            value = np.asarray(returned[name], dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise fail(f"{spec.reference} returned for {name} what is not an array of numbers: {e}") from None
+        if value.size != math.prod(shape):
+            raise fail(f"{spec.reference} returned {value.shape} for {name}, which holds {math.prod(shape)} "
+                       f"elements {tuple(s for s in shape if s != 1) or (1,)}")
+        results[name] = value.reshape(shape)
+    return results
+
+
+def _wide(value: np.ndarray) -> np.ndarray:
+    """A buffer's values as float64 (int64 for integers), whatever their dtype (bfloat16 included)."""
+    return value.astype(np.int64 if value.dtype.kind in "iu" else np.float64)
 
 
 def _fits(size: np.ndarray, acc: DType, ops: Operands) -> bool:

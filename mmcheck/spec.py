@@ -25,6 +25,7 @@ from . import extras
 from .epilogue import Epilogue, EpilogueError
 from .expr import BOOLEANS, SHAPE_NAMES, Expr, ExprError
 from .extras import Buffer, Role, Scalar
+from .pyref import PyReference, Tolerance, parse_reference, parse_tolerance
 from .ops import OPS, SCALARS, SIZES, Op, Operand, Shape
 
 __all__ = [
@@ -123,6 +124,9 @@ class KernelSpec:
     buffers: tuple[Buffer, ...] = ()                # buffers beyond the op's operands (extras.py)
     named_scalars: tuple[Scalar, ...] = ()          # typed scalars beyond alpha and beta (the spec's ``scalars``)
     epilogue: Epilogue | None = None                # what the kernel does to each element of the op's result
+    reference: PyReference | None = None            # the spec's own reference function (pyref.py)
+    tolerance: Tolerance | None = None              # the bound the spec states (None: derived)
+    zeroed: bool = False                            # the output holds zeros before a launch (split-K atomics)
     root: Path | None = field(default=None, compare=False)  # the source folder the run was given that holds it
 
     @property
@@ -189,7 +193,7 @@ def sizeof(p: Precision) -> dict[str, int]:
 _KEYS = {
     "name", "entry", "template", "op", "dtypes", "params", "block", "grid", "requires", "defines",
     "smem", "layout", "expect", "about", "catch", "let", "alpha", "beta", "strict_beta", "strict_launch", "bench",
-    "accumulate", "large", "buffers", "scalars", "epilogue",
+    "accumulate", "large", "buffers", "scalars", "epilogue", "reference", "tolerance", "init",
 }
 _REQUIRED = ("name", "entry", "op", "dtypes", "params", "block", "grid")
 
@@ -464,16 +468,11 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
     if len(dtypes) > 1 and not any(t in TYPE_ARGS for t in template or ()):
         raise fail("dtypes", "several dtypes need a template parameter for the type (set 'template')")
 
-    buffers = extras.parse_buffers(table.get("buffers", {}), names, partial(fail, "buffers"))
     named_scalars = extras.parse_scalars(table.get("scalars", {}), names, CTYPES, partial(fail, "scalars"))
-    params = _params(table["params"], OPS[op], fail, buffers, named_scalars)
-    epilogue = None
-    if "epilogue" in table:
-        try:
-            epilogue = Epilogue(string("epilogue"), {b.name: len(b.shape) for b in buffers if b.role is Role.INPUT},
-                                frozenset(s.name for s in named_scalars))
-        except EpilogueError as e:
-            raise fail("epilogue", str(e)) from None
+    buffers = extras.parse_buffers(table.get("buffers", {}), names, frozenset(s.name for s in named_scalars),
+                                   partial(fail, "buffers"))
+    params = _params(table["params"], OPS[op], fail, buffers, named_scalars, "reference" in table)
+    epilogue, reference, tolerance, zeroed = _results(table, path, OPS[op], buffers, named_scalars, fail)
     defines = table.get("defines", {})
     if not isinstance(defines, dict):
         raise fail("defines", "must be a table of NAME = value")
@@ -541,9 +540,44 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         buffers=buffers,
         named_scalars=named_scalars,
         epilogue=epilogue,
+        reference=reference,
+        tolerance=tolerance,
+        zeroed=zeroed,
     )
     _check_constants(spec, fail)
     return spec
+
+
+def _results(table: Mapping[str, Any], path: Path, op: Op, buffers: Sequence[Buffer],
+             named_scalars: Sequence[Scalar], fail: Any) -> tuple[Epilogue | None, PyReference | None,
+                                                                  Tolerance | None, bool]:
+    """What the kernel's results must be: its ``epilogue``, its ``reference`` function, the ``tolerance`` it
+    states and whether its output starts zeroed (``init = {C = "zeros"}``)."""
+    epilogue = None
+    if "epilogue" in table:
+        try:
+            text = table["epilogue"]
+            if not isinstance(text, str):
+                raise EpilogueError(f"must be a string, not {type(text).__name__}")
+            epilogue = Epilogue(text, {b.name: len(b.shape) for b in buffers if b.role is Role.INPUT},
+                                frozenset(s.name for s in named_scalars))
+        except EpilogueError as e:
+            raise fail("epilogue", str(e)) from None
+    reference = parse_reference(table["reference"], path, partial(fail, "reference")) if "reference" in table \
+        else None
+    if reference and epilogue:
+        raise fail("reference", "a kernel with a reference function computes its epilogue there: drop 'epilogue'")
+    compared = [b.name for b in buffers if b.role.compared]
+    if compared and reference is None:
+        raise fail("buffers", f"{', '.join(compared)}: an output or inout buffer needs a reference function that "
+                              f"gives it (reference = \"ref.py:function\")")
+    tolerance = parse_tolerance(table["tolerance"], partial(fail, "tolerance")) if "tolerance" in table else None
+    init = table.get("init", {})
+    out = op.output.name
+    if not isinstance(init, dict) or set(init) - {out} or init.get(out, "zeros") != "zeros":
+        raise fail("init", f"must be {{{out} = \"zeros\"}}: the output zeroed before each launch, as a launcher "
+                           f"does for a kernel that adds into it (split-K with atomics)")
+    return epilogue, reference, tolerance, out in init
 
 
 def _check_constants(spec: KernelSpec, fail: Any) -> None:
@@ -642,7 +676,7 @@ def _values(table: Mapping[str, Any], key: str, op: Op, dtypes: Sequence[str], p
 
 
 def _params(value: Any, op: Op, fail: Any, buffers: Sequence[Buffer] = (),
-            named_scalars: Sequence[Scalar] = ()) -> tuple[Param, ...]:
+            named_scalars: Sequence[Scalar] = (), own_reference: bool = False) -> tuple[Param, ...]:
     if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
         raise fail("params", "must be a list of strings like \"A\" or \"M:size_t\"")
     leading = [o.leading for o in op.operands if o.leading]
@@ -678,7 +712,9 @@ def _params(value: Any, op: Op, fail: Any, buffers: Sequence[Buffer] = (),
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:
         raise fail("params", f"{dup} appears twice")
-    missing = [b for b in (*op.names, *op.scalars) if b not in names]
+    # A kernel with its own reference may leave out an input of the op (a grouped GEMM's B is its own buffer).
+    missing = [b for b in (*op.names, *op.scalars) if b not in names
+               and not (own_reference and b in (o.name for o in op.inputs))]
     if missing:
         kind = "buffer" if missing[0] in op.names else "scalar"
         raise fail("params", f"missing {kind} parameter(s) {', '.join(missing)} for op {op.name!r}")

@@ -12,6 +12,7 @@ The conventions, by a block's language (docs/index.md says them to readers):
 
 from __future__ import annotations
 
+import ast
 import configparser
 import json
 import os
@@ -35,7 +36,7 @@ DOCS = ROOT / "docs"
 EXAMPLES = DOCS / "examples"
 PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md")), DOCS / "gpu-runs" / "index.md"]
 DISTRIBUTION = "mmcheck-cuda"
-LANGUAGES = {"console", "cuda", "toml", "sh", "yaml", "text"}
+LANGUAGES = {"console", "cuda", "toml", "sh", "yaml", "text", "python"}
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)
 
 
@@ -52,6 +53,11 @@ def blocks(language: str) -> list[tuple[str, str]]:
 
 def ids(found: list[tuple[str, str]]) -> list[str]:
     return [where for where, _ in found]
+
+
+@pytest.mark.parametrize("text", [t for _, t in blocks("python")], ids=ids(blocks("python")))
+def test_every_python_block_is_python(text):
+    ast.parse(text)
 
 
 def test_every_fenced_block_says_its_language_and_follows_a_convention():
@@ -134,7 +140,8 @@ def test_every_cuda_example_is_a_file_that_a_console_example_checks():
 
 @pytest.mark.parametrize("text", [t for _, t in blocks("toml")], ids=ids(blocks("toml")))
 def test_toml_example_is_a_spec_mmcheck_reads(text: str):
-    assert parse_specs("/* mmcheck\n" + text + "*/\n", "example.cu")
+    # As a file of the zoo's folder, where the reference function its examples name is.
+    assert parse_specs("/* mmcheck\n" + text + "*/\n", ROOT / "cuda_src" / "example.cu")
 
 
 # --- sh and yaml: commands whose options, extras and envs exist ----------------------------------------------

@@ -85,11 +85,14 @@ def test_the_spec_declares_buffers_and_scalars_in_the_parameters_order():
 
 @pytest.mark.parametrize("change, why", [
     (dict(params=("A", "B", "C", "M", "N", "K")), "bias declared in buffers or scalars but not among the parameters"),
-    (dict(buffers='[kernel.buffers.bias]\nshape = ["N"]\nrole = "output"\n'), "role must be one of input, scratch"),
+    (dict(buffers='[kernel.buffers.bias]\nshape = ["N"]\nrole = "result"\n'), "role must be one of input, output, inout, scratch"),
+    (dict(buffers='[kernel.buffers.bias]\nshape = ["N"]\nrole = "output"\n', epilogue="acc"), "needs a reference function"),
+    (dict(buffers='[kernel.buffers.bias]\nshape = ["N"]\nrole = "output"\ninit = 0\n'), "an output has no init"),
+    (dict(buffers='[kernel.buffers.bias]\nshape = ["N"]\ninit = "n + q"\n'), "'q' is not a name an initial value"),
     (dict(buffers='[kernel.buffers.bias]\nshape = ["Q"]\n'), "unknown name 'Q'"),
     (dict(buffers='[kernel.buffers.bias]\nshape = []\n'), "one to three sizes"),
     (dict(buffers='[kernel.buffers.bias]\nshape = ["N"]\ndtype = "fp7"\n'), "dtype must be input, output"),
-    (dict(buffers='[kernel.buffers.bias]\nshape = ["N"]\ninit = "noise"\n'), "init must be one of random, zeros"),
+    (dict(buffers='[kernel.buffers.bias]\nshape = ["N"]\ninit = "noise"\n'), "init is none of random, zeros, ones, index, nor an expression"),
     (dict(epilogue="relu(acc + bias[m, n])"), "bias has 1 dimension"),
     (dict(buffers='[kernel.buffers.bias]\nshape = ["N"]\nrole = "scratch"\n'),
      "only the spec's input buffers \\(none\\) can be indexed"),

@@ -198,7 +198,7 @@ def _renewal(prepared: Prepared) -> Renewal:
     """What the witness of ``prepared``'s timing draws and verifies: each buffer as prepared laid it out."""
     spec, trial, p = prepared.spec, prepared.trial, precision(prepared.dtype)
     op, names = spec.operation, [q.name for q in spec.params if q.is_buffer]
-    if spec.buffers or spec.epilogue:
+    if spec.buffers or spec.epilogue or spec.reference or spec.zeroed:
         raise Unsupported(f"{spec.name}: not timed: the witness does not yet draw a kernel's own buffers afresh "
                           f"nor verify an epilogue on the GPU")
 
