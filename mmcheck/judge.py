@@ -23,7 +23,7 @@ from .freivalds import freivalds
 from .dtypes import DType, precision
 from .errors import SpecError, Unsupported
 from .extras import Role
-from .pyref import ReferenceFailure
+from .referee import ReferenceFailure, call
 from .ops import Operand
 from .prepare import Prepared
 from .reference import magnitude, reference
@@ -363,7 +363,7 @@ def _called(prepared: Prepared, ops: Operands, outputs: dict[str, tuple[DType, t
             magnitudes: bool) -> dict[str, np.ndarray]:
     """The reference function called on the launch's values (or their magnitudes), its results by name in the
     shapes the judge holds them; a SpecError of the kernel, in words, for anything wrong."""
-    spec, p = prepared.spec, precision(prepared.dtype)
+    spec = prepared.spec
     op, env = spec.operation, prepared.plan.env
     batched = "batch" in spec.sizes or op.name == "bmm"
 
@@ -374,13 +374,12 @@ def _called(prepared: Prepared, ops: Operands, outputs: dict[str, tuple[DType, t
             return wide[..., 0] if wide.shape[-1] == 1 and name in ("x", "y") else wide
         return wide
 
-    given: dict[str, object] = {name: shown(name, value) for name, value in ops.values.items()}
-    given.update(env)
+    arrays = {name: shown(name, value) for name, value in ops.values.items()}
     scalars = {"alpha": ops.alpha, "beta": ops.beta, **{s.name: s.at(env) for s in spec.named_scalars}}
-    given.update({k: (abs(v) if magnitudes else v) for k, v in scalars.items() if v is not None})
+    numbers = {**env, **{k: (abs(v) if magnitudes else v) for k, v in scalars.items() if v is not None}}
     fail = partial(SpecError, spec.path, kernel=spec.name, key="reference")
     try:
-        returned = spec.reference.call(given)  # type: ignore[union-attr]
+        returned = call(spec.reference, arrays, numbers)  # type: ignore[arg-type]
     except ReferenceFailure as e:
         raise fail(str(e)) from None
     out = op.output.name
@@ -392,10 +391,7 @@ def _called(prepared: Prepared, ops: Operands, outputs: dict[str, tuple[DType, t
                    f"every output or inout buffer, as a dict by name where there are several")
     results = {}
     for name, (d, shape) in outputs.items():
-        try:
-            value = np.asarray(returned[name], dtype=np.float64)
-        except (TypeError, ValueError) as e:
-            raise fail(f"{spec.reference} returned for {name} what is not an array of numbers: {e}") from None
+        value = returned[name]
         if value.size != math.prod(shape):
             raise fail(f"{spec.reference} returned {value.shape} for {name}, which holds {math.prod(shape)} "
                        f"elements {tuple(s for s in shape if s != 1) or (1,)}")

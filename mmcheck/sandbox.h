@@ -328,6 +328,10 @@ inline std::vector<Rule> compiler_allowed() {
         {"sched_get_priority_min"}, {"getrandom"},
         // its own resource limits (cc1plus raises its stack's soft limit)
         {"prlimit64", {arg_eq(0, 0)}}, {"getrlimit"}, {"setrlimit"},
+        // a filter of its own on top of this one, which can only narrow it: a reference function's process
+        // forbids itself processes and programs (referee_child.py)
+        {"seccomp"}, {"prctl", {arg_eq(0, PR_SET_NO_NEW_PRIVS)}}, {"prctl", {arg_eq(0, PR_GET_NO_NEW_PRIVS)}},
+        {"prctl", {arg_eq(0, PR_GET_SECCOMP)}}, {"prctl", {arg_eq(0, PR_SET_SECCOMP)}},
     };
 }
 

@@ -3,6 +3,7 @@ values, a zeroed output for kernels that add into it, and stated tolerances: jud
 zoo's kernels of these kinds run on the emulator in test_correctness.py)."""
 
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -36,6 +37,32 @@ def forgets(A, B):
 
 def asks(A, B, Q):
     return A @ B
+
+def chatty(A, B):
+    print("a line on standard output")
+    return A @ B
+
+def writes(A, B):
+    open("/tmp/mmcheck-reference-wrote-here", "w").write("x")
+    return A @ B
+
+def reads(A, B):
+    open("/etc/hostname").read()
+    return A @ B
+
+def connects(A, B):
+    import socket
+    socket.create_connection(("127.0.0.1", 9))
+    return A @ B
+
+def spawns(A, B):
+    import subprocess
+    subprocess.run(["true"])
+    return A @ B
+
+def exits(A, B):
+    import os
+    os._exit(3)
 """
 
 
@@ -164,6 +191,24 @@ def test_a_reference_that_fails_is_an_error_of_the_spec_never_a_verdict(runner, 
     assert result.outcome.value == "error", result.message
     assert "key 'reference'" in result.message and "k.cu" in result.message
     assert __import__("re").search(why, result.message), result.message
+
+
+def test_what_a_reference_prints_does_not_disturb_its_answers(runner, tmp_path):
+    assert _outcome(runner, _spec(tmp_path, "nearly", reference="ref.py:chatty"), "float64")[:2] == ("fail", "mismatch")
+
+
+@pytest.mark.skipif(bool(__import__("mmcheck.sandbox", fromlist=["missing"]).missing()),
+                    reason="this host lacks a protection of the sandbox")
+@pytest.mark.parametrize("reference", ["writes", "reads", "connects", "spawns", "exits"])
+def test_a_hostile_reference_is_held_by_the_sandbox_and_costs_its_kernel_one_error(runner, tmp_path, reference):
+    """A kernel file may come from anyone, its reference function too: it runs where kernel code runs."""
+    spec = _spec(tmp_path, "nearly", reference=f"ref.py:{reference}")
+    result = runner.run(runner.case(spec, "float32", Shape(16, 16, 16)))
+    assert result.outcome.value == "error", result.message
+    assert "key 'reference'" in result.message and f"ref.py:{reference}" in result.message
+    assert not Path("/tmp/mmcheck-reference-wrote-here").exists()
+    # The next kernel's reference runs as before.
+    assert _outcome(runner, _spec(tmp_path, "adds_into_c", extra='init = {C = "zeros"}\n'))[0] == "pass"
 
 
 @pytest.mark.parametrize("extra, reference, why", [

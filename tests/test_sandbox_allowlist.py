@@ -268,6 +268,9 @@ def test_the_compilers_filter_fails_what_no_compiler_needs_with_eperm(filters):
     assert _decide(compiler, _number("clone"), 0x10000000 | signal.SIGCHLD) == ERRNO | errno.EPERM  # NEWUSER
     assert _decide(compiler, _number("clone3")) == ERRNO | errno.ENOSYS  # the C library falls back to clone
     assert _decide(compiler, FILE_SETATTR) == ERRNO | errno.EPERM
+    # a filter of its own, which only narrows: allowed; any other prctl (PR_SET_DUMPABLE): refused
+    assert _decide(compiler, _number("seccomp"), 1) == ALLOW and _decide(compiler, _number("prctl"), 38) == ALLOW
+    assert _decide(compiler, _number("prctl"), 4, 1) == ERRNO | errno.EPERM
 
 
 def test_a_host_without_libseccomp_is_said_to_lack_seccomp_and_required_it_is_an_error(monkeypatch):
