@@ -56,7 +56,8 @@ class Trial:
     pattern: str
     alpha: float | None = None
     beta: float | None = None
-    padded: tuple[str, ...] = ()  # the leading dimensions padded (lda, ldb, ldc; ops.Operand.padding says by how much)
+    # the leading dimensions and batch strides padded (lda, strideA ...; ops.Operand says by how much)
+    padded: tuple[str, ...] = ()
 
     @property
     def exact(self) -> bool:
@@ -80,7 +81,7 @@ def trials(spec: KernelSpec, dtype: str) -> list[Trial]:
     pairs = list(itertools.product(*spec.scalars(p))) if spec.operation.scalars else [(None, None)]
     out = [Trial(first, a, b) for a, b in pairs]
     alpha, beta = pairs[-1]
-    padded = tuple(o.leading for o in spec.leading if o.leading)
+    padded = tuple(o.leading for o in spec.leading if o.leading) + tuple(o.stride for o in spec.strided if o.stride)
     if padded:
         out.append(Trial(first, alpha, beta, padded=padded))
     return out + [Trial(pattern, alpha, beta, padded=padded) for pattern in rest]
@@ -250,18 +251,28 @@ def guard_width(largest: int, itemsize: int) -> int:
 @dataclass(frozen=True)
 class Layout:
     """How a logical (batch, rows, cols) matrix lies in memory: row- or column-major, each row (column)
-    ``ld`` elements long, batches one after another."""
+    ``ld`` elements long, batches one after another with ``extra`` elements between one's matrix and the
+    next (a batch stride longer than the matrix)."""
 
     order: str
     ld: int
+    extra: int = 0
 
     @classmethod
-    def of(cls, order: str, rows: int, cols: int, padding: int = 0) -> Layout:
-        return cls(order, (cols if order == "row" else rows) + padding)
+    def of(cls, order: str, rows: int, cols: int, padding: int = 0, extra: int = 0) -> Layout:
+        return cls(order, (cols if order == "row" else rows) + padding, extra)
+
+    def lines(self, dims: tuple[int, int, int]) -> tuple[int, int]:
+        """(lines, length): the matrix's rows and row length where row-major, else its columns and theirs."""
+        _, rows, cols = dims
+        return (rows, cols) if self.order == "row" else (cols, rows)
+
+    def stride(self, dims: tuple[int, int, int]) -> int:
+        """Elements from one batch's first element to the next's."""
+        return self.lines(dims)[0] * self.ld + self.extra
 
     def size(self, dims: tuple[int, int, int]) -> int:
-        batch, rows, cols = dims
-        return batch * (rows if self.order == "row" else cols) * self.ld
+        return dims[0] * self.stride(dims)
 
 
 def image(x: np.ndarray, layout: Layout, guard: int, d: DType, place: int,
@@ -277,7 +288,9 @@ def image(x: np.ndarray, layout: Layout, guard: int, d: DType, place: int,
     out = empty(size + 2 * guard, d.numpy)
     raw = out.view(d.uint)
     raw[:guard] = raw[guard + size:] = d.guards[place]
-    body = out[guard:guard + size].reshape(batch, lines, layout.ld)
+    batches = out[guard:guard + size].reshape(batch, layout.stride(x.shape))
+    batches.view(d.uint)[:, lines * layout.ld:] = d.pads[place]
+    body = batches[:, :lines * layout.ld].reshape(batch, lines, layout.ld)
 
     def piece(block: tuple[slice, slice, slice]) -> None:
         s, i, j = block
@@ -294,17 +307,18 @@ def image(x: np.ndarray, layout: Layout, guard: int, d: DType, place: int,
 def from_buffer(flat: np.ndarray, dims: tuple[int, int, int], layout: Layout) -> np.ndarray:
     """The logical (batch, rows, cols) view of a buffer laid out as ``layout``."""
     batch, rows, cols = dims
-    if layout.order == "row":
-        return flat.reshape(batch, rows, layout.ld)[:, :, :cols]
-    return flat.reshape(batch, cols, layout.ld)[:, :, :rows].transpose(0, 2, 1)
+    lines, length = layout.lines(dims)
+    matrices = flat.reshape(batch, layout.stride(dims))[:, :lines * layout.ld].reshape(batch, lines, layout.ld)
+    return matrices[:, :, :length] if layout.order == "row" else matrices[:, :, :length].transpose(0, 2, 1)
 
 
 def padding_mask(dims: tuple[int, int, int], layout: Layout) -> np.ndarray:
     """True at the padding cells of a buffer laid out as ``layout``, in memory order."""
-    batch, rows, cols = dims
-    lines, length = (rows, cols) if layout.order == "row" else (cols, rows)
-    mask = np.zeros((batch, lines, layout.ld), dtype=bool)
-    mask[:, :, length:] = True
+    batch = dims[0]
+    lines, length = layout.lines(dims)
+    mask = np.ones((batch, layout.stride(dims)), dtype=bool)
+    matrices = mask[:, :lines * layout.ld].reshape(batch, lines, layout.ld)
+    matrices[:, :, :length] = False
     return mask.reshape(-1)
 
 

@@ -90,19 +90,27 @@ def _check_guards(name: str, padded: np.ndarray, guard: int, d: DType, pattern: 
 
 
 def _check_padding(prepared: Prepared, out: Operand, image: np.ndarray) -> None:
-    """A padded leading dimension's cells past the matrix belong to nobody: writing them is out of bounds."""
-    if out.leading not in prepared.trial.padded:
+    """A padded leading dimension's cells past the matrix, and a padded batch stride's past each batch's matrix,
+    belong to nobody: writing them is out of bounds."""
+    if out.leading not in prepared.trial.padded and out.stride not in prepared.trial.padded:
         return
     d = precision(prepared.dtype).output
     layout = prepared.layouts[out.name]
     payload = data.unpad(image, prepared.guard)[1]
     mask = data.padding_mask(prepared.dims(out), layout)
     hit = np.flatnonzero(mask & ~data.same_bits(payload, d.pads[prepared.spec.operation.place(out)], d))
-    if hit.size:
-        name, ld = out.name, out.leading
-        raise Caught("guard", f"wrote {hit.size} element(s) into the padding of {name} (the cells past each "
-                              f"{'row' if layout.order == 'row' else 'column'} when {ld} = {layout.ld}; first at "
-                              f"buffer offset {hit[0]}): an index that uses the matrix width instead of {ld}?")
+    if not hit.size:
+        return
+    name, ld, dims = out.name, out.leading, prepared.dims(out)
+    lines = layout.lines(dims)[0] * layout.ld
+    if hit[0] % layout.stride(dims) >= lines:  # past a batch's matrix, before the next one's
+        raise Caught("guard", f"wrote {hit.size} element(s) into the padding of {name} between batches (the "
+                              f"cells past each batch's matrix when {out.stride} = {layout.stride(dims)}; first at "
+                              f"buffer offset {hit[0]}): a batch offset that uses the matrix's size instead of "
+                              f"{out.stride}?")
+    raise Caught("guard", f"wrote {hit.size} element(s) into the padding of {name} (the cells past each "
+                          f"{'row' if layout.order == 'row' else 'column'} when {ld} = {layout.ld}; first at "
+                          f"buffer offset {hit[0]}): an index that uses the matrix width instead of {ld}?")
 
 
 def _check_unchanged(name: str, sent: np.ndarray, back: np.ndarray, guard: int, d: DType) -> None:
@@ -262,7 +270,10 @@ def _ignores_leading(prepared: Prepared, rerun: Rerun) -> str | None:
     for ld in trial.padded:
         alone = _quietly(rerun, dataclasses.replace(trial, padded=(ld,)), "", ops)
         if alone is not None and not _right(prepared, alone, ops):
-            operand = next(o for o in prepared.spec.operation.operands if o.leading == ld)
+            operand = next(o for o in prepared.spec.operation.operands if ld in (o.leading, o.stride))
+            if ld == operand.stride:
+                return (f"wrong only when {ld} is padded: the kernel ignores {ld} and steps from one batch's "
+                        f"{operand.name} to the next by the matrix's size, {operand.rows} * {operand.cols}?")
             row_major = prepared.layouts[operand.name].order == "row"
             minimal = operand.cols if row_major else operand.rows
             return (f"wrong only when {ld} is padded, right when {ld} = {minimal}: the kernel ignores {ld} and "

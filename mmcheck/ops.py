@@ -89,6 +89,10 @@ class Operand:
     cols: str
     leading: str | None = None
     padding: int = 0
+    # The parameter that may give the elements from one batch's matrix to the next (cuBLAS's strideA), and how
+    # many elements past the matrix mmcheck pads it by: different for each operand, multiples of 64 elements.
+    stride: str | None = None
+    stride_padding: int = 0
 
     def dims(self, shape: Shape) -> tuple[int, int]:
         """(rows, cols) for one batch."""
@@ -193,10 +197,10 @@ class Op:
 
 
 # The operands of the ops below; C and y are in-out where the op has beta.
-_A = Operand("A", INPUT, "M", "K", "lda", 8)
-_B = Operand("B", INPUT, "K", "N", "ldb", 16)
+_A = Operand("A", INPUT, "M", "K", "lda", 8, "strideA", 64)
+_B = Operand("B", INPUT, "K", "N", "ldb", 16, "strideB", 128)
 _X = Operand("x", INPUT, "K", "1")
-_MATRIX = (_A, _B, Operand("C", OUTPUT, "M", "N", "ldc", 24))
+_MATRIX = (_A, _B, Operand("C", OUTPUT, "M", "N", "ldc", 24, "strideC", 192))
 _VECTOR = (_A, _X, Operand("y", OUTPUT, "M", "1"))
 
 OPS: dict[str, Op] = {o.name: o for o in (
@@ -204,7 +208,7 @@ OPS: dict[str, Op] = {o.name: o for o in (
     Op("bmm", _MATRIX, itemgetter("A", "B"), "C[b] = A[b] @ B[b] for each of batch contiguous matrices",
        batch="always"),
     Op("mv", _VECTOR, itemgetter("A", "x"), "y[M] = A[M,K] @ x[K]", fixed={"N": 1}, blas="gemv"),
-    Op("gemm", (_A, _B, Operand("C", INOUT, "M", "N", "ldc", 24)), itemgetter("A", "B"),
+    Op("gemm", (_A, _B, Operand("C", INOUT, "M", "N", "ldc", 24, "strideC", 192)), itemgetter("A", "B"),
        "C = alpha * A @ B + beta * C (per batch, strided, with `batch` among params)", scalars=SCALARS,
        batch="param"),
     Op("gemv", (_A, _X, Operand("y", INOUT, "M", "1")), itemgetter("A", "x"), "y = alpha * A @ x + beta * y",

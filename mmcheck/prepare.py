@@ -162,7 +162,8 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
     needs exact-size allocations to see an out-of-bounds access) and upload them."""
     p = precision(dtype)
     op = spec.operation
-    layouts = {o.name: Layout.of(spec.layout(o.name), *o.dims(shape), o.padding if o.leading in trial.padded else 0)
+    layouts = {o.name: Layout.of(spec.layout(o.name), *o.dims(shape), o.padding if o.leading in trial.padded else 0,
+                                 o.stride_padding if o.stride in trial.padded else 0)
                for o in op.operands}
     # The spec's own buffers lie row-major, as (batch, rows, cols) with the dimensions they lack set to 1.
     logical = {o.name: operands[o.name] for o in op.operands}
@@ -180,6 +181,7 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
                   for b in spec.buffers})
     buffers = {name: backend.upload(host, guard) for name, host in hosts.items()}
     lds = {o.leading: layouts[o.name].ld for o in spec.leading}
+    lds.update({o.stride: layouts[o.name].stride((shape.batch, *o.dims(shape))) for o in spec.strided})
     scalars = {"alpha": operands.alpha, "beta": operands.beta,
                **{s.name: s.at(launch.env) for s in spec.named_scalars}}
     args: list[Arg] = []
@@ -193,7 +195,7 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
             args.append(value.view(np.dtype(f"uint{8 * kind.itemsize}")) if kind.kind == "V" else value)
         else:
             ctype = CTYPES[q.ctype or "int"]  # a size is an int unless the spec says otherwise
-            args.append(np.dtype(ctype).type(lds[q.name] if q.kind == "leading" else launch.env[q.name]))
+            args.append(np.dtype(ctype).type(lds[q.name] if q.kind in ("leading", "stride") else launch.env[q.name]))
     return Prepared(spec, dtype, shape, trial, launch, operands, layouts, guard, hosts, buffers, tuple(args))
 
 

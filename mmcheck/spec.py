@@ -87,7 +87,8 @@ class Param:
 
     name: str
     ctype: str | None = None
-    kind: str = "buffer"  # buffer, size, leading, scalar; extra (a buffer of ``buffers``), value (of ``scalars``)
+    kind: str = "buffer"  # buffer, size, leading, stride, scalar; extra (a buffer of ``buffers``), value (of
+    #                       ``scalars``)
 
     @property
     def is_buffer(self) -> bool:
@@ -149,6 +150,12 @@ class KernelSpec:
         """The operands whose leading dimension the kernel takes."""
         names = {p.name for p in self.params}
         return tuple(o for o in self.operation.operands if o.leading in names)
+
+    @property
+    def strided(self) -> tuple[Operand, ...]:
+        """The operands whose batch stride the kernel takes."""
+        names = {p.name for p in self.params}
+        return tuple(o for o in self.operation.operands if o.stride in names)
 
     def layout(self, operand: str) -> str:
         """How ``operand`` lies in memory: "row" (row-major, the default) or "col" (column-major)."""
@@ -680,6 +687,7 @@ def _params(value: Any, op: Op, fail: Any, buffers: Sequence[Buffer] = (),
     if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
         raise fail("params", "must be a list of strings like \"A\" or \"M:size_t\"")
     leading = [o.leading for o in op.operands if o.leading]
+    strides = [o.stride for o in op.operands if o.stride] if op.batch != "never" else []
     typed = {s.name: s for s in named_scalars}
     declared = {b.name for b in buffers} | set(typed)
     params: list[Param] = []
@@ -690,11 +698,11 @@ def _params(value: Any, op: Op, fail: Any, buffers: Sequence[Buffer] = (),
             if ctype:
                 raise fail("params", f"buffer {name} takes no type (it is a pointer to its dtype)")
             params.append(Param(name))
-        elif name in SIZES or name in leading:
+        elif name in SIZES or name in leading or name in strides:
             ctype = ctype or "int"
             if ctype not in _INTEGER_CTYPES:
                 raise fail("params", f"size {name} has type {ctype!r}; use one of {', '.join(_INTEGER_CTYPES)}")
-            params.append(Param(name, ctype, "size" if name in SIZES else "leading"))
+            params.append(Param(name, ctype, "size" if name in SIZES else "leading" if name in leading else "stride"))
         elif name in op.scalars:
             if ctype and ctype not in CTYPES:
                 raise fail("params", f"scalar {name} has type {ctype!r}; use one of {', '.join(CTYPES)}")
@@ -705,7 +713,7 @@ def _params(value: Any, op: Op, fail: Any, buffers: Sequence[Buffer] = (),
             scalar = typed.get(name)
             params.append(Param(name, scalar.ctype, "value") if scalar else Param(name, None, "extra"))
         else:
-            extra = [*op.scalars, *leading]
+            extra = [*op.scalars, *leading, *strides]
             raise fail("params", f"unknown parameter {name!r} for op {op.name!r} (buffers {', '.join(op.names)}; "
                                  f"sizes {', '.join(SIZES)}" + (f"; also {', '.join(extra)}" if extra else "") + ")")
     names = [p.name for p in params]

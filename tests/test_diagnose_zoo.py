@@ -58,6 +58,20 @@ CASES = {
     "buggy.tc_no_wait_group": (Shape(128, 128, 32), "race", "the result depends on thread order"),
     "buggy.tc_b_without_trans": (Shape(128, 128, 32), "mismatch", "differ"),
     "buggy.tc_wrong_swizzle": (Shape(128, 128, 32), "mismatch", "differ"),
+    # epilogues, split-K, grouped GEMM and strided batches (the spec's own buffers, init and reference)
+    "buggy.bias_by_row": (Shape(5, 6, 7), "mismatch", "differ"),
+    "buggy.relu_before_bias": (Shape(5, 6, 7), "mismatch", "differ"),
+    "buggy.scales_swapped": (Shape(5, 6, 7), "mismatch", "differ"),
+    "buggy.clip_forgotten": (Shape(5, 6, 7), "mismatch", "got 1623.0, expected 6.0"),
+    "buggy.splitk_store": (Shape(5, 6, 100), "race", "the result depends on thread order"),
+    # K = 100 in 3 slices of 33: the floor drops the one term past 99
+    "buggy.splitk_floor": (Shape(5, 6, 100), "mismatch", "the last k term is dropped"),
+    "buggy.splitk_never_last": (Shape(5, 6, 100), "unwritten", "30 of 30 elements of C were never written"),
+    "buggy.grouped_first_weights": (Shape(20, 6, 7), "mismatch", "row 0 is right and every later row is wrong"),
+    "buggy.grouped_boundary": (Shape(20, 6, 7), "mismatch", "differ"),
+    "buggy.strided_ignores_strideB": (Shape(5, 6, 7, 3), "mismatch", "wrong only when strideB is padded: the kernel "
+                                                                     "ignores strideB"),
+    "buggy.strided_c_by_size": (Shape(5, 6, 7, 3), "guard", "into the padding of C between batches"),
 }
 # Where the GPU shows the same bug differently.  Its races are seen by racecheck, which names the source
 # lines.  Threads that have returned count as arrived at a barrier on sm_70 and later, so an early return
@@ -68,6 +82,8 @@ ON_GPU = {
     "buggy.missing_second_sync": ("race", "shared-memory race between writes at "),
     "buggy.early_return_before_barrier": (("mismatch", "race"), "the last partial tile, tile 16"),
     "buggy.tc_no_wait_group": ("race", "shared-memory race between writes at "),
+    # the slices' plain stores to global memory: the last to land wins, which may differ from run to run
+    "buggy.splitk_store": (("mismatch", "race"), "differ"),
 }
 # Every known-bad kernel is here but two: the sanitizer-only bug (test_sanitize.py) and the one only the large
 # mode reaches (test_large.py).

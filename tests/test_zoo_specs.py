@@ -89,6 +89,7 @@ RIGHT_PAST_2_31 = {
     "blas.tc_mma_ldmatrix",   # the same, for every tile
     "blas.tc_mma_pipeline",
     "blas.tc_mma_pipeline_wide",
+    "blas.sgemm_strided_batched",  # int offsets within a matrix, batch offsets in long long
 }
 
 
