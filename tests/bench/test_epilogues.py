@@ -3,6 +3,9 @@ input buffers laid afresh before each timed launch (drawn where the spec's are r
 as the spec fills them, their scalars passed as prepared, and the launches verified through the epilogue; their
 cheats refused.  On the fake backend and clock, as test_integrity.py is."""
 
+import dataclasses
+import pickle
+
 import numpy as np
 import pytest
 
@@ -109,6 +112,10 @@ def serves_from_work(a, b, c, work, m, n, k, schedule):
 served: list[int] = []
 
 
+def adds_residual(a, b, c, r, m, n, k, schedule):
+    _store(c, _product(a, b, m, n, k) + _payload(r).reshape(m, n))
+
+
 def laid_values(a, b, c, ramp, half, m, n, k, schedule):
     """Honest: C = A @ B * half + ramp[n], from an index buffer and a constant one."""
     _store(c, _product(a, b, m, n, k) * _payload(half)[0] + _payload(ramp))
@@ -117,13 +124,15 @@ def laid_values(a, b, c, ramp, half, m, n, k, schedule):
 @pytest.fixture(autouse=True)
 def kernels(monkeypatch):
     for function in (scaled_bias_relu, sums_in_order_with_bias, tf32_with_bias, skips_bias_when_timed,
-                     ignores_scale_when_timed, zeroes_bias_when_timed, split_k, serves_from_work, laid_values):
+                     ignores_scale_when_timed, zeroes_bias_when_timed, split_k, serves_from_work, laid_values,
+                     adds_residual):
         monkeypatch.setattr(fake_backend, function.__name__, function, raising=False)
     served.clear()
 
 
-def _bench(entry, shape=SHAPE, epilogue=EPILOGUE, extra=BIAS, params=PARAMS, dtype="float32"):
-    backend = FakeTimingBackend()
+def _bench(entry, shape=SHAPE, epilogue=EPILOGUE, extra=BIAS, params=PARAMS, dtype="float32",
+           backend_class=FakeTimingBackend):
+    backend = backend_class()
     spec = spec_for(entry, (dtype,), params=params, extra=f'epilogue = "{epilogue}"\n{extra}' if epilogue else extra)
     return Bench(Runner(backend, seed=1), METHOD).run(spec, dtype, shape), backend
 
@@ -185,6 +194,26 @@ def test_buffers_of_an_index_and_a_constant_are_laid_as_the_spec_says_and_checke
     assert outcome.record.extra["bytes"] == 4 * (64 * 16 + 16 * 32 + 64 * 32 + 32 + 1)
 
 
+class _NoL2(FakeTimingBackend):
+    """A kernel of 5 ns at 64x32x16, on a device with no L2: over the floor of the op's bytes (4.3 ns), under
+    that of the op's and a residual's its epilogue reads (6.7 ns)."""
+
+    seconds_per_mac = 5e-9 / SHAPE.macs
+
+    def device(self):
+        return dataclasses.replace(super().device(), l2_bytes=0)
+
+
+def test_the_floor_counts_the_bytes_the_epilogue_reads():
+    residual = '[kernel.buffers.r]\nshape = ["M", "N"]\n'
+    params = ("A", "B", "C", "r", "M", "N", "K")
+    outcome, _ = _bench("adds_residual", epilogue="acc + r[m, n]", extra=residual, params=params,
+                        backend_class=_NoL2)
+    assert outcome.record is None and "not credible" in outcome.failure and "22.5 kB from DRAM" in outcome.failure
+    outcome, _ = _bench("good", epilogue=None, extra="", params=("A", "B", "C", "M", "N", "K"), backend_class=_NoL2)
+    assert outcome.record is not None, outcome.failure
+
+
 # --- the witness, one buffer at a time ---------------------------------------------------------------------
 
 def _spec_buffer(index, name, n, fill, check, constant=0.0, guard=8):
@@ -222,6 +251,17 @@ def test_the_witness_lays_each_spec_buffer_afresh_and_verifies_through_the_epilo
     values(4)[0] = 7
     with pytest.raises(Unverified, match="changed its input ramp"):
         witness.verify(0, 2)
+    assert pickle.loads(pickle.dumps(renewal)) == renewal  # as it goes to a GPU backend's worker
+
+
+def test_a_piece_evaluated_at_its_origin_is_that_piece_of_the_whole():
+    """The witness verifies a large result a piece at a time: b, m and n are the piece's place in the whole."""
+    epilogue = Epilogue("relu(acc * t[b, m // 2, n // 3] + bias[n])", {"t": 3, "bias": 1})
+    rng = np.random.default_rng(5)
+    values = {"t": rng.standard_normal((2, 3, 3)), "bias": rng.standard_normal(9)}
+    acc = rng.standard_normal((2, 6, 9))
+    whole = epilogue.apply(acc, values)
+    assert np.array_equal(epilogue.apply(acc[1:, 2:5, 4:], values, origin=(1, 2, 4)), whole[1:, 2:5, 4:])
 
 
 def test_reads_counts_the_elements_the_subscripts_reach():
@@ -230,3 +270,24 @@ def test_reads_counts_the_elements_the_subscripts_reach():
     assert epilogue.reads(1, 300, 200) == {"sa": 300, "t": 6, "bias": 200, "s": 1, "w": 499}
     assert epilogue.reads(1, 4096, 4096)["w"] == 4096  # past the grid it counts along one size: fewer, never more
     assert OPS["mm"].bytes(SHAPE, 4, 4, False) == 4 * (64 * 16 + 16 * 32 + 64 * 32)
+
+
+def test_on_a_gpu_an_epilogue_evaluates_on_cupy_arrays_as_on_numpy():
+    """What the witness does with a piece of the result on the GPU: the epilogue, its bound and its magnitudes."""
+    try:
+        import cupy
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # no CuPy, or no device: its own words why
+        pytest.skip(f"the witness verifies on a GPU with CuPy: {e}")
+    epilogue = Epilogue("min(relu(acc * sa[m] * t[m // 2, n // 3] + bias[n] - s[0]), clip) + sigmoid(acc) / 2",
+                        {"sa": 1, "t": 2, "bias": 1, "s": 1}, frozenset({"clip"}))
+    rng = np.random.default_rng(4)
+    values = {"sa": rng.standard_normal(6), "t": rng.standard_normal((3, 3)), "bias": rng.standard_normal(9),
+              "s": rng.standard_normal(1)}
+    acc, origin = rng.standard_normal((1, 4, 5)), (1, 2, 4)
+    on = {np: (acc, {**values, "clip": 2.0}), cupy: (cupy.asarray(acc), {
+        **{k: cupy.asarray(v) for k, v in values.items()}, "clip": 2.0})}
+    results = {xp: (epilogue.apply(a, v, xp, origin), epilogue.bound(a, 1e-3, v, 2.0**-24, xp, origin),
+                    epilogue.magnitude(a, v, xp, origin)) for xp, (a, v) in on.items()}
+    for host, device in zip(results[np], results[cupy]):
+        assert isinstance(device, cupy.ndarray) and np.allclose(host, device.get(), rtol=1e-12, atol=0)
