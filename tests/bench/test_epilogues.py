@@ -179,7 +179,7 @@ def test_a_workspace_is_laid_as_the_spec_fills_it_before_every_launch():
     params = ("A", "B", "C", "work", "M", "N", "K")
     outcome, _ = _bench("split_k", epilogue=None, extra=work, params=params)
     assert outcome.record is not None, outcome.failure
-    outcome, backend = _bench("serves_from_work", epilogue=None, extra=work, params=params)
+    outcome, _ = _bench("serves_from_work", epilogue=None, extra=work, params=params)
     assert outcome.record is not None, outcome.failure
     assert served == []
     assert outcome.record.extra["bytes"] == 4 * (64 * 16 + 16 * 32 + 64 * 32)  # a workspace is not compulsory
