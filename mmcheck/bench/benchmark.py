@@ -229,9 +229,10 @@ def _renewal(prepared: Prepared) -> Renewal:
             raise Unsupported(f"{spec.name}: not timed: the witness cannot yet verify a buffer of role "
                               f"{b.role.value} ({b.name})")
         d, declared = b.d(p), prepared.operands[b.name].shape
+        batch, rows, cols = (1, 1, *declared)[-3:]  # as prepare lays it out: the dimensions it lacks set to 1
         fill, constant = _laid(b, d)
-        return Held(names.index(b.name), b.role.place, b.name, (1,) * (3 - len(declared)) + declared,
-                    prepared.layouts[b.name], prepared.guard, d.name, fill, _CHECKS[b.role], constant, len(declared))
+        return Held(names.index(b.name), b.role.place, b.name, (batch, rows, cols), prepared.layouts[b.name],
+                    prepared.guard, d.name, fill, _CHECKS[b.role], constant, len(declared))
 
     held = (*map(operand, op.operands), *map(extra, spec.buffers))
     return Renewal(op.name, trial.pattern, trial.alpha, trial.beta, spec.accumulator(p).name, prepared.shape.K, held,
