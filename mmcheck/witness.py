@@ -203,7 +203,7 @@ class Witness:
 
     def verify(self, slot: int, launch: int) -> None:
         r, xp = self.renewal, self.xp
-        sent = {h.name: self._sent(slot, h) for h in r.held if h.fill.laid}
+        sent = {h.name: self._sent(slot, h) for h in r.held if h.fill.laid and h.check is not Check.FREE}
         for h in r.held:
             self._memory_intact(slot, h, sent.get(h.name), launch)
         op, out = r.operation, r.output
@@ -241,7 +241,7 @@ class Witness:
             self.draw(self._stream(slot, h), self.renewal.pattern, h.d, self.renewal.offset(h), out)
             return
         xp = self.xp
-        values = (xp.full(out.shape, h.constant, dtype=xp.float64) if h.fill is Fill.CONSTANT
+        values = (xp.full((1, 1), h.constant, dtype=xp.float64) if h.fill is Fill.CONSTANT  # broadcast over out
                   else xp.arange(out.size, dtype=xp.float64).reshape(out.shape))
         out[...] = h.d.narrow(values, xp)
 
