@@ -47,8 +47,12 @@ class DType:
     alphas: tuple[float, ...]          # default alpha and beta to test (ops with scalars)
     betas: tuple[float, ...]
     header: str | None = None          # the CUDA header that declares ``ctype``
-    blas: str | None = None            # cuBLAS: the routines' prefix (s, d), or "ex" for cublasGemmEx; None: none
+    # cuBLAS: the routines' prefix (s, d), "ex" for cublasGemmEx, "lt" for cuBLASLt's matmul alone (FP8); None:
+    # none, and ``no_blas`` says why where there is more to say than that.
+    blas: str | None = None
     cuda_type: int | None = None       # cudaDataType (CUDA_R_32F ...), what cublasGemmEx is told
+    blas_compute: int | None = None    # cublasComputeType_t cublasGemmEx computes these inputs in (CUBLAS_COMPUTE_32F)
+    no_blas: str = ""
     peak: tuple[str, ...] = ()         # bench/peak.py's lanes this dtype's kernels are compared with
     # The top half of a float32's bits (bfloat16): how an array module without the type (CuPy) converts it.
     top_of_float32: bool = False
@@ -120,10 +124,10 @@ DTYPES: dict[str, DType] = {d.name: d for d in (
     # 16-bit floats: NaN payloads fit in the 9 (float16) or 6 (bfloat16) mantissa bits below the quiet bit.
     DType("float16", np.dtype("float16"), "__half", "6__half", 0x7EAD, 0x7CDE, (0x7CA1, 0x7CB1, 0x7CC1),
           (0x7D21, 0x7D31, 0x7D41), 0x0200, ("ints", "normal"), alphas=_ALPHAS, betas=_BETAS, header="cuda_fp16.h",
-          blas="ex", cuda_type=2, peak=("fp16_tensor",)),
+          blas="ex", cuda_type=2, blas_compute=68, peak=("fp16_tensor",)),
     DType("bfloat16", np.dtype(ml_dtypes.bfloat16), "__nv_bfloat16", "13__nv_bfloat16", 0x7FED, 0x7F9E,
           (0x7F81, 0x7F82, 0x7F83), (0x7F84, 0x7F85, 0x7F86), 0x0040, ("ints", "normal"), alphas=_ALPHAS, betas=_BETAS,
-          header="cuda_bf16.h", blas="ex", cuda_type=14, peak=("bf16_tensor",), top_of_float32=True),
+          header="cuda_bf16.h", blas="ex", cuda_type=14, blas_compute=68, peak=("bf16_tensor",), top_of_float32=True),
 )}
 
 

@@ -16,11 +16,16 @@ there.  The epilogue's own arithmetic rounds as well, in the accumulator's type,
 and a few times per transcendental function: gamma_k times the expression evaluated on magnitudes (each
 leaf's absolute value, subtraction as addition), the forward-error bound of any evaluation of it (Higham,
 Thm. 3.1).  The output's rounding is the caller's, as it is without an epilogue.
+
+**What it reads.**  A benchmark's floor counts the bytes a launch cannot avoid moving, the epilogue's buffers
+among them: as many elements of each as its subscripts reach over the result (``reads``), never its whole
+declared shape, which may be larger than what is indexed.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,8 +36,12 @@ __all__ = ["Epilogue", "EpilogueError", "FUNCTIONS", "INDICES", "Initializer"]
 
 INDICES = ("b", "m", "n")
 FLAT = "i"  # an initializer's flat index
+# The batch, row and column of a piece's first element in the whole result.
+Origin = tuple[int, int, int]
 _MAX_CHARS = 2048
 _MAX_NODES = 256
+# Points of b, m and n over which reads() counts an index's values at once; past it, along each alone.
+_GRID = 1 << 22
 
 
 class EpilogueError(ValueError):
@@ -112,23 +121,43 @@ class Epilogue:
     def __hash__(self) -> int:
         return hash(self.text)
 
-    def apply(self, acc: Any, values: Mapping[str, Any], xp: Any = np) -> Any:
-        """The epilogue at every element of ``acc`` (batch, M, N), its buffers' values and scalars by name."""
-        return _Evaluation(acc, values, xp, magnitudes=False).value(self.tree)
+    def apply(self, acc: Any, values: Mapping[str, Any], xp: Any = np, origin: Origin = (0, 0, 0)) -> Any:
+        """The epilogue at every element of ``acc`` (batch, M, N), its buffers' values and scalars by name; ``xp``
+        the array module (numpy, or CuPy on the GPU) and ``origin`` the batch, row and column of acc's first
+        element, where acc is a piece of the result."""
+        return _Evaluation(acc, values, xp, False, origin).value(self.tree)
 
-    def magnitude(self, acc: Any, values: Mapping[str, Any], xp: Any = np) -> Any:
+    def magnitude(self, acc: Any, values: Mapping[str, Any], xp: Any = np, origin: Origin = (0, 0, 0)) -> Any:
         """The epilogue evaluated on magnitudes: a bound of every intermediate value's magnitude."""
-        return _Evaluation(xp.abs(acc), values, xp, magnitudes=True).value(self.tree)
+        return _Evaluation(xp.abs(acc), values, xp, True, origin).value(self.tree)
 
-    def bound(self, acc: Any, acc_bound: Any, values: Mapping[str, Any], u: float, xp: Any = np) -> Any:
+    def bound(self, acc: Any, acc_bound: Any, values: Mapping[str, Any], u: float, xp: Any = np,
+              origin: Origin = (0, 0, 0)) -> Any:
         """How far the kernel's epilogue may be from ``apply(acc)``, for a product off by up to ``acc_bound``
         and arithmetic of unit roundoff ``u`` (see the module's docstring)."""
-        want = self.apply(acc, values, xp)
-        moved = xp.maximum(xp.abs(self.apply(acc + acc_bound, values, xp) - want),
-                           xp.abs(self.apply(acc - acc_bound, values, xp) - want))
+        want = self.apply(acc, values, xp, origin)
+        moved = xp.maximum(xp.abs(self.apply(acc + acc_bound, values, xp, origin) - want),
+                           xp.abs(self.apply(acc - acc_bound, values, xp, origin) - want))
         k = self.roundings
-        rounding = k * u / (1 - k * u) * self.magnitude(xp.abs(acc) + acc_bound, values, xp)
+        rounding = k * u / (1 - k * u) * self.magnitude(xp.abs(acc) + acc_bound, values, xp, origin)
         return moved + rounding
+
+    def reads(self, batch: int, rows: int, cols: int) -> dict[str, int]:
+        """The fewest elements of each buffer the epilogue reads over a (batch, rows, cols) result, what a floor
+        counts: exactly where each index of a subscript names its own ones of b, m and n (``bias[n]``,
+        ``scale[m // 128, n // 128]``, ``s[0]``), else the most that any one of its indices takes."""
+        sizes = {"b": batch, "m": rows, "n": cols}
+        reached: dict[str, int] = {}
+        for node in ast.walk(self.tree):
+            if not isinstance(node, ast.Subscript):
+                continue
+            indices = _indices(node)
+            names = [{n.id for n in ast.walk(i) if isinstance(n, ast.Name)} for i in indices]
+            counts = [_distinct(i, used, sizes) for i, used in zip(indices, names)]
+            apart = sum(map(len, names)) == len(set().union(*names))  # each index over its own sizes: a product
+            name = node.value.id  # type: ignore[attr-defined]
+            reached[name] = max(reached.get(name, 0), math.prod(counts) if apart else max(counts))
+        return reached
 
     # -- checking the tree ------------------------------------------------------------------------------
 
@@ -203,17 +232,17 @@ class Initializer(Epilogue):
         """The values at every element of a (batch, rows, cols) buffer, in float64, ``names`` giving the
         sizes and scalars."""
         zero = np.zeros(dims)
-        return np.broadcast_to(_Evaluation(zero, names, np, magnitudes=False).value(self.tree), dims).astype(float)
+        return np.broadcast_to(_Evaluation(zero, names, np, False, (0, 0, 0)).value(self.tree), dims).astype(float)
 
 
 class _Evaluation:
-    """One evaluation of an epilogue's tree over (batch, M, N) arrays; on ``magnitudes``, of its magnitudes."""
+    """One evaluation of an epilogue's tree over (batch, M, N) arrays whose first element is at ``origin``; on
+    ``magnitudes``, of its magnitudes."""
 
-    def __init__(self, acc: Any, values: Mapping[str, Any], xp: Any, magnitudes: bool) -> None:
-        self.acc, self.values, self.xp, self.magnitudes = acc, values, xp, magnitudes
-        batch, rows, cols = acc.shape
-        self.indices = {"b": xp.arange(batch).reshape(-1, 1, 1), "m": xp.arange(rows).reshape(1, -1, 1),
-                        "n": xp.arange(cols).reshape(1, 1, -1)}
+    def __init__(self, acc: Any, values: Mapping[str, Any], xp: Any, magnitudes: bool, origin: Origin) -> None:
+        self.acc, self.values, self.xp, self.magnitudes, self.origin = acc, values, xp, magnitudes, origin
+        self.indices = _grid(acc.shape, origin, xp)
+        _, rows, cols = acc.shape
         self.indices[FLAT] = (self.indices["b"] * rows + self.indices["m"]) * cols + self.indices["n"]
 
     def value(self, node: ast.expr) -> Any:
@@ -235,7 +264,7 @@ class _Evaluation:
             if self.magnitudes and isinstance(node.op, ast.Sub):
                 return left + right
             if self.magnitudes and isinstance(node.op, ast.Div):  # by data alone (see _check): its value's size
-                return left / xp.abs(_Evaluation(self.acc, self.values, xp, magnitudes=False).value(node.right))
+                return left / xp.abs(_Evaluation(self.acc, self.values, xp, False, self.origin).value(node.right))
             return _ARITHMETIC[type(node.op)](left, right)
         if isinstance(node, ast.Call):
             function = FUNCTIONS[node.func.id](xp)  # type: ignore[union-attr]
@@ -243,9 +272,8 @@ class _Evaluation:
             return (function.magnitude if self.magnitudes else function.value)(*arguments)
         assert isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
         name = node.value.id
-        raw = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         values = self.values[name]
-        indices = tuple(self.index(i) for i in raw)
+        indices = tuple(_index(i, self.indices) for i in _indices(node))
         for axis, (index, size) in enumerate(zip(indices, values.shape)):
             low, high = int(xp.asarray(index).min()), int(xp.asarray(index).max())
             if low < 0 or high >= size:
@@ -254,15 +282,39 @@ class _Evaluation:
         read = values[indices].astype(xp.float64)
         return xp.abs(read) if self.magnitudes else read
 
-    def index(self, node: ast.expr) -> Any:
-        if isinstance(node, ast.Constant):
-            return node.value
-        if isinstance(node, ast.Name):
-            return self.indices[node.id]
-        if isinstance(node, ast.UnaryOp):
-            return -self.index(node.operand) if isinstance(node.op, ast.USub) else self.index(node.operand)
-        assert isinstance(node, ast.BinOp)
-        return _ARITHMETIC[type(node.op)](self.index(node.left), self.index(node.right))
+
+def _grid(shape: tuple[int, ...], origin: Origin, xp: Any) -> dict[str, Any]:
+    """b, m and n at each element of a (batch, rows, cols) piece whose first element is at ``origin``, as
+    arrays that broadcast over it."""
+    return {name: xp.arange(start, start + size).reshape([size if axis == i else 1 for i in range(3)])
+            for axis, (name, start, size) in enumerate(zip(INDICES, origin, shape))}
+
+
+def _indices(node: ast.Subscript) -> list[ast.expr]:
+    """The index expressions of a subscript, one per dimension of its buffer."""
+    return list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+
+
+def _index(node: ast.expr, grid: Mapping[str, Any]) -> Any:
+    """An index expression's value at each element of ``grid`` (_grid's)."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return grid[node.id]
+    if isinstance(node, ast.UnaryOp):
+        return -_index(node.operand, grid) if isinstance(node.op, ast.USub) else _index(node.operand, grid)
+    assert isinstance(node, ast.BinOp)
+    return _ARITHMETIC[type(node.op)](_index(node.left, grid), _index(node.right, grid))
+
+
+def _distinct(node: ast.expr, used: set[str], sizes: Mapping[str, int]) -> int:
+    """How many values an index expression over the sizes ``used`` of ``sizes`` takes: counted over all of them
+    where they are at most _GRID points, else the most it takes along any one of them (the others at 0)."""
+    spans = [{name: sizes[name] if name in used else 1 for name in INDICES}]
+    if math.prod(spans[0].values()) > _GRID:
+        spans = [{name: sizes[name] if name == one else 1 for name in INDICES} for one in used]
+    return max(np.unique(np.asarray(_index(node, _grid(tuple(span.values()), (0, 0, 0), np)))).size
+               for span in spans)
 
 
 _ARITHMETIC: dict[type, Callable[[Any, Any], Any]] = {

@@ -45,6 +45,11 @@ class Role(enum.Enum):
         return 0 if self is Role.INPUT else 2
 
     @property
+    def kept(self) -> bool:
+        """Whether the kernel must leave it as it was."""
+        return self is Role.INPUT
+
+    @property
     def compared(self) -> bool:
         """Whether its contents after a launch are compared with the reference function's."""
         return self in (Role.OUTPUT, Role.INOUT)

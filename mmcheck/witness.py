@@ -5,16 +5,19 @@ A kernel can read and write every allocation of its CUDA context, and keep what 
 so nothing that verifies it may be in device memory while it runs.  Before each sample (timer.py) the witness
 draws a seed per slot from the operating system's generator, in host memory no kernel can read, and writes
 from it new inputs into every input buffer, and into the output its fresh input where the op reads it (else
-the poison, or under ``strict_beta`` with beta == 0 the unset pattern).  A result kept from an earlier launch,
+the poison, or under ``strict_beta`` with beta == 0 the unset pattern).  The spec's own buffers (extras.py) are
+laid as the spec fills them: drawn afresh where their values are random, else the same zeros, ones, number or
+index every time (a workspace that must start zeroed is zeroed again).  A result kept from an earlier launch,
 by the buffer, the shape or a fingerprint of the inputs, is then wrong.
 
 Once a sampled launch has finished, and only then, the witness draws its inputs again from the seed, into
 memory allocated now, and checks:
 
-- every input unchanged, bit for bit: a kernel that writes its inputs is refused;
-- the guard bands and the padding of every buffer holding their patterns;
-- every element of the output against the float64 reference: within the bound of the declared accumulator
-  (compare.tolerance), or bit for bit where the data are whole numbers whose every sum is exact;
+- every input unchanged, bit for bit, the spec's input buffers too: a kernel that writes its inputs is refused;
+- the guard bands and the padding of every buffer holding their patterns (all that is asked of a workspace);
+- every element of the output against the float64 reference, through the spec's epilogue where it has one
+  (epilogue.py, with the spec's scalars): within the bound of the declared accumulator (compare.tolerance),
+  carried through the epilogue, or bit for bit where the data are whole numbers whose every sum is exact;
 - the output's error as a whole, against what the declared accumulator's rounding can make it (``spread``):
   a float32 result computed on TF32 tensor cores passes the per-element bound at large K, whose worst case
   grows as K while its real error grows as sqrt(K), but not this.
@@ -32,7 +35,9 @@ C_ij is at most u_acc^2 (K + roundings) alpha^2 V_ij, plus (u_acc^2 + u_out^2) C
 alpha's and beta's terms and of the output.  The reference's own float64 error is bounded alike.  The mean of
 the squared errors over all of C is refused past SPREAD^2 times the mean of those bounds: an honest kernel's
 lies far under it (its rounding errors are uniform, a third of the u^2 the bound assumes, and its partial sums
-smaller than V), while a narrower type's u is thousands of times larger.
+smaller than V), while a narrower type's u is thousands of times larger.  Through an epilogue, each element's
+root-mean-square error is carried as the bound is (Epilogue.bound: moved as far as the epilogue moves it), and
+the epilogue's own roundings and the output's are added, so V is formed element by element there.
 """
 
 from __future__ import annotations
@@ -50,10 +55,11 @@ from . import data
 from .compare import tolerance
 from .data import Layout
 from .dtypes import DTYPES, DType
+from .epilogue import Epilogue, Origin
 from .errors import Unverified
 from .ops import OPS, Op
 
-__all__ = ["Draw", "Fill", "Held", "Renewal", "SPREAD", "Witness", "numpy_draw"]
+__all__ = ["Check", "Draw", "Fill", "Held", "Renewal", "SPREAD", "Witness", "numpy_draw"]
 
 # How many times the declared accumulator's root-mean-square rounding error the result's may be.
 SPREAD = 4.0
@@ -62,19 +68,38 @@ _PIECE = 1 << 26
 
 
 class Fill(enum.Enum):
-    """What a buffer holds before each timed launch: drawn values (an input, or an output the op reads), or
-    a pattern no result equals."""
+    """What a buffer holds before each timed launch: drawn values (an input, an output the op reads, a spec
+    buffer of random values), values the spec lays (every element ``Held.constant``, or its flat index), or a
+    pattern no result equals."""
 
     DRAWN = "drawn"
+    CONSTANT = "constant"
+    INDEX = "index"
     POISON = "poison"
     UNSET = "unset"
+
+    @property
+    def laid(self) -> bool:
+        """Values the witness can make again, to check the buffer against after a launch."""
+        return self not in (Fill.POISON, Fill.UNSET)
+
+
+class Check(enum.Enum):
+    """What is verified of a buffer once a launch has finished, beside its guard bands and padding: that it
+    holds what was laid (an input), the result (the op's output), or nothing more (a workspace)."""
+
+    KEPT = "kept"
+    RESULT = "result"
+    FREE = "free"
 
 
 @dataclass(frozen=True)
 class Held:
-    """One buffer of the launch: its place among the launch's buffers (``index``) and in its op (``place``),
-    its operand's name and dims (batch, rows, cols), its memory layout and guard band, its dtype, and what it
-    is filled with before each launch."""
+    """One buffer of the launch: its place among the launch's buffers (``index``) and which of its dtype's guard
+    and padding patterns it holds (``place``: ops.Op.place), its name and dims (batch, rows, cols), its memory
+    layout and guard band, its dtype, what it is filled with before each launch and what is verified of it
+    after; ``constant`` is what Fill.CONSTANT lays, ``rank`` how many of the dims the spec declares (a spec
+    buffer of shape [N] is (1, 1, N) here)."""
 
     index: int
     place: int
@@ -84,6 +109,9 @@ class Held:
     guard: int
     dtype: str
     fill: Fill
+    check: Check
+    constant: float = 0.0
+    rank: int = 3
 
     @property
     def d(self) -> DType:
@@ -105,7 +133,8 @@ class Held:
 @dataclass(frozen=True)
 class Renewal:
     """What a witness needs to know of a prepared launch (picklable: it goes to the backend's worker): the
-    op, the input pattern, alpha and beta, the declared accumulator, K and the buffers."""
+    op, the input pattern, alpha and beta, the declared accumulator, K and the buffers; the spec's epilogue and
+    its named scalars' values, as prepared."""
 
     op: str
     pattern: str
@@ -114,6 +143,8 @@ class Renewal:
     accumulator: str
     k: int
     held: tuple[Held, ...]
+    epilogue: Epilogue | None = None
+    scalars: tuple[tuple[str, float], ...] = ()
 
     @property
     def operation(self) -> Op:
@@ -123,9 +154,12 @@ class Renewal:
     def exact(self) -> bool:
         return self.pattern in data.EXACT_PATTERNS
 
+    def named(self, name: str) -> Held:
+        return next(h for h in self.held if h.name == name)
+
     @property
     def output(self) -> Held:
-        return next(h for h in self.held if h.name == self.operation.output.name)
+        return self.named(self.operation.output.name)
 
     def offset(self, held: Held) -> float:
         """What drawn whole numbers of an output are moved by, off the lattice its results lie on (data.py)."""
@@ -162,41 +196,54 @@ class Witness:
             self._seeds[slot] = self.seeds()
             for h in self.renewal.held:
                 body = self._body(self.views[slot][h.index], h)
-                if h.fill is Fill.DRAWN:
-                    self.draw(self._stream(slot, h), self.renewal.pattern, h.d, self.renewal.offset(h), body)
+                if h.fill.laid:
+                    self._lay(slot, h, body)
                 else:
                     body[...] = h.d.poison if h.fill is Fill.POISON else h.d.unset
 
     def verify(self, slot: int, launch: int) -> None:
         r, xp = self.renewal, self.xp
-        sent = {h.name: self._sent(slot, h) for h in r.held if h.fill is Fill.DRAWN}
+        sent = {h.name: self._sent(slot, h) for h in r.held if h.fill.laid and h.check is not Check.FREE}
         for h in r.held:
             self._memory_intact(slot, h, sent.get(h.name), launch)
         op, out = r.operation, r.output
-        inputs = next(h.d for h in r.held if h is not out)
-        logical = {name: self._logical(next(h for h in r.held if h.name == name), body)
-                   for name, body in sent.items()}
+        inputs = r.named(op.inputs[0].name).d
+        logical = {name: self._logical(r.named(name), body) for name, body in sent.items()}
         a, b = op.factors(logical)
+        values = self._values(logical)
         got_bits = self._logical(out, self._body(self.views[slot][out.index], out))
         c0 = logical.get(out.name)
         errors, bounds = 0.0, 0.0
         for s, i, j in data.blocks(out.dims[0], out.dims[1], out.dims[2], r.k, _PIECE):
+            origin = (s.start or 0, i.start or 0, j.start or 0)
             a64, b64 = inputs.widen(a[s, i], xp).astype(xp.float64), inputs.widen(b[s, :, j], xp).astype(xp.float64)
             c64 = out.d.widen(c0[s, i, j], xp).astype(xp.float64) if c0 is not None else None
-            want = op.reference(a64, b64, c64, r.alpha, r.beta, xp=xp)
+            product = op.reference(a64, b64, c64, r.alpha, r.beta, xp=xp)
+            want, bound = self._expected(product, op.magnitude(a64, b64, c64, r.alpha, r.beta, xp=xp), values,
+                                         origin)
             got = out.d.widen(got_bits[s, i, j], xp)
-            self._compare(got, want, op.magnitude(a64, b64, c64, r.alpha, r.beta, xp=xp), (s, i, j), launch)
+            self._compare(got, want, bound, origin, launch)
             if not r.exact:
                 errors += float(xp.sum((got - want) ** 2))
-                bounds += self._spread_bound(a64, b64, want)
+                bounds += self._spread_bound(a64, b64, product, values, origin)
         if not r.exact and errors > SPREAD**2 * bounds:
             raise Unverified(self._spread_finding(errors, bounds, out.dims, launch))
 
-    # -- drawing and reading back -------------------------------------------------------------------------
+    # -- laying and reading back ----------------------------------------------------------------------------
 
     def _stream(self, slot: int, h: Held) -> int:
         """Each buffer's own stream of the slot's seed."""
-        return (self._seeds[slot] * 8 + h.place) % (1 << 63)
+        return (self._seeds[slot] * len(self.renewal.held) + h.index) % (1 << 63)
+
+    def _lay(self, slot: int, h: Held, out: Any) -> None:
+        """What ``h`` holds before a launch in ``slot``, written into ``out``, a (lines, length) array of bits."""
+        if h.fill is Fill.DRAWN:
+            self.draw(self._stream(slot, h), self.renewal.pattern, h.d, self.renewal.offset(h), out)
+            return
+        xp = self.xp
+        values = (xp.full((1, 1), h.constant, dtype=xp.float64) if h.fill is Fill.CONSTANT  # broadcast over out
+                  else xp.arange(out.size, dtype=xp.float64).reshape(out.shape))
+        out[...] = h.d.narrow(values, xp)
 
     def _body(self, view: Any, h: Held) -> Any:
         """The cells of a buffer that hold the matrix, as (lines, length) of its memory order."""
@@ -204,9 +251,9 @@ class Witness:
         return view[h.guard:h.guard + size].reshape(h.lines, h.layout.ld)[:, :h.length]
 
     def _sent(self, slot: int, h: Held) -> Any:
-        """What was drawn into the buffer before the launch, drawn again into memory allocated now."""
+        """What was laid in the buffer before the launch, laid again into memory allocated now."""
         out = self.xp.empty((h.lines, h.length), dtype=h.d.uint)
-        self.draw(self._stream(slot, h), self.renewal.pattern, h.d, self.renewal.offset(h), out)
+        self._lay(slot, h, out)
         return out
 
     def _logical(self, h: Held, body: Any) -> Any:
@@ -216,17 +263,27 @@ class Witness:
             return body.reshape(batch, rows, cols)
         return body.reshape(batch, cols, rows).transpose(0, 2, 1)
 
+    def _values(self, logical: dict[str, Any]) -> dict[str, Any]:
+        """What the epilogue reads by name: its buffers' values, of the shapes the spec declares them, and the
+        scalars."""
+        r = self.renewal
+        if r.epilogue is None:
+            return {}
+        held = {name: r.named(name) for name in r.epilogue.buffers}
+        return {**{name: h.d.widen(logical[name], self.xp).astype(self.xp.float64).reshape(h.dims[3 - h.rank:])
+                   for name, h in held.items()}, **dict(r.scalars)}
+
     # -- the checks -----------------------------------------------------------------------------------------
 
     def _memory_intact(self, slot: int, h: Held, sent: Any, launch: int) -> None:
-        """An input as it was drawn; every buffer's guard bands and padding as they were laid."""
+        """An input as it was laid; every buffer's guard bands and padding as they were laid."""
         xp, view = self.xp, self.views[slot][h.index]
         d = h.d
-        if sent is not None and h is not self.renewal.output:
+        if h.check is Check.KEPT:
             changed = int(xp.count_nonzero(self._body(view, h) != sent))
             if changed:
                 raise Unverified(f"launch {launch} of the timing changed its input {h.name}: {changed} of "
-                                 f"{sent.size} elements differ from what was drawn into it before the launch")
+                                 f"{sent.size} elements differ from what was laid in it before the launch")
         size = h.lines * h.layout.ld
         bands = (("before", view[:h.guard]), ("after", view[h.guard + size:]))
         for where, band in bands:
@@ -239,18 +296,37 @@ class Witness:
             raise Unverified(f"launch {launch} of the timing wrote {hit} padding elements of {h.name}, past its "
                              f"rows' ends")
 
-    def _compare(self, got: Any, want: Any, size: Any, piece: tuple[slice, slice, slice], launch: int) -> None:
-        """Every element of a piece of the output: exactly where the data are whole numbers whose every sum
-        the accumulator holds, else within the accumulator's and the output's rounding."""
+    def _expected(self, product: Any, size: Any, values: dict[str, Any], origin: Origin) -> tuple[Any, Any]:
+        """The reference of a piece of the output and the bound to compare with (None: exactly, where the data
+        are whole numbers whose every sum the accumulator holds, and whatever the epilogue makes of them too),
+        from the op's ``product`` and its magnitude ``size``; as judge.py has them for the first launch."""
         r, xp, out = self.renewal, self.xp, self.renewal.output.d
-        acc = DTYPES[r.accumulator]
-        if out.is_integer:
-            bad, bound = got != want.astype(xp.int64).astype(out.numpy).astype(xp.int64), None
-        elif r.exact and float(size.max()) <= acc.exact_integers * data.granule(
-                r.alpha, r.beta, r.offset(r.output) or None):
-            bad, bound = got != out.widen(out.narrow(want, xp), xp), None
+        acc, e = DTYPES[r.accumulator], r.epilogue
+        n = r.k + r.operation.roundings
+        fits = r.exact and float(size.max()) <= acc.exact_integers * data.granule(
+            r.alpha, r.beta, r.offset(r.output) or None)
+        if e is None:
+            return product, None if out.is_integer or fits else tolerance(acc, n, size, out, product)
+        want = e.apply(product, values, xp, origin)
+        whole = all(bool(xp.all(xp.mod(values[name], 1) == 0)) for name in e.buffers)
+        if fits and e.integral and whole and float(e.magnitude(product, values, xp, origin).max()) <= \
+                acc.exact_integers:
+            return want, None
+        bound = e.bound(product, tolerance(acc, n, size), values, acc.unit_roundoff, xp, origin)
+        if out.is_integer:  # an integer output takes a whole number however the kernel rounds: under 1 away
+            return want, bound + 1.0
+        if out.unit_roundoff > acc.unit_roundoff:
+            bound = bound + out.unit_roundoff * (xp.abs(want) + bound) + out.tiny
+        return want, bound
+
+    def _compare(self, got: Any, want: Any, bound: Any, origin: Origin, launch: int) -> None:
+        """Every element of a piece of the output: exactly (``bound`` None), else within ``bound``."""
+        r, xp, out = self.renewal, self.xp, self.renewal.output.d
+        if bound is None:
+            exact = (want.astype(xp.int64).astype(out.numpy).astype(xp.int64) if out.is_integer
+                     else out.widen(out.narrow(want, xp), xp))
+            bad = got != exact
         else:
-            bound = tolerance(acc, r.k + r.operation.roundings, size, out, want)
             bad = ~(xp.abs(got - want) <= bound)  # NaN is bad
         count = int(xp.count_nonzero(bad))
         if not count:
@@ -258,26 +334,31 @@ class Witness:
         worst = xp.where(bad, xp.abs(got - want), -1.0)
         worst = xp.where(xp.isnan(worst), xp.inf, worst)
         at = tuple(int(v) for v in np.unravel_index(int(xp.argmax(worst)), got.shape))
-        where = tuple(sl.start or 0 for sl in piece)
-        index = ", ".join(str(w + v) for w, v in zip(where, at))
+        index = ", ".join(str(w + v) for w, v in zip(origin, at))
         said = "exact comparison" if bound is None else f"bound {float(bound[at]):.3g}"
         raise Unverified(f"launch {launch} of the timing, on inputs drawn afresh, is wrong: {count} of {got.size} "
                          f"elements of {r.output.name} differ; worst at {r.output.name}[{index}]: got "
                          f"{float(got[at])!r}, expected {float(want[at])!r} ({said})")
 
-    def _spread_bound(self, a: Any, b: Any, want: Any) -> float:
+    def _spread_bound(self, a: Any, b: Any, product: Any, values: dict[str, Any], origin: Origin) -> float:
         """The sum over a piece of C of the squared error the model allows (see the module's docstring), the
-        kernel's accumulator's and the float64 reference's: sum_ij V_ij from the squares of A's columns and B's
-        rows, without forming V."""
+        kernel's accumulator's and the float64 reference's: without an epilogue, sum_ij V_ij from the squares
+        of A's columns and B's rows, without forming V; through one, element by element."""
         r, xp = self.renewal, self.xp
-        acc, out = DTYPES[r.accumulator], self.renewal.output.d
+        acc, out, e = DTYPES[r.accumulator], self.renewal.output.d, r.epilogue
         ref = DTYPES["float64"].unit_roundoff
         alpha = 1.0 if r.alpha is None else r.alpha
         n = r.k + r.operation.roundings
-        v = float(xp.sum(xp.sum(a * a, axis=1) * xp.sum(b * b, axis=2)))  # sum over the piece's i, j of V_ij
-        c2 = float(xp.sum(want * want))
-        return ((acc.unit_roundoff**2 + ref**2) * n * alpha**2 * v
-                + (acc.unit_roundoff**2 + out.unit_roundoff**2 + ref**2) * c2)
+        u2 = acc.unit_roundoff**2 + ref**2
+        if e is None:
+            v = float(xp.sum(xp.sum(a * a, axis=1) * xp.sum(b * b, axis=2)))  # sum over the piece of V_ij
+            return u2 * n * alpha**2 * v + (u2 + out.unit_roundoff**2) * float(xp.sum(product * product))
+        sigma = xp.sqrt(u2 * (n * alpha**2 * xp.matmul(a * a, b * b) + product * product))
+        moved = e.bound(product, sigma, values, 0.0, xp, origin)
+        magnitude = e.magnitude(xp.abs(product) + sigma, values, xp, origin)
+        want = e.apply(product, values, xp, origin)
+        return float(xp.sum(moved * moved) + u2 * e.roundings * xp.sum(magnitude * magnitude)
+                     + out.unit_roundoff**2 * xp.sum(want * want))
 
     def _spread_finding(self, errors: float, bounds: float, dims: tuple[int, int, int], launch: int) -> str:
         r = self.renewal

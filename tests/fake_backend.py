@@ -382,6 +382,11 @@ class FakeTimingBackend(FakeBackend):
     library_seconds_per_mac = 0.5e-12
     cc = (9, 0)
     chooser_seed = 3  # which timed launches are verified
+    torch = True  # PyTorch can be imported: FP8's baseline is reached
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.baselines = []  # the library calls chosen, in order
 
     def device(self):
         from mmcheck.backends.base import Device
@@ -422,11 +427,17 @@ class FakeTimingBackend(FakeBackend):
         return Timing(first, measurement, refused, 32, 2048, 0.5)
 
     def time_library(self, op, dtype, m, n, k, batch, alpha, beta, method):
-        from mmcheck.timer import measure
+        """The routine a GPU would time (cublas.choose; ``torch``: PyTorch there), on the fake clock."""
+        from mmcheck.backends.cublas import choose
+        from mmcheck.dtypes import precision
         from mmcheck.errors import Unsupported
+        from mmcheck.ops import OPS
+        from mmcheck.timer import measure
 
-        if dtype == "int32":
-            raise Unsupported("cuBLAS has no int32 GEMM to compare with")
+        chosen = choose(OPS[op], precision(dtype), m, n, k, batch, beta, self.torch)
+        if isinstance(chosen, str):
+            raise Unsupported(chosen)
+        self.baselines.append(chosen)
         return measure(_Clock(m * n * k * batch * self.library_seconds_per_mac), method, wall=_Wall())
 
 

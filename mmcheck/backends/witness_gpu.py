@@ -8,7 +8,9 @@ reduced-precision shortcut).
 
 The generator is a counter-based hash (SplitMix64 of the seed and the element's index), so that drawing again
 from a seed gives the same bits without any state in device memory between launches; a normal value comes from
-two uniforms by the Box-Muller transform.
+two uniforms by the Box-Muller transform.  A value is stored in each dtype by the table's fields: the CUDA
+conversions for float16 and bfloat16, and for one-byte floats (FP8) a rounding of its own, to nearest with ties
+to even, from the type's exponent and mantissa bits.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from ..dtypes import DType
@@ -39,9 +42,29 @@ __device__ unsigned long long mmcheck_mix(unsigned long long z)
     return z ^ (z >> 31);
 }
 
-// kind: 0 float32, 1 float64, 2 float16, 3 bfloat16, 4 int32; `out` holds `lines` rows of `length`, `ld` apart.
+// A double rounded to nearest, ties to even, as a float of `ebits` exponent and `mbits` mantissa bits with a
+// sign bit (FP8's e4m3 and e5m2), as its bits; for values within the format's range (the patterns' are).
+__host__ __device__ unsigned int mmcheck_minifloat(double v, int ebits, int mbits)
+{
+    const unsigned int sign = v < 0 ? 1u << (ebits + mbits) : 0u;
+    const double a = fabs(v);
+    if (a == 0)
+        return sign;
+    const int bias = (1 << (ebits - 1)) - 1;
+    int e;
+    frexp(a, &e);  // a = f 2^e with f in [0.5, 1): its exponent as 1.x 2^(e - 1)
+    const int exponent = e - 1 < 1 - bias ? 1 - bias : e - 1;  // below the normals, the subnormals' step
+    const double steps = rint(ldexp(a, mbits - exponent));  // a in units of its last mantissa bit
+    const unsigned int biased = a < ldexp(1.0, 1 - bias) ? 0u : (unsigned int)(exponent + bias);
+    // A mantissa rounded up to 2^(mbits + 1) carries into the exponent, as the bits' sum does.
+    return sign | ((biased << mbits) + (unsigned int)steps - (biased ? 1u << mbits : 0u));
+}
+
+// kind: 0 float32, 1 float64, 2 float16, 3 bfloat16, 4 int32, 5 int8, 6 a float of one byte (`ebits`, `mbits`);
+// `out` holds `lines` rows of `length`, `ld` apart.
 extern "C" __global__ void mmcheck_draw(char* out, long long lines, long long length, long long ld,
-                                        unsigned long long seed, int pattern, int kind, double offset)
+                                        unsigned long long seed, int pattern, int kind, double offset, int ebits,
+                                        int mbits)
 {
     const long long n = lines * length;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
@@ -73,8 +96,12 @@ extern "C" __global__ void mmcheck_draw(char* out, long long lines, long long le
             unsigned int u = __float_as_uint((float)v);
             u += 0x7FFFu + ((u >> 16) & 1u);
             ((unsigned short*)out)[at] = (unsigned short)(u >> 16);
-        } else {
+        } else if (kind == 4) {
             ((int*)out)[at] = (int)(long long)v;
+        } else if (kind == 5) {
+            ((signed char*)out)[at] = (signed char)(long long)v;
+        } else {
+            ((unsigned char*)out)[at] = (unsigned char)mmcheck_minifloat(v, ebits, mbits);
         }
     }
 }
@@ -127,17 +154,29 @@ def _draw(seed: int, pattern: str, d: DType, offset: float, out: Any) -> None:
     lines, length = out.shape
     ld = out.strides[0] // out.itemsize if lines > 1 else length
     blocks = max(1, min(-(-lines * length // _THREADS), 4096))
+    ebits, mbits = _bits(d)
     _kernel()((blocks,), (_THREADS,), (out, np.int64(lines), np.int64(length), np.int64(ld), np.uint64(seed),
-                                       np.int32(_PATTERNS[pattern]), np.int32(_kind(d)), np.float64(offset)))
+                                       np.int32(_PATTERNS[pattern]), np.int32(_kind(d)), np.float64(offset),
+                                       np.int32(ebits), np.int32(mbits)))
 
 
 def _kind(d: DType) -> int:
     """How the kernel stores a value of ``d`` (see _SOURCE), from the dtype table's own fields."""
     if d.is_integer:
-        return 4
+        return 5 if d.itemsize == 1 else 4
+    if d.itemsize == 1:
+        return 6
     if d.itemsize == 2:
         return 3 if d.top_of_float32 else 2
     return 1 if d.itemsize == 8 else 0
+
+
+def _bits(d: DType) -> tuple[int, int]:
+    """A float type's exponent and mantissa bits (the kernel's one-byte floats need them), else (0, 0)."""
+    if d.is_integer:
+        return 0, 0
+    info = ml_dtypes.finfo(d.numpy)
+    return int(info.nexp), int(info.nmant)
 
 
 @cache

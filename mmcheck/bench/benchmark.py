@@ -8,12 +8,16 @@ launched: what it kept in device globals during the checks does not reach its ti
 A fast wrong kernel is a failure, not a number: the first launch's output is judged, on the prepared inputs,
 as a check would judge it; then every timed launch gets inputs drawn afresh on the device, and launches chosen
 once they have finished, the last always, are verified there (witness.py), where no kernel can have seen what
-they are verified against.  An impossible number is a failure too: a median under the floor (floor.py), the least time the device can do the work in, is refused as not
-credible, cuBLAS's included (its refusal says the figures behind the floor are wrong).
+they are verified against.  A kernel's own buffers are laid afresh too, each as its spec fills it, its scalars
+passed as prepared, and the verified launches are compared through its epilogue.  An impossible number is a
+failure too: a median under the floor (floor.py), the least time the device can do the work in (the bytes
+its epilogue must read included), is refused as not credible, cuBLAS's included (its refusal says the figures
+behind the floor are wrong).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -21,8 +25,9 @@ import numpy as np
 
 from .. import data
 from ..backends.base import Backend, Device, Timing, clock, reloader
-from ..dtypes import precision
+from ..dtypes import DType, precision
 from ..errors import KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory, Unsupported
+from ..extras import Buffer, Fill as Filled
 from ..judge import check_buffers, judge
 from ..results import Caught
 from ..ops import INPUT, OPS, Operand
@@ -32,7 +37,7 @@ from ..runner import Runner
 from ..shapes import Shape
 from ..spec import KernelSpec
 from ..timer import Measurement, Method
-from ..witness import Fill, Held, Renewal
+from ..witness import Check, Fill, Held, Renewal
 from . import floor, peak, records
 from .floor import Floor
 from .records import BenchRecord
@@ -96,12 +101,13 @@ class Bench:
         measurement = timing.measurement
         if measurement is None:
             return Timed(failure=f"{_label(case)}: not timed: {timing.refused}")
-        lowest = self._floor(spec.op, dtype, shape, measurement)
+        nbytes = _bytes(spec.op, dtype, shape) + _epilogue_bytes(spec, dtype, shape, launch.env)
+        lowest = self._floor(spec.op, dtype, shape, measurement, nbytes)
         refused = lowest.refusal(_median(measurement))
         if refused:
             return Timed(failure=f"{_label(case)}: {refused}")
         library = self._credible_baseline(spec.op, dtype, shape)
-        extra = self._extra(spec.name, str(spec.path), spec.op, dtype, shape, measurement, library, lowest)
+        extra = self._extra(spec.name, str(spec.path), spec.op, dtype, shape, measurement, library, lowest, nbytes)
         extra.update(verified="exact" if trial.exact else "bound", module="fresh",
                      verified_launches=1 + measurement.verified,
                      distinct_inputs=measurement.renewed == measurement.launches, registers=timing.registers,
@@ -113,11 +119,12 @@ class Bench:
         library = self.library(op, dtype, shape)
         if isinstance(library, str):
             return Timed(skip=f"cuBLAS {op} {dtype} {shape}: {library}")
-        lowest = self._floor(op, dtype, shape, library)
+        nbytes = _bytes(op, dtype, shape)
+        lowest = self._floor(op, dtype, shape, library, nbytes)
         refused = lowest.refusal(_median(library))
         if refused:
             return Timed(failure=f"cuBLAS {op} {dtype} {shape}: {refused}")
-        extra = self._extra("cublas", "cuBLAS", op, dtype, shape, library, library, lowest)
+        extra = self._extra("cublas", "cuBLAS", op, dtype, shape, library, library, lowest, nbytes)
         return Timed(record=records.record(library.samples, extra, options=self.method.options()))
 
     def library(self, op: str, dtype: str, shape: Shape) -> Measurement | str:
@@ -143,17 +150,18 @@ class Bench:
         library = self.library(op, dtype, shape)
         if isinstance(library, str):
             return library
-        refused = self._floor(op, dtype, shape, library).refusal(_median(library))
+        refused = self._floor(op, dtype, shape, library, _bytes(op, dtype, shape)).refusal(_median(library))
         return f"cuBLAS's time is {refused}" if refused else library
 
-    def _floor(self, op: str, dtype: str, shape: Shape, measurement: Measurement) -> Floor:
-        """The least time the device can do ``op`` at ``shape`` in, at the clocks read while it was timed."""
-        return floor.floor(self.device, dtype, OPS[op].flops(shape), _bytes(op, dtype, shape),
-                           measurement.sm_clocks)
+    def _floor(self, op: str, dtype: str, shape: Shape, measurement: Measurement, nbytes: int) -> Floor:
+        """The least time the device can do ``op`` at ``shape``, moving ``nbytes``, in, at the clocks read while
+        it was timed."""
+        return floor.floor(self.device, dtype, OPS[op].flops(shape), nbytes, measurement.sm_clocks)
 
     def _extra(self, kernel: str, file: str, op: str, dtype: str, shape: Shape, measurement: Measurement,
-               library: Measurement | str, lowest: Floor) -> dict:
-        """The extra_info of a record (records.EXTRA_KEYS) for ``measurement`` of ``kernel``."""
+               library: Measurement | str, lowest: Floor, nbytes: int) -> dict:
+        """The extra_info of a record (records.EXTRA_KEYS) for ``measurement`` of ``kernel``, which moves
+        ``nbytes`` at the least."""
         device, operation = self.device, OPS[op]
         median = _median(measurement)
         peak_gflops = peak.dtype_peak_gflops(device.cc, device.sms, device.clock_mhz, dtype)
@@ -166,7 +174,7 @@ class Bench:
             "cuda": device.cuda,
             **records.timing_info(measurement, device.default_clock_mhz),
             **records.throughput_info(
-                flops=operation.flops(shape), nbytes=_bytes(op, dtype, shape),
+                flops=operation.flops(shape), nbytes=nbytes,
                 seconds=median, peak_gflops=peak_gflops, peak_gbps=peak_gbps,
                 cublas_median_s=None if isinstance(library, str) else _median(library),
                 cublas_note=library if isinstance(library, str) else None),
@@ -185,6 +193,16 @@ def _bytes(op: str, dtype: str, shape: Shape) -> int:
     return operation.bytes(shape, p.inputs.itemsize, p.output.itemsize, reads_c)
 
 
+def _epilogue_bytes(spec: KernelSpec, dtype: str, shape: Shape, env: dict[str, int]) -> int:
+    """The fewest bytes of the spec's buffers its epilogue makes one launch read (Epilogue.reads), at the sizes
+    ``env``."""
+    if spec.epilogue is None:
+        return 0
+    p, reads = precision(dtype), spec.epilogue.reads(shape.batch, shape.M, shape.N)
+    return sum(min(reads[b.name], math.prod(b.dims(env))) * b.d(p).itemsize
+               for b in spec.buffers if b.name in reads)
+
+
 def _verify(prepared: Prepared, timing: Timing) -> None:
     """The first launch's result, judged as a correctness case would be, and the buffers around it and the
     inputs after it (the timed launches' are the witness's)."""
@@ -195,21 +213,50 @@ def _verify(prepared: Prepared, timing: Timing) -> None:
 
 
 def _renewal(prepared: Prepared) -> Renewal:
-    """What the witness of ``prepared``'s timing draws and verifies: each buffer as prepared laid it out."""
+    """What the witness of ``prepared``'s timing lays and verifies: each buffer as prepared laid it out, the
+    op's operands by their roles and the spec's own buffers by theirs; the epilogue, and the scalars it reads."""
     spec, trial, p = prepared.spec, prepared.trial, precision(prepared.dtype)
     op, names = spec.operation, [q.name for q in spec.params if q.is_buffer]
-    if spec.buffers or spec.epilogue or spec.reference or spec.zeroed:
-        raise Unsupported(f"{spec.name}: not timed: the witness does not yet draw a kernel's own buffers afresh "
-                          f"nor verify an epilogue on the GPU")
+    if spec.reference or spec.zeroed:
+        raise Unsupported(f"{spec.name}: not timed: the witness does not yet verify a reference function's result "
+                          f"nor lay a zeroed output before each launch")
 
-    def fill(o: Operand) -> Fill:
-        if o.role == INPUT or prepared.operands.output_is_input:
-            return Fill.DRAWN
-        return Fill.UNSET if op.accumulates else Fill.POISON
+    def operand(o: Operand) -> Held:
+        fill = (Fill.DRAWN if o.role == INPUT or prepared.operands.output_is_input
+                else Fill.UNSET if op.accumulates else Fill.POISON)
+        return Held(names.index(o.name), op.place(o), o.name, prepared.dims(o), prepared.layouts[o.name],
+                    prepared.guard, o.dtype(p).name, fill, Check.KEPT if o.role == INPUT else Check.RESULT)
 
-    held = tuple(Held(names.index(o.name), op.place(o), o.name, prepared.dims(o), prepared.layouts[o.name],
-                      prepared.guard, o.dtype(p).name, fill(o)) for o in op.operands)
-    return Renewal(op.name, trial.pattern, trial.alpha, trial.beta, spec.accumulator(p).name, prepared.shape.K, held)
+    def extra(b: Buffer) -> Held:
+        if b.role.compared:
+            raise Unsupported(f"{spec.name}: not timed: the witness cannot yet verify a buffer of role "
+                              f"{b.role.value} ({b.name})")
+        d, declared = b.d(p), prepared.operands[b.name].shape
+        batch, rows, cols = (1, 1, *declared)[-3:]  # as prepare lays it out: the dimensions it lacks set to 1
+        fill, constant = _laid(b, d)
+        return Held(names.index(b.name), b.role.place, b.name, (batch, rows, cols), prepared.layouts[b.name],
+                    prepared.guard, d.name, fill, Check.KEPT if b.role.kept else Check.FREE, constant,
+                    len(declared))
+
+    held = (*map(operand, op.operands), *map(extra, spec.buffers))
+    return Renewal(op.name, trial.pattern, trial.alpha, trial.beta, spec.accumulator(p).name, prepared.shape.K, held,
+                   spec.epilogue, tuple((s.name, s.at(prepared.plan.env)) for s in spec.named_scalars))
+
+
+def _laid(b: Buffer, d: DType) -> tuple[Fill, float]:
+    """How the witness lays a spec buffer before each launch, as the spec fills it: drawn afresh where its values
+    are random, else its flat index or its one value (extras.Buffer.values's own)."""
+    if b.fill is Filled.RANDOM:
+        return Fill.DRAWN, 0.0
+    if b.fill is Filled.INDEX:
+        return Fill.INDEX, 0.0
+    if b.fill is Filled.EXPRESSION:
+        raise Unsupported(f"{b.name}: not timed: the witness does not yet lay a per-element initial value")
+    return Fill.CONSTANT, float(b.values((1,), d, _no_draw, {})[0])
+
+
+def _no_draw(d: DType, dims: tuple[int, ...]) -> np.ndarray:
+    raise AssertionError("a buffer that is not random is laid without drawing")
 
 
 def _no_rerun(*args: object, **kwargs: object) -> np.ndarray:

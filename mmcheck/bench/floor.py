@@ -5,8 +5,9 @@ Two bounds, and the floor is the larger:
 - compute: the floating-point work (2 M N K per batch) at the device's peak for the dtype (peak.py's table,
   the lanes of ``dtype_lane``), at the highest SM clock the device reports or was seen running at;
 - memory: the bytes the op must move (``ops.Op.bytes``: A and B read once, C written once and read where
-  beta != 0), less what the L2 cache may hold (a warm L2 serves it, and a written C may stay there after
-  the launch), at the DRAM bandwidth of the device's memory clock and bus width.
+  beta != 0; and what a kernel's epilogue reads of its own buffers, epilogue.Epilogue.reads), less what the L2
+  cache may hold (a warm L2 serves it, and a written C may stay there after the launch), at the DRAM bandwidth
+  of the device's memory clock and bus width.
 
 Both are physical limits, so an honest kernel is never under them; a bound the table or the device cannot
 give (an unknown architecture, a dtype without lanes, no memory figures) is said and left out, never guessed.

@@ -5,15 +5,15 @@ the caller's: the default (boost) clock for "% of peak", or the clock measured d
 
 Multiply-adds per clock per SM, dense (no structured sparsity)::
 
-    cc    example GPUs          fp32  fp64  int32 | fp16 tensor  bf16 tensor  tf32 tensor  fp64 tensor
-    7.0   V100                    64    32     64 |         512            -            -            -
-    7.5   T4, Quadro RTX          64     2     64 |         512            -            -            -
-    8.0   A100, A30               64    32     64 |        1024         1024          512           64
-    8.6   A40, RTX A6000         128     2     64 |         512          512          256            -
-    8.9   L4, L40S               128     2     64 |         512          512          256            -
-    9.0   H100, H200             128    64     64 |        2048         2048         1024          128
-    10.0  B200                   128    64     64 |        4096         4096         2048            ?
-    12.0  RTX PRO 6000, 5090     128     2     64 |         512          512          256            -
+    cc    example GPUs          fp32  fp64  int32 | tensor cores: fp16  bf16  tf32  fp64  int8   fp8
+    7.0   V100                    64    32     64 |                512     -     -     -     -     -
+    7.5   T4, Quadro RTX          64     2     64 |                512     -     -     -  1024     -
+    8.0   A100, A30               64    32     64 |               1024  1024   512    64  2048     -
+    8.6   A40, RTX A6000         128     2     64 |                512   512   256     -  1024     -
+    8.9   L4, L40S               128     2     64 |                512   512   256     -  1024  1024
+    9.0   H100, H200             128    64     64 |               2048  2048  1024   128  4096  4096
+    10.0  B200                   128    64     64 |               4096  4096  2048     ?     ?     ?
+    12.0  RTX PRO 6000, 5090     128     2     64 |                512   512   256     -     ?     ?
 
 Sources:
 
@@ -25,16 +25,23 @@ Sources:
 - Tensor cores, fp16/bf16 inputs with fp32 accumulation, and tf32: the architecture whitepapers' per-SM
   rates (Volta and Turing: 8 tensor cores x 64 FMA; A100: 4 x 256; GA102 and AD10x: 4 x 128; H100:
   4 x 512; data-centre Blackwell: twice Hopper; tf32 at half the fp16 rate; FP64 tensor cores on A100
-  (19.5 TFLOP/s) and H100 (66.9), twice their SIMT fp64 rate; B200's is not in the table).  Volta and Turing have no
-  bf16 or tf32 tensor cores.  GeForce cards of 7.5, 8.6 and 8.9 run fp16 with fp32 accumulation at half
-  the rate above (the table has the data-centre and professional parts'), so there the peak is twice what
-  the card can reach.
-- Cross-checked (``tests/bench/test_peak.py``, within 1.5 %) against the published dense TFLOP/s, at
-  SMs and clock: V100 SXM2 (80 SMs, 1530 MHz) fp32 15.7, fp64 7.8, tensor 125; T4 (40, 1590) fp32 8.1,
-  tensor 65; A100 SXM (108, 1410) fp32 19.5, fp64 9.7, tf32 156, bf16 312; A40 (84, 1740) fp32 37.4,
-  tf32 74.8, bf16 149.7; L4 (58, 2040) fp32 30.3, fp16 121; L40S (142, 2520) fp32 91.6, tf32 183, fp16
-  362 (1.2 % under the formula: that figure is at a lower clock); H100 SXM whitepaper fp32 66.9 and fp64
-  33.5 at 1980 MHz (the datasheet rounds them to 67 and 34), fp16 989.4 and tf32 494.7 at 1830 MHz;
+  (19.5 TFLOP/s) and H100 (66.9), twice their SIMT fp64 rate; B200's is not in the table).  Volta and Turing
+  have no bf16 or tf32 tensor cores.  GeForce cards of 7.5, 8.6 and 8.9 run fp16 with fp32 accumulation at
+  half the rate above (the table has the data-centre and professional parts'), so there the peak is twice
+  what the card can reach.
+- int8 (int32 accumulation) and fp8 (e4m3 or e5m2, fp32 accumulation) tensor cores: twice the fp16 rate where
+  the part has them, from the same whitepapers and the datasheets' dense TOPS and TFLOP/s (NVIDIA H100 Tensor
+  Core GPU datasheet: FP8 and INT8 1,979 dense at 1830 MHz, 3,958 with sparsity; A100 datasheet: INT8 624;
+  T4: INT8 130; A40: INT8 299.3; L40S: FP8 733; L4: FP8 242.5, the datasheets' 1,466 and 485 halved for
+  sparsity).  Volta has neither, Turing and Ampere no fp8; Blackwell's are left unknown (the datasheets do not
+  state the clock, and GeForce Blackwell halves some with fp32 accumulation), so its floor has no compute bound
+  for them rather than a guessed one.
+- Cross-checked (``tests/bench/test_peak.py``, within 1.5 %) against the published dense TFLOP/s (and TOPS),
+  at SMs and clock, those of int8 and fp8 above too: V100 SXM2 (80 SMs, 1530 MHz) fp32 15.7, fp64 7.8, tensor
+  125; T4 (40, 1590) fp32 8.1, tensor 65; A100 SXM (108, 1410) fp32 19.5, fp64 9.7, tf32 156, bf16 312; A40
+  (84, 1740) fp32 37.4, tf32 74.8, bf16 149.7; L4 (58, 2040) fp32 30.3, fp16 121; L40S (142, 2520) fp32 91.6,
+  tf32 183, fp16 362 (1.2 % under the formula: that figure is at a lower clock); H100 SXM whitepaper fp32 66.9
+  and fp64 33.5 at 1980 MHz (the datasheet rounds them to 67 and 34), fp16 989.4 and tf32 494.7 at 1830 MHz;
   RTX 5090 (170, 2407) fp32 104.8, fp16 419 (838 with sparsity).
 - Not cross-checked against a datasheet: the int32 rates (none is published) and all of 10.0 (B200's
   published figures do not state the clock they are at).
@@ -45,8 +52,8 @@ the datasheet's 3.35 TB/s).
 
 Which peak a dtype is compared with is the dtype table's ``peak`` (mmcheck/dtypes.py), by the inputs' type:
 float16 and bfloat16 kernels, mixed ones (``"float16->float32"``) too, with the tensor-core peak, since that
-is what cuBLAS reaches for them; float64 with the better of SIMT lanes and FP64 tensor cores; int32 and
-float32 with the SIMT lanes.
+is what cuBLAS reaches for them, and so tf32, int8 and fp8 with theirs; float64 with the better of SIMT lanes
+and FP64 tensor cores; int32 and float32 with the SIMT lanes.
 """
 
 from __future__ import annotations
@@ -69,15 +76,17 @@ class Lanes:
     bf16_tensor: int | None
     tf32_tensor: int | None
     fp64_tensor: int | None = None
+    int8_tensor: int | None = None
+    fp8_tensor: int | None = None
 
 
 LANES: dict[tuple[int, int], Lanes] = {
     (7, 0): Lanes(64, 32, 64, 512, None, None),
-    (7, 5): Lanes(64, 2, 64, 512, None, None),
-    (8, 0): Lanes(64, 32, 64, 1024, 1024, 512, 64),
-    (8, 6): Lanes(128, 2, 64, 512, 512, 256),
-    (8, 9): Lanes(128, 2, 64, 512, 512, 256),
-    (9, 0): Lanes(128, 64, 64, 2048, 2048, 1024, 128),
+    (7, 5): Lanes(64, 2, 64, 512, None, None, int8_tensor=1024),
+    (8, 0): Lanes(64, 32, 64, 1024, 1024, 512, 64, int8_tensor=2048),
+    (8, 6): Lanes(128, 2, 64, 512, 512, 256, int8_tensor=1024),
+    (8, 9): Lanes(128, 2, 64, 512, 512, 256, int8_tensor=1024, fp8_tensor=1024),
+    (9, 0): Lanes(128, 64, 64, 2048, 2048, 1024, 128, int8_tensor=4096, fp8_tensor=4096),
     (10, 0): Lanes(128, 64, 64, 4096, 4096, 2048),
     (12, 0): Lanes(128, 2, 64, 512, 512, 256),
 }
@@ -97,9 +106,10 @@ def peak_gflops(cc: tuple[int, int], sms: int, clock_mhz: float, lane: str) -> f
 
 def dtype_lane(cc: tuple[int, int], dtype: str) -> str | None:
     """The lanes ``dtype`` is computed fastest on at its own precision (the dtype table's ``peak``, by the
-    inputs' type): tensor cores for float16 and bfloat16 inputs, the better of SIMT lanes and tensor cores for
-    float64 (A100 and H100 have FP64 tensor cores, which cuBLAS's DGEMM uses), SIMT lanes for float32 (TF32
-    tensor cores round the inputs, so they are not float32's peak) and int32; None where the table has none."""
+    inputs' type): tensor cores for float16, bfloat16, tf32, int8 and fp8 inputs, the better of SIMT lanes and
+    tensor cores for float64 (A100 and H100 have FP64 tensor cores, which cuBLAS's DGEMM uses), SIMT lanes for
+    float32 (TF32 tensor cores round the inputs, so they are not float32's peak) and int32; None where the table
+    has none."""
     known = [(per_sm, lane) for lane in precision(dtype).inputs.peak if (per_sm := lanes_per_sm(cc, lane))]
     return max(known)[1] if known else None
 

@@ -114,8 +114,8 @@ def _percent(part: float | None, whole: float | None) -> float | None:
 def throughput_info(*, flops: float, nbytes: float, seconds: float, peak_gflops: float | None,
                     peak_gbps: float | None, cublas_median_s: float | None,
                     cublas_note: str | None = None) -> dict[str, Scalar]:
-    """The extra_info keys that say how fast: ``flops`` and ``nbytes`` (the op's minimum DRAM traffic) of
-    one launch that took ``seconds`` (the median)."""
+    """The extra_info keys that say how fast: ``flops`` and ``nbytes`` (the minimum DRAM traffic: the op's and
+    its epilogue's) of one launch that took ``seconds`` (the median)."""
     gflops = flops / seconds / 1e9
     gbps = nbytes / seconds / 1e9
     return {

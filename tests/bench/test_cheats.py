@@ -1,8 +1,9 @@
 """The project's cheats (tests/cheats/) on a GPU: ``mmcheck bench`` refuses each at 4096, naming what it found,
 and times their honest sibling.  The fingerprint cache cannot cheat at all there: every launch's inputs are
 drawn afresh, so its fingerprint never matches and it computes every launch; its number is then its full
-computation's, no faster than the honest sibling's.  (The logic is tested without a GPU in test_integrity.py,
-on the fake backend.)"""
+computation's, no faster than the honest sibling's.  A kernel with a bias, a scale and workspaces of its own is
+timed in full, and its cheat that leaves the bias out of the timed launches is refused.  (The logic is tested
+without a GPU in test_integrity.py and test_epilogues.py, on the fake backend.)"""
 
 import json
 import re
@@ -20,6 +21,7 @@ REFUSED = {
     "changes_inputs": "changed its input A",
     "half_accumulator": "not timed, its result is wrong",
     "tf32_inputs": "is not computed in the declared precision",
+    "bias_once": "on inputs drawn afresh, is wrong",
 }
 TIMED = ("honest", "fingerprint_cache")
 
@@ -58,3 +60,11 @@ def test_the_honest_kernel_and_the_cache_that_never_matches_are_timed_in_full(sw
     for record in (honest, cache):
         assert record["extra_info"]["distinct_inputs"] is True and record["extra_info"]["verified_launches"] >= 3
     assert cache["stats"]["median"] >= 0.97 * honest["stats"]["median"]
+
+
+def test_an_honest_kernel_with_a_bias_a_scale_and_workspaces_is_timed_in_full(swept):
+    """Its workspaces must be zeroed before each launch: laid again by the witness, it computes right every time."""
+    _, _, records = swept
+    extra = records["honest_epilogue"]["extra_info"]
+    assert extra["distinct_inputs"] is True and extra["verified_launches"] >= 3
+    assert extra["bytes"] == 4 * (2 * 4096 * 4096 + 2 * 4096 * 4096 + 4096)  # A and B; C read and written; bias

@@ -29,6 +29,14 @@ DATASHEETS = [
     ("H100 SXM", (9, 0), 132, 1830, "tf32_tensor", 494.7),
     ("H100 SXM", (9, 0), 132, 1980, "fp64_tensor", 66.9),   # FP64 tensor cores
     ("A100 SXM", (8, 0), 108, 1410, "fp64_tensor", 19.5),
+    ("H100 SXM", (9, 0), 132, 1830, "fp8_tensor", 1979),  # 3,958 with sparsity
+    ("H100 SXM", (9, 0), 132, 1830, "int8_tensor", 1979),  # TOPS
+    ("A100 SXM", (8, 0), 108, 1410, "int8_tensor", 624),
+    ("T4", (7, 5), 40, 1590, "int8_tensor", 130),
+    ("A40", (8, 6), 84, 1740, "int8_tensor", 299.3),
+    ("L40S", (8, 9), 142, 2520, "fp8_tensor", 733),  # 1,466 with sparsity
+    ("L40S", (8, 9), 142, 2520, "int8_tensor", 733),
+    ("L4", (8, 9), 58, 2040, "fp8_tensor", 242.5),  # 485 with sparsity
     ("RTX 5090", (12, 0), 170, 2407, "fp32", 104.8),
     ("RTX 5090", (12, 0), 170, 2407, "fp16_tensor", 419),  # 838 with 2:4 sparsity
 ]
@@ -52,6 +60,9 @@ def test_unknown_combinations_have_no_peak():
     assert peak_gflops((7, 0), 80, 1530, "bf16_tensor") is None  # Volta has no bf16 tensor cores
     assert peak_gflops((7, 5), 40, 1590, "tf32_tensor") is None  # nor Turing tf32
     assert peak_gflops((8, 6), 84, 1740, "fp64_tensor") is None
+    assert peak_gflops((7, 0), 80, 1530, "int8_tensor") is None  # Volta has no int8 tensor cores
+    assert peak_gflops((8, 0), 108, 1410, "fp8_tensor") is None  # nor Ampere fp8
+    assert peak_gflops((10, 0), 148, 1965, "fp8_tensor") is None  # Blackwell's: not guessed
 
 
 def test_mixed_dtypes_use_their_input_type():

@@ -19,16 +19,16 @@ struct Tf32 {
     }
 };
 
-// The dot product of row `row` of A and column `col` of B over k < k_end, accumulated in Acc.
+// The dot product of row `row` of A and column `col` of B over k_begin <= k < k_end, accumulated in Acc.
 template <typename Acc, typename Input = AsIs>
-__device__ float tiled_dot(int M, int N, int K, const float *A, const float *B, int k_end)
+__device__ float tiled_dot(int M, int N, int K, const float *A, const float *B, int k_end, int k_begin = 0)
 {
     __shared__ float As[TILE][TILE];
     __shared__ float Bs[TILE][TILE];
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int row = blockIdx.y * TILE + ty, col = blockIdx.x * TILE + tx;
     Acc acc = Acc(0.0f);
-    for (int k0 = 0; k0 < k_end; k0 += TILE) {
+    for (int k0 = k_begin; k0 < k_end; k0 += TILE) {
         As[ty][tx] = (row < M && k0 + tx < k_end) ? Input::in(A[row * K + k0 + tx]) : 0.0f;
         Bs[ty][tx] = (k0 + ty < k_end && col < N) ? Input::in(B[(k0 + ty) * N + col]) : 0.0f;
         __syncthreads();
