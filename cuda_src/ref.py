@@ -10,3 +10,9 @@ def grouped(A, B_groups, offsets):
         rows = slice(offsets[g], offsets[g + 1])
         C[rows] = A[rows] @ B_groups[g]
     return C
+
+
+def bias_relu_aux(A, B, bias):
+    """blas_aux_output.cu: C = relu(A @ B + bias), and D, the pre-activation."""
+    D = A @ B + bias
+    return {"C": np.maximum(D, 0), "D": D}

@@ -72,6 +72,9 @@ CASES = {
     "buggy.strided_ignores_strideB": (Shape(5, 6, 7, 3), "mismatch", "wrong only when strideB is padded: the kernel "
                                                                      "ignores strideB"),
     "buggy.strided_c_by_size": (Shape(5, 6, 7, 3), "guard", "into the padding of C between batches"),
+    "buggy.aux_after_relu": (Shape(5, 6, 7), "mismatch", "worst at D[3, 0]: got 0.0, expected -105.0"),
+    "buggy.aux_column_skipped": (Shape(5, 20, 7), "unwritten", "elements of D were left as they were before the "
+                                                               "launch (first at D[0, 15])"),
 }
 # Where the GPU shows the same bug differently.  Its races are seen by racecheck, which names the source
 # lines.  Threads that have returned count as arrived at a barrier on sm_70 and later, so an early return
