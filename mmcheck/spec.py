@@ -10,6 +10,7 @@ import dataclasses
 import fnmatch
 import graphlib
 import itertools
+import math
 import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
@@ -464,7 +465,10 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
     if len(dtypes) > 1 and not any(t in TYPE_ARGS for t in template or ()):
         raise fail("dtypes", "several dtypes need a template parameter for the type (set 'template')")
 
-    buffers = extras.parse_buffers(table.get("buffers", {}), names, partial(fail, "buffers"))
+    buffers = extras.parse_buffers(table.get("buffers", {}), names, partial(fail, "buffers"),
+                                   tuple(o.name for o in OPS[op].inputs))
+    if any(b.scales for b in buffers) and any(precision(d).output.is_integer for d in dtypes):
+        raise fail("buffers", "scale factors need a float result: an integer one has no rounding to compare within")
     named_scalars = extras.parse_scalars(table.get("scalars", {}), names, CTYPES, partial(fail, "scalars"))
     params = _params(table["params"], OPS[op], fail, buffers, named_scalars)
     epilogue = None
@@ -495,7 +499,7 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
             for b in bench):
         raise fail("bench", 'must be a list of sizes: square n (4096) or shapes ("1024x1024x1024b128")')
     accumulate = table.get("accumulate")
-    floats = [n for n, d in DTYPES.items() if not d.is_integer]
+    floats = [n for n, d in DTYPES.items() if d.can_accumulate]
     if accumulate is not None and accumulate not in floats:
         raise fail("accumulate", f"must be one of {', '.join(floats)}, not {accumulate!r}")
     strict = table.get("strict_beta", False)
@@ -543,7 +547,25 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         epilogue=epilogue,
     )
     _check_constants(spec, fail)
+    _check_packing(spec, fail)
     return spec
+
+
+def _check_packing(spec: KernelSpec, fail: Any) -> None:
+    """A type packed two to a byte pairs its elements in memory order: each input's run along memory (its
+    rows' length, or its columns' if it is column-major; a vector's length) must be even, and ``requires``
+    must say so, so that no shape is drawn where a byte would hold the end of one row and the start of the
+    next."""
+    for p in spec.precisions():
+        if p.inputs.packed == 1:
+            continue
+        for o in spec.operation.inputs:
+            along, across = (o.cols, o.rows) if spec.layout(o.name) == "row" else (o.rows, o.cols)
+            run = across if along == "1" else along
+            if math.lcm(1, *(r.multiple_of(run) for r in spec.requires)) % 2:
+                raise fail("requires", f"{p.name} packs two elements of {o.name} a byte, in memory order: {run} "
+                                       f"must be even, and requires must say so (\"{run} % 2 == 0\", or a multiple "
+                                       f"of an even number)")
 
 
 def _check_constants(spec: KernelSpec, fail: Any) -> None:
