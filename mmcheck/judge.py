@@ -142,7 +142,8 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
     evidence = Evidence(op, _scaled(prepared, ops), got, want, mismatch.mask | unwritten, unwritten, out_type.name,
                         exact=bound is None, tiles=tuple(tiles(spec)),
                         layouts=prepared.layouts,
-                        accumulator=spec.accumulator(precision(prepared.dtype)).name)
+                        accumulator=spec.accumulator(precision(prepared.dtype)).name,
+                        inputs=precision(prepared.dtype).inputs.name)
     lines += diagnose(evidence)
     lines.append(tile_map(evidence))
     record = Record(
