@@ -33,6 +33,7 @@ import numpy as np
 
 from . import devices
 from .dtypes import DType, precision
+from .errors import SpecError
 from .ops import Op, Shape
 from .spec import KernelSpec
 
@@ -177,6 +178,9 @@ def make_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed
     if not spec.buffers:
         return made
     p, env = precision(dtype), spec.env(shape, precision(dtype))
+    for b in spec.buffers:
+        if b.scales and (why := b.misfit(b.dims(env), made[b.scales].shape)):
+            raise SpecError(spec.path, f"{why} (at {shape})", spec.name, "buffers")
     rng = np.random.default_rng((seed, 1))
     extra = {b.name: b.values(b.dims(env), b.d(p), lambda d, dims: draw(rng, trial.pattern, d, dims))
              for b in spec.buffers}

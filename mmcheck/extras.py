@@ -81,17 +81,24 @@ class Buffer:
         value = {Fill.ZEROS: 0.0, Fill.ONES: 1.0, Fill.CONSTANT: self.constant}[self.fill]
         return np.full(dims, value, dtype=d.numpy)
 
+    def _blocks(self, dims: tuple[int, int, int]) -> tuple[int, int]:
+        """How many blocks the (batch, rows, cols) operand it scales has down and across."""
+        return -(-dims[1] // self.block[0]), -(-dims[2] // self.block[1])
+
+    def misfit(self, shape: tuple[int, ...], dims: tuple[int, int, int]) -> str | None:
+        """Why a scale buffer of ``shape`` does not fit the (batch, rows, cols) operand it scales: it holds one
+        factor per block, [rows, cols] of blocks or [batch, rows, cols]; None where it fits."""
+        blocks = self._blocks(dims)
+        if shape in (blocks, (dims[0], *blocks)):
+            return None
+        return (f"buffer {self.name!r} scales {self.scales} in blocks of {list(self.block)}: its shape must be "
+                f"{list(blocks)} (or {[dims[0], *blocks]}), not {list(shape)}")
+
     def spread(self, held: np.ndarray, dims: tuple[int, int, int]) -> np.ndarray:
-        """Its scale factors (``held``, of shape [rows, cols] of blocks, or [batch, ...]) as float64, one per
-        element of the (batch, rows, cols) operand it scales; ValueError where its shape is not the
-        operand's in blocks."""
-        batch, rows, cols = dims
-        blocks = (-(-rows // self.block[0]), -(-cols // self.block[1]))
-        if held.shape not in (blocks, (batch, *blocks)):
-            raise ValueError(f"buffer {self.name!r} scales {self.scales} in blocks of {list(self.block)}: its "
-                             f"shape must be {list(blocks)} (or {[batch, *blocks]}), not {list(held.shape)}")
-        wide = held.astype(np.float64).reshape(-1, *blocks)
-        return wide.repeat(self.block[0], axis=1)[:, :rows].repeat(self.block[1], axis=2)[:, :, :cols]
+        """Its scale factors ``held`` (of a shape that fits: ``misfit``) as float64, one per element of the
+        (batch, rows, cols) operand it scales."""
+        wide = held.astype(np.float64).reshape(-1, *self._blocks(dims))
+        return wide.repeat(self.block[0], axis=1)[:, :dims[1]].repeat(self.block[1], axis=2)[:, :, :dims[2]]
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from .data import Operands, Trial
 from .diagnose import Evidence, diagnose, tile_map
 from .freivalds import freivalds
 from .dtypes import DType, precision
-from .errors import SpecError, Unsupported
+from .errors import Unsupported
 from .extras import Buffer, Role
 from .ops import Operand
 from .prepare import Prepared
@@ -294,12 +294,8 @@ def _scaled(prepared: Prepared, ops: Operands) -> Operands:
     if not _scales(prepared):
         return ops
     values = dict(ops.values)
-    for b in _scales(prepared):
-        x = values[b.scales]
-        try:
-            values[b.scales] = x.astype(np.float64) * b.spread(ops[b.name], x.shape)
-        except ValueError as e:
-            raise SpecError(prepared.spec.path, f"{e} (at {prepared.shape})", prepared.spec.name, "buffers") from None
+    for b in _scales(prepared):  # their shapes fit: data.make_operands sees to it
+        values[b.scales] = values[b.scales].astype(np.float64) * b.spread(ops[b.name], values[b.scales].shape)
     return dataclasses.replace(ops, values=values)
 
 

@@ -83,9 +83,9 @@ inline float fp8_widen(uint8_t h, __nv_fp8_interpretation_t kind) {
     return kind == __NV_E4M3 ? E4m3::widen(h) : E5m2::widen(h);
 }
 
-// A float's NaN is made the canonical (positive) one before rounding, as CUDA's conversions of floats do.
+// A float's NaN is made CUDA's canonical one, 0x7fffffff, before rounding, as its conversions of floats do.
 inline uint8_t fp8_round_float(float x, __nv_saturation_t saturate, __nv_fp8_interpretation_t kind) {
-    return fp8_round(x != x ? double(std::numeric_limits<float>::quiet_NaN()) : double(x), saturate, kind);
+    return fp8_round(x != x ? double(__builtin_bit_cast(float, 0x7fffffffu)) : double(x), saturate, kind);
 }
 
 // Truncated toward zero, saturated to I's range; NaN is 0; bool is "not a zero".
