@@ -469,6 +469,10 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
                                    tuple(o.name for o in OPS[op].inputs))
     if any(b.scales for b in buffers) and any(precision(d).output.is_integer for d in dtypes):
         raise fail("buffers", "scale factors need a float result: an integer one has no rounding to compare within")
+    for b, d in ((b, b.d(precision(d))) for b in buffers for d in dtypes):
+        if d.packed > 1:
+            raise fail("buffers", f"buffer {b.name!r} would hold {d.name}, two elements a byte, which the spec's own "
+                                  f"buffers do not: give it a dtype of 8 bits or more")
     named_scalars = extras.parse_scalars(table.get("scalars", {}), names, CTYPES, partial(fail, "scalars"))
     params = _params(table["params"], OPS[op], fail, buffers, named_scalars)
     epilogue = None

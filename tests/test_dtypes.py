@@ -250,6 +250,12 @@ def test_a_broken_scale_declaration_is_a_spec_error_naming_the_key(change, why):
                                      'shape = ["N"]\n')
 
 
+def test_a_buffer_of_the_spec_s_own_cannot_hold_4_bit_elements():
+    with pytest.raises(SpecError, match="buffer 'bias' would hold int4, two elements a byte"):
+        spec_for("good", ("int4->int32",), params=("A", "B", "C", "bias", "M", "N", "K"),
+                 extra='requires = ["K % 2 == 0", "N % 2 == 0"]\n[kernel.buffers.bias]\nshape = ["N"]\n')
+
+
 def test_scales_need_a_float_result():
     with pytest.raises(SpecError, match="scale factors need a float result"):
         spec_for("good", ("int8->int32",), params=("A", "B", "C", "sa", "sb", "M", "N", "K"), extra=BLOCK_SCALES)
