@@ -10,7 +10,9 @@ The roundings after the dot product (of a result accumulated in higher precision
 beta * C and their sum) are covered by using gamma_{K+r} for r further roundings, on the magnitude
 |alpha| |A| @ |B| + |beta| |C|.  The bound is per element, so it is tight where the data is small and loose
 only where it must be; a correct kernel cannot exceed it, while a dropped term, a float accumulator in a
-double kernel or a truncating int accumulator exceeds it by orders of magnitude.  Where K u approaches 1 (a
+double kernel or a truncating int accumulator exceeds it by orders of magnitude.  Inputs that a kernel
+converts before multiplying (float32 to TF32: each by a relative e at most) change each product by a
+factor (1 + e)^2 at most, so the bound becomes ((1 + e)^2 (1 + gamma) - 1) times the magnitude.  Where K u approaches 1 (a
 float16 accumulator over thousands of terms) the worst case bounds nothing, and the probabilistic bound
 takes its place (see ``tolerance``).
 """
@@ -43,14 +45,17 @@ def gamma(acc: DType, n: int) -> float:
 
 
 def tolerance(acc: DType, n: int, magnitude: np.ndarray, out: DType | None = None,
-              want: np.ndarray | None = None) -> np.ndarray:
+              want: np.ndarray | None = None, inputs: float = 0.0) -> np.ndarray:
     """The per-element bound for a result of ``n`` roundings in the accumulator's type ``acc`` (a K-term dot
     product and what follows it) whose magnitude (``|a| . |b|`` and the rest) is ``magnitude``:
-    gamma_n * magnitude; then, where the output ``out`` is coarser than the accumulator (a half result of a
-    float32 accumulation), its one rounding of the value: u_out * (|want| + that bound).
+    gamma_n * magnitude, or, for inputs each converted with a relative error up to ``inputs``
+    (DType.conversion_error), ((1 + inputs)^2 (1 + gamma_n) - 1) * magnitude; then, where the output ``out`` is
+    coarser than the accumulator (a half result of a float32 accumulation), its one rounding of the value:
+    u_out * (|want| + that bound).
 
     A small absolute term (``n`` times the smallest normal) covers underflow to subnormals."""
-    bound = gamma(acc, n) * magnitude + n * acc.tiny
+    g = gamma(acc, n)
+    bound = (g + inputs * (2 + inputs) * (1 + g)) * magnitude + n * acc.tiny  # (1 + e)^2 (1 + g) - 1, expanded
     if out is not None and want is not None and out.unit_roundoff > acc.unit_roundoff:
         bound = bound + out.unit_roundoff * (np.abs(want) + bound) + out.tiny
     return bound

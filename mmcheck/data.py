@@ -6,7 +6,8 @@ Input patterns, each chosen for what it can prove:
   result must match the reference bit for bit; a single dropped term at large K shows.
 * ``normal``: standard Gaussian floats, compared with a K- and dtype-aware bound (see compare.py); this is
   what sees a float accumulator in a double kernel or an int accumulator in a float kernel.
-* ``wrap``: full-range int32 whose products overflow; the reference wraps modulo 2**32 like the GPU.
+* ``wrap``: integers over the whole range of the input type: int32's products overflow, and the reference
+  wraps modulo 2**32 like the GPU; int8's and int4's reach every sign and magnitude the type holds.
 
 A case runs several *trials*: each input pattern, and for ops with alpha and beta each pair of their test
 values, with leading dimensions at their minimum and, where the kernel takes them, padded.
@@ -27,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
+import ml_dtypes
 import numpy as np
 
 from . import devices
@@ -39,8 +41,8 @@ from .ops import Op, Shape
 from .spec import KernelSpec
 
 __all__ = ["Trial", "trials", "benchmark_trial", "granule", "Operands", "draw", "blocks", "make_operands",
-           "case_seed", "guard_width", "Layout", "image", "padding_mask", "filled", "unpad", "from_buffer", "bits",
-           "same_bits", "marker_source"]
+           "case_seed", "guard_width", "Layout", "image", "pack", "padding_mask", "filled", "unpad", "from_buffer",
+           "bits", "same_bits", "marker_source"]
 
 # What whole-number C inputs are moved by (see make_operands); the float one is exact in every float type.
 C_OFFSET_FLOAT, C_OFFSET_INTEGER = 0.25, 1 << 20
@@ -132,7 +134,8 @@ class Operands:
 _DRAWS: dict[str, Callable[[np.random.Generator, int, DType], np.ndarray]] = {
     "ints": lambda rng, n, d: rng.integers(-8, 9, size=n, dtype=np.int8),
     "signs": lambda rng, n, d: rng.integers(-1, 2, size=n, dtype=np.int8),
-    "wrap": lambda rng, n, d: rng.integers(-(2**31), 2**31, size=n, dtype=np.int32),
+    "wrap": lambda rng, n, d: rng.integers(ml_dtypes.iinfo(d.numpy).min, ml_dtypes.iinfo(d.numpy).max + 1, size=n,
+                                           dtype=np.int32 if d.itemsize == 4 else np.int8),
     "normal": lambda rng, n, d: rng.standard_normal(size=n, dtype=np.float64 if d.itemsize > 4 else np.float32),
 }
 # Past this many elements an input is drawn in pieces of this size, each from its own stream, on every core.
@@ -180,6 +183,9 @@ def make_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed
         return made
     p, env = precision(dtype), spec.env(shape, precision(dtype))
     names = {**env, **{s.name: s.at(env) for s in spec.named_scalars}}
+    for b in spec.buffers:
+        if b.scales and (why := b.misfit(b.dims(env), made[b.scales].shape)):
+            raise SpecError(spec.path, f"{why} (at {shape})", spec.name, "buffers")
     rng = np.random.default_rng((seed, 1))
 
     def initial(b: Buffer) -> np.ndarray:
@@ -239,12 +245,13 @@ def _op_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed:
 _MAX_GUARD = 1 << 20
 
 
-def guard_width(largest: int, itemsize: int) -> int:
-    """Elements of guard band on each side of a buffer: as large as the largest buffer (``largest``
-    elements), so that a wrong stride or a confused dimension reads a band (deterministic NaN or sentinel
-    values) rather than other memory, whose contents change from run to run and would pass for a race;
-    a multiple of 256 bytes, so the kernel's pointer keeps the 256-byte alignment of ``cudaMalloc``."""
-    align = 256 // itemsize
+def guard_width(largest: int, bits: int) -> int:
+    """Elements of guard band on each side of a buffer of elements of ``bits`` bits: as large as the largest
+    buffer (``largest`` elements), so that a wrong stride or a confused dimension reads a band (deterministic
+    NaN or sentinel values) rather than other memory, whose contents change from run to run and would pass
+    for a race; a multiple of 256 bytes, so the kernel's pointer keeps the 256-byte alignment of
+    ``cudaMalloc``."""
+    align = 2048 // bits
     return min(-(-(64 + largest) // align) * align, _MAX_GUARD)
 
 
@@ -281,11 +288,11 @@ def image(x: np.ndarray, layout: Layout, guard: int, d: DType, place: int,
     ``x`` in memory order, its padding cells holding that place's padding pattern, with ``guard`` elements of
     its guard pattern on each side.  Written in one pass into one array, made by ``empty``, a piece at a time
     on every core: past 2**31 elements every copy costs seconds, and so does a fresh array's first touch of
-    its pages."""
+    its pages.  A packed type's image is its bytes (``pack``)."""
     major = x if layout.order == "row" else x.transpose(0, 2, 1)
     batch, lines, length = major.shape
     size = layout.size(x.shape)
-    out = empty(size + 2 * guard, d.numpy)
+    out = (empty if d.packed == 1 else np.empty)(size + 2 * guard, d.numpy)
     raw = out.view(d.uint)
     raw[:guard] = raw[guard + size:] = d.guards[place]
     batches = out[guard:guard + size].reshape(batch, layout.stride(x.shape))
@@ -301,6 +308,15 @@ def image(x: np.ndarray, layout: Layout, guard: int, d: DType, place: int,
             body.view(d.uint)[s, i, max(start, length):stop] = d.pads[place]
 
     devices.across_cores(piece, blocks(batch, lines, layout.ld, 0, _PIECE))
+    return out if d.packed == 1 else pack(out, d, empty)
+
+
+def pack(elements: np.ndarray, d: DType, empty: Callable[[int, np.dtype], np.ndarray] = np.empty) -> np.ndarray:
+    """The bytes that hold ``elements`` (an even count) of a type packed two to a byte, as CUDA and CUTLASS
+    lay them out: the first element in the low nibble, the second in the high one."""
+    nibbles = elements.view(np.uint8)
+    out = empty(d.units(elements.size), np.dtype(np.uint8))
+    np.bitwise_or(nibbles[0::2] & 0x0F, nibbles[1::2] << 4, out=out)
     return out
 
 
@@ -341,8 +357,9 @@ def bits(x: np.ndarray, d: DType) -> np.ndarray:
 
 
 def same_bits(x: np.ndarray, pattern: int, d: DType) -> np.ndarray:
-    """Elementwise: does ``x`` hold exactly the bit pattern ``pattern``?"""
-    return bits(x, d) == d.uint.type(pattern)
+    """Elementwise: does ``x`` (of ``d``'s storage elements) hold exactly the bit pattern ``pattern`` in each
+    of its elements?"""
+    return bits(x, d) == d.uint.type(d.unit_pattern(pattern))
 
 
 def marker_source(x: np.ndarray, d: DType) -> tuple[np.ndarray, np.ndarray]:

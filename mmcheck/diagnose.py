@@ -43,6 +43,7 @@ class Evidence:
     tiles: tuple[int, ...] = ()
     layouts: Mapping[str, Layout] = field(default_factory=dict)
     accumulator: str | None = None  # the type the kernel promises to accumulate in (None: ``dtype``)
+    inputs: str | None = None  # the inputs' dtype (None: ``dtype``)
 
     @property
     def a(self) -> np.ndarray:
@@ -409,9 +410,18 @@ def _precision(e: Evidence) -> str | None:
     got = e.got.astype(np.float64)
     if np.all(got[bad] == np.round(got[bad])) and not np.all(e.want == np.round(e.want)):
         return f"every wrong result is a whole number: an integer accumulator (or conversion) in a {out.name} kernel"
-    coarser = sorted((d for d in DTYPES.values() if d.unit_roundoff > acc.unit_roundoff), key=lambda d: d.unit_roundoff)
+    inputs, n = DTYPES[e.inputs or e.dtype], e.a.shape[2] + 3
+    # Inputs stored as the kernel's are but computed with fewer bits (float32 as tf32), then coarser accumulators.
+    for d in DTYPES.values():
+        if d.numpy == inputs.numpy and d.conversion_error > inputs.conversion_error and np.all(
+                np.abs(got - e.want) <= tolerance(acc, n, e.magnitude(), out, e.want, d.conversion_error)):
+            return (f"the errors are of inputs rounded to {d.name} ({d.fraction_bits} fraction bits), as {d.name} "
+                    f"tensor cores take them: the kernel computes in {d.name}, not with the {inputs.name} inputs it "
+                    f"promises")
+    coarser = sorted((d for d in DTYPES.values() if d.can_accumulate and d.unit_roundoff > acc.unit_roundoff),
+                     key=lambda d: d.unit_roundoff)
     for d in coarser:
-        if np.all(np.abs(got - e.want) <= tolerance(d, e.a.shape[2] + 3, e.magnitude(), out, e.want)):
+        if np.all(np.abs(got - e.want) <= tolerance(d, n, e.magnitude(), out, e.want)):
             return (f"the errors are of {d.name} size: the accumulator is {d.name} (or a {d.name} intermediate), "
                     f"not the {acc.name} the kernel promises")
     return None
@@ -484,7 +494,21 @@ def _not_whole(e: Evidence) -> str | None:
     whole = "whole numbers" if unit == 1 else f"multiples of {unit:g}"
     return (f"{fractions} wrong results are not {whole} although every input is whole: the kernel read memory "
             "holding no input value (a shared tile cell never loaded, e.g. by threads that returned early, or "
-            "an out-of-bounds read)")
+            "an out-of-bounds read), or read the inputs' bits as another type (bfloat16 as half, e5m2 as e4m3)")
+
+
+def _wraps_narrower(e: Evidence) -> str | None:
+    """Integer results off by whole multiples of 2^16 (or 2^8): partial sums kept in a narrower integer, which
+    wraps modulo its range."""
+    bad = e.bad & ~e.unwritten
+    if not DTYPES[e.dtype].is_integer or not bad.any():
+        return None
+    off = e.got[bad].astype(np.int64) - e.want[bad].astype(np.int64)
+    for bits in (16, 8):
+        if np.all(off % (1 << bits) == 0):
+            return (f"every wrong element is off by a multiple of 2^{bits}: a {bits}-bit integer (an accumulator or an "
+                    f"intermediate) wraps")
+    return None
 
 
 def _zeros(e: Evidence) -> str | None:
@@ -496,5 +520,5 @@ def _zeros(e: Evidence) -> str | None:
 
 _CLASSIFIERS: tuple[Callable[[Evidence], str | None], ...] = (
     _unwritten_region, _wrong_region, _batch, _scalars, _dropped_terms, _stale_tile_padding, _layouts,
-    _one_index, _tiles_transposed, _precision, _nan, _not_whole, _zeros,
+    _one_index, _tiles_transposed, _precision, _wraps_narrower, _nan, _not_whole, _zeros,
 )

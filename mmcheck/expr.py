@@ -10,6 +10,7 @@ users hand us, so they are parsed with ``ast`` and only a whitelist of nodes is 
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from collections.abc import Callable, Mapping
 from functools import lru_cache, partial
@@ -112,6 +113,23 @@ class Expr:
     def eval(self, env: Mapping[str, int], sizeof: Mapping[str, int] | None = None) -> int:
         """The value under ``env``; ``sizeof`` maps "T" (inputs) and "TC" (output) to byte sizes."""
         return self._value(env, sizeof)
+
+    def multiple_of(self, name: str) -> int:
+        """What the size ``name`` must be a multiple of for this expression to hold, as far as its top-level
+        conjuncts ``name % c == 0`` (``c`` a number) say: their least common multiple; 1 where none does."""
+        found, stack = 1, [self._tree]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+                stack.extend(node.values)
+            elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
+                for mod, zero in ((node.left, node.comparators[0]), (node.comparators[0], node.left)):
+                    if (isinstance(zero, ast.Constant) and zero.value == 0 and isinstance(mod, ast.BinOp)
+                            and isinstance(mod.op, ast.Mod) and isinstance(mod.left, ast.Name) and mod.left.id == name
+                            and isinstance(mod.right, ast.Constant) and type(mod.right.value) is int
+                            and mod.right.value > 0):
+                        found = math.lcm(found, mod.right.value)
+        return found
 
     @property
     def is_truth(self) -> bool:

@@ -9,8 +9,10 @@ reduction), a shape of one to three expressions of the sizes
 dtype (``input``, ``output`` or a dtype's name) and an initial value (``random``: drawn as the inputs are, by
 the trial's pattern; ``zeros``, ``ones``, ``index``: each element its flat index; a number; or an expression
 of the element's indices, epilogue.Initializer).  An output holds the poison instead, so that an element left
-unwritten is seen.  A scalar has
-a C type and a value, a number or an expression of the sizes.
+unwritten is seen.  An input buffer may hold scale factors of an input operand (``scales = "A"``), one per
+``block`` of the operand's logical (rows, cols), which the reference applies to the operand before the product
+(DeepGEMM's per-block scales of fp8 GEMMs).  A scalar has a C type and a value, a number or an expression of
+the sizes.
 """
 
 from __future__ import annotations
@@ -82,6 +84,8 @@ class Buffer:
     fill: Fill
     constant: float = 0.0          # what Fill.CONSTANT fills it with
     initializer: Initializer | None = None   # what Fill.EXPRESSION fills it with
+    scales: str | None = None      # the input operand whose elements it scales, a factor a block
+    block: tuple[int, int] = (1, 1)
 
     def d(self, p: Precision) -> DType:
         """Its element type under precision ``p``."""
@@ -109,6 +113,25 @@ class Buffer:
         value = {Fill.ZEROS: 0.0, Fill.ONES: 1.0, Fill.CONSTANT: self.constant}[self.fill]
         return np.full(dims, value, dtype=d.numpy)
 
+    def _blocks(self, dims: tuple[int, int, int]) -> tuple[int, int]:
+        """How many blocks the (batch, rows, cols) operand it scales has down and across."""
+        return -(-dims[1] // self.block[0]), -(-dims[2] // self.block[1])
+
+    def misfit(self, shape: tuple[int, ...], dims: tuple[int, int, int]) -> str | None:
+        """Why a scale buffer of ``shape`` does not fit the (batch, rows, cols) operand it scales: it holds one
+        factor per block, [rows, cols] of blocks or [batch, rows, cols]; None where it fits."""
+        blocks = self._blocks(dims)
+        if shape in (blocks, (dims[0], *blocks)):
+            return None
+        return (f"buffer {self.name!r} scales {self.scales} in blocks of {list(self.block)}: its shape must be "
+                f"{list(blocks)} (or {[dims[0], *blocks]}), not {list(shape)}")
+
+    def spread(self, held: np.ndarray, dims: tuple[int, int, int]) -> np.ndarray:
+        """Its scale factors ``held`` (of a shape that fits: ``misfit``) as float64, one per element of the
+        (batch, rows, cols) operand it scales."""
+        wide = held.astype(np.float64).reshape(-1, *self._blocks(dims))
+        return wide.repeat(self.block[0], axis=1)[:, :dims[1]].repeat(self.block[1], axis=2)[:, :, :dims[2]]
+
 
 @dataclass(frozen=True)
 class Scalar:
@@ -123,19 +146,19 @@ class Scalar:
 
 
 def parse_buffers(table: Any, names: frozenset[str], scalars: frozenset[str],
-                  fail: Callable[[str], Exception]) -> tuple[Buffer, ...]:
-    """The ``buffers`` table of a spec: ``{name: {role, shape, dtype, init}}``; ``names`` are the names its
-    shape expressions may use besides the sizes (the spec's ``let``), and an initializer these, the sizes and
-    ``scalars``."""
+                  fail: Callable[[str], Exception], inputs: tuple[str, ...] = ()) -> tuple[Buffer, ...]:
+    """The ``buffers`` table of a spec: ``{name: {role, shape, dtype, init, scales, block}}``; ``names`` are the
+    names its shape expressions may use besides the sizes (the spec's ``let``), and an initializer these, the
+    sizes and ``scalars``; ``inputs`` the op's input operands a buffer may scale."""
     if not isinstance(table, dict):
         raise fail("must be a table of buffers: [kernel.buffers.NAME] with role, shape, dtype and init")
     out = []
     for name, entry in table.items():
         if not isinstance(entry, dict):
             raise fail(f"buffer {name!r} must be a table with role, shape, dtype and init")
-        unknown = sorted(set(entry) - {"role", "shape", "dtype", "init"})
+        unknown = sorted(set(entry) - {"role", "shape", "dtype", "init", "scales", "block"})
         if unknown:
-            raise fail(f"buffer {name!r}: unknown key {unknown[0]!r} (known: role, shape, dtype, init)")
+            raise fail(f"buffer {name!r}: unknown key {unknown[0]!r} (known: role, shape, dtype, init, scales, block)")
         role = _choice(entry.get("role", "input"), Role, f"buffer {name!r}: role", fail)
         shape = entry.get("shape")
         if not isinstance(shape, list) or not 1 <= len(shape) <= 3:
@@ -161,8 +184,27 @@ def parse_buffers(table: Any, names: frozenset[str], scalars: frozenset[str],
             exprs = tuple(Expr(s, names) for s in shape)
         except (ExprError, TypeError) as e:
             raise fail(f"buffer {name!r}: shape: {e}") from None
-        out.append(Buffer(name, role, exprs, dtype, fill, constant, initializer))
+        out.append(Buffer(name, role, exprs, dtype, fill, constant, initializer,
+                          *_scaling(name, entry, role, inputs, fail)))
     return tuple(out)
+
+
+def _scaling(name: str, entry: dict[str, Any], role: Role, inputs: tuple[str, ...],
+             fail: Callable[[str], Exception]) -> tuple[str | None, tuple[int, int]]:
+    """A buffer's ``scales`` (one of the op's ``inputs``) and ``block`` (two positive whole numbers)."""
+    if "scales" not in entry:
+        if "block" in entry:
+            raise fail(f"buffer {name!r}: block is the block each scale factor covers: it needs scales")
+        return None, (1, 1)
+    scales, block = entry["scales"], entry.get("block", [1, 1])
+    if scales not in inputs or role is not Role.INPUT:
+        raise fail(f"buffer {name!r}: scales must name an input operand ({', '.join(inputs)}) of an input buffer, "
+                   f"not {scales!r}")
+    if not (isinstance(block, list) and len(block) == 2
+            and all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in block)):
+        raise fail(f"buffer {name!r}: block must be two positive whole numbers, the rows and columns of "
+                   f"{scales} that each factor scales ([1, 128]), not {block!r}")
+    return scales, (block[0], block[1])
 
 
 _HIDDEN = (Fill.CONSTANT, Fill.EXPRESSION)  # fills written as a number or an expression, not by name

@@ -118,12 +118,12 @@ class Freivalds:
 
 
 def freivalds(op: Op, ops: Operands, got: np.ndarray, acc: DType, out: DType, seed: int = 0, vectors: int = 20,
-              block: int = BLOCK) -> Freivalds:
+              block: int = BLOCK, inputs: float = 0.0) -> Freivalds:
     """Check the kernel's result ``got`` (batch, M, N) of ``op`` on ``ops`` with ``vectors`` random vectors
     per side (the module's docstring derives the bounds and the guarantee).  ``acc`` is the accumulator the
-    kernel promises and ``out`` C's dtype, as for compare.tolerance; ``block`` is how many elements are
-    converted to float64 at a time.  A and B are the op's factors, C0 its output's input: with beta == 0, or
-    for an op without scalars, C0 is not read."""
+    kernel promises, ``out`` C's dtype and ``inputs`` the inputs' conversion error, as for compare.tolerance;
+    ``block`` is how many elements are converted to float64 at a time.  A and B are the op's factors, C0 its
+    output's input: with beta == 0, or for an op without scalars, C0 is not read."""
     (a, b), c = op.factors(ops.values), ops[op.output.name]
     batches, m, k = a.shape
     n = b.shape[-1]
@@ -155,7 +155,8 @@ def freivalds(op: Op, ops: Operands, got: np.ndarray, acc: DType, out: DType, se
                                             1.0 - 2.0 * bits_cols, block)
             assert sums is not None
             row_res, col_res = np.abs(row_r).max(axis=1), np.abs(col_r).max(axis=0)
-            row_tol, col_tol = _tolerances(sums, float(alpha), float(beta), acc, out, k + op.roundings, m, n, k)
+            row_tol, col_tol = _tolerances(sums, float(alpha), float(beta), acc, out, k + op.roundings, m, n, k,
+                                           inputs)
             with np.errstate(invalid="ignore"):  # inf / inf: an overflowed tolerance, which fails
                 score = np.nan_to_num(row_res / row_tol, nan=np.inf)
         # NaN fails; so does a tolerance that overflowed, which bounds nothing.
@@ -291,14 +292,14 @@ def _added(work: Callable[[range], tuple[np.ndarray, ...]], x: np.ndarray, block
 
 
 def _tolerances(sums: _Sums, alpha: float, beta: float, acc: DType, out: DType, roundings: int, m: int, n: int,
-                k: int) -> tuple[np.ndarray, np.ndarray]:
+                k: int, inputs: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """The rows' and the columns' tolerances t = (s sigma + e) (1 + 2 gamma) of the module's docstring."""
     slack = 1 + 2 * gamma(_F64, k + m + n + 32)
     out_tolerances = []
     for side, length in ((0, n), (1, m)):  # a row sums over N columns, a column over M rows
         spread = abs(alpha) * sums.product_norm[side] + abs(beta) * sums.c0_norm[side]
         rms = spread / math.sqrt(length)
-        sigma = math.sqrt(length) * tolerance(acc, roundings, rms, out, rms)
+        sigma = math.sqrt(length) * tolerance(acc, roundings, rms, out, rms, inputs)
         size = abs(alpha) * sums.product[side] + sums.c0[side] + sums.got[side]
         own = tolerance(_F64, k + length + 3, size)
         out_tolerances.append((SIGMAS * sigma + own) * slack)

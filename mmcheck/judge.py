@@ -22,7 +22,7 @@ from .diagnose import Evidence, diagnose, tile_map
 from .freivalds import freivalds
 from .dtypes import DType, precision
 from .errors import SpecError, Unsupported
-from .extras import Role
+from .extras import Buffer, Role
 from .referee import ReferenceFailure, call
 from .ops import Operand
 from .prepare import Prepared
@@ -52,15 +52,16 @@ def check_buffers(prepared: Prepared, after: dict[str, np.ndarray]) -> None:
     _check_guards(out.name, after[out.name], prepared.guard, p.output, p.output.guards[op.place(out)])
     _check_padding(prepared, out, after[out.name])
     for o in op.inputs:
-        _check_unchanged(o.name, prepared.hosts[o.name], after[o.name], prepared.guard, p.inputs)
+        _check_unchanged(o.name, prepared.hosts[o.name], after[o.name], p.inputs.units(prepared.guard), p.inputs)
     for b in prepared.spec.buffers:  # the spec's own: an input stays as it was, the others within their bands
+        d = b.d(p)
         if b.role is Role.INPUT:
-            _check_unchanged(b.name, prepared.hosts[b.name], after[b.name], prepared.guard, b.d(p))
+            _check_unchanged(b.name, prepared.hosts[b.name], after[b.name], d.units(prepared.guard), d)
             continue
-        _check_guards(b.name, after[b.name], prepared.guard, b.d(p), b.d(p).guards[b.role.place])
+        _check_guards(b.name, after[b.name], d.units(prepared.guard), d, d.guards[b.role.place])
         if b.role.compared:
             got = data.unpad(after[b.name], prepared.guard)[1].reshape(prepared.operands[b.name].shape)
-            _compare_buffer(prepared, b.name, got, b.d(p))
+            _compare_buffer(prepared, b.name, got, d)
 
 
 def _compare_buffer(prepared: Prepared, name: str, got: np.ndarray, d: DType) -> None:
@@ -117,7 +118,8 @@ def _check_unchanged(name: str, sent: np.ndarray, back: np.ndarray, guard: int, 
     changed = np.flatnonzero(data.bits(sent, d) != data.bits(back, d))
     if changed.size:
         inside = changed[(changed >= guard) & (changed < sent.size - guard)]
-        what = f"{inside.size} element(s) of input {name}" if inside.size else f"the guard band of input {name}"
+        unit = "byte" if d.packed > 1 else "element"
+        what = f"{inside.size} {unit}(s) of input {name}" if inside.size else f"the guard band of input {name}"
         raise Caught("input", f"the kernel wrote into {what} (first at buffer offset "
                               f"{int(changed[0]) - guard}); inputs must stay unchanged")
 
@@ -131,10 +133,11 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
     spec, trial, ops = prepared.spec, prepared.trial, prepared.operands
     op, out_type = spec.operation, precision(prepared.dtype).output
     if got.size >= LARGE:
-        if spec.epilogue is not None or spec.reference is not None:
-            through = f"the epilogue {spec.epilogue.text!r}" if spec.epilogue else f"the reference {spec.reference}"
+        if spec.epilogue is not None or spec.reference is not None or _scales(prepared):
+            what = (f"the epilogue {spec.epilogue.text!r}" if spec.epilogue is not None
+                    else f"the reference {spec.reference}" if spec.reference is not None else "scale factors")
             raise Unsupported(f"{spec.name}: a result past 2**31 elements is verified by Freivalds' check, which "
-                              f"cannot see through {through}")
+                              f"cannot see through {what}")
         _judge_by_freivalds(prepared, got)
         return
     want, bound = _expected(prepared, ops)
@@ -165,10 +168,11 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
         check = "race"
         lines.append(race)
     lines += filter(None, (_reads_c(prepared, rerun), _ignores_leading(prepared, rerun)))
-    evidence = Evidence(op, ops, got, want, mismatch.mask | unwritten, unwritten, out_type.name,
+    evidence = Evidence(op, _scaled(prepared, ops), got, want, mismatch.mask | unwritten, unwritten, out_type.name,
                         exact=bound is None, tiles=tuple(tiles(spec)),
                         layouts=prepared.layouts,
-                        accumulator=spec.accumulator(precision(prepared.dtype)).name)
+                        accumulator=spec.accumulator(precision(prepared.dtype)).name,
+                        inputs=precision(prepared.dtype).inputs.name)
     lines += diagnose(evidence)
     lines.append(tile_map(evidence))
     record = Record(
@@ -193,7 +197,7 @@ def _judge_by_freivalds(prepared: Prepared, got: np.ndarray) -> None:
     spec, ops = prepared.spec, prepared.operands
     p = precision(prepared.dtype)
     found = freivalds(spec.operation, ops, got, spec.accumulator(p), p.output, seed=data.case_seed(
-        0, spec.name, prepared.dtype, str(prepared.shape)))
+        0, spec.name, prepared.dtype, str(prepared.shape)), inputs=p.inputs.conversion_error)
     if found.passed:
         return
     out = spec.operation.output
@@ -292,28 +296,59 @@ def _expected(prepared: Prepared, ops: Operands) -> tuple[np.ndarray, np.ndarray
 
     Whole-number data is compared bit for bit where every partial sum fits the accumulator the kernel
     promises (the result then rounded once to C's type, as the reference is); otherwise, and for Gaussian
-    data, within the bound of that accumulator's rounding and C's."""
+    data, within the bound of that accumulator's rounding and C's, and of the inputs' conversion to what the
+    kernel computes with (tf32).  Scale factors (the spec's ``scales``) are applied to the inputs first, each
+    a rounding more."""
     spec, p = prepared.spec, precision(prepared.dtype)
     op, out, acc = spec.operation, p.output, spec.accumulator(p)
     if spec.reference is not None:
         return by_function(prepared, ops)[op.output.name]
+    whole = _whole(prepared, ops)
+    ops = _scaled(prepared, ops)
     want = reference(op, ops)
     if spec.epilogue is not None:
-        return _through_epilogue(prepared, ops, want)
+        return _through_epilogue(prepared, ops, want, whole)
     if out.is_integer:
         return want.astype(out.numpy), None  # wraps modulo 2**32, as the GPU's int32 arithmetic does
     if spec.tolerance is not None:
         return want, spec.tolerance.bound(want)
     size = magnitude(op, ops)
-    if prepared.trial.exact and _fits(size, acc, ops):
+    if prepared.trial.exact and whole and _fits(size, acc, ops):
         return want.astype(out.numpy).astype(np.float64), None
-    return want, tolerance(acc, prepared.shape.K + op.roundings, size, out, want)
+    return want, tolerance(acc, prepared.shape.K + op.roundings + len(_scales(prepared)), size, out, want,
+                           inputs=p.inputs.conversion_error)
 
 
-def _through_epilogue(prepared: Prepared, ops: Operands, product: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+def _scales(prepared: Prepared) -> list[Buffer]:
+    """The spec's buffers of scale factors."""
+    return [b for b in prepared.spec.buffers if b.scales]
+
+
+def _scaled(prepared: Prepared, ops: Operands) -> Operands:
+    """``ops`` with each input that the spec's ``scales`` buffers scale multiplied by its factors, in float64
+    (exactly: an 8-bit float times a float32 has at most 28 significant bits)."""
+    if not _scales(prepared):
+        return ops
+    values = dict(ops.values)
+    for b in _scales(prepared):  # their shapes fit: data.make_operands sees to it
+        values[b.scales] = values[b.scales].astype(np.float64) * b.spread(ops[b.name], values[b.scales].shape)
+    return dataclasses.replace(ops, values=values)
+
+
+def _whole(prepared: Prepared, ops: Operands) -> bool:
+    """Every scale factor, and every value of a buffer the epilogue reads, is a whole number: whole-number
+    inputs then give whole-number results."""
+    spec = prepared.spec
+    read = {b.name for b in _scales(prepared)} | (spec.epilogue.buffers if spec.epilogue is not None else set())
+    return all(np.all(np.mod(ops[name].astype(np.float64), 1) == 0) for name in read)
+
+
+def _through_epilogue(prepared: Prepared, ops: Operands, product: np.ndarray,
+                      whole: bool) -> tuple[np.ndarray, np.ndarray | None]:
     """The reference and bound of a kernel with an epilogue (epilogue.py): the op's product through it, compared
-    exactly where the data are whole numbers the accumulator holds at every step, else within the product's
-    bound carried through the epilogue, the epilogue's own roundings and the output's."""
+    exactly where the data are whole numbers (``whole``: the buffers' too) the accumulator holds at every step,
+    else within the product's bound carried through the epilogue, the epilogue's own roundings and the
+    output's."""
     spec, p = prepared.spec, precision(prepared.dtype)
     op, out, acc, epilogue = spec.operation, p.output, spec.accumulator(p), spec.epilogue
     assert epilogue is not None
@@ -321,13 +356,13 @@ def _through_epilogue(prepared: Prepared, ops: Operands, product: np.ndarray) ->
               **{s.name: s.at(prepared.plan.env) for s in spec.named_scalars}}
     wide = product.astype(np.float64)
     want = epilogue.apply(wide, values)
-    whole = all(np.all(np.mod(values[name], 1) == 0) for name in epilogue.buffers)
     if prepared.trial.exact and epilogue.integral and whole and _fits(magnitude(op, ops), acc, ops) \
             and np.all(epilogue.magnitude(wide, values) <= acc.exact_integers):
         return want.astype(out.numpy).astype(np.float64), None
     if spec.tolerance is not None:
         return want, spec.tolerance.bound(want)
-    product_bound = tolerance(acc, prepared.shape.K + op.roundings, magnitude(op, ops))
+    product_bound = tolerance(acc, prepared.shape.K + op.roundings + len(_scales(prepared)), magnitude(op, ops),
+                              inputs=p.inputs.conversion_error)
     bound = epilogue.bound(wide, product_bound, values, acc.unit_roundoff)
     if out.is_integer:  # an integer output takes a whole number however the kernel rounds: under 1 away
         return want, bound + 1.0
@@ -365,7 +400,8 @@ def by_function(prepared: Prepared, ops: Operands | None = None) -> dict[str, tu
         elif d.is_integer or (prepared.trial.exact and _fits(sizes[name], acc, ops)):  # type: ignore[index]
             results[name] = (want.astype(d.numpy), None)
         else:
-            results[name] = (want, tolerance(acc, prepared.shape.K + op.roundings, sizes[name], d, want))  # type: ignore[index]
+            results[name] = (want, tolerance(acc, prepared.shape.K + op.roundings, sizes[name], d, want,  # type: ignore[index]
+                                             inputs=p.inputs.conversion_error))
     _BY_FUNCTION[:] = [(ops, results)]
     return results
 

@@ -172,14 +172,15 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
         logical[b.name] = held.reshape((1,) * (3 - held.ndim) + held.shape)
         layouts[b.name] = Layout.of("row", *logical[b.name].shape[1:])
     largest = max(layouts[name].size(x.shape) for name, x in logical.items())
-    itemsizes = [p.inputs.itemsize, p.output.itemsize, *(b.d(p).itemsize for b in spec.buffers)]
-    guard = data.guard_width(largest, min(itemsizes)) if guards else 0
+    types = {**{o.name: o.dtype(p) for o in op.operands}, **{b.name: b.d(p) for b in spec.buffers}}
+    guard = data.guard_width(largest, min(d.bits for d in types.values())) if guards else 0
     empty = backend.host_empty if isinstance(backend, HostMemory) else np.empty
     hosts = {o.name: data.image(operands[o.name], layouts[o.name], guard, o.dtype(p), op.place(o), empty)
              for o in op.operands}
     hosts.update({b.name: data.image(logical[b.name], layouts[b.name], guard, b.d(p), b.role.place, empty)
                   for b in spec.buffers})
-    buffers = {name: backend.upload(host, guard) for name, host in hosts.items()}
+    # A packed buffer's guard band is counted in its bytes.
+    buffers = {name: backend.upload(host, types[name].units(guard)) for name, host in hosts.items()}
     lds = {o.leading: layouts[o.name].ld for o in spec.leading}
     lds.update({o.stride: layouts[o.name].stride((shape.batch, *o.dims(shape))) for o in spec.strided})
     scalars = {"alpha": operands.alpha, "beta": operands.beta,
@@ -207,7 +208,8 @@ def _scalar_dtype(name: str) -> np.dtype:
 def host_bytes(spec: KernelSpec, dtype: str, shape: Shape) -> int:
     """About how much host memory a case of this shape holds at its peak (see _HOST_COPIES)."""
     p = precision(dtype)
-    return _HOST_COPIES * sum(o.dtype(p).itemsize * o.elements(shape) for o in spec.operation.operands)
+    return _HOST_COPIES * sum(o.dtype(p).itemsize * o.dtype(p).units(o.elements(shape))
+                              for o in spec.operation.operands)
 
 
 def host_memory() -> int:

@@ -70,13 +70,19 @@ def _piece(function: Any, ops: Operands, exact: bool, a: np.ndarray, b: np.ndarr
     if xp is None:
         return function(a, b, c, ops.alpha, ops.beta)
     with _GPU_PIECES:
-        a, b, c = (xp.asarray(x) for x in (a, b, c))
+        a, b, c = (xp.asarray(_known(x)) for x in (a, b, c))
         if exact:
             # The GPU multiplies float64 on its matrix units and int64 in a slow loop: integers whose every sum
             # is below 2**53 come out the same either way.
             a, b, c = (x.astype(xp.float64) for x in (a, b, c))
             return xp.asnumpy(function(a, b, c, ops.alpha, ops.beta, xp=xp)).astype(np.int64)
         return xp.asnumpy(function(a, b, c, ops.alpha, ops.beta, xp=xp))
+
+
+def _known(x: np.ndarray) -> np.ndarray:
+    """``x`` in a type CuPy knows: ml_dtypes' (bfloat16, the 8- and 4-bit types) as float32, which holds each of
+    their values exactly."""
+    return x if x.dtype.type.__module__ == "numpy" else x.astype(np.float32)
 
 
 def _float64_exact(a: np.ndarray, b: np.ndarray, c: np.ndarray, ops: Operands) -> bool:

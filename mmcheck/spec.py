@@ -10,6 +10,7 @@ import dataclasses
 import fnmatch
 import graphlib
 import itertools
+import math
 import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
@@ -477,7 +478,13 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
 
     named_scalars = extras.parse_scalars(table.get("scalars", {}), names, CTYPES, partial(fail, "scalars"))
     buffers = extras.parse_buffers(table.get("buffers", {}), names, frozenset(s.name for s in named_scalars),
-                                   partial(fail, "buffers"))
+                                   partial(fail, "buffers"), tuple(o.name for o in OPS[op].inputs))
+    if any(b.scales for b in buffers) and any(precision(d).output.is_integer for d in dtypes):
+        raise fail("buffers", "scale factors need a float result: an integer one has no rounding to compare within")
+    for b, d in ((b, b.d(precision(d))) for b in buffers for d in dtypes):
+        if d.packed > 1:
+            raise fail("buffers", f"buffer {b.name!r} would hold {d.name}, two elements a byte, which the spec's own "
+                                  f"buffers do not: give it a dtype of 8 bits or more")
     params = _params(table["params"], OPS[op], fail, buffers, named_scalars, "reference" in table)
     epilogue, reference, tolerance, zeroed = _results(table, path, OPS[op], buffers, named_scalars, fail)
     defines = table.get("defines", {})
@@ -501,7 +508,7 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
             for b in bench):
         raise fail("bench", 'must be a list of sizes: square n (4096) or shapes ("1024x1024x1024b128")')
     accumulate = table.get("accumulate")
-    floats = [n for n, d in DTYPES.items() if not d.is_integer]
+    floats = [n for n, d in DTYPES.items() if d.can_accumulate]
     if accumulate is not None and accumulate not in floats:
         raise fail("accumulate", f"must be one of {', '.join(floats)}, not {accumulate!r}")
     strict = table.get("strict_beta", False)
@@ -552,6 +559,7 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         zeroed=zeroed,
     )
     _check_constants(spec, fail)
+    _check_packing(spec, fail)
     return spec
 
 
@@ -585,6 +593,23 @@ def _results(table: Mapping[str, Any], path: Path, op: Op, buffers: Sequence[Buf
         raise fail("init", f"must be {{{out} = \"zeros\"}}: the output zeroed before each launch, as a launcher "
                            f"does for a kernel that adds into it (split-K with atomics)")
     return epilogue, reference, tolerance, out in init
+
+
+def _check_packing(spec: KernelSpec, fail: Any) -> None:
+    """A type packed two to a byte pairs its elements in memory order: each input's run along memory (its
+    rows' length, or its columns' if it is column-major; a vector's length) must be even, and ``requires``
+    must say so, so that no shape is drawn where a byte would hold the end of one row and the start of the
+    next."""
+    for p in spec.precisions():
+        if p.inputs.packed == 1:
+            continue
+        for o in spec.operation.inputs:
+            along, across = (o.cols, o.rows) if spec.layout(o.name) == "row" else (o.rows, o.cols)
+            run = across if along == "1" else along
+            if math.lcm(1, *(r.multiple_of(run) for r in spec.requires)) % 2:
+                raise fail("requires", f"{p.name} packs two elements of {o.name} a byte, in memory order: {run} "
+                                       f"must be even, and requires must say so (\"{run} % 2 == 0\", or a multiple "
+                                       f"of an even number)")
 
 
 def _check_constants(spec: KernelSpec, fail: Any) -> None:

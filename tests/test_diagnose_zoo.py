@@ -75,6 +75,14 @@ CASES = {
     "buggy.aux_after_relu": (Shape(5, 6, 7), "mismatch", "worst at D[3, 0]: got 0.0, expected -105.0"),
     "buggy.aux_column_skipped": (Shape(5, 20, 7), "unwritten", "elements of D were left as they were before the "
                                                                "launch (first at D[0, 15])"),
+    # the narrow types (blas_mma8.cuh, blas_int8.cuh, blas_tf32.cuh)
+    "buggy.fp8_scale_b_twice": (Shape(16, 8, 32), "mismatch", "differ"),
+    "buggy.fp8_e5m2_as_e4m3": (Shape(16, 8, 32), "mismatch", "or read the inputs' bits as another type"),
+    "buggy.fp8_first_block_scale": (Shape(16, 8, 160), "mismatch", "differ"),
+    "buggy.int8_int16_accumulator": (Shape(4, 4, 64), "mismatch", "off by a multiple of 2^16: a 16-bit integer"),
+    "buggy.int8_a_as_unsigned": (Shape(16, 8, 32), "mismatch", "differ"),
+    "buggy.tf32_declared_float32": (Shape(8, 8, 64), "mismatch", "the errors are of inputs rounded to tf32"),
+    "buggy.tf32_k_tail_dropped": (Shape(5, 6, 13), "mismatch", "lacks exactly the terms k >= 8"),
 }
 # Where the GPU shows the same bug differently.  Its races are seen by racecheck, which names the source
 # lines.  Threads that have returned count as arrived at a barrier on sm_70 and later, so an early return

@@ -4,9 +4,13 @@ declares them, and each precondition that the hardware silently assumes reported
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from mmcheck.cli import main
 from mmcheck.errors import KernelFault
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -315,19 +319,21 @@ def test_fragments_have_the_element_counts_cuda_declares(build):
     build(DECLARED)
 
 
-TF32_FILE = "wmma_tf32.cu"
+ZOO = Path(__file__).resolve().parents[2] / "cuda_src"
 
 
-def test_a_tf32_kernel_declared_float32_fails_as_on_a_gpu(checked, tmp_path):
-    """Small whole numbers are exact in TF32; the random shapes' inputs are not."""
-    assert checked(TF32_FILE, ["40x35x50", "1x1x1"], tmp_path) == [("emu.wmma_tf32", "float32", "fail", "mismatch")]
+def test_a_tf32_kernel_declared_float32_fails_as_on_a_gpu_and_passes_declared_tf32(tmp_path):
+    """The zoo's TF32 WMMA kernel (cuda_src/blas_tf32.cuh), declared float32 and declared tf32: small whole numbers
+    are exact in TF32, the random shapes' inputs are not, and only the tf32 bound counts their rounding."""
+    out = tmp_path / "check.json"
+    main(["check", "--src", str(ZOO), "buggy.tf32_declared_float32", "blas.wmma_tf32", "--backend", "emu",
+          "--results", str(tmp_path), "--json", str(out), "--shape", "40x35x50", "--shape", "1x1x1"])
+    rows = [(r["kernel"], r["dtype"], r["outcome"], r["check"]) for r in json.loads(out.read_text())["results"]]
+    assert sorted(rows) == [("blas.wmma_tf32", "tf32", "pass", None),
+                            ("buggy.tf32_declared_float32", "float32", "fail", "mismatch")]
 
 
 @pytest.mark.parametrize("body", [GEMM, PLAIN_SHARED, DECLARED], ids=["gemm", "plain shared", "declared"])
 def test_each_kernel_is_valid_cuda(nvcc, spec_of, tmp_path, body):
     params = ("A", "B", "C", "M:int", "N:int", "K:int") if body is GEMM else ("A", "B", "C")
     assert not nvcc(spec_of(body, params=params), "float32", tmp_path, arch="sm_90")
-
-
-def test_the_tf32_kernel_file_is_valid_cuda(nvcc, file_spec, tmp_path):
-    assert not nvcc(file_spec(TF32_FILE), "float32", tmp_path, arch="sm_90")

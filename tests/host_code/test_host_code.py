@@ -324,17 +324,21 @@ def test_without_libclang_a_missing_header_is_a_skip_saying_what_to_do(no_libcla
 
 FP8 = """#include <cuda_fp8.h>
 __global__ void k(const float* A, const float* B, float* C) {
-    __nv_fp8_e4m3 q(A[0]);
-    C[0] = float(q) + B[0];
+    __nv_fp8_e4m3 q(A[threadIdx.x] + 0.3f);
+    C[threadIdx.x] = float(q) + B[0];
 }
 void to_e4m3(const float* in, __nv_fp8_e4m3* out, int n);
 """
 
 
-def test_a_kernel_using_8_bit_floats_is_a_skip(emu, tmp_path):
-    spec = _one_kernel(FP8, tmp_path / "k.cu")
-    with pytest.raises(Unsupported, match=r"the emulator has no 8-bit floats \(__nv_fp8_e4m3\)"):
-        emu.compile(Build(spec, "float32"))
+def test_a_kernel_using_8_bit_floats_runs_and_one_using_the_mx_scale_type_is_a_skip(emu, run_copy, tmp_path):
+    """e4m3 rounds 0.3 + i to nearest with 4 significant bits; e8m0, the MX scale type, is declared only."""
+    got = run_copy(emu.compile(Build(_one_kernel(FP8, tmp_path / "k.cu"), "float32")))
+    np.testing.assert_array_equal(got, np.array([0.3125, 1.25, 2.25, 3.25, 4.5, 5.5, 6.5, 7.5]) + 1)
+    mx = _one_kernel(FP8.replace("__nv_fp8_e4m3 q", "__nv_fp8_e8m0 q"), tmp_path / "mx.cu")
+    with pytest.raises(Unsupported, match=r"the emulator has no __nv_fp8_e8m0 \(of the 8-bit floats, it has e4m3 "
+                                          r"and e5m2, not the e8m0 of MX scale factors\)"):
+        emu.compile(Build(mx, "float32"))
 
 
 # --- the GPU's compilers -----------------------------------------------------------------------------------

@@ -12,6 +12,7 @@
 // namespace: nvcc declares no uint32_t nor its kin in a .cu file that does not include <cstdint>, and a kernel
 // that compiles here must compile there.
 namespace mmemu {
+typedef __UINT8_TYPE__ uint8_t;
 typedef __UINT16_TYPE__ uint16_t;
 typedef __UINT32_TYPE__ uint32_t;
 typedef __UINT64_TYPE__ uint64_t;

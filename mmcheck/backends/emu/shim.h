@@ -209,6 +209,33 @@ inline unsigned __urhadd(unsigned a, unsigned b) { return unsigned(((unsigned lo
 inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
 inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
 
+// Dot products of packed integers, accumulated into c modulo 2^32: four bytes of a times four of b (__dp4a), or
+// the two 16-bit halves of a times the low (__dp2a_lo) or high (__dp2a_hi) two bytes of b.
+namespace mmemu {
+template <class Lane, int count, int shift_b>
+inline unsigned packed_dot(unsigned a, unsigned b, unsigned c) {
+    using Byte = std::conditional_t<std::is_signed<Lane>::value, signed char, unsigned char>;
+    long long sum = c;
+    for (int i = 0; i < count; ++i)
+        sum += (long long)Lane(a >> (32 / count * i)) * Byte(b >> (8 * i + shift_b));
+    return (unsigned)sum;
+}
+}  // namespace mmemu
+inline int __dp4a(int a, int b, int c) { return (int)mmemu::packed_dot<signed char, 4, 0>(a, b, c); }
+inline unsigned __dp4a(unsigned a, unsigned b, unsigned c) { return mmemu::packed_dot<unsigned char, 4, 0>(a, b, c); }
+inline int __dp4a(char4 a, char4 b, int c) { return __dp4a(mmemu::bits<int>(a), mmemu::bits<int>(b), c); }
+inline unsigned __dp4a(uchar4 a, uchar4 b, unsigned c) {
+    return __dp4a(mmemu::bits<unsigned>(a), mmemu::bits<unsigned>(b), c);
+}
+inline int __dp2a_lo(int a, int b, int c) { return (int)mmemu::packed_dot<short, 2, 0>(a, b, c); }
+inline unsigned __dp2a_lo(unsigned a, unsigned b, unsigned c) {
+    return mmemu::packed_dot<unsigned short, 2, 0>(a, b, c);
+}
+inline int __dp2a_hi(int a, int b, int c) { return (int)mmemu::packed_dot<short, 2, 16>(a, b, c); }
+inline unsigned __dp2a_hi(unsigned a, unsigned b, unsigned c) {
+    return mmemu::packed_dot<unsigned short, 2, 16>(a, b, c);
+}
+
 // Cache-hint loads and stores are plain memory accesses here.
 template <class T> inline T __ldg(const T* p) { return *p; }
 template <class T> inline T __ldca(const T* p) { return *p; }

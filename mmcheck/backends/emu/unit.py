@@ -56,8 +56,8 @@ _MISSING_HEADER = re.compile(r"^(?P<where>[^\n]+?:\d+):\d+: fatal error: (?P<hea
 _CUDA_HEADER = re.compile(r"(cuda|cub/|thrust/|cublas|curand|cufft|cusparse|cutlass/|cute/|sm_\d|device_"
                           r"|math_constants|cooperative_groups|crt/)")
 # What the emulator's headers lack, in g++'s words and in clang's (the device code's parse error, "k.cu:9: ...",
-# DeviceCode.error).  cuda_fp8.h's types are declarations only (include/cuda_fp8.h): the emulator has no 8-bit
-# float arithmetic.
+# DeviceCode.error).  Of cuda_fp8.h's types, the e8m0 ones (MX scale factors) are declarations only
+# (include/cuda_fp8.h).
 _FP8 = re.compile(r"(?:error|:\d+): [^\n]*?\b(__nv_fp8\w*)[^\n]*incomplete type"
                   r"|(?:error|:\d+): [^\n]*incomplete type[^\n]*?\b(__nv_fp8\w*)")
 _UNDECLARED = re.compile(r"'(__\w+)' (?:was not declared|does not name a type|has not been declared)"
@@ -66,7 +66,7 @@ _UNDECLARED = re.compile(r"'(__\w+)' (?:was not declared|does not name a type|ha
 # CUDA builtins that neither shim.h nor the headers in include/ provide (an undeclared name outside these is
 # the file's own error, such as a missing #include <cuda_fp16.h>): among the 16-bit float functions, the
 # conversions that round other than to nearest, and the fused complex and ReLU forms.
-_CUDA_BUILTIN = re.compile(r"__(reduce_\w+_sync|match_\w+_sync|funnelshift_\w+|byte_perm|dp[24]a\w*|cvta_\w+|nv_cvt_\w+"
+_CUDA_BUILTIN = re.compile(r"__(reduce_\w+_sync|match_\w+_sync|funnelshift_\w+|byte_perm|cvta_\w+|nv_cvt_\w+"
                            r"|is(Global|Shared|Constant|Local)|pipeline_\w+|u?sad|fns|ldg_\w+"
                            r"|\w+2(half|bfloat16)2?_r[dzu]|(half|bfloat16)2\w+_r[ndu]|hcmadd|h\w*_relu)")
 # A static_assert of the headers in include/ that marks what the emulator lacks, e.g. a WMMA shape; the
@@ -416,7 +416,8 @@ def _lacking(spec: KernelSpec, diagnostics: str) -> Unsupported | None:
     builtin, type or namespace member, or a header feature (a WMMA shape), that the emulator's headers lack."""
     fp8 = _FP8.search(diagnostics)
     if fp8:
-        return Unsupported(f"{spec.path}: the emulator has no 8-bit floats ({fp8.group(1) or fp8.group(2)})")
+        return Unsupported(f"{spec.path}: the emulator has no {fp8.group(1) or fp8.group(2)} (of the 8-bit floats, it "
+                           "has e4m3 and e5m2, not the e8m0 of MX scale factors)")
     limit = _EMULATOR_LIMIT.search(diagnostics)
     if limit:
         instance = _INSTANTIATION.search(diagnostics)
