@@ -20,12 +20,14 @@ __all__ = ["Draft", "kernels", "draft", "write", "refuse_a_second"]
 
 @dataclass(frozen=True)
 class Draft:
-    """A drafted spec: its entry kernel, the ``/* mmcheck ... */`` block, and what it could not read (each a
-    ``# TODO:`` line in the block)."""
+    """A drafted spec: its entry kernel, the ``/* mmcheck ... */`` block, what it could not read (each a ``# TODO:``
+    line in the block, which the spec's reader refuses) and what it could not tell for sure (each a comment beside
+    its line: a buffer's role told from how the kernel uses it alone)."""
 
     entry: str
     text: str
     todos: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
 
 def kernels(path: Path) -> list[str]:
@@ -45,7 +47,7 @@ def draft(path: Path, entry: str | None = None) -> Draft:
     if entry is not None and entry not in names:
         raise SpecError(path, f"no __global__ function {entry!r} in the file (its kernels: {', '.join(names)})")
     drafted = found["draft"]
-    return Draft(drafted["entry"], drafted["text"], tuple(drafted["todos"]))
+    return Draft(drafted["entry"], drafted["text"], tuple(drafted["todos"]), tuple(drafted["notes"]))
 
 
 def _read(path: Path, entry: str | None, drafting: bool) -> dict[str, Any]:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..cxx.front import operator
+
 __all__ = ["ident", "callee", "expressions", "bare", "is_call", "call_arguments", "template_arguments", "source_text",
-           "refers"]
+           "refers", "operation", "conversion"]
 
 
 def ident(decl: Any) -> tuple[str, int, str]:
@@ -97,3 +99,27 @@ def refers(node: Any, keys: set[tuple[str, int, str]]) -> bool:
                for c in node.walk_preorder())
 
 
+
+
+def operation(node: Any) -> tuple[str, list[Any]] | None:
+    """An operator's spelling (``+``, ``+=``, ``*``) and operands, whether built in (a binary or unary operator's
+    cursor) or a class's (``__half``'s ``operator=`` and ``operator+``, a call); None for any other cursor."""
+    if node.kind.name in ("BINARY_OPERATOR", "COMPOUND_ASSIGNMENT_OPERATOR", "UNARY_OPERATOR"):
+        spelled = operator(node)
+        return (spelled, expressions(node)) if spelled else None
+    if node.kind.name != "CALL_EXPR" or not node.spelling.startswith("operator"):
+        return None
+    spelled = node.spelling.removeprefix("operator")
+    operands = [c for c in expressions(node) if bare(c).spelling != node.spelling]
+    return (spelled, operands) if re.fullmatch(r"[-+*/%&|^<>=!]{1,3}", spelled) and operands else None
+
+
+def conversion(node: Any) -> Any:
+    """The operand of a conversion written as a call (``T(0)``, ``__half(x)``, an implicit constructor's), else
+    None."""
+    if node.kind.name != "CALL_EXPR":
+        return None
+    operands = expressions(node)
+    typed = any(c.kind.name == "TYPE_REF" for c in node.get_children())
+    constructed = node.referenced is not None and node.referenced.kind.name == "CONSTRUCTOR"
+    return operands[0] if len(operands) == 1 and (typed or constructed) else None

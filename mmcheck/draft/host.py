@@ -5,11 +5,12 @@ give (the variable passed as the kernel's ``M`` is ``M``)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..cxx.front import constant, operator
-from .cursors import bare, call_arguments, callee, expressions, ident, source_text
+from ..cxx.front import constant, number, operator
+from .cursors import bare, call_arguments, callee, expressions, ident, refers, source_text
 
 __all__ = ["Context", "Unread", "Site", "Reader"]
 
@@ -18,6 +19,9 @@ _BINARY = {"+": "+", "-": "-", "*": "*", "/": "//", "%": "%", "<": "<", ">": ">"
 _UNARY = {"-": "-", "+": "+", "!": "not "}
 
 
+# What allocates device memory for a pointer: cudaMalloc(&p, bytes) and its kin.
+_ALLOCATORS = ("cudaMalloc", "cudaMallocManaged", "cudaMallocAsync")
+_CASTS = ("CSTYLE_CAST_EXPR", "CXX_STATIC_CAST_EXPR", "CXX_REINTERPRET_CAST_EXPR")
 _CDIV = re.compile(r"c(?:eil)?_?div(?:_?up)?|div_?up|i?div_?up|ceil_?div", re.I)
 
 # --- what a launch is under, and its values ----------------------------------------------------------------
@@ -50,6 +54,8 @@ class Site:
     # The same with the launcher's template parameters that the kernel takes as they are written as the kernel's
     # (``cdiv(N, BN)`` rather than ``cdiv(N, 64)``); None where there are none, or the values read differently.
     named: tuple[list[str], list[str], str] | None = None
+    call: Any = None              # the launch's call of the kernel, its arguments read in ``context``
+    context: Context = field(default_factory=Context)
 
 
 
@@ -64,6 +70,7 @@ class Reader:
         self.names: dict[tuple[str, int, str], str] = {}
         self.symbols: dict[tuple[str, int, str], str] = {}  # a launcher's template parameter: the kernel's name
         self.equal: set[str] = set()  # sizes the launcher passes one variable for, as requires
+        self.numbers = False  # reading a scalar's value: floating-point constants are values too
 
     def name(self, argument: Any, role: str, context: Context) -> None:
         """Call what ``argument`` refers to ``role``, and what it is bound to in the callers too."""
@@ -84,6 +91,8 @@ class Reader:
         if depth > 64:
             raise Unread(source_text(c))
         operands = expressions(c)
+        if self.numbers and not refers(c, set(self.names)) and (folded := number(c)) is not None:
+            return str(folded)  # as the compiler folds it: 1.0f / 8 is 0.125
         if kind == ck.DECL_REF_EXPR:
             return self._reference(c, context, depth)
         if kind in (ck.UNEXPOSED_EXPR, ck.CSTYLE_CAST_EXPR, ck.CXX_STATIC_CAST_EXPR, ck.CXX_FUNCTIONAL_CAST_EXPR) \
@@ -117,6 +126,39 @@ class Reader:
             raise Unread(source_text(c))
         return str(value)
 
+    def value(self, c: Any, context: Context) -> str:
+        """A scalar argument as a spec value: a number (a floating-point one too) or an expression of the sizes;
+        raises Unread."""
+        self.numbers = True
+        try:
+            return self.expr(c, context)
+        finally:
+            self.numbers = False
+
+    def allocated(self, argument: Any, context: Context, calls: Callable[[str], Iterator[tuple[Any, Any, tuple]]]
+                  ) -> str | None:
+        """The bytes a launch's pointer ``argument`` points to, as host code allocates them: the size given to
+        the ``cudaMalloc`` that sets the variable passed (followed up through the launchers' parameters), as a
+        spec expression; ``calls`` gives the host code's calls of a function by its name.  None where no
+        allocation is found or read."""
+        node = bare(argument)
+        while node.kind.name in _CASTS and expressions(node):
+            node = bare(expressions(node)[-1])
+        if node.kind != self.ck.DECL_REF_EXPR or node.referenced is None:
+            return None
+        key = ident(node.referenced)
+        if key in context.bindings:
+            value, caller = context.bindings[key]
+            return None if isinstance(value, str) else self.allocated(value, caller, calls)
+        for _, call, _ in (found for name in _ALLOCATORS for found in calls(name)):
+            parts = call_arguments(call)
+            if len(parts) >= 2 and refers(parts[0], {key}):
+                try:
+                    return self.expr(parts[1], context)
+                except Unread:
+                    return None
+        return None
+
     def _reference(self, c: Any, context: Context, depth: int) -> str:
         decl = c.referenced
         if decl is None:
@@ -131,7 +173,7 @@ class Reader:
             if isinstance(value, str):
                 raise Unread(value)
             return self.expr(value, caller, depth + 1)
-        value = constant(c)
+        value = number(c) if self.numbers else constant(c)
         if value is not None:
             return str(value)
         initial = self._initializer(decl)

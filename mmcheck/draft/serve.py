@@ -26,11 +26,17 @@ from typing import Any
 
 from ..cxx.front import constant, operator
 from ..cxx.setup import Setup
-from ..dtypes import PRECISIONS
+from ..dtypes import DTYPES, PRECISIONS
+from ..epilogue import INDICES
 from ..expr import SHAPE_NAMES
 from ..ops import OPS
+from ..spec import RESERVED
 from . import Draft
+from .access import uses
 from .cursors import call_arguments, callee, expressions, ident, source_text, template_arguments
+from .element import Elements
+from .epilogue import Unreadable, epilogue
+from .extras import Extra, Table, buffer, element_of, scalar
 from .host import Context, Reader, Site, Unread
 from .indexing import Indexing
 from .source import LAUNCHED, File
@@ -55,6 +61,11 @@ _LEADING = re.compile(r"ld_?([abcxy])", re.I)
 
 _INTEGER_SUFFIX = {"INT": "", "UINT": ":unsigned", "ULONG": ":size_t", "ULONGLONG": ":size_t", "LONG": ":long",
                    "LONGLONG": ":long"}
+# The parameters a size multiplies in an index: the sizes and the leading dimensions.
+_STRIDES = (*SHAPE_NAMES, "lda", "ldb", "ldc")
+# The keys of the spec's buffer and scalar tables, whose TODOs are in those tables.
+_TABLES = ("buffers.", "scalars.")
+
 
 def serve(request: dict[str, Any]) -> dict[str, Any]:
     """In the C++ front end's child: the file's kernels, and its draft (Draft's fields) where one is asked for and
@@ -65,7 +76,8 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
     if not request["drafting"] or entry not in file.kernels:
         return {"kernels": names, "draft": None}
     drafted = _Drafting(file, file.kernels[entry]).result()
-    return {"kernels": names, "draft": {"entry": drafted.entry, "text": drafted.text, "todos": drafted.todos}}
+    return {"kernels": names, "draft": {"entry": drafted.entry, "text": drafted.text, "todos": drafted.todos,
+                                        "notes": drafted.notes}}
 
 
 
@@ -91,6 +103,7 @@ class _Drafting:
         self.indexing = Indexing(kernel, self.parameters, self.ck)
         self.template_parameters = [c for c in kernel.get_children() if c.kind in (
             self.ck.TEMPLATE_TYPE_PARAMETER, self.ck.TEMPLATE_NON_TYPE_PARAMETER)]
+        self.extras: list[Extra] = []  # the parameters beyond the op's, once the signature is read
 
     def todo(self, key: str, message: str) -> None:
         """Say what the spec's ``key`` lacks (once, however many launches lack it)."""
@@ -150,10 +163,6 @@ class _Drafting:
             # One size for every dimension: a square problem.
             roles[sizes[0]] = "M" if operation.fixed else "N"
             requires = ["M == K"] if operation.fixed else ["M == N", "N == K"]
-        elif unnamed:
-            for i in unnamed:
-                self.todo("params", f"parameter {self.parameters[i].spelling!r} has no mmcheck meaning (sizes M, N, "
-                                    "K, batch; lda, ldb, ldc; alpha, beta)")
         missing = [s for s in operation.free(tuple(r for r in roles if r)) if s not in roles]
         if missing and not requires and named:
             self.todo("params", f"the kernel takes no {', '.join(missing)}: say in requires how it follows from the "
@@ -161,11 +170,21 @@ class _Drafting:
         self._roles = roles
         requires += self.indexing.whole_tiles(roles)
         params = []
+        taken = {*RESERVED, *INDICES, *operation.names, *operation.scalars, "acc", "lda", "ldb", "ldc",
+                 *(label(t.spelling) for t in self.template_parameters)}
         for i, p in enumerate(self.parameters):
             role = roles[i]
             if role is None:
-                if p.type.kind.name != "POINTER" and self._integer(p) is None and i not in scalars.values():
+                if p.type.kind.name != "POINTER" and self._ctype(p) is None:
                     self.todo("params", f"parameter {p.spelling!r} ({p.type.spelling}) has no mmcheck meaning")
+                    continue
+                # Beyond the op's parameters: a buffer or a scalar of the spec's own, under a name no other takes.
+                name = p.spelling or f"p{i}"
+                while name in taken:
+                    name += "_"
+                taken.add(name)
+                self.extras.append(Extra(i, name, p))
+                params.append(name)
                 continue
             if role in ("alpha", "beta"):
                 params.append(role + self._scalar_type(p))
@@ -197,8 +216,7 @@ class _Drafting:
             elif free:
                 role = free[0]
             else:
-                self.todo("params", f"pointer {p.spelling!r} is none of the operands {', '.join(names)}")
-                continue
+                continue  # none of the op's: a buffer of the spec's own
             roles[i] = role
             free.remove(role)
         for n in free:
@@ -212,6 +230,13 @@ class _Drafting:
     def _element(self, pointer: Any) -> str:
         """The C spelling of what a pointer parameter points to, qualifiers dropped."""
         return _QUALIFIERS.sub("", pointer.type.get_pointee().spelling)
+
+    def _ctype(self, p: Any) -> str | None:
+        """The spec's C type of a scalar parameter (``float``, ``int``, ``size_t``...); None if it has none."""
+        integer = self._integer(p)
+        if integer is not None:
+            return integer.removeprefix(":") or "int"
+        return _SCALAR_TYPES.get(_QUALIFIERS.sub("", p.type.spelling))
 
     def _scalar_type(self, p: Any) -> str:
         """``:float`` where alpha or beta is of a type other than C's elements, else ``""``."""
@@ -320,7 +345,7 @@ class _Drafting:
                 self.todo("smem", f"the launch's dynamic shared memory {source_text(values[2])!r} has no spec form "
                                   "here")
                 smem = source_text(values[2])
-        site = Site(guards, unread, template, block, grid, smem, requires)
+        site = Site(guards, unread, template, block, grid, smem, requires, call=call, context=context)
         reader.symbols = {ident(a.referenced): p.spelling for p, a in zip(self.template_parameters, arguments)
                           if not isinstance(a, str) and a.kind == self.ck.DECL_REF_EXPR and a.referenced is not None
                           and a.referenced.kind == self.ck.TEMPLATE_NON_TYPE_PARAMETER}
@@ -363,9 +388,11 @@ class _Drafting:
             lines["template"] = toml_list(template)
         if values["let"]:
             lines["let"] = "{" + ", ".join(f"{k} = {json.dumps(v)}" for k, v in values["let"].items()) + "}"
-        lines["params"] = toml_list(params)
         read = self.indexing.layouts(roles)
         layouts = {o: read.get(o, "row") for o in OPS[op].names if o in ("A", "B", "C")}
+        tables, epilogue = self._extras(op, roles, sites, layouts.get("C") == "col")
+        dropped = {e.name for e in self.extras} - {t.name for t in tables}  # no buffer or scalar after all
+        lines["params"] = toml_list([p for p in params if p not in dropped])
         if set(layouts.values()) == {"col"}:
             lines["layout"] = '"col"'
         elif "col" in layouts.values():
@@ -376,28 +403,85 @@ class _Drafting:
             lines["smem"] = json.dumps(values["smem"])
         if values["requires"]:
             lines["requires"] = toml_list(values["requires"])
-        text = ["/* mmcheck", "[[kernel]]"]
-        todos = []
-        # Each TODO above its key's line; one of a key the spec leaves out (a let not written), at the end.
-        for key, value in [*lines.items(), *((k, None) for k in self.todos if k not in lines)]:
-            for message in self.todos.get(key, []):
+        if epilogue is not None:
+            lines["epilogue"] = json.dumps(epilogue)
+        rows = [(key, f"{key} = {value}", "") for key, value in lines.items()]
+        # A TODO of a key the spec leaves out (a let not written, an epilogue not read) after the kernel's keys.
+        rows += [(key, None, "") for key in self.todos if key not in lines and not key.startswith(_TABLES)]
+        for table in tables:
+            rows += [("", "", ""), ("", table.header, ""), *table.lines]
+        text, todos, notes = ["/* mmcheck", "[[kernel]]"], [], []
+        for key, row, note in rows:  # each TODO above its key's line, each note beside it
+            for message in self.todos.get(key, []) if key else []:
                 text.append(f"# TODO: {message}")
                 todos.append(f"{key}: {message}")
-            if value is not None:
-                text.append(f"{key} = {value}")
-        return Draft(self.kernel.spelling, "\n".join([*text, "*/"]), tuple(todos))
+            if row is not None:
+                text.append(f"{row}  # {note}" if note else row)
+            if note:
+                notes.append(f"{key}: {note}")
+        return Draft(self.kernel.spelling, "\n".join([*text, "*/"]), tuple(todos), tuple(notes))
+
+    def _extras(self, op: str, roles: list[str | None], sites: list[Site], column_major: bool
+                ) -> tuple[list[Table], str | None]:
+        """The tables of the parameters beyond the op's, and the epilogue of the kernel's stores to C (None: it
+        stores the op's result as it is, or mmcheck could not read it, which is a TODO where the kernel takes
+        such parameters)."""
+        pointers = [p for p in self.parameters if p.type.kind.name == "POINTER"]
+        used = uses(self.kernel, pointers, self.file.folder)
+        by = {ident(p): r for p, r in zip(self.parameters, roles) if r}
+        operands = {k: r for k, r in by.items() if r in OPS[op].names}
+        output = next((k for k, r in operands.items() if r in ("C", "y")), None)
+        stores = used[output].stores if output in used else []
+        elements = Elements(self.kernel, stores, {k: r for k, r in by.items() if r in _STRIDES}, column_major)
+        element = element_of(elements, [s.index for s in stores]) if stores else None
+        tables, buffers, scalars = [], {}, set()
+        for extra in self.extras:
+            key = ident(extra.parameter)
+            if extra.pointer:
+                dtype, itemsize = self._buffer_dtype(extra, sites, used[key].written)
+                allocations = [self.reader.allocated(call_arguments(s.call)[extra.place], s.context, self.file.calls)
+                               for s in sites if len(call_arguments(s.call)) > extra.place]
+                table = buffer(extra, used[key], elements, element, dtype, itemsize, allocations, self.todo)
+                if table.role == "input":
+                    buffers[extra.name] = len(table.shape)
+            else:
+                values = [self._scalar_value(s, extra) for s in sites]
+                if self._integer(extra.parameter) is not None and (not values or None in values):
+                    # An integer no launch passes a value mmcheck reads: more likely a size it has no name for.
+                    self.todo("params", f"parameter {extra.parameter.spelling!r} has no mmcheck meaning (sizes M, N, "
+                                        "K, batch; lda, ldb, ldc; alpha, beta; a scalar's value, passed by a launch)")
+                    continue
+                table = scalar(extra, self._ctype(extra.parameter) or "float", values, self.todo)
+                scalars.add(extra.name)
+            tables.append(table)
+        names = {k: r for k, r in by.items() if r in ("alpha", "beta")} | {ident(e.parameter): e.name
+                                                                          for e in self.extras}
+        try:
+            return tables, epilogue(self.kernel, stores, elements, names, operands, bool(OPS[op].scalars), buffers,
+                                    frozenset(scalars))
+        except Unreadable as e:
+            if self.extras:
+                self.todo("epilogue", f"{e}: write what the kernel stores to C as an expression of acc, the op's "
+                                      "result (as in epilogue = \"relu(acc + bias[n])\")")
+            return tables, None
+
+    def _scalar_value(self, site: Site, extra: Extra) -> str | None:
+        """What a launch passes a scalar parameter, as a spec value; None where it has no spec form."""
+        arguments = call_arguments(site.call)
+        if len(arguments) <= extra.place:
+            return None
+        try:
+            return tidy(self.reader.value(arguments[extra.place], site.context))
+        except Unread:
+            return None
 
     def _dtypes(self, sites: list[Site], roles: list[str | None]) -> list[str]:
         """The dtypes, from what A (or x) and C (or y) point to, each launch's template arguments binding a
         type parameter."""
-        elements = {r: self._element(p) for p, r in zip(self.parameters, roles) if r in ("A", "x", "C", "y")}
-        inputs, output = elements.get("A", elements.get("x")), elements.get("C", elements.get("y"))
-        names = self._type_parameters()
+        inputs, output = self._operand_elements(roles)
         found: list[str] = []
-        for template in [s.template for s in sites] or [[]]:
-            chosen = {n: v for n, v in zip([t.spelling for t in self.template_parameters], template)
-                      if n in names and isinstance(v, str)}
-            pair = [chosen.get(t, "float" if t in names else t) or "?" for t in (inputs, output)]
+        for bound in self._bound(sites):
+            pair = [self._spelled(t, bound) for t in (inputs, output)]
             a, c = (_DTYPES.get(t, "?") for t in pair)
             name = a if a == c else f"{a}->{c}"
             if name not in PRECISIONS:
@@ -405,9 +489,45 @@ class _Drafting:
                 name = "float32"
             if name not in found:
                 found.append(name)
-        if not sites and any(t in names for t in (inputs, output)):
+        if not sites and any(t in self._type_parameters() for t in (inputs, output)):
             self.todo("dtypes", "no launch names the type arguments: float32 is a guess")
         return found
+
+    def _operand_elements(self, roles: list[str | None]) -> tuple[str | None, str | None]:
+        """The C spellings of what A (or x) and C (or y) point to."""
+        elements = {r: self._element(p) for p, r in zip(self.parameters, roles) if r in ("A", "x", "C", "y")}
+        return elements.get("A", elements.get("x")), elements.get("C", elements.get("y"))
+
+    def _bound(self, sites: list[Site]) -> list[dict[str, str]]:
+        """Per launch (one where there is none), the C types its template arguments give the kernel's type
+        parameters."""
+        names = self._type_parameters()
+        return [{n: v for n, v in zip([t.spelling for t in self.template_parameters], template)
+                 if n in names and isinstance(v, str)} for template in [s.template for s in sites] or [[]]]
+
+    def _spelled(self, spelling: str | None, bound: dict[str, str]) -> str:
+        """A C type as a launch gives it: a type parameter bound (float where the launch does not bind it)."""
+        return bound.get(spelling or "", "float" if spelling in self._type_parameters() else spelling) or "?"
+
+    def _buffer_dtype(self, extra: Extra, sites: list[Site], written: bool) -> tuple[str, int | None]:
+        """A buffer's dtype as the spec says it (``input``, ``output`` or a dtype's name), from what the pointer
+        points to at each launch, and the size of its elements (None: not one size)."""
+        inputs, output = self._operand_elements(self._roles)
+        element = self._element(extra.parameter)
+        rows = [tuple(_DTYPES.get(self._spelled(t, bound), "?") for t in (inputs, output, element))
+                for bound in self._bound(sites)]
+        found = {e for _, _, e in rows}
+        sizes = {DTYPES[e].itemsize for e in found if e in DTYPES}
+        itemsize = sizes.pop() if len(sizes) == 1 else None
+        as_input, as_output = (all(r[i] == r[2] for r in rows) for i in (0, 1))
+        if as_output and (written or not as_input):
+            return "output", itemsize
+        if as_input:
+            return "input", itemsize
+        if len(found) == 1 and "?" not in found:
+            return found.pop(), itemsize
+        self.todo(f"buffers.{extra.name}.dtype", f"mmcheck has no dtype for {element}: input is a guess")
+        return "input", itemsize
 
     def _values(self, sites: list[Site], requires: list[str]) -> dict[str, Any]:
         """template, let, block, grid, smem and requires: the launches' values, chosen by their conditions
