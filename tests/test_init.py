@@ -466,3 +466,88 @@ def test_the_store_to_c_is_read_as_the_epilogue(tmp_path, capsys, store, epilogu
     assert (spec.epilogue.text if spec.epilogue else None) == epilogue
     assert {b.name: [e.text for e in b.shape] for b in spec.buffers} == {"bias": ["N"], "D": ["M", "N"], "s": ["1"]}
     assert [(s.name, s.ctype, s.value) for s in spec.named_scalars] == [("slope", "float", 0.5)]
+
+
+CHAINS = """#include <cuda_runtime.h>
+__global__ void staged(const float *A, const float *B, float *C, int M, int N, int K, float *ws, int k_tiles,
+                       float eps)
+{
+    float *mine = ws + (blockIdx.y * gridDim.x + blockIdx.x) * 256;
+    int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
+    float acc = 0.0f;
+    for (int t = 0; t < k_tiles * 16 && t < K; ++t)
+        acc += A[row * K + t] * B[t * N + col];
+    mine[threadIdx.y * 16 + threadIdx.x] = acc;
+    if (row < M && col < N)
+        C[row * N + col] = acc + eps;
+}
+
+__global__ void gemv_bias(int M, int K, float alpha, const float *A, const float *x, float beta, float *y,
+                          const float *bias)
+{
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M) {
+        float sum = 0.0f;
+        for (int k = 0; k < K; ++k)
+            sum += A[row * K + k] * x[k];
+        y[row] = alpha * sum + beta * y[row] + __ldg(&bias[row]);
+    }
+}
+
+void run_staged(const float *A, const float *B, float *C, float *ws, int M, int N, int K, float eps)
+{
+    staged<<<dim3((N + 15) / 16, (M + 15) / 16), dim3(16, 16)>>>(A, B, C, M, N, K, ws, (K + 15) / 16, eps);
+}
+
+void run_gemv(const float *A, const float *x, float *y, const float *bias, int M, int K)
+{
+    gemv_bias<<<(M + 255) / 256, 256>>>(M, K, 1.0f, A, x, 0.0f, y, bias);
+}
+
+int main()
+{
+    int M = 1000, N = 500, K = 300;
+    float *A, *B, *C, *x, *y, *bias, *ws;
+    cudaMalloc((void **)&ws, sizeof(float) * 256 * ((N + 15) / 16) * ((M + 15) / 16));
+    run_staged(A, B, C, ws, M, N, K, 1e-5f);
+    run_gemv(A, x, y, bias, M, K);
+}
+"""
+
+
+@pytest.mark.parametrize("entry, tables", [
+    ("staged", '''epilogue = "acc + eps"
+
+[kernel.buffers.ws]
+role = "output"  # could not tell: the kernel writes it, not at C's element, and never reads it (output if it is \
+a result, scratch if another kernel reads it)
+shape = ["256 * cdiv(N, 16) * cdiv(M, 16)"]
+dtype = "output"
+
+[kernel.scalars.k_tiles]
+type = "int"
+value = "cdiv(K, 16)"
+
+[kernel.scalars.eps]
+type = "float"
+value = 1e-05
+*/
+'''),
+    ("gemv_bias", '''epilogue = "acc + bias[m]"
+
+[kernel.buffers.bias]
+role = "input"
+shape = ["M"]
+dtype = "input"
+*/
+'''),
+])
+def test_allocations_and_values_are_read_through_the_launchers_that_pass_them(tmp_path, capsys, entry, tables):
+    """ws, written through a pointer made from it (its indices tell nothing), has what main allocates for it
+    and passes through run_staged; eps is the 1e-5f main passes, k_tiles the expression run_staged does; gemv's
+    bias, read by __ldg, is y's: one per row."""
+    path = tmp_path / "chains.cu"
+    path.write_text(CHAINS)
+    assert init(str(path), "--entry", entry, "--print") == 0
+    out = capsys.readouterr().out
+    assert out[out.index("\nepilogue = ") + 1:] == tables

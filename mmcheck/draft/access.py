@@ -34,6 +34,7 @@ class _Use(enum.Enum):
     STORE = "store"
     UPDATE = "update"
     OPAQUE = "opaque"
+    ADDRESS = "address"  # its value taken (a pointer made from it), no element used
 
 
 @dataclass(frozen=True)
@@ -70,13 +71,19 @@ class Uses:
         """Every access's index (None where it is not the parameter's own)."""
         return [*self.reads, *(s.index for s in self.stores), *(i for _, i in self.updates)]
 
+    def unindexed(self) -> Uses:
+        """The same uses with no index: those of a parameter the kernel moves (``C += batch * M * N``)."""
+        return Uses([None] * len(self.reads), [Store(None, s.value) for s in self.stores],
+                    [(name, None) for name, _ in self.updates], self.opaque)
+
 
 def uses(kernel: Any, parameters: list[Any], folder: Path) -> dict[tuple[str, int, str], Uses]:
     """What the kernel does with each of its pointer ``parameters``, by the parameter's identity; the device
     functions followed are those of the files in ``folder`` (the kernel file's and its headers')."""
     walk = _Walk({ident(p): ident(p) for p in parameters}, folder, nested=False, depth=0)
     walk.visit(kernel)
-    return {ident(p): walk.found.get(ident(p), Uses()) for p in parameters}
+    found = {ident(p): walk.found.get(ident(p), Uses()) for p in parameters}
+    return {k: u.unindexed() if k in walk.moved else u for k, u in found.items()}
 
 
 class _Walk:
@@ -87,6 +94,7 @@ class _Walk:
                  depth: int) -> None:
         self.tracked, self.folder, self.nested, self.depth = tracked, folder, nested, depth
         self.found: dict[tuple[str, int, str], Uses] = {}
+        self.moved: set[tuple[str, int, str]] = set()  # parameters made to point elsewhere (p += offset)
 
     def visit(self, node: Any, use: _Use = _Use.READ, index: Any = None, detail: Any = None) -> None:
         """Walk ``node``, whose value is used as ``use`` says (with the element ``index`` where it is a pointer
@@ -100,6 +108,10 @@ class _Walk:
             if not self._alias(operands[0], operands[1]):
                 self.visit(operands[0], _Use.STORE, None, operands[1])
                 self.visit(operands[1])
+        elif op in _UPDATES and operands and _pointer(operands[0]):
+            self._move(operands[0])
+            for operand in operands[1:]:
+                self.visit(operand)
         elif op in _UPDATES and operands:
             self.visit(operands[0], _Use.UPDATE, None, op)
             for operand in operands[1:]:
@@ -141,7 +153,7 @@ class _Walk:
             found.stores.append(Store(index, detail))
         elif use is _Use.UPDATE:
             found.updates.append((detail, index))
-        else:
+        elif use is _Use.OPAQUE:
             found.opaque.append(detail)
 
     def _alias(self, target: Any, value: Any) -> bool:
@@ -154,11 +166,18 @@ class _Walk:
         sources = {self.tracked[k] for k in self.tracked if refers(value, {k})}
         if len(sources) != 1:
             return False
-        self.tracked[ident(declared)] = sources.pop()
-        for part in expressions(value):  # the offset's own reads
-            if not _pointer(part):
-                self.visit(part)
+        source = self.tracked[ident(declared)] = sources.pop()
+        if ident(declared) == source:
+            self.moved.add(source)
+        self.visit(value, _Use.ADDRESS)  # the offset's own reads
         return True
+
+    def _move(self, target: Any) -> None:
+        """A tracked pointer moved in place (``p += offset``, ``p++``)."""
+        target = bare(target)
+        if target.kind.name == "DECL_REF_EXPR" and target.referenced is not None \
+                and (source := self.tracked.get(ident(target.referenced))) is not None:
+            self.moved.add(source)
 
     def _call(self, call: Any) -> None:
         """A call's arguments: a tracked pointer passed to a load, a store, an atomic or a device function of the

@@ -26,10 +26,11 @@ _DEPTH = 16  # local variables followed one into another
 
 class Elements:
     """The element's names in one kernel: ``sizes`` are its size parameters' spec names (M, N, K, batch, lda, ...)
-    by identity; ``stores`` are C's; ``column_major``: C's order."""
+    by identity; ``stores`` are C's; ``column_major``: C's order; ``vector``: whether C is a vector (y, whose
+    index is the row)."""
 
     def __init__(self, kernel: Any, stores: Sequence[Store], sizes: dict[tuple[str, int, str], str],
-                 column_major: bool) -> None:
+                 column_major: bool, vector: bool = False) -> None:
         self.sizes = sizes
         self.names: dict[str, str] = {}  # an expression's text: m, n or b
         nodes = list(kernel.walk_preorder())
@@ -51,11 +52,11 @@ class Elements:
         self.names.update({text: found.pop() for text, found in bounds.items() if len(found) == 1})
         for store in stores:
             if store.index is not None:
-                self._read(store.index, column_major)
+                self._read(self._through(store.index), column_major, vector)
 
-    def _read(self, index: Any, column_major: bool) -> None:
+    def _read(self, index: Any, column_major: bool, vector: bool) -> None:
         """The element's names in one of C's store indices: the term a size multiplies is the row (the column,
-        column-major), one two sizes multiply the batch, the term alone the other."""
+        column-major), one two sizes multiply the batch, the term alone the other (a vector's, the row)."""
         plain, found = [], {}
         for term in _terms(index):
             factors = _factors(term)
@@ -65,8 +66,8 @@ class Elements:
                 plain.append(term)
             elif len(rest) == 1 and len(strides) <= 2:
                 found[source_text(bare(rest[0]))] = "b" if len(strides) == 2 else "n" if column_major else "m"
-        if len(plain) == 1 and found:
-            found[source_text(bare(plain[0]))] = "m" if column_major else "n"
+        if len(plain) == 1 and (found or vector):
+            found[source_text(bare(plain[0]))] = "m" if column_major or vector else "n"
         if len(set(found.values())) == len(found):
             self.names.update(found)
 
@@ -96,6 +97,17 @@ class Elements:
             return self.translate(initial, depth + 1) if initial is not None else None
         return None
 
+    def _through(self, node: Any) -> Any:
+        """An expression with the local variables it is followed to their one value (``idx`` is ``row * N +
+        col``), unless it is one of the element's names."""
+        node = bare(node)
+        for _ in range(_DEPTH):
+            initial = self.initializer(node) if node.kind.name == "DECL_REF_EXPR" else None
+            if initial is None or source_text(node) in self.names:
+                break
+            node = bare(initial)
+        return node
+
     def initializer(self, reference: Any) -> Any:
         """What gives a local variable its one value (its initializer, where nothing assigns it after), else
         None."""
@@ -109,7 +121,7 @@ class Elements:
         """A buffer's index as one index per dimension with the size it ranges over: ``row * N + col`` is
         ``[(m, "M"), (n, "N")]`` (a size that multiplies a term ranged over by the next dimension); None where the
         index has no such form."""
-        node = bare(node)
+        node = self._through(node)
         found = operation(node)
         if found and found[0] == "+" and len(found[1]) == 2:
             for high, low in (found[1], found[1][::-1]):

@@ -31,8 +31,16 @@ _FUNCTIONS = {name: function for function, names in {
     "exp": ("expf", "exp", "__expf", "hexp", "expl"),
     "tanh": ("tanhf", "tanh", "htanh", "tanhl"),
 }.items() for name in names}
-# Conversions written as calls: the value is the argument's, rounded to the output as any store is.
+# Arithmetic written as calls (half's intrinsics, rounding-mode ones); fma's a * b + c.
+_CALLED = {**dict.fromkeys(("__hadd", "__fadd_rn", "__dadd_rn"), "+"),
+           **dict.fromkeys(("__hsub", "__fsub_rn", "__dsub_rn"), "-"),
+           **dict.fromkeys(("__hmul", "__fmul_rn", "__dmul_rn"), "*"),
+           **dict.fromkeys(("__hdiv", "__fdividef", "__fdiv_rn", "__ddiv_rn"), "/")}
+_FMA = ("fmaf", "fma", "__fmaf_rn", "__fma_rn", "__hfma")
+# Conversions and loads written as calls: the value is the argument's (a conversion's rounded to the output as
+# any store is; a cache-hinted load's, __ldg(&bias[col]), the element's).
 _CONVERSIONS = re.compile(r"__(?:float|half|bfloat16|double|int)2(?:half|float|bfloat16|double)(?:_r[nzdu])?")
+_LOADS = re.compile(r"__ld(?:g|ca|cg|cs|lu|cv)")
 _CASTS = ("CSTYLE_CAST_EXPR", "CXX_STATIC_CAST_EXPR", "CXX_FUNCTIONAL_CAST_EXPR")
 _COMPARISONS = ("<", "<=", ">", ">=")
 _DEPTH = 32
@@ -92,8 +100,18 @@ class _Reading:
             return self.value(parts[-1], store, depth + 1)
         if converted is not None:
             return self.value(converted, store, depth + 1)
-        if _CONVERSIONS.fullmatch(name) and len(call_arguments(node)) == 1:
-            return self.value(call_arguments(node)[0], store, depth + 1)
+        arguments = call_arguments(node) if name else []
+        if _CONVERSIONS.fullmatch(name) and len(arguments) == 1:
+            return self.value(arguments[0], store, depth + 1)
+        if _LOADS.fullmatch(name) and len(arguments) == 1 and (loaded := operation(bare(arguments[0]))) \
+                and loaded[0] == "&" and len(loaded[1]) == 1:
+            return self.value(loaded[1][0], store, depth + 1)
+        if name in _CALLED and len(arguments) == 2:
+            left, right = (self.value(a, store, depth + 1) for a in arguments)
+            return ast.BinOp(left, _ARITHMETIC[_CALLED[name]](), right)
+        if name in _FMA and len(arguments) == 3:
+            a, b, c = (self.value(a, store, depth + 1) for a in arguments)
+            return ast.BinOp(ast.BinOp(a, ast.Mult(), b), ast.Add(), c)
         if kind == "DECL_REF_EXPR":
             return self._reference(node, store, depth)
         if kind == "ARRAY_SUBSCRIPT_EXPR" and len(parts) == 2:
@@ -106,10 +124,9 @@ class _Reading:
             return ast.UnaryOp(ast.USub(), inner) if found[0] == "-" else inner
         if kind == "CONDITIONAL_OPERATOR" and len(parts) == 3:
             return self._choice(parts, store, depth)
-        if name in _FUNCTIONS:
-            arguments = [self.value(a, store, depth + 1) for a in call_arguments(node)]
-            if len(arguments) == (2 if _FUNCTIONS[name] in ("max", "min") else 1):
-                return ast.Call(ast.Name(_FUNCTIONS[name], ast.Load()), arguments, [])
+        if name in _FUNCTIONS and len(arguments) == (2 if _FUNCTIONS[name] in ("max", "min") else 1):
+            return ast.Call(ast.Name(_FUNCTIONS[name], ast.Load()),
+                            [self.value(a, store, depth + 1) for a in arguments], [])
         value = number(node)
         if value is not None:
             return ast.Constant(int(value) if float(value).is_integer() else value)

@@ -21,7 +21,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..dtypes import DTYPES
 from ..expr import Expr, ExprError
+from ..spec import CTYPES
 from .access import Uses
 from .element import Elements
 from .text import tidy
@@ -30,7 +32,7 @@ __all__ = ["Extra", "Table", "buffer", "element_of", "scalar"]
 
 # Sizes at which two shapes are compared: their element counts agree at each, or they differ.
 _TRIALS = ({"M": 7, "N": 11, "K": 13, "batch": 3}, {"M": 64, "N": 48, "K": 5, "batch": 1})
-_FLOATS = ("float", "double", "__half", "__nv_bfloat16")
+_FLOATS = ("float", "double", "__half", "__nv_bfloat16")  # the scalar C types whose values are not whole
 
 
 @dataclass(frozen=True)
@@ -128,25 +130,26 @@ def _shape(name: str, uses: Uses, elements: Elements, itemsize: int | None, allo
 
 
 def _count(allocated: str, itemsize: int | None) -> str | None:
-    """The number of elements in ``allocated`` bytes: the expression with the element's size taken out of its
-    product (``N * 4`` is N for floats); None where it is not there."""
+    """The number of elements in ``allocated`` bytes: the expression with the element's size taken out of a
+    whole-number factor of its product (``N * 4`` is N for floats, ``1024 * M`` is ``256 * M``); None where no
+    factor holds it."""
     if itemsize is None:
         return None
     try:
-        tree = ast.parse(tidy(allocated), mode="eval").body
+        factors = _factors(ast.parse(tidy(allocated), mode="eval").body)
     except SyntaxError:
         return None
-    factors = _factors(tree)
-    sized = [i for i, f in enumerate(factors) if isinstance(f, ast.Constant) and f.value == itemsize]
-    if sized:
-        rest = [f for i, f in enumerate(factors) if i != sized[-1]]
-        product = rest[0] if rest else ast.Constant(1)
-        for factor in rest[1:]:
-            product = ast.BinOp(product, ast.Mult(), factor)
-        return tidy(ast.unparse(product))
-    if isinstance(tree, ast.Constant) and isinstance(tree.value, int) and tree.value % itemsize == 0:
-        return str(tree.value // itemsize)
-    return None
+    whole = [i for i, f in enumerate(factors) if isinstance(f, ast.Constant) and isinstance(f.value, int)
+             and not isinstance(f.value, bool) and f.value % itemsize == 0]
+    if not whole:
+        return None
+    at = next((i for i in reversed(whole) if factors[i].value == itemsize), whole[-1])  # sizeof(T) last, mostly
+    left = factors[at].value // itemsize
+    rest = [ast.Constant(left) if i == at else f for i, f in enumerate(factors) if i != at or left != 1]
+    product = rest[0] if rest else ast.Constant(1)
+    for factor in rest[1:]:
+        product = ast.BinOp(product, ast.Mult(), factor)
+    return tidy(ast.unparse(product))
 
 
 def _factors(node: ast.expr) -> list[ast.expr]:
@@ -188,11 +191,11 @@ def scalar(extra: Extra, ctype: str, values: Sequence[str | None], todo: Callabl
 
 
 def _value(value: str, ctype: str) -> str | None:
-    """A scalar's value as TOML: a number as it is (a whole one without its point), an integer expression of the
-    sizes as a string; None where it is neither."""
+    """A scalar's value as TOML: a number as its C type holds it, shortest (``1e-05`` for ``1e-5f``, a whole one
+    without its point), an integer expression of the sizes as a string; None where it is neither."""
     if re.fullmatch(r"-?\d+(?:\.\d*)?(?:e[-+]?\d+)?", value):
-        number = float(value)
-        return str(int(number)) if number.is_integer() else repr(number)
+        held = str(DTYPES[CTYPES[ctype]].numpy.type(float(value))) if ctype in _FLOATS else value
+        return str(int(float(held))) if float(held).is_integer() and abs(float(held)) < 2 ** 53 else held
     if ctype in _FLOATS:
         return None
     try:

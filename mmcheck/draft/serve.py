@@ -432,7 +432,8 @@ class _Drafting:
         operands = {k: r for k, r in by.items() if r in OPS[op].names}
         output = next((k for k, r in operands.items() if r in ("C", "y")), None)
         stores = used[output].stores if output in used else []
-        elements = Elements(self.kernel, stores, {k: r for k, r in by.items() if r in _STRIDES}, column_major)
+        elements = Elements(self.kernel, stores, {k: r for k, r in by.items() if r in _STRIDES}, column_major,
+                            operands.get(output) == "y")
         element = element_of(elements, [s.index for s in stores]) if stores else None
         tables, buffers, scalars = [], {}, set()
         for extra in self.extras:
@@ -460,7 +461,8 @@ class _Drafting:
             return tables, epilogue(self.kernel, stores, elements, names, operands, bool(OPS[op].scalars), buffers,
                                     frozenset(scalars))
         except Unreadable as e:
-            if self.extras:
+            # What a kernel reads to make its result from the product: an input buffer, a floating-point scalar.
+            if buffers or any(self._integer(x.parameter) is None for x in self.extras if not x.pointer):
                 self.todo("epilogue", f"{e}: write what the kernel stores to C as an expression of acc, the op's "
                                       "result (as in epilogue = \"relu(acc + bias[n])\")")
             return tables, None
