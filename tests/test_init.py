@@ -443,28 +443,40 @@ void run(int M, int N, int K, float alpha, const float *A, const float *B, float
 {
     k<float><<<dim3((N + 15) / 16, (M + 15) / 16), dim3(16, 16)>>>(M, N, K, alpha, A, B, beta, C, bias, D, s, 0.5f);
 }
+
+void forward(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    float *bias, *D, *s;
+    cudaMalloc(&bias, N * sizeof(float));
+    cudaMalloc(&D, M * N * sizeof(float));
+    cudaMalloc(&s, sizeof(float));
+    run(M, N, K, 1.0f, A, B, 0.0f, C, bias, D, s);
+}
 """
 
 
-@pytest.mark.parametrize("store, epilogue", [
+@pytest.mark.parametrize("store, epilogue, d", [
     ("T v = alpha * sum + beta * C[row * N + col] + bias[col]; C[row * N + col] = v > T(0) ? v : T(0)",
-     "relu(acc + bias[n])"),
-    ("C[row * N + col] = 1.0f / (1.0f + expf(-(beta * C[row * N + col] + sum * alpha)))", "sigmoid(acc)"),
+     "relu(acc + bias[n])", "M * N"),
+    ("C[row * N + col] = 1.0f / (1.0f + expf(-(beta * C[row * N + col] + sum * alpha)))", "sigmoid(acc)",
+     "M * N"),
     ("C[row * N + col] = tanhf(alpha * sum + beta * C[row * N + col]) * s[0] - D[row * N + col]",
-     "tanh(acc) * s[0] - D[m, n]"),
+     "tanh(acc) * s[0] - D[m, n]", "M, N"),
     ("float v = alpha * sum + beta * C[row * N + col]; C[row * N + col] = v < slope * v ? slope * v : v",
-     "max(slope * acc, acc)"),
-    ("C[row * N + col] = alpha * sum + beta * C[row * N + col]", None),
+     "max(slope * acc, acc)", "M * N"),
+    ("C[row * N + col] = alpha * sum + beta * C[row * N + col]", None, "M * N"),
 ])
-def test_the_store_to_c_is_read_as_the_epilogue(tmp_path, capsys, store, epilogue):
+def test_the_store_to_c_is_read_as_the_epilogue(tmp_path, capsys, store, epilogue, d):
     """alpha * A @ B + beta * C is the epilogue's acc; a conditional, fmaxf and their kin its max, min and relu;
-    1 / (1 + exp(-x)) its sigmoid; a buffer indexed by the row and the column a two-dimensional one."""
+    1 / (1 + exp(-x)) its sigmoid; a buffer indexed by the row and the column a two-dimensional one (as many
+    elements as the launcher allocates; one the kernel does not index, what the launcher allocates)."""
     path = tmp_path / "epilogue.cu"
     path.write_text(EPILOGUES.replace("STORE", store))
     assert init(str(path), "--print") == 0
     spec = parse_specs(capsys.readouterr().out, path)[0]
     assert (spec.epilogue.text if spec.epilogue else None) == epilogue
-    assert {b.name: [e.text for e in b.shape] for b in spec.buffers} == {"bias": ["N"], "D": ["M", "N"], "s": ["1"]}
+    assert {b.name: [e.text for e in b.shape] for b in spec.buffers} == {"bias": ["N"], "D": d.split(", "),
+                                                                         "s": ["1"]}
     assert [(s.name, s.ctype, s.value) for s in spec.named_scalars] == [("slope", "float", 0.5)]
 
 
