@@ -170,7 +170,8 @@ def _range(index: ast.expr) -> str | None:
     if isinstance(index, ast.Name):
         return _RANGES.get(index.id)
     if isinstance(index, ast.BinOp) and isinstance(index.op, ast.FloorDiv) and isinstance(index.left, ast.Name) \
-            and isinstance(index.right, ast.Constant) and (size := _RANGES.get(index.left.id)):
+            and isinstance(index.right, ast.Constant) and isinstance(index.right.value, int) \
+            and (size := _RANGES.get(index.left.id)):
         return f"cdiv({size}, {index.right.value})"
     return None
 

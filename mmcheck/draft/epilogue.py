@@ -23,6 +23,7 @@ from .element import Elements
 __all__ = ["Unreadable", "epilogue"]
 
 _PRODUCT, _OLD = "__product__", "__old__"  # the accumulator, and C's value before the store
+_NOTHING = ("", -1, "")  # the identity of no declaration
 _ARITHMETIC = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div}
 _FUNCTIONS = {name: function for function, names in {
     "max": ("fmaxf", "fmax", "max", "__hmax", "fmaxl"),
@@ -134,7 +135,7 @@ class _Reading:
 
     def _reference(self, node: Any, store: str, depth: int) -> ast.expr:
         declared = node.referenced
-        key = ident(declared) if declared is not None else None
+        key = ident(declared) if declared is not None else _NOTHING
         if key in self.names:
             return ast.Name(self.names[key], ast.Load())
         if key in self.products:
@@ -155,10 +156,10 @@ class _Reading:
         base = bare(parts[0])
         while base.kind.name == "ARRAY_SUBSCRIPT_EXPR":
             base = bare(expressions(base)[0])
-        key = ident(base.referenced) if base.kind.name == "DECL_REF_EXPR" and base.referenced else None
+        key = ident(base.referenced) if base.kind.name == "DECL_REF_EXPR" and base.referenced else _NOTHING
         if key in self.products:
             return ast.Name(_PRODUCT, ast.Load())
-        if self.operands.get(key) in ("C", "y") and source_text(bare(parts[1])) == store:
+        if self.operands.get(key, "") in ("C", "y") and source_text(bare(parts[1])) == store:
             return ast.Name(_OLD, ast.Load())
         if key in self.names:
             indices = self.elements.indices(parts[1])

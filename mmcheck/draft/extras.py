@@ -139,12 +139,12 @@ def _count(allocated: str, itemsize: int | None) -> str | None:
         factors = _factors(ast.parse(tidy(allocated), mode="eval").body)
     except SyntaxError:
         return None
-    whole = [i for i, f in enumerate(factors) if isinstance(f, ast.Constant) and isinstance(f.value, int)
-             and not isinstance(f.value, bool) and f.value % itemsize == 0]
+    whole = {i: f.value for i, f in enumerate(factors) if isinstance(f, ast.Constant) and isinstance(f.value, int)
+             and not isinstance(f.value, bool) and f.value % itemsize == 0}
     if not whole:
         return None
-    at = next((i for i in reversed(whole) if factors[i].value == itemsize), whole[-1])  # sizeof(T) last, mostly
-    left = factors[at].value // itemsize
+    at = next((i for i in reversed(whole) if whole[i] == itemsize), max(whole))  # sizeof(T) last, mostly
+    left = whole[at] // itemsize
     rest = [ast.Constant(left) if i == at else f for i, f in enumerate(factors) if i != at or left != 1]
     product = rest[0] if rest else ast.Constant(1)
     for factor in rest[1:]:

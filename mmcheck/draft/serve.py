@@ -405,7 +405,7 @@ class _Drafting:
             lines["requires"] = toml_list(values["requires"])
         if epilogue is not None:
             lines["epilogue"] = json.dumps(epilogue)
-        rows = [(key, f"{key} = {value}", "") for key, value in lines.items()]
+        rows: list[tuple[str, str | None, str]] = [(key, f"{key} = {value}", "") for key, value in lines.items()]
         # A TODO of a key the spec leaves out (a let not written, an epilogue not read) after the kernel's keys.
         rows += [(key, None, "") for key in self.todos if key not in lines and not key.startswith(_TABLES)]
         for table in tables:
@@ -431,9 +431,9 @@ class _Drafting:
         by = {ident(p): r for p, r in zip(self.parameters, roles) if r}
         operands = {k: r for k, r in by.items() if r in OPS[op].names}
         output = next((k for k, r in operands.items() if r in ("C", "y")), None)
-        stores = used[output].stores if output in used else []
+        stores = used[output].stores if output is not None and output in used else []
         elements = Elements(self.kernel, stores, {k: r for k, r in by.items() if r in _STRIDES}, column_major,
-                            operands.get(output) == "y")
+                            output is not None and operands[output] == "y")
         element = element_of(elements, [s.index for s in stores]) if stores else None
         tables, buffers, scalars = [], {}, set()
         for extra in self.extras:
@@ -443,7 +443,7 @@ class _Drafting:
                 allocations = [self.reader.allocated(call_arguments(s.call)[extra.place], s.context, self.file.calls)
                                for s in sites if len(call_arguments(s.call)) > extra.place]
                 table = buffer(extra, used[key], elements, element, dtype, itemsize, allocations, self.todo)
-                if table.role == "input":
+                if table.role == "input" and table.shape is not None:
                     buffers[extra.name] = len(table.shape)
             else:
                 values = [self._scalar_value(s, extra) for s in sites]
