@@ -12,18 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .cursors import bare, call_arguments, callee, conversion, expressions, ident, operation, refers
+from .cursors import CASTS, LOADS, bare, call_arguments, callee, conversion, expressions, ident, operation, refers
 
 __all__ = ["ASSIGNMENTS", "Store", "Uses", "uses"]
 
-# Loads and stores by intrinsic: the cache-hinted ones (__ldg(&p[i]) reads p[i]; __stcg(&p[i], v) stores v).
-_LOADS = re.compile(r"__ld(?:g|ca|cg|cs|lu|cv)")
+# The cache-hinted stores: __stcg(&p[i], v) stores v at p[i].
 _STORES = re.compile(r"__st(?:wb|cg|cs|wt)")
 _ATOMIC = re.compile(r"atomic\w+")
 _UPDATES = ("+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "++", "--")
 ASSIGNMENTS = ("=", *_UPDATES)  # what gives a variable a value after its declaration
-_CASTS = ("CSTYLE_CAST_EXPR", "CXX_STATIC_CAST_EXPR", "CXX_REINTERPRET_CAST_EXPR", "CXX_CONST_CAST_EXPR",
-          "CXX_FUNCTIONAL_CAST_EXPR")
 _DEPTH = 4  # device functions followed one inside another
 
 
@@ -129,7 +126,7 @@ class _Walk:
             self.visit(converted, use, None, detail)
         elif kind == "MEMBER_REF_EXPR" and parts:
             self.visit(parts[0], use, None, detail)
-        elif kind in _CASTS and parts:
+        elif kind in CASTS and parts:
             self.visit(parts[-1], use, None, detail)
         elif kind in ("UNEXPOSED_EXPR", "PAREN_EXPR") and len(parts) == 1:
             self.visit(parts[0], use, index, detail)
@@ -191,7 +188,7 @@ class _Walk:
                 self.visit(argument)
             elif _ATOMIC.fullmatch(name):
                 self.visit(argument, _Use.UPDATE, None, name)
-            elif _LOADS.fullmatch(name):
+            elif LOADS.fullmatch(name):
                 self.visit(argument)
             elif _STORES.fullmatch(name) and place == 0:
                 self.visit(argument, _Use.STORE, None, arguments[1] if len(arguments) > 1 else None)

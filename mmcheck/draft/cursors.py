@@ -8,8 +8,14 @@ from typing import Any
 
 from ..cxx.front import operator
 
-__all__ = ["ident", "callee", "expressions", "bare", "is_call", "call_arguments", "template_arguments", "source_text",
-           "refers", "operation", "conversion"]
+__all__ = ["CASTS", "LOADS", "ident", "callee", "expressions", "bare", "is_call", "call_arguments",
+           "template_arguments", "source_text", "refers", "operation", "conversion"]
+
+# The casts written out: the value is their operand's (converted).
+CASTS = ("CSTYLE_CAST_EXPR", "CXX_STATIC_CAST_EXPR", "CXX_REINTERPRET_CAST_EXPR", "CXX_CONST_CAST_EXPR",
+         "CXX_FUNCTIONAL_CAST_EXPR")
+# The cache-hinted loads: __ldg(&p[i]) reads p[i].
+LOADS = re.compile(r"__ld(?:g|ca|cg|cs|lu|cv)")
 
 
 def ident(decl: Any) -> tuple[str, int, str]:

@@ -17,7 +17,8 @@ from typing import Any
 from ..cxx.front import number
 from ..epilogue import Epilogue, EpilogueError
 from .access import ASSIGNMENTS, Store
-from .cursors import bare, call_arguments, callee, conversion, expressions, ident, operation, refers, source_text
+from .cursors import (CASTS, LOADS, bare, call_arguments, callee, conversion, expressions, ident, operation, refers,
+                      source_text)
 from .element import Elements
 
 __all__ = ["Unreadable", "epilogue"]
@@ -41,8 +42,6 @@ _FMA = ("fmaf", "fma", "__fmaf_rn", "__fma_rn", "__hfma")
 # Conversions and loads written as calls: the value is the argument's (a conversion's rounded to the output as
 # any store is; a cache-hinted load's, __ldg(&bias[col]), the element's).
 _CONVERSIONS = re.compile(r"__(?:float|half|bfloat16|double|int)2(?:half|float|bfloat16|double)(?:_r[nzdu])?")
-_LOADS = re.compile(r"__ld(?:g|ca|cg|cs|lu|cv)")
-_CASTS = ("CSTYLE_CAST_EXPR", "CXX_STATIC_CAST_EXPR", "CXX_FUNCTIONAL_CAST_EXPR")
 _COMPARISONS = ("<", "<=", ">", ">=")
 _DEPTH = 32
 
@@ -97,14 +96,14 @@ class _Reading:
         found = operation(node)
         converted = conversion(node)
         name = (callee(node)[0] or "").split("::")[-1] if kind == "CALL_EXPR" and not found else ""
-        if kind in _CASTS and parts:
+        if kind in CASTS and parts:
             return self.value(parts[-1], store, depth + 1)
         if converted is not None:
             return self.value(converted, store, depth + 1)
         arguments = call_arguments(node) if name else []
         if _CONVERSIONS.fullmatch(name) and len(arguments) == 1:
             return self.value(arguments[0], store, depth + 1)
-        if _LOADS.fullmatch(name) and len(arguments) == 1 and (loaded := operation(bare(arguments[0]))) \
+        if LOADS.fullmatch(name) and len(arguments) == 1 and (loaded := operation(bare(arguments[0]))) \
                 and loaded[0] == "&" and len(loaded[1]) == 1:
             return self.value(loaded[1][0], store, depth + 1)
         if name in _CALLED and len(arguments) == 2:

@@ -10,21 +10,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..cxx.front import constant, number, operator
-from .cursors import bare, call_arguments, callee, expressions, ident, refers, source_text
+from .cursors import CASTS, bare, call_arguments, callee, expressions, ident, refers, source_text
 
 __all__ = ["Context", "Unread", "Site", "Reader"]
 
 _BINARY = {"+": "+", "-": "-", "*": "*", "/": "//", "%": "%", "<": "<", ">": ">", "<=": "<=", ">=": ">=",
            "==": "==", "!=": "!=", "&&": "and", "||": "or"}
 _UNARY = {"-": "-", "+": "+", "!": "not "}
-
-
+_CDIV = re.compile(r"c(?:eil)?_?div(?:_?up)?|div_?up|i?div_?up|ceil_?div", re.I)
 # What allocates device memory for a pointer: cudaMalloc(&p, bytes) and its kin.
 _ALLOCATORS = ("cudaMalloc", "cudaMallocManaged", "cudaMallocAsync")
-_CASTS = ("CSTYLE_CAST_EXPR", "CXX_STATIC_CAST_EXPR", "CXX_REINTERPRET_CAST_EXPR")
-_CDIV = re.compile(r"c(?:eil)?_?div(?:_?up)?|div_?up|i?div_?up|ceil_?div", re.I)
 
-# --- what a launch is under, and its values ----------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Context:
@@ -142,7 +138,7 @@ class Reader:
         spec expression; ``calls`` gives the host code's calls of a function by its name.  None where no
         allocation is found or read."""
         node = bare(argument)
-        while node.kind.name in _CASTS and expressions(node):
+        while node.kind.name in CASTS and expressions(node):
             node = bare(expressions(node)[-1])
         if node.kind != self.ck.DECL_REF_EXPR or node.referenced is None:
             return None

@@ -58,7 +58,6 @@ _OPERAND_WORDS = {"mat": "a", "matrix": "a", "vec": "x", "vector": "x"}
 _SIZES = {"m": "M", "n": "N", "k": "K", "ha": "M", "hc": "M", "wa": "K", "hb": "K", "wb": "N", "wc": "N"}
 _BATCH = re.compile(r"(?:n_?|num_?)?batch(?:es|_?count|_?size)?|batch_?count|bs|b", re.I)
 _LEADING = re.compile(r"ld_?([abcxy])", re.I)
-
 _INTEGER_SUFFIX = {"INT": "", "UINT": ":unsigned", "ULONG": ":size_t", "ULONGLONG": ":size_t", "LONG": ":long",
                    "LONGLONG": ":long"}
 # The parameters a size multiplies in an index: the sizes and the leading dimensions.
@@ -80,7 +79,6 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
                                         "notes": drafted.notes}}
 
 
-
 def _operand_letter(name: str) -> str | None:
     """The operand a pointer's name says (a, b, c, x or y), if it says one."""
     if name.lower() in _OPERAND_WORDS:
@@ -88,8 +86,6 @@ def _operand_letter(name: str) -> str | None:
     m = _OPERAND.fullmatch(name)
     return m.group(1).lower() if m else None
 
-
-# --- the spec ----------------------------------------------------------------------------------------------
 
 class _Drafting:
     """The spec of one kernel of a file."""

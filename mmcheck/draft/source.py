@@ -20,8 +20,6 @@ LAUNCHED = "mmcheck_launch"
 _DECLARATION = f"template <class... A> void {LAUNCHED}(A&&...);\n"
 
 
-# --- the file --------------------------------------------------------------------------------------------
-
 def _as_calls(text: str) -> str:
     """``text`` with each launch ``k<<<grid, block>>>(args)`` written ``k(args), mmcheck_launch(grid, block)``,
     every line kept in its place."""
