@@ -691,6 +691,11 @@ def _init(args: argparse.Namespace) -> int:
     print(spec.text if args.show else f"wrote the spec of {spec.entry} at the top of {path}")
     for todo in spec.todos:
         print(f"mmcheck: TODO {todo}", file=sys.stderr)
+    for note in spec.notes:
+        print(f"mmcheck: note {note}", file=sys.stderr)
+    if spec.notes:
+        print("mmcheck: a noted line is a guess: read its note, and change the line where it is wrong",
+              file=sys.stderr)
     if spec.todos:
         print(f"mmcheck: fill in each TODO of the spec and remove its comment, then: mmcheck check {path}",
               file=sys.stderr)

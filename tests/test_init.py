@@ -13,6 +13,7 @@ import pytest
 
 from mmcheck.cli import main
 from mmcheck.draft import draft
+from mmcheck.dtypes import precision
 from mmcheck.errors import SpecError
 from mmcheck.spec import parse_specs
 
@@ -186,16 +187,18 @@ ZOO = CORPUS.parent.parent / "cuda_src"
 # The zoo kernels whose signature init reads otherwise than their spec: seed001's Nx and Ny (sizes by no name
 # init knows); cuBLAS's TT, whose C a helper writes, its inputs being row-major (C read as row-major: its order
 # shows nowhere in the kernel's own indexing).
-# And the kernels whose own buffers and scalars init does not draft yet (it says so in TODO lines); the 8-bit
-# kernels, whose B is column-major only in a helper's indexing (blas_mma8.cuh), the fp8 ones with scales.
-ZOO_READ_OTHERWISE = {"seed001.naive", "blas.layout_tt", "blas.epilogue_bias_relu", "blas.epilogue_scaled_bias_relu",
-                      "blas.splitk_serial", "blas.grouped_contiguous", "blas.sgemm_strided_batched",
-                      "blas.aux_output", "blas.int8_dp4a", "blas.int8_mma", "blas.fp8_scaled", "blas.fp8_block_scaled"}
+# And the kernels whose own parameters init reads otherwise: the reference-function kernels (grouped, the
+# auxiliary output), strided batches and the serial split-K; the 8-bit kernels, whose B is column-major only in a
+# helper's indexing (blas_mma8.cuh), the fp8 ones with scales.
+ZOO_READ_OTHERWISE = {"seed001.naive", "blas.layout_tt", "blas.splitk_serial", "blas.grouped_contiguous",
+                      "blas.sgemm_strided_batched", "blas.aux_output", "blas.int8_dp4a", "blas.int8_mma",
+                      "blas.fp8_scaled", "blas.fp8_block_scaled"}
 
 
 def test_the_signatures_of_the_zoos_kernels_read_as_their_specs_say(tmp_path):
-    """Each correct kernel of cuda_src/, its spec taken out: the op, the params and the layout init reads are
-    its spec's (the launches are the spec's alone there: the zoo's files keep no launcher)."""
+    """Each correct kernel of cuda_src/, its spec taken out: the op, the params, the layout, the buffers (role,
+    shape, element type), the scalars' types and the epilogue init reads are its spec's (the launches, and so
+    the scalars' values, are the spec's alone there: the zoo's files keep no launcher)."""
     read_otherwise, compared = set(), 0
     for path in sorted(ZOO.glob("*.cu")):
         specs = [s for s in parse_specs(path.read_text(), path) if s.expect == "pass"]
@@ -204,14 +207,27 @@ def test_the_signatures_of_the_zoos_kernels_read_as_their_specs_say(tmp_path):
         for header in path.parent.glob("*.cuh"):
             shutil.copy(header, tmp_path)
         for spec in {s.entry: s for s in specs}.values():
-            text = draft(bare, spec.entry).text
-            drafted = parse_specs("\n".join(line for line in text.splitlines() if "# TODO" not in line), bare)[0]
+            drafted_text = draft(bare, spec.entry)
+            text = "\n".join(line for line in drafted_text.text.splitlines() if "# TODO" not in line)
+            if any(t.startswith("reference:") for t in drafted_text.todos):  # a function only the user can write
+                assert spec.reference is not None, spec.name
+                read_otherwise.add(spec.name)
+                continue
+            drafted = parse_specs(text, bare)[0]
             compared += 1
-            if (drafted.op, [(p.name, p.ctype) for p in drafted.params], drafted.layouts) != \
-                    (spec.op, [(p.name, p.ctype) for p in spec.params], spec.layouts):
+            if signature(drafted, spec.dtypes) != signature(spec, spec.dtypes):
                 read_otherwise.add(spec.name)
     assert compared >= 25
     assert read_otherwise == ZOO_READ_OTHERWISE
+
+
+def signature(spec, dtypes):
+    """What init reads off a kernel's own code: the buffers' element types as each of ``dtypes`` makes them
+    (``input`` and ``float32`` are one for float32 inputs)."""
+    buffers = [(b.name, b.role, [e.text for e in b.shape], [b.d(precision(d)).name for d in dtypes])
+               for b in spec.buffers]
+    return (spec.op, [(p.name, p.ctype) for p in spec.params], spec.layouts, buffers,
+            [(s.name, s.ctype) for s in spec.named_scalars], spec.epilogue)
 
 
 def test_at_a_terminal_init_asks_which_kernel(corpus, monkeypatch, capsys):
@@ -291,3 +307,269 @@ def test_launches_as_tutorials_write_them_read_as_spec_expressions(entry, launch
     path.write_text(LAUNCHES)
     assert init(str(path), "--entry", entry, "--print") == 0
     assert capsys.readouterr().out.endswith(f"{launch}\n")
+
+
+# --- parameters beyond the op's: buffers, scalars and the epilogue ------------------------------------------------
+
+def drafted_tail(path: Path, capsys, start: str = "params") -> str:
+    """The spec init prints for ``path``, from its ``start`` key on."""
+    assert init(str(path), "--print") == 0
+    out = capsys.readouterr().out
+    return out[out.index(f"\n{start} = ") + 1:]
+
+
+def test_a_fused_bias_relu_gemm_gets_its_bias_from_the_cudamalloc_and_its_epilogue_from_the_store(corpus, capsys):
+    path = corpus / "bias_relu.cu"
+    assert drafted_tail(path, capsys) == '''params = ["A", "B", "bias", "C", "M", "N", "K"]
+block = [16, 16]
+grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
+epilogue = "relu(acc + bias[n])"
+
+[kernel.buffers.bias]
+role = "input"
+shape = ["N"]
+dtype = "input"
+*/
+'''
+    assert init(str(path)) == 0
+    spec = parse_specs(path.read_text(), path)[0]
+    (bias,) = spec.buffers
+    assert (bias.name, [e.text for e in bias.shape], spec.epilogue.text) == ("bias", ["N"], "relu(acc + bias[n])")
+
+
+def test_a_gemm_with_per_row_scales_gets_their_shape_from_the_index_and_the_scalar_from_the_launch(corpus, capsys):
+    """row_scales[row] with row bounded by M: its shape is ["M"] (no launch allocates it); the launch passes the
+    output scale 0.125f."""
+    tail = drafted_tail(corpus / "row_scaled.cu", capsys)
+    assert tail.startswith('params = ["M", "N", "K", "A", "B", "C", "row_scales", "out_scale"]\n')
+    assert tail.endswith('''\nblock = [32, 8]
+grid = ["cdiv(N, 32)", "cdiv(M, 8)"]
+epilogue = "out_scale * (acc * row_scales[m])"
+
+[kernel.buffers.row_scales]
+role = "input"
+shape = ["M"]
+dtype = "input"
+
+[kernel.scalars.out_scale]
+type = "float"
+value = 0.125
+*/
+''')
+
+
+def test_a_split_k_kernels_workspace_and_counters_are_scratch_said_to_be_a_guess(corpus, capsys):
+    """Written and read (by plain stores, by atomics): a workspace or a result it updates, which the kernel's use
+    does not tell apart; their shapes are what the launcher's cudaMalloc calls allocate, the element's size taken
+    out; the scalar is the constexpr the launch passes."""
+    path = corpus / "split_k.cu"
+    guess = "(scratch if it is a workspace, inout if it is a result the kernel updates)"
+    assert drafted_tail(path, capsys, "grid") == f'''grid = ["cdiv(N, 16)", "cdiv(M, 16)", 4]
+
+[kernel.buffers.workspace]
+role = "scratch"  # could not tell: the kernel writes it and reads it {guess}
+shape = ["4 * M * N"]
+dtype = "output"
+
+[kernel.buffers.counters]
+role = "scratch"  # could not tell: the kernel writes it by atomics (atomicAdd) and reads it {guess}
+shape = ["cdiv(N, 16) * cdiv(M, 16)"]
+dtype = "int32"
+
+[kernel.scalars.splits]
+type = "int"
+value = 4
+*/
+'''
+    assert init(str(path)) == 0
+    err = capsys.readouterr().err
+    assert f"mmcheck: note buffers.workspace.role: could not tell: the kernel writes it and reads it {guess}" in err
+    assert "a noted line is a guess: read its note, and change the line where it is wrong" in err
+    spec = parse_specs(path.read_text(), path)[0]
+    assert [(b.name, b.role.value, b.d(precision("float32")).name) for b in spec.buffers] == [
+        ("workspace", "scratch", "float32"), ("counters", "scratch", "int32")]
+
+
+ROLES = """__global__ void k(const float *A, const float *B, float *C, int M, int N, int K, float *pre, float *out,
+                  float *partial, const float *table, float *bias)
+{
+    int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
+    if (row >= M || col >= N)
+        return;
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k)
+        acc += A[row * K + k] * B[k * N + col];
+    pre[row * N + col] = acc;
+    out[row * N + col] += acc;
+    partial[blockIdx.x] = acc;
+    C[row * N + col] = lookup(bias) * acc + table[0];
+}
+"""
+
+
+def test_a_buffer_written_at_cs_element_is_a_result_and_one_written_elsewhere_a_guess(tmp_path, capsys):
+    """pre: only written, where C is (an output); out: updated there (in-out); partial: only written, elsewhere
+    (an output or a workspace: said); bias: handed to a function the file does not define (said)."""
+    path = tmp_path / "roles.cu"
+    path.write_text("__device__ float lookup(float *);\n" + ROLES)
+    tail = drafted_tail(path, capsys, "grid")
+    tables = dict(t.split("]\n", 1) for t in tail.removesuffix("*/\n").split("\n[kernel.buffers.")[1:])
+    assert tables["pre"] == 'role = "output"\nshape = ["M", "N"]\ndtype = "output"\n'
+    assert tables["out"] == 'role = "inout"\nshape = ["M", "N"]\ndtype = "output"\n'
+    assert tables["partial"].startswith('role = "scratch"  # could not tell: the kernel writes it, not at C\'s '
+                                        'element, and never reads it (scratch if another kernel reads it, output '
+                                        'if it is a result)\n# TODO: no launch allocates partial')
+    assert tables["table"] == 'role = "input"\nshape = ["1"]\ndtype = "input"\n'
+    assert tables["bias"].startswith('role = "input"  # could not tell: the kernel passes it to lookup, which '
+                                     'mmcheck cannot see into (input if that only reads it)\n')
+    # results beside C: a reference function, which only the user can write, says them (and C)
+    assert "\n# TODO: pre, out are results beside C: write a Python function that computes them and C from the " \
+           "inputs, in a file beside the kernel, and name it: reference = \"ref.py:function\"\n" in tail
+
+
+def test_a_device_function_of_the_file_is_followed_for_what_it_does_with_a_buffer(tmp_path, capsys):
+    path = tmp_path / "roles.cu"
+    path.write_text("__device__ float lookup(float *p) { p[0] = 1.0f; return p[1]; }\n" + ROLES)
+    tail = drafted_tail(path, capsys, "grid")
+    assert 'role = "scratch"  # could not tell: the kernel writes it and reads it' in tail.split("buffers.bias]")[1]
+
+
+EPILOGUES = """template <typename T>
+__global__ void k(int M, int N, int K, T alpha, const T *A, const T *B, T beta, T *C, const T *bias, const T *D,
+                  const float *s, float slope)
+{
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M && col < N) {
+        T sum = 0;
+        for (int k = 0; k < K; ++k)
+            sum += A[row * K + k] * B[k * N + col];
+        STORE;
+    }
+}
+
+void run(int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C, const float *bias,
+         const float *D, const float *s)
+{
+    k<float><<<dim3((N + 15) / 16, (M + 15) / 16), dim3(16, 16)>>>(M, N, K, alpha, A, B, beta, C, bias, D, s, 0.5f);
+}
+
+void forward(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    float *bias, *D, *s;
+    cudaMalloc(&bias, N * sizeof(float));
+    cudaMalloc(&D, M * N * sizeof(float));
+    cudaMalloc(&s, sizeof(float));
+    run(M, N, K, 1.0f, A, B, 0.0f, C, bias, D, s);
+}
+"""
+
+
+@pytest.mark.parametrize("store, epilogue, d", [
+    ("T v = alpha * sum + beta * C[row * N + col] + bias[col]; C[row * N + col] = v > T(0) ? v : T(0)",
+     "relu(acc + bias[n])", "M * N"),
+    ("C[row * N + col] = 1.0f / (1.0f + expf(-(beta * C[row * N + col] + sum * alpha)))", "sigmoid(acc)",
+     "M * N"),
+    ("C[row * N + col] = tanhf(alpha * sum + beta * C[row * N + col]) * s[0] - D[row * N + col]",
+     "tanh(acc) * s[0] - D[m, n]", "M, N"),
+    ("float v = alpha * sum + beta * C[row * N + col]; C[row * N + col] = v < slope * v ? slope * v : v",
+     "max(slope * acc, acc)", "M * N"),
+    ("C[row * N + col] = alpha * sum + beta * C[row * N + col]", None, "M * N"),
+])
+def test_the_store_to_c_is_read_as_the_epilogue(tmp_path, capsys, store, epilogue, d):
+    """alpha * A @ B + beta * C is the epilogue's acc; a conditional, fmaxf and their kin its max, min and relu;
+    1 / (1 + exp(-x)) its sigmoid; a buffer indexed by the row and the column a two-dimensional one (as many
+    elements as the launcher allocates; one the kernel does not index, what the launcher allocates)."""
+    path = tmp_path / "epilogue.cu"
+    path.write_text(EPILOGUES.replace("STORE", store))
+    assert init(str(path), "--print") == 0
+    spec = parse_specs(capsys.readouterr().out, path)[0]
+    assert (spec.epilogue.text if spec.epilogue else None) == epilogue
+    assert {b.name: [e.text for e in b.shape] for b in spec.buffers} == {"bias": ["N"], "D": d.split(", "),
+                                                                         "s": ["1"]}
+    assert [(s.name, s.ctype, s.value) for s in spec.named_scalars] == [("slope", "float", 0.5)]
+
+
+CHAINS = """#include <cuda_runtime.h>
+__global__ void staged(const float *A, const float *B, float *C, int M, int N, int K, float *ws, int k_tiles,
+                       float eps)
+{
+    float *mine = ws + (blockIdx.y * gridDim.x + blockIdx.x) * 256;
+    int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
+    float acc = 0.0f;
+    for (int t = 0; t < k_tiles * 16 && t < K; ++t)
+        acc += A[row * K + t] * B[t * N + col];
+    mine[threadIdx.y * 16 + threadIdx.x] = acc;
+    if (row < M && col < N)
+        C[row * N + col] = acc + eps;
+}
+
+__global__ void gemv_bias(int M, int K, float alpha, const float *A, const float *x, float beta, float *y,
+                          const float *bias)
+{
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M) {
+        float sum = 0.0f;
+        for (int k = 0; k < K; ++k)
+            sum += A[row * K + k] * x[k];
+        y[row] = alpha * sum + beta * y[row] + __ldg(&bias[row]);
+    }
+}
+
+void run_staged(const float *A, const float *B, float *C, float *ws, int M, int N, int K, float eps)
+{
+    staged<<<dim3((N + 15) / 16, (M + 15) / 16), dim3(16, 16)>>>(A, B, C, M, N, K, ws, (K + 15) / 16, eps);
+}
+
+void run_gemv(const float *A, const float *x, float *y, const float *bias, int M, int K)
+{
+    gemv_bias<<<(M + 255) / 256, 256>>>(M, K, 1.0f, A, x, 0.0f, y, bias);
+}
+
+int main()
+{
+    int M = 1000, N = 500, K = 300;
+    float *A, *B, *C, *x, *y, *bias, *ws;
+    cudaMalloc((void **)&ws, sizeof(float) * 256 * ((N + 15) / 16) * ((M + 15) / 16));
+    run_staged(A, B, C, ws, M, N, K, 1e-5f);
+    run_gemv(A, x, y, bias, M, K);
+}
+"""
+
+
+@pytest.mark.parametrize("entry, tables", [
+    ("staged", '''epilogue = "acc + eps"
+
+[kernel.buffers.ws]
+role = "scratch"  # could not tell: the kernel writes it, not at C's element, and never reads it (scratch if \
+another kernel reads it, output if it is a result)
+shape = ["256 * cdiv(N, 16) * cdiv(M, 16)"]
+dtype = "output"
+
+[kernel.scalars.k_tiles]
+type = "int"
+value = "cdiv(K, 16)"
+
+[kernel.scalars.eps]
+type = "float"
+value = 1e-05
+*/
+'''),
+    ("gemv_bias", '''epilogue = "acc + bias[m]"
+
+[kernel.buffers.bias]
+role = "input"
+shape = ["M"]
+dtype = "input"
+*/
+'''),
+])
+def test_allocations_and_values_are_read_through_the_launchers_that_pass_them(tmp_path, capsys, entry, tables):
+    """ws, written through a pointer made from it (its indices tell nothing), has what main allocates for it
+    and passes through run_staged; eps is the 1e-5f main passes, k_tiles the expression run_staged does; gemv's
+    bias, read by __ldg, is y's: one per row."""
+    path = tmp_path / "chains.cu"
+    path.write_text(CHAINS)
+    assert init(str(path), "--entry", entry, "--print") == 0
+    out = capsys.readouterr().out
+    assert out[out.index("\nepilogue = ") + 1:] == tables

@@ -16,7 +16,7 @@ from clang import cindex
 from .setup import Setup
 
 __all__ = ["Refused", "Failed", "GLOBAL", "ERROR", "parse", "precompile", "arguments", "inclusions",
-           "is_kernel", "constant", "operator", "function"]
+           "is_kernel", "constant", "number", "operator", "function"]
 
 GLOBAL = "mmcheck-global"  # what parse.h makes __global__
 ERROR = 3  # CXDiagnostic_Error; fatal ones are 4, but KeepGoing reports them as errors
@@ -107,15 +107,24 @@ def function(name: str, argtypes: tuple[Any, ...], restype: Any, errcheck: Any =
 def constant(cursor: Any) -> int | None:
     """The value of an integer (or bool) constant expression, as the compiler folds it (macros, ``constexpr``
     variables, ``sizeof`` included); None for any other expression."""
+    value = number(cursor)
+    return value if isinstance(value, int) else None
+
+
+def number(cursor: Any) -> int | float | None:
+    """The value of an integer, bool or floating-point constant expression (``0.5f``, ``const float s = 6``), as
+    the compiler folds it; None for any other expression."""
     evaluate = function("clang_Cursor_Evaluate", (cindex.Cursor,), ctypes.c_void_p)
     kind = function("clang_EvalResult_getKind", (ctypes.c_void_p,), ctypes.c_int)
-    value = function("clang_EvalResult_getAsLongLong", (ctypes.c_void_p,), ctypes.c_longlong)
+    integer = function("clang_EvalResult_getAsLongLong", (ctypes.c_void_p,), ctypes.c_longlong)
+    double = function("clang_EvalResult_getAsDouble", (ctypes.c_void_p,), ctypes.c_double)
     dispose = function("clang_EvalResult_dispose", (ctypes.c_void_p,), None)
     result = evaluate(cursor)
     if not result:
         return None
     try:
-        return int(value(result)) if kind(result) == 1 else None  # CXEval_Int
+        found = kind(result)  # CXEval_Int, CXEval_Float
+        return int(integer(result)) if found == 1 else float(double(result)) if found == 2 else None
     finally:
         dispose(result)
 
@@ -124,7 +133,7 @@ def operator(cursor: Any) -> str | None:
     """The operator of a binary or unary operator's cursor as C++ spells it (``+``, ``&&``, ``!``); None for
     any other cursor (or an operator clang does not name)."""
     ck = cindex.CursorKind
-    if cursor.kind == ck.BINARY_OPERATOR:
+    if cursor.kind in (ck.BINARY_OPERATOR, ck.COMPOUND_ASSIGNMENT_OPERATOR):
         kind = function("clang_getCursorBinaryOperatorKind", (cindex.Cursor,), ctypes.c_int)(cursor)
         spelling = function("clang_getBinaryOperatorKindSpelling", (ctypes.c_int,), cindex._CXString,
                             cindex._CXString.from_result)

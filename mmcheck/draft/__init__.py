@@ -1,5 +1,5 @@
 """``mmcheck init``: a first spec for a kernel file that has none, drafted by the C++ front end's sandboxed child
-(drafting.py says how it reads the file), and written at the top of the file.  The file is read only in the child,
+(serve.py says how it reads the file), and written at the top of the file.  The file is read only in the child,
 whose sandbox lets it read the file's folder, the system and the toolchain alone: nothing the file includes from
 elsewhere reaches the spec.
 """
@@ -10,22 +10,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import reading
-from .cxx import client
-from .errors import MmcheckError, SpecError
-from .spec import opener
+from .. import reading
+from ..cxx import client
+from ..errors import MmcheckError, SpecError
+from ..spec import opener
 
 __all__ = ["Draft", "kernels", "draft", "write", "refuse_a_second"]
 
 
 @dataclass(frozen=True)
 class Draft:
-    """A drafted spec: its entry kernel, the ``/* mmcheck ... */`` block, and what it could not read (each a
-    ``# TODO:`` line in the block)."""
+    """A drafted spec: its entry kernel, the ``/* mmcheck ... */`` block, what it could not read (each a ``# TODO:``
+    line in the block, which the spec's reader refuses) and what it could not tell for sure (each a comment beside
+    its line: a buffer's role told from how the kernel uses it alone)."""
 
     entry: str
     text: str
     todos: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
 
 def kernels(path: Path) -> list[str]:
@@ -45,7 +47,7 @@ def draft(path: Path, entry: str | None = None) -> Draft:
     if entry is not None and entry not in names:
         raise SpecError(path, f"no __global__ function {entry!r} in the file (its kernels: {', '.join(names)})")
     drafted = found["draft"]
-    return Draft(drafted["entry"], drafted["text"], tuple(drafted["todos"]))
+    return Draft(drafted["entry"], drafted["text"], tuple(drafted["todos"]), tuple(drafted["notes"]))
 
 
 def _read(path: Path, entry: str | None, drafting: bool) -> dict[str, Any]:
@@ -59,7 +61,7 @@ def _read(path: Path, entry: str | None, drafting: bool) -> dict[str, Any]:
     except OSError as e:
         raise SpecError(path, f"cannot read: {e}") from None
     request = {"path": str(path), "source": source, "entry": entry, "drafting": drafting}
-    return client.ask("mmcheck.drafting:serve", request, path, path.resolve().parent)
+    return client.ask("mmcheck.draft.serve:serve", request, path, path.resolve().parent)
 
 
 def write(path: Path, block: str) -> None:

@@ -1,0 +1,141 @@
+"""How a kernel indexes its operands: the loop over K, and each operand's order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..cxx.front import constant, operator
+from .cursors import bare, expressions, ident, refers
+
+__all__ = ["Indexing"]
+
+
+class Indexing:
+    """How a kernel indexes its operands: which loop runs over K (its variable, or a variable made from it,
+    indexes both inputs) and, in each operand's index, whether a size or leading dimension multiplies the row
+    or the column (row-major or column-major)."""
+
+    def __init__(self, kernel: Any, parameters: list[Any], ck: Any) -> None:
+        self.ck, self.parameters = ck, parameters
+        self.body = next((c for c in kernel.get_children() if c.kind == ck.COMPOUND_STMT), None)
+        self.nodes = list(self.body.walk_preorder()) if self.body is not None else []
+
+    def reduction(self, sizes: list[int], roles: list[str | None]) -> int | None:
+        """The size parameter (its index) that bounds the loop over K, where exactly one does."""
+        found = {i for loop, variables in self._loops(roles) for i in sizes
+                 if refers(self._bound(loop), {ident(self.parameters[i])})}
+        return found.pop() if len(found) == 1 else None
+
+    def whole_tiles(self, roles: list[str | None]) -> list[str]:
+        """``K % c == 0`` where the loop over K runs to ``K / c``, rounding down: the kernel leaves K's tail
+        out, so its domain is the multiples of c (as a grid rounded down is the launcher's)."""
+        k = {ident(p) for p, r in zip(self.parameters, roles) if r == "K"}
+        found = []
+        for loop, _ in self._loops(roles):
+            condition = self._bound(loop)
+            for side in map(bare, expressions(condition) if operator(condition) in ("<", "!=") else []):
+                parts = [bare(p) for p in expressions(side)]
+                if operator(side) == "/" and len(parts) == 2 and refers(parts[0], k) \
+                        and parts[0].kind == self.ck.DECL_REF_EXPR and (tile := constant(parts[1]) or 0) > 1:
+                    found.append(f"K % {tile} == 0")
+        return found
+
+    def layouts(self, roles: list[str | None]) -> dict[str, str]:
+        """Each operand's order ("row" or "col") where its indexing shows one, and every access agrees."""
+        along_k = set().union(*(variables for _, variables in self._loops(roles)))
+        strides = {ident(p) for p, r in zip(self.parameters, roles) if r in ("M", "N", "K", "lda", "ldb", "ldc")}
+        if not along_k:
+            return {}
+        rows = {k for index in self._accesses(roles, "A") for k, _ in self._terms(index, strides)} - along_k - strides
+        found: dict[str, str] = {}
+        for operand, first in (("A", rows), ("B", along_k), ("C", rows)):
+            seen = set()
+            for index in self._accesses(roles, operand):
+                terms = self._terms(index, strides)
+                mine = {multiplied for k, multiplied in terms if k in first}
+                others = {multiplied for k, multiplied in terms if k not in first and k not in strides}
+                if mine == {True} and False in others:
+                    seen.add("row")
+                elif mine == {False} and True in others:
+                    seen.add("col")
+            if len(seen) == 1:
+                found[operand] = seen.pop()
+        if "C" not in found and "col" in found.values():  # written elsewhere (a helper): cuBLAS's column-major C
+            found["C"] = "col"
+        return found
+
+    def _loops(self, roles: list[str | None]) -> list[tuple[Any, set[tuple[str, int, str]]]]:
+        """The loops over K: each with its variable and the variables made from it in its body."""
+        inputs = [ident(p) for p, r in zip(self.parameters, roles) if r in ("A", "B", "x")]
+        found = []
+        for loop in (n for n in self.nodes if n.kind == self.ck.FOR_STMT):
+            declared = [d for c in loop.get_children() if c.kind == self.ck.DECL_STMT for d in c.get_children()]
+            if len(declared) != 1:
+                continue
+            variables = self._derived(ident(declared[0]), loop)
+            if len(inputs) == 2 and all(any(refers(index, variables) for index in self._accesses_of(key))
+                                        for key in inputs):
+                found.append((loop, variables))
+        return found
+
+    def _bound(self, loop: Any) -> Any:
+        """A loop's condition."""
+        parts = expressions(loop)
+        return parts[0] if parts else loop
+
+    def _derived(self, variable: tuple[str, int, str], scope: Any) -> set[tuple[str, int, str]]:
+        """``variable`` and the variables of ``scope`` initialized or assigned from it, directly or not (a
+        variable reused for another index is then both, and tells nothing)."""
+        found, changed = {variable}, True
+        sources = []  # (the variable, what gives it a value)
+        for n in scope.walk_preorder():
+            parts = expressions(n)
+            if n.kind == self.ck.VAR_DECL:
+                sources += [(ident(n), c) for c in parts]
+            elif n.kind == self.ck.BINARY_OPERATOR and operator(n) == "=" and len(parts) == 2 \
+                    and parts[0].kind == self.ck.DECL_REF_EXPR and parts[0].referenced is not None:
+                sources.append((ident(parts[0].referenced), parts[1]))
+        while changed:
+            changed = False
+            for key, value in sources:
+                if key not in found and refers(value, found):
+                    found.add(key)
+                    changed = True
+        return found
+
+    def _accesses(self, roles: list[str | None], operand: str) -> list[Any]:
+        keys = [ident(p) for p, r in zip(self.parameters, roles) if r == operand]
+        return [index for key in keys for index in self._accesses_of(key)]
+
+    def _accesses_of(self, key: tuple[str, int, str]) -> list[Any]:
+        """The index expressions of a pointer parameter: a subscript's index, or a pointer sum holding it."""
+        found = []
+        for node in self.nodes:
+            parts = expressions(node)
+            if node.kind == self.ck.ARRAY_SUBSCRIPT_EXPR and len(parts) == 2 and refers(parts[0], {key}):
+                found.append(parts[1])
+            elif node.kind == self.ck.BINARY_OPERATOR and node.type.kind.name == "POINTER" \
+                    and operator(node) in ("+", "-") and refers(node, {key}):
+                found.append(node)
+        return found
+
+    def _terms(self, index: Any, strides: set[tuple[str, int, str]]) -> list[tuple[tuple[str, int, str], bool]]:
+        """Each variable an index reads, and whether a size or leading dimension multiplies it there."""
+        found = []
+
+        def walk(node: Any, multiplied: bool) -> None:
+            if node.kind == self.ck.DECL_REF_EXPR and node.referenced is not None:
+                found.append((ident(node.referenced), multiplied))
+                return
+            parts = expressions(node)
+            if node.kind == self.ck.BINARY_OPERATOR and operator(node) == "*" and len(parts) == 2:
+                walk(parts[0], multiplied or refers(parts[1], strides))
+                walk(parts[1], multiplied or refers(parts[0], strides))
+                return
+            for part in parts:
+                walk(part, multiplied)
+
+        walk(index, False)
+        return found
+
+

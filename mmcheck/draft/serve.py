@@ -1,0 +1,642 @@
+"""A first spec for a kernel file that has none (``mmcheck init``; the package's __init__.py), read off the file by
+the C++ front end in its sandboxed child (cxx/), parsing the file as the device-code reduction does.
+
+The kernel's ``__global__`` signature gives the op, the dtypes and ``params``: each pointer is an operand by its
+name (``A``, ``d_b``, ``mat_c``, ``x``), else by its place and ``const``-ness (the ``const`` ones the inputs, in
+order); ``m``/``n``/``k``, ``lda``/``ldb``/``ldc``, ``batch``, ``alpha``/``beta`` by name; a lone size is a square
+problem.  The kernel's indexing gives what names do not: K is the bound of the loop whose variable indexes both
+inputs, an operand is column-major where its leading dimension multiplies its column, and a loop over K that stops
+at ``K / 16`` needs K to be a multiple of 16.  The file's host code gives the launch: each
+``<<<grid, block, smem>>>`` of the kernel, followed up through the host functions that reach it (their arguments and
+template arguments bound at each call), its ``dim3`` sizes and template arguments translated to spec expressions
+(``(N + 15) / 16`` is ``cdiv(N, 16)``, a ``constexpr`` or ``#define`` its value).  Where the launches differ (a
+launcher that picks the tile by size), each value is chosen by the ``if`` that picks its launch, as a ``let``
+conditional; a condition every launch is under (an early return, an ``assert``) is a ``requires``, as is a grid
+rounded down (``N / 16``).  What cannot be read is written as a guess with a ``# TODO:`` comment above it, which
+spec.py refuses until it is filled in and the comment removed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..cxx.front import constant, operator
+from ..cxx.setup import Setup
+from ..dtypes import DTYPES, PRECISIONS
+from ..epilogue import INDICES
+from ..expr import SHAPE_NAMES
+from ..ops import OPS
+from ..spec import RESERVED
+from . import Draft
+from .access import uses
+from .cursors import call_arguments, callee, expressions, ident, source_text, template_arguments
+from .element import Elements
+from .epilogue import Unreadable, epilogue
+from .extras import Extra, Table, buffer, element_of, scalar
+from .host import Context, Reader, Site, Unread
+from .indexing import Indexing
+from .source import LAUNCHED, File
+from .text import choose_field, conjuncts, label, names_used, rounded_down, spec_name, tidy, toml_list, unique
+
+__all__ = ["serve"]
+
+# The element types mmcheck has a dtype for, by their C spelling.
+_DTYPES = {"int": "int32", "float": "float32", "double": "float64", "__half": "float16", "half": "float16",
+           "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16"}
+_SCALAR_TYPES = {"int": "int", "float": "float", "double": "double", "__half": "__half", "half": "__half",
+                 "__nv_bfloat16": "__nv_bfloat16", "nv_bfloat16": "__nv_bfloat16"}
+_QUALIFIERS = re.compile(r"\b(?:const|volatile|__restrict__|__restrict|restrict|struct)\b|\s+")
+# A pointer's name that says its operand: A, a, d_A, dA, mat_a, A_d, ...
+_OPERAND = re.compile(r"(?:d_?|dev_?|g_?|mat_?|matrix_?|p_?)?([abcxy])(?:_?(?:d|dev|ptr|mat))?", re.I)
+_OUTPUTS = {"out", "output", "result", "res", "dst", "d_out"}
+_OPERAND_WORDS = {"mat": "a", "matrix": "a", "vec": "x", "vector": "x"}
+# Sizes by name: m, n, k, and the CUDA samples' heights and widths (hA is M, wA is K, wB is N).
+_SIZES = {"m": "M", "n": "N", "k": "K", "ha": "M", "hc": "M", "wa": "K", "hb": "K", "wb": "N", "wc": "N"}
+_BATCH = re.compile(r"(?:n_?|num_?)?batch(?:es|_?count|_?size)?|batch_?count|bs|b", re.I)
+_LEADING = re.compile(r"ld_?([abcxy])", re.I)
+_INTEGER_SUFFIX = {"INT": "", "UINT": ":unsigned", "ULONG": ":size_t", "ULONGLONG": ":size_t", "LONG": ":long",
+                   "LONGLONG": ":long"}
+# The parameters a size multiplies in an index: the sizes and the leading dimensions.
+_STRIDES = (*SHAPE_NAMES, "lda", "ldb", "ldc")
+# The keys of the spec's buffer and scalar tables, whose TODOs are in those tables.
+_TABLES = ("buffers.", "scalars.")
+
+
+def serve(request: dict[str, Any]) -> dict[str, Any]:
+    """In the C++ front end's child: the file's kernels, and its draft (Draft's fields) where one is asked for and
+    the entry is known (named, or the file's only kernel)."""
+    file = File(Path(request["path"]), request["source"], Setup.from_json(request["setup"]))
+    names = list(file.kernels)
+    entry = request["entry"] or (names[0] if len(names) == 1 else None)
+    if not request["drafting"] or entry not in file.kernels:
+        return {"kernels": names, "draft": None}
+    drafted = _Drafting(file, file.kernels[entry]).result()
+    return {"kernels": names, "draft": {"entry": drafted.entry, "text": drafted.text, "todos": drafted.todos,
+                                        "notes": drafted.notes}}
+
+
+def _operand_letter(name: str) -> str | None:
+    """The operand a pointer's name says (a, b, c, x or y), if it says one."""
+    if name.lower() in _OPERAND_WORDS:
+        return _OPERAND_WORDS[name.lower()]
+    m = _OPERAND.fullmatch(name)
+    return m.group(1).lower() if m else None
+
+
+class _Drafting:
+    """The spec of one kernel of a file."""
+
+    def __init__(self, file: File, kernel: Any) -> None:
+        self.file, self.kernel, self.ck = file, kernel, file.ck
+        self.todos: dict[str, list[str]] = {}
+        self.reader = Reader()
+        self.parameters = [c for c in kernel.get_children() if c.kind == self.ck.PARM_DECL]
+        self._roles: list[str | None] = []  # each parameter's spec name, once the signature is read
+        self.indexing = Indexing(kernel, self.parameters, self.ck)
+        self.template_parameters = [c for c in kernel.get_children() if c.kind in (
+            self.ck.TEMPLATE_TYPE_PARAMETER, self.ck.TEMPLATE_NON_TYPE_PARAMETER)]
+        self.extras: list[Extra] = []  # the parameters beyond the op's, once the signature is read
+
+    def todo(self, key: str, message: str) -> None:
+        """Say what the spec's ``key`` lacks (once, however many launches lack it)."""
+        if message not in self.todos.setdefault(key, []):
+            self.todos[key].append(message)
+
+    # -- the signature
+
+    def signature(self) -> tuple[str, list[str | None], list[str], list[str]]:
+        """The op, each parameter's spec name (None: none), the params list and the requires it implies."""
+        pointers = [(i, p) for i, p in enumerate(self.parameters) if p.type.kind.name == "POINTER"]
+        roles: list[str | None] = [None] * len(self.parameters)
+        lowered = [p.spelling.lower() for p in self.parameters]
+        scalars = {n: i for i, n in enumerate(lowered) if n in ("alpha", "beta") and i not in dict(pointers)}
+        for n, i in scalars.items():
+            roles[i] = n
+        vector = any(_operand_letter(p.spelling) in ("x", "y") for _, p in pointers)
+        if len(scalars) == 1:
+            self.todo("op", f"the kernel takes {next(iter(scalars))} alone: gemm and gemv take both alpha and beta")
+        blas = len(scalars) == 2
+        batched = any(_BATCH.fullmatch(p.spelling) and self._integer(p) is not None for p in self.parameters)
+        op = ("gemv" if vector else "gemm") if blas else ("mv" if vector else "bmm" if batched else "mm")
+        operation = OPS[op]
+        self._operands(pointers, roles, operation.names)
+        sizes = []
+        for i, p in enumerate(self.parameters):
+            if roles[i] is not None or p.type.kind.name == "POINTER":
+                continue
+            size = _SIZES.get(re.sub(r"[^a-z]|(?<=[hw])(?:eight|idth)", "", p.spelling.lower()))
+            leading = _LEADING.fullmatch(p.spelling)
+            if size is not None and size not in roles:
+                roles[i] = size
+            elif _BATCH.fullmatch(p.spelling) and op in ("bmm", "gemm"):
+                roles[i] = "batch"
+            elif leading and leading.group(1).upper() in operation.names:
+                roles[i] = f"ld{leading.group(1).lower()}"
+            if self._integer(p) is not None:
+                sizes.append(i)
+        requires: list[str] = []
+        dimensions = [s for s in ("M", "N", "K") if s not in operation.fixed]
+        if "K" not in roles and len(sizes) > 1:
+            # Sizes named otherwise (m, n, p; BLAS gemv's m and n): K bounds the loop whose variable indexes both
+            # inputs.
+            k = self.indexing.reduction(sizes, roles)
+            if k is not None:
+                roles[k] = "K"
+        for i in sizes:
+            if roles[i] in operation.fixed:  # mv's N is 1: a parameter named n is something else
+                roles[i] = None
+        unnamed = [i for i in sizes if roles[i] is None]
+        missing = [s for s in dimensions if s not in roles]
+        if len(unnamed) == 1 and len(missing) == 1:
+            roles[unnamed[0]] = missing[0]
+            unnamed = []
+        named = [i for i in sizes if roles[i] is not None]
+        if len(sizes) == 1 and roles[sizes[0]] in (None, "M", "N", "K"):
+            # One size for every dimension: a square problem.
+            roles[sizes[0]] = "M" if operation.fixed else "N"
+            requires = ["M == K"] if operation.fixed else ["M == N", "N == K"]
+        missing = [s for s in operation.free(tuple(r for r in roles if r)) if s not in roles]
+        if missing and not requires and named:
+            self.todo("params", f"the kernel takes no {', '.join(missing)}: say in requires how it follows from the "
+                                "sizes it takes")
+        self._roles = roles
+        requires += self.indexing.whole_tiles(roles)
+        params = []
+        taken = {*RESERVED, *INDICES, *operation.names, *operation.scalars, "acc", "lda", "ldb", "ldc",
+                 *(label(t.spelling) for t in self.template_parameters)}
+        for i, p in enumerate(self.parameters):
+            role = roles[i]
+            if role is None:
+                if p.type.kind.name != "POINTER" and self._ctype(p) is None:
+                    self.todo("params", f"parameter {p.spelling!r} ({p.type.spelling}) has no mmcheck meaning")
+                    continue
+                # Beyond the op's parameters: a buffer or a scalar of the spec's own, under a name no other takes.
+                name = p.spelling or f"p{i}"
+                while name in taken:
+                    name += "_"
+                taken.add(name)
+                self.extras.append(Extra(i, name, p))
+                params.append(name)
+                continue
+            if role in ("alpha", "beta"):
+                params.append(role + self._scalar_type(p))
+            elif role in operation.names:
+                params.append(role)
+            else:
+                params.append(role + (self._integer(p) or ""))
+        return op, roles, params, requires
+
+    def _operands(self, pointers: list[tuple[int, Any]], roles: list[str | None], names: Sequence[str]) -> None:
+        """Each pointer's operand: by its name, else the ``const`` ones the inputs in order and the other the
+        output, else by place."""
+        free = list(names)
+        for i, p in pointers:
+            letter = _operand_letter(p.spelling)
+            wanted = names[-1] if p.spelling.lower() in _OUTPUTS else next(
+                (n for n in free if n.lower() == letter), None)
+            if wanted in free:
+                roles[i] = wanted
+                free.remove(wanted)
+        rest = [(i, p) for i, p in pointers if roles[i] is None]
+        some_const = any(p.type.get_pointee().is_const_qualified() for _, p in pointers)
+        for i, p in rest:
+            inputs = [n for n in free if n != names[-1]]
+            if some_const and not p.type.get_pointee().is_const_qualified() and names[-1] in free:
+                role = names[-1]
+            elif some_const and inputs:
+                role = inputs[0]
+            elif free:
+                role = free[0]
+            else:
+                continue  # none of the op's: a buffer of the spec's own
+            roles[i] = role
+            free.remove(role)
+        for n in free:
+            self.todo("params", f"no pointer parameter is operand {n}")
+
+    def _integer(self, p: Any) -> str | None:
+        """The params suffix of an integer parameter's type (``""`` for int, ``":size_t"``...); None if it is
+        none of those."""
+        return _INTEGER_SUFFIX.get(p.type.get_canonical().kind.name)
+
+    def _element(self, pointer: Any) -> str:
+        """The C spelling of what a pointer parameter points to, qualifiers dropped."""
+        return _QUALIFIERS.sub("", pointer.type.get_pointee().spelling)
+
+    def _ctype(self, p: Any) -> str | None:
+        """The spec's C type of a scalar parameter (``float``, ``int``, ``size_t``...); None if it has none."""
+        integer = self._integer(p)
+        if integer is not None:
+            return integer.removeprefix(":") or "int"
+        return _SCALAR_TYPES.get(_QUALIFIERS.sub("", p.type.spelling))
+
+    def _scalar_type(self, p: Any) -> str:
+        """``:float`` where alpha or beta is of a type other than C's elements, else ``""``."""
+        spelled = _QUALIFIERS.sub("", p.type.spelling)
+        output = next((self._element(q) for q, r in zip(self.parameters, self._roles) if r in ("C", "y")), None)
+        if spelled == output or spelled in self._type_parameters():
+            return ""
+        if spelled not in _SCALAR_TYPES:
+            self.todo("params", f"{p.spelling} is of type {spelled}, for which mmcheck has no scalar type")
+            return ""
+        return ":" + _SCALAR_TYPES[spelled]
+
+    def _type_parameters(self) -> list[str]:
+        return [t.spelling for t in self.template_parameters if t.kind == self.ck.TEMPLATE_TYPE_PARAMETER]
+
+    # -- the launches
+
+    def contexts(self, function: Any, seen: frozenset = frozenset()) -> list[Context]:
+        """The ways host code reaches ``function``: one per chain of calls from a function nothing calls."""
+        calls = [(f, call, guards) for f, call, guards in self.file.calls(function.spelling)
+                 if ident(f) not in seen and ident(f) != ident(function)]
+        if not calls:
+            return [Context()]
+        parameters = [c for c in function.get_children() if c.kind == self.ck.PARM_DECL]
+        templates = [c for c in function.get_children() if c.kind in (
+            self.ck.TEMPLATE_TYPE_PARAMETER, self.ck.TEMPLATE_NON_TYPE_PARAMETER)]
+        found = []
+        for caller, call, guards in calls:
+            arguments = template_arguments(callee(call)[1])
+            for outer in self.contexts(caller, seen | {ident(function)}):
+                bindings = {ident(p): (a, outer) for p, a in zip(parameters, call_arguments(call))}
+                bindings |= {ident(t): (a, outer) for t, a in zip(templates, arguments)}
+                found.append(Context(bindings, outer.guards + tuple((g, holds, outer) for g, holds in guards)))
+        return found
+
+    def sites(self, roles: list[str | None]) -> list[Site]:
+        """Each launch of the kernel in host code, as each chain of calls reaches it."""
+        launches = []
+        for function in self.file.hosts:
+            for node, guards in self.file.statements[ident(function)]:
+                parts = list(node.get_children())
+                if operator(node) != "," or len(parts) != 2 or callee(parts[1])[0] != LAUNCHED:
+                    continue
+                if callee(parts[0])[0] == self.kernel.spelling:
+                    launches.append((function, parts[0], parts[1], guards))
+        reader, found = self.reader, []
+        pending = []
+        for function, call, configuration, guards in launches:
+            asserts = self._asserts(function)
+            for outer in self.contexts(function):
+                context = Context(outer.bindings, outer.guards + tuple((g, h, outer) for g, h in guards))
+                for role, argument in zip(roles, call_arguments(call)):
+                    if role is not None:
+                        reader.name(argument, role, context)
+                pending.append((call, configuration, context, asserts))
+        for call, configuration, context, asserts in pending:  # once every launch has named its arguments
+            found.append(self._site(call, configuration, context, asserts))
+        return found
+
+    def _asserts(self, function: Any) -> list[Any]:
+        """The conditions ``assert`` checks in a host function."""
+        found = []
+        for node, _ in self.file.statements[ident(function)]:
+            parts = list(node.get_children())
+            if node.kind == self.ck.CONDITIONAL_OPERATOR and len(parts) == 3 and any(
+                    c.kind == self.ck.CALL_EXPR and c.spelling == "__assert_fail" for c in parts[2].walk_preorder()):
+                found.append(parts[0])
+        return found
+
+    def _site(self, call: Any, configuration: Any, context: Context, asserts: list[Any]) -> Site:
+        reader = self.reader
+        guards, unread = [], []
+        for condition, holds, where in context.guards:
+            try:
+                text = reader.expr(condition, where)
+                guards.append(text if holds else f"not ({text})")
+            except Unread:
+                unread.append(source_text(condition))
+        requires = []
+        for condition in asserts:
+            try:
+                requires.append(reader.expr(condition, context))
+            except Unread:
+                continue
+        arguments = template_arguments(callee(call)[1])
+        template: list[Any] = []
+        for parameter, argument in zip(self.template_parameters, arguments):
+            template.append(self._template_value(parameter, argument, context))
+        template += [None] * (len(self.template_parameters) - len(template))
+        values = call_arguments(configuration)
+
+        def read(what: str, cursor: Any) -> list[str]:
+            try:
+                return reader.dims(cursor, context)
+            except Unread as e:
+                self.todo(what, f"the launch's {what} {source_text(cursor)!r} has no spec form here ({e})")
+                return [source_text(cursor)]
+
+        grid = read("grid", values[0]) if values else []
+        block = read("block", values[1]) if len(values) > 1 else []
+        smem = "0"
+        if len(values) > 2:
+            try:
+                smem = reader.expr(values[2], context)
+            except Unread:
+                self.todo("smem", f"the launch's dynamic shared memory {source_text(values[2])!r} has no spec form "
+                                  "here")
+                smem = source_text(values[2])
+        site = Site(guards, unread, template, block, grid, smem, requires, call=call, context=context)
+        reader.symbols = {ident(a.referenced): p.spelling for p, a in zip(self.template_parameters, arguments)
+                          if not isinstance(a, str) and a.kind == self.ck.DECL_REF_EXPR and a.referenced is not None
+                          and a.referenced.kind == self.ck.TEMPLATE_NON_TYPE_PARAMETER}
+        if reader.symbols:
+            try:
+                site.named = (reader.dims(values[1], context) if len(values) > 1 else [],
+                              reader.dims(values[0], context) if values else [],
+                              reader.expr(values[2], context) if len(values) > 2 else "0")
+            except Unread:
+                pass
+            reader.symbols = {}
+        return site
+
+    def _template_value(self, parameter: Any, argument: Any, context: Context) -> Any:
+        """A kernel template argument at a launch: a type's C spelling, or a spec expression (None: unread)."""
+        if isinstance(argument, str):
+            while True:  # a type parameter of a launcher, bound by its caller
+                bound = [(v, c) for k, (v, c) in context.bindings.items() if k[2] == argument]
+                if not bound or not isinstance(bound[0][0], str):
+                    return _QUALIFIERS.sub("", argument)
+                argument, context = bound[0]
+        if parameter.kind == self.ck.TEMPLATE_TYPE_PARAMETER:
+            return None
+        try:
+            return self.reader.expr(argument, context)
+        except Unread:
+            return None
+
+    # -- putting it together
+
+    def result(self) -> Draft:
+        op, roles, params, requires = self.signature()
+        sites = self.sites(roles)
+        lines = {"name": json.dumps(spec_name(Path(self.file.name).stem, self.kernel.spelling)),
+                 "entry": json.dumps(self.kernel.spelling), "op": json.dumps(op)}
+        values = self._values(sites, requires)
+        lines["dtypes"] = toml_list(self._dtypes(sites, roles))
+        template = values.pop("template")
+        if template:
+            lines["template"] = toml_list(template)
+        if values["let"]:
+            lines["let"] = "{" + ", ".join(f"{k} = {json.dumps(v)}" for k, v in values["let"].items()) + "}"
+        read = self.indexing.layouts(roles)
+        layouts = {o: read.get(o, "row") for o in OPS[op].names if o in ("A", "B", "C")}
+        tables, epilogue = self._extras(op, roles, sites, layouts.get("C") == "col")
+        dropped = {e.name for e in self.extras} - {t.name for t in tables}  # no buffer or scalar after all
+        lines["params"] = toml_list([p for p in params if p not in dropped])
+        if set(layouts.values()) == {"col"}:
+            lines["layout"] = '"col"'
+        elif "col" in layouts.values():
+            lines["layout"] = "{" + ", ".join(f'{o} = "{order}"' for o, order in layouts.items()) + "}"
+        lines["block"] = toml_list(values["block"])
+        lines["grid"] = toml_list(values["grid"])
+        if values["smem"] != "0":
+            lines["smem"] = json.dumps(values["smem"])
+        if values["requires"]:
+            lines["requires"] = toml_list(values["requires"])
+        if epilogue is not None:
+            lines["epilogue"] = json.dumps(epilogue)
+        rows: list[tuple[str, str | None, str]] = [(key, f"{key} = {value}", "") for key, value in lines.items()]
+        # A TODO of a key the spec leaves out (a let not written, an epilogue not read) after the kernel's keys.
+        rows += [(key, None, "") for key in self.todos if key not in lines and not key.startswith(_TABLES)]
+        for table in tables:
+            rows += [("", "", ""), ("", table.header, ""), *table.lines]
+        text, todos, notes = ["/* mmcheck", "[[kernel]]"], [], []
+        for key, row, note in rows:  # each TODO above its key's line, each note beside it
+            for message in self.todos.get(key, []) if key else []:
+                text.append(f"# TODO: {message}")
+                todos.append(f"{key}: {message}")
+            if row is not None:
+                text.append(f"{row}  # {note}" if note else row)
+            if note:
+                notes.append(f"{key}: {note}")
+        return Draft(self.kernel.spelling, "\n".join([*text, "*/"]), tuple(todos), tuple(notes))
+
+    def _extras(self, op: str, roles: list[str | None], sites: list[Site], column_major: bool
+                ) -> tuple[list[Table], str | None]:
+        """The tables of the parameters beyond the op's, and the epilogue of the kernel's stores to C (None: it
+        stores the op's result as it is, or mmcheck could not read it, which is a TODO where the kernel takes
+        such parameters)."""
+        pointers = [p for p in self.parameters if p.type.kind.name == "POINTER"]
+        used = uses(self.kernel, pointers, self.file.folder)
+        by = {ident(p): r for p, r in zip(self.parameters, roles) if r}
+        operands = {k: r for k, r in by.items() if r in OPS[op].names}
+        output = next((k for k, r in operands.items() if r in ("C", "y")), None)
+        stores = used[output].stores if output is not None and output in used else []
+        elements = Elements(self.kernel, stores, {k: r for k, r in by.items() if r in _STRIDES}, column_major,
+                            output is not None and operands[output] == "y")
+        element = element_of(elements, [s.index for s in stores]) if stores else None
+        tables, buffers, scalars = [], {}, set()
+        for extra in self.extras:
+            key = ident(extra.parameter)
+            if extra.pointer:
+                dtype, itemsize = self._buffer_dtype(extra, sites, used[key].written)
+                allocations = [self.reader.allocated(call_arguments(s.call)[extra.place], s.context, self.file.calls)
+                               for s in sites if len(call_arguments(s.call)) > extra.place]
+                table = buffer(extra, used[key], elements, element, dtype, itemsize, allocations, self.todo)
+                if table.role == "input" and table.shape is not None:
+                    buffers[extra.name] = len(table.shape)
+            else:
+                values = [self._scalar_value(s, extra) for s in sites]
+                if self._integer(extra.parameter) is not None and (not values or None in values):
+                    # An integer no launch passes a value mmcheck reads: more likely a size it has no name for.
+                    self.todo("params", f"parameter {extra.parameter.spelling!r} has no mmcheck meaning (sizes M, N, "
+                                        "K, batch; lda, ldb, ldc; alpha, beta; a scalar's value, passed by a launch)")
+                    continue
+                table = scalar(extra, self._ctype(extra.parameter) or "float", values, self.todo)
+                scalars.add(extra.name)
+            tables.append(table)
+        results = [t.name for t in tables if t.role in ("output", "inout")]
+        if results:  # what the kernel leaves beyond C no expression of acc says: a function of the user's does
+            self.todo("reference", f"{', '.join(results)} {'is a result' if len(results) == 1 else 'are results'} "
+                                   "beside C: write a Python function that computes them and C from the inputs, in "
+                                   "a file beside the kernel, and name it: reference = \"ref.py:function\"")
+            return tables, None
+        names = {k: r for k, r in by.items() if r in ("alpha", "beta")} | {ident(e.parameter): e.name
+                                                                          for e in self.extras}
+        try:
+            return tables, epilogue(self.kernel, stores, elements, names, operands, bool(OPS[op].scalars), buffers,
+                                    frozenset(scalars))
+        except Unreadable as e:
+            # What a kernel reads to make its result from the product: an input buffer, a floating-point scalar.
+            if buffers or any(self._integer(x.parameter) is None for x in self.extras if not x.pointer):
+                self.todo("epilogue", f"{e}: write what the kernel stores to C as an expression of acc, the op's "
+                                      "result (as in epilogue = \"relu(acc + bias[n])\")")
+            return tables, None
+
+    def _scalar_value(self, site: Site, extra: Extra) -> str | None:
+        """What a launch passes a scalar parameter, as a spec value; None where it has no spec form."""
+        arguments = call_arguments(site.call)
+        if len(arguments) <= extra.place:
+            return None
+        try:
+            return tidy(self.reader.value(arguments[extra.place], site.context))
+        except Unread:
+            return None
+
+    def _dtypes(self, sites: list[Site], roles: list[str | None]) -> list[str]:
+        """The dtypes, from what A (or x) and C (or y) point to, each launch's template arguments binding a
+        type parameter."""
+        inputs, output = self._operand_elements(roles)
+        found: list[str] = []
+        for bound in self._bound(sites):
+            pair = [self._spelled(t, bound) for t in (inputs, output)]
+            a, c = (_DTYPES.get(t, "?") for t in pair)
+            name = a if a == c else f"{a}->{c}"
+            if name not in PRECISIONS:
+                self.todo("dtypes", f"mmcheck has no dtype for {pair[0]} inputs and {pair[1]} results")
+                name = "float32"
+            if name not in found:
+                found.append(name)
+        if not sites and any(t in self._type_parameters() for t in (inputs, output)):
+            self.todo("dtypes", "no launch names the type arguments: float32 is a guess")
+        return found
+
+    def _operand_elements(self, roles: list[str | None]) -> tuple[str | None, str | None]:
+        """The C spellings of what A (or x) and C (or y) point to."""
+        elements = {r: self._element(p) for p, r in zip(self.parameters, roles) if r in ("A", "x", "C", "y")}
+        return elements.get("A", elements.get("x")), elements.get("C", elements.get("y"))
+
+    def _bound(self, sites: list[Site]) -> list[dict[str, str]]:
+        """Per launch (one where there is none), the C types its template arguments give the kernel's type
+        parameters."""
+        names = self._type_parameters()
+        return [{n: v for n, v in zip([t.spelling for t in self.template_parameters], template)
+                 if n in names and isinstance(v, str)} for template in [s.template for s in sites] or [[]]]
+
+    def _spelled(self, spelling: str | None, bound: dict[str, str]) -> str:
+        """A C type as a launch gives it: a type parameter bound (float where the launch does not bind it)."""
+        return bound.get(spelling or "", "float" if spelling in self._type_parameters() else spelling) or "?"
+
+    def _buffer_dtype(self, extra: Extra, sites: list[Site], written: bool) -> tuple[str, int | None]:
+        """A buffer's dtype as the spec says it (``input``, ``output`` or a dtype's name), from what the pointer
+        points to at each launch, and the size of its elements (None: not one size)."""
+        inputs, output = self._operand_elements(self._roles)
+        element = self._element(extra.parameter)
+        rows = [tuple(_DTYPES.get(self._spelled(t, bound), "?") for t in (inputs, output, element))
+                for bound in self._bound(sites)]
+        found = {e for _, _, e in rows}
+        sizes = {DTYPES[e].itemsize for e in found if e in DTYPES}
+        itemsize = sizes.pop() if len(sizes) == 1 else None
+        as_input, as_output = (all(r[i] == r[2] for r in rows) for i in (0, 1))
+        if as_output and (written or not as_input):
+            return "output", itemsize
+        if as_input:
+            return "input", itemsize
+        if len(found) == 1 and "?" not in found:
+            return found.pop(), itemsize
+        self.todo(f"buffers.{extra.name}.dtype", f"mmcheck has no dtype for {element}: input is a guess")
+        return "input", itemsize
+
+    def _values(self, sites: list[Site], requires: list[str]) -> dict[str, Any]:
+        """template, let, block, grid, smem and requires: the launches' values, chosen by their conditions
+        where they differ."""
+        names = [t.spelling for t in self.template_parameters]
+        types = self._type_parameters()
+        if not sites:
+            self.todo("block", "the file launches the kernel nowhere: the block and grid are a guess (one thread "
+                               "per element of C, in 16 x 16 blocks)")
+            drafted = [self._type_argument(n) if n in types else self._default(t)
+                       for n, t in zip(names, self.template_parameters)]
+            return {"template": drafted, "let": {}, "block": ["16", "16"], "grid": ["cdiv(N, 16)", "cdiv(M, 16)"],
+                    "smem": "0", "requires": requires}
+        # A condition every launch is under is the kernel's domain, as is what the launcher asserts.
+        common = [g for g in sites[0].guards if all(g in s.guards for s in sites)]
+        requires = [*requires, *sorted(self.reader.equal), *common,
+                    *(r for r in sites[0].requires if all(r in s.requires for s in sites))]
+        distinct = unique(sites, lambda s: (s.template, s.block, s.grid, s.smem))
+        if len(distinct) > 1 and any(s.unread for s in distinct[:-1]):
+            self.todo("let", "the launcher chooses between launches by a condition mmcheck cannot read: "
+                             + "; ".join(dict.fromkeys(u for s in distinct for u in s.unread)))
+        choices = [" and ".join(f"({g})" for g in s.guards if g not in common) or "true" for s in distinct]
+
+        def choose(values: list[str]) -> str:
+            if len(set(values)) == 1:
+                return values[0]
+            text = values[-1]
+            for value, condition in zip(reversed(values[:-1]), reversed(choices[:-1])):
+                text = f"({value}) if ({condition}) else ({text})"
+            return tidy(text)
+
+        let: dict[str, str] = {}
+        template: list[str] = []
+        for j, (name, parameter) in enumerate(zip(names, self.template_parameters)):
+            if name in types:
+                template.append(self._type_argument(name))
+                continue
+            values = [s.template[j] for s in distinct]
+            if any(v is None for v in values):
+                self.todo("template", f"the launch's template argument {name} has no spec form here")
+                values = [v or "0" for v in values]
+            values = [self._literal(parameter, v) for v in values]
+            if len(set(values)) == 1:
+                template.append(values[0])
+                continue
+            let[label(name)] = choose(values)
+            template.append(label(name))
+        chosen = {label(name): [self._literal(p, s.template[j] or "0") for s in distinct]
+                  for j, (name, p) in enumerate(zip(names, self.template_parameters)) if label(name) in let}
+
+        def field_of(index: int) -> list[str]:
+            rows = [[s.block, s.grid][index] for s in distinct]
+            named = [s.named[index] for s in distinct if s.named] if all(s.named for s in distinct) else []
+            if len({len(r) for r in rows + named}) != 1:
+                self.todo("grid", "the launches differ in how many dimensions they give")
+                return rows[0]
+            return [self._choose([r[i] for r in rows], [n[i] for n in named], chosen, let, choose)
+                    for i in range(len(rows[0]))]
+
+        smems = [s.smem for s in distinct]
+        named = [s.named[2] for s in distinct if s.named] if all(s.named for s in distinct) else []
+        grid = field_of(1)
+        # A grid rounded down (N // 16) covers only multiples of its tile: the launcher's domain.
+        requires += [f"{size} % {tile} == 0" for size, tile in filter(None, map(rounded_down, grid))]
+        return {"template": template, "let": let, "block": field_of(0), "grid": grid,
+                "smem": self._choose(smems, named, chosen, let, choose),
+                "requires": list(dict.fromkeys(r for text in requires for r in conjuncts(text)))}
+
+    def _choose(self, values: list[str], named: list[str], chosen: dict[str, list[str]], let: dict[str, str],
+                choose: Any) -> str:
+        """One launch value (a grid or block size, the shared memory) across the launches: itself where they
+        agree; else as the launcher writes it in the kernel's template parameters, where they are ``let``
+        names; else with a template argument's ``let`` name written for its value, where that makes them
+        agree; else chosen by condition."""
+        values = [tidy(v) for v in values]
+        if len(set(values)) == 1:
+            return values[0]
+        named = [tidy(v) for v in named]
+        if named and len(set(named)) == 1 and names_used(named[0]) <= {*let, *SHAPE_NAMES, "cdiv", "min", "max"}:
+            return named[0]
+        return choose_field(values, chosen, choose)
+
+    def _type_argument(self, name: str) -> str:
+        """"T" or "TC": which operand's element type the type parameter ``name`` is."""
+        elements = {r: self._element(p) for p, r in zip(self.parameters, self._roles) if r}
+        if name in (elements.get("A"), elements.get("x")):
+            return "T"
+        if name in (elements.get("C"), elements.get("y")):
+            return "TC"
+        self.todo("template", f"type parameter {name} is the element type of no operand (T: A's, TC: C's)")
+        return "T"
+
+    def _default(self, parameter: Any) -> str:
+        """A value template parameter's default, for a kernel that no launch instantiates."""
+        default = next(iter(expressions(parameter)), None)
+        value = constant(default) if default is not None else None
+        if value is None:
+            self.todo("template", f"no launch gives the template argument {parameter.spelling}: 16 is a guess")
+            value = 16
+        return self._literal(parameter, str(value))
+
+    def _literal(self, parameter: Any, value: str) -> str:
+        """A template argument's text: ``true``/``false`` for a ``bool`` parameter (which takes no integer)."""
+        if parameter.type.spelling == "bool" and value.isdecimal():
+            return "true" if int(value) else "false"
+        return value
+
+
