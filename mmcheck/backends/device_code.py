@@ -67,8 +67,8 @@ def device_code(build: Build) -> DeviceCode | None:
     if not device_code_available():
         return None
     inputs = cache_key(local_includes(spec), _parse_inputs())
-    found = _reduce(spec.path, spec.folder, spec.source, spec.entry, build.instance if build.template else None,
-                    build.defines, inputs)
+    found = _reduce(spec.path, spec.folder, spec.include_folders, spec.source, spec.entry,
+                    build.instance if build.template else None, build.defines, inputs)
     if isinstance(found, MmcheckError):
         raise found
     return found
@@ -147,13 +147,14 @@ def _parse_inputs() -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _reduce(path: Path, folder: Path, source: str, entry: str, instance: str | None,
+def _reduce(path: Path, folder: Path, include: tuple[Path, ...], source: str, entry: str, instance: str | None,
             defines: tuple[tuple[str, str], ...], inputs: str) -> DeviceCode | MmcheckError:
     """``device_code``'s work, its error kept as its result is (each dtype of a file asks again): ``folder`` is
-    the kernel's (KernelSpec.folder), ``instance`` the template instance compiled (``sgemm<float, 32>``), if any;
-    ``inputs`` a digest of what the parse reads besides ``source``, for the cache."""
-    request = {"path": str(path), "folder": str(path.resolve().parent), "source": source, "entry": entry,
-               "instance": instance, "macros": macro_flags(defines)}
+    the kernel's (KernelSpec.folder), ``include`` the spec's include folders, ``instance`` the template instance
+    compiled (``sgemm<float, 32>``), if any; ``inputs`` a digest of what the parse reads besides ``source``, for
+    the cache."""
+    request = {"path": str(path), "folder": str(path.resolve().parent), "include": [str(f) for f in include],
+               "source": source, "entry": entry, "instance": instance, "macros": macro_flags(defines)}
     try:
         found = client.ask("mmcheck.cxx.reduction:serve", request, path, folder)
     except MmcheckError as e:

@@ -45,11 +45,12 @@ def _common(setup: Setup) -> list[str]:
     return args
 
 
-def arguments(setup: Setup, folder: str, macros: Sequence[str]) -> list[str]:
+def arguments(setup: Setup, folder: str, macros: Sequence[str], include: Sequence[str] = ()) -> list[str]:
     """A kernel file's parse: C++ as g++ compiles it on the emulator, the prelude first (precompiled where it
-    could be), the file's own folder on the include path, the compile's -D ``macros``."""
+    could be), the file's own folder on the include path and then the spec's ``include`` folders, the compile's
+    -D ``macros``."""
     prelude = ["-include-pch", setup.pch] if setup.pch else ["-include", setup.prelude]
-    return ["-x", "c++", *_common(setup), *prelude, "-I", folder, *macros]
+    return ["-x", "c++", *_common(setup), *prelude, *(f"-I{f}" for f in (folder, *include)), *macros]
 
 
 def precompile(request: dict[str, Any]) -> tuple[tuple[str, str], ...] | None:

@@ -39,7 +39,7 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
     setup, path, source, instance = Setup.from_json(request["setup"]), request["path"], request["source"], \
         request["instance"]
     parsed = source + (f"\nvoid* mmcheck_instance = (void*)&{instance};\n" if instance else "")
-    args = arguments(setup, request["folder"], request["macros"])
+    args = arguments(setup, request["folder"], request["macros"], request["include"])
     try:
         tu = parse(path, [(path, parsed)], args)
     except Failed as e:  # the compilers take the whole file
@@ -351,9 +351,9 @@ class _Reduction:
         return [d for d in self.tu.diagnostics if d.severity >= ERROR and not _PTX_CONSTRAINT.search(d.spelling)]
 
     def _first_error(self) -> str | None:
-        """The first error inside what is kept, as "file:line: message", placed where the main file raises it
-        (_origin)."""
-        kept = [(self.units[i].start, self.units[i].end) for i in self.kept]
+        """The first error inside what is kept, the template instance after the file's text included, as
+        "file:line: message", placed where the main file raises it (_origin)."""
+        kept = [(self.units[i].start, self.units[i].end) for i in self.kept] + [(self.size, len(self.data))]
         for d in self._errors:
             location, message = self._origin(d)
             file = location.file

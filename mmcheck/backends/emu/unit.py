@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from ... import reading, sandbox
-from ...compile import Build, c_string, unit_source
+from ...compile import INCLUDE, Build, c_string, find_header, unit_source, verbatim_failure
 from ...errors import CompileError, MmcheckError, Unsupported
 from ...spec import KernelSpec
 from ..device_code import device_code, needed_header, sources
@@ -43,8 +43,7 @@ _DEVICE_CODE = re.compile(r"\b(?:__global__|__device__)\b")
 # A macro's definition: its name, and the parenthesis that makes it function-like.
 _DEFINE = re.compile(r"[ \t]*#[ \t]*define[ \t]+(\w+)(\()?")
 _CONTAINER = re.compile(r"^\s*(?:template\s*<[^{]*>\s*)?(?:namespace|struct|class|union|enum)\b")
-# A header the file includes with quotes (found from its folder), and the pragma that makes one come once.
-_QUOTE_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+# The pragma that makes a header come once.
 _PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once\b[^\n]*", re.M)
 _EXTERN_SHARED = re.compile(r"\b(?:extern\s+__shared__|__shared__\s+extern)\b[^;]*?\b([A-Za-z_]\w*)\s*\[\s*\]")
 # The launcher takes the kernel's address: an overloaded name, or template arguments the kernel does not
@@ -324,7 +323,7 @@ def compile_unit(build: Build, source: str) -> str:
     exports the typed launcher and backs every ``extern __shared__`` array with the dynamic shared memory
     storage.  Launches in host code lose their ``<<<...>>>``: a plain call of the kernel, which g++ can
     compile and nothing runs.  Inline assembly becomes calls of the emulator (_inline_asm_calls)."""
-    source, shared = _emulated(_with_local_headers(source, build.spec.path, root=build.spec.folder))
+    source, shared = _emulated(_with_local_headers(source, build.spec.path, build.spec))
     text = unit_source(build, source=source)
     trailer = [f"MMEMU_EXPORT_KERNEL({build.instance})"]
     trailer += [f"MMEMU_DYNAMIC_SHARED({name})" for name in shared]
@@ -342,27 +341,27 @@ def _emulated(source: str) -> tuple[str, tuple[str, ...]]:
     return source, tuple(sorted(set(_EXTERN_SHARED.findall(_code(source)))))
 
 
-def _with_local_headers(source: str, path: Path, once: set[Path] | None = None,
-                        within: frozenset[Path] = frozenset(), root: Path | None = None) -> str:
-    """``source`` (the text of ``path``) with each header it includes with quotes from its own folder written
-    in its place, recursively, between ``#line`` directives that keep every line's own file and number: the
-    rewrites above (inline assembly, host launches) then reach the helpers tutorials keep in such headers.  A
-    header with ``#pragma once`` comes once; one that includes itself again is left to the compiler, and so
-    is one outside the kernel's folder (``root``: KernelSpec.folder), which the compiler's sandbox refuses."""
+def _with_local_headers(source: str, path: Path, spec: KernelSpec, once: set[Path] | None = None,
+                        within: frozenset[Path] = frozenset()) -> str:
+    """``source`` (the text of ``path``) with each header it includes from the kernel's own folders written in its
+    place, found as the compilers find it (compile.find_header: the includer's folder, the file's, the spec's
+    ``include`` folders), recursively, between ``#line`` directives that keep every line's own file and number:
+    the rewrites above (inline assembly, host launches) then reach the helpers tutorials keep in such headers.  A
+    header with ``#pragma once`` comes once; one that includes itself again is left to the compiler, and so is
+    one outside the kernel's folder (KernelSpec.folder), which the compiler's sandbox refuses."""
     once = set() if once is None else once
-    folder, out, at = path.resolve().parent, [], 0
-    root = folder if root is None else root
-    for match in _QUOTE_INCLUDE.finditer(source):
-        header = (folder / match.group(1)).resolve()
-        if not header.is_relative_to(root) or not header.is_file() or header in within:
+    out, at = [], 0
+    for match in INCLUDE.finditer(source):
+        header = find_header(spec, path.resolve(), match.group(1) or match.group(2), bool(match.group(1)))
+        if header is None or header in within:
             continue
         try:  # bounded, and only a regular file in the kernel's folder: a link out of it is refused too
-            text = reading.read_text(header, errors="replace", within=root)
+            text = reading.read_text(header, errors="replace", within=spec.folder)
         except OSError as e:
             raise CompileError(f"{path}: cannot read the header {header}: {e}") from None
         pragma = _PRAGMA_ONCE.search(_code(text))
         inlined = "" if pragma and header in once else _with_local_headers(
-            _PRAGMA_ONCE.sub("", text), header, once, within | {header}, root)
+            _PRAGMA_ONCE.sub("", text), header, spec, once, within | {header})
         if pragma:
             once.add(header)
         line = source.count("\n", 0, match.end()) + 2
@@ -379,6 +378,8 @@ def compile_failure(build: Build, diagnostics: str) -> MmcheckError:
     spec = build.spec
     if refusal := sandbox.compile_refusal(spec.path, spec.folder, diagnostics):
         return refusal
+    if verbatim := verbatim_failure(build, diagnostics):
+        return verbatim
     if _NO_MATCH.search(diagnostics):
         candidates = _CANDIDATE.findall(diagnostics)
         if len(candidates) > 1:
