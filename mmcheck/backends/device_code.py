@@ -35,14 +35,43 @@ from ..compile import Build, cache_key, local_includes, macro_flags
 from ..cxx import client
 from ..errors import CompileError, MmcheckError, SandboxViolation
 
-__all__ = ["DeviceCode", "device_code", "device_code_available", "fingerprint", "needed_header", "sources",
+__all__ = ["DeviceCode", "HostLibrary", "HOST_LIBRARIES", "host_library", "device_code", "device_code_available",
+           "fingerprint", "needed_header", "undeclared", "sources",
            "compile_first"]
 
 _EMU = Path(__file__).resolve().parent / "emu"
 _FRONT_END = Path(client.__file__).parent  # the reduction's code, which the cache keys on too
-# Errors that a missing declaration causes, which a header that was not found may explain.
+# Errors that a missing declaration causes, which a header that was not found may explain; the name each is
+# about, the namespace first where it names one ("no template named 'Tensor' in namespace 'torch'": the
+# namespace is what a header provides).
 _UNDECLARED = re.compile(r"undeclared identifier|unknown type name|no (?:template|type|member) named|"
                          r"unknown template name|is not a (?:class|namespace)|incomplete type|expected a type")
+_UNDECLARED_NAME = re.compile(r"(?:undeclared identifier|unknown (?:type|template) name|no (?:template|type|member) "
+                              r"named) '(?P<name>\w+)'(?: in namespace '(?P<namespace>\w+)')?"
+                              r"|'(?P<scope>\w+)' is not a (?:class|namespace)")
+
+
+@dataclass(frozen=True)
+class HostLibrary:
+    """A library whose headers only host code needs, and which neither the emulator nor the device code's parse
+    compiles (they need the library's own build of CUDA and Python): by the folders (or names) of its headers and
+    the names its declarations and macros take."""
+
+    name: str
+    headers: re.Pattern[str]
+    names: re.Pattern[str]
+
+
+HOST_LIBRARIES = (
+    HostLibrary("PyTorch", re.compile(r"(torch|ATen|c10|caffe2)/"), re.compile(r"torch|at|c10|caffe2|(TORCH|AT|C10)_\w+")),
+    HostLibrary("pybind11", re.compile(r"pybind11/"), re.compile(r"pybind11|py|PYBIND11_\w+")),
+    HostLibrary("Python", re.compile(r"Python\.h$"), re.compile(r"_?Py\w*")),
+)
+
+
+def host_library(header: str) -> HostLibrary | None:
+    """The host library whose header ``header`` (as an #include names it) is, if it is one's."""
+    return next((lib for lib in HOST_LIBRARIES if lib.headers.match(header)), None)
 
 
 @dataclass(frozen=True)
@@ -97,12 +126,26 @@ def _front_end_digest() -> str:
     return cache_key(version, _parse_inputs(), code)
 
 
+def undeclared(code: DeviceCode) -> str | None:
+    """The name the kept code fails for want of a declaration of (the namespace, where the error names one),
+    where it does and the file includes a header that was not found, which may declare it."""
+    found = _UNDECLARED_NAME.search(code.error or "") if code.missing else None
+    return (found["namespace"] or found["name"] or found["scope"]) if found else None
+
+
 def needed_header(code: DeviceCode) -> tuple[int, str, str] | None:
-    """The header not found that the kept code seems to need, as (line, header, the error that shows it):
-    where the kept code failed with an error that a missing declaration causes and the file includes a
-    header that was not found."""
-    if code.error and code.missing and _UNDECLARED.search(code.error):
-        return (*code.missing[0], code.error)
+    """The header not found that the kept code needs, as (line, header, the error that shows it): of the headers
+    the file includes that were not found, the one whose library the undeclared name is of (a host library's
+    namespace or macro, ``at::`` for <ATen/...>), or whose folder or name it is (``cute::`` for
+    <cute/tensor.hpp>); None where it is none of theirs, or the error is no missing declaration's."""
+    if not code.error or not code.missing or not _UNDECLARED.search(code.error):
+        return None
+    name = undeclared(code)
+    for line, header in code.missing:
+        library = host_library(header)
+        if name and (library.names.fullmatch(name) if library else
+                     name.lower() in (header.split("/")[0].lower(), Path(header).stem.lower())):
+            return line, header, code.error
     return None
 
 

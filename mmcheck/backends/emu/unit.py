@@ -17,7 +17,7 @@ from ... import reading, sandbox
 from ...compile import INCLUDE, Build, c_string, find_header, unit_source, verbatim_failure
 from ...errors import CompileError, MmcheckError, Unsupported
 from ...spec import KernelSpec
-from ..device_code import device_code, needed_header, sources
+from ..device_code import device_code, host_library, needed_header, sources, undeclared
 
 __all__ = ["compile_sources", "compile_unit", "check_supported", "compile_failure"]
 
@@ -54,6 +54,13 @@ _MISSING_HEADER = re.compile(r"^(?P<where>[^\n]+?:\d+):\d+: fatal error: (?P<hea
                              re.M)
 _CUDA_HEADER = re.compile(r"(cuda|cub/|thrust/|cublas|curand|cufft|cusparse|cutlass/|cute/|sm_\d|device_"
                           r"|math_constants|cooperative_groups|crt/)")
+# The CUDA headers of the emulator's by the names they declare that device code uses: a file that uses one
+# without including its header gets it, under nvcc, only through another header (PyTorch's bring cuda_fp16.h
+# and cuda_bf16.h).
+_CUDA_DECLARES = ((re.compile(r"\w*bfloat16\w*|__nv_bfloat162?"), "cuda_bf16.h"),
+                  (re.compile(r"__half2?|half2?|\w*half\w*|__h[a-z]+2?"), "cuda_fp16.h"),
+                  (re.compile(r"nvcuda|wmma"), "mma.h"),
+                  (re.compile(r"cooperative_groups"), "cooperative_groups.h"))
 # What the emulator's headers lack, in g++'s words and in clang's (the device code's parse error, "k.cu:9: ...",
 # DeviceCode.error).  cuda_fp8.h's types are declarations only (include/cuda_fp8.h): the emulator has no 8-bit
 # float arithmetic.
@@ -282,6 +289,8 @@ def compile_sources(build: Build) -> list[str]:
         line, header, error = missing
         raise Unsupported(f"{build.spec.path}:{line}: {_not_found(header)}, which the kernel's device code needs "
                           f"({error})")
+    if code and (name := undeclared(code)):
+        raise Unsupported(_undeclared(build.spec, name, code.missing, code.error or ""))
     return sources(build)
 
 
@@ -289,7 +298,25 @@ def _not_found(header: str) -> str:
     """A header that is not found, in words, with how to provide it."""
     if _CUDA_HEADER.match(header):
         return f"the emulator has no CUDA header <{header}>"
-    return f"<{header}> is not found (install it, or put its folder on CPLUS_INCLUDE_PATH)"
+    if library := host_library(header):
+        return f"<{header}> ({library.name}'s: the emulator does not compile its headers)"
+    return (f"<{header}> is not found (install it, put its folder on CPLUS_INCLUDE_PATH, or name its folder in the "
+            "spec's include)")
+
+
+def _undeclared(spec: KernelSpec, name: str, missing: tuple[tuple[int, str], ...], error: str) -> str:
+    """Why the kernel's device code cannot be compiled where it uses ``name``, which none of the headers that were
+    not found (``missing``) is known to declare: a CUDA name whose header the file does not include (it gets it
+    through a host library's, under nvcc), else a name that nothing found declares."""
+    listed = " or ".join(f"<{header}> (line {line})" for line, header in missing)
+    unread = ("which the emulator does not compile" if all(host_library(h) for _, h in missing) else
+              "which is not found here")
+    cuda = next((header for pattern, header in _CUDA_DECLARES if pattern.fullmatch(name)), None)
+    if cuda:
+        return (f"{spec.path}: the kernel's device code uses {name}, which <{cuda}> declares, and the file does not "
+                f"include it: it can come only through {listed}, {unread}; include <{cuda}> ({error})")
+    return (f"{spec.path}: the kernel's device code uses {name}, which no header here declares ({error}): a name "
+            f"misspelt, or one declared by {listed}, {unread}")
 
 
 def check_supported(spec: KernelSpec, source: str) -> None:
