@@ -81,11 +81,13 @@ class DeviceCode:
     ``source``: the file's text with all but the device code blanked, every line where it was; ``missing``:
     the file's own ``#include`` lines whose header was not found, as (line, header); ``error``: the first
     error inside what is kept, as "file:line: message" (None where all of it parsed cleanly: only then is
-    ``source`` the device code)."""
+    ``source`` the device code); ``rejected``: what nvcc rejects in the device code and g++ would take, as
+    "file:line: error: words" (cxx/device_rules.py; read only where all of it parsed)."""
 
     source: str
     missing: tuple[tuple[int, str], ...]
     error: str | None
+    rejected: tuple[str, ...] = ()
 
 
 def device_code(build: Build) -> DeviceCode | None:
@@ -202,4 +204,5 @@ def _reduce(path: Path, folder: Path, include: tuple[Path, ...], source: str, en
         found = client.ask("mmcheck.cxx.reduction:serve", request, path, folder)
     except MmcheckError as e:
         return e
-    return DeviceCode(found["source"], tuple((line, header) for line, header in found["missing"]), found["error"])
+    return DeviceCode(found["source"], tuple((line, header) for line, header in found["missing"]), found["error"],
+                      tuple(found["rejected"]))

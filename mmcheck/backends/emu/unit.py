@@ -57,8 +57,8 @@ _CUDA_HEADER = re.compile(r"(cuda|cub/|thrust/|cublas|curand|cufft|cusparse|cutl
 # The CUDA headers of the emulator's by the names they declare that device code uses: a file that uses one
 # without including its header gets it, under nvcc, only through another header (PyTorch's bring cuda_fp16.h
 # and cuda_bf16.h).
-_CUDA_DECLARES = ((re.compile(r"\w*bfloat16\w*|__nv_bfloat162?"), "cuda_bf16.h"),
-                  (re.compile(r"__half2?|half2?|\w*half\w*|__h[a-z]+2?"), "cuda_fp16.h"),
+_CUDA_DECLARES = ((re.compile(r"__\w*bfloat16\w*|nv_bfloat162?"), "cuda_bf16.h"),
+                  (re.compile(r"__half\w*|half2?|__\w+2half2?\w*|__h[a-z]+2?"), "cuda_fp16.h"),
                   (re.compile(r"nvcuda|wmma"), "mma.h"),
                   (re.compile(r"cooperative_groups"), "cooperative_groups.h"))
 # What the emulator's headers lack, in g++'s words and in clang's (the device code's parse error, "k.cu:9: ...",
@@ -291,6 +291,9 @@ def compile_sources(build: Build) -> list[str]:
                           f"({error})")
     if code and (name := undeclared(code)):
         raise Unsupported(_undeclared(build.spec, name, code.missing, code.error or ""))
+    if code and code.rejected:  # g++ would take it, as host code: the emulator rejects it as nvcc does
+        raise CompileError(f"{build.spec.path}: the kernel's device code has what nvcc rejects, so the emulator "
+                           "rejects it too:\n" + "\n".join(code.rejected))
     return sources(build)
 
 
