@@ -30,7 +30,7 @@ from tests.run_once import shared_folder
 
 pytest_plugins = ["pytester"]
 
-HGEMM = Path(__file__).resolve().parent / "emu" / "kernels" / "hgemm"
+HGEMM = Path(__file__).resolve().parent.parent / "docs" / "examples" / "hgemm"  # docs/spec.md shows it
 KERNEL = HGEMM / "src" / "mma" / "mma_naive.cu"
 needs_libclang = pytest.mark.skipif(not device_code.device_code_available(),
                                     reason="the device code is found by libclang (pip install libclang)")
@@ -155,8 +155,8 @@ def test_a_project_laid_out_as_half_gemm_projects_are_passes_on_the_emulator(tmp
     out = tmp_path / "check.json"
     assert main(["check", str(HGEMM), "--backend", "emu", "--json", str(out)]) == 0
     rows = {r["kernel"]: r for r in json.loads(out.read_text())["results"]}
-    assert {name: r["outcome"] for name, r in rows.items()} == {"emu.hgemm_mma_naive": "pass",
-                                                                 "emu.hgemm_mma_naive_staged": "pass"}
+    assert {name: r["outcome"] for name, r in rows.items()} == {"mine.hgemm": "pass",
+                                                                 "mine.hgemm_staged": "pass"}
     assert all(r["shapes_tried"] > 20 for r in rows.values())
 
 
@@ -168,13 +168,13 @@ def hgemm():
 
 
 def test_the_headers_of_include_folders_are_what_the_cache_keys_on(hgemm):
-    spec = hgemm["emu.hgemm_mma_naive"]
+    spec = hgemm["mine.hgemm"]
     assert [Path(p) for p, _ in local_includes(spec)] == [HGEMM / "src" / "common" / "common.h"]
 
 
 @needs_libclang
 def test_the_device_code_is_found_with_the_include_folders_headers(hgemm):
-    code = device_code.device_code(_build(hgemm["emu.hgemm_mma_naive"], "float16"))
+    code = device_code.device_code(_build(hgemm["mine.hgemm"], "float16"))
     assert code.error is None and code.missing == ()
     assert "mma_naive_hgemm_launch" not in code.source and '#include "common.h"' in code.source
 
@@ -204,7 +204,7 @@ def test_nvcc_finds_the_include_folders_and_the_instance_named_by_cpp(hgemm, who
     if whole:
         monkeypatch.setattr(client, "available", lambda: False)
     nvcc = Nvcc(str(tmp_path))
-    for name, store in (("emu.hgemm_mma_naive", 0), ("emu.hgemm_mma_naive_staged", 1)):
+    for name, store in (("mine.hgemm", 0), ("mine.hgemm_staged", 1)):
         compiled = nvcc.compile(_build(hgemm[name], "float16"), "sm_90")
         kernels = [s for s in function_symbols(compiled.cubin) if "mma_naive_hgemm" in s]
         assert len(kernels) == (2 if whole else 1)

@@ -6,7 +6,7 @@
 # mode are template arguments written as C++.
 
 [[kernel]]
-name = "emu.hgemm_mma_naive"
+name = "mine.hgemm"
 entry = "mma_naive_hgemm"
 op = "mm"
 dtypes = ["float16"]
@@ -21,7 +21,7 @@ requires = ["M * K <= 2**31", "K * N <= 2**31", "M * N <= 2**31"]
 about = "mma.sync m16n8k16 f16 from PTX macros of an include folder; C stored from the fragments"
 
 [[kernel]]
-name = "emu.hgemm_mma_naive_staged"
+name = "mine.hgemm_staged"
 entry = "mma_naive_hgemm"
 op = "mm"
 dtypes = ["float16"]
