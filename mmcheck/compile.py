@@ -228,28 +228,21 @@ def local_includes(spec: KernelSpec) -> list[tuple[str, bytes]]:
 
 
 # Where a compiler places an error in the instantiation, or in the emulator's launcher, which names it too:
-# "mmcheck-instantiation:1:34: error: ..." (g++), "mmcheck-instantiation(1): error: ..." (nvcc).
-_AT_INSTANCE = re.compile(rf"^(?:{INSTANTIATION}|<emulator launcher for \w+>)[:(]\d+[^\n]*?error[^\n]*", re.M)
-# An error NVRTC places in the program ("FILE(LINE): error: ..."): past the file's last line, it is in the name
-# expressions NVRTC adds after it.
-_NVRTC_ERROR = re.compile(r"^(?P<file>[^\n]*?)\((?P<line>\d+)\): [^\n]*?error[^\n]*", re.M)
+# "mmcheck-instantiation:1:34: error: ..." (g++), "mmcheck-instantiation(1): error: ..." (nvcc), and NVRTC's
+# "__nv_name_map(2): error: ..." (its name expression).
+_AT_INSTANCE = re.compile(rf"^(?:{INSTANTIATION}|__nv_name_map|<emulator launcher for \w+>)[:(]\d+[^\n]*?error[^\n]*",
+                          re.M)
 _NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 def verbatim_failure(build: Build, diagnostics: str) -> CompileError | None:
     """The compile error of a kernel whose template arguments written as C++ do not compile, naming them: where
-    the compiler places an error at the instantiation (NVRTC: at its name expression, after the file's lines),
-    the arguments whose names the first such error repeats, the instance's own name aside (all of them where
-    it repeats none); None where no error is there."""
-    if not build.verbatim:
+    the compiler places an error at the instantiation (NVRTC: at its name expression), the arguments whose names
+    the first such error repeats, the instance's own name aside (all of them where it repeats none); None where
+    no error is there."""
+    if not build.verbatim or not (first := _AT_INSTANCE.search(diagnostics)):
         return None
-    last = build.spec.source.count("\n") + 1
-    errors = [(m.start(), m.group()) for m in _AT_INSTANCE.finditer(diagnostics)]
-    errors += [(m.start(), m.group()) for m in _NVRTC_ERROR.finditer(diagnostics)
-               if m["file"] == str(build.spec.path) and int(m["line"]) > last]
-    if not errors:
-        return None
-    named = set(_NAME.findall(min(errors)[1].replace(build.instance, "")))
+    named = set(_NAME.findall(first.group().replace(build.instance, "")))
     blamed = [v for v in build.verbatim if named & set(_NAME.findall(v.text))] or list(build.verbatim)
     what = "argument" if len(blamed) == 1 else "arguments"
     return CompileError(f"{build.spec.path}: the template {what} {', '.join(map(str, blamed))} (C++ written as it "

@@ -16,11 +16,12 @@ import pytest
 from mmcheck.backends import device_code
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.compilers import Nvcc
+from mmcheck.backends.nvrtc import Nvrtc
 from mmcheck.backends.emu import EmuBackend
 from mmcheck.cli import main
-from mmcheck.compile import Build, function_symbols, instance_symbol, local_includes, unit_source
+from mmcheck.compile import Build, function_symbols, instance_symbol, local_includes, unit_source, verbatim_failure
 from mmcheck.cxx import client
-from mmcheck.errors import CompileError, SpecError
+from mmcheck.errors import BackendUnavailable, CompileError, SpecError
 from mmcheck.prepare import plan
 from mmcheck.shapes import Shape, shapes_for
 from mmcheck.spec import Verbatim, collect, parse_specs
@@ -309,6 +310,26 @@ def test_a_template_argument_as_cpp_that_does_not_compile_is_a_compile_error_nam
                                        f"in the spec) of k<{scale}, {width}> did not compile:\n")
 
 
+# What NVRTC 13.0 says of a name expression whose argument does not compile, at the map it makes of them.
+NVRTC_LOG = """__nv_name_map(2): error: namespace "tiles" has no member "Wide"
+  #pragma nv_mangled_name &k<Scale::kOne, tiles::Wide<1>>
+                                                 ^
+
+__nv_name_map(2): error: expected an expression
+  #pragma nv_mangled_name &k<Scale::kOne, tiles::Wide<1>>
+                                                         ^
+
+2 errors detected in the compilation of "x.cu"."""
+
+
+def test_nvrtcs_error_at_its_name_expression_names_the_template_argument(tmp_path):
+    build = _scaled(tmp_path, "Scale::kOne", "tiles::Wide<1>")
+    assert str(verbatim_failure(build, NVRTC_LOG)) == (
+        f"{tmp_path / 'x.cu'}: the template argument {{cxx = \"tiles::Wide<1>\"}} (C++ written as it is in the spec) "
+        f"of k<Scale::kOne, tiles::Wide<1>> did not compile:\n{NVRTC_LOG}")
+    assert verbatim_failure(build, "x.cu(12): error: identifier \"undeclared\" is undefined") is None
+
+
 @needs.nvcc
 @pytest.mark.parametrize("scale, width, named", [
     ("Scale::kFour", "tiles::Width<1>", '{cxx = "Scale::kFour"}'),
@@ -329,3 +350,29 @@ def test_nvcc_finds_the_instance_named_by_cpp_among_the_launchers(tmp_path, monk
     compiled = Nvcc(str(tmp_path / "cache")).compile(_scaled(tmp_path, "Scale::kTwo"), "sm_90")
     assert len([s for s in function_symbols(compiled.cubin) if s.startswith("_Z1k")]) == (3 if whole else 1)
     assert compiled.symbol == "_Z1kIL5Scale2EN5tiles5WidthILi1EEEEvPKfS5_Pf"
+
+
+@pytest.fixture(scope="module")
+def nvrtc(tmp_path_factory) -> Nvrtc:
+    try:
+        return Nvrtc(str(tmp_path_factory.mktemp("nvrtc-cache")))
+    except BackendUnavailable as e:
+        pytest.skip(f"no usable NVRTC here: {e}")
+
+
+def test_nvrtc_finds_the_include_folders_and_names_the_instance_by_its_lowered_name(hgemm, nvrtc):
+    for name, store in (("mine.hgemm", 0), ("mine.hgemm_staged", 1)):
+        compiled = nvrtc.compile(_build(hgemm[name], "float16"), "sm_90")
+        assert compiled.symbol == f"_Z15mma_naive_hgemmIN3mma5ShapeILi16ELi8ELi16EEELNS0_5StoreE{store}EEvPK6__halfS6_PS4_mmm"
+        assert compiled.symbol in function_symbols(compiled.cubin)
+
+
+@pytest.mark.parametrize("scale, width, named", [
+    ("Scale::kFour", "tiles::Width<1>", '{cxx = "Scale::kFour"}'),
+    ("Scale::kOne", "tiles::Wide<1>", '{cxx = "tiles::Wide<1>"}'),
+])
+def test_nvrtc_names_the_template_argument_that_does_not_compile(nvrtc, tmp_path, scale, width, named):
+    with pytest.raises(CompileError) as error:
+        nvrtc.compile(_scaled(tmp_path, scale, width), "sm_90")
+    assert str(error.value).startswith(f"{tmp_path / 'x.cu'}: the template argument {named} (C++ written as it is "
+                                       f"in the spec) of k<{scale}, {width}> did not compile:\n"), str(error.value)
