@@ -440,7 +440,7 @@ def collect(paths: Iterable[Path | str], roots: Iterable[Path | str] = ()) -> Ca
         catalog.errors.extend(errors)
         for s in (dataclasses.replace(s, root=root) for s in specs):
             try:
-                s.include_folders  # inside the folder the run gives it: known only now
+                s.include_folders  # there, and inside the folder the run gives it: known only now
             except SpecError as e:
                 catalog.errors.append(e)
                 continue
@@ -586,7 +586,7 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         buffers=buffers,
         named_scalars=named_scalars,
         epilogue=epilogue,
-        include=_include(table.get("include", []), path, fail),
+        include=_include(table.get("include", []), fail),
     )
     _check_constants(spec, fail)
     return spec
@@ -688,16 +688,14 @@ def _balanced(text: str) -> bool:
     return not opened
 
 
-def _include(value: Any, path: Path, fail: Any) -> tuple[str, ...]:
-    """The ``include`` folders as written: paths relative to the kernel's file, each a folder that is there
-    (whether it lies inside what the compile may read is known once the run's folder is: KernelSpec.include_folders)."""
+def _include(value: Any, fail: Any) -> tuple[str, ...]:
+    """The ``include`` folders as written: paths relative to the kernel's file (whether each is a folder inside what
+    the compile may read is known once the run's folder is: KernelSpec.include_folders)."""
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
         raise fail("include", 'must be a list of folders relative to the kernel\'s file, like ["../common"]')
     for given in value:
         if os.path.isabs(given) or given.startswith("~"):
             raise fail("include", f"{given!r} is not relative: name a folder relative to the kernel's file")
-        if not (path.parent / given).is_dir():
-            raise fail("include", f"{given!r} is no folder (looked for {path.parent / given})")
     return tuple(value)
 
 
