@@ -25,8 +25,8 @@ HOST = "mmcheck-host"
 SHARED = "mmcheck-shared"
 _MEMORY = {DEVICE, "mmcheck-constant", SHARED, "mmcheck-managed"}  # a variable's memory space
 _FUNCTIONS = {"FUNCTION_DECL", "CXX_METHOD", "CONSTRUCTOR", "DESTRUCTOR", "CONVERSION_FUNCTION", "FUNCTION_TEMPLATE"}
-_SCOPES = {"TRANSLATION_UNIT", "NAMESPACE", "STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "CLASS_TEMPLATE",
-           "LINKAGE_SPEC", "UNEXPOSED_DECL"}
+_CLASSES = {"STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "CLASS_TEMPLATE"}
+_SCOPES = {"TRANSLATION_UNIT", "NAMESPACE", "LINKAGE_SPEC", "UNEXPOSED_DECL", *_CLASSES}
 _UNEVALUATED = {"sizeof", "alignof", "__alignof__", "decltype", "noexcept"}
 # What nvcc says of each construct it rejects in device code.
 _CONSTRUCTS = {
@@ -164,15 +164,20 @@ class _Rules:
 
     def _host_variable(self, target: Any) -> bool:
         """Whether ``target`` is a variable of the user's at namespace or class scope that lives in host memory
-        alone, and that device code cannot read as a constant (an array, or a variable that is not const)."""
+        alone, and that device code cannot read as a constant (an array, or a variable that is not const).  A
+        class's constexpr array is not judged: nvcc takes an element at a constant index, which this reading
+        does not tell from another."""
         if not target.location.file or not self.local(target.location.file.name):
             return False
-        if target.semantic_parent is None or target.semantic_parent.kind.name not in _SCOPES:
+        scope = target.semantic_parent
+        if scope is None or scope.kind.name not in _SCOPES:
             return False  # a local variable
         if _annotations(target) & _MEMORY:
             return False
         kind = target.type.get_canonical()
-        return kind.kind.name.endswith("ARRAY") or not kind.is_const_qualified()
+        if kind.kind.name.endswith("ARRAY"):
+            return not (scope.kind.name in _CLASSES and _is_constexpr(self.tu, target))
+        return not kind.is_const_qualified()
 
     def _variable(self, c: Any) -> None:
         """Judge a variable declared in a device function."""
@@ -218,7 +223,7 @@ def _tokens(tu: Any, cursor: Any) -> list[Any]:
 
 
 def _is_constexpr(tu: Any, cursor: Any) -> bool:
-    """Whether a function's declaration says ``constexpr`` before its name (from the start of its first line)."""
+    """Whether a declaration says ``constexpr`` before its name (from the start of its first line)."""
     file = cursor.location.file
     if file is None:
         return False

@@ -77,6 +77,9 @@ CASES = [
     case("host-variable", False, "float scale = 2.0f;", "C[threadIdx.x] = A[threadIdx.x] * scale + B[0];"),
     case("host-const-array", False, "const float w[2] = {1.0f, 2.0f};",
          "C[threadIdx.x] = A[threadIdx.x] * w[1] + B[0];"),
+    case("host-static-member", False, "struct S { static float u; static const float v[2]; };\n"
+                                      "float S::u = 1.0f;\nconst float S::v[2] = {1.0f, 2.0f};",
+         "C[threadIdx.x] = A[threadIdx.x] + B[0] + S::u + S::v[1];"),
     case("host-constexpr-array", False, "constexpr float w[2] = {1.0f, 2.0f};",
          "C[threadIdx.x] = A[threadIdx.x] * w[threadIdx.x % 2] + B[0];"),
     case("printf-without-an-include", False, "", 'if (threadIdx.x == 99) printf("%f\\n", A[0]);\n'
@@ -113,6 +116,9 @@ CASES = [
          "std::vector<float> v(2);\n    C[threadIdx.x] = A[threadIdx.x] + B[0] + v.size();", gap=True),
     case("std-min-without-relaxed-constexpr", False, "#include <algorithm>",
          "C[threadIdx.x] = std::min(A[threadIdx.x], 1e30f) + B[0];", gap=True),
+    case("static-constexpr-member-array-at-a-run-time-index", False,
+         "struct S { static constexpr float t[2] = {3.0f, 4.0f}; };",
+         "C[threadIdx.x] = A[threadIdx.x] + B[0] + S::t[threadIdx.x % 2];", gap=True),
     case("device-variable-dynamically-initialized", False,
          "float seed() { return 1.0f; }\n__device__ float g = seed();",
          "C[threadIdx.x] = A[threadIdx.x] + B[0] + g;", gap=True),
@@ -136,6 +142,8 @@ CASES = [
          "R r(A[threadIdx.x]);\n    C[threadIdx.x] = r.get() + B[0];"),
     case("host-const-scalar", True, "const float scale = 2.0f;\nconstexpr int N = 1;",
          "C[threadIdx.x] = A[threadIdx.x] * scale + B[0] * N;"),
+    case("static-constexpr-member-array-at-a-constant-index", True,
+         "struct S { static constexpr float t[2] = {3.0f, 4.0f}; };", "C[threadIdx.x] = A[threadIdx.x] + B[0] + S::t[1];"),
     case("enum-and-static-const-member", True, "enum { TILE = 1 };\nstruct S { static const int n = 3; };",
          "C[threadIdx.x] = A[threadIdx.x] * TILE + B[0] + S::n;"),
     case("device-and-constant-variables", True, "__device__ float g = 1.0f;\n__constant__ float c[2] = {1.0f, 2.0f};",
