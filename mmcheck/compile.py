@@ -5,7 +5,9 @@ The user's file is compiled as it is, C++ linkage included (no ``extern "C"`` is
 the kernel is found by name among the compiled binary's function symbols: the plain name of an
 ``extern "C"`` kernel, or the Itanium-mangled ``_Z<len><entry>...`` that nvcc and g++ both emit.  A
 template is instantiated by taking the kernel's address at namespace scope, which needs no knowledge of
-the parameter list; its symbol is ``_Z<len><entry>I<arguments>E...``.
+the parameter list; its symbol is ``_Z<len><entry>I<arguments>E...``.  An argument the spec writes as C++
+(``{cxx = "Layout::RowMajor"}``) is not mangled here: the address is kept in a device variable, and the
+symbol is the one its relocation names (``instance_symbol``).
 """
 
 from __future__ import annotations
@@ -22,10 +24,16 @@ from . import reading
 from .dtypes import precision
 from .errors import CompileError
 from .expr import BOOLEANS
-from .spec import KernelSpec
+from .spec import KernelSpec, Verbatim
 
-__all__ = ["Build", "unit_source", "function_symbols", "find_symbol", "cache_key", "cache_root",
-           "macro_flags", "c_string", "local_includes"]
+__all__ = ["Build", "unit_source", "function_symbols", "find_symbol", "kernel_symbol", "instance_symbol",
+           "verbatim_failure", "cache_key", "cache_root", "macro_flags", "c_string", "local_includes",
+           "include_options", "find_header", "INCLUDE", "INSTANCE", "INSTANTIATION"]
+
+# The variable that holds the template instance's address, and the file name its line is given (#line), which
+# compilers' messages about the instantiation name.
+INSTANCE = "mmcheck_instance"
+INSTANTIATION = "mmcheck-instantiation"
 
 
 @dataclass(frozen=True)
@@ -44,6 +52,11 @@ class Build:
         return f"{self.spec.entry}<{', '.join(self.template)}>" if self.template else self.spec.entry
 
     @property
+    def verbatim(self) -> tuple[Verbatim, ...]:
+        """The template arguments the spec writes as C++, in order."""
+        return tuple(t for t in self.spec.template or () if isinstance(t, Verbatim)) if self.template else ()
+
+    @property
     def key(self) -> tuple:
         """What identifies the compile (cheaper to hash than the spec)."""
         return (self.spec.path, self.spec.name, self.dtype, self.template, self.defines)
@@ -60,11 +73,14 @@ def unit_source(build: Build, instantiate: bool = True, source: str | None = Non
 
     A ``#line`` directive makes compiler messages, sanitizer reports and line info name the user's file
     and line, not a temporary copy.  ``instantiate=False`` leaves the instantiation out, for NVRTC, which
-    instantiates the template through its name expression and refuses a host variable."""
+    instantiates the template through its name expression and refuses a host variable.  Where an argument is
+    C++ written as it is, the variable is a device one, so that the cubin (or the emulator's module) holds it
+    and the relocation of its address names the kernel's symbol (instance_symbol)."""
     spec = build.spec
     text = f"#line 1 {c_string(str(spec.path))}\n{spec.source if source is None else source}\n"
     if build.template and instantiate:
-        text += f"\n#line 1 \"mmcheck-instantiation\"\nvoid* mmcheck_instance = (void*)&{build.instance};\n"
+        space = "__device__ " if build.verbatim else ""
+        text += f"\n#line 1 \"{INSTANTIATION}\"\n{space}void* {INSTANCE} = (void*)&{build.instance};\n"
     return text
 
 
@@ -86,21 +102,73 @@ def function_symbols(binary: bytes) -> list[str]:
     return [s.name for s in table.iter_symbols() if s.name and s["st_info"]["type"] == "STT_FUNC"]
 
 
+def kernel_symbol(binary: bytes, build: Build) -> str:
+    """The symbol of ``build``'s kernel in ``binary``, an ELF binary compiled from its ``unit_source`` (a cubin, or
+    the emulator's module): where an argument is C++ written as it is, the one the instance's address names, else
+    ``find_symbol``'s.  CompileError where there is none."""
+    if not build.verbatim:
+        return find_symbol(function_symbols(binary), build)
+    if found := instance_symbol(binary):
+        return found
+    raise CompileError(f"{build.spec.path}: cannot find the kernel {build.instance} in the compiled module: no "
+                       f"{INSTANCE} whose address names it")
+
+
+def instance_symbol(binary: bytes) -> str | None:
+    """The function symbol that the variable ``INSTANCE`` of an ELF binary holds the address of, read off the
+    relocation at the variable: in a cubin, the relocation of the variable's section at its offset, naming the
+    kernel; in a shared library, the dynamic relocation at its address, naming the kernel or (a hidden one, as
+    the emulator's are) giving its address, which the function symbol there has.  None where there is no such
+    variable or relocation."""
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.relocation import RelocationSection
+    from elftools.elf.sections import SymbolTableSection
+
+    elf = ELFFile(io.BytesIO(binary))
+    table = elf.get_section_by_name(".symtab")
+    if not isinstance(table, SymbolTableSection):
+        return None
+    variable = next((s for s in table.iter_symbols() if s.name == INSTANCE and s["st_info"]["type"] == "STT_OBJECT"),
+                    None)
+    if variable is None:
+        return None
+    shared = elf["e_type"] == "ET_DYN"  # a module's dynamic relocations apply at addresses, not within a section
+    applies = 0 if shared else variable["st_shndx"]
+    for section in elf.iter_sections():
+        if not isinstance(section, RelocationSection) or section["sh_info"] != applies:
+            continue
+        for relocation in section.iter_relocations():
+            if relocation["r_offset"] != variable["st_value"]:
+                continue
+            if relocation["r_info_sym"]:
+                return elf.get_section(section["sh_link"]).get_symbol(relocation["r_info_sym"]).name
+            address = relocation["r_addend"] if relocation.is_RELA() else None
+            return next((s.name for s in table.iter_symbols() if s["st_info"]["type"] == "STT_FUNC"
+                         and s["st_value"] == address and s.name), None)
+    return None
+
+
 def find_symbol(symbols: Iterable[str], build: Build) -> str:
     """The symbol among ``symbols`` that is ``build``'s kernel, never a part of it that the compiler split
     off; CompileError if there is none, or several (an overloaded kernel: the message lists them)."""
     entry = build.spec.entry
-    mangled = f"_Z{len(entry)}{entry}"
+    parts = entry.split("::")
+    # Itanium's names: _Z<len><name> at namespace scope, _ZN<len><ns>...<len><name> ... E inside namespaces.
+    nested = len(parts) > 1
+    mangled = ("_ZN" if nested else "_Z") + "".join(f"{len(p)}{p}" for p in parts)
     # A dot marks a compiler-made local clone (foo.cold, foo.part.0, foo.constprop.0, foo.isra.0,
     # foo.lto_priv.0): neither a mangled nor an extern "C" name can hold one.
     names = {s for s in symbols if "." not in s}
     if build.template:
         found = {s for s in names if s.startswith(mangled + "I")}
-        if len(found) > 1:  # the file instantiates the template itself too: keep the arguments asked for
+        if len(found) > 1 and not build.verbatim:  # the file instantiates it too: keep the arguments asked for
             pattern = re.compile(re.escape(mangled) + "I" + "".join(_argument(build, t) for t in build.template) + "E")
             found = {s for s in found if pattern.match(s)}
     else:
-        found = {s for s in names if s == entry or (s.startswith(mangled) and not s.startswith(mangled + "I"))}
+        follows = "E" if nested else ""  # what ends a nested name; a plain one's parameters follow at once
+        # An extern "C" kernel's symbol is its name alone, in a namespace or not.
+        found = {s for s in names if s == parts[-1]
+                 or (s.startswith(mangled + follows) and not s.startswith(mangled + "I"))}
     if len(found) != 1:
         listed = ", ".join(sorted(found)) or "none"
         why = "several kernels match (overloads?)" if found else "no kernel of that name"
@@ -120,28 +188,71 @@ def _argument(build: Build, text: str) -> str:
     return f"L[a-z]+{'n' if value < 0 else ''}{abs(value)}E"
 
 
-_QUOTE_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+# An #include directive: the name it gives, in quotes (group 1) or in angle brackets (group 2).
+INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?:"([^"]+)"|<([^>]+)>)', re.M)
+
+
+def include_options(spec: KernelSpec) -> list[str]:
+    """The ``-I`` options of every compile of ``spec``'s file, in search order: the file's own folder (the unit
+    is compiled elsewhere than its file), then the spec's ``include`` folders."""
+    return [f"-I{folder}" for folder in (spec.path.resolve().parent, *spec.include_folders)]
+
+
+def find_header(spec: KernelSpec, includer: Path, name: str, quoted: bool) -> Path | None:
+    """The file that ``#include "name"`` (``quoted``) or ``#include <name>`` in the file ``includer`` finds among
+    the kernel's own folders, searched as g++ and nvcc search them: for quotes the includer's folder first, then
+    the ``-I`` folders in order (include_options).  None where none of them holds it (a system or CUDA header,
+    or one that is not there: the compiler's to find or to report), and for one outside ``KernelSpec.folder``,
+    which the compilers' sandbox refuses."""
+    folders = [includer.parent] if quoted else []
+    folders += [spec.path.resolve().parent, *spec.include_folders]
+    for folder in folders:
+        found = (folder / name).resolve()
+        if found.is_file():
+            return found if found.is_relative_to(spec.folder) else None
+    return None
 
 
 def local_includes(spec: KernelSpec) -> list[tuple[str, bytes]]:
-    """The files in a kernel's folder (``KernelSpec.folder``) that its file includes with quotes, found from
-    the including file's folder, recursively, as (path, contents): what a compile cache must key on besides
-    the file itself.  A file outside that folder is never read here: the compilers' sandbox refuses it."""
+    """The headers of the kernel's folders that its file includes (``find_header``), recursively, as (path,
+    contents): what a compile cache must key on besides the file itself.  A file outside ``KernelSpec.folder``
+    is never read here: the compilers' sandbox refuses it."""
     found: dict[Path, bytes] = {}
-    root = spec.folder
-    pending = [(spec.path.resolve().parent, spec.source)]
+    pending = [(spec.path.resolve(), spec.source)]
     while pending:
-        folder, source = pending.pop()
-        for name in _QUOTE_INCLUDE.findall(source):
-            included = (folder / name).resolve()
-            if included in found or not included.is_relative_to(root) or not included.is_file():
-                continue  # a missing file is the compiler's to report, one outside the folder its sandbox's
+        includer, source = pending.pop()
+        for match in INCLUDE.finditer(source):
+            included = find_header(spec, includer, match.group(1) or match.group(2), bool(match.group(1)))
+            if included is None or included in found:
+                continue
             try:
                 found[included] = reading.read_bytes(included)
             except OSError as e:
                 raise CompileError(f"{spec.path}: cannot read the header {included}: {e}") from None
-            pending.append((included.parent, found[included].decode(errors="replace")))
+            pending.append((included, found[included].decode(errors="replace")))
     return sorted((str(p), data) for p, data in found.items())
+
+
+# Where a compiler places an error in the instantiation, or in the emulator's launcher, which names it too:
+# "mmcheck-instantiation:1:34: error: ..." (g++), "mmcheck-instantiation(1): error: ..." (nvcc), and NVRTC's
+# "__nv_name_map(2): error: ..." (its name expression).
+_AT_INSTANCE = re.compile(rf"^(?:{INSTANTIATION}|__nv_name_map|<emulator launcher for [\w:]+>)[:(]\d+[^\n]*?error[^\n]*",
+                          re.M)
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def verbatim_failure(build: Build, diagnostics: str) -> CompileError | None:
+    """The compile error of a kernel whose template arguments written as C++ do not compile, naming them: where
+    the compiler places an error at the instantiation (NVRTC: at its name expression), the arguments whose names
+    the first such error repeats, the instance's own name aside (all of them where it repeats none); None where
+    no error is there."""
+    if not build.verbatim or not (first := _AT_INSTANCE.search(diagnostics)):
+        return None
+    named = set(_NAME.findall(first.group().replace(build.instance, "")))
+    blamed = [v for v in build.verbatim if named & set(_NAME.findall(v.text))] or list(build.verbatim)
+    what = "argument" if len(blamed) == 1 else "arguments"
+    return CompileError(f"{build.spec.path}: the template {what} {', '.join(map(str, blamed))} (C++ written as it "
+                        f"is in the spec) of {build.instance} did not compile:\n{diagnostics}")
 
 
 def macro_flags(defines: Mapping[str, str] | Iterable[tuple[str, str]]) -> list[str]:

@@ -217,12 +217,19 @@ class KernelFile(pytest.File):
         from .spec import collect
 
         settings = self.config.stash[_SETTINGS]
-        catalog = collect([self.path], roots=settings.src)
+        catalog = collect([self.path], roots=(*settings.src, *_given_folders(self.config)))
         for error in catalog.errors:  # the file's, or one per broken kernel
             name = f"spec[{error.kernel}]" if error.kernel else "spec"
             yield SpecErrorItem.from_parent(self, name=name, error=str(error))
         for spec, dtype in catalog.select(settings.kernel, settings.dtype):
             yield KernelItem.from_parent(self, name=f"{spec.name}[{dtype}]", spec=spec, dtype=dtype)
+
+
+def _given_folders(config: pytest.Config) -> list[Path]:
+    """The folders pytest was given (its arguments, or ``testpaths``): as ``mmcheck check`` given a folder, a
+    kernel file collected from one may read the headers under it (KernelSpec.folder)."""
+    given = (Path(config.invocation_params.dir, arg.split("::")[0]) for arg in config.args)
+    return [folder for folder in given if folder.is_dir()]
 
 
 class SpecErrorItem(pytest.Item):

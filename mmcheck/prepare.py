@@ -21,7 +21,7 @@ from .dtypes import DTYPES, precision
 from .errors import MmcheckError
 from .expr import Expr, ExprError
 from .ops import Operand, Shape
-from .spec import CTYPES, KernelSpec, sizeof
+from .spec import CTYPES, KernelSpec, Verbatim, sizeof
 
 __all__ = ["Plan", "Refusal", "plan", "Prepared", "prepare", "host_bytes", "host_memory"]
 
@@ -118,7 +118,8 @@ def plan(spec: KernelSpec, dtype: str, shape: Shape) -> Plan:
         return tuple(values + [1] * (3 - len(values)))  # type: ignore[return-value]
 
     types = {"T": p.inputs.ctype, "TC": p.output.ctype}
-    template = tuple(types[t] if isinstance(t, str) else t.literal(value("template", t)) for t in spec.template or ())
+    template = tuple(types[t] if isinstance(t, str) else t.text if isinstance(t, Verbatim) else
+                     t.literal(value("template", t)) for t in spec.template or ())
     defines = tuple((k, str(value("defines", v))) for k, v in spec.defines)
     return Plan(Build(spec, dtype, template, defines), env, dims(spec.grid, "grid"), dims(spec.block, "block"),
                 value("smem", spec.smem))

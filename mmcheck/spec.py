@@ -11,6 +11,7 @@ import fnmatch
 import graphlib
 import itertools
 import math
+import os
 import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
@@ -34,6 +35,7 @@ __all__ = [
     "sizeof",
     "CATCHES",
     "TYPE_ARGS",
+    "Verbatim",
     "RESERVED",
     "Param",
     "KernelSpec",
@@ -59,6 +61,11 @@ LAYOUTS = ("row", "col")
 EXPECTS = ("pass", "fail")
 # Template arguments that stand for a type: the inputs' C type and the output's.
 TYPE_ARGS = ("T", "TC")
+# What a verbatim template argument may not hold: what would end the instantiation's line or expression, or
+# hide the rest of it (a preprocessor directive, a comment, a literal, a statement or block), and control
+# characters.  Brackets must balance (``_balanced``).
+_NOT_VERBATIM = re.compile(r"[;{}#\\\"'`@$]|//|/\*|[^\x20-\x7e]")
+_VERBATIM_LENGTH = 512
 # The checks that can catch a known-bad kernel; ``catch`` in a spec names those expected to.
 CATCHES = ("mismatch", "unwritten", "guard", "input", "race", "fault", "timeout", "barrier", "sanitizer", "launch",
            "sandbox")
@@ -72,6 +79,8 @@ _COMMENT = re.compile(r"(/\*+!?|//+!?)([^\n]*)")
 _WORD = re.compile(r"[A-Za-z][A-Za-z_\- ]{0,15}\Z")  # one word alone (maybe spaced: "mm check")
 _FIRST = re.compile(r"[A-Za-z][A-Za-z_\-]*")  # the first word after a comment's start
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# A kernel's name, qualified by the namespaces it is declared in where it is (fast.cu's M1::matmulKernel1).
+_ENTRY = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*\Z")
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
 _SHAPE = re.compile(r"[1-9]\d*x[1-9]\d*x[1-9]\d*(b[1-9]\d*)?\Z")
 # What ``mmcheck init`` could not read: a spec still holding one is a draft, not a spec.
@@ -79,6 +88,17 @@ _TODO = re.compile(r"#\s*TODO\b:?\s*(.*)")
 # Names a ``let`` cannot take: they already mean something in an expression.
 RESERVED = {*SHAPE_NAMES, *TYPE_ARGS, *BOOLEANS, "cdiv", "min", "max", "sizeof", "and", "or", "not", "if",
             "else"}
+
+
+@dataclass(frozen=True)
+class Verbatim:
+    """A template argument written as C++ (``{cxx = "Layout::RowMajor"}`` in a spec): a type, an enumerator, a
+    ``cute::`` shape, instantiated as it is on every backend."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return f'{{cxx = "{self.text}"}}'
 
 
 @dataclass(frozen=True)
@@ -107,7 +127,7 @@ class KernelSpec:
     grid: tuple[Expr, ...]
     path: Path
     source: str = field(repr=False)
-    template: tuple[str | Expr, ...] | None = None   # "T", "TC" or an integer expression, in order
+    template: tuple[str | Expr | Verbatim, ...] | None = None   # "T", "TC", an integer expression or C++, in order
     requires: tuple[Expr, ...] = ()
     defines: tuple[tuple[str, Expr], ...] = ()
     smem: Expr = Expr("0")
@@ -130,12 +150,33 @@ class KernelSpec:
     tolerance: Tolerance | None = None              # the bound the spec states (None: derived)
     zeroed: bool = False                            # the output holds zeros before a launch (split-K atomics)
     root: Path | None = field(default=None, compare=False)  # the source folder the run was given that holds it
+    include: tuple[str, ...] = ()                   # folders on the include path, relative to the file's folder
 
     @property
     def folder(self) -> Path:
         """The folder whose files compiling the kernel's file may read, its headers: the source folder the run
         was given that holds the file (a project's kernels may share headers), else the file's own."""
         return (self.root or self.path.parent).resolve()
+
+    @property
+    def include_folders(self) -> tuple[Path, ...]:
+        """The ``include`` folders, resolved (links followed): each must be a folder inside ``folder``, the one
+        whose files compiling the kernel may read (the sandbox's bound, which a spec cannot widen).  SpecError,
+        naming the key, where one is not."""
+        found = []
+        for given in self.include:
+            folder = Path(os.path.realpath(self.path.parent / given))
+            if not folder.is_dir():
+                raise SpecError(self.path, f"{given!r} is no folder (looked for {folder})", kernel=self.name,
+                                key="include")
+            if not folder.is_relative_to(self.folder):
+                project = Path(os.path.commonpath([self.folder, folder]))
+                advice = (f"; give the run the project that holds both: --src {project}"
+                          if project != Path(project.anchor) else "")
+                raise SpecError(self.path, f"{given!r} is {folder}, outside the folder {self.folder} whose files "
+                                           f"compiling the kernel may read{advice}", kernel=self.name, key="include")
+            found.append(folder)
+        return tuple(found)
 
     @property
     def operation(self) -> Op:
@@ -201,7 +242,7 @@ def sizeof(p: Precision) -> dict[str, int]:
 _KEYS = {
     "name", "entry", "template", "op", "dtypes", "params", "block", "grid", "requires", "defines",
     "smem", "layout", "expect", "about", "catch", "let", "alpha", "beta", "strict_beta", "strict_launch", "bench",
-    "accumulate", "large", "buffers", "scalars", "epilogue", "reference", "tolerance", "init",
+    "accumulate", "large", "buffers", "scalars", "epilogue", "reference", "tolerance", "init", "include",
 }
 _REQUIRED = ("name", "entry", "op", "dtypes", "params", "block", "grid")
 
@@ -412,6 +453,11 @@ def collect(paths: Iterable[Path | str], roots: Iterable[Path | str] = ()) -> Ca
             continue
         catalog.errors.extend(errors)
         for s in (dataclasses.replace(s, root=root) for s in specs):
+            try:
+                s.include_folders  # there, and inside the folder the run gives it: known only now
+            except SpecError as e:
+                catalog.errors.append(e)
+                continue
             if s.name in owner:
                 catalog.errors.append(SpecError(path, f"the name is already used in {owner[s.name]}", kernel=s.name,
                                                 key="name"))
@@ -449,13 +495,14 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
     lets = _lets(table.get("let", {}), fail)
     names = frozenset(lets)
 
-    def expr(key: str, value: Any) -> Expr:
+    def expr(key: str, value: Any, hint: str = "") -> Expr:
+        """``value`` as an expression; where it is none, the error of ``key``, followed by ``hint``."""
         if isinstance(value, bool) or not isinstance(value, (int, str)):
             raise fail(key, f"{value!r} must be an integer or an expression string")
         try:
             return Expr(value, names)
         except ExprError as e:
-            raise fail(key, str(e)) from None
+            raise fail(key, f"{e}{hint}") from None
 
     def exprs(key: str, lo: int, hi: int) -> tuple[Expr, ...]:
         value = table[key]
@@ -464,7 +511,7 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         return tuple(expr(key, v) for v in value)
 
     name = string("name", _NAME)
-    entry = string("entry", _IDENT)
+    entry = string("entry", _ENTRY)
     op = string("op", choices=tuple(OPS))
     template = _template(table["template"], expr, fail) if "template" in table else None
 
@@ -557,6 +604,7 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         reference=reference,
         tolerance=tolerance,
         zeroed=zeroed,
+        include=_include(table.get("include", []), fail),
     )
     _check_constants(spec, fail)
     _check_packing(spec, fail)
@@ -658,16 +706,65 @@ def _lets(value: Any, fail: Any) -> dict[str, Any]:
     return {k: value[k] for k in order}
 
 
-def _template(value: Any, expr: Any, fail: Any) -> tuple[str | Expr, ...]:
+def _template(value: Any, expr: Any, fail: Any) -> tuple[str | Expr | Verbatim, ...]:
     """v1: one identifier, the dtype's type parameter; v2: the arguments in order, "T" (the inputs' C type),
-    "TC" (the output's) or an integer expression (``true``/``false`` for a ``bool`` parameter)."""
+    "TC" (the output's), an integer expression (``true``/``false`` for a ``bool`` parameter) or C++ written as
+    it is (``{cxx = "Layout::RowMajor"}``)."""
     if isinstance(value, str):
         if not _IDENT.match(value):
             raise fail("template", f"{value!r} is not a valid identifier")
         return ("T",)
     if not isinstance(value, list) or not value:
         raise fail("template", 'must be a type parameter name (v1) or a non-empty list like ["T", "TILE"]')
-    return tuple(v if v in TYPE_ARGS else expr("template", v) for v in value)
+
+    def argument(v: Any) -> str | Expr | Verbatim:
+        if isinstance(v, dict):
+            return _verbatim(v, fail)
+        if v in TYPE_ARGS:
+            return v
+        return expr("template", v, f'; C++ written as it is (a type, an enumerator) goes in a table: {{cxx = "{v}"}}'
+                    if isinstance(v, str) else "")
+
+    return tuple(argument(v) for v in value)
+
+
+def _verbatim(value: dict[str, Any], fail: Any) -> Verbatim:
+    """A template argument given as ``{cxx = "..."}``: one line of C++ that cannot reach past the instantiation
+    it is written into."""
+    text = value.get("cxx")
+    if set(value) != {"cxx"} or not isinstance(text, str) or not text.strip():
+        raise fail("template", f'a table in the list is C++ written as it is, {{cxx = "Layout::RowMajor"}}, not '
+                               f"{value!r}")
+    text = text.strip()
+    if len(text) > _VERBATIM_LENGTH or (bad := _NOT_VERBATIM.search(text)) or not _balanced(text):
+        why = (f"is longer than {_VERBATIM_LENGTH} characters" if len(text) > _VERBATIM_LENGTH else
+               f"holds {bad.group()!r}" if bad else "has brackets that do not balance")
+        raise fail("template", f"{{cxx = {text!r}}} {why}: a template argument is a type or a constant expression "
+                               "on one line")
+    return Verbatim(text)
+
+
+def _balanced(text: str) -> bool:
+    """Whether the parentheses and square brackets of ``text`` pair up, in order."""
+    closing = {")": "(", "]": "["}
+    opened: list[str] = []
+    for char in text:
+        if char in "([":
+            opened.append(char)
+        elif char in closing and (not opened or opened.pop() != closing[char]):
+            return False
+    return not opened
+
+
+def _include(value: Any, fail: Any) -> tuple[str, ...]:
+    """The ``include`` folders as written: paths relative to the kernel's file (whether each is a folder inside what
+    the compile may read is known once the run's folder is: KernelSpec.include_folders)."""
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise fail("include", 'must be a list of folders relative to the kernel\'s file, like ["../common"]')
+    for given in value:
+        if os.path.isabs(given) or given.startswith("~"):
+            raise fail("include", f"{given!r} is not relative: name a folder relative to the kernel's file")
+    return tuple(value)
 
 
 def _layouts(value: Any, op: Op, fail: Any) -> tuple[tuple[str, str], ...]:

@@ -8,16 +8,12 @@ Every kernel x dtype is judged as ``mmcheck check`` and a kernel file's test ite
 the generated shapes, smallest first), on the session's backend (``--mmcheck-backend``: the emulator where
 there is no GPU) with the session's settings, the defaults unless given, and must pass.  A skip fails too: the
 backend runs every construct these kernels use.
-
-A file that needs what mmcheck does not offer yet is PENDING, with what it waits for and the refusal it meets
-today; its test asserts that refusal, so that the file leaves the list (and is judged) once the feature lands.
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -33,53 +29,14 @@ CATALOG = collect(FOLDERS)
 KERNELS = CATALOG.select()
 
 
-@dataclass(frozen=True)
-class Pending:
-    """What a file waits for, and the words of the spec error that refuses it until then."""
-
-    feature: str
-    refusal: str
-
-
-INCLUDE = Pending("the spec key `include`: folders of the project's headers on the include path",
-                  "key 'include': unknown key")
-NAMESPACE = Pending("an `entry` qualified by its namespace (M1::matmulKernel1)", "is not a valid identifier")
-
-PENDING = {
-    "collection/cuda_hgemm/src/mma/mma_naive.cu": INCLUDE,
-    "collection/cuda_hgemm/src/mma/mma_async.cu": INCLUDE,
-    "collection/cuda_hgemm/src/wmma/wmma_naive.cu": INCLUDE,
-    "collection/cuda_hgemm/src/wmma/wmma_base.cu": INCLUDE,
-    "collection/fast_cu/matmul_1.cu": NAMESPACE,
-    # then the emulator's g++, which refuses `__shared__ alignas(16)` ("standard attributes in middle of
-    # decl-specifiers") where nvcc takes it
-    "collection/fast_cu/matmul_barrier.cu": NAMESPACE,
-}
-
-
 def _rel(path: Path) -> str:
     return path.relative_to(TESTS).as_posix()
 
 
-READY = [p for p in CATALOG.files if _rel(p) not in PENDING]
-
-
-@pytest.mark.parametrize("path", READY, ids=_rel)
+@pytest.mark.parametrize("path", CATALOG.files, ids=_rel)
 def test_spec_is_usable(path: Path):
     errors = CATALOG.errors_for(path)
     assert not errors, "\n".join(map(str, errors))
-
-
-@pytest.mark.parametrize("rel", sorted(PENDING))
-def test_pending_file_is_refused_today(rel: str):
-    """Each pending file is refused, as its entry says, for the feature it waits for: once that lands the
-    refusal goes, this fails, and the file leaves PENDING to be judged as the others are."""
-    path, pending = TESTS / rel, PENDING[rel]
-    assert path in CATALOG.files, f"{rel}: no such kernel file"
-    errors = [str(e) for e in CATALOG.errors_for(path)]
-    assert any(pending.refusal in e for e in errors), (
-        f"{rel} waits for {pending.feature}, but is no longer refused with {pending.refusal!r} "
-        f"(its errors: {errors or 'none'}): take it off PENDING")
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=_rel)

@@ -118,6 +118,21 @@ def test_the_kernel_is_found_among_the_function_symbols(template, symbols, want)
     assert find_symbol(symbols, Build(spec, "float32", template)) == want
 
 
+@pytest.mark.parametrize("template, symbols, want", [
+    # a kernel in a namespace (fast.cu's M1::matmulKernel1), beside one of the same name outside it
+    ((), ["_ZN2M19mm_kernelEPKfS1_Pfiii", "_Z9mm_kernelPKfS0_Pfiii"], "_ZN2M19mm_kernelEPKfS1_Pfiii"),
+    (("float",), ["_ZN2M19mm_kernelIfEEvPKT_S3_PS1_", "_ZN2M19mm_kernelIdEEvPKT_S3_PS1_"],
+     "_ZN2M19mm_kernelIfEEvPKT_S3_PS1_"),
+    ((), ["mm_kernel"], "mm_kernel"),  # extern "C" in a namespace: its name alone
+])
+def test_a_kernel_in_a_namespace_is_found_by_its_qualified_entry(template, symbols, want):
+    from mmcheck.compile import find_symbol
+
+    (spec,) = parse_specs(spec_text().replace('entry = "mm_kernel"', 'entry = "M1::mm_kernel"'), "k.cu")
+    assert spec.entry == "M1::mm_kernel"
+    assert find_symbol(symbols, Build(spec, "float32", template)) == want
+
+
 def test_an_overloaded_kernel_is_an_error_that_lists_the_candidates():
     from mmcheck.compile import find_symbol
     from mmcheck.errors import CompileError

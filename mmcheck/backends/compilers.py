@@ -3,7 +3,7 @@ in, a cubin and the kernel's symbol in it out.
 
 - ``nvcc``, run as PyCUDA's ``compile`` runs it (the step ``SourceModule`` takes), without PyCUDA, so that
   both GPU backends use it; the kernel's symbol is found among the cubin's function symbols
-  (``compile.find_symbol``).
+  (``compile.kernel_symbol``).
 - ``nvrtc`` (nvrtc.py), through NVIDIA's cuda-bindings; the symbol is NVRTC's lowered name of the kernel's
   name expression (``&entry``, or ``&entry<float, 32>`` for a template).
 
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .. import children, sandbox
-from ..compile import Build, cache_key, cache_root, find_symbol, function_symbols, unit_source
+from ..compile import Build, cache_key, cache_root, kernel_symbol, unit_source, verbatim_failure
 from ..dependencies import Reads, compile_reads
 from ..defaults import COMPILERS
 from ..errors import BackendUnavailable, CompileError, visible
@@ -120,8 +120,9 @@ class Nvcc:
             except CompileError as e:
                 if refusal := sandbox.compile_refusal(build.spec.path, build.spec.folder, str(e)):
                     raise refusal from None
-                raise CompileError(f"{build.spec.path}: nvcc failed for {build}:\n{e}") from None
-            return Compiled(cubin, find_symbol(function_symbols(cubin), build), said, read)
+                raise verbatim_failure(build, str(e)) or CompileError(
+                    f"{build.spec.path}: nvcc failed for {build}:\n{e}") from None
+            return Compiled(cubin, kernel_symbol(cubin, build), said, read)
 
         def make_first() -> Compiled:
             units = [unit_source(build, source=text) for text in sources(build, whole_first=bool(torch))]

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..compile import Build, cache_key, macro_flags
+from ..compile import Build, cache_key, include_options, macro_flags
 from ..dependencies import Reads, record, recorded
 from ..publish import made_once, private_folder, publish_sealed, sealed_bytes
 
@@ -30,8 +30,9 @@ class Compiled:
 
 def common_options(build: Build) -> list[str]:
     """The options both compilers get, spelt alike (the architecture is given by each its own way).  The
-    unit is compiled elsewhere than its file, so the file's own folder is put where its #includes look."""
-    return [*macro_flags(build.defines), "-lineinfo", "--std=c++17", f"-I{build.spec.path.resolve().parent}"]
+    unit is compiled elsewhere than its file, so the file's own folder is put where its #includes look, and
+    so are the spec's ``include`` folders."""
+    return [*macro_flags(build.defines), "-lineinfo", "--std=c++17", *include_options(build.spec)]
 
 
 class CubinCache:

@@ -35,14 +35,43 @@ from ..compile import Build, cache_key, local_includes, macro_flags
 from ..cxx import client
 from ..errors import CompileError, MmcheckError, SandboxViolation
 
-__all__ = ["DeviceCode", "device_code", "device_code_available", "fingerprint", "needed_header", "sources",
+__all__ = ["DeviceCode", "HostLibrary", "HOST_LIBRARIES", "host_library", "device_code", "device_code_available",
+           "fingerprint", "needed_header", "undeclared", "sources",
            "compile_first"]
 
 _EMU = Path(__file__).resolve().parent / "emu"
 _FRONT_END = Path(client.__file__).parent  # the reduction's code, which the cache keys on too
-# Errors that a missing declaration causes, which a header that was not found may explain.
+# Errors that a missing declaration causes, which a header that was not found may explain; the name each is
+# about, the namespace first where it names one ("no template named 'Tensor' in namespace 'torch'": the
+# namespace is what a header provides).
 _UNDECLARED = re.compile(r"undeclared identifier|unknown type name|no (?:template|type|member) named|"
                          r"unknown template name|is not a (?:class|namespace)|incomplete type|expected a type")
+_UNDECLARED_NAME = re.compile(r"(?:undeclared identifier|unknown (?:type|template) name|no (?:template|type|member) "
+                              r"named) '(?P<name>\w+)'(?: in namespace '(?P<namespace>\w+)')?"
+                              r"|'(?P<scope>\w+)' is not a (?:class|namespace)")
+
+
+@dataclass(frozen=True)
+class HostLibrary:
+    """A library whose headers only host code needs, and which neither the emulator nor the device code's parse
+    compiles (they need the library's own build of CUDA and Python): by the folders (or names) of its headers and
+    the names its declarations and macros take."""
+
+    name: str
+    headers: re.Pattern[str]
+    names: re.Pattern[str]
+
+
+HOST_LIBRARIES = (
+    HostLibrary("PyTorch", re.compile(r"(torch|ATen|c10|caffe2)/"), re.compile(r"torch|at|c10|caffe2|(TORCH|AT|C10)_\w+")),
+    HostLibrary("pybind11", re.compile(r"pybind11/"), re.compile(r"pybind11|py|PYBIND11_\w+")),
+    HostLibrary("Python", re.compile(r"Python\.h$"), re.compile(r"_?Py\w*")),
+)
+
+
+def host_library(header: str) -> HostLibrary | None:
+    """The host library whose header ``header`` (as an #include names it) is, if it is one's."""
+    return next((lib for lib in HOST_LIBRARIES if lib.headers.match(header)), None)
 
 
 @dataclass(frozen=True)
@@ -52,11 +81,13 @@ class DeviceCode:
     ``source``: the file's text with all but the device code blanked, every line where it was; ``missing``:
     the file's own ``#include`` lines whose header was not found, as (line, header); ``error``: the first
     error inside what is kept, as "file:line: message" (None where all of it parsed cleanly: only then is
-    ``source`` the device code)."""
+    ``source`` the device code); ``rejected``: what nvcc rejects in the device code and g++ would take, as
+    "file:line: error: words" (cxx/device_rules.py; read only where all of it parsed)."""
 
     source: str
     missing: tuple[tuple[int, str], ...]
     error: str | None
+    rejected: tuple[str, ...] = ()
 
 
 def device_code(build: Build) -> DeviceCode | None:
@@ -67,8 +98,8 @@ def device_code(build: Build) -> DeviceCode | None:
     if not device_code_available():
         return None
     inputs = cache_key(local_includes(spec), _parse_inputs())
-    found = _reduce(spec.path, spec.folder, spec.source, spec.entry, build.instance if build.template else None,
-                    build.defines, inputs)
+    found = _reduce(spec.path, spec.folder, spec.include_folders, spec.source, spec.entry,
+                    build.instance if build.template else None, build.defines, inputs)
     if isinstance(found, MmcheckError):
         raise found
     return found
@@ -97,12 +128,26 @@ def _front_end_digest() -> str:
     return cache_key(version, _parse_inputs(), code)
 
 
+def undeclared(code: DeviceCode) -> str | None:
+    """The name the kept code fails for want of a declaration of (the namespace, where the error names one),
+    where it does and the file includes a header that was not found, which may declare it."""
+    found = _UNDECLARED_NAME.search(code.error or "") if code.missing else None
+    return (found["namespace"] or found["name"] or found["scope"]) if found else None
+
+
 def needed_header(code: DeviceCode) -> tuple[int, str, str] | None:
-    """The header not found that the kept code seems to need, as (line, header, the error that shows it):
-    where the kept code failed with an error that a missing declaration causes and the file includes a
-    header that was not found."""
-    if code.error and code.missing and _UNDECLARED.search(code.error):
-        return (*code.missing[0], code.error)
+    """The header not found that the kept code needs, as (line, header, the error that shows it): of the headers
+    the file includes that were not found, the one whose library the undeclared name is of (a host library's
+    namespace or macro, ``at::`` for <ATen/...>), or whose folder or name it is (``cute::`` for
+    <cute/tensor.hpp>); None where it is none of theirs, or the error is no missing declaration's."""
+    if not code.error or not code.missing or not _UNDECLARED.search(code.error):
+        return None
+    name = undeclared(code)
+    for line, header in code.missing:
+        library = host_library(header)
+        if name and (library.names.fullmatch(name) if library else
+                     name.lower() in (header.split("/")[0].lower(), Path(header).stem.lower())):
+            return line, header, code.error
     return None
 
 
@@ -147,15 +192,17 @@ def _parse_inputs() -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _reduce(path: Path, folder: Path, source: str, entry: str, instance: str | None,
+def _reduce(path: Path, folder: Path, include: tuple[Path, ...], source: str, entry: str, instance: str | None,
             defines: tuple[tuple[str, str], ...], inputs: str) -> DeviceCode | MmcheckError:
     """``device_code``'s work, its error kept as its result is (each dtype of a file asks again): ``folder`` is
-    the kernel's (KernelSpec.folder), ``instance`` the template instance compiled (``sgemm<float, 32>``), if any;
-    ``inputs`` a digest of what the parse reads besides ``source``, for the cache."""
-    request = {"path": str(path), "folder": str(path.resolve().parent), "source": source, "entry": entry,
-               "instance": instance, "macros": macro_flags(defines)}
+    the kernel's (KernelSpec.folder), ``include`` the spec's include folders, ``instance`` the template instance
+    compiled (``sgemm<float, 32>``), if any; ``inputs`` a digest of what the parse reads besides ``source``, for
+    the cache."""
+    request = {"path": str(path), "folder": str(path.resolve().parent), "include": [str(f) for f in include],
+               "source": source, "entry": entry, "instance": instance, "macros": macro_flags(defines)}
     try:
         found = client.ask("mmcheck.cxx.reduction:serve", request, path, folder)
     except MmcheckError as e:
         return e
-    return DeviceCode(found["source"], tuple((line, header) for line, header in found["missing"]), found["error"])
+    return DeviceCode(found["source"], tuple((line, header) for line, header in found["missing"]), found["error"],
+                      tuple(found["rejected"]))

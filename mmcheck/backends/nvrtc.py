@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import children, sandbox
-from ..compile import Build, cache_key, cache_root, unit_source
+from ..compile import Build, cache_key, cache_root, unit_source, verbatim_failure
 from ..dependencies import folder_reads
 from ..errors import BackendUnavailable, CompileError, Unsupported, visible
 from .cubin import Compiled, CubinCache, arch_rule, common_options
@@ -455,6 +455,8 @@ class Nvrtc:
         if not answer["ok"]:
             if refusal := sandbox.compile_refusal(build.spec.path, build.spec.folder, log):
                 raise refusal
+            if verbatim := verbatim_failure(build, log):
+                raise verbatim
             reason = classify_failure(log, self.library.version, self.headers, build.spec.source, name)
             if reason:
                 raise Unsupported(reason)

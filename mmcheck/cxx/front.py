@@ -16,7 +16,8 @@ from clang import cindex
 from .setup import Setup
 
 __all__ = ["Refused", "Failed", "GLOBAL", "ERROR", "parse", "precompile", "arguments", "inclusions",
-           "is_kernel", "constant", "number", "operator", "function"]
+           "is_kernel", "constant", "number", "operator", "function", "included_file", "overloads",
+           "specialized_template"]
 
 GLOBAL = "mmcheck-global"  # what parse.h makes __global__
 ERROR = 3  # CXDiagnostic_Error; fatal ones are 4, but KeepGoing reports them as errors
@@ -45,11 +46,12 @@ def _common(setup: Setup) -> list[str]:
     return args
 
 
-def arguments(setup: Setup, folder: str, macros: Sequence[str]) -> list[str]:
+def arguments(setup: Setup, folder: str, macros: Sequence[str], include: Sequence[str] = ()) -> list[str]:
     """A kernel file's parse: C++ as g++ compiles it on the emulator, the prelude first (precompiled where it
-    could be), the file's own folder on the include path, the compile's -D ``macros``."""
+    could be), the file's own folder on the include path and then the spec's ``include`` folders, the compile's
+    -D ``macros``."""
     prelude = ["-include-pch", setup.pch] if setup.pch else ["-include", setup.prelude]
-    return ["-x", "c++", *_common(setup), *prelude, "-I", folder, *macros]
+    return ["-x", "c++", *_common(setup), *prelude, *(f"-I{f}" for f in (folder, *include)), *macros]
 
 
 def precompile(request: dict[str, Any]) -> tuple[tuple[str, str], ...] | None:
@@ -92,6 +94,25 @@ def inclusions(tu: Any) -> tuple[tuple[str, str], ...]:
 def is_kernel(cursor: Any) -> bool:
     """Whether a function's cursor is a ``__global__`` one's."""
     return any(c.kind == cindex.CursorKind.ANNOTATE_ATTR and c.spelling == GLOBAL for c in cursor.get_children())
+
+
+def included_file(directive: Any) -> str | None:
+    """The file an #include directive brought in; None where it was not found."""
+    found = function("clang_getIncludedFile", (cindex.Cursor,), cindex.c_object_p)(directive)
+    return cindex.File.from_result(found, None, [directive]).name if found else None
+
+
+def overloads(reference: Any) -> list[Any]:
+    """The declarations an overloaded name (or one that a template resolves only when instantiated) may mean."""
+    lib = cindex.conf.lib
+    count = lib.clang_getNumOverloadedDecls(reference)
+    return [d for d in (lib.clang_getOverloadedDecl(reference, i) for i in range(count)) if d is not None]
+
+
+def specialized_template(cursor: Any) -> Any:
+    """The template that ``cursor`` specializes or instantiates; None if it is none of those."""
+    return function("clang_getSpecializedCursorTemplate", (cindex.Cursor,), cindex.Cursor,
+                     cindex.Cursor.from_result)(cursor)
 
 
 @functools.cache

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import ctypes
 import functools
+import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -18,8 +19,10 @@ from typing import Any
 
 from clang import cindex
 
+from . import device_rules
 from .setup import Setup
-from .front import ERROR, Failed, arguments, function, inclusions, is_kernel, parse
+from .front import ERROR, Failed, arguments, function, included_file, inclusions, is_kernel, overloads, parse, \
+    specialized_template
 
 __all__ = ["serve"]
 
@@ -35,36 +38,20 @@ _SPACES = bytes(32 if b != 10 else 10 for b in range(256))  # every byte a space
 def serve(request: dict[str, Any]) -> dict[str, Any]:
     """The device code of ``request``'s file for its entry kernel (and ``instance``, the template instance compiled,
     ``sgemm<float, 32>``, which the parse instantiates after the file, as the compiled unit does) and ``macros``:
-    DeviceCode's fields."""
+    DeviceCode's fields, with what nvcc would reject in it where all of it parsed (device_rules.py)."""
     setup, path, source, instance = Setup.from_json(request["setup"]), request["path"], request["source"], \
         request["instance"]
     parsed = source + (f"\nvoid* mmcheck_instance = (void*)&{instance};\n" if instance else "")
-    args = arguments(setup, request["folder"], request["macros"])
+    args = arguments(setup, request["folder"], request["macros"], request["include"])
     try:
         tu = parse(path, [(path, parsed)], args)
     except Failed as e:  # the compilers take the whole file
-        return {"source": source, "missing": [], "error": f"{path}: {e.args[0]}"}
-    code = _Reduction(tu, parsed, len(source.encode()), request["entry"], setup).result()
-    return {"source": code[0], "missing": code[1], "error": code[2]}
-
-
-def _included_file(directive: Any) -> str | None:
-    """The file an #include directive brought in; None where it was not found."""
-    found = function("clang_getIncludedFile", (cindex.Cursor,), cindex.c_object_p)(directive)
-    return cindex.File.from_result(found, None, [directive]).name if found else None
-
-
-def _overloads(reference: Any) -> list[Any]:
-    """The declarations an overloaded name (or one that a template resolves only when instantiated) may mean."""
-    lib = cindex.conf.lib
-    count = lib.clang_getNumOverloadedDecls(reference)
-    return [d for d in (lib.clang_getOverloadedDecl(reference, i) for i in range(count)) if d is not None]
-
-
-def _specialized_template(cursor: Any) -> Any:
-    """The template that ``cursor`` specializes or instantiates; None if it is none of those."""
-    return function("clang_getSpecializedCursorTemplate", (cindex.Cursor,), cindex.Cursor,
-                     cindex.Cursor.from_result)(cursor)
+        return {"source": source, "missing": [], "error": f"{path}: {e.args[0]}", "rejected": []}
+    reduction = _Reduction(tu, parsed, len(source.encode()), request["entry"], setup)
+    code = reduction.result()
+    rejected = [] if code[2] else device_rules.rejected(tu, request["entry"], reduction.local, setup.system,
+                                                        reduction.edges)
+    return {"source": code[0], "missing": code[1], "error": code[2], "rejected": rejected}
 
 
 @functools.cache
@@ -87,8 +74,6 @@ def _skipped_ranges(tu: Any, main: Any) -> list[tuple[int, int]]:
                 for i in range(found.contents.count)]
     finally:
         dispose(found)
-
-
 
 
 @dataclass
@@ -124,7 +109,7 @@ class _Reduction:
         self.longest = max((u.end - u.start for u in self.units), default=0)
         self.includers = self._includers()
         self.ancestors: dict[str, set[str]] = {}
-        self.included = [(c.location.line, _included_file(c)) for c in self.includes]  # (line, file or None)
+        self.included = [(c.location.line, included_file(c)) for c in self.includes]  # (line, file or None)
         self.kept: set[int] = set()  # indices into units
         self.needed: set[str] = set()  # files other than the main one that kept code uses
 
@@ -179,10 +164,19 @@ class _Reduction:
         """The text of ``at``'s line before it."""
         return self.data[self.data.rfind(b"\n", 0, at) + 1:at]
 
+    @functools.cached_property
+    def edges(self) -> list[tuple[str, str]]:
+        """Which file includes which: as the prelude's parse and this one entered them, and as every #include
+        directive says (one of a header that the prelude entered first, and that include guards made this parse
+        skip, is in no file's inclusions: a header of the project including <cstdio>)."""
+        directives = [(c.location.file.name, included_file(c)) for c in (*self.includes, *itertools.chain(
+            *self.elsewhere.values())) if c.kind == self.ck.INCLUSION_DIRECTIVE and c.location.file]
+        return [*self.setup.inclusions, *inclusions(self.tu), *((a, b) for a, b in directives if b)]
+
     def _includers(self) -> dict[str, set[str]]:
         """For every file the parse read, the files that include it (the prelude's too)."""
         includers: dict[str, set[str]] = {}
-        for source, included in (*self.setup.inclusions, *inclusions(self.tu)):
+        for source, included in self.edges:
             includers.setdefault(included, set()).add(source)
         return includers
 
@@ -209,16 +203,22 @@ class _Reduction:
 
     # -- following references
 
+    def _holds_entry(self, cursor: Any) -> bool:
+        """Whether a top-level declaration is the kernel, or the namespace that holds it (``M1::kernel``: the
+        whole namespace is kept)."""
+        outer, _, _ = self.entry.partition("::")
+        if outer != self.entry:
+            return cursor.kind.name == "NAMESPACE" and cursor.spelling == outer
+        return cursor.spelling == self.entry and is_kernel(cursor)
+
     def result(self) -> tuple[str, tuple[tuple[int, str], ...], str | None]:
         """The file's device code, the includes whose header was not found and the first error in what is kept
         (DeviceCode's fields)."""
         missing = tuple((c.location.line, c.spelling) for c, (_, file) in zip(self.includes, self.included)
                         if file is None)
         # The kernel, and the template instance after the file's text (whose arguments' types must be there).
-        roots = [i for i, u in enumerate(self.units) if u.start >= self.size
-                 or (u.cursor.spelling == self.entry and is_kernel(u.cursor))]
-        elsewhere = [c for cs in self.elsewhere.values() for c in cs
-                     if c.spelling == self.entry and is_kernel(c)]
+        roots = [i for i, u in enumerate(self.units) if u.start >= self.size or self._holds_entry(u.cursor)]
+        elsewhere = [c for cs in self.elsewhere.values() for c in cs if self._holds_entry(c)]
         if not roots and not elsewhere:
             return (self._text(), missing, f"{self.name}: no __global__ function {self.entry} was found (perhaps where "
                                           "the parse failed)")
@@ -251,13 +251,13 @@ class _Reduction:
             if c.kind == self.ck.OVERLOADED_DECL_REF:
                 # What a dependent name may mean; of operators, only the file's own (another file's that apply
                 # come with the types they apply to, as the instance names them).
-                targets = [d for d in _overloads(c) if not d.spelling.startswith("operator")
+                targets = [d for d in overloads(c) if not d.spelling.startswith("operator")
                            or (d.location.file and d.location.file.name == self.name)]
             else:
                 referenced = c.referenced
                 targets = [referenced] if referenced is not None and referenced != c else []
             for t in targets:
-                for d in {t, t.canonical, t.get_definition() or t, _specialized_template(t) or t}:
+                for d in {t, t.canonical, t.get_definition() or t, specialized_template(t) or t}:
                     found += self._place(d)
         if unit is not None:
             first = bisect.bisect_left(self.expansion_starts, unit.start)
@@ -281,9 +281,15 @@ class _Reduction:
         if name in self.needed:
             return
         self.needed.add(name)
-        if self.setup.prelude not in self._ancestors(name) and not name.startswith((self.setup.stubs, *self.setup.system)):
+        if self.local(name):
             for c in self.elsewhere.get(name, []):
                 self._reach(self._targets(c))
+
+    def local(self, name: str) -> bool:
+        """Whether the file ``name`` is the kernel file or one of its project's: neither the system's, CUDA's
+        (the stubs) nor the prelude's."""
+        return self.setup.prelude not in self._ancestors(name) and not name.startswith((self.setup.stubs,
+                                                                                        *self.setup.system))
 
     def _macro(self, definition: Any, seen: set[str]) -> None:
         """Mark the header a macro comes from as needed; for a macro of the main file (whose directives are
@@ -310,7 +316,7 @@ class _Reduction:
                                                   ck.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION):
             if any(i in self.kept for i in self._place(parent)):
                 return True
-        template = _specialized_template(c)
+        template = specialized_template(c)
         if template is not None and any(i in self.kept for i in self._place(template)):
             return True
         if c.kind in (ck.USING_DIRECTIVE, ck.USING_DECLARATION, ck.STATIC_ASSERT) and not self._errors_in(unit):
@@ -351,9 +357,9 @@ class _Reduction:
         return [d for d in self.tu.diagnostics if d.severity >= ERROR and not _PTX_CONSTRAINT.search(d.spelling)]
 
     def _first_error(self) -> str | None:
-        """The first error inside what is kept, as "file:line: message", placed where the main file raises it
-        (_origin)."""
-        kept = [(self.units[i].start, self.units[i].end) for i in self.kept]
+        """The first error inside what is kept, the template instance after the file's text included, as
+        "file:line: message", placed where the main file raises it (_origin)."""
+        kept = [(self.units[i].start, self.units[i].end) for i in self.kept] + [(self.size, len(self.data))]
         for d in self._errors:
             location, message = self._origin(d)
             file = location.file

@@ -54,7 +54,8 @@ _PROBE = """#include <cstdlib>
 _CORRECT = "#define OFF 0.0f\n" + _KERNEL
 
 # Each is a global whose initializer, run as the file is loaded, does the harm; the kernel reads it (0), which
-# keeps it from being left out as code the kernel does not reach.
+# keeps it from being left out as code the kernel does not reach (a __device__ variable: device code may read
+# no host variable).
 _HOSTILE = {
     "abort": """#include <cstdlib>
 static float hostile() { std::abort(); }
@@ -90,7 +91,7 @@ static float hostile() {
 }
 """,
 }
-_READ_HOSTILE = """static float off = hostile();
+_READ_HOSTILE = """static __device__ float off = hostile();
 #define OFF off
 """
 
@@ -183,7 +184,7 @@ def test_every_process_a_launch_starts_dies_with_it(tmp_path, then, without_sand
     # One child stays in the launch's process group, one leaves it (setsid); both spin, and say their pids.
     spawn = f"""#include <unistd.h>
 #include <cstdio>
-static void spawn(bool leave) {{
+static __device__ void spawn(bool leave) {{
     if (fork() == 0) {{
         if (leave) setsid();
         FILE* f = fopen("{pidfile}", "a");

@@ -34,10 +34,11 @@ from tests import needs
 from tests.run_once import shared_folder
 
 HERE = Path(__file__).resolve().parent
-GOOD = ["torch_sgemm.cu", "samples_matmul.cu", "barrier_fp8.cu"]
+GOOD = ["torch_sgemm.cu", "torch_matvec.cu", "samples_matmul.cu", "barrier_fp8.cu"]
 # Each file's known-bad sibling (NAME_wrong.cu, made by ``folder``): one line of its kernel wrong.
 MISTAKES = {
     "torch_sgemm.cu": ("acc += As[ty][k] * Bs[k][tx];", "acc += As[ty][k] * Bs[tx][k];"),  # B's tile transposed
+    "torch_matvec.cu": ("sum += A[(size_t)row * K + k] * x[k];", "sum += A[(size_t)k * M + row] * x[k];"),  # A by column
     "samples_matmul.cu": ("Csub += As[ty][k] * Bs[k][tx];", "Csub += As[ty][k] * Bs[k][ty];"),  # B's row for column
     "barrier_fp8.cu": ("acc[j] += a * B[k * N + col0 + j];", "acc[j] += a * B[k * N + col0];"),  # one column of B
 }
@@ -136,6 +137,9 @@ def test_host_code_never_stops_a_check(name, folder, tmp_path):
     ("torch_sgemm.cu", ["constexpr int TILE = 16;", "#define CHECK_INPUT(x)", "__global__ void sgemm_tiled_kernel"],
      ["#include <torch/extension.h>", "#include <ATen/cuda/CUDAContext.h>", "torch::Tensor sgemm(",
       "PYBIND11_MODULE(", "C10_CUDA_KERNEL_LAUNCH_CHECK"]),
+    ("torch_matvec.cu", ["constexpr int THREADS = 128;", "__global__ void matvec_kernel"],
+     ["#include <torch/extension.h>", "#include <c10/cuda/CUDAException.h>", "at::Tensor matvec(", "TORCH_LIBRARY(",
+      "TORCH_LIBRARY_IMPL(", "m.impl("]),
     ("samples_matmul.cu", ["template <int BLOCK_SIZE>", "__global__ void matrixMulTiled"],
      ["#include <cuda_profiler_api.h>", '#include "helper_cuda.h"', "void check_cuda_last(", "int main(",
       "srand(", "static void RandomInit"]),
@@ -261,7 +265,8 @@ def test_the_kernels_device_code_runs_on_the_emulator(reach, emu):
      "cuda::annotated_ptr", "the emulator has no CUDA header <cuda/annotated_ptr>"),
     ("#include <tiles/tile.h>\n__global__ void k(float* A, float* B, float* C) {\n"
      "    C[0] = tiles::first(A) + B[0];\n}\n",
-     "tiles::first", "<tiles/tile.h> is not found (install it, or put its folder on CPLUS_INCLUDE_PATH)"),
+     "tiles::first", "<tiles/tile.h> is not found (install it, put its folder on CPLUS_INCLUDE_PATH, or name its "
+                     "folder in the spec's include)"),
 ])
 def test_a_header_the_device_code_needs_and_lacks_is_a_skip_naming_it(body, use, message, emu, tmp_path):
     spec = _one_kernel(body, tmp_path / "k.cu")
@@ -270,6 +275,41 @@ def test_a_header_the_device_code_needs_and_lacks_is_a_skip_naming_it(body, use,
     used = f"{spec.path}:{_line(spec, use)}: use of undeclared identifier '{use.split(':')[0]}'"
     assert str(error.value) == (f"{spec.path}:{_line(spec, '#include')}: {message}, which the kernel's device code "
                                 f"needs ({used})")
+
+
+TORCH_INCLUDES = "#include <torch/extension.h>\n#include <ATen/cuda/CUDAContext.h>\n"
+TORCH_LAUNCHER = "torch::Tensor run(torch::Tensor a) { return a; }\n"
+
+
+@needs_libclang
+@pytest.mark.parametrize("body, use, message", [
+    # What PyTorch's headers declare: the header of PyTorch's that is not found.
+    ("__global__ void k(float* A, float* B, float* C) {\n    C[0] = A[0] + at::cuda::warp_size();\n}\n", "at::",
+     "{path}:{torch}: <torch/extension.h> (PyTorch's: the emulator does not compile its headers), which the kernel's "
+     "device code needs ({path}:{use}: use of undeclared identifier 'at')"),
+    # Another header's name, after PyTorch's: that header, not the first that is not found.
+    ("#include <cute/tensor.hpp>\n__global__ void k(float* A, float* B, float* C) {\n    C[0] = cute::max(A[0], "
+     "B[0]);\n}\n", "cute::", "{path}:{cute}: the emulator has no CUDA header <cute/tensor.hpp>, which the kernel's "
+     "device code needs ({path}:{use}: use of undeclared identifier 'cute')"),
+    # A CUDA name that only PyTorch's headers bring: the CUDA header to include.
+    ("__global__ void k(float* A, float* B, float* C) {\n    __half h = __float2half(A[0]);\n    C[0] = B[0];\n}\n",
+     "__half h", "{path}: the kernel's device code uses __half, which <cuda_fp16.h> declares, and the file does not "
+     "include it: it can come only through <torch/extension.h> (line {torch}) or <ATen/cuda/CUDAContext.h> (line "
+     "{aten}), which the emulator does not compile; include <cuda_fp16.h> ({path}:{use}: unknown type name '__half')"),
+    # A name that no header is known to declare: not blamed on the first header that is not found.
+    ("__global__ void k(float* A, float* B, float* C) {\n    C[0] = A[0] * TILE_SIZ;\n}\n", "TILE_SIZ",
+     "{path}: the kernel's device code uses TILE_SIZ, which no header here declares ({path}:{use}: use of undeclared "
+     "identifier 'TILE_SIZ'): a name misspelt, or one declared by <torch/extension.h> (line {torch}) or "
+     "<ATen/cuda/CUDAContext.h> (line {aten}), which the emulator does not compile"),
+], ids=["pytorch-name", "other-header", "cuda-name", "unknown-name"])
+def test_a_skip_for_what_the_device_code_lacks_names_the_header_that_declares_it(body, use, message, emu, tmp_path):
+    spec = _one_kernel(TORCH_INCLUDES + body + TORCH_LAUNCHER, tmp_path / "k.cu")
+    with pytest.raises(Unsupported) as error:
+        emu.compile(Build(spec, "float32"))
+    lines = {name: _line(spec, f"#include <{header}>") if f"<{header}>" in spec.source else 0
+             for name, header in (("torch", "torch/extension.h"), ("aten", "ATen/cuda/CUDAContext.h"),
+                                  ("cute", "cute/tensor.hpp"))}
+    assert str(error.value) == message.format(path=spec.path, use=_line(spec, use), **lines)
 
 
 def test_a_header_that_no_kernel_code_needs_costs_nothing(emu, run_copy, tmp_path):
@@ -315,11 +355,26 @@ def test_without_libclang_a_samples_file_compiles_whole_against_the_stubs(no_lib
     assert _check(HERE / "samples_matmul.cu", tmp_path)["outcome"] == "pass"
 
 
-def test_without_libclang_a_missing_header_is_a_skip_saying_what_to_do(no_libclang, tmp_path):
-    row = _check(HERE / "torch_sgemm.cu", tmp_path, status=1)
+@pytest.mark.parametrize("name", ["torch_sgemm.cu", "torch_matvec.cu"])
+def test_without_libclang_a_pytorch_extension_is_a_skip_saying_what_to_do(no_libclang, tmp_path, name):
+    """Installing PyTorch would not help: the emulator never compiles its headers, only the device code alone."""
+    row = _check(HERE / name, tmp_path, status=1)
     assert row["outcome"] == "skip", row
-    assert re.search(r"torch_sgemm\.cu:\d+: <torch/extension\.h> is not found \(install it, or put its folder on "
-                     r"CPLUS_INCLUDE_PATH\); if only host code needs it, pip install libclang", row["message"]), row
+    assert row["message"] == (f"{HERE / name}:{_line(_spec(name), '#include <torch/extension.h>')}: "
+                              "<torch/extension.h> (PyTorch's: the emulator does not compile its headers); if only "
+                              "host code needs it, pip install libclang: the emulator then compiles the kernel's device "
+                              "code alone"), row
+
+
+def test_without_libclang_a_header_that_is_not_found_says_where_to_put_it(no_libclang, emu, tmp_path):
+    spec = _one_kernel("#include <tiles/tile.h>\n__global__ void k(float* A, float* B, float* C) { C[0] = 1; }\n",
+                       tmp_path / "k.cu")
+    with pytest.raises(Unsupported) as error:
+        emu.compile(Build(spec, "float32"))
+    assert str(error.value) == (f"{spec.path}:{_line(spec, '#include')}: <tiles/tile.h> is not found (install it, put "
+                                "its folder on CPLUS_INCLUDE_PATH, or name its folder in the spec's include); if only "
+                                "host code needs it, pip install libclang: the emulator then compiles the kernel's "
+                                "device code alone")
 
 
 FP8 = """#include <cuda_fp8.h>

@@ -23,7 +23,7 @@ struct Mark {
         if (f) { fputs("pwned", f); fclose(f); }
     }
 };
-static Mark mark;
+static __device__ Mark mark;
 
 __global__ void mm_constructor(const float* A, const float* B, float* C, int M, int N, int K) {
     int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;

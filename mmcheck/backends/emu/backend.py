@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...compile import Build, cache_key, find_symbol, function_symbols
+from ...compile import Build, cache_key, kernel_symbol
 from ... import sandbox
 from ...errors import (BarrierError, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory,
                        SandboxUnavailable, SandboxViolation, SanitizerError, Unsupported)
@@ -147,7 +147,7 @@ class EmuBackend:
         spec = build.spec
         path = self._toolchain.build_kernel(build)
         binary = path.read_bytes()
-        symbol = find_symbol(function_symbols(binary), build)
+        symbol = kernel_symbol(binary, build)
         module = self._modules.get(path)
         if module is None:
             module = _Module(path, _RENDEZVOUS in binary, build, _imports(binary))

@@ -1,6 +1,7 @@
 // What the device-code reduction (backends/device_code.py) parses a kernel file against: the shim, as g++
 // sees it, with CUDA's keywords that the shim defines away made attributes that clang keeps, so that a
-// declaration's text starts at them and __global__ marks a kernel.
+// declaration's text starts at them, __global__ marks a kernel and the others what nvcc judges device code by
+// (cxx/device_rules.py).
 #pragma once
 
 #include "shim.h"
@@ -12,6 +13,7 @@
 #undef __managed__
 #undef __grid_constant__
 #undef __launch_bounds__
+#undef __shared__
 #define __global__ __attribute__((annotate("mmcheck-global")))
 #define __device__ __attribute__((annotate("mmcheck-device")))
 #define __host__ __attribute__((annotate("mmcheck-host")))
@@ -19,3 +21,4 @@
 #define __managed__ __attribute__((annotate("mmcheck-managed")))
 #define __grid_constant__ __attribute__((annotate("mmcheck-grid-constant")))
 #define __launch_bounds__(...) __attribute__((annotate("mmcheck-launch-bounds")))
+#define __shared__ thread_local __attribute__((annotate("mmcheck-shared"), aligned(MMEMU_SHARED_ALIGN)))

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ... import children, sandbox
-from ...compile import Build, cache_key, cache_root, macro_flags
+from ...compile import INSTANCE, Build, cache_key, cache_root, include_options, macro_flags
 from ...dependencies import Reads, compile_reads, record, recorded
 from ...errors import BackendUnavailable
 from ...publish import intact, made_once, private_folder, publish_sealed, publish_sealed_folder
@@ -65,9 +65,11 @@ class Toolchain:
         fails, of the file as it is (unit.compile_sources); raises CompileError or Unsupported when the
         compiler rejects the file.  The module found or made is checked (publish.intact): ask again before
         each load."""
-        # The unit comes on stdin: the file's own folder is where its #includes are.
+        # The unit comes on stdin: the file's own folder is where its #includes are, and the spec's include
+        # folders.  An instance named by C++ of the spec keeps its address in a variable that nothing else uses,
+        # kept for the lookup of its symbol (compile.instance_symbol).
         flags = [*_BASE, *self.module_mode, *_SEMANTICS, *_MODULE, *macro_flags(build.defines),
-                 "-I", str(build.spec.path.resolve().parent)]
+                 *include_options(build.spec), *([f"-Wl,--undefined={INSTANCE}"] if build.verbatim else [])]
         # The file, what its device code depends on, and the headers the compiler read decide what is compiled.
         key = cache_key("emu-kernel", compile_unit(build, build.spec.source), flags, _shim_digest(), self.version,
                         self.runtime.name, fingerprint())
@@ -116,9 +118,11 @@ class Toolchain:
         return compile_first(list(zip(sources, units)), lambda su: make(*su))
 
     def _shim(self, build: Build) -> Path:
-        """The shim a kernel unit is compiled against: the precompiled one, unless the kernel's folder has a
-        header of the name of one the shim includes (the shim's text would include that one)."""
-        if self.prelude is None or any((build.spec.folder / name).exists() for name in _shim_headers()):
+        """The shim a kernel unit is compiled against: the precompiled one, unless the kernel's folder, or one of
+        its include folders, has a header of the name of one the shim includes (the shim's text would include
+        that one)."""
+        folders = (build.spec.folder, *build.spec.include_folders)
+        if self.prelude is None or any((f / name).exists() for f in folders for name in _shim_headers()):
             return _HERE / "shim.h"
         prelude = self._build_prelude()  # checked again before each compile that reads it
         return _HERE / "shim.h" if prelude is None else prelude / "shim.h"

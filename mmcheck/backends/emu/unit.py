@@ -14,10 +14,10 @@ import re
 from pathlib import Path
 
 from ... import reading, sandbox
-from ...compile import Build, c_string, unit_source
+from ...compile import INCLUDE, Build, c_string, find_header, unit_source, verbatim_failure
 from ...errors import CompileError, MmcheckError, Unsupported
 from ...spec import KernelSpec
-from ..device_code import device_code, needed_header, sources
+from ..device_code import device_code, host_library, needed_header, sources, undeclared
 
 __all__ = ["compile_sources", "compile_unit", "check_supported", "compile_failure"]
 
@@ -43,8 +43,7 @@ _DEVICE_CODE = re.compile(r"\b(?:__global__|__device__)\b")
 # A macro's definition: its name, and the parenthesis that makes it function-like.
 _DEFINE = re.compile(r"[ \t]*#[ \t]*define[ \t]+(\w+)(\()?")
 _CONTAINER = re.compile(r"^\s*(?:template\s*<[^{]*>\s*)?(?:namespace|struct|class|union|enum)\b")
-# A header the file includes with quotes (found from its folder), and the pragma that makes one come once.
-_QUOTE_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+# The pragma that makes a header come once.
 _PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once\b[^\n]*", re.M)
 _EXTERN_SHARED = re.compile(r"\b(?:extern\s+__shared__|__shared__\s+extern)\b[^;]*?\b([A-Za-z_]\w*)\s*\[\s*\]")
 # The launcher takes the kernel's address: an overloaded name, or template arguments the kernel does not
@@ -55,6 +54,13 @@ _MISSING_HEADER = re.compile(r"^(?P<where>[^\n]+?:\d+):\d+: fatal error: (?P<hea
                              re.M)
 _CUDA_HEADER = re.compile(r"(cuda|cub/|thrust/|cublas|curand|cufft|cusparse|cutlass/|cute/|sm_\d|device_"
                           r"|math_constants|cooperative_groups|crt/)")
+# The CUDA headers of the emulator's by the names they declare that device code uses: a file that uses one
+# without including its header gets it, under nvcc, only through another header (PyTorch's bring cuda_fp16.h
+# and cuda_bf16.h).
+_CUDA_DECLARES = ((re.compile(r"__\w*bfloat16\w*|nv_bfloat162?"), "cuda_bf16.h"),
+                  (re.compile(r"__half\w*|half2?|__\w+2half2?\w*|__h[a-z]+2?"), "cuda_fp16.h"),
+                  (re.compile(r"nvcuda|wmma"), "mma.h"),
+                  (re.compile(r"cooperative_groups"), "cooperative_groups.h"))
 # What the emulator's headers lack, in g++'s words and in clang's (the device code's parse error, "k.cu:9: ...",
 # DeviceCode.error).  Of cuda_fp8.h's types, the e8m0 ones (MX scale factors) are declarations only
 # (include/cuda_fp8.h).
@@ -82,6 +88,10 @@ _CUDA_NAMESPACES = ("cooperative_groups", "nvcuda", "nvcuda::wmma", "cuda")
 _FIXED_WIDTH = re.compile(r"^(?P<where>[^\n]+?:\d+):\d+: error: "
                           r"'(?P<name>u?int(?:_least|_fast)?(?:8|16|32|64|ptr|max)_t)' "
                           r"(?:was not declared|does not name a type|has not been declared)", re.M)
+# ``__shared__ alignas(16) T x[...]``, which nvcc takes (its __shared__ is an attribute) and g++ refuses once
+# the emulator's __shared__ is the keyword thread_local: the alignas goes first, the text keeping its length.
+_ALIGNED_SHARED = re.compile(r"(?P<extern>\bextern\s+)?\b__shared__(?P<space>\s+)"
+                             r"(?P<align>alignas\s*\((?:[^()]|\([^()]*\))*\))")
 _NAMESPACE_ALIAS = re.compile(r"\bnamespace\s+(\w+)\s*=\s*(?:::)?\s*([\w:]+)\s*;")
 # An inline-assembly statement up to its opening parenthesis: the keyword and its qualifiers, which may be
 # apart by escaped line ends in a macro.
@@ -283,6 +293,11 @@ def compile_sources(build: Build) -> list[str]:
         line, header, error = missing
         raise Unsupported(f"{build.spec.path}:{line}: {_not_found(header)}, which the kernel's device code needs "
                           f"({error})")
+    if code and (name := undeclared(code)):
+        raise Unsupported(_undeclared(build.spec, name, code.missing, code.error or ""))
+    if code and code.rejected:  # g++ would take it, as host code: the emulator rejects it as nvcc does
+        raise CompileError(f"{build.spec.path}: the kernel's device code has what nvcc rejects, so the emulator "
+                           "rejects it too:\n" + "\n".join(code.rejected))
     return sources(build)
 
 
@@ -290,7 +305,25 @@ def _not_found(header: str) -> str:
     """A header that is not found, in words, with how to provide it."""
     if _CUDA_HEADER.match(header):
         return f"the emulator has no CUDA header <{header}>"
-    return f"<{header}> is not found (install it, or put its folder on CPLUS_INCLUDE_PATH)"
+    if library := host_library(header):
+        return f"<{header}> ({library.name}'s: the emulator does not compile its headers)"
+    return (f"<{header}> is not found (install it, put its folder on CPLUS_INCLUDE_PATH, or name its folder in the "
+            "spec's include)")
+
+
+def _undeclared(spec: KernelSpec, name: str, missing: tuple[tuple[int, str], ...], error: str) -> str:
+    """Why the kernel's device code cannot be compiled where it uses ``name``, which none of the headers that were
+    not found (``missing``) is known to declare: a CUDA name whose header the file does not include (it gets it
+    through a host library's, under nvcc), else a name that nothing found declares."""
+    listed = " or ".join(f"<{header}> (line {line})" for line, header in missing)
+    unread = ("which the emulator does not compile" if all(host_library(h) for _, h in missing) else
+              "which is not found here")
+    cuda = next((header for pattern, header in _CUDA_DECLARES if pattern.fullmatch(name)), None)
+    if cuda:
+        return (f"{spec.path}: the kernel's device code uses {name}, which <{cuda}> declares, and the file does not "
+                f"include it: it can come only through {listed}, {unread}; include <{cuda}> ({error})")
+    return (f"{spec.path}: the kernel's device code uses {name}, which no header here declares ({error}): a name "
+            f"misspelt, or one declared by {listed}, {unread}")
 
 
 def check_supported(spec: KernelSpec, source: str) -> None:
@@ -324,7 +357,7 @@ def compile_unit(build: Build, source: str) -> str:
     exports the typed launcher and backs every ``extern __shared__`` array with the dynamic shared memory
     storage.  Launches in host code lose their ``<<<...>>>``: a plain call of the kernel, which g++ can
     compile and nothing runs.  Inline assembly becomes calls of the emulator (_inline_asm_calls)."""
-    source, shared = _emulated(_with_local_headers(source, build.spec.path, root=build.spec.folder))
+    source, shared = _emulated(_with_local_headers(source, build.spec.path, build.spec))
     text = unit_source(build, source=source)
     trailer = [f"MMEMU_EXPORT_KERNEL({build.instance})"]
     trailer += [f"MMEMU_DYNAMIC_SHARED({name})" for name in shared]
@@ -339,30 +372,31 @@ def _emulated(source: str) -> tuple[str, tuple[str, ...]]:
         if not places:  # the line continuations of a macro's launch stay: its definition goes on
             source = source[:match.start()] + re.sub(r"[^\n\\]", " ", match.group()) + source[match.end():]
     source = _inline_asm_calls(source)
+    source = _ALIGNED_SHARED.sub(lambda m: f"{m['align']}{m['space']}{m['extern'] or ''}__shared__", source)
     return source, tuple(sorted(set(_EXTERN_SHARED.findall(_code(source)))))
 
 
-def _with_local_headers(source: str, path: Path, once: set[Path] | None = None,
-                        within: frozenset[Path] = frozenset(), root: Path | None = None) -> str:
-    """``source`` (the text of ``path``) with each header it includes with quotes from its own folder written
-    in its place, recursively, between ``#line`` directives that keep every line's own file and number: the
-    rewrites above (inline assembly, host launches) then reach the helpers tutorials keep in such headers.  A
-    header with ``#pragma once`` comes once; one that includes itself again is left to the compiler, and so
-    is one outside the kernel's folder (``root``: KernelSpec.folder), which the compiler's sandbox refuses."""
+def _with_local_headers(source: str, path: Path, spec: KernelSpec, once: set[Path] | None = None,
+                        within: frozenset[Path] = frozenset()) -> str:
+    """``source`` (the text of ``path``) with each header it includes from the kernel's own folders written in its
+    place, found as the compilers find it (compile.find_header: the includer's folder, the file's, the spec's
+    ``include`` folders), recursively, between ``#line`` directives that keep every line's own file and number:
+    the rewrites above (inline assembly, host launches) then reach the helpers tutorials keep in such headers.  A
+    header with ``#pragma once`` comes once; one that includes itself again is left to the compiler, and so is
+    one outside the kernel's folder (KernelSpec.folder), which the compiler's sandbox refuses."""
     once = set() if once is None else once
-    folder, out, at = path.resolve().parent, [], 0
-    root = folder if root is None else root
-    for match in _QUOTE_INCLUDE.finditer(source):
-        header = (folder / match.group(1)).resolve()
-        if not header.is_relative_to(root) or not header.is_file() or header in within:
+    out, at = [], 0
+    for match in INCLUDE.finditer(source):
+        header = find_header(spec, path.resolve(), match.group(1) or match.group(2), bool(match.group(1)))
+        if header is None or header in within:
             continue
         try:  # bounded, and only a regular file in the kernel's folder: a link out of it is refused too
-            text = reading.read_text(header, errors="replace", within=root)
+            text = reading.read_text(header, errors="replace", within=spec.folder)
         except OSError as e:
             raise CompileError(f"{path}: cannot read the header {header}: {e}") from None
         pragma = _PRAGMA_ONCE.search(_code(text))
         inlined = "" if pragma and header in once else _with_local_headers(
-            _PRAGMA_ONCE.sub("", text), header, once, within | {header}, root)
+            _PRAGMA_ONCE.sub("", text), header, spec, once, within | {header})
         if pragma:
             once.add(header)
         line = source.count("\n", 0, match.end()) + 2
@@ -379,6 +413,8 @@ def compile_failure(build: Build, diagnostics: str) -> MmcheckError:
     spec = build.spec
     if refusal := sandbox.compile_refusal(spec.path, spec.folder, diagnostics):
         return refusal
+    if verbatim := verbatim_failure(build, diagnostics):
+        return verbatim
     if _NO_MATCH.search(diagnostics):
         candidates = _CANDIDATE.findall(diagnostics)
         if len(candidates) > 1:

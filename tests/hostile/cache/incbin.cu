@@ -12,7 +12,7 @@ about = "assembles a secret file into its module (.incbin in file-scope inline a
 
 // File-scope assembly, which the emulator leaves to the assembler: the secret's bytes become a symbol's.
 extern "C" asm(".section .rodata\n.global mmcheck_stolen\nmmcheck_stolen:\n.incbin \"/etc/passwd\"\n.previous");
-extern "C" const char mmcheck_stolen[];
+extern "C" __device__ const char mmcheck_stolen[];
 
 __global__ void mm_incbin(const float* A, const float* B, float* C, int M, int N, int K) {
     int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;

@@ -12,7 +12,7 @@ about = "right, but each launch spins for most of a second: well within the laun
 */
 #include <ctime>
 
-static double seconds_now()
+static __device__ double seconds_now()
 {
     timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);

@@ -13,7 +13,7 @@ about = "includes a secret file outside its folder as assembly source (.include 
 
 extern "C" asm(".section .rodata\n.global round2_included\nround2_included:\n"
                ".include \"/tmp/mmcheck-hostile-asm_include\"\n.byte 0\n.previous");
-extern "C" const char round2_included[];
+extern "C" __device__ const char round2_included[];
 
 __global__ void mm_asm_include(const float* A, const float* B, float* C, int M, int N, int K) {
     multiply(A, B, C, M, N, K);

@@ -18,9 +18,9 @@ about = "writes a file with the status page read-only, so that the trap's report
 #include "multiply.cuh"
 #include "status_page.cuh"
 
-static sigjmp_buf round2_escape;
+static __device__ sigjmp_buf round2_escape;
 
-static void round2_escaped(int) { siglongjmp(round2_escape, 1); }
+static __device__ void round2_escaped(int) { siglongjmp(round2_escape, 1); }
 
 __global__ void mm_hide_attempt(const float* A, const float* B, float* C, int M, int N, int K) {
     if (first_thread()) {

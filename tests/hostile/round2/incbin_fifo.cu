@@ -13,7 +13,7 @@ about = "assembles a FIFO of its folder into its module (.incbin), whose reading
 
 extern "C" asm(".section .rodata\n.global round2_fifo\nround2_fifo:\n.incbin \"/tmp/mmcheck-hostile-incbin_fifo\"\n"
                ".previous");
-extern "C" const char round2_fifo[];
+extern "C" __device__ const char round2_fifo[];
 
 __global__ void mm_incbin_fifo(const float* A, const float* B, float* C, int M, int N, int K) {
     multiply(A, B, C, M, N, K);

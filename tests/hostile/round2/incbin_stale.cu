@@ -13,7 +13,7 @@ about = "adds a number that it assembles from a file of its folder (.incbin): ed
 
 extern "C" asm(".section .rodata\n.global round2_table\nround2_table:\n.incbin \"/tmp/mmcheck-hostile-incbin_stale\"\n"
                ".previous");
-extern "C" const float round2_table[];
+extern "C" __device__ const float round2_table[];
 
 __global__ void mm_incbin_stale(const float* A, const float* B, float* C, int M, int N, int K) {
     multiply(A, B, C, M, N, K);

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-inline void* status_page(size_t* size) {
+__device__ inline void* status_page(size_t* size) {
     FILE* maps = fopen("/proc/self/maps", "r");
     char line[512];
     void* found = nullptr;

@@ -13,7 +13,7 @@ about = "asks the C library for a timer that calls back on a thread of its own (
 #include <string.h>
 #include <time.h>
 
-static void round2_tick(union sigval) {}
+static __device__ void round2_tick(union sigval) {}
 #include "multiply.cuh"
 
 __global__ void mm_timer_thread(const float* A, const float* B, float* C, int M, int N, int K) {
