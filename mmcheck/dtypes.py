@@ -144,7 +144,19 @@ class DType:
         ``xp`` the array module (numpy, or CuPy on the GPU)."""
         if self.top_of_float32:
             return (bits.astype(xp.uint32) << 16).view(xp.float32).astype(xp.float64)
+        if xp is not np and self.byte_float:  # an array module without ml_dtypes' types: each code's value
+            return xp.asarray(self._codes)[bits]
         return bits.view(self.numpy).astype(xp.int64 if self.is_integer else xp.float64)
+
+    @property
+    def byte_float(self) -> bool:
+        """A float of one byte (fp8), which array modules other than numpy (CuPy) do not know."""
+        return not self.is_integer and self.numpy.itemsize == 1 and self.packed == 1
+
+    @cached_property
+    def _codes(self) -> np.ndarray:
+        """The value of each of a one-byte type's 256 codes, in float64."""
+        return np.arange(256, dtype=np.uint8).view(self.numpy).astype(np.float64)
 
     def narrow(self, values: Any, xp: Any = np) -> Any:
         """float64 (or int64) values rounded to this dtype (to nearest, ties to even; integers wrap), as its bit
@@ -153,6 +165,8 @@ class DType:
             high = values.astype(xp.float32).view(xp.uint32)
             rounded = high + xp.uint32(0x7FFF) + ((high >> 16) & xp.uint32(1))
             return (rounded >> 16).astype(xp.uint16)
+        if xp is not np and self.byte_float:  # rounded on the host, where ml_dtypes knows the type
+            return xp.asarray(self.narrow(xp.asnumpy(values)))
         return values.astype(self.numpy).view(self.uint)
 
     @cached_property

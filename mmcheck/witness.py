@@ -350,10 +350,13 @@ class Witness:
         alpha = 1.0 if r.alpha is None else r.alpha
         n = r.k + r.operation.roundings
         u2 = acc.unit_roundoff**2 + ref**2
+        # Inputs converted to what the kernel computes with (tf32): each product moves by its two factors' error.
+        converted = max((h.d.conversion_error for h in r.held if h.check is Check.KEPT), default=0.0)
+        per_product = u2 * n + 2 * converted**2
         if e is None:
             v = float(xp.sum(xp.sum(a * a, axis=1) * xp.sum(b * b, axis=2)))  # sum over the piece of V_ij
-            return u2 * n * alpha**2 * v + (u2 + out.unit_roundoff**2) * float(xp.sum(product * product))
-        sigma = xp.sqrt(u2 * (n * alpha**2 * xp.matmul(a * a, b * b) + product * product))
+            return per_product * alpha**2 * v + (u2 + out.unit_roundoff**2) * float(xp.sum(product * product))
+        sigma = xp.sqrt(per_product * alpha**2 * xp.matmul(a * a, b * b) + u2 * product * product)
         moved = e.bound(product, sigma, values, 0.0, xp, origin)
         magnitude = e.magnitude(xp.abs(product) + sigma, values, xp, origin)
         want = e.apply(product, values, xp, origin)
