@@ -334,3 +334,23 @@ def test_guard_width_keeps_256_byte_alignment_for_4_bit_elements():
         g = data.guard_width(largest, 4)
         assert g % 512 == 0 and g >= 64 + largest
     assert data.guard_width(1, 32) % 64 == 0 and math.gcd(data.guard_width(1, 8), 256) == 256
+
+
+class _OtherArrays:
+    """numpy posing as an array module without ml_dtypes' types (CuPy): what it lacks it must not be asked."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def asnumpy(values):
+        return np.asarray(values)
+
+
+@pytest.mark.parametrize("name", [n for n, d in DTYPES.items() if d.byte_float])
+def test_a_one_byte_float_is_widened_and_narrowed_without_its_type_in_the_array_module(name):
+    d, other = DTYPES[name], _OtherArrays()
+    codes = np.arange(256, dtype=np.uint8)
+    assert np.array_equal(d.widen(codes, other), d.widen(codes), equal_nan=True)
+    values = np.array([0.0, 1.0, -2.5, 0.1, 3e-3, 1e9, -1e9])
+    assert np.array_equal(d.narrow(values, other), d.narrow(values))

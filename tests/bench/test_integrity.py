@@ -90,6 +90,12 @@ def test_tf32_passes_the_per_element_bound_at_that_k_so_only_the_spread_sees_it(
     assert "root mean square" in outcome.failure and "TF32" in outcome.failure
 
 
+def test_the_same_tf32_kernel_declared_tf32_is_timed():
+    """Declared as what it computes, its inputs' conversion is in the model of the error's spread."""
+    outcome, _ = _bench("rounds_inputs_to_tf32", dtype="tf32", shape=DEEP)
+    assert outcome.record is not None, outcome.failure
+
+
 def test_a_batch_gives_each_launch_buffers_of_its_own_and_verifies_them():
     batched = Method.seed002(warmups=2, batch=4, repeats=3)
     outcome, _ = _bench("good", method=batched)
