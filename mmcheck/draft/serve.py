@@ -116,7 +116,9 @@ class _Drafting:
         scalars = {n: i for i, n in enumerate(lowered) if n in ("alpha", "beta") and i not in dict(pointers)}
         for n, i in scalars.items():
             roles[i] = n
-        vector = any(_operand_letter(p.spelling) in ("x", "y") for _, p in pointers)
+        # A vector's names (x, y) beside a matrix's (A): gemv's; X, W and Y alone are a linear layer's matrices.
+        letters = {_operand_letter(p.spelling) for _, p in pointers}
+        vector = bool(letters & {"x", "y"}) and "a" in letters
         if len(scalars) == 1:
             self.todo("op", f"the kernel takes {next(iter(scalars))} alone: gemm and gemv take both alpha and beta")
         blas = len(scalars) == 2
@@ -205,11 +207,12 @@ class _Drafting:
         some_const = any(p.type.get_pointee().is_const_qualified() for _, p in pointers)
         for i, p in rest:
             inputs = [n for n in free if n != names[-1]]
-            if some_const and not p.type.get_pointee().is_const_qualified() and names[-1] in free:
+            const = p.type.get_pointee().is_const_qualified()
+            if some_const and not const and names[-1] in free:
                 role = names[-1]
             elif some_const and inputs:
                 role = inputs[0]
-            elif free:
+            elif free and not (some_const and const):  # a const pointer past the inputs is never the output
                 role = free[0]
             else:
                 continue  # none of the op's: a buffer of the spec's own
