@@ -159,6 +159,24 @@ class Epilogue:
             reached[name] = max(reached.get(name, 0), math.prod(counts) if apart else max(counts))
         return reached
 
+    def expected(self, product: Any, product_bound: Any, values: Mapping[str, Any], acc: Any, out: Any, exact: bool,
+                 xp: Any = np, origin: Origin = (0, 0, 0)) -> tuple[Any, Any]:
+        """The reference through the epilogue and its bound (None: compare exactly), for a ``product`` off by up
+        to ``product_bound`` in the accumulator type ``acc`` and stored as ``out`` (dtypes.DType): exactly where
+        ``exact`` (whole-number data whose every sum the accumulator holds) and the epilogue keeps the values
+        whole within it; else the product's bound carried through, the epilogue's own roundings and the output's
+        (an integer output takes a whole number however the kernel rounds: under 1 away)."""
+        want = self.apply(product, values, xp, origin)
+        if exact and self.integral and float(xp.max(self.magnitude(product, values, xp, origin))) <= \
+                acc.exact_integers:
+            return want, None
+        bound = self.bound(product, product_bound, values, acc.unit_roundoff, xp, origin)
+        if out.is_integer:
+            return want, bound + 1.0
+        if out.unit_roundoff > acc.unit_roundoff:
+            bound = bound + out.unit_roundoff * (xp.abs(want) + bound) + out.tiny
+        return want, bound
+
     # -- checking the tree ------------------------------------------------------------------------------
 
     def _check(self, node: ast.expr, in_index: bool) -> None:

@@ -355,19 +355,14 @@ def _through_epilogue(prepared: Prepared, ops: Operands, product: np.ndarray,
     values = {**{b.name: ops[b.name] for b in spec.buffers},
               **{s.name: s.at(prepared.plan.env) for s in spec.named_scalars}}
     wide = product.astype(np.float64)
-    want = epilogue.apply(wide, values)
-    if prepared.trial.exact and epilogue.integral and whole and _fits(magnitude(op, ops), acc, ops) \
-            and np.all(epilogue.magnitude(wide, values) <= acc.exact_integers):
+    exact = prepared.trial.exact and whole and _fits(magnitude(op, ops), acc, ops)
+    product_bound = tolerance(acc, prepared.shape.K + op.roundings + len(_scales(prepared)), magnitude(op, ops),
+                              inputs=p.inputs.conversion_error)
+    want, bound = epilogue.expected(wide, product_bound, values, acc, out, exact)
+    if bound is None:
         return want.astype(out.numpy).astype(np.float64), None
     if spec.tolerance is not None:
         return want, spec.tolerance.bound(want)
-    product_bound = tolerance(acc, prepared.shape.K + op.roundings + len(_scales(prepared)), magnitude(op, ops),
-                              inputs=p.inputs.conversion_error)
-    bound = epilogue.bound(wide, product_bound, values, acc.unit_roundoff)
-    if out.is_integer:  # an integer output takes a whole number however the kernel rounds: under 1 away
-        return want, bound + 1.0
-    if out.unit_roundoff > acc.unit_roundoff:
-        bound = bound + out.unit_roundoff * (np.abs(want) + bound) + out.tiny
     return want, bound
 
 
@@ -437,7 +432,7 @@ def _called(prepared: Prepared, ops: Operands, outputs: dict[str, tuple[DType, t
         raise fail(f"{spec.reference} returned no {', '.join(missing)}: it gives the op's output ({out}) and "
                    f"every output or inout buffer, as a dict by name where there are several")
     results = {}
-    for name, (d, shape) in outputs.items():
+    for name, (_, shape) in outputs.items():
         value = returned[name]
         if value.size != math.prod(shape):
             raise fail(f"{spec.reference} returned {value.shape} for {name}, which holds {math.prod(shape)} "

@@ -296,6 +296,11 @@ class Witness:
             raise Unverified(f"launch {launch} of the timing wrote {hit} padding elements of {h.name}, past its "
                              f"rows' ends")
 
+    @property
+    def _converted(self) -> float:
+        """How far an input may move as the kernel converts it to what it computes with (tf32: DType's)."""
+        return max((h.d.conversion_error for h in self.renewal.held if h.check is Check.KEPT), default=0.0)
+
     def _expected(self, product: Any, size: Any, values: dict[str, Any], origin: Origin) -> tuple[Any, Any]:
         """The reference of a piece of the output and the bound to compare with (None: exactly, where the data
         are whole numbers whose every sum the accumulator holds, and whatever the epilogue makes of them too),
@@ -306,18 +311,11 @@ class Witness:
         fits = r.exact and float(size.max()) <= acc.exact_integers * data.granule(
             r.alpha, r.beta, r.offset(r.output) or None)
         if e is None:
-            return product, None if out.is_integer or fits else tolerance(acc, n, size, out, product)
-        want = e.apply(product, values, xp, origin)
+            return product, None if out.is_integer or fits else tolerance(acc, n, size, out, product,
+                                                                             inputs=self._converted)
         whole = all(bool(xp.all(xp.mod(values[name], 1) == 0)) for name in e.buffers)
-        if fits and e.integral and whole and float(e.magnitude(product, values, xp, origin).max()) <= \
-                acc.exact_integers:
-            return want, None
-        bound = e.bound(product, tolerance(acc, n, size), values, acc.unit_roundoff, xp, origin)
-        if out.is_integer:  # an integer output takes a whole number however the kernel rounds: under 1 away
-            return want, bound + 1.0
-        if out.unit_roundoff > acc.unit_roundoff:
-            bound = bound + out.unit_roundoff * (xp.abs(want) + bound) + out.tiny
-        return want, bound
+        return e.expected(product, tolerance(acc, n, size, inputs=self._converted), values, acc, out, fits and whole,
+                          xp, origin)
 
     def _compare(self, got: Any, want: Any, bound: Any, origin: Origin, launch: int) -> None:
         """Every element of a piece of the output: exactly (``bound`` None), else within ``bound``."""
@@ -351,8 +349,7 @@ class Witness:
         n = r.k + r.operation.roundings
         u2 = acc.unit_roundoff**2 + ref**2
         # Inputs converted to what the kernel computes with (tf32): each product moves by its two factors' error.
-        converted = max((h.d.conversion_error for h in r.held if h.check is Check.KEPT), default=0.0)
-        per_product = u2 * n + 2 * converted**2
+        per_product = u2 * n + 2 * self._converted**2
         if e is None:
             v = float(xp.sum(xp.sum(a * a, axis=1) * xp.sum(b * b, axis=2)))  # sum over the piece of V_ij
             return per_product * alpha**2 * v + (u2 + out.unit_roundoff**2) * float(xp.sum(product * product))
