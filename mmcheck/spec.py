@@ -21,14 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from . import reading
-from .dtypes import DTYPES, PRECISIONS, DType, Precision, holds, precision
+from .dtypes import DTYPES, PRECISIONS, DType, Precision, precision
 from .errors import SpecError
 from . import extras
 from .epilogue import Epilogue, EpilogueError
 from .expr import BOOLEANS, SHAPE_NAMES, Expr, ExprError
 from .extras import Buffer, Role, Scalar
 from .pyref import PyReference, Tolerance, parse_reference, parse_tolerance
-from .ops import OPS, SCALARS, SIZES, Op, Operand, Shape
+from .ops import OPS, SCALARS, Op, Operand, Shape
+from .params import CTYPES, Param, parse_params, parse_scalar_values
+from .template_args import IDENTIFIER, TYPE_ARGS, Verbatim, parse_template
 
 __all__ = [
     "CTYPES",
@@ -51,21 +53,8 @@ __all__ = [
     "collect",
 ]
 
-# A scalar parameter's C type -> the numpy dtype mmcheck packs it as.
-# The C types a size or scalar parameter may be given, and the dtype of each (a dtype of DTYPES, or numpy's).
-CTYPES = {"int": "int32", "unsigned": "uint32", "size_t": "uint64", "long": "int64", "float": "float32",
-          "double": "float64", "half": "float16", "__half": "float16", "__nv_bfloat16": "bfloat16",
-          "nv_bfloat16": "bfloat16"}
-_INTEGER_CTYPES = ("int", "unsigned", "size_t", "long")
 LAYOUTS = ("row", "col")
 EXPECTS = ("pass", "fail")
-# Template arguments that stand for a type: the inputs' C type and the output's.
-TYPE_ARGS = ("T", "TC")
-# What a verbatim template argument may not hold: what would end the instantiation's line or expression, or
-# hide the rest of it (a preprocessor directive, a comment, a literal, a statement or block), and control
-# characters.  Brackets must balance (``_balanced``).
-_NOT_VERBATIM = re.compile(r"[;{}#\\\"'`@$]|//|/\*|[^\x20-\x7e]")
-_VERBATIM_LENGTH = 512
 # The checks that can catch a known-bad kernel; ``catch`` in a spec names those expected to.
 CATCHES = ("mismatch", "unwritten", "guard", "input", "race", "fault", "timeout", "barrier", "sanitizer", "launch",
            "sandbox")
@@ -78,7 +67,6 @@ _BLOCK = re.compile(r"/\*[ \t]+mmcheck[ \t]*(?=\r?\n|\*/)(.*?)\*/", re.S)
 _COMMENT = re.compile(r"(/\*+!?|//+!?)([^\n]*)")
 _WORD = re.compile(r"[A-Za-z][A-Za-z_\- ]{0,15}\Z")  # one word alone (maybe spaced: "mm check")
 _FIRST = re.compile(r"[A-Za-z][A-Za-z_\-]*")  # the first word after a comment's start
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # A kernel's name, qualified by the namespaces it is declared in where it is (fast.cu's M1::matmulKernel1).
 _ENTRY = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*\Z")
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
@@ -88,32 +76,6 @@ _TODO = re.compile(r"#\s*TODO\b:?\s*(.*)")
 # Names a ``let`` cannot take: they already mean something in an expression.
 RESERVED = {*SHAPE_NAMES, *TYPE_ARGS, *BOOLEANS, "cdiv", "min", "max", "sizeof", "and", "or", "not", "if",
             "else"}
-
-
-@dataclass(frozen=True)
-class Verbatim:
-    """A template argument written as C++ (``{cxx = "Layout::RowMajor"}`` in a spec): a type, an enumerator, a
-    ``cute::`` shape, instantiated as it is on every backend."""
-
-    text: str
-
-    def __str__(self) -> str:
-        return f'{{cxx = "{self.text}"}}'
-
-
-@dataclass(frozen=True)
-class Param:
-    """One kernel parameter: a device buffer (``ctype`` None: a pointer to its dtype), a size, a leading
-    dimension or a scalar (``ctype`` None: the output's C type)."""
-
-    name: str
-    ctype: str | None = None
-    kind: str = "buffer"  # buffer, size, leading, stride, scalar; extra (a buffer of ``buffers``), value (of
-    #                       ``scalars``)
-
-    @property
-    def is_buffer(self) -> bool:
-        return self.kind in ("buffer", "extra")
 
 
 @dataclass(frozen=True)
@@ -513,7 +475,7 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
     name = string("name", _NAME)
     entry = string("entry", _ENTRY)
     op = string("op", choices=tuple(OPS))
-    template = _template(table["template"], expr, fail) if "template" in table else None
+    template = parse_template(table["template"], expr, fail) if "template" in table else None
 
     dtypes = table["dtypes"]
     if not isinstance(dtypes, list) or not dtypes or not all(d in PRECISIONS for d in dtypes):
@@ -532,13 +494,13 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         if d.packed > 1:
             raise fail("buffers", f"buffer {b.name!r} would hold {d.name}, two elements a byte, which the spec's own "
                                   f"buffers do not: give it a dtype of 8 bits or more")
-    params = _params(table["params"], OPS[op], fail, buffers, named_scalars, "reference" in table)
+    params = parse_params(table["params"], OPS[op], fail, buffers, named_scalars, "reference" in table)
     epilogue, reference, tolerance, zeroed = _results(table, path, OPS[op], buffers, named_scalars, fail)
     defines = table.get("defines", {})
     if not isinstance(defines, dict):
         raise fail("defines", "must be a table of NAME = value")
     for key in defines:
-        if not _IDENT.match(key):
+        if not IDENTIFIER.match(key):
             raise fail("defines", f"{key!r} is not a valid macro name")
 
     catch = table.get("catch", [])
@@ -548,7 +510,7 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
     if catch and expect != "fail":
         raise fail("catch", "only a kernel with expect = \"fail\" can name the checks that catch it")
 
-    scalars = {key: _values(table, key, OPS[op], dtypes, params, fail) for key in SCALARS}
+    scalars = {key: parse_scalar_values(table, key, OPS[op], dtypes, params, fail) for key in SCALARS}
     bench = table.get("bench", [])
     if not isinstance(bench, list) or not all(
             (isinstance(b, int) and not isinstance(b, bool) and b > 0) or (isinstance(b, str) and _SHAPE.match(b))
@@ -686,7 +648,7 @@ def _lets(value: Any, fail: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise fail("let", "must be a table of NAME = expression")
     for key, text in value.items():
-        if not _IDENT.match(key) or key in RESERVED:
+        if not IDENTIFIER.match(key) or key in RESERVED:
             reserved = ", ".join(sorted(RESERVED))
             raise fail("let", f"{key!r} cannot be a let name (an identifier, not one of {reserved})")
         if isinstance(text, bool) or not isinstance(text, (int, str)):
@@ -704,56 +666,6 @@ def _lets(value: Any, fail: Any) -> dict[str, Any]:
         cycle = " -> ".join(e.args[1])
         raise fail("let", f"the names depend on each other in a cycle: {cycle}") from None
     return {k: value[k] for k in order}
-
-
-def _template(value: Any, expr: Any, fail: Any) -> tuple[str | Expr | Verbatim, ...]:
-    """v1: one identifier, the dtype's type parameter; v2: the arguments in order, "T" (the inputs' C type),
-    "TC" (the output's), an integer expression (``true``/``false`` for a ``bool`` parameter) or C++ written as
-    it is (``{cxx = "Layout::RowMajor"}``)."""
-    if isinstance(value, str):
-        if not _IDENT.match(value):
-            raise fail("template", f"{value!r} is not a valid identifier")
-        return ("T",)
-    if not isinstance(value, list) or not value:
-        raise fail("template", 'must be a type parameter name (v1) or a non-empty list like ["T", "TILE"]')
-
-    def argument(v: Any) -> str | Expr | Verbatim:
-        if isinstance(v, dict):
-            return _verbatim(v, fail)
-        if v in TYPE_ARGS:
-            return v
-        return expr("template", v, f'; C++ written as it is (a type, an enumerator) goes in a table: {{cxx = "{v}"}}'
-                    if isinstance(v, str) else "")
-
-    return tuple(argument(v) for v in value)
-
-
-def _verbatim(value: dict[str, Any], fail: Any) -> Verbatim:
-    """A template argument given as ``{cxx = "..."}``: one line of C++ that cannot reach past the instantiation
-    it is written into."""
-    text = value.get("cxx")
-    if set(value) != {"cxx"} or not isinstance(text, str) or not text.strip():
-        raise fail("template", f'a table in the list is C++ written as it is, {{cxx = "Layout::RowMajor"}}, not '
-                               f"{value!r}")
-    text = text.strip()
-    if len(text) > _VERBATIM_LENGTH or (bad := _NOT_VERBATIM.search(text)) or not _balanced(text):
-        why = (f"is longer than {_VERBATIM_LENGTH} characters" if len(text) > _VERBATIM_LENGTH else
-               f"holds {bad.group()!r}" if bad else "has brackets that do not balance")
-        raise fail("template", f"{{cxx = {text!r}}} {why}: a template argument is a type or a constant expression "
-                               "on one line")
-    return Verbatim(text)
-
-
-def _balanced(text: str) -> bool:
-    """Whether the parentheses and square brackets of ``text`` pair up, in order."""
-    closing = {")": "(", "]": "["}
-    opened: list[str] = []
-    for char in text:
-        if char in "([":
-            opened.append(char)
-        elif char in closing and (not opened or opened.pop() != closing[char]):
-            return False
-    return not opened
 
 
 def _include(value: Any, fail: Any) -> tuple[str, ...]:
@@ -784,70 +696,3 @@ def _layouts(value: Any, op: Op, fail: Any) -> tuple[tuple[str, str], ...]:
     return tuple((name, value.get(name, "row")) for name in op.names)
 
 
-def _values(table: Mapping[str, Any], key: str, op: Op, dtypes: Sequence[str], params: Sequence[Param],
-            fail: Any) -> tuple[float, ...]:
-    if key not in table:
-        return ()
-    if key not in op.scalars:
-        raise fail(key, f"op {op.name!r} takes no {key}")
-    value = table[key]
-    if (not isinstance(value, list) or not value
-            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)):
-        raise fail(key, "must be a non-empty list of numbers")
-    # The output's dtype holds the scalar, and so must the C type the kernel takes it as, where it names one.
-    ctypes = [CTYPES[p.ctype] for p in params if p.name == key and p.ctype]
-    for holder in (*(precision(d).output.name for d in dtypes), *ctypes):
-        bad = next((v for v in value if not holds(holder, v)), None)
-        if bad is not None:
-            raise fail(key, f"{bad!r} is not a value {holder} can hold (an integer type holds whole-number "
-                            "values in its range, a float type finite values up to its largest)")
-    return tuple(value)
-
-
-def _params(value: Any, op: Op, fail: Any, buffers: Sequence[Buffer] = (),
-            named_scalars: Sequence[Scalar] = (), own_reference: bool = False) -> tuple[Param, ...]:
-    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
-        raise fail("params", "must be a list of strings like \"A\" or \"M:size_t\"")
-    leading = [o.leading for o in op.operands if o.leading]
-    strides = [o.stride for o in op.operands if o.stride] if op.batch != "never" else []
-    typed = {s.name: s for s in named_scalars}
-    declared = {b.name for b in buffers} | set(typed)
-    params: list[Param] = []
-    for item in value:
-        name, _, ctype = item.partition(":")
-        name, ctype = name.strip(), ctype.strip()
-        if name in op.names:
-            if ctype:
-                raise fail("params", f"buffer {name} takes no type (it is a pointer to its dtype)")
-            params.append(Param(name))
-        elif name in SIZES or name in leading or name in strides:
-            ctype = ctype or "int"
-            if ctype not in _INTEGER_CTYPES:
-                raise fail("params", f"size {name} has type {ctype!r}; use one of {', '.join(_INTEGER_CTYPES)}")
-            params.append(Param(name, ctype, "size" if name in SIZES else "leading" if name in leading else "stride"))
-        elif name in op.scalars:
-            if ctype and ctype not in CTYPES:
-                raise fail("params", f"scalar {name} has type {ctype!r}; use one of {', '.join(CTYPES)}")
-            params.append(Param(name, ctype or None, "scalar"))
-        elif name in declared:
-            if ctype:
-                raise fail("params", f"{name} takes its type from its entry in buffers or scalars, not here")
-            scalar = typed.get(name)
-            params.append(Param(name, scalar.ctype, "value") if scalar else Param(name, None, "extra"))
-        else:
-            extra = [*op.scalars, *leading, *strides]
-            raise fail("params", f"unknown parameter {name!r} for op {op.name!r} (buffers {', '.join(op.names)}; "
-                                 f"sizes {', '.join(SIZES)}" + (f"; also {', '.join(extra)}" if extra else "") + ")")
-    names = [p.name for p in params]
-    dup = next((n for n in names if names.count(n) > 1), None)
-    if dup:
-        raise fail("params", f"{dup} appears twice")
-    # A kernel with its own reference may leave out an input of the op (a grouped GEMM's B is its own buffer).
-    missing = [b for b in (*op.names, *op.scalars) if b not in names
-               and not (own_reference and b in (o.name for o in op.inputs))]
-    if missing:
-        kind = "buffer" if missing[0] in op.names else "scalar"
-        raise fail("params", f"missing {kind} parameter(s) {', '.join(missing)} for op {op.name!r}")
-    if unpassed := sorted(declared - set(names)):
-        raise fail("params", f"{', '.join(unpassed)} declared in buffers or scalars but not among the parameters")
-    return tuple(params)

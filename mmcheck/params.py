@@ -1,0 +1,106 @@
+"""A kernel's parameter list as a spec gives it (``params``): each parameter's kind (one of the op's buffers, a
+size, a leading dimension or batch stride, alpha or beta, a buffer or scalar of the spec's own) and C type, and
+the alpha and beta values the spec lists for it to be tested with."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .dtypes import holds, precision
+from .extras import Buffer, Scalar
+from .ops import SIZES, Op
+
+__all__ = ["CTYPES", "Param", "parse_params", "parse_scalar_values"]
+
+# A scalar parameter's C type -> the numpy dtype mmcheck packs it as.
+# The C types a size or scalar parameter may be given, and the dtype of each (a dtype of DTYPES, or numpy's).
+CTYPES = {"int": "int32", "unsigned": "uint32", "size_t": "uint64", "long": "int64", "float": "float32",
+          "double": "float64", "half": "float16", "__half": "float16", "__nv_bfloat16": "bfloat16",
+          "nv_bfloat16": "bfloat16"}
+_INTEGER_CTYPES = ("int", "unsigned", "size_t", "long")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel parameter: a device buffer (``ctype`` None: a pointer to its dtype), a size, a leading
+    dimension or a scalar (``ctype`` None: the output's C type)."""
+
+    name: str
+    ctype: str | None = None
+    kind: str = "buffer"  # buffer, size, leading, stride, scalar; extra (a buffer of ``buffers``), value (of
+    #                       ``scalars``)
+
+    @property
+    def is_buffer(self) -> bool:
+        return self.kind in ("buffer", "extra")
+
+
+def parse_params(value: Any, op: Op, fail: Any, buffers: Sequence[Buffer] = (),
+            named_scalars: Sequence[Scalar] = (), own_reference: bool = False) -> tuple[Param, ...]:
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        raise fail("params", "must be a list of strings like \"A\" or \"M:size_t\"")
+    leading = [o.leading for o in op.operands if o.leading]
+    strides = [o.stride for o in op.operands if o.stride] if op.batch != "never" else []
+    typed = {s.name: s for s in named_scalars}
+    declared = {b.name for b in buffers} | set(typed)
+    params: list[Param] = []
+    for item in value:
+        name, _, ctype = item.partition(":")
+        name, ctype = name.strip(), ctype.strip()
+        if name in op.names:
+            if ctype:
+                raise fail("params", f"buffer {name} takes no type (it is a pointer to its dtype)")
+            params.append(Param(name))
+        elif name in SIZES or name in leading or name in strides:
+            ctype = ctype or "int"
+            if ctype not in _INTEGER_CTYPES:
+                raise fail("params", f"size {name} has type {ctype!r}; use one of {', '.join(_INTEGER_CTYPES)}")
+            params.append(Param(name, ctype, "size" if name in SIZES else "leading" if name in leading else "stride"))
+        elif name in op.scalars:
+            if ctype and ctype not in CTYPES:
+                raise fail("params", f"scalar {name} has type {ctype!r}; use one of {', '.join(CTYPES)}")
+            params.append(Param(name, ctype or None, "scalar"))
+        elif name in declared:
+            if ctype:
+                raise fail("params", f"{name} takes its type from its entry in buffers or scalars, not here")
+            scalar = typed.get(name)
+            params.append(Param(name, scalar.ctype, "value") if scalar else Param(name, None, "extra"))
+        else:
+            extra = [*op.scalars, *leading, *strides]
+            raise fail("params", f"unknown parameter {name!r} for op {op.name!r} (buffers {', '.join(op.names)}; "
+                                 f"sizes {', '.join(SIZES)}" + (f"; also {', '.join(extra)}" if extra else "") + ")")
+    names = [p.name for p in params]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup:
+        raise fail("params", f"{dup} appears twice")
+    # A kernel with its own reference may leave out an input of the op (a grouped GEMM's B is its own buffer).
+    missing = [b for b in (*op.names, *op.scalars) if b not in names
+               and not (own_reference and b in (o.name for o in op.inputs))]
+    if missing:
+        kind = "buffer" if missing[0] in op.names else "scalar"
+        raise fail("params", f"missing {kind} parameter(s) {', '.join(missing)} for op {op.name!r}")
+    if unpassed := sorted(declared - set(names)):
+        raise fail("params", f"{', '.join(unpassed)} declared in buffers or scalars but not among the parameters")
+    return tuple(params)
+
+
+def parse_scalar_values(table: Mapping[str, Any], key: str, op: Op, dtypes: Sequence[str], params: Sequence[Param],
+            fail: Any) -> tuple[float, ...]:
+    if key not in table:
+        return ()
+    if key not in op.scalars:
+        raise fail(key, f"op {op.name!r} takes no {key}")
+    value = table[key]
+    if (not isinstance(value, list) or not value
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)):
+        raise fail(key, "must be a non-empty list of numbers")
+    # The output's dtype holds the scalar, and so must the C type the kernel takes it as, where it names one.
+    ctypes = [CTYPES[p.ctype] for p in params if p.name == key and p.ctype]
+    for holder in (*(precision(d).output.name for d in dtypes), *ctypes):
+        bad = next((v for v in value if not holds(holder, v)), None)
+        if bad is not None:
+            raise fail(key, f"{bad!r} is not a value {holder} can hold (an integer type holds whole-number "
+                            "values in its range, a float type finite values up to its largest)")
+    return tuple(value)
