@@ -110,3 +110,16 @@ def this_mmcheck(monkeypatch):
     """The separate pytest run imports this checkout's mmcheck, not the installed one."""
     root = Path(__file__).resolve().parent.parent
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])]))
+
+
+@pytest.fixture(scope="module")
+def nvrtc(tmp_path_factory):
+    """An NVRTC compiler with a cache of the module's own (test_nvrtc, test_front_end); a skip where none is usable
+    here, saying why."""
+    from mmcheck.backends.nvrtc import Nvrtc
+    from mmcheck.errors import BackendUnavailable
+
+    try:
+        return Nvrtc(str(tmp_path_factory.mktemp("nvrtc-cache")))
+    except BackendUnavailable as e:
+        pytest.skip(f"no usable NVRTC here: {e}")

@@ -6,7 +6,6 @@ nvcc, where it is on PATH, compiles them as the GPU backends do."""
 from __future__ import annotations
 
 import json
-import shutil
 import textwrap
 from pathlib import Path
 
@@ -16,12 +15,11 @@ import pytest
 from mmcheck.backends import device_code
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.compilers import Nvcc
-from mmcheck.backends.nvrtc import Nvrtc
 from mmcheck.backends.emu import EmuBackend
 from mmcheck.cli import main
 from mmcheck.compile import Build, function_symbols, instance_symbol, local_includes, unit_source, verbatim_failure
 from mmcheck.cxx import client
-from mmcheck.errors import BackendUnavailable, CompileError, SpecError
+from mmcheck.errors import CompileError, SpecError
 from mmcheck.prepare import plan
 from mmcheck.shapes import Shape, shapes_for
 from mmcheck.spec import Verbatim, collect, parse_specs
@@ -350,14 +348,6 @@ def test_nvcc_finds_the_instance_named_by_cpp_among_the_launchers(tmp_path, monk
     compiled = Nvcc(str(tmp_path / "cache")).compile(_scaled(tmp_path, "Scale::kTwo"), "sm_90")
     assert len([s for s in function_symbols(compiled.cubin) if s.startswith("_Z1k")]) == (3 if whole else 1)
     assert compiled.symbol == "_Z1kIL5Scale2EN5tiles5WidthILi1EEEEvPKfS5_Pf"
-
-
-@pytest.fixture(scope="module")
-def nvrtc(tmp_path_factory) -> Nvrtc:
-    try:
-        return Nvrtc(str(tmp_path_factory.mktemp("nvrtc-cache")))
-    except BackendUnavailable as e:
-        pytest.skip(f"no usable NVRTC here: {e}")
 
 
 def test_nvrtc_finds_the_include_folders_and_names_the_instance_by_its_lowered_name(hgemm, nvrtc):

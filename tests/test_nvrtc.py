@@ -20,7 +20,7 @@ from mmcheck.backends import device_code
 from mmcheck.backends.nvrtc import Nvrtc, probe
 from mmcheck.compile import Build, find_symbol, function_symbols
 from mmcheck.cxx import client
-from mmcheck.errors import BackendUnavailable, CompileError, SandboxViolation, Unsupported
+from mmcheck.errors import CompileError, SandboxViolation, Unsupported
 from mmcheck.prepare import plan
 from mmcheck.shapes import shapes_for
 from mmcheck.spec import KernelSpec, collect, load_specs, parse_specs
@@ -31,14 +31,6 @@ ZOO = Path(__file__).resolve().parent.parent / "cuda_src"
 # As a run reads them (collect): each kernel's headers may come from anywhere under cuda_src/.
 KERNELS = [(s, d) for s in collect([ZOO]).specs for d in s.dtypes]
 ARCH = "sm_90"  # Hopper, the lent GPUs; every NVRTC from 11.8 to 13.x compiles for it
-
-
-@pytest.fixture(scope="module")
-def nvrtc(tmp_path_factory) -> Nvrtc:
-    try:
-        return Nvrtc(str(tmp_path_factory.mktemp("nvrtc-cache")))
-    except BackendUnavailable as e:
-        pytest.skip(f"no usable NVRTC here: {e}")
 
 
 @pytest.fixture(scope="module")
