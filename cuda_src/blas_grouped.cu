@@ -29,6 +29,53 @@ init = "(M * n * n) // (G * G)"
 [kernel.scalars.groups]
 type = "int"
 value = "G"
+
+# The same product through pointer arrays, as CUTLASS's grouped kernels and cublasGemmGroupedBatchedEx take
+# it: group g multiplies the m_array[g] x k_array[g] matrix at ptr_A[g] by the k_array[g] x n_array[g] one at
+# ptr_B[g] into ptr_C[g], each row-major within the leading dimension given (lda, ldb, ldc).  The op is bmm:
+# its batch is the groups, each group's matrices lie in one of A's, B's and C's, and each table points at the
+# start of one (its default); the sizes differ by group, and whatever a group does not cover of C stays as
+# it was, zeroed.  ref.py:grouped_ptr_array says it.
+
+[[kernel]]
+name = "blas.grouped_ptr_array"
+entry = "grouped_ptr_array"
+op = "bmm"
+dtypes = ["float32"]
+params = ["m_array", "n_array", "k_array", "ptr_A", "ptr_B", "ptr_C", "lda", "ldb", "ldc"]
+block = [16, 16]
+grid = ["cdiv(N, 16)", "cdiv(M, 16)", "batch"]
+requires = ["M * K <= 2**31", "K * N <= 2**31", "M * N <= 2**31"]
+init = {C = "zeros"}
+reference = "ref.py:grouped_ptr_array"
+about = "C[g] = A[g] @ B[g] through pointer arrays, each group of its own size"
+
+[kernel.buffers.m_array]
+shape = ["batch"]
+dtype = "int32"
+init = "(M * (i + 1)) // batch"
+
+[kernel.buffers.n_array]
+shape = ["batch"]
+dtype = "int32"
+init = "N - (N * i) // batch"
+
+[kernel.buffers.k_array]
+shape = ["batch"]
+dtype = "int32"
+init = "K - (K * i) // (2 * batch)"
+
+[kernel.buffers.ptr_A]
+points = "A"
+shape = ["batch"]
+
+[kernel.buffers.ptr_B]
+points = "B"
+shape = ["batch"]
+
+[kernel.buffers.ptr_C]
+points = "C"
+shape = ["batch"]
 */
 
 #include "blas_grouped.cuh"
@@ -45,4 +92,18 @@ __global__ void grouped_contiguous(const float *A, const float *B_groups, float 
     for (int k = 0; k < K; ++k)
         acc += A[row * K + k] * B[k * N + col];
     C[row * N + col] = acc;
+}
+
+__global__ void grouped_ptr_array(const int *m_array, const int *n_array, const int *k_array,
+                                  const float *const *ptr_A, const float *const *ptr_B, float *const *ptr_C, int lda,
+                                  int ldb, int ldc)
+{
+    const int g = blockIdx.z, row = blockIdx.y * TILE + threadIdx.y, col = blockIdx.x * TILE + threadIdx.x;
+    if (row >= m_array[g] || col >= n_array[g])
+        return;
+    const float *A = ptr_A[g], *B = ptr_B[g];
+    float acc = 0.f;
+    for (int k = 0; k < k_array[g]; ++k)
+        acc += A[row * lda + k] * B[k * ldb + col];
+    ptr_C[g][row * ldc + col] = acc;
 }

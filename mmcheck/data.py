@@ -32,11 +32,11 @@ import ml_dtypes
 import numpy as np
 
 from . import devices
-from .dtypes import DType, precision
+from .dtypes import DType, Precision, precision
 from .epilogue import EpilogueError
 from .errors import SpecError
 from .expr import ExprError
-from .extras import Buffer
+from .extras import Buffer, Fill
 from .ops import Op, Shape
 from .spec import KernelSpec
 
@@ -193,11 +193,40 @@ def make_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed
         if not b.role.filled:
             return filled(math.prod(dims), d.poison, d).reshape(dims)
         try:
-            return b.values(dims, d, lambda d, dims: draw(rng, trial.pattern, d, dims), names)
+            return b.values(dims, d, lambda d, dims: draw(rng, trial.pattern, d, dims), names,
+                            _stride(spec, b, shape, trial, p, made) if b.fill is Fill.STARTS else 0)
         except (ExprError, EpilogueError) as e:
             raise SpecError(spec.path, str(e), kernel=spec.name, key="buffers") from None
 
     return dataclasses.replace(made, values={**made.values, **{b.name: initial(b) for b in spec.buffers}})
+
+
+def _stride(spec: KernelSpec, table: Buffer, shape: Shape, trial: Trial, p: Precision, made: Operands) -> int:
+    """The storage elements from one matrix of a table of pointers' target to the next, as prepare lays it out
+    (a spec buffer row-major, as (batch, rows, cols)); a table with more entries than the target has matrices
+    is the spec's error."""
+    env = spec.env(shape, p)
+    operand = next((o for o in spec.operation.operands if o.name == table.points), None)
+    if operand is not None:
+        dims = made[operand.name].shape
+        stride, d = layouts(spec, shape, trial)[operand.name].stride(dims), operand.dtype(p)
+    else:
+        target = next(b for b in spec.buffers if b.name == table.points)
+        dims = (1, 1, *target.dims(env))[-3:]
+        stride, d = dims[1] * dims[2], target.d(p)
+    entries = math.prod(table.dims(env))
+    if entries > dims[0]:
+        raise SpecError(spec.path, f"buffer {table.name!r} points at the start of each matrix of {table.points}, "
+                                   f"which holds {dims[0]} at {shape}, not {entries}", spec.name, "buffers")
+    return d.units(stride)
+
+
+def layouts(spec: KernelSpec, shape: Shape, trial: Trial) -> dict[str, Layout]:
+    """How each of the op's operands lies in memory in ``trial``: row- or column-major as the spec says, its
+    leading dimension and batch stride padded where the trial pads them."""
+    return {o.name: Layout.of(spec.layout(o.name), *o.dims(shape), o.padding if o.leading in trial.padded else 0,
+                              o.stride_padding if o.stride in trial.padded else 0)
+            for o in spec.operation.operands}
 
 
 def _op_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed: int) -> Operands:

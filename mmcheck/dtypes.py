@@ -35,7 +35,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-__all__ = ["DType", "DTYPES", "Precision", "precision", "PRECISIONS", "holds"]
+__all__ = ["DType", "DTYPES", "POINTER", "Precision", "precision", "PRECISIONS", "holds"]
 
 
 @dataclass(frozen=True)
@@ -217,6 +217,11 @@ DTYPES: dict[str, DType] = {d.name: d for d in (
           (0xF, 0x7, 0xF), 0, ("ints", "normal"), alphas=_ALPHAS, betas=_BETAS, cuda_type=33, packed=2,
           peak=("fp8_tensor",)),
 )}
+
+# A table of pointers (extras.Buffer.points): 8 bytes an entry, which mmcheck holds as int64 offsets in elements.
+POINTER = DType("pointer", np.dtype("int64"), "void *", "Pv", 0x5AFED0DE5AFED0DE, 0x5AFED1DE5AFED1DE,
+                (0x5AFEA0DE5AFEA0DE, 0x5AFEB0DE5AFEB0DE, 0x5AFEC0DE5AFEC0DE),
+                (0x5AFEA1DE5AFEA1DE, 0x5AFEB1DE5AFEB1DE, 0x5AFEC1DE5AFEC1DE), 0, ("ints",), (1,), (0,))
 
 
 def holds(name: str, value: float) -> bool:

@@ -11,8 +11,11 @@ the trial's pattern; ``zeros``, ``ones``, ``index``: each element its flat index
 of the element's indices, epilogue.Initializer).  An output holds the poison instead, so that an element left
 unwritten is seen.  An input buffer may hold scale factors of an input operand (``scales = "A"``), one per
 ``block`` of the operand's logical (rows, cols), which the reference applies to the operand before the product
-(DeepGEMM's per-block scales of fp8 GEMMs).  A scalar has a C type and a value, a number or an expression of
-the sizes.
+(DeepGEMM's per-block scales of fp8 GEMMs).  A buffer may be a table of pointers into an operand or another
+buffer (``points = "A"``: a grouped GEMM's ptr_A[g]), an input whose entries the kernel sees as addresses and
+mmcheck holds as offsets in elements from the target's first one (backends.base.Pointers): by default the first
+element of each matrix of the target (``starts``), else a number or an expression per entry.  A scalar has a C
+type and a value, a number or an expression of the sizes.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import DTYPES, DType, Precision
+from .dtypes import DTYPES, POINTER, DType, Precision
 from .epilogue import EpilogueError, Initializer
 from .expr import SHAPE_NAMES, Expr, ExprError
 
@@ -71,6 +74,7 @@ class Fill(enum.Enum):
     INDEX = "index"
     CONSTANT = "constant"
     EXPRESSION = "expression"
+    STARTS = "starts"  # a table of pointers: the first element of each matrix of its target (data.py lays it)
 
 
 @dataclass(frozen=True)
@@ -86,9 +90,12 @@ class Buffer:
     initializer: Initializer | None = None   # what Fill.EXPRESSION fills it with
     scales: str | None = None      # the input operand whose elements it scales, a factor a block
     block: tuple[int, int] = (1, 1)
+    points: str | None = None      # the operand or buffer whose elements its entries point at
 
     def d(self, p: Precision) -> DType:
         """Its element type under precision ``p``."""
+        if self.points:
+            return POINTER
         return {"input": p.inputs, "output": p.output}.get(self.dtype) or DTYPES[self.dtype]
 
     def dims(self, env: Mapping[str, int]) -> tuple[int, ...]:
@@ -96,13 +103,15 @@ class Buffer:
         return tuple(e.eval(env) for e in self.shape)
 
     def values(self, dims: tuple[int, ...], d: DType, draw: Callable[[DType, tuple[int, ...]], np.ndarray],
-               names: Mapping[str, float]) -> np.ndarray:
+               names: Mapping[str, float], stride: int = 0) -> np.ndarray:
         """What it holds before a launch, of shape ``dims``; ``draw`` draws random values of a dtype and shape,
-        ``names`` are the sizes and scalars an initializer may use.  An output's poison is the caller's."""
+        ``names`` are the sizes and scalars an initializer may use, ``stride`` the elements from one matrix of a
+        table's target to the next.  An output's poison is the caller's."""
         if self.fill is Fill.RANDOM:
             return draw(d, dims)
-        if self.fill is Fill.INDEX:
-            return np.arange(math.prod(dims)).reshape(dims).astype(d.numpy)
+        if self.fill in (Fill.INDEX, Fill.STARTS):
+            step = stride if self.fill is Fill.STARTS else 1
+            return (np.arange(math.prod(dims)) * step).reshape(dims).astype(d.numpy)
         if self.fill is Fill.EXPRESSION:
             assert self.initializer is not None
             wide = self.initializer.values((1,) * (3 - len(dims)) + dims, names).reshape(dims)  # type: ignore[arg-type]
@@ -145,28 +154,36 @@ class Scalar:
         return float(self.value.eval(env)) if isinstance(self.value, Expr) else self.value
 
 
-def parse_buffers(table: Any, names: frozenset[str], scalars: frozenset[str],
-                  fail: Callable[[str], Exception], inputs: tuple[str, ...] = ()) -> tuple[Buffer, ...]:
-    """The ``buffers`` table of a spec: ``{name: {role, shape, dtype, init, scales, block}}``; ``names`` are the
-    names its shape expressions may use besides the sizes (the spec's ``let``), and an initializer these, the
-    sizes and ``scalars``; ``inputs`` the op's input operands a buffer may scale."""
+def parse_buffers(table: Any, names: frozenset[str], scalars: frozenset[str], fail: Callable[[str], Exception],
+                  inputs: tuple[str, ...] = (), operands: tuple[str, ...] = ()) -> tuple[Buffer, ...]:
+    """The ``buffers`` table of a spec: ``{name: {role, shape, dtype, init, scales, block, points}}``; ``names``
+    are the names its shape expressions may use besides the sizes (the spec's ``let``), and an initializer
+    these, the sizes and ``scalars``; ``inputs`` the op's input operands a buffer may scale, ``operands`` all
+    of the op's operands, which a table may point into."""
     if not isinstance(table, dict):
         raise fail("must be a table of buffers: [kernel.buffers.NAME] with role, shape, dtype and init")
     out = []
     for name, entry in table.items():
         if not isinstance(entry, dict):
             raise fail(f"buffer {name!r} must be a table with role, shape, dtype and init")
-        unknown = sorted(set(entry) - {"role", "shape", "dtype", "init", "scales", "block"})
+        unknown = sorted(set(entry) - {"role", "shape", "dtype", "init", "scales", "block", "points"})
         if unknown:
-            raise fail(f"buffer {name!r}: unknown key {unknown[0]!r} (known: role, shape, dtype, init, scales, block)")
+            raise fail(f"buffer {name!r}: unknown key {unknown[0]!r} (known: role, shape, dtype, init, scales, block, "
+                       f"points)")
         role = _choice(entry.get("role", "input"), Role, f"buffer {name!r}: role", fail)
+        points = _pointing(name, entry, fail)
         shape = entry.get("shape")
         if not isinstance(shape, list) or not 1 <= len(shape) <= 3:
             raise fail(f"buffer {name!r}: shape must be a list of one to three sizes or expressions ([\"N\"])")
         dtype = entry.get("dtype", "input")
         if dtype not in ("input", "output", *DTYPES):
             raise fail(f"buffer {name!r}: dtype must be input, output or one of {', '.join(DTYPES)}, not {dtype!r}")
-        init = entry.get("init", "random" if role in (Role.INPUT, Role.INOUT) else "zeros")
+        init = entry.get("init", "starts" if points else "random" if role in (Role.INPUT, Role.INOUT) else "zeros")
+        if init == "starts" and not points:
+            raise fail(f"buffer {name!r}: init 'starts' is for a table of pointers, which names its target (points)")
+        if init == "random" and points:
+            raise fail(f"buffer {name!r}: a table of pointers holds starts, or offsets in elements of its target given "
+                       f"by a number or an expression; not random ones")
         initializer = None
         if role is Role.OUTPUT and "init" in entry:
             raise fail(f"buffer {name!r}: an output has no init: it holds the poison, so an unwritten element shows")
@@ -185,8 +202,24 @@ def parse_buffers(table: Any, names: frozenset[str], scalars: frozenset[str],
         except (ExprError, TypeError) as e:
             raise fail(f"buffer {name!r}: shape: {e}") from None
         out.append(Buffer(name, role, exprs, dtype, fill, constant, initializer,
-                          *_scaling(name, entry, role, inputs, fail)))
+                          *_scaling(name, entry, role, inputs, fail), points))
+    tables = {b.name for b in out if b.points}
+    for b in out:
+        if b.points and (b.points in tables or b.points not in operands + tuple(x.name for x in out)):
+            raise fail(f"buffer {b.name!r}: points must name one of the op's operands ({', '.join(operands)}) or a "
+                       f"buffer that is not a table of pointers, not {b.points!r}")
     return tuple(out)
+
+
+def _pointing(name: str, entry: dict[str, Any], fail: Callable[[str], Exception]) -> str | None:
+    """A table of pointers' target (``points``): the table is an input of pointers, and nothing scales."""
+    if "points" not in entry:
+        return None
+    points = entry["points"]
+    if not isinstance(points, str) or entry.get("role", "input") != "input" or {"dtype", "scales"} & set(entry):
+        raise fail(f"buffer {name!r}: a table of pointers is an input, without dtype or scales, whose points names "
+                   f"the operand or buffer it points into (points = \"A\")")
+    return points
 
 
 def _scaling(name: str, entry: dict[str, Any], role: Role, inputs: tuple[str, ...],

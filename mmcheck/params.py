@@ -75,8 +75,10 @@ def parse_params(value: Any, op: Op, fail: Any, buffers: Sequence[Buffer] = (),
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:
         raise fail("params", f"{dup} appears twice")
-    # A kernel with its own reference may leave out an input of the op (a grouped GEMM's B is its own buffer).
-    missing = [b for b in (*op.names, *op.scalars) if b not in names
+    # A kernel with its own reference may leave out an input of the op (a grouped GEMM's B is its own buffer),
+    # and any kernel an operand it reaches through a table of pointers.
+    reached = {b.points for b in buffers if b.points}
+    missing = [b for b in (*op.names, *op.scalars) if b not in names and b not in reached
                and not (own_reference and b in (o.name for o in op.inputs))]
     if missing:
         kind = "buffer" if missing[0] in op.names else "scalar"

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import data
 from .backends.base import (MAX_BLOCK, MAX_DYNAMIC_SMEM, MAX_GRID, MAX_THREADS, Arg, Backend, DeviceBuffer, Dim3,
-                            HostMemory)
+                            HostMemory, Pointers)
 from .compile import Build
 from .data import Layout, Operands, Trial
 from .dtypes import DTYPES, precision
@@ -163,9 +163,7 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
     needs exact-size allocations to see an out-of-bounds access) and upload them."""
     p = precision(dtype)
     op = spec.operation
-    layouts = {o.name: Layout.of(spec.layout(o.name), *o.dims(shape), o.padding if o.leading in trial.padded else 0,
-                                 o.stride_padding if o.stride in trial.padded else 0)
-               for o in op.operands}
+    layouts = data.layouts(spec, shape, trial)
     # The spec's own buffers lie row-major, as (batch, rows, cols) with the dimensions they lack set to 1.
     logical = {o.name: operands[o.name] for o in op.operands}
     for b in spec.buffers:
@@ -180,8 +178,13 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
              for o in op.operands}
     hosts.update({b.name: data.image(logical[b.name], layouts[b.name], guard, b.d(p), b.role.place, empty)
                   for b in spec.buffers})
-    # A packed buffer's guard band is counted in its bytes.
-    buffers = {name: backend.upload(host, types[name].units(guard)) for name, host in hosts.items()}
+    # A packed buffer's guard band is counted in its bytes; a table of pointers is uploaded after its target.
+    buffers: dict[str, DeviceBuffer] = {}
+    tables = {b.name: b for b in spec.buffers if b.points}
+    for name, host in sorted(hosts.items(), key=lambda item: item[0] in tables):
+        table = tables.get(name)
+        points = Pointers(buffers[table.points], host.size - 2 * guard) if table and table.points else None
+        buffers[name] = backend.upload(host, types[name].units(guard), points)
     lds = {o.leading: layouts[o.name].ld for o in spec.leading}
     lds.update({o.stride: layouts[o.name].stride((shape.batch, *o.dims(shape))) for o in spec.strided})
     scalars = {"alpha": operands.alpha, "beta": operands.beta,

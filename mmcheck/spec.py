@@ -487,7 +487,7 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
 
     named_scalars = extras.parse_scalars(table.get("scalars", {}), names, CTYPES, partial(fail, "scalars"))
     buffers = extras.parse_buffers(table.get("buffers", {}), names, frozenset(s.name for s in named_scalars),
-                                   partial(fail, "buffers"), tuple(o.name for o in OPS[op].inputs))
+                                   partial(fail, "buffers"), tuple(o.name for o in OPS[op].inputs), OPS[op].names)
     if any(b.scales for b in buffers) and any(precision(d).output.is_integer for d in dtypes):
         raise fail("buffers", "scale factors need a float result: an integer one has no rounding to compare within")
     for b, d in ((b, b.d(precision(d))) for b in buffers for d in dtypes):

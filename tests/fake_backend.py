@@ -250,8 +250,8 @@ class FakeBackend:
         self.modules.append(_Module(code))
         return self.modules[-1]
 
-    def upload(self, host, offset):
-        return DeviceBuffer(host.size, host.dtype, offset, host.copy())
+    def upload(self, host, offset, points=None):
+        return DeviceBuffer(host.size, host.dtype, offset, host.copy(), points)
 
     def download(self, buf):
         return buf.handle.copy()
@@ -343,8 +343,8 @@ class _Addressed(np.ndarray):
 class FakeAddressedBackend(FakeBackend):
     """The fake backend, its buffers with addresses."""
 
-    def upload(self, host, offset):
-        return DeviceBuffer(host.size, host.dtype, offset, host.copy().view(_Addressed))
+    def upload(self, host, offset, points=None):
+        return DeviceBuffer(host.size, host.dtype, offset, host.copy().view(_Addressed), points)
 
 
 class FakeCostlyBackend(FakeBackend):

@@ -69,6 +69,9 @@ CASES = {
     "buggy.splitk_never_last": (Shape(5, 6, 100), "unwritten", "30 of 30 elements of C were never written"),
     "buggy.grouped_first_weights": (Shape(20, 6, 7), "mismatch", "row 0 is right and every later row is wrong"),
     "buggy.grouped_boundary": (Shape(20, 6, 7), "mismatch", "differ"),
+    # three groups of 6, 13 and 20 rows, the first as large as the matrices (lda = K) and the others narrower
+    "buggy.grouped_ptr_first_sizes": (Shape(20, 6, 7, 3), "unwritten", "elements of C were left as their input"),
+    "buggy.grouped_ptr_packed_rows": (Shape(20, 6, 7, 3), "mismatch", "differ"),
     "buggy.strided_ignores_strideB": (Shape(5, 6, 7, 3), "mismatch", "wrong only when strideB is padded: the kernel "
                                                                      "ignores strideB"),
     "buggy.strided_c_by_size": (Shape(5, 6, 7, 3), "guard", "into the padding of C between batches"),

@@ -90,6 +90,7 @@ RIGHT_PAST_2_31 = {
     "blas.tc_mma_pipeline",
     "blas.tc_mma_pipeline_wide",
     "blas.sgemm_strided_batched",  # int offsets within a matrix, batch offsets in long long
+    "blas.grouped_ptr_array",      # int offsets within a group's matrix, which a pointer of its own starts
 }
 
 

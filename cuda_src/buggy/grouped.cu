@@ -1,7 +1,8 @@
 /* mmcheck
 # Known-bad grouped GEMMs: ../blas_grouped.cu's kernel, each with one line changed and marked BUG: every group
 # multiplied by the first group's weights, and a group boundary that takes a group's first row for the group
-# before it.
+# before it; and the pointer-array kernel with every group at the first group's sizes, or with its rows
+# taken as packed, k apart, where lda says how far apart they are.
 
 [[kernel]]
 name = "buggy.grouped_first_weights"
@@ -56,6 +57,90 @@ init = "(M * n * n) // (G * G)"
 [kernel.scalars.groups]
 type = "int"
 value = "G"
+
+[[kernel]]
+name = "buggy.grouped_ptr_first_sizes"
+entry = "grouped_ptr_first_sizes"
+op = "bmm"
+dtypes = ["float32"]
+params = ["m_array", "n_array", "k_array", "ptr_A", "ptr_B", "ptr_C", "lda", "ldb", "ldc"]
+block = [16, 16]
+grid = ["cdiv(N, 16)", "cdiv(M, 16)", "batch"]
+requires = ["M * K <= 2**31", "K * N <= 2**31", "M * N <= 2**31"]
+init = {C = "zeros"}
+reference = "../ref.py:grouped_ptr_array"
+expect = "fail"
+catch = ["mismatch", "unwritten"]
+about = "every group computed at the first group's sizes"
+
+[kernel.buffers.m_array]
+shape = ["batch"]
+dtype = "int32"
+init = "(M * (i + 1)) // batch"
+
+[kernel.buffers.n_array]
+shape = ["batch"]
+dtype = "int32"
+init = "N - (N * i) // batch"
+
+[kernel.buffers.k_array]
+shape = ["batch"]
+dtype = "int32"
+init = "K - (K * i) // (2 * batch)"
+
+[kernel.buffers.ptr_A]
+points = "A"
+shape = ["batch"]
+
+[kernel.buffers.ptr_B]
+points = "B"
+shape = ["batch"]
+
+[kernel.buffers.ptr_C]
+points = "C"
+shape = ["batch"]
+
+[[kernel]]
+name = "buggy.grouped_ptr_packed_rows"
+entry = "grouped_ptr_packed_rows"
+op = "bmm"
+dtypes = ["float32"]
+params = ["m_array", "n_array", "k_array", "ptr_A", "ptr_B", "ptr_C", "lda", "ldb", "ldc"]
+block = [16, 16]
+grid = ["cdiv(N, 16)", "cdiv(M, 16)", "batch"]
+requires = ["M * K <= 2**31", "K * N <= 2**31", "M * N <= 2**31"]
+init = {C = "zeros"}
+reference = "../ref.py:grouped_ptr_array"
+expect = "fail"
+catch = ["mismatch"]
+about = "each group's rows taken as packed (k_array[g] apart) where lda says how far apart they are"
+
+[kernel.buffers.m_array]
+shape = ["batch"]
+dtype = "int32"
+init = "(M * (i + 1)) // batch"
+
+[kernel.buffers.n_array]
+shape = ["batch"]
+dtype = "int32"
+init = "N - (N * i) // batch"
+
+[kernel.buffers.k_array]
+shape = ["batch"]
+dtype = "int32"
+init = "K - (K * i) // (2 * batch)"
+
+[kernel.buffers.ptr_A]
+points = "A"
+shape = ["batch"]
+
+[kernel.buffers.ptr_B]
+points = "B"
+shape = ["batch"]
+
+[kernel.buffers.ptr_C]
+points = "C"
+shape = ["batch"]
 */
 
 #define TILE 16
@@ -87,4 +172,32 @@ __global__ void grouped_boundary(const float *A, const float *B_groups, float *C
     for (int k = 0; k < K; ++k)
         acc += A[row * K + k] * B[k * N + col];
     C[row * N + col] = acc;
+}
+
+__global__ void grouped_ptr_first_sizes(const int *m_array, const int *n_array, const int *k_array,
+                                        const float *const *ptr_A, const float *const *ptr_B, float *const *ptr_C,
+                                        int lda, int ldb, int ldc)
+{
+    const int g = blockIdx.z, row = blockIdx.y * TILE + threadIdx.y, col = blockIdx.x * TILE + threadIdx.x;
+    if (row >= m_array[0] || col >= n_array[0])  // BUG: m_array[g], n_array[g]
+        return;
+    const float *A = ptr_A[g], *B = ptr_B[g];
+    float acc = 0.f;
+    for (int k = 0; k < k_array[g]; ++k)
+        acc += A[row * lda + k] * B[k * ldb + col];
+    ptr_C[g][row * ldc + col] = acc;
+}
+
+__global__ void grouped_ptr_packed_rows(const int *m_array, const int *n_array, const int *k_array,
+                                        const float *const *ptr_A, const float *const *ptr_B, float *const *ptr_C,
+                                        int lda, int ldb, int ldc)
+{
+    const int g = blockIdx.z, row = blockIdx.y * TILE + threadIdx.y, col = blockIdx.x * TILE + threadIdx.x;
+    if (row >= m_array[g] || col >= n_array[g])
+        return;
+    const float *A = ptr_A[g], *B = ptr_B[g];
+    float acc = 0.f;
+    for (int k = 0; k < k_array[g]; ++k)
+        acc += A[row * k_array[g] + k] * B[k * ldb + col];  // BUG: row * lda
+    ptr_C[g][row * ldc + col] = acc;
 }

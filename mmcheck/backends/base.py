@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from ..timer import Measurement, Method
     from ..witness import Renewal
 
-__all__ = ["Backend", "BackendOptions", "Capabilities", "Kernel", "DeviceBuffer", "Arg", "Dim3", "Device", "Timing",
-           "BackendClass", "Times", "Reloads", "Launched", "Submits", "DownloadsInto", "HostMemory", "clock",
+__all__ = ["Backend", "BackendOptions", "Capabilities", "Kernel", "DeviceBuffer", "Pointers", "Arg", "Dim3", "Device",
+           "Timing", "BackendClass", "Times", "Reloads", "Launched", "Submits", "DownloadsInto", "HostMemory", "clock",
            "compute_capability", "reloader"]
 
 Dim3 = tuple[int, int, int]
@@ -113,13 +113,46 @@ class DeviceBuffer:
     """A buffer in the backend's memory holding ``size`` elements of ``dtype``.
 
     The kernel sees a pointer ``offset`` elements into it; what lies before and after is a guard band the
-    runner filled and checks.  (In sanitizer mode the runner asks for no guard band.)
+    runner filled and checks.  (In sanitizer mode the runner asks for no guard band.)  A table of pointers
+    says what it ``points`` into.
     """
 
     size: int
     dtype: np.dtype
     offset: int
     handle: Any = field(repr=False, compare=False)
+    points: Pointers | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Pointers:
+    """What a table of pointers points into (a grouped GEMM's ptr_A[g]): ``count`` entries after its guard band
+    hold int64 offsets, in elements, from the pointer a kernel is given for ``target``; in the backend's memory
+    they hold the addresses.  The backend alone knows where ``target`` lies (``base``: the address of its
+    first element, guard band included), so it turns one into the other, both ways, and mmcheck's checks of
+    the table see offsets: a kernel that rewrote an entry is seen as having changed it."""
+
+    target: DeviceBuffer
+    count: int
+
+    def addresses(self, image: np.ndarray, offset: int, base: int) -> np.ndarray:
+        """A table's host ``image`` (its guard band ``offset`` elements wide) with the addresses its entries name."""
+        out = np.array(image, dtype=np.int64)
+        body = out[offset:offset + self.count]
+        step = np.uint64(self.target.dtype.itemsize)
+        start = np.uint64(base) + np.uint64(self.target.offset) * step
+        body[...] = (start + body.view(np.uint64) * step).view(np.int64)  # modulo 2**64, as the device's
+        return out
+
+    def offsets(self, image: np.ndarray, offset: int, base: int) -> np.ndarray:
+        """The inverse of ``addresses``; an entry that is not an element's address keeps the raw value, which
+        no offset of the table equals by chance."""
+        out = np.array(image, dtype=np.int64)
+        raw = out[offset:offset + self.count].view(np.uint64)
+        step = self.target.dtype.itemsize
+        moved = (raw - (np.uint64(base) + np.uint64(self.target.offset * step))).view(np.int64)
+        out[offset:offset + self.count] = np.where(moved % step == 0, moved // step, raw.view(np.int64))
+        return out
 
 
 Arg = DeviceBuffer | np.generic
@@ -170,12 +203,13 @@ class Backend(Protocol):
         """Compile (or fetch from cache) ``build``; raise CompileError or Unsupported."""
         ...
 
-    def upload(self, host: np.ndarray, offset: int) -> DeviceBuffer:
-        """Copy a 1-d host array (guard bands included) into a new buffer."""
+    def upload(self, host: np.ndarray, offset: int, points: Pointers | None = None) -> DeviceBuffer:
+        """Copy a 1-d host array (guard bands included) into a new buffer; a table of pointers into the buffer
+        ``points.target`` (uploaded before it) as the addresses its offsets name (Pointers.addresses)."""
         ...
 
     def download(self, buf: DeviceBuffer) -> np.ndarray:
-        """The whole buffer, guard bands included, as a new 1-d host array."""
+        """The whole buffer, guard bands included, as a new 1-d host array (a table's entries as offsets)."""
         ...
 
     def launch(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,

@@ -32,7 +32,7 @@ from ..errors import (BackendUnavailable, CompileError, KernelFault, KernelTimeo
 from ..timer import Measurement, Method, measure
 from ..witness import Renewal
 from . import cublas, sanitizer, witness_gpu
-from .base import Arg, BackendOptions, Capabilities, Device, DeviceBuffer, Dim3, Kernel, Timing
+from .base import Arg, BackendOptions, Capabilities, Device, DeviceBuffer, Dim3, Kernel, Pointers, Timing
 from .compilers import explain_load_error, get_compiler
 from .cubin import Compiled, arch
 from .events import HOLD_KERNEL, HOLD_SOURCE, Event, EventClock, Hold, L2Flush, Nvml
@@ -120,13 +120,15 @@ class GpuBackend(ABC):
         return (("device", "racecheck"), ("racecheck",)) if racecheck else (("device",), ())
 
     # Buffers move as bytes: the buffer protocol has no format for dtypes numpy adds (bfloat16).
-    def upload(self, host: np.ndarray, offset: int) -> DeviceBuffer:
+    def upload(self, host: np.ndarray, offset: int, points: Pointers | None = None) -> DeviceBuffer:
         """Small buffers come from a pool: cudaMalloc and cudaFree for each of a launch's buffers cost more
         than the launch.  Not under --sanitize, where memcheck needs every buffer its exact size to see an
         access past its end.  Small buffers also travel through page-locked host memory, by copies queued
         behind one another, so that a launch waits on the GPU once: a GPU shared with other processes
         (racecheck's, other workers') runs them by time slices, and each wait of a copy or a launch can cost
         a slice."""
+        if points:
+            host = points.addresses(host, offset, int(points.target.handle))
         raw = np.ascontiguousarray(host).view(np.uint8)
         size = max(1, raw.nbytes)
         try:
@@ -142,16 +144,18 @@ class GpuBackend(ABC):
             if not self._out_of_memory(e):
                 raise
             raise OutOfMemory(f"{host.nbytes} bytes: {e}") from None
-        return DeviceBuffer(host.size, host.dtype, offset, memory)
+        return DeviceBuffer(host.size, host.dtype, offset, memory, points)
 
     def download(self, buf: DeviceBuffer) -> np.ndarray:
         fetched, staged = self._fetched.get(id(buf), (None, None))
         out = self.empty(buf.size, buf.dtype)
         if fetched is buf and staged is not None:
             np.copyto(out, staged.view(buf.dtype))
-            return out
-        self._copy_out(out.view(np.uint8), buf.handle)
-        self._queued.clear()  # a synchronous copy waits for everything queued before it
+        else:
+            self._copy_out(out.view(np.uint8), buf.handle)
+            self._queued.clear()  # a synchronous copy waits for everything queued before it
+        if buf.points:
+            out[...] = buf.points.offsets(out, buf.offset, int(buf.points.target.handle))
         return out
 
     def launch(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,

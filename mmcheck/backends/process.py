@@ -33,7 +33,7 @@ from ..compile import Build
 from ..devices import THREAD_COUNTS
 from ..errors import InternalError, KernelFault, KernelTimeout, LaunchError, MmcheckError
 from . import channel, registry
-from .base import (PRINT_CAP, Arg, BackendOptions, Device, DeviceBuffer, Dim3, DownloadsInto, Kernel, Timing,
+from .base import (PRINT_CAP, Arg, BackendOptions, Device, DeviceBuffer, Dim3, DownloadsInto, Kernel, Pointers, Timing,
                    printed_words)
 
 if TYPE_CHECKING:
@@ -243,8 +243,8 @@ class ProcessBackend:
     def host_empty(self, size: int, dtype: np.dtype) -> np.ndarray:
         return channel.shared_empty(size, dtype)
 
-    def upload(self, host: np.ndarray, offset: int) -> DeviceBuffer:
-        return DeviceBuffer(host.size, host.dtype, offset, _Remote(host))
+    def upload(self, host: np.ndarray, offset: int, points: Pointers | None = None) -> DeviceBuffer:
+        return DeviceBuffer(host.size, host.dtype, offset, _Remote(host), points)
 
     def download(self, buf: DeviceBuffer) -> np.ndarray:
         remote: _Remote = buf.handle
@@ -266,7 +266,7 @@ class ProcessBackend:
             worker.launched.finish()
         worker = self._worker(tool)  # finishing may have replaced it
         worker.addresses = []
-        carried = 2 * sum(host.nbytes for host, _ in hosts) / _CARRIED_PER_SECOND
+        carried = 2 * sum(s.host.nbytes for s in hosts) / _CARRIED_PER_SECOND
         answer = worker.send("launch", kernel.handle, hosts, packed, grid, block, smem, None if tool else schedule,
                              tool is not None, timeout=self._launch_timeout(tool) + _GRACE + carried)
         worker.launched = _Launch(self, worker, tool, answer, buffers,
@@ -374,13 +374,30 @@ class _Launch:
             raise self.error
 
 
-def _transport(args: Sequence[Arg]) -> tuple[list[DeviceBuffer], list[tuple[np.ndarray, int]], list[object]]:
-    """A launch's buffers, their host images and offsets, and the argument list with each buffer replaced
-    by its position (not by equality: two buffers of one size compare equal)."""
+def _transport(args: Sequence[Arg]) -> tuple[list[DeviceBuffer], list[_Sent], list[object]]:
+    """A launch's buffers (then the targets of its tables of pointers that are not arguments themselves),
+    what the worker uploads for each, and the argument list with each buffer replaced by its position (not by
+    equality: two buffers of one size compare equal)."""
     buffers = [a for a in args if isinstance(a, DeviceBuffer)]
-    slots = iter(range(len(buffers)))
-    packed: list[object] = [("buffer", next(slots)) if isinstance(a, DeviceBuffer) else a for a in args]
-    return buffers, [(b.handle.host, b.offset) for b in buffers], packed
+    for b in list(buffers):
+        if b.points and not any(t is b.points.target for t in buffers):
+            buffers.append(b.points.target)
+    slot = {id(b): i for i, b in enumerate(buffers)}
+    packed: list[object] = [("buffer", slot[id(a)]) if isinstance(a, DeviceBuffer) else a for a in args]
+    sent = [_Sent(b.handle.host, b.offset, slot[id(b.points.target)] if b.points else None,
+                  b.points.count if b.points else 0) for b in buffers]
+    return buffers, sent, packed
+
+
+@dataclasses.dataclass(frozen=True)
+class _Sent:
+    """One buffer as the worker uploads it: its host image and guard band, and for a table of pointers the
+    position of its target among the launch's buffers and its number of entries."""
+
+    host: np.ndarray
+    offset: int
+    target: int | None
+    count: int
 
 
 class _Remote:
@@ -392,9 +409,13 @@ class _Remote:
         self.result: np.ndarray | None = None
 
 
-def _uploaded(backend: Any, hosts: list[tuple[np.ndarray, int]], packed: list[object]) -> tuple[list, list]:
-    """In the child: the buffers uploaded, and the argument list with them in place."""
-    bufs = [backend.upload(h, off) for h, off in hosts]
+def _uploaded(backend: Any, sent: list[_Sent], packed: list[object]) -> tuple[list, list]:
+    """In the child: the buffers uploaded (the tables of pointers after the rest, whose addresses they take),
+    and the argument list with them in place."""
+    bufs: list[Any] = [None] * len(sent)
+    for i, s in sorted(enumerate(sent), key=lambda item: item[1].target is not None):
+        points = Pointers(bufs[s.target], s.count) if s.target is not None else None
+        bufs[i] = backend.upload(s.host, s.offset, points)
     return bufs, [bufs[a[1]] if isinstance(a, tuple) else a for a in packed]
 
 

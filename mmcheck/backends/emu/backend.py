@@ -25,7 +25,7 @@ from ...errors import (BarrierError, CompileError, KernelFault, KernelTimeout, L
 from ...publish import atomic_write
 from ...spec import KernelSpec, load_specs
 from ..base import (MAX_BLOCK, MAX_DYNAMIC_SMEM, MAX_GRID, MAX_THREADS, Arg, BackendOptions, Capabilities,
-                    DeviceBuffer, Dim3, Kernel, printed_words)
+                    DeviceBuffer, Dim3, Kernel, Pointers, printed_words)
 from . import worker as w
 from .toolchain import Toolchain
 
@@ -70,11 +70,14 @@ class _Module:
 class _Buffer:
     """DeviceBuffer.handle: a buffer's bytes, held here until a launch needs them in its module's worker, and
     from then in that worker (moved to another's where a kernel of another file takes it); freed in the
-    worker when the last DeviceBuffer that holds it goes away."""
+    worker when the last DeviceBuffer that holds it goes away.  A table of pointers (``points``) is placed
+    after its target, in the same worker, as the addresses its offsets name there."""
 
-    def __init__(self, data: np.ndarray) -> None:
+    def __init__(self, data: np.ndarray, points: tuple[_Buffer, Pointers, int] | None = None) -> None:
         self.data: np.ndarray | None = data
-        self._home: list = [None, 0]  # the worker that holds it, and its id there
+        self.points = points  # the target's handle, the table, and its guard band in elements
+        self._home: list = [None, 0, 0]  # the worker that holds it, its id and its address there
+        self._base = 0  # for a table: the address of its target when it was placed
         weakref.finalize(self, _free, self._home).atexit = False
 
     @property
@@ -86,24 +89,36 @@ class _Buffer:
         return self._home[1]
 
     def place(self, worker: w.Worker) -> int:
-        """Its id in ``worker``, moved there first where it is elsewhere."""
-        if self.worker is worker:
+        """Its id in ``worker``, moved there first where it is elsewhere (a table: where its target moved)."""
+        base = self._base
+        if self.points:
+            self.points[0].place(worker)
+            base = self.points[0]._home[2]
+        if self.worker is worker and base == self._base:
             return self.id
         data = self.read()
+        if self.points:
+            _, table, offset = self.points
+            data = bytearray(table.addresses(np.frombuffer(data, np.int64), offset, base).tobytes())
         try:
-            new = worker.alloc(memoryview(data))
+            new, address = worker.alloc(memoryview(data))
         except w.Refused as e:  # the one reason the worker refuses an allocation: no memory for it
             raise OutOfMemory(f"the emulator cannot hold {len(data)} bytes: {e}") from None
         _free(self._home)
-        self._home[:] = [worker, new]
-        self.data = None
+        self._home[:] = [worker, new, address]
+        self.data, self._base = None, base
         return new
 
     def read(self) -> bytearray:
+        """Its bytes (a table's entries as offsets)."""
         if self.worker is None:
             assert self.data is not None, "a buffer is held here until it is placed in a worker"
             return bytearray(self.data)
-        return self.worker.read(self.id)
+        held = self.worker.read(self.id)
+        if not self.points:
+            return held
+        _, table, offset = self.points
+        return bytearray(table.offsets(np.frombuffer(held, np.int64), offset, self._base).tobytes())
 
 
 def _free(home: list) -> None:
@@ -181,13 +196,14 @@ class EmuBackend:
             self._recent.remove(old)
         return module.worker
 
-    def upload(self, host: np.ndarray, offset: int) -> DeviceBuffer:
+    def upload(self, host: np.ndarray, offset: int, points: Pointers | None = None) -> DeviceBuffer:
         if host.ndim != 1:
             raise ValueError(f"upload takes a 1-d array, not one of shape {host.shape}")
         if not 0 <= offset <= host.size:
             raise ValueError(f"offset {offset} is outside the array of {host.size} elements")
-        handle = _Buffer(np.array(host, order="C").view(np.uint8))  # a copy: the caller may change ``host``
-        return DeviceBuffer(size=host.size, dtype=host.dtype, offset=offset, handle=handle)
+        table = (points.target.handle, points, offset) if points else None
+        handle = _Buffer(np.array(host, order="C").view(np.uint8), table)  # a copy: the caller may change ``host``
+        return DeviceBuffer(size=host.size, dtype=host.dtype, offset=offset, handle=handle, points=points)
 
     def download(self, buf: DeviceBuffer) -> np.ndarray:
         return np.frombuffer(buf.handle.read(), dtype=buf.dtype)
@@ -363,11 +379,11 @@ def _mismatch(arg: Arg, param: w.ParamInfo) -> str | None:
         if param.kind != "p":
             return f"is a {expected}, but a buffer was passed"
         pointee = (param.elem_kind, param.elem_size)
-        held = ({"f": "f", "i": "i", "u": "u"}.get(arg.dtype.kind, "s"), arg.dtype.itemsize)
+        held = ("p", 8) if arg.points else ({"f": "f", "i": "i", "u": "u"}.get(arg.dtype.kind, "s"), arg.dtype.itemsize)
         # void* and char-sized pointees take any buffer; structs (float4*) take any buffer too
         if param.elem_kind not in "vs" and param.elem_size != 1 and pointee != held:
-            return (f"points to a {param.elem_size}-byte {_KIND_NAMES[param.elem_kind]}, but the buffer holds "
-                    f"{arg.dtype}")
+            holds = "pointers" if arg.points else arg.dtype
+            return f"points to a {param.elem_size}-byte {_KIND_NAMES[param.elem_kind]}, but the buffer holds {holds}"
         return None
     if not isinstance(arg, np.generic):
         return f"got a {type(arg).__name__}; pass a DeviceBuffer or a numpy scalar"

@@ -189,7 +189,8 @@ std::string alloc(Reader& in) {
     ASAN_POISON_MEMORY_REGION(b.data + nbytes, size_t(b.map + map_size - b.data - nbytes));
     uint32_t id = g_next_buffer++;
     g_buffers[id] = b;
-    return Writer().put(id).out;
+    // the address too: a table of pointers into this buffer holds it (backend.py, base.Pointers)
+    return Writer().put(id).put(uint64_t(reinterpret_cast<uintptr_t>(b.data))).out;
 }
 
 Buffer& buffer(uint32_t id) {

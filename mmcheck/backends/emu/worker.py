@@ -169,10 +169,11 @@ class Worker:
             raise NotLoaded(FORGED, 0, 0, why, "")
         return kernel, params
 
-    def alloc(self, data: memoryview) -> int:
-        buffer: int = struct.unpack("<I", self._call(b"A", struct.pack("<Q", data.nbytes), data))[0]
+    def alloc(self, data: memoryview) -> tuple[int, int]:
+        """A new buffer holding ``data``: its id, and the address of its first byte in a launch."""
+        buffer, address = struct.unpack("<IQ", self._call(b"A", struct.pack("<Q", data.nbytes), data))
         self.held += 1
-        return buffer
+        return buffer, address
 
     def read(self, buffer: int) -> bytearray:
         return self._call(b"R", struct.pack("<I", buffer))
