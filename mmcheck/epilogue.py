@@ -246,11 +246,12 @@ class Initializer(Epilogue):
     def __reduce__(self) -> tuple[Any, ...]:
         return Initializer, (self.text, self._scalars)
 
-    def values(self, dims: tuple[int, int, int], names: Mapping[str, float]) -> np.ndarray:
+    def values(self, dims: tuple[int, int, int], names: Mapping[str, float], xp: Any = np) -> Any:
         """The values at every element of a (batch, rows, cols) buffer, in float64, ``names`` giving the
-        sizes and scalars."""
-        zero = np.zeros(dims)
-        return np.broadcast_to(_Evaluation(zero, names, np, False, (0, 0, 0)).value(self.tree), dims).astype(float)
+        sizes and scalars; ``xp`` the array module (numpy, or CuPy where a benchmark lays the buffer)."""
+        zero = xp.zeros(dims)
+        return xp.broadcast_to(_Evaluation(zero, names, xp, False, (0, 0, 0)).value(self.tree),
+                               dims).astype(xp.float64)
 
 
 class _Evaluation:

@@ -8,13 +8,11 @@ except through the ``Rerun`` it is handed.
 from __future__ import annotations
 
 import dataclasses
-import math
-from functools import partial
 from typing import Protocol
 
 import numpy as np
 
-from . import data
+from . import data, pyref
 from .artifacts import Record
 from .compare import compare, tolerance
 from .data import Operands, Trial
@@ -23,7 +21,7 @@ from .freivalds import freivalds
 from .dtypes import DType, precision
 from .errors import SpecError, Unsupported
 from .extras import Buffer, Role
-from .referee import ReferenceFailure, call
+from .referee import ReferenceFailure, results
 from .ops import Operand
 from .prepare import Prepared
 from .reference import magnitude, reference
@@ -372,10 +370,11 @@ _BY_FUNCTION: list[tuple[Operands, dict[str, tuple[np.ndarray, np.ndarray | None
 
 def by_function(prepared: Prepared, ops: Operands | None = None) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
     """The spec's reference function's value (pyref.py) of the op's output and of each buffer it compares,
-    by name, with its bound: the spec's tolerance; else exact for integer data, or for whole-number data whose
-    every partial sum the accumulator holds; else the bound of a product of reduction length K (and the op's
-    roundings) whose magnitudes are the function's value on the inputs' magnitudes, which is right for a
-    function that sums products of its inputs, as a GEMM's does (a spec says its tolerance where not)."""
+    by name, with its bound (pyref.expected): the spec's tolerance; else exact for integer data, or for
+    whole-number data whose every partial sum the accumulator holds; else the bound of a product of reduction
+    length K (and the op's roundings) whose magnitudes are the function's value on the inputs' magnitudes,
+    which is right for a function that sums products of its inputs, as a GEMM's does (a spec says its
+    tolerance where not)."""
     ops = ops or prepared.operands
     for held, results in _BY_FUNCTION:
         if held is ops:
@@ -389,14 +388,10 @@ def by_function(prepared: Prepared, ops: Operands | None = None) -> dict[str, tu
     sizes = None if spec.tolerance else _called(prepared, ops, outputs, magnitudes=True)
     results = {}
     for name, (d, _) in outputs.items():
-        want = wants[name]
-        if spec.tolerance is not None:
-            results[name] = (want, spec.tolerance.bound(want))
-        elif d.is_integer or (prepared.trial.exact and _fits(sizes[name], acc, ops)):  # type: ignore[index]
-            results[name] = (want.astype(d.numpy), None)
-        else:
-            results[name] = (want, tolerance(acc, prepared.shape.K + op.roundings, sizes[name], d, want,  # type: ignore[index]
-                                             inputs=p.inputs.conversion_error))
+        size = None if sizes is None else sizes[name]
+        fits = size is not None and prepared.trial.exact and _fits(size, acc, ops)
+        results[name] = pyref.expected(wants[name], size, d, acc, prepared.shape.K + op.roundings, spec.tolerance,
+                                       fits, p.inputs.conversion_error)
     _BY_FUNCTION[:] = [(ops, results)]
     return results
 
@@ -406,39 +401,15 @@ def _called(prepared: Prepared, ops: Operands, outputs: dict[str, tuple[DType, t
     """The reference function called on the launch's values (or their magnitudes), its results by name in the
     shapes the judge holds them; a SpecError of the kernel, in words, for anything wrong."""
     spec = prepared.spec
-    op, env = spec.operation, prepared.plan.env
-    batched = "batch" in spec.sizes or op.name == "bmm"
-
-    def shown(name: str, value: np.ndarray) -> np.ndarray:
-        wide = np.abs(_wide(value)) if magnitudes else _wide(value)
-        if name in op.names:  # (batch, rows, cols) as the op's matrices, vectors as vectors
-            wide = wide if batched else wide[0]
-            return wide[..., 0] if wide.shape[-1] == 1 and name in ("x", "y") else wide
-        return wide
-
-    arrays = {name: shown(name, value) for name, value in ops.values.items()}
+    env = prepared.plan.env
     scalars = {"alpha": ops.alpha, "beta": ops.beta, **{s.name: s.at(env) for s in spec.named_scalars}}
-    numbers = {**env, **{k: (abs(v) if magnitudes else v) for k, v in scalars.items() if v is not None}}
-    fail = partial(SpecError, spec.path, kernel=spec.name, key="reference")
+    arrays, numbers = pyref.arguments({name: _wide(value) for name, value in ops.values.items()},
+                                      spec.operation.names, spec.batched, env, scalars, magnitudes)
     try:
-        returned = call(spec.reference, arrays, numbers)  # type: ignore[arg-type]
+        return results(spec.reference, arrays, numbers,  # type: ignore[arg-type]
+                       {name: shape for name, (_, shape) in outputs.items()}, spec.operation.output.name)
     except ReferenceFailure as e:
-        raise fail(str(e)) from None
-    out = op.output.name
-    if not isinstance(returned, dict):
-        returned = {out: returned}
-    missing = [n for n in outputs if n not in returned]
-    if missing:
-        raise fail(f"{spec.reference} returned no {', '.join(missing)}: it gives the op's output ({out}) and "
-                   f"every output or inout buffer, as a dict by name where there are several")
-    results = {}
-    for name, (_, shape) in outputs.items():
-        value = returned[name]
-        if value.size != math.prod(shape):
-            raise fail(f"{spec.reference} returned {value.shape} for {name}, which holds {math.prod(shape)} "
-                       f"elements {tuple(s for s in shape if s != 1) or (1,)}")
-        results[name] = value.reshape(shape)
-    return results
+        raise SpecError(spec.path, str(e), kernel=spec.name, key="reference") from None
 
 
 def _wide(value: np.ndarray) -> np.ndarray:

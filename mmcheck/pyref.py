@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["PyReference", "Tolerance", "parse_reference", "parse_tolerance"]
+from .compare import tolerance
+from .dtypes import DType
+
+__all__ = ["PyReference", "Tolerance", "arguments", "expected", "parse_reference", "parse_tolerance"]
 
 _NAMED = re.compile(r"^(?P<file>[^:]+\.py):(?P<function>[A-Za-z_]\w*)$")
 
@@ -81,3 +84,38 @@ def parse_tolerance(value: Any, fail: Callable[[str], Exception]) -> Tolerance:
     if tolerance.exact:
         raise fail("a zero tolerance is written \"exact\"")
     return tolerance
+
+
+def arguments(arrays: Mapping[str, np.ndarray], operands: Collection[str], batched: bool, sizes: Mapping[str, int],
+              scalars: Mapping[str, float | None], magnitudes: bool = False
+              ) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """The arrays and numbers a function is called with on a launch, by name.  ``arrays``: the launch's values
+    (float64, int64 for integers), the op's ``operands`` held as (batch, rows, cols), the spec's buffers in their
+    declared shapes; ``sizes``: the sizes and ``let`` names; ``scalars``: alpha and beta (None where the op has
+    none) and the spec's scalars.  An operand goes as a matrix, with its batch only where the kernel is
+    ``batched``, and x and y as vectors; on ``magnitudes``, every array and scalar as its absolute value."""
+
+    def taken(name: str, wide: np.ndarray) -> np.ndarray:
+        wide = np.abs(wide) if magnitudes else wide
+        if name not in operands:
+            return wide
+        wide = wide if batched else wide[0]
+        return wide[..., 0] if wide.shape[-1] == 1 and name in ("x", "y") else wide
+
+    numbers = {**sizes, **{k: (abs(v) if magnitudes else v) for k, v in scalars.items() if v is not None}}
+    return {name: taken(name, value) for name, value in arrays.items()}, numbers
+
+
+def expected(want: np.ndarray, size: np.ndarray | None, d: DType, acc: DType, n: int, stated: Tolerance | None,
+             fits: bool, inputs: float) -> tuple[np.ndarray, np.ndarray | None]:
+    """A function's result ``want`` for a buffer of ``d`` and the bound to compare with (None: exactly): the
+    spec's ``stated`` tolerance; else exactly, as ``d``, for integers or where whole-number data's every partial
+    sum fits the accumulator (``fits``); else the bound of a product of ``n`` roundings in ``acc`` whose
+    magnitudes are ``size``, the function's value on the inputs' magnitudes (``inputs``: how far an input moves
+    as the kernel converts it)."""
+    if stated is not None:
+        return want, stated.bound(want)
+    if d.is_integer or fits:
+        return want.astype(d.numpy), None
+    assert size is not None, "a derived bound needs the function's value on the magnitudes"
+    return want, tolerance(acc, n, size, d, want, inputs=inputs)

@@ -17,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from . import children, sandbox
 from .pyref import PyReference
 from .referee_child import frame, pack, unpack
 
-__all__ = ["ReferenceFailure", "call", "CALL_SECONDS"]
+__all__ = ["ReferenceFailure", "call", "results", "CALL_SECONDS"]
 
 CALL_SECONDS = 120  # far above a reference of the largest generated shape in numpy
 
@@ -121,3 +122,21 @@ def call(reference: PyReference, arrays: Mapping[str, np.ndarray],
     if "error" in meta:
         raise ReferenceFailure(meta["error"])
     return answer[""] if meta["single"] else answer
+
+
+def results(reference: PyReference, arrays: Mapping[str, np.ndarray], numbers: Mapping[str, float | int],
+            shapes: Mapping[str, tuple[int, ...]], output: str) -> dict[str, np.ndarray]:
+    """The function's value of each buffer of ``shapes`` by name, in that shape: ``output`` is the op's, which a
+    function that returns one array gives; a ReferenceFailure, in words, where one is missing or misshapen."""
+    returned = call(reference, arrays, numbers)
+    if not isinstance(returned, dict):
+        returned = {output: returned}
+    missing = [n for n in shapes if n not in returned]
+    if missing:
+        raise ReferenceFailure(f"{reference} returned no {', '.join(missing)}: it gives the op's output ({output}) "
+                               f"and every output or inout buffer, as a dict by name where there are several")
+    for name, shape in shapes.items():
+        if returned[name].size != math.prod(shape):
+            raise ReferenceFailure(f"{reference} returned {returned[name].shape} for {name}, which holds "
+                                   f"{math.prod(shape)} elements {tuple(s for s in shape if s != 1) or (1,)}")
+    return {name: returned[name].reshape(shape) for name, shape in shapes.items()}

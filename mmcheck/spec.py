@@ -166,6 +166,11 @@ class KernelSpec:
         return dict(self.layouts).get(operand, "row")
 
     @property
+    def batched(self) -> bool:
+        """Its operands have a batch of their own: the op is always batched, or the kernel uses the batch size."""
+        return "batch" in self.sizes or self.operation.batch == "always"
+
+    @property
     def sizes(self) -> frozenset[str]:
         """Shape names the kernel depends on, through its params or any expression (``let`` included)."""
         names = {p.name for p in self.params if p.kind == "size"}

@@ -6,9 +6,14 @@ so nothing that verifies it may be in device memory while it runs.  Before each 
 draws a seed per slot from the operating system's generator, in host memory no kernel can read, and writes
 from it new inputs into every input buffer, and into the output its fresh input where the op reads it (else
 the poison, or under ``strict_beta`` with beta == 0 the unset pattern).  The spec's own buffers (extras.py) are
-laid as the spec fills them: drawn afresh where their values are random, else the same zeros, ones, number or
-index every time (a workspace that must start zeroed is zeroed again).  A result kept from an earlier launch,
-by the buffer, the shape or a fingerprint of the inputs, is then wrong.
+laid as the spec fills them: drawn afresh where their values are random, else the same zeros, ones, number,
+index or value of its expression of the element's indices every time (a workspace that must start zeroed is
+zeroed again), an output buffer the poison.  An output the spec declares zeroed (``init = {C = "zeros"}``:
+split-K's atomics add into it) is zeroed before every launch likewise.  All of it is laid before the sample,
+outside the timed region: zeroing the output is the launcher's work (a cudaMemset before the launch), not the
+kernel's, so it is not timed; a kernel that zeroes its output itself does it in its own launch, and is timed
+doing it.  A result kept from an earlier launch, by the buffer, the shape or a fingerprint of the inputs, is
+then wrong.
 
 Once a sampled launch has finished, and only then, the witness draws its inputs again from the seed, into
 memory allocated now, and checks:
@@ -21,6 +26,19 @@ memory allocated now, and checks:
 - the output's error as a whole, against what the declared accumulator's rounding can make it (``spread``):
   a float32 result computed on TF32 tensor cores passes the per-element bound at large K, whose worst case
   grows as K while its real error grows as sqrt(K), but not this.
+
+A spec's stated tolerance (pyref.py) replaces the derived bound, as in a check, and the spread with it: the spec
+says how precise its kernel is.
+
+**A reference function of the spec's** (pyref.py) is Python, run on the host in a sandboxed child (referee.py):
+not on the device, and not at every launch of a long timing of a large problem.  The launches the timer chooses
+are verified as any are, once finished: what each buffer held before the launch, laid again from the seed, is
+copied to the host, the function is called on it, and on its magnitudes for the bound unless the spec states a
+tolerance, and each buffer it gives (the op's output, the spec's output and inout buffers) is compared as a
+check compares it (pyref.expected).  Every timed launch still has inputs of its own, and none can tell whether
+it will be verified; the cost is two calls of the function per verified launch, about 2 ln(samples) + 2 of
+them, outside the timing's budget.  The spread is not asked of such a kernel: its V_ij needs the factors of a
+product, which the function does not show.
 
 The witness is written once over an array module: numpy in the tests' fake backend, CuPy on the GPU
 (backends/witness_gpu.py supplies the buffers' views, the generator and the module), where the reference is
@@ -55,9 +73,11 @@ from . import data
 from .compare import tolerance
 from .data import Layout
 from .dtypes import DTYPES, DType
-from .epilogue import Epilogue, Origin
-from .errors import Unverified
+from .epilogue import Epilogue, Initializer, Origin
+from .errors import MmcheckError, Unverified
 from .ops import OPS, Op
+from .pyref import PyReference, Tolerance, arguments, expected
+from .referee import ReferenceFailure, results
 
 __all__ = ["Check", "Draw", "Fill", "Held", "Renewal", "SPREAD", "Witness", "numpy_draw"]
 
@@ -69,12 +89,13 @@ _PIECE = 1 << 26
 
 class Fill(enum.Enum):
     """What a buffer holds before each timed launch: drawn values (an input, an output the op reads, a spec
-    buffer of random values), values the spec lays (every element ``Held.constant``, or its flat index), or a
-    pattern no result equals."""
+    buffer of random values), values the spec lays (every element ``Held.constant``, its flat index, or its
+    ``Held.initializer``'s value), or a pattern no result equals."""
 
     DRAWN = "drawn"
     CONSTANT = "constant"
     INDEX = "index"
+    EXPRESSION = "expression"
     POISON = "poison"
     UNSET = "unset"
 
@@ -86,7 +107,8 @@ class Fill(enum.Enum):
 
 class Check(enum.Enum):
     """What is verified of a buffer once a launch has finished, beside its guard bands and padding: that it
-    holds what was laid (an input), the result (the op's output), or nothing more (a workspace)."""
+    holds what was laid (an input), the result (the op's output, a buffer the reference function gives), or
+    nothing more (a workspace)."""
 
     KEPT = "kept"
     RESULT = "result"
@@ -98,8 +120,8 @@ class Held:
     """One buffer of the launch: its place among the launch's buffers (``index``) and which of its dtype's guard
     and padding patterns it holds (``place``: ops.Op.place), its name and dims (batch, rows, cols), its memory
     layout and guard band, its dtype, what it is filled with before each launch and what is verified of it
-    after; ``constant`` is what Fill.CONSTANT lays, ``rank`` how many of the dims the spec declares (a spec
-    buffer of shape [N] is (1, 1, N) here)."""
+    after; ``constant`` is what Fill.CONSTANT lays, ``initializer`` what Fill.EXPRESSION does, ``rank`` how
+    many of the dims the spec declares (a spec buffer of shape [N] is (1, 1, N) here)."""
 
     index: int
     place: int
@@ -112,6 +134,7 @@ class Held:
     check: Check
     constant: float = 0.0
     rank: int = 3
+    initializer: Initializer | None = None
 
     @property
     def d(self) -> DType:
@@ -134,7 +157,9 @@ class Held:
 class Renewal:
     """What a witness needs to know of a prepared launch (picklable: it goes to the backend's worker): the
     op, the input pattern, alpha and beta, the declared accumulator, K and the buffers; the spec's epilogue and
-    its named scalars' values, as prepared."""
+    its named scalars' values, as prepared; the sizes and ``let`` values (what an initializer and a reference
+    function read), the spec's reference function, its stated tolerance, and whether its operands are batched
+    (KernelSpec.batched)."""
 
     op: str
     pattern: str
@@ -145,6 +170,10 @@ class Renewal:
     held: tuple[Held, ...]
     epilogue: Epilogue | None = None
     scalars: tuple[tuple[str, float], ...] = ()
+    sizes: tuple[tuple[str, int], ...] = ()
+    reference: PyReference | None = None
+    tolerance: Tolerance | None = None
+    batched: bool = False
 
     @property
     def operation(self) -> Op:
@@ -163,7 +192,8 @@ class Renewal:
 
     def offset(self, held: Held) -> float:
         """What drawn whole numbers of an output are moved by, off the lattice its results lie on (data.py)."""
-        if held.name != self.operation.output.name or self.pattern not in ("ints", "signs"):
+        if held.name != self.operation.output.name or held.fill is not Fill.DRAWN or \
+                self.pattern not in ("ints", "signs"):
             return 0.0
         return data.C_OFFSET_INTEGER if held.d.is_integer else data.C_OFFSET_FLOAT
 
@@ -186,8 +216,10 @@ class Witness:
     in that slot (guard bands included), as an array of its dtype's bit patterns."""
 
     def __init__(self, renewal: Renewal, views: Sequence[Sequence[Any]], draw: Draw, xp: Any,
-                 seeds: Callable[[], int] = lambda: secrets.randbits(63)) -> None:
+                 seeds: Callable[[], int] = lambda: secrets.randbits(63),
+                 host: Callable[[Any], np.ndarray] = np.asarray) -> None:
         self.renewal, self.views, self.draw, self.xp, self.seeds = renewal, views, draw, xp, seeds
+        self.host = host  # an array of ``xp`` copied into host memory (a reference function runs there)
         self.slots = len(views)
         self._seeds = [0] * self.slots
 
@@ -195,17 +227,16 @@ class Witness:
         for slot in range(self.slots):
             self._seeds[slot] = self.seeds()
             for h in self.renewal.held:
-                body = self._body(self.views[slot][h.index], h)
-                if h.fill.laid:
-                    self._lay(slot, h, body)
-                else:
-                    body[...] = h.d.poison if h.fill is Fill.POISON else h.d.unset
+                self._lay(slot, h, self._body(self.views[slot][h.index], h))
 
     def verify(self, slot: int, launch: int) -> None:
         r, xp = self.renewal, self.xp
         sent = {h.name: self._sent(slot, h) for h in r.held if h.fill.laid and h.check is not Check.FREE}
         for h in r.held:
             self._memory_intact(slot, h, sent.get(h.name), launch)
+        if r.reference is not None:
+            self._by_function(slot, launch, sent)
+            return
         op, out = r.operation, r.output
         inputs = r.named(op.inputs[0].name).d
         logical = {name: self._logical(r.named(name), body) for name, body in sent.items()}
@@ -222,11 +253,11 @@ class Witness:
             want, bound = self._expected(product, op.magnitude(a64, b64, c64, r.alpha, r.beta, xp=xp), values,
                                          origin)
             got = out.d.widen(got_bits[s, i, j], xp)
-            self._compare(got, want, bound, origin, launch)
-            if not r.exact:
+            self._compare(got, want, bound, origin, launch, out)
+            if not r.exact and r.tolerance is None:
                 errors += float(xp.sum((got - want) ** 2))
                 bounds += self._spread_bound(a64, b64, product, values, origin)
-        if not r.exact and errors > SPREAD**2 * bounds:
+        if not r.exact and r.tolerance is None and errors > SPREAD**2 * bounds:
             raise Unverified(self._spread_finding(errors, bounds, out.dims, launch))
 
     # -- laying and reading back ----------------------------------------------------------------------------
@@ -237,13 +268,19 @@ class Witness:
 
     def _lay(self, slot: int, h: Held, out: Any) -> None:
         """What ``h`` holds before a launch in ``slot``, written into ``out``, a (lines, length) array of bits."""
+        r, xp = self.renewal, self.xp
         if h.fill is Fill.DRAWN:
-            self.draw(self._stream(slot, h), self.renewal.pattern, h.d, self.renewal.offset(h), out)
-            return
-        xp = self.xp
-        values = (xp.full((1, 1), h.constant, dtype=xp.float64) if h.fill is Fill.CONSTANT  # broadcast over out
-                  else xp.arange(out.size, dtype=xp.float64).reshape(out.shape))
-        out[...] = h.d.narrow(values, xp)
+            self.draw(self._stream(slot, h), r.pattern, h.d, r.offset(h), out)
+        elif not h.fill.laid:
+            out[...] = h.d.poison if h.fill is Fill.POISON else h.d.unset
+        elif h.fill is Fill.EXPRESSION:
+            assert h.initializer is not None
+            names = {**dict(r.sizes), **dict(r.scalars)}
+            out[...] = h.d.narrow(h.initializer.values(h.dims, names, xp).reshape(out.shape), xp)  # lies row-major
+        else:
+            values = (xp.full((1, 1), h.constant, dtype=xp.float64) if h.fill is Fill.CONSTANT  # broadcast
+                      else xp.arange(out.size, dtype=xp.float64).reshape(out.shape))
+            out[...] = h.d.narrow(values, xp)
 
     def _body(self, view: Any, h: Held) -> Any:
         """The cells of a buffer that hold the matrix, as (lines, length) of its memory order."""
@@ -251,7 +288,7 @@ class Witness:
         return view[h.guard:h.guard + size].reshape(h.lines, h.layout.ld)[:, :h.length]
 
     def _sent(self, slot: int, h: Held) -> Any:
-        """What was laid in the buffer before the launch, laid again into memory allocated now."""
+        """What the buffer held before the launch, laid again into memory allocated now."""
         out = self.xp.empty((h.lines, h.length), dtype=h.d.uint)
         self._lay(slot, h, out)
         return out
@@ -303,23 +340,32 @@ class Witness:
 
     def _expected(self, product: Any, size: Any, values: dict[str, Any], origin: Origin) -> tuple[Any, Any]:
         """The reference of a piece of the output and the bound to compare with (None: exactly, where the data
-        are whole numbers whose every sum the accumulator holds, and whatever the epilogue makes of them too),
-        from the op's ``product`` and its magnitude ``size``; as judge.py has them for the first launch."""
+        are whole numbers whose every sum the accumulator holds, and whatever the epilogue makes of them too;
+        the spec's stated tolerance in place of a derived bound), from the op's ``product`` and its magnitude
+        ``size``; as judge.py has them for the first launch."""
         r, xp, out = self.renewal, self.xp, self.renewal.output.d
-        acc, e = DTYPES[r.accumulator], r.epilogue
+        acc, e, stated = DTYPES[r.accumulator], r.epilogue, r.tolerance
         n = r.k + r.operation.roundings
-        fits = r.exact and float(size.max()) <= acc.exact_integers * data.granule(
-            r.alpha, r.beta, r.offset(r.output) or None)
         if e is None:
-            return product, None if out.is_integer or fits else tolerance(acc, n, size, out, product,
-                                                                             inputs=self._converted)
+            if out.is_integer or (stated is None and self._fits(size)):
+                return product, None
+            return product, (stated.bound(product) if stated is not None
+                             else tolerance(acc, n, size, out, product, inputs=self._converted))
         whole = all(bool(xp.all(xp.mod(values[name], 1) == 0)) for name in e.buffers)
-        return e.expected(product, tolerance(acc, n, size, inputs=self._converted), values, acc, out, fits and whole,
-                          xp, origin)
+        want, bound = e.expected(product, tolerance(acc, n, size, inputs=self._converted), values, acc, out,
+                                 self._fits(size) and whole, xp, origin)
+        return want, bound if bound is None or stated is None else stated.bound(want)
 
-    def _compare(self, got: Any, want: Any, bound: Any, origin: Origin, launch: int) -> None:
-        """Every element of a piece of the output: exactly (``bound`` None), else within ``bound``."""
-        r, xp, out = self.renewal, self.xp, self.renewal.output.d
+    def _fits(self, size: Any) -> bool:
+        """Whole-number data whose every partial sum, of magnitude up to ``size``, the accumulator holds."""
+        r = self.renewal
+        return r.exact and float(size.max()) <= DTYPES[r.accumulator].exact_integers * data.granule(
+            r.alpha, r.beta, r.offset(r.output) or None)
+
+    def _compare(self, got: Any, want: Any, bound: Any, origin: Origin, launch: int, h: Held) -> None:
+        """Every element of a piece of the buffer ``h`` (the op's output, or a buffer the reference function
+        gives): exactly (``bound`` None), else within ``bound``."""
+        xp, out = self.xp, h.d
         if bound is None:
             exact = (want.astype(xp.int64).astype(out.numpy).astype(xp.int64) if out.is_integer
                      else out.widen(out.narrow(want, xp), xp))
@@ -335,8 +381,43 @@ class Witness:
         index = ", ".join(str(w + v) for w, v in zip(origin, at))
         said = "exact comparison" if bound is None else f"bound {float(bound[at]):.3g}"
         raise Unverified(f"launch {launch} of the timing, on inputs drawn afresh, is wrong: {count} of {got.size} "
-                         f"elements of {r.output.name} differ; worst at {r.output.name}[{index}]: got "
-                         f"{float(got[at])!r}, expected {float(want[at])!r} ({said})")
+                         f"elements of {h.name} differ; worst at {h.name}[{index}]: got {float(got[at])!r}, "
+                         f"expected {float(want[at])!r} ({said})")
+
+    def _by_function(self, slot: int, launch: int, sent: dict[str, Any]) -> None:
+        """Each buffer the spec's reference function gives (the op's output, its output and inout buffers)
+        against the function's value on what the launch was given, laid again and copied to the host, where the
+        function runs (referee.py); bounded as a check bounds it (pyref.expected)."""
+        r, xp = self.renewal, self.xp
+        arrays = {}
+        for h in r.held:
+            before = sent[h.name] if h.name in sent else self._sent(slot, h)
+            arrays[h.name] = h.d.widen(self.host(self._logical(h, before)), np).reshape(h.dims[3 - h.rank:])
+        scalars = {"alpha": r.alpha, "beta": r.beta, **dict(r.scalars)}
+        given = [h for h in r.held if h.check is Check.RESULT]
+        shapes = {h.name: h.dims for h in given}
+        wants = self._called(arrays, scalars, shapes, launch, magnitudes=False)
+        sizes = None if r.tolerance is not None else self._called(arrays, scalars, shapes, launch, magnitudes=True)
+        for h in given:
+            size = None if sizes is None else sizes[h.name]
+            want, bound = expected(wants[h.name], size, h.d, DTYPES[r.accumulator], r.k + r.operation.roundings,
+                                   r.tolerance, size is not None and self._fits(size), self._converted)
+            got = h.d.widen(self._logical(h, self._body(self.views[slot][h.index], h)), xp)
+            self._compare(got, xp.asarray(want.astype(np.int64 if h.d.is_integer else np.float64)),
+                          None if bound is None else xp.asarray(bound), (0, 0, 0), launch, h)
+
+    def _called(self, arrays: dict[str, np.ndarray], scalars: dict[str, float | None],
+                shapes: dict[str, tuple[int, int, int]], launch: int, magnitudes: bool) -> dict[str, np.ndarray]:
+        """The reference function's value (on ``magnitudes``, on the inputs' magnitudes) of each of ``shapes``;
+        what goes wrong in it is the spec's, said as an error (never a verdict on the kernel)."""
+        r = self.renewal
+        assert r.reference is not None
+        taken, numbers = arguments(arrays, r.operation.names, r.batched, dict(r.sizes), scalars, magnitudes)
+        try:
+            return results(r.reference, taken, numbers, shapes, r.operation.output.name)
+        except ReferenceFailure as e:
+            raise MmcheckError(f"the spec's reference function failed on the inputs of launch {launch} of the "
+                               f"timing: {e}") from None
 
     def _spread_bound(self, a: Any, b: Any, product: Any, values: dict[str, Any], origin: Origin) -> float:
         """The sum over a piece of C of the squared error the model allows (see the module's docstring), the

@@ -45,8 +45,10 @@ __all__ = ["ProcessBackend", "Tools", "Watch"]
 # Seconds a child may take to start (import the backend, create a context) or to compile.
 _START_TIMEOUT = 120.0
 _COMPILE_TIMEOUT = 600.0
-# Seconds a timing's verifications may take besides its budget (float64 references of the largest problems).
+# Seconds a timing's verifications may take besides its budget: float64 references of the largest problems on
+# the GPU, or a spec's reference function on the host, two calls of seconds each per launch verified.
 _VERIFYING = 120.0
+_VERIFYING_BY_FUNCTION = 3600.0
 # Past the launch timeout the backend in the child reports a hang itself; this much later the parent
 # stops waiting and kills the child (a kernel stuck in a driver call cannot report anything).
 _GRACE = 5.0
@@ -278,8 +280,9 @@ class ProcessBackend:
         """Timing runs in the worker, which owns the context and the buffers: one round trip per benchmark,
         none inside a timed region."""
         _, hosts, packed = _transport(args)
+        verifying = _VERIFYING if renewal.reference is None else _VERIFYING_BY_FUNCTION
         return self._call(None, "time", kernel.handle, hosts, packed, grid, block, smem, method, renewal,
-                          timeout=method.max_time * 2 + self.options.timeout + _VERIFYING + _START_TIMEOUT)
+                          timeout=method.max_time * 2 + self.options.timeout + verifying + _START_TIMEOUT)
 
     def time_library(self, op: str, dtype: str, m: int, n: int, k: int, batch: int, alpha: float | None,
                      beta: float | None, method: Method) -> Measurement:

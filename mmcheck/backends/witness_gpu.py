@@ -134,7 +134,7 @@ def witness(renewal: Renewal, args: Sequence[Arg], slots: int) -> tuple[Witness,
         views.append(copies)
         handles = iter(copies)
         arguments.append(tuple(_like(a, next(handles)) if isinstance(a, DeviceBuffer) else a for a in args))
-    return Witness(renewal, views, _draw, cupy), arguments
+    return Witness(renewal, views, _draw, cupy, host=cupy.asnumpy), arguments
 
 
 def _view(cupy: Any, buf: DeviceBuffer) -> Any:

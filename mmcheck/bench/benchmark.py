@@ -8,8 +8,10 @@ launched: what it kept in device globals during the checks does not reach its ti
 A fast wrong kernel is a failure, not a number: the first launch's output is judged, on the prepared inputs,
 as a check would judge it; then every timed launch gets inputs drawn afresh on the device, and launches chosen
 once they have finished, the last always, are verified there (witness.py), where no kernel can have seen what
-they are verified against.  A kernel's own buffers are laid afresh too, each as its spec fills it, its scalars
-passed as prepared, and the verified launches are compared through its epilogue.  An impossible number is a
+they are verified against.  A kernel's own buffers are laid afresh too, each as its spec fills it, an output
+it adds into zeroed as its launcher would (outside the timed region: the kernel's launch alone is timed), its
+scalars passed as prepared, and the verified launches are compared through its epilogue, or with its reference
+function's value, computed on the host for each launch verified.  An impossible number is a
 failure too: a median under the floor (floor.py), the least time the device can do the work in (the bytes
 its epilogue must read included), is refused as not credible, cuBLAS's included (its refusal says the figures
 behind the floor are wrong).
@@ -207,51 +209,52 @@ def _verify(prepared: Prepared, timing: Timing) -> None:
     """The first launch's result, judged as a correctness case would be, and the buffers around it and the
     inputs after it (the timed launches' are the witness's)."""
     names = [q.name for q in prepared.spec.params if q.is_buffer]  # the backend's order: the arguments'
-    first = dict(zip(names, timing.first))
+    # An operand the kernel is not given (a grouped GEMM's B, beside its groups' own) stays as it was laid.
+    first = {**prepared.hosts, **dict(zip(names, timing.first))}
     check_buffers(prepared, first)
     judge(prepared, prepared.result(first), "device", ("device",), [], _no_rerun)
 
 
 def _renewal(prepared: Prepared) -> Renewal:
     """What the witness of ``prepared``'s timing lays and verifies: each buffer as prepared laid it out, the
-    op's operands by their roles and the spec's own buffers by theirs; the epilogue, and the scalars it reads."""
+    op's operands by their roles (an output the spec zeroes as zeros, an operand the kernel is not given left
+    out) and the spec's own buffers by theirs; the epilogue and the scalars it reads, the sizes, and the
+    spec's reference function and tolerance."""
     spec, trial, p = prepared.spec, prepared.trial, precision(prepared.dtype)
     op, names = spec.operation, [q.name for q in spec.params if q.is_buffer]
-    if spec.reference or spec.zeroed:
-        raise Unsupported(f"{spec.name}: not timed: the witness does not yet verify a reference function's result "
-                          f"nor lay a zeroed output before each launch")
 
     def operand(o: Operand) -> Held:
-        fill = (Fill.DRAWN if o.role == INPUT or prepared.operands.output_is_input
+        fill = (Fill.CONSTANT if spec.zeroed and o.role != INPUT  # zeros, as the launcher leaves them
+                else Fill.DRAWN if o.role == INPUT or prepared.operands.output_is_input
                 else Fill.UNSET if op.accumulates else Fill.POISON)
         return Held(names.index(o.name), op.place(o), o.name, prepared.dims(o), prepared.layouts[o.name],
                     prepared.guard, o.dtype(p).name, fill, Check.KEPT if o.role == INPUT else Check.RESULT)
 
     def extra(b: Buffer) -> Held:
-        if b.role.compared:
-            raise Unsupported(f"{spec.name}: not timed: the witness cannot yet verify a buffer of role "
-                              f"{b.role.value} ({b.name})")
         d, declared = b.d(p), prepared.operands[b.name].shape
         batch, rows, cols = (1, 1, *declared)[-3:]  # as prepare lays it out: the dimensions it lacks set to 1
-        fill, constant = _laid(b, d)
+        fill, constant = _laid(b, d) if b.role.filled else (Fill.POISON, 0.0)
+        check = Check.KEPT if b.role.kept else Check.RESULT if b.role.compared else Check.FREE
         return Held(names.index(b.name), b.role.place, b.name, (batch, rows, cols), prepared.layouts[b.name],
-                    prepared.guard, d.name, fill, Check.KEPT if b.role.kept else Check.FREE, constant,
-                    len(declared))
+                    prepared.guard, d.name, fill, check, constant, len(declared), b.initializer)
 
-    held = (*map(operand, op.operands), *map(extra, spec.buffers))
+    held = (*(operand(o) for o in op.operands if o.name in names), *map(extra, spec.buffers))
+    env = prepared.plan.env
     return Renewal(op.name, trial.pattern, trial.alpha, trial.beta, spec.accumulator(p).name, prepared.shape.K, held,
-                   spec.epilogue, tuple((s.name, s.at(prepared.plan.env)) for s in spec.named_scalars))
+                   spec.epilogue, tuple((s.name, s.at(env)) for s in spec.named_scalars), tuple(env.items()),
+                   spec.reference, spec.tolerance, spec.batched)
+
+
+# How the witness lays a spec buffer of each fill that is not one value before each launch.
+_LAID = {Filled.RANDOM: Fill.DRAWN, Filled.INDEX: Fill.INDEX, Filled.EXPRESSION: Fill.EXPRESSION}
 
 
 def _laid(b: Buffer, d: DType) -> tuple[Fill, float]:
     """How the witness lays a spec buffer before each launch, as the spec fills it: drawn afresh where its values
-    are random, else its flat index or its one value (extras.Buffer.values's own)."""
-    if b.fill is Filled.RANDOM:
-        return Fill.DRAWN, 0.0
-    if b.fill is Filled.INDEX:
-        return Fill.INDEX, 0.0
-    if b.fill is Filled.EXPRESSION:
-        raise Unsupported(f"{b.name}: not timed: the witness does not yet lay a per-element initial value")
+    are random, else its flat index, its expression of the element's indices (Buffer.initializer), or its one
+    value (extras.Buffer.values's own)."""
+    if b.fill in _LAID:
+        return _LAID[b.fill], 0.0
     return Fill.CONSTANT, float(b.values((1,), d, _no_draw, {})[0])
 
 

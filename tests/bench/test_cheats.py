@@ -2,7 +2,8 @@
 and times their honest sibling.  The fingerprint cache cannot cheat at all there: every launch's inputs are
 drawn afresh, so its fingerprint never matches and it computes every launch; its number is then its full
 computation's, no faster than the honest sibling's.  A kernel with a bias, a scale and workspaces of its own is
-timed in full, and its cheat that leaves the bias out of the timed launches is refused.  (The logic is tested
+timed in full, and its cheat that leaves the bias out of the timed launches is refused; so is the cheat that
+leaves out the second output its reference function gives.  (The logic is tested
 without a GPU in test_integrity.py and test_epilogues.py, on the fake backend.)"""
 
 import json
@@ -22,6 +23,7 @@ REFUSED = {
     "half_accumulator": "not timed, its result is wrong",
     "tf32_inputs": "is not computed in the declared precision",
     "bias_once": "on inputs drawn afresh, is wrong",
+    "aux_once": "on inputs drawn afresh, is wrong",
 }
 TIMED = ("honest", "fingerprint_cache")
 
