@@ -32,7 +32,7 @@ from .dtypes import DTYPES, POINTER, DType, Precision
 from .epilogue import EpilogueError, Initializer
 from .expr import SHAPE_NAMES, Expr, ExprError
 
-__all__ = ["Buffer", "Fill", "Role", "Scalar", "parse_buffers", "parse_scalars"]
+__all__ = ["Buffer", "Fill", "Role", "Scalar", "parse_buffers", "parse_scalars", "spread"]
 
 
 class Role(enum.Enum):
@@ -138,8 +138,14 @@ class Buffer:
     def spread(self, held: np.ndarray, dims: tuple[int, int, int]) -> np.ndarray:
         """Its scale factors ``held`` (of a shape that fits: ``misfit``) as float64, one per element of the
         (batch, rows, cols) operand it scales."""
-        wide = held.astype(np.float64).reshape(-1, *self._blocks(dims))
-        return wide.repeat(self.block[0], axis=1)[:, :dims[1]].repeat(self.block[1], axis=2)[:, :, :dims[2]]
+        return spread(held, self.block, dims)
+
+
+def spread(held: Any, block: tuple[int, int], dims: tuple[int, int, int]) -> Any:
+    """Scale factors ``held``, one per ``block`` of a (batch, rows, cols) operand, as float64, one per element
+    of the operand (numpy's or CuPy's arrays alike)."""
+    wide = held.astype(np.float64).reshape(-1, -(-dims[1] // block[0]), -(-dims[2] // block[1]))
+    return wide.repeat(block[0], axis=1)[:, :dims[1]].repeat(block[1], axis=2)[:, :, :dims[2]]
 
 
 @dataclass(frozen=True)

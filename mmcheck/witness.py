@@ -75,6 +75,7 @@ from .data import Layout
 from .dtypes import DTYPES, DType
 from .epilogue import Epilogue, Initializer, Origin
 from .errors import MmcheckError, Unverified
+from .extras import spread
 from .ops import OPS, Op
 from .pyref import PyReference, Tolerance, arguments, expected
 from .referee import ReferenceFailure, results
@@ -121,7 +122,8 @@ class Held:
     and padding patterns it holds (``place``: ops.Op.place), its name and dims (batch, rows, cols), its memory
     layout and guard band, its dtype, what it is filled with before each launch and what is verified of it
     after; ``constant`` is what Fill.CONSTANT lays, ``initializer`` what Fill.EXPRESSION does, ``rank`` how
-    many of the dims the spec declares (a spec buffer of shape [N] is (1, 1, N) here)."""
+    many of the dims the spec declares (a spec buffer of shape [N] is (1, 1, N) here); a buffer of scale
+    factors names the operand it ``scales``, a factor a ``block`` of it."""
 
     index: int
     place: int
@@ -135,6 +137,8 @@ class Held:
     constant: float = 0.0
     rank: int = 3
     initializer: Initializer | None = None
+    scales: str | None = None
+    block: tuple[int, int] = (1, 1)
 
     @property
     def d(self) -> DType:
@@ -178,6 +182,11 @@ class Renewal:
     @property
     def operation(self) -> Op:
         return OPS[self.op]
+
+    @property
+    def roundings(self) -> int:
+        """The roundings of an element's sum beside its K products': the op's, and one per scale factor applied."""
+        return self.operation.roundings + sum(h.scales is not None for h in self.held)
 
     @property
     def exact(self) -> bool:
@@ -241,13 +250,15 @@ class Witness:
         inputs = r.named(op.inputs[0].name).d
         logical = {name: self._logical(r.named(name), body) for name, body in sent.items()}
         a, b = op.factors(logical)
+        scale_a, scale_b = op.factors(self._factors(logical))
         values = self._values(logical)
         got_bits = self._logical(out, self._body(self.views[slot][out.index], out))
         c0 = logical.get(out.name)
         errors, bounds = 0.0, 0.0
         for s, i, j in data.blocks(out.dims[0], out.dims[1], out.dims[2], r.k, _PIECE):
             origin = (s.start or 0, i.start or 0, j.start or 0)
-            a64, b64 = inputs.widen(a[s, i], xp).astype(xp.float64), inputs.widen(b[s, :, j], xp).astype(xp.float64)
+            a64 = inputs.widen(a[s, i], xp).astype(xp.float64) * (scale_a[s, i] if scale_a is not None else 1)
+            b64 = inputs.widen(b[s, :, j], xp).astype(xp.float64) * (scale_b[s, :, j] if scale_b is not None else 1)
             c64 = out.d.widen(c0[s, i, j], xp).astype(xp.float64) if c0 is not None else None
             product = op.reference(a64, b64, c64, r.alpha, r.beta, xp=xp)
             want, bound = self._expected(product, op.magnitude(a64, b64, c64, r.alpha, r.beta, xp=xp), values,
@@ -300,6 +311,17 @@ class Witness:
             return body.reshape(batch, rows, cols)
         return body.reshape(batch, cols, rows).transpose(0, 2, 1)
 
+    def _factors(self, logical: dict[str, Any]) -> dict[str, Any]:
+        """Each input's scale factors (the spec's ``scales`` buffers), one per element of it, by the input's
+        name; None for an input without them."""
+        r = self.renewal
+        factors: dict[str, Any] = {o.name: None for o in r.operation.inputs}
+        for h in r.held:
+            if h.scales:
+                wide = h.d.widen(logical[h.name], self.xp)
+                factors[h.scales] = spread(wide, h.block, r.named(h.scales).dims)
+        return factors
+
     def _values(self, logical: dict[str, Any]) -> dict[str, Any]:
         """What the epilogue reads by name: its buffers' values, of the shapes the spec declares them, and the
         scalars."""
@@ -345,7 +367,7 @@ class Witness:
         ``size``; as judge.py has them for the first launch."""
         r, xp, out = self.renewal, self.xp, self.renewal.output.d
         acc, e, stated = DTYPES[r.accumulator], r.epilogue, r.tolerance
-        n = r.k + r.operation.roundings
+        n = r.k + r.roundings
         if e is None:
             if out.is_integer or (stated is None and self._fits(size)):
                 return product, None
@@ -427,7 +449,7 @@ class Witness:
         acc, out, e = DTYPES[r.accumulator], self.renewal.output.d, r.epilogue
         ref = DTYPES["float64"].unit_roundoff
         alpha = 1.0 if r.alpha is None else r.alpha
-        n = r.k + r.operation.roundings
+        n = r.k + r.roundings
         u2 = acc.unit_roundoff**2 + ref**2
         # Inputs converted to what the kernel computes with (tf32): each product moves by its two factors' error.
         per_product = u2 * n + 2 * self._converted**2

@@ -43,11 +43,12 @@ __device__ unsigned long long mmcheck_mix(unsigned long long z)
 }
 
 // A double rounded to nearest, ties to even, as a float of `ebits` exponent and `mbits` mantissa bits with a
-// sign bit (FP8's e4m3 and e5m2), as its bits; for values within the format's range (the patterns' are).
-__host__ __device__ unsigned int mmcheck_minifloat(double v, int ebits, int mbits)
+// sign bit (FP8's e4m3 and e5m2, FP4's e2m1), as its bits; a magnitude past `largest` as `largest`, as
+// ml_dtypes saturates FP4, which has no infinity or NaN (the patterns stay within FP8's range).
+__host__ __device__ unsigned int mmcheck_minifloat(double v, int ebits, int mbits, double largest)
 {
-    const unsigned int sign = v < 0 ? 1u << (ebits + mbits) : 0u;
-    const double a = fabs(v);
+    const unsigned int sign = signbit(v) ? 1u << (ebits + mbits) : 0u;
+    const double a = fmin(fabs(v), largest);
     if (a == 0)
         return sign;
     const int bias = (1 << (ebits - 1)) - 1;
@@ -64,7 +65,7 @@ __host__ __device__ unsigned int mmcheck_minifloat(double v, int ebits, int mbit
 // `out` holds `lines` rows of `length`, `ld` apart.
 extern "C" __global__ void mmcheck_draw(char* out, long long lines, long long length, long long ld,
                                         unsigned long long seed, int pattern, int kind, double offset, int ebits,
-                                        int mbits)
+                                        int mbits, double largest)
 {
     const long long n = lines * length;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
@@ -101,7 +102,7 @@ extern "C" __global__ void mmcheck_draw(char* out, long long lines, long long le
         } else if (kind == 5) {
             ((signed char*)out)[at] = (signed char)(long long)v;
         } else {
-            ((unsigned char*)out)[at] = (unsigned char)mmcheck_minifloat(v, ebits, mbits);
+            ((unsigned char*)out)[at] = (unsigned char)mmcheck_minifloat(v, ebits, mbits, largest);
         }
     }
 }
@@ -154,10 +155,10 @@ def _draw(seed: int, pattern: str, d: DType, offset: float, out: Any) -> None:
     lines, length = out.shape
     ld = out.strides[0] // out.itemsize if lines > 1 else length
     blocks = max(1, min(-(-lines * length // _THREADS), 4096))
-    ebits, mbits = _bits(d)
+    ebits, mbits, largest = _bits(d)
     _kernel()((blocks,), (_THREADS,), (out, np.int64(lines), np.int64(length), np.int64(ld), np.uint64(seed),
                                        np.int32(_PATTERNS[pattern]), np.int32(_kind(d)), np.float64(offset),
-                                       np.int32(ebits), np.int32(mbits)))
+                                       np.int32(ebits), np.int32(mbits), np.float64(largest)))
 
 
 def _kind(d: DType) -> int:
@@ -171,12 +172,13 @@ def _kind(d: DType) -> int:
     return 1 if d.itemsize == 8 else 0
 
 
-def _bits(d: DType) -> tuple[int, int]:
-    """A float type's exponent and mantissa bits (the kernel's one-byte floats need them), else (0, 0)."""
+def _bits(d: DType) -> tuple[int, int, float]:
+    """A float type's exponent and mantissa bits and its largest finite value (the kernel's one-byte floats need
+    them), else (0, 0, 0)."""
     if d.is_integer:
-        return 0, 0
+        return 0, 0, 0.0
     info = ml_dtypes.finfo(d.numpy)
-    return int(info.nexp), int(info.nmant)
+    return int(info.nexp), int(info.nmant), float(info.max)
 
 
 @cache

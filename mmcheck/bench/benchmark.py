@@ -222,6 +222,8 @@ def _renewal(prepared: Prepared) -> Renewal:
     spec's reference function and tolerance."""
     spec, trial, p = prepared.spec, prepared.trial, precision(prepared.dtype)
     op, names = spec.operation, [q.name for q in spec.params if q.is_buffer]
+    if tables := [b.name for b in spec.buffers if b.points]:
+        raise Unsupported(f"{spec.name}: not timed: the witness does not yet lay tables of pointers ({tables[0]})")
 
     def operand(o: Operand) -> Held:
         fill = (Fill.CONSTANT if spec.zeroed and o.role != INPUT  # zeros, as the launcher leaves them
@@ -236,7 +238,7 @@ def _renewal(prepared: Prepared) -> Renewal:
         fill, constant = _laid(b, d) if b.role.filled else (Fill.POISON, 0.0)
         check = Check.KEPT if b.role.kept else Check.RESULT if b.role.compared else Check.FREE
         return Held(names.index(b.name), b.role.place, b.name, (batch, rows, cols), prepared.layouts[b.name],
-                    prepared.guard, d.name, fill, check, constant, len(declared), b.initializer)
+                    prepared.guard, d.name, fill, check, constant, len(declared), b.initializer, b.scales, b.block)
 
     held = (*(operand(o) for o in op.operands if o.name in names), *map(extra, spec.buffers))
     env = prepared.plan.env

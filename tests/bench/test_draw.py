@@ -22,14 +22,15 @@ _MAIN = r"""
 #include <cstdio>
 #define __host__
 #define __device__
-using std::fabs; using std::frexp; using std::ldexp; using std::rint;
+using std::fabs; using std::fmin; using std::frexp; using std::ldexp; using std::rint; using std::signbit;
 %s
 int main(int argc, char** argv)
 {
     const int ebits = std::atoi(argv[1]), mbits = std::atoi(argv[2]);
+    const double largest = std::atof(argv[3]);
     double v;
     while (std::scanf("%%lf", &v) == 1)
-        std::printf("%%u\n", mmcheck_minifloat(v, ebits, mbits));
+        std::printf("%%u\n", mmcheck_minifloat(v, ebits, mbits, largest));
 }
 """
 
@@ -39,31 +40,37 @@ def _minifloat_source() -> str:
 
 
 @gxx
-@pytest.mark.parametrize("numpy", [ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, np.float16])
+@pytest.mark.parametrize("numpy", [ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, ml_dtypes.float4_e2m1fn,
+                                   np.float16])
 def test_the_one_byte_float_rounding_is_ml_dtypes_own(tmp_path, numpy):
     """To nearest, ties to even, subnormals too: Gaussian values over the range the patterns draw in, values of
     the smallest normals' size, every value of the format and every midpoint between two of them (float16 too,
-    to show the rounding is the format's and not one format's)."""
+    to show the rounding is the format's and not one format's); FP4's values past its largest saturate."""
     source = tmp_path / "minifloat.cpp"
     source.write_text("#include <cstdlib>\n" + _MAIN % _minifloat_source())
     subprocess.run(["g++", "-O1", "-o", str(tmp_path / "minifloat"), str(source)], check=True)
     info = ml_dtypes.finfo(numpy)
-    patterns = np.arange(0, 1 << info.bits, 1 if info.bits == 8 else 61, dtype=f"uint{info.bits}")
+    storage = max(info.bits, 8)  # FP4's codes one a byte
+    patterns = np.arange(0, 1 << info.bits, 1 if info.bits <= 8 else 61, dtype=f"uint{storage}")
     exact = np.unique(patterns.view(numpy).astype(np.float64))
     exact = exact[np.isfinite(exact)]
     rng = np.random.default_rng(0)
     values = np.concatenate([rng.standard_normal(20000) * 3, rng.standard_normal(5000) * float(info.tiny), exact,
                              (exact[:-1] + exact[1:]) / 2])
-    done = subprocess.run([str(tmp_path / "minifloat"), str(info.nexp), str(info.nmant)],
+    if info.bits == 4:
+        values = np.concatenate([values, [7.0, -8.0, 1e6]])
+    done = subprocess.run([str(tmp_path / "minifloat"), str(info.nexp), str(info.nmant), repr(float(info.max))],
                           input="\n".join(repr(float(v)) for v in values), capture_output=True, text=True, check=True)
     got = np.array(done.stdout.split(), dtype=np.uint64)
-    want = values.astype(numpy).view(f"uint{info.bits}").astype(np.uint64)
+    want = values.astype(numpy).view(f"uint{storage}").astype(np.uint64)
     assert np.array_equal(got, want), values[got != want][:5]
 
 
 @pytest.mark.parametrize("numpy, kind, bits", [
-    ("int32", 4, (0, 0)), ("int8", 5, (0, 0)), ("float32", 0, (8, 23)), ("float64", 1, (11, 52)),
-    ("float16", 2, (5, 10)), (ml_dtypes.float8_e4m3fn, 6, (4, 3)), (ml_dtypes.float8_e5m2, 6, (5, 2))])
+    ("int32", 4, (0, 0, 0.0)), ("int8", 5, (0, 0, 0.0)), ("float32", 0, (8, 23, 3.4028234663852886e38)),
+    ("float64", 1, (11, 52, 1.7976931348623157e308)), ("float16", 2, (5, 10, 65504.0)),
+    (ml_dtypes.float8_e4m3fn, 6, (4, 3, 448.0)), (ml_dtypes.float8_e5m2, 6, (5, 2, 57344.0)),
+    (ml_dtypes.float4_e2m1fn, 6, (2, 1, 6.0))])
 def test_each_dtype_is_stored_by_the_kind_its_fields_give(numpy, kind, bits):
     d = dataclasses.replace(DTYPES["float32"], numpy=np.dtype(numpy))
     assert (witness_gpu._kind(d), witness_gpu._bits(d)) == (kind, bits)

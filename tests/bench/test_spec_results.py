@@ -1,6 +1,6 @@
 """Kernels whose spec says more than the op does: an output zeroed before each launch (split-K with atomics), a
 buffer of per-element initial values, a reference function of the spec's own with an output buffer beside C,
-a stated tolerance.  Each timed under the rules every kernel is, on the fake backend and clock, the zoo's own
+a stated tolerance, scale factors per block of the inputs.  Each timed under the rules every kernel is, on the fake backend and clock, the zoo's own
 specs (cuda_src/) with a numpy kernel in their place; and their cheats refused."""
 
 import dataclasses
@@ -24,6 +24,7 @@ SHAPE = Shape(64, 32, 100)
 ZOO = Path(__file__).resolve().parents[2] / "cuda_src"
 SPLIT_K, GROUPED, AUX = (("blas_splitk.cu", "blas.splitk_atomic"), ("blas_grouped.cu", "blas.grouped_contiguous"),
                           ("blas_aux_output.cu", "blas.aux_output"))
+BLOCK_SCALED = ("blas_fp8.cu", "blas.fp8_block_scaled")
 FRESH = "launch 1 of the timing, on inputs drawn afresh, is wrong"
 
 
@@ -140,13 +141,36 @@ def keeps_aux(a, b, bias, c, d, m, n, k, schedule, module):
     _payload(d)[:] = module.setdefault("D", pre.reshape(-1))
 
 
+# --- fp8 with DeepGEMM's scales: per row and 128 K of A, per 128 x 128 block of B -----------------------------
+
+def _block_scaled(a, b, scale_a, scale_b, m, n, k):
+    """A @ B of payloads, each input multiplied by its factors first."""
+    A = _payload(a).reshape(m, k).astype(np.float64)
+    B = _payload(b).reshape(n, k).T.astype(np.float64)  # column-major (layout B = "col")
+    A = A * np.repeat(scale_a.reshape(m, -1).astype(np.float64), 128, axis=1)[:, :k]
+    factors = scale_b.reshape(-(-k // 128), -(-n // 128)).astype(np.float64)
+    return A @ (B * np.repeat(np.repeat(factors, 128, axis=0), 128, axis=1)[:k, :n])
+
+
+def block_scaled(a, b, c, scale_a, scale_b, m, n, k, schedule):
+    """Honest (cuda_src/blas_fp8.cu's gemm_fp8_block_scaled): each input's factors applied per block."""
+    _payload(c)[:] = _block_scaled(a, b, _payload(scale_a), _payload(scale_b), m, n, k).reshape(-1)
+
+
+@keeps_state
+def scales_once(a, b, c, scale_a, scale_b, m, n, k, schedule, module):
+    """A cheat: applies the factors of its first launch's scales to every later launch's inputs."""
+    first_a, first_b = module.setdefault("scales", (_payload(scale_a).copy(), _payload(scale_b).copy()))
+    _payload(c)[:] = _block_scaled(a, b, first_a, first_b, m, n, k).reshape(-1)
+
+
 def nearly(a, b, c, m, n, k, schedule):
     """C within 1e-4 of A @ B, relatively: right only by a tolerance its spec states."""
     _payload(c)[:] = (np.matmul(*_matrices(a, b, m, n, k)) * (1 + 1e-4)).reshape(-1)
 
 
 KERNELS = (adds_slices, stores_slices, adds_once_per_module, groups_rows, groups_rows_by_shape, moves_offsets_when_timed,
-           bias_relu_aux, writes_aux_once, keeps_aux, nearly)
+           bias_relu_aux, writes_aux_once, keeps_aux, nearly, block_scaled, scales_once)
 
 
 @pytest.fixture(autouse=True)
@@ -197,6 +221,14 @@ def test_a_kernel_with_an_output_buffer_is_timed_both_outputs_verified_by_its_fu
     assert outcome.record.extra["distinct_inputs"] is True and outcome.record.extra["verified_launches"] >= 3
 
 
+def test_scale_factors_per_block_are_applied_to_the_inputs_of_every_verified_launch():
+    outcome, _ = _bench(_zoo(*BLOCK_SCALED, "block_scaled"), Shape(64, 256, 384))
+    assert outcome.record is not None, outcome.failure
+    assert outcome.record.extra["distinct_inputs"] is True and outcome.record.extra["verified_launches"] >= 3
+    outcome, _ = _bench(_zoo(*BLOCK_SCALED, "scales_once"), Shape(64, 256, 384))
+    assert outcome.record is None and FRESH in outcome.failure, outcome.failure
+
+
 @pytest.mark.parametrize("zoo, entry, finding", [
     (SPLIT_K, "stores_slices", "not timed, its result is wrong"),
     (SPLIT_K, "adds_once_per_module", FRESH),
@@ -215,3 +247,22 @@ def test_a_stated_tolerance_bounds_the_timed_launches_as_it_bounds_the_first():
     assert outcome.record is not None, outcome.failure
     outcome, _ = _bench(spec_for("nearly", ("float64",)))
     assert outcome.record is None and "not timed, its result is wrong" in outcome.failure, outcome.failure
+
+
+def through_tables(m_array, n_array, k_array, ptr_a, ptr_b, ptr_c, lda, ldb, ldc, schedule):
+    """Honest (cuda_src/blas_grouped.cu's pointer arrays), on the fake backend, whose tables hold offsets: each
+    group's corner of its matrices, reached through its entries."""
+    def matrix(table, g, rows, cols, ld):
+        start = int(_payload(table)[g])
+        return _payload(table.points.target)[start:start + rows * ld].reshape(rows, ld)[:, :cols]
+
+    for g, (m, n, k) in enumerate(zip(_payload(m_array), _payload(n_array), _payload(k_array))):
+        product = matrix(ptr_a, g, m, k, lda).astype(np.float64) @ matrix(ptr_b, g, k, n, ldb)
+        matrix(ptr_c, g, m, n, ldc)[...] = product
+
+
+def test_a_kernel_with_tables_of_pointers_is_not_timed_saying_why(monkeypatch):
+    monkeypatch.setattr(fake_backend, "through_tables", through_tables, raising=False)
+    spec = _zoo("blas_grouped.cu", "blas.grouped_ptr_array", "through_tables")
+    outcome, _ = _bench(spec, Shape(64, 32, 100, 3))
+    assert outcome.record is None and outcome.skip and "does not yet lay tables of pointers (ptr_A)" in outcome.skip
