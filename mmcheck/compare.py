@@ -95,10 +95,8 @@ def compare(got: np.ndarray, want: np.ndarray, bound: np.ndarray | None = None) 
     # signalling NaNs, whose conversion numpy warns of: they are wrong elements like any other.
     with np.errstate(invalid="ignore"):
         got64 = got.astype(np.float64)
-    if bound is None:
-        bad = got64 != want
-    else:
-        bad = ~(np.abs(got64 - want) <= bound)
+        # Within a bound, an infinity matches the same infinity, though their difference is no number.
+        bad = got64 != want if bound is None else ~((np.abs(got64 - want) <= bound) | (got64 == want))
     count = int(np.count_nonzero(bad))
     if count == 0:
         return None

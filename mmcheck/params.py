@@ -45,6 +45,8 @@ def parse_params(value: Any, op: Op, fail: Any, buffers: Sequence[Buffer] = (),
     strides = [o.stride for o in op.operands if o.stride] if op.batch != "never" else []
     typed = {s.name: s for s in named_scalars}
     declared = {b.name for b in buffers} | set(typed)
+    if clash := sorted(declared & {*op.names, *op.scalars}):
+        raise fail("params", f"{clash[0]} is the op's own: give its entry in buffers or scalars another name")
     params: list[Param] = []
     for item in value:
         name, _, ctype = item.partition(":")

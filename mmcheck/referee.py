@@ -30,6 +30,7 @@ from .referee_child import frame, pack, unpack
 __all__ = ["ReferenceFailure", "call", "results", "CALL_SECONDS"]
 
 CALL_SECONDS = 120  # far above a reference of the largest generated shape in numpy
+_RUN_FILE = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__main__')"  # sys.path as -m leaves it
 
 
 class ReferenceFailure(ValueError):
@@ -49,7 +50,10 @@ class _Child:
         self.scratch = Path(tempfile.mkdtemp(prefix="reference-", dir=children.scratch()))
         # What the child reads: Python and its packages (mmcheck's own too) and the reference's folder.
         reads = [sys.prefix, sys.base_prefix, *site.getsitepackages(), Path(__file__).resolve().parent, folder]
-        argv = sandbox.compile_command([sys.executable, "-m", "mmcheck.referee_child"], reads, self.scratch)
+        # Started from its file: the mmcheck that Python finds by name may be another installation than this one
+        # (this one a checkout on PYTHONPATH), which the child may not read.
+        child = [sys.executable, "-c", _RUN_FILE, str(Path(__file__).resolve().with_name("referee_child.py"))]
+        argv = sandbox.compile_command(child, reads, self.scratch)
         self.log = open(self.scratch / "stderr", "w+b")  # noqa: SIM115 - the child's life long
         self.process = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, process_group=0,

@@ -1,7 +1,6 @@
-"""A spec's reference function, run in a process of its own inside the sandbox (``python -m
-mmcheck.referee_child``, started by referee.py): the function is the spec author's Python, and a kernel file
-may come from anyone, so it runs where kernel code runs, reading only Python, its packages and the function's
-folder, writing nothing, opening no socket.
+"""A spec's reference function, run in a process of its own inside the sandbox (this file, started by referee.py):
+the function is the spec author's Python, and a kernel file may come from anyone, so it runs where kernel code
+runs, reading only Python, its packages and the function's folder, writing nothing, opening no socket.
 
 Requests come on standard input and answers go to standard output, each one frame: its length (8 bytes, little
 endian), then a numpy ``.npz`` archive, pickles refused.  A request holds the launch's arrays by name and

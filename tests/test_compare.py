@@ -112,6 +112,17 @@ def test_mismatch_reports_count_fraction_and_worst_element():
     assert compare(want.copy(), want) is None
 
 
+def test_a_result_that_overflows_as_its_reference_does_matches_within_a_bound():
+    """A half result past 65504 is infinite in the kernel and in a reference rounded as the kernel rounds: equal,
+    whatever the bound (inf - inf is no number), while a finite result where infinity is due stays wrong."""
+    want = np.array([[[np.inf, -np.inf, 1.0]]])
+    bound = np.full(want.shape, 0.5)
+    assert compare(want.astype(np.float16), want, bound) is None
+    found = compare(np.array([[[np.inf, np.inf, 1.0]]], np.float16), want, bound)
+    assert found is not None and found.count == 1 and found.worst_index == (0, 0, 1)
+    assert compare(np.array([[[65504.0, -np.inf, 1.0]]], np.float16), want, bound).count == 1
+
+
 def test_a_half_accumulator_over_4096_terms_gets_a_probabilistic_bound_that_holds():
     """Past n u = 1/2 the worst-case bound is void; the probabilistic one is loose (|A||B| grows like K, a
     Gaussian result like sqrt(K)), which is why benchmarks of such kernels are verified on whole numbers

@@ -197,6 +197,16 @@ def test_what_a_reference_prints_does_not_disturb_its_answers(runner, tmp_path):
     assert _outcome(runner, _spec(tmp_path, "nearly", reference="ref.py:chatty"), "float64")[:2] == ("fail", "mismatch")
 
 
+def test_the_reference_runs_whatever_mmcheck_python_would_find_by_name(runner, tmp_path, monkeypatch):
+    """The child runs this mmcheck's own file: an mmcheck that Python finds first by name (another checkout, an
+    installation elsewhere) is never imported, even where the child may read it."""
+    decoy = tmp_path / "decoy" / "mmcheck"
+    decoy.mkdir(parents=True)
+    (decoy / "__init__.py").write_text("raise ImportError('the decoy mmcheck was imported')\n")
+    monkeypatch.setenv("PYTHONPATH", str(decoy.parent))
+    assert _outcome(runner, _spec(tmp_path, "adds_into_c", extra='init = {C = "zeros"}\n'))[0] == "pass"
+
+
 @pytest.mark.skipif(bool(__import__("mmcheck.sandbox", fromlist=["missing"]).missing()),
                     reason="this host lacks a protection of the sandbox")
 @pytest.mark.parametrize("reference", ["writes", "reads", "connects", "spawns", "exits"])

@@ -27,7 +27,7 @@ KERNELS = Path(__file__).parent / "kernels"
 
 _HEADER = """/* mmcheck
 [[kernel]]
-name = "emu.{entry}"
+name = "emu.{name}"
 entry = "{entry}"
 {template}op = "mm"
 dtypes = {dtypes}
@@ -43,8 +43,8 @@ def make_spec(body: str, *, entry: str = "k", params: Sequence[str] = ("A", "B",
               path: str = "inline.cu") -> KernelSpec:
     """A spec for ``body`` (the kernel file minus its spec block); the block and grid in it are unused,
     since the tests launch with explicit geometry."""
-    header = _HEADER.format(entry=entry, template=f'template = "{template}"\n' if template else "",
-                            dtypes=list(dtypes), params=list(params)).replace("'", '"')
+    header = _HEADER.format(name=entry.replace("::", "."), entry=entry, dtypes=list(dtypes), params=list(params),
+                            template=f'template = "{template}"\n' if template else "").replace("'", '"')
     return parse_specs(header + body, path)[0]
 
 

@@ -1,6 +1,6 @@
-"""Inline PTX on the emulator: mma.sync, ldmatrix, cp.async, cvta, ld/st.shared, mov and cvt, each checked against
-numpy on fragments laid out as the PTX ISA lays them out (the layouts below are written from the ISA's text, not
-from the emulator), with the asynchronous copies' visibility under each schedule and the preconditions that the
+"""Inline PTX on the emulator: mma.sync, ldmatrix, cp.async, cvta, ld/st.shared, mov, cvt and lop3, each checked
+against numpy on fragments laid out as the PTX ISA lays them out (the layouts below are written from the ISA's text,
+not from the emulator), with the asynchronous copies' visibility under each schedule and the preconditions that the
 hardware assumes reported with their line."""
 
 from __future__ import annotations
@@ -591,6 +591,32 @@ def test_cvt_rna_tf32_rounds_to_ten_fraction_bits_ties_away_from_zero(build, emu
     np.testing.assert_array_equal(got, want)
 
 
+# lop3.b32's table is the function's value on a = 0xF0, b = 0xCC, c = 0xAA (the PTX ISA): each function below is
+# written as C++ for numpy and as that table for the instruction.
+LOP3_FUNCTIONS = [lambda a, b, c: (a & b) | c, lambda a, b, c: a ^ b ^ c, lambda a, b, c: (a & b) | (~a & c),
+                  lambda a, b, c: a ^ (b & c), lambda a, b, c: ~(a | b | c), lambda a, b, c: a & b & c,
+                  lambda a, b, c: a & ~a, lambda a, b, c: a | ~a]
+LOP3_TABLES = [f(0xF0, 0xCC, 0xAA) & 0xFF for f in LOP3_FUNCTIONS]
+LOP3 = ("template <int TABLE>\n"
+        "__device__ unsigned lop3(unsigned a, unsigned b, unsigned c) {\n"
+        "  unsigned d;\n"
+        '  asm("lop3.b32 %0, %1, %2, %3, %4;" : "=r"(d) : "r"(a), "r"(b), "r"(c), "n"(TABLE));\n'
+        "  return d;\n}\n"
+        'extern "C" __global__ void k(const unsigned* A, const unsigned* B, unsigned* C) {\n'
+        "  const unsigned i = threadIdx.x, a = A[i], b = B[i], c = A[32 + i];\n"
+        + "".join(f"  C[{j} * 32 + i] = lop3<{t:#04x}>(a, b, c);\n" for j, t in enumerate(LOP3_TABLES))
+        + "}")
+
+
+def test_lop3_computes_the_function_its_table_names(build, emu, run_kernel):
+    kernel = build(LOP3)
+    rng = np.random.default_rng(3)
+    a, b = (rng.integers(0, 2**32, size=n, dtype=np.uint32) for n in (64, 32))
+    got = run_kernel(emu, kernel, [a, b, np.zeros(32 * len(LOP3_TABLES), np.uint32)], 1, 32)[2]
+    want = np.concatenate([f(a[:32], b, a[32:]) for f in LOP3_FUNCTIONS])
+    np.testing.assert_array_equal(got, want)
+
+
 # ---- whole kernels, as mmcheck checks them --------------------------------------------------------------------------
 # Shapes of several blocks along M and N, and of several K tiles with a partial last one, besides the smallest.
 def test_an_mma_ldmatrix_gemm_passes_and_its_b_loaded_without_trans_is_caught(checked, tmp_path):
@@ -614,7 +640,7 @@ SOURCES = {**{opcode.split("aligned.")[1]: mma_body(opcode) for opcode in MMAS_1
            "ldmatrix generic": LDMATRIX % ldmatrix_statement(4, True, shared=False), "cp.async": CP_ASYNC,
            "cp.async misaligned": CP_ASYNC_MISALIGNED, "cp.async groups": GROUPS,
            "pipeline primitives": PIPELINE_PRIMITIVES, "shared": SHARED, "cvta of global": CVTA_GLOBAL,
-           "ld.shared past": LD_SHARED_PAST, "cvt.rna": CVT_RNA}
+           "ld.shared past": LD_SHARED_PAST, "cvt.rna": CVT_RNA, "lop3": LOP3}
 
 
 # 8-bit floats need sm_89: these kernels are compiled for the H200's sm_90.

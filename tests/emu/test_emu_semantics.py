@@ -338,6 +338,34 @@ __global__ void k(const T* A, const T* B, T* C) {
         np.testing.assert_array_equal(c, a.reshape(4, 96)[:, ::-1].ravel())
 
 
+NAMESPACED_DYNAMIC_SHARED = """
+namespace outer { namespace inner {
+__global__ void k(const float* A, const float* B, float* C) {
+    extern __shared__ float buffer[];    // outer::inner::buffer, as a block-scope extern declaration names it
+    buffer[threadIdx.x] = A[threadIdx.x];
+    __syncthreads();
+    C[threadIdx.x] = buffer[blockDim.x - 1 - threadIdx.x];
+}
+}}
+namespace a::b {
+__global__ void k(const float* A, const float* B, float* C) {
+    extern __shared__ float buffer[];
+    buffer[threadIdx.x] = A[threadIdx.x] + B[0];
+    __syncthreads();
+    C[threadIdx.x] = buffer[blockDim.x - 1 - threadIdx.x];
+}
+}
+"""
+
+
+@pytest.mark.parametrize("entry, add", [("outer::inner::k", 0), ("a::b::k", 1)])
+def test_dynamic_shared_memory_of_a_kernel_in_a_namespace(build, emu, run_kernel, entry, add):
+    kernel = build(NAMESPACED_DYNAMIC_SHARED, entry=entry)
+    a = np.arange(64, dtype=np.float32)
+    c = run_kernel(emu, kernel, [a, np.ones(1, np.float32), np.zeros_like(a)], 1, 64, smem=64 * 4)[2]
+    np.testing.assert_array_equal(c, a[::-1] + add)
+
+
 def test_shared_memory_starts_every_block_undefined(build, emu, run_kernel):
     kernel = build("""
 extern "C" __global__ void k(const float* A, const float* B, float* C) {

@@ -12,7 +12,7 @@
 //     cp.async.wait_group, cp.async.wait_all;
 //   cvta.to.shared / cvta.shared; ld and st (scalars, .v2, .v4) of the .global or .shared state space or of a
 //     generic address, .weak, .volatile, .relaxed.scope, .acquire.scope (ld) or .release.scope (st); mov,
-//     integer cvt and cvt.rna.tf32.f32.
+//     integer cvt and cvt.rna.tf32.f32; lop3.b32 (any function of three words, as its immediate table says).
 // Anything else (another instruction, a predicate, a label, a special register) makes the statement unsupported:
 // a launch that reaches it ends naming that instruction.
 //
@@ -62,7 +62,7 @@ struct Operand {
 
 enum class Op {
     kMma, kLdmatrix, kCpAsync, kCommit, kWaitGroup, kWaitAll, kCvtaToShared, kCvtaToGeneric, kLoad, kStore,
-    kMov, kCvt, kCvtTf32,
+    kMov, kCvt, kCvtTf32, kLop3,
 };
 
 // The element types mma names: inputs .f16, .bf16, .tf32, .e4m3, .e5m2, .s8, .u8; accumulators .f16, .f32, .s32.
@@ -388,6 +388,10 @@ bool decode(Instruction& in) {
         in.op = Op::kMov;
         return scalar_type(q[1], in.bytes, in.sign) && shaped(in, "ss") && registers(in.operands[0], 1);
     }
+    if (name == "lop3" && q.size() == 2 && q[1] == "b32") {  // d, a, b, c, the table of f(0xF0, 0xCC, 0xAA)
+        in.op = Op::kLop3;
+        return shaped(in, "sssss") && registers(in.operands[0], 1);
+    }
     if (name == "cvt" && q.size() == 4 && q[1] == "rna" && q[2] == "tf32" && q[3] == "f32") {
         in.op = Op::kCvtTf32;
         return shaped(in, "ss") && registers(in.operands[0], 1);
@@ -487,6 +491,15 @@ uint32_t float_bits(float f) {
 uint32_t round_tf32(uint32_t bits) {
     if ((bits & 0x7f800000u) == 0x7f800000u) return bits & 0x007fffffu ? 0x7fffffffu : bits;  // NaN, infinities
     return (bits + 0x1000u) & 0xffffe000u;  // a carry into the exponent rounds up to the next binade, or infinity
+}
+
+// lop3.b32: bit i of the result is bit (4 a_i + 2 b_i + c_i) of the table, the table being the function's value on
+// a = 0xF0, b = 0xCC, c = 0xAA.
+uint32_t lop3(uint32_t a, uint32_t b, uint32_t c, uint32_t table) {
+    uint32_t out = 0;
+    for (int row = 0; row < 8; ++row)
+        if (table >> row & 1) out |= (row & 4 ? a : ~a) & (row & 2 ? b : ~b) & (row & 1 ? c : ~c);
+    return out;
 }
 
 // ---- mma.sync ----
@@ -692,6 +705,8 @@ void run(const Context& c) {
         case Op::kMov: return c.set(0, c.get(1) & mask(in.bytes));
         case Op::kCvt: return c.set(0, extend(c.get(1), in.from_bytes, in.from_sign) & mask(in.bytes));
         case Op::kCvtTf32: return c.set(0, round_tf32(uint32_t(c.get(1))));
+        case Op::kLop3:
+            return c.set(0, lop3(uint32_t(c.get(1)), uint32_t(c.get(2)), uint32_t(c.get(3)), uint32_t(c.get(4))));
     }
 }
 

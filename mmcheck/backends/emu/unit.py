@@ -46,6 +46,7 @@ _CONTAINER = re.compile(r"^\s*(?:template\s*<[^{]*>\s*)?(?:namespace|struct|clas
 # The pragma that makes a header come once.
 _PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once\b[^\n]*", re.M)
 _EXTERN_SHARED = re.compile(r"\b(?:extern\s+__shared__|__shared__\s+extern)\b[^;]*?\b([A-Za-z_]\w*)\s*\[\s*\]")
+_NAMED_NAMESPACE = re.compile(r"\bnamespace\s+(\w+(?:\s*::\s*\w+)*)\s*\{")
 # The launcher takes the kernel's address: an overloaded name, or template arguments the kernel does not
 # take, leave no function to convert.
 _NO_MATCH = re.compile(r"no matches converting function '(\w+)'")
@@ -360,20 +361,34 @@ def compile_unit(build: Build, source: str) -> str:
     source, shared = _emulated(_with_local_headers(source, build.spec.path, build.spec))
     text = unit_source(build, source=source)
     trailer = [f"MMEMU_EXPORT_KERNEL({build.instance})"]
-    trailer += [f"MMEMU_DYNAMIC_SHARED({name})" for name in shared]
+    trailer += [f"MMEMU_DYNAMIC_SHARED({symbol})" for symbol in shared]
     return f'{text}#line 1 "<emulator launcher for {build.spec.entry}>"\n' + "\n".join(trailer) + "\n"
 
 
 @functools.lru_cache(maxsize=4)
 def _emulated(source: str) -> tuple[str, tuple[str, ...]]:
     """``source`` as compile_unit gives it to unit_source (host launches blanked, inline assembly made calls),
-    and its ``extern __shared__`` arrays: the same for every dtype of a file, so made once."""
+    and its ``extern __shared__`` arrays' symbols (_extern_shared): the same for every dtype of a file, so made
+    once."""
     for match, places in _launches(_code(source)):
         if not places:  # the line continuations of a macro's launch stay: its definition goes on
             source = source[:match.start()] + re.sub(r"[^\n\\]", " ", match.group()) + source[match.end():]
     source = _inline_asm_calls(source)
     source = _ALIGNED_SHARED.sub(lambda m: f"{m['align']}{m['space']}{m['extern'] or ''}__shared__", source)
-    return source, tuple(sorted(set(_EXTERN_SHARED.findall(_code(source)))))
+    return source, _extern_shared(_code(source))
+
+
+def _extern_shared(code: str) -> tuple[str, ...]:
+    """The symbols of the ``extern __shared__`` arrays of ``code`` (literals blanked): an array's name at global
+    scope; inside named namespaces, where a kernel's block-scope declaration puts it too, Itanium's nested name
+    (``_ZN9deep_gemm11smem_bufferE`` for ``deep_gemm::smem_buffer``)."""
+    namespaces = [(re.split(r"\s*::\s*", m.group(1)), m.end() - 1, _closing(code, m.end() - 1) or len(code))
+                  for m in _NAMED_NAMESPACE.finditer(code)]
+    found = set()
+    for match in _EXTERN_SHARED.finditer(code):
+        parts = [p for names, lo, hi in namespaces if lo < match.start() < hi for p in names] + [match.group(1)]
+        found.add("_ZN" + "".join(f"{len(p)}{p}" for p in parts) + "E" if len(parts) > 1 else parts[0])
+    return tuple(sorted(found))
 
 
 def _with_local_headers(source: str, path: Path, spec: KernelSpec, once: set[Path] | None = None,
