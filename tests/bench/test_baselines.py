@@ -162,7 +162,8 @@ def test_on_a_gpu_each_baseline_computes_the_product_it_is_timed_on(name):
     out = call.enqueue()  # torch._scaled_mm returns its result; cuBLAS writes the third array
     a, b = (x.get() if hasattr(x, "get") else x.view(getattr(__import__("torch"), p.inputs.uint.name)).cpu().numpy()
             for x in call.arrays[:2])
-    got = (call.arrays[2].get() if out is None else out.cpu().numpy()).reshape(m, n)
+    # numpy has no bfloat16 of PyTorch's: its result is read widened, exactly, to float32
+    got = (call.arrays[2].get() if out is None else out.float().cpu().numpy()).reshape(m, n)
     want = p.inputs.widen(a.reshape(m, k)).astype(np.float64) @ p.inputs.widen(b.reshape(k, n)).astype(np.float64)
     values = p.output.widen(got.view(p.output.uint)) if out is None else got.astype(np.float64)
     assert np.linalg.norm(values - want) <= 1e-2 * np.linalg.norm(want)
