@@ -6,7 +6,7 @@ name (``A``, ``d_b``, ``mat_c``, ``x``), else by its place and ``const``-ness (t
 order); ``m``/``n``/``k``, ``lda``/``ldb``/``ldc``, ``batch``, ``alpha``/``beta`` by name; a lone size is a square
 problem.  The kernel's indexing gives what names do not: K is the bound of the loop whose variable indexes both
 inputs, an operand is column-major where its leading dimension multiplies its column, and a loop over K that stops
-at ``K / 16`` needs K to be a multiple of 16.  The file's host code gives the launch: each
+at ``K / 16`` needs K to be a multiple of 16.  The file's host code gives the launch (launches.py): each
 ``<<<grid, block, smem>>>`` of the kernel, followed up through the host functions that reach it (their arguments and
 template arguments bound at each call), its ``dim3`` sizes and template arguments translated to spec expressions
 (``(N + 15) / 16`` is ``cdiv(N, 16)``, a ``constexpr`` or ``#define`` its value).  Where the launches differ (a
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..cxx.front import constant, operator
+from ..cxx.front import constant
 from ..cxx.setup import Setup
 from ..dtypes import DTYPES, PRECISIONS
 from ..epilogue import INDICES
@@ -33,13 +33,14 @@ from ..ops import OPS
 from ..spec import RESERVED
 from . import Draft
 from .access import uses
-from .cursors import call_arguments, callee, expressions, ident, source_text, template_arguments
+from .cursors import call_arguments, expressions, ident, unqualified
 from .element import Elements
 from .epilogue import Unreadable, epilogue
 from .extras import Extra, Table, buffer, element_of, scalar
-from .host import Context, Reader, Site, Unread
+from .host import Reader, Site, Unread
 from .indexing import Indexing
-from .source import LAUNCHED, File
+from .launches import Launches
+from .source import File
 from .text import choose_field, conjuncts, label, names_used, rounded_down, spec_name, tidy, toml_list, unique
 
 __all__ = ["serve"]
@@ -49,7 +50,6 @@ _DTYPES = {"int": "int32", "float": "float32", "double": "float64", "__half": "f
            "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16"}
 _SCALAR_TYPES = {"int": "int", "float": "float", "double": "double", "__half": "__half", "half": "__half",
                  "__nv_bfloat16": "__nv_bfloat16", "nv_bfloat16": "__nv_bfloat16"}
-_QUALIFIERS = re.compile(r"\b(?:const|volatile|__restrict__|__restrict|restrict|struct)\b|\s+")
 # A pointer's name that says its operand: A, a, d_A, dA, mat_a, A_d, ...
 _OPERAND = re.compile(r"(?:d_?|dev_?|g_?|mat_?|matrix_?|p_?)?([abcxy])(?:_?(?:d|dev|ptr|mat))?", re.I)
 _OUTPUTS = {"out", "output", "result", "res", "dst", "d_out"}
@@ -97,8 +97,8 @@ class _Drafting:
         self.parameters = [c for c in kernel.get_children() if c.kind == self.ck.PARM_DECL]
         self._roles: list[str | None] = []  # each parameter's spec name, once the signature is read
         self.indexing = Indexing(kernel, self.parameters, self.ck)
-        self.template_parameters = [c for c in kernel.get_children() if c.kind in (
-            self.ck.TEMPLATE_TYPE_PARAMETER, self.ck.TEMPLATE_NON_TYPE_PARAMETER)]
+        self.launches = Launches(file, kernel, self.reader, self.todo)
+        self.template_parameters = self.launches.template_parameters
         self.extras: list[Extra] = []  # the parameters beyond the op's, once the signature is read
 
     def todo(self, key: str, message: str) -> None:
@@ -228,18 +228,18 @@ class _Drafting:
 
     def _element(self, pointer: Any) -> str:
         """The C spelling of what a pointer parameter points to, qualifiers dropped."""
-        return _QUALIFIERS.sub("", pointer.type.get_pointee().spelling)
+        return unqualified(pointer.type.get_pointee().spelling)
 
     def _ctype(self, p: Any) -> str | None:
         """The spec's C type of a scalar parameter (``float``, ``int``, ``size_t``...); None if it has none."""
         integer = self._integer(p)
         if integer is not None:
             return integer.removeprefix(":") or "int"
-        return _SCALAR_TYPES.get(_QUALIFIERS.sub("", p.type.spelling))
+        return _SCALAR_TYPES.get(unqualified(p.type.spelling))
 
     def _scalar_type(self, p: Any) -> str:
         """``:float`` where alpha or beta is of a type other than C's elements, else ``""``."""
-        spelled = _QUALIFIERS.sub("", p.type.spelling)
+        spelled = unqualified(p.type.spelling)
         output = next((self._element(q) for q, r in zip(self.parameters, self._roles) if r in ("C", "y")), None)
         if spelled == output or spelled in self._type_parameters():
             return ""
@@ -251,133 +251,11 @@ class _Drafting:
     def _type_parameters(self) -> list[str]:
         return [t.spelling for t in self.template_parameters if t.kind == self.ck.TEMPLATE_TYPE_PARAMETER]
 
-    # -- the launches
-
-    def contexts(self, function: Any, seen: frozenset = frozenset()) -> list[Context]:
-        """The ways host code reaches ``function``: one per chain of calls from a function nothing calls."""
-        calls = [(f, call, guards) for f, call, guards in self.file.calls(function.spelling)
-                 if ident(f) not in seen and ident(f) != ident(function)]
-        if not calls:
-            return [Context()]
-        parameters = [c for c in function.get_children() if c.kind == self.ck.PARM_DECL]
-        templates = [c for c in function.get_children() if c.kind in (
-            self.ck.TEMPLATE_TYPE_PARAMETER, self.ck.TEMPLATE_NON_TYPE_PARAMETER)]
-        found = []
-        for caller, call, guards in calls:
-            arguments = template_arguments(callee(call)[1])
-            for outer in self.contexts(caller, seen | {ident(function)}):
-                bindings = {ident(p): (a, outer) for p, a in zip(parameters, call_arguments(call))}
-                bindings |= {ident(t): (a, outer) for t, a in zip(templates, arguments)}
-                found.append(Context(bindings, outer.guards + tuple((g, holds, outer) for g, holds in guards)))
-        return found
-
-    def sites(self, roles: list[str | None]) -> list[Site]:
-        """Each launch of the kernel in host code, as each chain of calls reaches it."""
-        launches = []
-        for function in self.file.hosts:
-            for node, guards in self.file.statements[ident(function)]:
-                parts = list(node.get_children())
-                if operator(node) != "," or len(parts) != 2 or callee(parts[1])[0] != LAUNCHED:
-                    continue
-                if callee(parts[0])[0] == self.kernel.spelling:
-                    launches.append((function, parts[0], parts[1], guards))
-        reader, found = self.reader, []
-        pending = []
-        for function, call, configuration, guards in launches:
-            asserts = self._asserts(function)
-            for outer in self.contexts(function):
-                context = Context(outer.bindings, outer.guards + tuple((g, h, outer) for g, h in guards))
-                for role, argument in zip(roles, call_arguments(call)):
-                    if role is not None:
-                        reader.name(argument, role, context)
-                pending.append((call, configuration, context, asserts))
-        for call, configuration, context, asserts in pending:  # once every launch has named its arguments
-            found.append(self._site(call, configuration, context, asserts))
-        return found
-
-    def _asserts(self, function: Any) -> list[Any]:
-        """The conditions ``assert`` checks in a host function."""
-        found = []
-        for node, _ in self.file.statements[ident(function)]:
-            parts = list(node.get_children())
-            if node.kind == self.ck.CONDITIONAL_OPERATOR and len(parts) == 3 and any(
-                    c.kind == self.ck.CALL_EXPR and c.spelling == "__assert_fail" for c in parts[2].walk_preorder()):
-                found.append(parts[0])
-        return found
-
-    def _site(self, call: Any, configuration: Any, context: Context, asserts: list[Any]) -> Site:
-        reader = self.reader
-        guards, unread = [], []
-        for condition, holds, where in context.guards:
-            try:
-                text = reader.expr(condition, where)
-                guards.append(text if holds else f"not ({text})")
-            except Unread:
-                unread.append(source_text(condition))
-        requires = []
-        for condition in asserts:
-            try:
-                requires.append(reader.expr(condition, context))
-            except Unread:
-                continue
-        arguments = template_arguments(callee(call)[1])
-        template: list[Any] = []
-        for parameter, argument in zip(self.template_parameters, arguments):
-            template.append(self._template_value(parameter, argument, context))
-        template += [None] * (len(self.template_parameters) - len(template))
-        values = call_arguments(configuration)
-
-        def read(what: str, cursor: Any) -> list[str]:
-            try:
-                return reader.dims(cursor, context)
-            except Unread as e:
-                self.todo(what, f"the launch's {what} {source_text(cursor)!r} has no spec form here ({e})")
-                return [source_text(cursor)]
-
-        grid = read("grid", values[0]) if values else []
-        block = read("block", values[1]) if len(values) > 1 else []
-        smem = "0"
-        if len(values) > 2:
-            try:
-                smem = reader.expr(values[2], context)
-            except Unread:
-                self.todo("smem", f"the launch's dynamic shared memory {source_text(values[2])!r} has no spec form "
-                                  "here")
-                smem = source_text(values[2])
-        site = Site(guards, unread, template, block, grid, smem, requires, call=call, context=context)
-        reader.symbols = {ident(a.referenced): p.spelling for p, a in zip(self.template_parameters, arguments)
-                          if not isinstance(a, str) and a.kind == self.ck.DECL_REF_EXPR and a.referenced is not None
-                          and a.referenced.kind == self.ck.TEMPLATE_NON_TYPE_PARAMETER}
-        if reader.symbols:
-            try:
-                site.named = (reader.dims(values[1], context) if len(values) > 1 else [],
-                              reader.dims(values[0], context) if values else [],
-                              reader.expr(values[2], context) if len(values) > 2 else "0")
-            except Unread:
-                pass
-            reader.symbols = {}
-        return site
-
-    def _template_value(self, parameter: Any, argument: Any, context: Context) -> Any:
-        """A kernel template argument at a launch: a type's C spelling, or a spec expression (None: unread)."""
-        if isinstance(argument, str):
-            while True:  # a type parameter of a launcher, bound by its caller
-                bound = [(v, c) for k, (v, c) in context.bindings.items() if k[2] == argument]
-                if not bound or not isinstance(bound[0][0], str):
-                    return _QUALIFIERS.sub("", argument)
-                argument, context = bound[0]
-        if parameter.kind == self.ck.TEMPLATE_TYPE_PARAMETER:
-            return None
-        try:
-            return self.reader.expr(argument, context)
-        except Unread:
-            return None
-
     # -- putting it together
 
     def result(self) -> Draft:
         op, roles, params, requires = self.signature()
-        sites = self.sites(roles)
+        sites = self.launches.sites(roles)
         lines = {"name": json.dumps(spec_name(Path(self.file.name).stem, self.kernel.spelling)),
                  "entry": json.dumps(self.kernel.spelling), "op": json.dumps(op)}
         values = self._values(sites, requires)
