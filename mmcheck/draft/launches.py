@@ -44,8 +44,9 @@ class Launches:
                 found.append(Context(bindings, outer.guards + tuple((g, holds, outer) for g, holds in guards)))
         return found
 
-    def sites(self, roles: list[str | None]) -> list[Site]:
-        """Each launch of the kernel in host code, as each chain of calls reaches it."""
+    def sites(self, roles: list[str | None], z: str | None = None) -> list[Site]:
+        """Each launch of the kernel in host code, as each chain of calls reaches it (``z``: a grid's z where it
+        has no spec form)."""
         launches = []
         for function in self.file.hosts:
             for node, guards in self.file.statements[ident(function)]:
@@ -65,7 +66,7 @@ class Launches:
                         reader.name(argument, role, context)
                 pending.append((call, configuration, context, asserts))
         for call, configuration, context, asserts in pending:  # once every launch has named its arguments
-            found.append(self._site(call, configuration, context, asserts))
+            found.append(self._site(call, configuration, context, asserts, z))
         return found
 
     def _asserts(self, function: Any) -> list[Any]:
@@ -78,7 +79,7 @@ class Launches:
                 found.append(parts[0])
         return found
 
-    def _site(self, call: Any, configuration: Any, context: Context, asserts: list[Any]) -> Site:
+    def _site(self, call: Any, configuration: Any, context: Context, asserts: list[Any], z: str | None) -> Site:
         reader = self.reader
         guards, unread = [], []
         for condition, holds, where in context.guards:
@@ -100,14 +101,14 @@ class Launches:
         template += [None] * (len(self.template_parameters) - len(template))
         values = call_arguments(configuration)
 
-        def read(what: str, cursor: Any) -> list[str]:
+        def read(what: str, cursor: Any, z: str | None = None) -> list[str]:
             try:
-                return reader.dims(cursor, context)
+                return reader.dims(cursor, context, z=z)
             except Unread as e:
                 self.todo(what, f"the launch's {what} {source_text(cursor)!r} has no spec form here ({e})")
                 return [source_text(cursor)]
 
-        grid = read("grid", values[0]) if values else []
+        grid = read("grid", values[0], z) if values else []
         block = read("block", values[1]) if len(values) > 1 else []
         smem = "0"
         if len(values) > 2:

@@ -2,11 +2,13 @@
 the C++ front end in its sandboxed child (cxx/), parsing the file as the device-code reduction does.
 
 The kernel's ``__global__`` signature gives the op, the dtypes and ``params``: each pointer is an operand by its
-name (``A``, ``d_b``, ``mat_c``, ``x``), else by its place and ``const``-ness (the ``const`` ones the inputs, in
-order); ``m``/``n``/``k``, ``lda``/``ldb``/``ldc``, ``batch``, ``alpha``/``beta`` by name; a lone size is a square
-problem.  The kernel's indexing gives what names do not: K is the bound of the loop whose variable indexes both
-inputs, an operand is column-major where its leading dimension multiplies its column, and a loop over K that stops
-at ``K / 16`` needs K to be a multiple of 16.  The file's host code gives the launch (launches.py): each
+name (``A``, ``d_b``, ``mat_c``, ``x``; names.py), else by its place and ``const``-ness (the ``const`` ones the
+inputs, in order); ``m``/``n``/``k``, ``lda``/``ldb``/``ldc``, ``batch``, ``alpha``/``beta`` by name; a lone size
+is a square problem.  A table of pointers (``ptr_A``, groups.py) holds its operand, which makes the op batched, a
+group each, and the integer arrays read at a group's index are the groups' own sizes.  The kernel's indexing gives
+what names do not: K is the bound of the loop whose variable indexes both inputs, an operand is column-major where
+its leading dimension multiplies its column, and a loop over K that stops at ``K / 16`` needs K to be a multiple of
+16.  The file's host code gives the launch (launches.py): each
 ``<<<grid, block, smem>>>`` of the kernel, followed up through the host functions that reach it (their arguments and
 template arguments bound at each call), its ``dim3`` sizes and template arguments translated to spec expressions
 (``(N + 15) / 16`` is ``cdiv(N, 16)``, a ``constexpr`` or ``#define`` its value).  Where the launches differ (a
@@ -19,7 +21,6 @@ spec.py refuses until it is filled in and the comment removed.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,13 +34,15 @@ from ..ops import OPS
 from ..spec import RESERVED
 from . import Draft
 from .access import uses
-from .cursors import call_arguments, expressions, ident, unqualified
+from .cursors import call_arguments, expressions, ident, pointee, unqualified
 from .element import Elements
 from .epilogue import Unreadable, epilogue
-from .extras import Extra, Table, buffer, element_of, scalar
+from .extras import Extra, Table, buffer, element_of, group_sizes, pointer_table, scalar
+from .groups import compared, is_table, per_group
 from .host import Reader, Site, Unread
 from .indexing import Indexing
 from .launches import Launches
+from .names import BATCH, GROUPS, LEADING, OUTPUTS, operand_named, size_named, stripped
 from .source import File
 from .text import choose_field, conjuncts, label, names_used, rounded_down, spec_name, tidy, toml_list, unique
 
@@ -50,14 +53,6 @@ _DTYPES = {"int": "int32", "float": "float32", "double": "float64", "__half": "f
            "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16"}
 _SCALAR_TYPES = {"int": "int", "float": "float", "double": "double", "__half": "__half", "half": "__half",
                  "__nv_bfloat16": "__nv_bfloat16", "nv_bfloat16": "__nv_bfloat16"}
-# A pointer's name that says its operand: A, a, d_A, dA, mat_a, A_d, ...
-_OPERAND = re.compile(r"(?:d_?|dev_?|g_?|mat_?|matrix_?|p_?)?([abcxy])(?:_?(?:d|dev|ptr|mat))?", re.I)
-_OUTPUTS = {"out", "output", "result", "res", "dst", "d_out"}
-_OPERAND_WORDS = {"mat": "a", "matrix": "a", "vec": "x", "vector": "x"}
-# Sizes by name: m, n, k, and the CUDA samples' heights and widths (hA is M, wA is K, wB is N).
-_SIZES = {"m": "M", "n": "N", "k": "K", "ha": "M", "hc": "M", "wa": "K", "hb": "K", "wb": "N", "wc": "N"}
-_BATCH = re.compile(r"(?:n_?|num_?)?batch(?:es|_?count|_?size)?|batch_?count|bs|b", re.I)
-_LEADING = re.compile(r"ld_?([abcxy])", re.I)
 _INTEGER_SUFFIX = {"INT": "", "UINT": ":unsigned", "ULONG": ":size_t", "ULONGLONG": ":size_t", "LONG": ":long",
                    "LONGLONG": ":long"}
 # The parameters a size multiplies in an index: the sizes and the leading dimensions.
@@ -79,14 +74,6 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
                                         "notes": drafted.notes}}
 
 
-def _operand_letter(name: str) -> str | None:
-    """The operand a pointer's name says (a, b, c, x or y), if it says one."""
-    if name.lower() in _OPERAND_WORDS:
-        return _OPERAND_WORDS[name.lower()]
-    m = _OPERAND.fullmatch(name)
-    return m.group(1).lower() if m else None
-
-
 class _Drafting:
     """The spec of one kernel of a file."""
 
@@ -100,6 +87,9 @@ class _Drafting:
         self.launches = Launches(file, kernel, self.reader, self.todo)
         self.template_parameters = self.launches.template_parameters
         self.extras: list[Extra] = []  # the parameters beyond the op's, once the signature is read
+        self.points: dict[int, str] = {}  # the tables of pointers among the parameters: each one's operand
+        self.grouped: dict[int, int] = {}  # the arrays of the groups' own sizes: how many entries a group has
+        self.sized: dict[int, str] = {}  # those whose names say which size they hold: M, N, K, lda, ldb, ldc
 
     def todo(self, key: str, message: str) -> None:
         """Say what the spec's ``key`` lacks (once, however many launches lack it)."""
@@ -110,31 +100,35 @@ class _Drafting:
 
     def signature(self) -> tuple[str, list[str | None], list[str], list[str]]:
         """The op, each parameter's spec name (None: none), the params list and the requires it implies."""
-        pointers = [(i, p) for i, p in enumerate(self.parameters) if p.type.kind.name == "POINTER"]
+        pointers = [(i, p) for i, p in enumerate(self.parameters) if pointee(p.type) is not None]
+        self.used = uses(self.kernel, [p for _, p in pointers], self.file.folder)
         roles: list[str | None] = [None] * len(self.parameters)
         lowered = [p.spelling.lower() for p in self.parameters]
         scalars = {n: i for i, n in enumerate(lowered) if n in ("alpha", "beta") and i not in dict(pointers)}
         for n, i in scalars.items():
             roles[i] = n
         # A vector's names (x, y) beside a matrix's (A): gemv's; X, W and Y alone are a linear layer's matrices.
-        letters = {_operand_letter(p.spelling) for _, p in pointers}
+        letters = {operand_named(p.spelling) for _, p in pointers}
         vector = bool(letters & {"x", "y"}) and "a" in letters
         if len(scalars) == 1:
             self.todo("op", f"the kernel takes {next(iter(scalars))} alone: gemm and gemv take both alpha and beta")
         blas = len(scalars) == 2
-        batched = any(_BATCH.fullmatch(p.spelling) and self._integer(p) is not None for p in self.parameters)
+        batched = any(BATCH.fullmatch(p.spelling) and self._integer(p) is not None for p in self.parameters)
         op = ("gemv" if vector else "gemm") if blas else ("mv" if vector else "bmm" if batched else "mm")
+        self._operands([(i, p) for i, p in pointers if not (vector and is_table(p.type))], roles, OPS[op].names)
+        if self.points:  # operands reached through tables of pointers: a group each, the op's batch
+            op = "gemm" if blas else "bmm"
         operation = OPS[op]
-        self._operands(pointers, roles, operation.names)
         sizes = []
         for i, p in enumerate(self.parameters):
-            if roles[i] is not None or p.type.kind.name == "POINTER":
+            if roles[i] is not None or pointee(p.type) is not None:
                 continue
-            size = _SIZES.get(re.sub(r"[^a-z]|(?<=[hw])(?:eight|idth)", "", p.spelling.lower()))
-            leading = _LEADING.fullmatch(p.spelling)
+            size = size_named(p.spelling)
+            leading = LEADING.fullmatch(p.spelling)
             if size is not None and size not in roles:
                 roles[i] = size
-            elif _BATCH.fullmatch(p.spelling) and op in ("bmm", "gemm"):
+            elif (BATCH.fullmatch(p.spelling) or self.points and GROUPS.fullmatch(p.spelling)) \
+                    and op in ("bmm", "gemm"):
                 roles[i] = "batch"
             elif leading and leading.group(1).upper() in operation.names:
                 roles[i] = f"ld{leading.group(1).lower()}"
@@ -145,7 +139,7 @@ class _Drafting:
         if "K" not in roles and len(sizes) > 1:
             # Sizes named otherwise (m, n, p; BLAS gemv's m and n): K bounds the loop whose variable indexes both
             # inputs.
-            k = self.indexing.reduction(sizes, roles)
+            k = self.indexing.reduction(sizes, self._through(roles))
             if k is not None:
                 roles[k] = "K"
         for i in sizes:
@@ -161,19 +155,25 @@ class _Drafting:
             # One size for every dimension: a square problem.
             roles[sizes[0]] = "M" if operation.fixed else "N"
             requires = ["M == K"] if operation.fixed else ["M == N", "N == K"]
-        missing = [s for s in operation.free(tuple(r for r in roles if r)) if s not in roles]
-        if missing and not requires and named:
+        # The groups of tables of pointers need no count: the grid's z covers them.
+        missing = [s for s in operation.free(tuple(r for r in roles if r))
+                   if s not in roles and not (s == "batch" and self.points)]
+        self._per_group(pointers, roles, operation.names)
+        if self.points and op == "gemm" and "batch" not in roles:
+            self.todo("op", "the tables' groups are gemm's batch, which it takes as a parameter alone: name the "
+                            "kernel's count of groups batch in params")
+        if missing and not requires and named and not self.grouped:  # per-group sizes: bounded by M, N, K
             self.todo("params", f"the kernel takes no {', '.join(missing)}: say in requires how it follows from the "
                                 "sizes it takes")
-        self._roles = roles
-        requires += self.indexing.whole_tiles(roles)
+        self._roles = self._through(roles)
+        requires += self.indexing.whole_tiles(self._roles)
         params = []
         taken = {*RESERVED, *INDICES, *operation.names, *operation.scalars, "acc", "lda", "ldb", "ldc",
                  *(label(t.spelling) for t in self.template_parameters)}
         for i, p in enumerate(self.parameters):
             role = roles[i]
             if role is None:
-                if p.type.kind.name != "POINTER" and self._ctype(p) is None:
+                if pointee(p.type) is None and self._ctype(p) is None:
                     self.todo("params", f"parameter {p.spelling!r} ({p.type.spelling}) has no mmcheck meaning")
                     continue
                 # Beyond the op's parameters: a buffer or a scalar of the spec's own, under a name no other takes.
@@ -181,7 +181,7 @@ class _Drafting:
                 while name in taken:
                     name += "_"
                 taken.add(name)
-                self.extras.append(Extra(i, name, p))
+                self.extras.append(Extra(i, name, p, self.points.get(i), self.grouped.get(i, 0)))
                 params.append(name)
                 continue
             if role in ("alpha", "beta"):
@@ -193,21 +193,22 @@ class _Drafting:
         return op, roles, params, requires
 
     def _operands(self, pointers: list[tuple[int, Any]], roles: list[str | None], names: Sequence[str]) -> None:
-        """Each pointer's operand: by its name, else the ``const`` ones the inputs in order and the other the
-        output, else by place."""
+        """Each pointer's operand (a table of pointers' first, in ``points``): by its name, else the ``const`` ones
+        the inputs in order and the other the output, else by place."""
         free = list(names)
+        pointers = sorted(pointers, key=lambda found: not is_table(found[1].type))
         for i, p in pointers:
-            letter = _operand_letter(p.spelling)
-            wanted = names[-1] if p.spelling.lower() in _OUTPUTS else next(
-                (n for n in free if n.lower() == letter), None)
+            spelled = stripped(p.spelling) if is_table(p.type) else p.spelling
+            wanted = names[-1] if spelled.lower() in OUTPUTS else next(
+                (n for n in free if n.lower() == operand_named(spelled)), None)
             if wanted in free:
-                roles[i] = wanted
+                (self.points if is_table(p.type) else roles)[i] = wanted
                 free.remove(wanted)
-        rest = [(i, p) for i, p in pointers if roles[i] is None]
-        some_const = any(p.type.get_pointee().is_const_qualified() for _, p in pointers)
+        rest = [(i, p) for i, p in pointers if roles[i] is None and i not in self.points]
+        some_const = any(self._const(p) for _, p in pointers)
         for i, p in rest:
             inputs = [n for n in free if n != names[-1]]
-            const = p.type.get_pointee().is_const_qualified()
+            const = self._const(p)
             if some_const and not const and names[-1] in free:
                 role = names[-1]
             elif some_const and inputs:
@@ -216,10 +217,53 @@ class _Drafting:
                 role = free[0]
             else:
                 continue  # none of the op's: a buffer of the spec's own
-            roles[i] = role
+            (self.points if is_table(p.type) else roles)[i] = role
             free.remove(role)
         for n in free:
             self.todo("params", f"no pointer parameter is operand {n}")
+
+    def _const(self, p: Any) -> bool:
+        """Whether a pointer's elements are read only: it points to const; a table's, the pointers it holds do,
+        or the kernel only reads through them."""
+        if not is_table(p.type):
+            return bool(pointee(p.type).is_const_qualified())
+        used = self.used[ident(p)]
+        return bool(pointee(pointee(p.type)).is_const_qualified()) or not (used.written or used.opaque)
+
+    def _per_group(self, pointers: list[tuple[int, Any]], roles: list[str | None], names: Sequence[str]) -> None:
+        """The integer arrays the kernel reads (and never writes) at the index of the groups its tables hold: the
+        groups' own sizes, ``grouped``, each named by what its name says (``m_array`` M, ``lda`` lda)."""
+        self.grouped = per_group(self.indexing.nodes, {ident(self.parameters[i]) for i in self.points}, {
+            i: used.reads for i, p in pointers if roles[i] is None and i not in self.points
+            and _INTEGER_SUFFIX.get(pointee(p.type).get_canonical().kind.name) is not None
+            and not ((used := self.used[ident(p)]).written or used.opaque)})
+        for i in self.grouped:
+            leading = LEADING.fullmatch(stripped(self.parameters[i].spelling))
+            size = size_named(stripped(self.parameters[i].spelling)) or (
+                f"ld{leading.group(1).lower()}" if leading and leading.group(1).upper() in names else None)
+            if size:
+                self.sized[i] = size
+
+    def _through(self, roles: list[str | None]) -> list[str | None]:
+        """Each parameter's spec name, a table of pointers' being its operand's and an array of the groups' sizes'
+        the size's."""
+        return [{**self.sized, **self.points}.get(i, r) for i, r in enumerate(roles)]
+
+    def _group_size(self, extra: Extra, elements: Elements, op: str) -> tuple[str | None, bool]:
+        """Which of M, N and K an array of the groups' sizes holds (None: not one), and whether it is that size
+        itself: by its name (``m_array``; ``lda``, which is A's as mmcheck lays it, whole), else by what the kernel
+        compares its entries with (the element's row or column, the loop over K)."""
+        key, role = ident(extra.parameter), self._roles[extra.place]
+        operand = next((o for o in OPS[op].operands if o.leading == role), None)
+        if operand is not None:
+            column_major = self.indexing.layouts(self._roles).get(operand.name) == "col"
+            return (operand.rows if column_major else operand.cols), True
+        found = {role} if role else {{"m": "M", "n": "N"}.get(elements.names.get(text, ""))
+                                     for text in compared(self.indexing.nodes, key)}
+        if not role and self.indexing.bounds(self._roles, key):
+            found.add("K")
+        found.discard(None)
+        return (found.pop() if len(found) == 1 and extra.group == 1 else None), False
 
     def _integer(self, p: Any) -> str | None:
         """The params suffix of an integer parameter's type (``""`` for int, ``":size_t"``...); None if it is
@@ -227,8 +271,12 @@ class _Drafting:
         return _INTEGER_SUFFIX.get(p.type.get_canonical().kind.name)
 
     def _element(self, pointer: Any) -> str:
-        """The C spelling of what a pointer parameter points to, qualifiers dropped."""
-        return unqualified(pointer.type.get_pointee().spelling)
+        """The C spelling of what a pointer parameter points to (a table's, its pointers), qualifiers dropped ("":
+        no pointer)."""
+        inner = pointee(pointer.type)
+        if is_table(pointer.type):
+            inner = pointee(inner)
+        return unqualified(inner.spelling) if inner is not None else ""
 
     def _ctype(self, p: Any) -> str | None:
         """The spec's C type of a scalar parameter (``float``, ``int``, ``size_t``...); None if it has none."""
@@ -255,10 +303,16 @@ class _Drafting:
 
     def result(self) -> Draft:
         op, roles, params, requires = self.signature()
-        sites = self.launches.sites(roles)
+        # The groups' count where the kernel takes none, in a grid's z no launch gives as a spec expression.
+        groups = "batch" if self.points and "batch" not in roles else None
+        sites = self.launches.sites(roles, groups)
+        if groups and any(s.grid[2:] == [groups] for s in sites):
+            self.todo("grid", "the kernel takes no count of groups: the grid's z, batch, is a guess")
         lines = {"name": json.dumps(spec_name(Path(self.file.name).stem, self.kernel.spelling)),
                  "entry": json.dumps(self.kernel.spelling), "op": json.dumps(op)}
-        values = self._values(sites, requires)
+        batched = "batch" in OPS[op].free(tuple(r for r in roles if r))
+        values = self._values(sites, requires, batched)
+        roles = self._roles  # a table of pointers as its operand, from here on
         lines["dtypes"] = toml_list(self._dtypes(sites, roles))
         template = values.pop("template")
         if template:
@@ -267,7 +321,7 @@ class _Drafting:
             lines["let"] = "{" + ", ".join(f"{k} = {json.dumps(v)}" for k, v in values["let"].items()) + "}"
         read = self.indexing.layouts(roles)
         layouts = {o: read.get(o, "row") for o in OPS[op].names if o in ("A", "B", "C")}
-        tables, epilogue = self._extras(op, roles, sites, layouts.get("C") == "col")
+        tables, epilogue, varying = self._extras(op, roles, sites, layouts.get("C") == "col")
         dropped = {e.name for e in self.extras} - {t.name for t in tables}  # no buffer or scalar after all
         lines["params"] = toml_list([p for p in params if p not in dropped])
         if set(layouts.values()) == {"col"}:
@@ -280,6 +334,8 @@ class _Drafting:
             lines["smem"] = json.dumps(values["smem"])
         if values["requires"]:
             lines["requires"] = toml_list(values["requires"])
+        if varying:  # C as the launcher's cudaMemset leaves it: what a group does not cover stays zero
+            lines["init"] = '{C = "zeros"}'
         if epilogue is not None:
             lines["epilogue"] = json.dumps(epilogue)
         rows: list[tuple[str, str | None, str]] = [(key, f"{key} = {value}", "") for key, value in lines.items()]
@@ -299,23 +355,34 @@ class _Drafting:
         return Draft(self.kernel.spelling, "\n".join([*text, "*/"]), tuple(todos), tuple(notes))
 
     def _extras(self, op: str, roles: list[str | None], sites: list[Site], column_major: bool
-                ) -> tuple[list[Table], str | None]:
-        """The tables of the parameters beyond the op's, and the epilogue of the kernel's stores to C (None: it
+                ) -> tuple[list[Table], str | None, list[str]]:
+        """The tables of the parameters beyond the op's, the epilogue of the kernel's stores to C (None: it
         stores the op's result as it is, or mmcheck could not read it, which is a TODO where the kernel takes
-        such parameters)."""
-        pointers = [p for p in self.parameters if p.type.kind.name == "POINTER"]
-        used = uses(self.kernel, pointers, self.file.folder)
+        such parameters), and the arrays of sizes by which the groups differ."""
+        used = self.used
         by = {ident(p): r for p, r in zip(self.parameters, roles) if r}
         operands = {k: r for k, r in by.items() if r in OPS[op].names}
+        operands |= {k: operands[source] for k, source in self.indexing.aliases.items() if source in operands}
         output = next((k for k, r in operands.items() if r in ("C", "y")), None)
         stores = used[output].stores if output is not None and output in used else []
         elements = Elements(self.kernel, stores, {k: r for k, r in by.items() if r in _STRIDES}, column_major,
                             output is not None and operands[output] == "y")
         element = element_of(elements, [s.index for s in stores]) if stores else None
-        tables, buffers, scalars = [], {}, set()
+        tables, buffers, scalars, varying = [], {}, set(), []
         for extra in self.extras:
             key = ident(extra.parameter)
-            if extra.pointer:
+            if extra.points:
+                table = pointer_table(extra)
+            elif extra.group:
+                dtype, _ = self._buffer_dtype(extra, sites, False)
+                size, whole = self._group_size(extra, elements, op)
+                table = group_sizes(extra, size, whole, dtype, self.todo)
+                varying += [] if whole else [extra.name]
+            elif extra.pointer:
+                if is_table(extra.parameter.type):
+                    self.todo(f"buffers.{extra.name}.dtype", f"{extra.name} is a table of pointers into none of the "
+                                                             "op's operands: name its target (points = \"A\"), "
+                                                             "which gives it its type")
                 dtype, itemsize = self._buffer_dtype(extra, sites, used[key].written)
                 allocations = [self.reader.allocated(call_arguments(s.call)[extra.place], s.context, self.file.calls)
                                for s in sites if len(call_arguments(s.call)) > extra.place]
@@ -333,22 +400,30 @@ class _Drafting:
                 scalars.add(extra.name)
             tables.append(table)
         results = [t.name for t in tables if t.role in ("output", "inout")]
-        if results:  # what the kernel leaves beyond C no expression of acc says: a function of the user's does
+        # What the kernel leaves beyond C, or in C where the groups have sizes of their own, no expression of acc
+        # says: a function of the user's does.
+        if results:
             self.todo("reference", f"{', '.join(results)} {'is a result' if len(results) == 1 else 'are results'} "
                                    "beside C: write a Python function that computes them and C from the inputs, in "
                                    "a file beside the kernel, and name it: reference = \"ref.py:function\"")
-            return tables, None
+        if varying:
+            self.todo("reference", f"the groups have sizes of their own ({', '.join(varying)}): C is zeroed, and a "
+                                   "Python function says what the kernel leaves in it: write one that computes each "
+                                   "group's part of C from the inputs and leaves the rest as it was, in a file beside "
+                                   "the kernel, and name it: reference = \"ref.py:function\"")
+        if results or varying:
+            return tables, None, varying
         names = {k: r for k, r in by.items() if r in ("alpha", "beta")} | {ident(e.parameter): e.name
                                                                           for e in self.extras}
         try:
             return tables, epilogue(self.kernel, stores, elements, names, operands, bool(OPS[op].scalars), buffers,
-                                    frozenset(scalars))
+                                    frozenset(scalars)), varying
         except Unreadable as e:
             # What a kernel reads to make its result from the product: an input buffer, a floating-point scalar.
             if buffers or any(self._integer(x.parameter) is None for x in self.extras if not x.pointer):
                 self.todo("epilogue", f"{e}: write what the kernel stores to C as an expression of acc, the op's "
                                       "result (as in epilogue = \"relu(acc + bias[n])\")")
-            return tables, None
+            return tables, None, varying
 
     def _scalar_value(self, site: Site, extra: Extra) -> str | None:
         """What a launch passes a scalar parameter, as a spec value; None where it has no spec form."""
@@ -414,18 +489,19 @@ class _Drafting:
         self.todo(f"buffers.{extra.name}.dtype", f"mmcheck has no dtype for {element}: input is a guess")
         return "input", itemsize
 
-    def _values(self, sites: list[Site], requires: list[str]) -> dict[str, Any]:
+    def _values(self, sites: list[Site], requires: list[str], batched: bool) -> dict[str, Any]:
         """template, let, block, grid, smem and requires: the launches' values, chosen by their conditions
-        where they differ."""
+        where they differ (``batched``: where there are none, the grid's z a guess, a batch each)."""
         names = [t.spelling for t in self.template_parameters]
         types = self._type_parameters()
         if not sites:
             self.todo("block", "the file launches the kernel nowhere: the block and grid are a guess (one thread "
-                               "per element of C, in 16 x 16 blocks)")
+                               f"per element of C, in 16 x 16 blocks{', a z for each batch' if batched else ''})")
             drafted = [self._type_argument(n) if n in types else self._default(t)
                        for n, t in zip(names, self.template_parameters)]
-            return {"template": drafted, "let": {}, "block": ["16", "16"], "grid": ["cdiv(N, 16)", "cdiv(M, 16)"],
-                    "smem": "0", "requires": requires}
+            return {"template": drafted, "let": {}, "block": ["16", "16"],
+                    "grid": ["cdiv(N, 16)", "cdiv(M, 16)", *(["batch"] if batched else [])], "smem": "0",
+                    "requires": requires}
         # A condition every launch is under is the kernel's domain, as is what the launcher asserts.
         common = [g for g in sites[0].guards if all(g in s.guards for s in sites)]
         requires = [*requires, *sorted(self.reader.equal), *common,
