@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .cursors import CASTS, LOADS, bare, call_arguments, callee, conversion, expressions, ident, operation, refers
+from .cursors import (CASTS, LOADS, bare, call_arguments, callee, conversion, expressions, ident, operation, pointee,
+                      refers)
+from .groups import entry, loaded
 
 __all__ = ["ASSIGNMENTS", "Store", "Uses", "uses"]
 
@@ -92,6 +94,8 @@ class _Walk:
         self.tracked, self.folder, self.nested, self.depth = tracked, folder, nested, depth
         self.found: dict[tuple[str, int, str], Uses] = {}
         self.moved: set[tuple[str, int, str]] = set()  # parameters made to point elsewhere (p += offset)
+        # Pointers loaded from a table's entry (A = ptr_A[g]), whose indices are its operand's own.
+        self.loaded: set[tuple[str, int, str]] = set()
 
     def visit(self, node: Any, use: _Use = _Use.READ, index: Any = None, detail: Any = None) -> None:
         """Walk ``node``, whose value is used as ``use`` says (with the element ``index`` where it is a pointer
@@ -113,6 +117,12 @@ class _Walk:
             self.visit(operands[0], _Use.UPDATE, None, op)
             for operand in operands[1:]:
                 self.visit(operand)
+        elif entry(node):
+            # A table's entry: what is done through it is done to the table's operand, at the subscript's index
+            # (``ptr_C[g][i] = v``); a rewritten entry stores nothing in the operand.
+            if index is not None or use not in (_Use.STORE, _Use.UPDATE):
+                self.visit(parts[0], use, index, detail)
+            self.visit(parts[1])
         elif kind == "ARRAY_SUBSCRIPT_EXPR" and len(parts) == 2:
             self.visit(parts[0], use, parts[1], detail)
             self.visit(parts[1])
@@ -141,7 +151,7 @@ class _Walk:
     def _record(self, node: Any, use: _Use, index: Any, detail: Any) -> None:
         if node.referenced is None or (source := self.tracked.get(ident(node.referenced))) is None:
             return
-        if self.nested or ident(node.referenced) != source:
+        if self.nested or ident(node.referenced) not in (source, *self.loaded):
             index = None
         found = self.found.setdefault(source, Uses())
         if use is _Use.READ:
@@ -158,14 +168,16 @@ class _Walk:
         tracked one by ``value``; it is tracked from then on."""
         declared = target if target.kind.name == "VAR_DECL" else bare(target).referenced \
             if bare(target).kind.name == "DECL_REF_EXPR" else None
-        if declared is None or declared.type.kind.name != "POINTER":
+        if declared is None or declared.type.get_canonical().kind.name != "POINTER":
             return False
         sources = {self.tracked[k] for k in self.tracked if refers(value, {k})}
         if len(sources) != 1:
             return False
         source = self.tracked[ident(declared)] = sources.pop()
-        if ident(declared) == source:
-            self.moved.add(source)
+        if ident(declared) == source or (ident(declared) in self.loaded and loaded(value) is None):
+            self.moved.add(source)  # a loaded pointer moved on (A = A + lda) too: its indices are no longer own
+        if loaded(value) is not None:
+            self.loaded.add(ident(declared))
         self.visit(value, _Use.ADDRESS)  # the offset's own reads
         return True
 
@@ -193,7 +205,7 @@ class _Walk:
             elif _STORES.fullmatch(name) and place == 0:
                 self.visit(argument, _Use.STORE, None, arguments[1] if len(arguments) > 1 else None)
             elif not self._follow(call, place, argument):
-                const = argument.type.get_pointee().is_const_qualified()
+                const = (pointee(argument.type) or argument.type).is_const_qualified()
                 self.visit(argument, _Use.READ if const else _Use.OPAQUE, None, name or "a call")
 
     def _follow(self, call: Any, place: int, argument: Any) -> bool:

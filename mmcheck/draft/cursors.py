@@ -8,20 +8,38 @@ from typing import Any
 
 from ..cxx.front import operator
 
-__all__ = ["CASTS", "LOADS", "ident", "callee", "expressions", "bare", "is_call", "call_arguments",
-           "template_arguments", "source_text", "refers", "operation", "conversion"]
+__all__ = ["CASTS", "LOADS", "ident", "unqualified", "pointee", "callee", "expressions", "bare", "is_call",
+           "call_arguments", "template_arguments", "source_text", "refers", "operation", "conversion"]
 
 # The casts written out: the value is their operand's (converted).
 CASTS = ("CSTYLE_CAST_EXPR", "CXX_STATIC_CAST_EXPR", "CXX_REINTERPRET_CAST_EXPR", "CXX_CONST_CAST_EXPR",
          "CXX_FUNCTIONAL_CAST_EXPR")
 # The cache-hinted loads: __ldg(&p[i]) reads p[i].
 LOADS = re.compile(r"__ld(?:g|ca|cg|cs|lu|cv)")
+_QUALIFIERS = re.compile(r"\b(?:const|volatile|__restrict__|__restrict|restrict|struct)\b|\s+")
 
 
 def ident(decl: Any) -> tuple[str, int, str]:
     """What tells a declaration apart from another, whichever cursor refers to it."""
     file = decl.location.file
     return (file.name if file else "", decl.location.offset, decl.spelling)
+
+
+def unqualified(spelling: str) -> str:
+    """A C type's spelling without its qualifiers and blanks (``const float`` is ``float``)."""
+    return _QUALIFIERS.sub("", spelling)
+
+
+def pointee(t: Any) -> Any:
+    """What a pointer type points to, or an array parameter's element (``const float *const A[]`` is a pointer);
+    None for any other type."""
+    for candidate in (t, t.get_canonical()):  # the type as written first: a template's T keeps its name
+        kind = candidate.kind.name
+        if kind == "POINTER":
+            return candidate.get_pointee()
+        if kind in ("INCOMPLETEARRAY", "CONSTANTARRAY"):
+            return candidate.element_type
+    return None
 
 
 def callee(call: Any) -> tuple[str | None, Any]:

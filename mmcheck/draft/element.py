@@ -73,6 +73,8 @@ class Elements:
 
     def _size(self, node: Any) -> str | None:
         node = bare(node)
+        if node.kind.name == "ARRAY_SUBSCRIPT_EXPR":  # a group's own size (m_array[g]), where sizes has the array
+            node = bare(expressions(node)[0])
         if node.kind.name == "DECL_REF_EXPR" and node.referenced is not None:
             return self.sizes.get(ident(node.referenced))
         return None

@@ -25,10 +25,11 @@ from ..dtypes import DTYPES
 from ..expr import Expr, ExprError
 from ..spec import CTYPES
 from .access import Uses
+from .cursors import pointee
 from .element import Elements
 from .text import tidy
 
-__all__ = ["Extra", "Table", "buffer", "element_of", "scalar"]
+__all__ = ["Extra", "Table", "buffer", "element_of", "pointer_table", "group_sizes", "scalar"]
 
 # Sizes at which two shapes are compared: their element counts agree at each, or they differ.
 _TRIALS = ({"M": 7, "N": 11, "K": 13, "batch": 3}, {"M": 64, "N": 48, "K": 5, "batch": 1})
@@ -37,15 +38,18 @@ _FLOATS = ("float", "double", "__half", "__nv_bfloat16")  # the scalar C types w
 
 @dataclass(frozen=True)
 class Extra:
-    """A parameter beyond the op's: its place among the kernel's, its name in the spec, its declaration."""
+    """A parameter beyond the op's: its place among the kernel's, its name in the spec, its declaration; a table
+    of pointers' operand (``points``), and an array of the groups' sizes' entries per group (``group``)."""
 
     place: int
     name: str
     parameter: Any
+    points: str | None = None
+    group: int = 0
 
     @property
     def pointer(self) -> bool:
-        return bool(self.parameter.type.kind.name == "POINTER")
+        return pointee(self.parameter.type) is not None
 
 
 @dataclass
@@ -81,6 +85,38 @@ def buffer(extra: Extra, uses: Uses, elements: Elements, element: list[str] | No
         (f"{key}.shape", f"shape = {json.dumps(shape)}", ""),
         (f"{key}.dtype", f"dtype = {json.dumps(dtype)}", ""),
     ], role, shape)
+
+
+def pointer_table(extra: Extra) -> Table:
+    """The table of a table of pointers: an entry a group, each pointing at the start of its operand's matrix."""
+    key = f"buffers.{extra.name}"
+    return Table("buffers", extra.name, [(f"{key}.points", f"points = {json.dumps(extra.points)}", ""),
+                                         (f"{key}.shape", 'shape = ["batch"]', "")], "input", ["batch"])
+
+
+def group_sizes(extra: Extra, size: str | None, whole: bool, dtype: str, todo: Callable[[str, str], None]) -> Table:
+    """The table of an array of the groups' own sizes (``extra.group`` entries a group), ``size`` the one of M,
+    N and K its entries are (None: not one), ``whole`` where each entry is that size itself (a leading dimension:
+    each group's matrix lies in a whole one of the operand's).  The shapes vary M, N and K, so each group's sizes
+    must be at most those: its initial value is a guess that keeps them so, said in a TODO."""
+    key = f"buffers.{extra.name}"
+    shape = ["batch"] if extra.group == 1 else [f"{extra.group} * batch"]
+    if whole and size is not None:
+        init = size
+    elif size is not None:
+        init = f"({size} * (i + 1)) // batch"
+        todo(f"{key}.init", f"{extra.name} holds each group's {size}, which must be at most {size}: this init (group "
+                            f"g's {size} * (g + 1) // batch) is one choice; write the sizes the kernel is to meet")
+    else:
+        group = "i" if extra.group == 1 else f"i // {extra.group}"
+        init = f"(min(M, min(N, K)) * ({group} + 1)) // batch"
+        todo(f"{key}.init", f"{extra.name} holds the groups' sizes, each at most the M, N or K it is, which mmcheck "
+                            "cannot tell apart: this init (at most all three) is a guess; write the sizes the kernel "
+                            "is to meet")
+    return Table("buffers", extra.name, [(f"{key}.role", 'role = "input"', ""),
+                                         (f"{key}.shape", f"shape = {json.dumps(shape)}", ""),
+                                         (f"{key}.dtype", f"dtype = {json.dumps(dtype)}", ""),
+                                         (f"{key}.init", f"init = {json.dumps(init)}", "")], "input", shape)
 
 
 def _dump(indices: list[tuple[ast.expr, str | None]] | None) -> list[str] | None:

@@ -182,9 +182,9 @@ class Reader:
             return None
         return next(reversed(expressions(decl)), None)
 
-    def dims(self, c: Any, context: Context, depth: int = 0) -> list[str]:
+    def dims(self, c: Any, context: Context, depth: int = 0, z: str | None = None) -> list[str]:
         """A launch's grid or block as one to three spec expressions: a ``dim3``'s (its variable's, its
-        constructor's), or one number's."""
+        constructor's), or one number's; ``z`` stands for a third that has none."""
         c = bare(c)
         if depth > 16 or "dim3" not in c.type.spelling:
             return [self.expr(c, context)]
@@ -192,17 +192,23 @@ class Reader:
             key = ident(c.referenced)
             if key in context.bindings and not isinstance(context.bindings[key][0], str):
                 value, caller = context.bindings[key]
-                return self.dims(value, caller, depth + 1)
+                return self.dims(value, caller, depth + 1, z)
             initial = self._initializer(c.referenced)
             if initial is None:
                 raise Unread(c.spelling)
-            return self.dims(initial, context, depth + 1)
+            return self.dims(initial, context, depth + 1, z)
         # A constructor's arguments as written: those left to their defaults have no place in the file.
         written = [a for a in expressions(c) if a.location.file is not None]
         if len(written) == 1 and "dim3" in bare(written[0]).type.spelling:
-            return self.dims(written[0], context, depth + 1)
+            return self.dims(written[0], context, depth + 1, z)
         if not written:
             raise Unread(source_text(c))
-        return [self.expr(a, context) for a in written]
+        found = [self.expr(a, context) for a in written[:2]]
+        try:
+            return found + [self.expr(a, context) for a in written[2:]]
+        except Unread:
+            if z is None:
+                raise
+            return [*found, z]
 
 

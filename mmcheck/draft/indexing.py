@@ -6,6 +6,7 @@ from typing import Any
 
 from ..cxx.front import constant, operator
 from .cursors import bare, expressions, ident, refers
+from .groups import aliases, entry, is_table
 
 __all__ = ["Indexing"]
 
@@ -19,12 +20,17 @@ class Indexing:
         self.ck, self.parameters = ck, parameters
         self.body = next((c for c in kernel.get_children() if c.kind == ck.COMPOUND_STMT), None)
         self.nodes = list(self.body.walk_preorder()) if self.body is not None else []
+        # The local pointers loaded from a table of pointers' entries, by the table: its operand's accesses too.
+        self.aliases = aliases(self.nodes, {ident(p) for p in parameters if is_table(p.type)})
 
     def reduction(self, sizes: list[int], roles: list[str | None]) -> int | None:
         """The size parameter (its index) that bounds the loop over K, where exactly one does."""
-        found = {i for loop, variables in self._loops(roles) for i in sizes
-                 if refers(self._bound(loop), {ident(self.parameters[i])})}
+        found = {i for i in sizes if self.bounds(roles, ident(self.parameters[i]))}
         return found.pop() if len(found) == 1 else None
+
+    def bounds(self, roles: list[str | None], key: tuple[str, int, str]) -> bool:
+        """Whether the declaration ``key`` (a size, an array of sizes) is read in the bound of a loop over K."""
+        return any(refers(self._bound(loop), {key}) for loop, _ in self._loops(roles))
 
     def whole_tiles(self, roles: list[str | None]) -> list[str]:
         """``K % c == 0`` where the loop over K runs to ``K / c``, rounding down: the kernel leaves K's tail
@@ -108,14 +114,17 @@ class Indexing:
         return [index for key in keys for index in self._accesses_of(key)]
 
     def _accesses_of(self, key: tuple[str, int, str]) -> list[Any]:
-        """The index expressions of a pointer parameter: a subscript's index, or a pointer sum holding it."""
+        """The index expressions of a pointer parameter: a subscript's index, or a pointer sum holding it (a table's:
+        those of the pointers loaded from it)."""
+        keys = {key, *(k for k, source in self.aliases.items() if source == key)}
         found = []
         for node in self.nodes:
             parts = expressions(node)
-            if node.kind == self.ck.ARRAY_SUBSCRIPT_EXPR and len(parts) == 2 and refers(parts[0], {key}):
+            if node.kind == self.ck.ARRAY_SUBSCRIPT_EXPR and len(parts) == 2 and refers(parts[0], keys) \
+                    and not entry(node):
                 found.append(parts[1])
             elif node.kind == self.ck.BINARY_OPERATOR and node.type.kind.name == "POINTER" \
-                    and operator(node) in ("+", "-") and refers(node, {key}):
+                    and operator(node) in ("+", "-") and refers(node, keys) and not is_table(node.type):
                 found.append(node)
         return found
 

@@ -2,11 +2,13 @@
 the C++ front end in its sandboxed child (cxx/), parsing the file as the device-code reduction does.
 
 The kernel's ``__global__`` signature gives the op, the dtypes and ``params``: each pointer is an operand by its
-name (``A``, ``d_b``, ``mat_c``, ``x``), else by its place and ``const``-ness (the ``const`` ones the inputs, in
-order); ``m``/``n``/``k``, ``lda``/``ldb``/``ldc``, ``batch``, ``alpha``/``beta`` by name; a lone size is a square
-problem.  The kernel's indexing gives what names do not: K is the bound of the loop whose variable indexes both
-inputs, an operand is column-major where its leading dimension multiplies its column, and a loop over K that stops
-at ``K / 16`` needs K to be a multiple of 16.  The file's host code gives the launch: each
+name (``A``, ``d_b``, ``mat_c``, ``x``; names.py), else by its place and ``const``-ness (the ``const`` ones the
+inputs, in order); ``m``/``n``/``k``, ``lda``/``ldb``/``ldc``, ``batch``, ``alpha``/``beta`` by name; a lone size
+is a square problem.  A table of pointers (``ptr_A``, groups.py) holds its operand, which makes the op batched, a
+group each, and the integer arrays read at a group's index are the groups' own sizes.  The kernel's indexing gives
+what names do not: K is the bound of the loop whose variable indexes both inputs, an operand is column-major where
+its leading dimension multiplies its column, and a loop over K that stops at ``K / 16`` needs K to be a multiple of
+16.  The file's host code gives the launch (launches.py): each
 ``<<<grid, block, smem>>>`` of the kernel, followed up through the host functions that reach it (their arguments and
 template arguments bound at each call), its ``dim3`` sizes and template arguments translated to spec expressions
 (``(N + 15) / 16`` is ``cdiv(N, 16)``, a ``constexpr`` or ``#define`` its value).  Where the launches differ (a
@@ -19,12 +21,11 @@ spec.py refuses until it is filled in and the comment removed.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..cxx.front import constant, operator
+from ..cxx.front import constant
 from ..cxx.setup import Setup
 from ..dtypes import DTYPES, PRECISIONS
 from ..epilogue import INDICES
@@ -33,13 +34,16 @@ from ..ops import OPS
 from ..spec import RESERVED
 from . import Draft
 from .access import uses
-from .cursors import call_arguments, callee, expressions, ident, source_text, template_arguments
+from .cursors import call_arguments, expressions, ident, pointee, unqualified
 from .element import Elements
 from .epilogue import Unreadable, epilogue
-from .extras import Extra, Table, buffer, element_of, scalar
-from .host import Context, Reader, Site, Unread
+from .extras import Extra, Table, buffer, element_of, group_sizes, pointer_table, scalar
+from .groups import compared, is_table, per_group
+from .host import Reader, Site, Unread
 from .indexing import Indexing
-from .source import LAUNCHED, File
+from .launches import Launches
+from .names import BATCH, GROUPS, LEADING, OUTPUTS, operand_named, size_named, stripped
+from .source import File
 from .text import choose_field, conjuncts, label, names_used, rounded_down, spec_name, tidy, toml_list, unique
 
 __all__ = ["serve"]
@@ -49,15 +53,6 @@ _DTYPES = {"int": "int32", "float": "float32", "double": "float64", "__half": "f
            "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16"}
 _SCALAR_TYPES = {"int": "int", "float": "float", "double": "double", "__half": "__half", "half": "__half",
                  "__nv_bfloat16": "__nv_bfloat16", "nv_bfloat16": "__nv_bfloat16"}
-_QUALIFIERS = re.compile(r"\b(?:const|volatile|__restrict__|__restrict|restrict|struct)\b|\s+")
-# A pointer's name that says its operand: A, a, d_A, dA, mat_a, A_d, ...
-_OPERAND = re.compile(r"(?:d_?|dev_?|g_?|mat_?|matrix_?|p_?)?([abcxy])(?:_?(?:d|dev|ptr|mat))?", re.I)
-_OUTPUTS = {"out", "output", "result", "res", "dst", "d_out"}
-_OPERAND_WORDS = {"mat": "a", "matrix": "a", "vec": "x", "vector": "x"}
-# Sizes by name: m, n, k, and the CUDA samples' heights and widths (hA is M, wA is K, wB is N).
-_SIZES = {"m": "M", "n": "N", "k": "K", "ha": "M", "hc": "M", "wa": "K", "hb": "K", "wb": "N", "wc": "N"}
-_BATCH = re.compile(r"(?:n_?|num_?)?batch(?:es|_?count|_?size)?|batch_?count|bs|b", re.I)
-_LEADING = re.compile(r"ld_?([abcxy])", re.I)
 _INTEGER_SUFFIX = {"INT": "", "UINT": ":unsigned", "ULONG": ":size_t", "ULONGLONG": ":size_t", "LONG": ":long",
                    "LONGLONG": ":long"}
 # The parameters a size multiplies in an index: the sizes and the leading dimensions.
@@ -79,14 +74,6 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
                                         "notes": drafted.notes}}
 
 
-def _operand_letter(name: str) -> str | None:
-    """The operand a pointer's name says (a, b, c, x or y), if it says one."""
-    if name.lower() in _OPERAND_WORDS:
-        return _OPERAND_WORDS[name.lower()]
-    m = _OPERAND.fullmatch(name)
-    return m.group(1).lower() if m else None
-
-
 class _Drafting:
     """The spec of one kernel of a file."""
 
@@ -97,9 +84,12 @@ class _Drafting:
         self.parameters = [c for c in kernel.get_children() if c.kind == self.ck.PARM_DECL]
         self._roles: list[str | None] = []  # each parameter's spec name, once the signature is read
         self.indexing = Indexing(kernel, self.parameters, self.ck)
-        self.template_parameters = [c for c in kernel.get_children() if c.kind in (
-            self.ck.TEMPLATE_TYPE_PARAMETER, self.ck.TEMPLATE_NON_TYPE_PARAMETER)]
+        self.launches = Launches(file, kernel, self.reader, self.todo)
+        self.template_parameters = self.launches.template_parameters
         self.extras: list[Extra] = []  # the parameters beyond the op's, once the signature is read
+        self.points: dict[int, str] = {}  # the tables of pointers among the parameters: each one's operand
+        self.grouped: dict[int, int] = {}  # the arrays of the groups' own sizes: how many entries a group has
+        self.sized: dict[int, str] = {}  # those whose names say which size they hold: M, N, K, lda, ldb, ldc
 
     def todo(self, key: str, message: str) -> None:
         """Say what the spec's ``key`` lacks (once, however many launches lack it)."""
@@ -110,31 +100,35 @@ class _Drafting:
 
     def signature(self) -> tuple[str, list[str | None], list[str], list[str]]:
         """The op, each parameter's spec name (None: none), the params list and the requires it implies."""
-        pointers = [(i, p) for i, p in enumerate(self.parameters) if p.type.kind.name == "POINTER"]
+        pointers = [(i, p) for i, p in enumerate(self.parameters) if pointee(p.type) is not None]
+        self.used = uses(self.kernel, [p for _, p in pointers], self.file.folder)
         roles: list[str | None] = [None] * len(self.parameters)
         lowered = [p.spelling.lower() for p in self.parameters]
         scalars = {n: i for i, n in enumerate(lowered) if n in ("alpha", "beta") and i not in dict(pointers)}
         for n, i in scalars.items():
             roles[i] = n
         # A vector's names (x, y) beside a matrix's (A): gemv's; X, W and Y alone are a linear layer's matrices.
-        letters = {_operand_letter(p.spelling) for _, p in pointers}
+        letters = {operand_named(p.spelling) for _, p in pointers}
         vector = bool(letters & {"x", "y"}) and "a" in letters
         if len(scalars) == 1:
             self.todo("op", f"the kernel takes {next(iter(scalars))} alone: gemm and gemv take both alpha and beta")
         blas = len(scalars) == 2
-        batched = any(_BATCH.fullmatch(p.spelling) and self._integer(p) is not None for p in self.parameters)
+        batched = any(BATCH.fullmatch(p.spelling) and self._integer(p) is not None for p in self.parameters)
         op = ("gemv" if vector else "gemm") if blas else ("mv" if vector else "bmm" if batched else "mm")
+        self._operands([(i, p) for i, p in pointers if not (vector and is_table(p.type))], roles, OPS[op].names)
+        if self.points:  # operands reached through tables of pointers: a group each, the op's batch
+            op = "gemm" if blas else "bmm"
         operation = OPS[op]
-        self._operands(pointers, roles, operation.names)
         sizes = []
         for i, p in enumerate(self.parameters):
-            if roles[i] is not None or p.type.kind.name == "POINTER":
+            if roles[i] is not None or pointee(p.type) is not None:
                 continue
-            size = _SIZES.get(re.sub(r"[^a-z]|(?<=[hw])(?:eight|idth)", "", p.spelling.lower()))
-            leading = _LEADING.fullmatch(p.spelling)
+            size = size_named(p.spelling)
+            leading = LEADING.fullmatch(p.spelling)
             if size is not None and size not in roles:
                 roles[i] = size
-            elif _BATCH.fullmatch(p.spelling) and op in ("bmm", "gemm"):
+            elif (BATCH.fullmatch(p.spelling) or self.points and GROUPS.fullmatch(p.spelling)) \
+                    and op in ("bmm", "gemm"):
                 roles[i] = "batch"
             elif leading and leading.group(1).upper() in operation.names:
                 roles[i] = f"ld{leading.group(1).lower()}"
@@ -145,7 +139,7 @@ class _Drafting:
         if "K" not in roles and len(sizes) > 1:
             # Sizes named otherwise (m, n, p; BLAS gemv's m and n): K bounds the loop whose variable indexes both
             # inputs.
-            k = self.indexing.reduction(sizes, roles)
+            k = self.indexing.reduction(sizes, self._through(roles))
             if k is not None:
                 roles[k] = "K"
         for i in sizes:
@@ -161,19 +155,25 @@ class _Drafting:
             # One size for every dimension: a square problem.
             roles[sizes[0]] = "M" if operation.fixed else "N"
             requires = ["M == K"] if operation.fixed else ["M == N", "N == K"]
-        missing = [s for s in operation.free(tuple(r for r in roles if r)) if s not in roles]
-        if missing and not requires and named:
+        # The groups of tables of pointers need no count: the grid's z covers them.
+        missing = [s for s in operation.free(tuple(r for r in roles if r))
+                   if s not in roles and not (s == "batch" and self.points)]
+        self._per_group(pointers, roles, operation.names)
+        if self.points and op == "gemm" and "batch" not in roles:
+            self.todo("op", "the tables' groups are gemm's batch, which it takes as a parameter alone: name the "
+                            "kernel's count of groups batch in params")
+        if missing and not requires and named and not self.grouped:  # per-group sizes: bounded by M, N, K
             self.todo("params", f"the kernel takes no {', '.join(missing)}: say in requires how it follows from the "
                                 "sizes it takes")
-        self._roles = roles
-        requires += self.indexing.whole_tiles(roles)
+        self._roles = self._through(roles)
+        requires += self.indexing.whole_tiles(self._roles)
         params = []
         taken = {*RESERVED, *INDICES, *operation.names, *operation.scalars, "acc", "lda", "ldb", "ldc",
                  *(label(t.spelling) for t in self.template_parameters)}
         for i, p in enumerate(self.parameters):
             role = roles[i]
             if role is None:
-                if p.type.kind.name != "POINTER" and self._ctype(p) is None:
+                if pointee(p.type) is None and self._ctype(p) is None:
                     self.todo("params", f"parameter {p.spelling!r} ({p.type.spelling}) has no mmcheck meaning")
                     continue
                 # Beyond the op's parameters: a buffer or a scalar of the spec's own, under a name no other takes.
@@ -181,7 +181,7 @@ class _Drafting:
                 while name in taken:
                     name += "_"
                 taken.add(name)
-                self.extras.append(Extra(i, name, p))
+                self.extras.append(Extra(i, name, p, self.points.get(i), self.grouped.get(i, 0)))
                 params.append(name)
                 continue
             if role in ("alpha", "beta"):
@@ -193,21 +193,22 @@ class _Drafting:
         return op, roles, params, requires
 
     def _operands(self, pointers: list[tuple[int, Any]], roles: list[str | None], names: Sequence[str]) -> None:
-        """Each pointer's operand: by its name, else the ``const`` ones the inputs in order and the other the
-        output, else by place."""
+        """Each pointer's operand (a table of pointers' first, in ``points``): by its name, else the ``const`` ones
+        the inputs in order and the other the output, else by place."""
         free = list(names)
+        pointers = sorted(pointers, key=lambda found: not is_table(found[1].type))
         for i, p in pointers:
-            letter = _operand_letter(p.spelling)
-            wanted = names[-1] if p.spelling.lower() in _OUTPUTS else next(
-                (n for n in free if n.lower() == letter), None)
+            spelled = stripped(p.spelling) if is_table(p.type) else p.spelling
+            wanted = names[-1] if spelled.lower() in OUTPUTS else next(
+                (n for n in free if n.lower() == operand_named(spelled)), None)
             if wanted in free:
-                roles[i] = wanted
+                (self.points if is_table(p.type) else roles)[i] = wanted
                 free.remove(wanted)
-        rest = [(i, p) for i, p in pointers if roles[i] is None]
-        some_const = any(p.type.get_pointee().is_const_qualified() for _, p in pointers)
+        rest = [(i, p) for i, p in pointers if roles[i] is None and i not in self.points]
+        some_const = any(self._const(p) for _, p in pointers)
         for i, p in rest:
             inputs = [n for n in free if n != names[-1]]
-            const = p.type.get_pointee().is_const_qualified()
+            const = self._const(p)
             if some_const and not const and names[-1] in free:
                 role = names[-1]
             elif some_const and inputs:
@@ -216,10 +217,53 @@ class _Drafting:
                 role = free[0]
             else:
                 continue  # none of the op's: a buffer of the spec's own
-            roles[i] = role
+            (self.points if is_table(p.type) else roles)[i] = role
             free.remove(role)
         for n in free:
             self.todo("params", f"no pointer parameter is operand {n}")
+
+    def _const(self, p: Any) -> bool:
+        """Whether a pointer's elements are read only: it points to const; a table's, the pointers it holds do,
+        or the kernel only reads through them."""
+        if not is_table(p.type):
+            return bool(pointee(p.type).is_const_qualified())
+        used = self.used[ident(p)]
+        return bool(pointee(pointee(p.type)).is_const_qualified()) or not (used.written or used.opaque)
+
+    def _per_group(self, pointers: list[tuple[int, Any]], roles: list[str | None], names: Sequence[str]) -> None:
+        """The integer arrays the kernel reads (and never writes) at the index of the groups its tables hold: the
+        groups' own sizes, ``grouped``, each named by what its name says (``m_array`` M, ``lda`` lda)."""
+        self.grouped = per_group(self.indexing.nodes, {ident(self.parameters[i]) for i in self.points}, {
+            i: used.reads for i, p in pointers if roles[i] is None and i not in self.points
+            and _INTEGER_SUFFIX.get(pointee(p.type).get_canonical().kind.name) is not None
+            and not ((used := self.used[ident(p)]).written or used.opaque)})
+        for i in self.grouped:
+            leading = LEADING.fullmatch(stripped(self.parameters[i].spelling))
+            size = size_named(stripped(self.parameters[i].spelling)) or (
+                f"ld{leading.group(1).lower()}" if leading and leading.group(1).upper() in names else None)
+            if size:
+                self.sized[i] = size
+
+    def _through(self, roles: list[str | None]) -> list[str | None]:
+        """Each parameter's spec name, a table of pointers' being its operand's and an array of the groups' sizes'
+        the size's."""
+        return [{**self.sized, **self.points}.get(i, r) for i, r in enumerate(roles)]
+
+    def _group_size(self, extra: Extra, elements: Elements, op: str) -> tuple[str | None, bool]:
+        """Which of M, N and K an array of the groups' sizes holds (None: not one), and whether it is that size
+        itself: by its name (``m_array``; ``lda``, which is A's as mmcheck lays it, whole), else by what the kernel
+        compares its entries with (the element's row or column, the loop over K)."""
+        key, role = ident(extra.parameter), self._roles[extra.place]
+        operand = next((o for o in OPS[op].operands if o.leading == role), None)
+        if operand is not None:
+            column_major = self.indexing.layouts(self._roles).get(operand.name) == "col"
+            return (operand.rows if column_major else operand.cols), True
+        found = {role} if role else {{"m": "M", "n": "N"}.get(elements.names.get(text, ""))
+                                     for text in compared(self.indexing.nodes, key)}
+        if not role and self.indexing.bounds(self._roles, key):
+            found.add("K")
+        found.discard(None)
+        return (found.pop() if len(found) == 1 and extra.group == 1 else None), False
 
     def _integer(self, p: Any) -> str | None:
         """The params suffix of an integer parameter's type (``""`` for int, ``":size_t"``...); None if it is
@@ -227,19 +271,23 @@ class _Drafting:
         return _INTEGER_SUFFIX.get(p.type.get_canonical().kind.name)
 
     def _element(self, pointer: Any) -> str:
-        """The C spelling of what a pointer parameter points to, qualifiers dropped."""
-        return _QUALIFIERS.sub("", pointer.type.get_pointee().spelling)
+        """The C spelling of what a pointer parameter points to (a table's, its pointers), qualifiers dropped ("":
+        no pointer)."""
+        inner = pointee(pointer.type)
+        if is_table(pointer.type):
+            inner = pointee(inner)
+        return unqualified(inner.spelling) if inner is not None else ""
 
     def _ctype(self, p: Any) -> str | None:
         """The spec's C type of a scalar parameter (``float``, ``int``, ``size_t``...); None if it has none."""
         integer = self._integer(p)
         if integer is not None:
             return integer.removeprefix(":") or "int"
-        return _SCALAR_TYPES.get(_QUALIFIERS.sub("", p.type.spelling))
+        return _SCALAR_TYPES.get(unqualified(p.type.spelling))
 
     def _scalar_type(self, p: Any) -> str:
         """``:float`` where alpha or beta is of a type other than C's elements, else ``""``."""
-        spelled = _QUALIFIERS.sub("", p.type.spelling)
+        spelled = unqualified(p.type.spelling)
         output = next((self._element(q) for q, r in zip(self.parameters, self._roles) if r in ("C", "y")), None)
         if spelled == output or spelled in self._type_parameters():
             return ""
@@ -251,136 +299,20 @@ class _Drafting:
     def _type_parameters(self) -> list[str]:
         return [t.spelling for t in self.template_parameters if t.kind == self.ck.TEMPLATE_TYPE_PARAMETER]
 
-    # -- the launches
-
-    def contexts(self, function: Any, seen: frozenset = frozenset()) -> list[Context]:
-        """The ways host code reaches ``function``: one per chain of calls from a function nothing calls."""
-        calls = [(f, call, guards) for f, call, guards in self.file.calls(function.spelling)
-                 if ident(f) not in seen and ident(f) != ident(function)]
-        if not calls:
-            return [Context()]
-        parameters = [c for c in function.get_children() if c.kind == self.ck.PARM_DECL]
-        templates = [c for c in function.get_children() if c.kind in (
-            self.ck.TEMPLATE_TYPE_PARAMETER, self.ck.TEMPLATE_NON_TYPE_PARAMETER)]
-        found = []
-        for caller, call, guards in calls:
-            arguments = template_arguments(callee(call)[1])
-            for outer in self.contexts(caller, seen | {ident(function)}):
-                bindings = {ident(p): (a, outer) for p, a in zip(parameters, call_arguments(call))}
-                bindings |= {ident(t): (a, outer) for t, a in zip(templates, arguments)}
-                found.append(Context(bindings, outer.guards + tuple((g, holds, outer) for g, holds in guards)))
-        return found
-
-    def sites(self, roles: list[str | None]) -> list[Site]:
-        """Each launch of the kernel in host code, as each chain of calls reaches it."""
-        launches = []
-        for function in self.file.hosts:
-            for node, guards in self.file.statements[ident(function)]:
-                parts = list(node.get_children())
-                if operator(node) != "," or len(parts) != 2 or callee(parts[1])[0] != LAUNCHED:
-                    continue
-                if callee(parts[0])[0] == self.kernel.spelling:
-                    launches.append((function, parts[0], parts[1], guards))
-        reader, found = self.reader, []
-        pending = []
-        for function, call, configuration, guards in launches:
-            asserts = self._asserts(function)
-            for outer in self.contexts(function):
-                context = Context(outer.bindings, outer.guards + tuple((g, h, outer) for g, h in guards))
-                for role, argument in zip(roles, call_arguments(call)):
-                    if role is not None:
-                        reader.name(argument, role, context)
-                pending.append((call, configuration, context, asserts))
-        for call, configuration, context, asserts in pending:  # once every launch has named its arguments
-            found.append(self._site(call, configuration, context, asserts))
-        return found
-
-    def _asserts(self, function: Any) -> list[Any]:
-        """The conditions ``assert`` checks in a host function."""
-        found = []
-        for node, _ in self.file.statements[ident(function)]:
-            parts = list(node.get_children())
-            if node.kind == self.ck.CONDITIONAL_OPERATOR and len(parts) == 3 and any(
-                    c.kind == self.ck.CALL_EXPR and c.spelling == "__assert_fail" for c in parts[2].walk_preorder()):
-                found.append(parts[0])
-        return found
-
-    def _site(self, call: Any, configuration: Any, context: Context, asserts: list[Any]) -> Site:
-        reader = self.reader
-        guards, unread = [], []
-        for condition, holds, where in context.guards:
-            try:
-                text = reader.expr(condition, where)
-                guards.append(text if holds else f"not ({text})")
-            except Unread:
-                unread.append(source_text(condition))
-        requires = []
-        for condition in asserts:
-            try:
-                requires.append(reader.expr(condition, context))
-            except Unread:
-                continue
-        arguments = template_arguments(callee(call)[1])
-        template: list[Any] = []
-        for parameter, argument in zip(self.template_parameters, arguments):
-            template.append(self._template_value(parameter, argument, context))
-        template += [None] * (len(self.template_parameters) - len(template))
-        values = call_arguments(configuration)
-
-        def read(what: str, cursor: Any) -> list[str]:
-            try:
-                return reader.dims(cursor, context)
-            except Unread as e:
-                self.todo(what, f"the launch's {what} {source_text(cursor)!r} has no spec form here ({e})")
-                return [source_text(cursor)]
-
-        grid = read("grid", values[0]) if values else []
-        block = read("block", values[1]) if len(values) > 1 else []
-        smem = "0"
-        if len(values) > 2:
-            try:
-                smem = reader.expr(values[2], context)
-            except Unread:
-                self.todo("smem", f"the launch's dynamic shared memory {source_text(values[2])!r} has no spec form "
-                                  "here")
-                smem = source_text(values[2])
-        site = Site(guards, unread, template, block, grid, smem, requires, call=call, context=context)
-        reader.symbols = {ident(a.referenced): p.spelling for p, a in zip(self.template_parameters, arguments)
-                          if not isinstance(a, str) and a.kind == self.ck.DECL_REF_EXPR and a.referenced is not None
-                          and a.referenced.kind == self.ck.TEMPLATE_NON_TYPE_PARAMETER}
-        if reader.symbols:
-            try:
-                site.named = (reader.dims(values[1], context) if len(values) > 1 else [],
-                              reader.dims(values[0], context) if values else [],
-                              reader.expr(values[2], context) if len(values) > 2 else "0")
-            except Unread:
-                pass
-            reader.symbols = {}
-        return site
-
-    def _template_value(self, parameter: Any, argument: Any, context: Context) -> Any:
-        """A kernel template argument at a launch: a type's C spelling, or a spec expression (None: unread)."""
-        if isinstance(argument, str):
-            while True:  # a type parameter of a launcher, bound by its caller
-                bound = [(v, c) for k, (v, c) in context.bindings.items() if k[2] == argument]
-                if not bound or not isinstance(bound[0][0], str):
-                    return _QUALIFIERS.sub("", argument)
-                argument, context = bound[0]
-        if parameter.kind == self.ck.TEMPLATE_TYPE_PARAMETER:
-            return None
-        try:
-            return self.reader.expr(argument, context)
-        except Unread:
-            return None
-
     # -- putting it together
 
     def result(self) -> Draft:
         op, roles, params, requires = self.signature()
-        sites = self.sites(roles)
+        # The groups' count where the kernel takes none, in a grid's z no launch gives as a spec expression.
+        groups = "batch" if self.points and "batch" not in roles else None
+        sites = self.launches.sites(roles, groups)
+        if groups and any(s.grid[2:] == [groups] for s in sites):
+            self.todo("grid", "the kernel takes no count of groups: the grid's z, batch, is a guess")
         lines = {"name": json.dumps(spec_name(Path(self.file.name).stem, self.kernel.spelling)),
                  "entry": json.dumps(self.kernel.spelling), "op": json.dumps(op)}
-        values = self._values(sites, requires)
+        batched = "batch" in OPS[op].free(tuple(r for r in roles if r))
+        values = self._values(sites, requires, batched)
+        roles = self._roles  # a table of pointers as its operand, from here on
         lines["dtypes"] = toml_list(self._dtypes(sites, roles))
         template = values.pop("template")
         if template:
@@ -389,7 +321,7 @@ class _Drafting:
             lines["let"] = "{" + ", ".join(f"{k} = {json.dumps(v)}" for k, v in values["let"].items()) + "}"
         read = self.indexing.layouts(roles)
         layouts = {o: read.get(o, "row") for o in OPS[op].names if o in ("A", "B", "C")}
-        tables, epilogue = self._extras(op, roles, sites, layouts.get("C") == "col")
+        tables, epilogue, varying = self._extras(op, roles, sites, layouts.get("C") == "col")
         dropped = {e.name for e in self.extras} - {t.name for t in tables}  # no buffer or scalar after all
         lines["params"] = toml_list([p for p in params if p not in dropped])
         if set(layouts.values()) == {"col"}:
@@ -402,6 +334,8 @@ class _Drafting:
             lines["smem"] = json.dumps(values["smem"])
         if values["requires"]:
             lines["requires"] = toml_list(values["requires"])
+        if varying:  # C as the launcher's cudaMemset leaves it: what a group does not cover stays zero
+            lines["init"] = '{C = "zeros"}'
         if epilogue is not None:
             lines["epilogue"] = json.dumps(epilogue)
         rows: list[tuple[str, str | None, str]] = [(key, f"{key} = {value}", "") for key, value in lines.items()]
@@ -421,23 +355,34 @@ class _Drafting:
         return Draft(self.kernel.spelling, "\n".join([*text, "*/"]), tuple(todos), tuple(notes))
 
     def _extras(self, op: str, roles: list[str | None], sites: list[Site], column_major: bool
-                ) -> tuple[list[Table], str | None]:
-        """The tables of the parameters beyond the op's, and the epilogue of the kernel's stores to C (None: it
+                ) -> tuple[list[Table], str | None, list[str]]:
+        """The tables of the parameters beyond the op's, the epilogue of the kernel's stores to C (None: it
         stores the op's result as it is, or mmcheck could not read it, which is a TODO where the kernel takes
-        such parameters)."""
-        pointers = [p for p in self.parameters if p.type.kind.name == "POINTER"]
-        used = uses(self.kernel, pointers, self.file.folder)
+        such parameters), and the arrays of sizes by which the groups differ."""
+        used = self.used
         by = {ident(p): r for p, r in zip(self.parameters, roles) if r}
         operands = {k: r for k, r in by.items() if r in OPS[op].names}
+        operands |= {k: operands[source] for k, source in self.indexing.aliases.items() if source in operands}
         output = next((k for k, r in operands.items() if r in ("C", "y")), None)
         stores = used[output].stores if output is not None and output in used else []
         elements = Elements(self.kernel, stores, {k: r for k, r in by.items() if r in _STRIDES}, column_major,
                             output is not None and operands[output] == "y")
         element = element_of(elements, [s.index for s in stores]) if stores else None
-        tables, buffers, scalars = [], {}, set()
+        tables, buffers, scalars, varying = [], {}, set(), []
         for extra in self.extras:
             key = ident(extra.parameter)
-            if extra.pointer:
+            if extra.points:
+                table = pointer_table(extra)
+            elif extra.group:
+                dtype, _ = self._buffer_dtype(extra, sites, False)
+                size, whole = self._group_size(extra, elements, op)
+                table = group_sizes(extra, size, whole, dtype, self.todo)
+                varying += [] if whole else [extra.name]
+            elif extra.pointer:
+                if is_table(extra.parameter.type):
+                    self.todo(f"buffers.{extra.name}.dtype", f"{extra.name} is a table of pointers into none of the "
+                                                             "op's operands: name its target (points = \"A\"), "
+                                                             "which gives it its type")
                 dtype, itemsize = self._buffer_dtype(extra, sites, used[key].written)
                 allocations = [self.reader.allocated(call_arguments(s.call)[extra.place], s.context, self.file.calls)
                                for s in sites if len(call_arguments(s.call)) > extra.place]
@@ -455,22 +400,30 @@ class _Drafting:
                 scalars.add(extra.name)
             tables.append(table)
         results = [t.name for t in tables if t.role in ("output", "inout")]
-        if results:  # what the kernel leaves beyond C no expression of acc says: a function of the user's does
+        # What the kernel leaves beyond C, or in C where the groups have sizes of their own, no expression of acc
+        # says: a function of the user's does.
+        if results:
             self.todo("reference", f"{', '.join(results)} {'is a result' if len(results) == 1 else 'are results'} "
                                    "beside C: write a Python function that computes them and C from the inputs, in "
                                    "a file beside the kernel, and name it: reference = \"ref.py:function\"")
-            return tables, None
+        if varying:
+            self.todo("reference", f"the groups have sizes of their own ({', '.join(varying)}): C is zeroed, and a "
+                                   "Python function says what the kernel leaves in it: write one that computes each "
+                                   "group's part of C from the inputs and leaves the rest as it was, in a file beside "
+                                   "the kernel, and name it: reference = \"ref.py:function\"")
+        if results or varying:
+            return tables, None, varying
         names = {k: r for k, r in by.items() if r in ("alpha", "beta")} | {ident(e.parameter): e.name
                                                                           for e in self.extras}
         try:
             return tables, epilogue(self.kernel, stores, elements, names, operands, bool(OPS[op].scalars), buffers,
-                                    frozenset(scalars))
+                                    frozenset(scalars)), varying
         except Unreadable as e:
             # What a kernel reads to make its result from the product: an input buffer, a floating-point scalar.
             if buffers or any(self._integer(x.parameter) is None for x in self.extras if not x.pointer):
                 self.todo("epilogue", f"{e}: write what the kernel stores to C as an expression of acc, the op's "
                                       "result (as in epilogue = \"relu(acc + bias[n])\")")
-            return tables, None
+            return tables, None, varying
 
     def _scalar_value(self, site: Site, extra: Extra) -> str | None:
         """What a launch passes a scalar parameter, as a spec value; None where it has no spec form."""
@@ -536,18 +489,19 @@ class _Drafting:
         self.todo(f"buffers.{extra.name}.dtype", f"mmcheck has no dtype for {element}: input is a guess")
         return "input", itemsize
 
-    def _values(self, sites: list[Site], requires: list[str]) -> dict[str, Any]:
+    def _values(self, sites: list[Site], requires: list[str], batched: bool) -> dict[str, Any]:
         """template, let, block, grid, smem and requires: the launches' values, chosen by their conditions
-        where they differ."""
+        where they differ (``batched``: where there are none, the grid's z a guess, a batch each)."""
         names = [t.spelling for t in self.template_parameters]
         types = self._type_parameters()
         if not sites:
             self.todo("block", "the file launches the kernel nowhere: the block and grid are a guess (one thread "
-                               "per element of C, in 16 x 16 blocks)")
+                               f"per element of C, in 16 x 16 blocks{', a z for each batch' if batched else ''})")
             drafted = [self._type_argument(n) if n in types else self._default(t)
                        for n, t in zip(names, self.template_parameters)]
-            return {"template": drafted, "let": {}, "block": ["16", "16"], "grid": ["cdiv(N, 16)", "cdiv(M, 16)"],
-                    "smem": "0", "requires": requires}
+            return {"template": drafted, "let": {}, "block": ["16", "16"],
+                    "grid": ["cdiv(N, 16)", "cdiv(M, 16)", *(["batch"] if batched else [])], "smem": "0",
+                    "requires": requires}
         # A condition every launch is under is the kernel's domain, as is what the launcher asserts.
         common = [g for g in sites[0].guards if all(g in s.guards for s in sites)]
         requires = [*requires, *sorted(self.reader.equal), *common,
