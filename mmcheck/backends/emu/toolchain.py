@@ -38,7 +38,7 @@ _MODULE_CODE = ["-fPIC", "-fvisibility=hidden", "-fno-extern-tls-init", "-fstack
 _MODULE = [*_MODULE_CODE, "-shared", "-Wl,--no-undefined", "-Wl,--gc-sections"]
 _C_LOCALE = {**os.environ, "LC_ALL": "C"}  # plain quotes in diagnostics, which unit.py matches
 # The sources of libmmemu.so: the runtime, the blocks' shared memory, and inline PTX.
-_LIBRARY = ("runtime.cpp", "runtime_shared.cpp", "ptx.cpp")
+_LIBRARY = ("runtime.cpp", "runtime_shared.cpp", "ptx.cpp", "ptx_cluster.cpp")
 # Extra flags for the runtime.  Empty in use; the tests set ["-DMMEMU_UCONTEXT"] to build the swapcontext
 # fibers that hosts other than x86-64 get.
 RUNTIME_FLAGS: list[str] = []
@@ -151,7 +151,7 @@ class Toolchain:
             return None  # each unit reads the shim's text, as without a cache
 
     def _build_runtime(self) -> Path:
-        sources = [*(_HERE / name for name in ("mmemu.h", *_LIBRARY, "runtime_shared.h",
+        sources = [*(_HERE / name for name in ("mmemu.h", *_LIBRARY, "runtime_shared.h", "ptx.h",
                                                "include/mmemu_float16.h", "worker.cpp")),
                    _SANDBOX]
         key = cache_key("emu-runtime", [p.read_bytes() for p in sources], self._runtime_flags, self.version)
