@@ -663,8 +663,9 @@ void complete_cluster_phase() {
     if (gone) {
         char text[512];
         snprintf(text, sizeof text, "barrier divergence: the cluster barrier (%s at line %d) was reached by %u of %u "
-                 "threads of the cluster; the others had exited (e.g. %s)", arrived->arrive_op, arrived->arrive_line,
-                 E.cluster_arrivals, E.nthreads, who(*gone).text);
+                 "threads of the cluster; the others had exited (e.g. thread (%u,%u,%u) of the block of rank %u)",
+                 arrived->arrive_op, arrived->arrive_line, E.cluster_arrivals, E.nthreads, gone->idx.x, gone->idx.y,
+                 gone->idx.z, gone->block);
         misuse(text, E.blocks[gone->block]);
     }
     check_aligned([](const Thread& t) {

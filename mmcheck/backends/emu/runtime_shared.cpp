@@ -210,7 +210,7 @@ MMEMU_EXPORT void* mmemu_cluster_map(const void* pointer, unsigned rank, const c
         mmemu_violation("%s at line %d: rank %u is outside the cluster of %zu block%s", op, line, rank,
                         M.homes.size(), M.homes.size() == 1 ? "" : "s");
     if (M.homes[rank].gone)
-        mmemu_violation("%s at line %d: rank %u: the shared memory of %s", op, line, rank, M.homes[rank].text);
+        mmemu_violation("%s at line %d: a pointer into the shared memory of %s", op, line, M.homes[rank].text);
     return M.homes[rank].base + (static_cast<const unsigned char*>(pointer) - M.homes[from].base);
 }
 
