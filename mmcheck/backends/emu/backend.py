@@ -353,13 +353,13 @@ def _check_config(label: str, kernel: Kernel, grid: Dim3, block: Dim3, smem: int
         raise refuse(f"block {tuple(block)} has more than {MAX_THREADS} threads")
     if not 0 <= smem <= MAX_DYNAMIC_SMEM:
         raise refuse(f"{smem} bytes of dynamic shared memory is outside 0..{MAX_DYNAMIC_SMEM}")
-    compiled = kernel.handle.cluster_dims
     if len(cluster) != 3 or not all(int(c) >= 1 for c in cluster):
         raise refuse(f"cluster {tuple(cluster)} has a dimension below 1")
     if cluster[0] * cluster[1] * cluster[2] > _MAX_CLUSTER_BLOCKS:
         raise refuse(f"cluster {tuple(cluster)} has more than {_MAX_CLUSTER_BLOCKS} blocks")
     if any(int(g) % int(c) for g, c in zip(grid, cluster)):
         raise refuse(f"grid {tuple(grid)} is not a whole number of clusters {tuple(cluster)}")
+    compiled = kernel.handle.cluster_dims
     if compiled is not None and tuple(cluster) != compiled:
         raise refuse(f"the kernel is compiled with __cluster_dims__{compiled}, and launched with cluster "
                      f"{tuple(cluster)}: the spec's cluster must be {list(compiled)}")

@@ -38,7 +38,7 @@ namespace {
 constexpr size_t kStackSize = 256 * 1024;  // per fiber; reported in stack-overflow messages
 // How far below the stack pointer a frame's first touch may land: frames are probed page by page (toolchain.py).
 constexpr uintptr_t kStackProbe = 1 << 20;
-constexpr uint64_t kPoisonValue = ~0ull;   // a shuffle from a lane that is not taking part: kPoison's bytes
+constexpr uint64_t kPoisonValue = ~0ull;  // a shuffle from a lane not taking part: mmemu_shared::kPoison's bytes
 
 // ---- context switching: a hand-written switch on x86-64 (~10x faster than swapcontext) -----------
 #if defined(__x86_64__) && !defined(MMEMU_UCONTEXT)
