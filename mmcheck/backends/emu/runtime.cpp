@@ -769,7 +769,12 @@ void allocate_fiber_stacks() {
     E.stack_stride = E.page + kStackSize;
     void* p = mmap(nullptr, E.nthreads * E.stack_stride, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) fail("cannot allocate fiber stacks");
+    if (p == MAP_FAILED) {
+        char text[160];
+        snprintf(text, sizeof text, "cannot allocate fiber stacks for the %u threads of a %s (%zu KiB each)",
+                 E.nthreads, E.blocks.size() > 1 ? "cluster" : "block", E.stack_stride / 1024);
+        fail(text);
+    }
     E.stacks = static_cast<char*>(p);
     for (unsigned t = 0; t < E.nthreads; ++t) mprotect(E.stacks + t * E.stack_stride, E.page, PROT_NONE);
 }
