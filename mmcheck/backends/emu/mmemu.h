@@ -117,12 +117,12 @@ MMEMU_EXPORT void mmemu_rv_cluster_wait(const char* op, const void* aligned, int
 // every block of the cluster may use until that block exits: mmemu_cluster_map gives, for a pointer into the
 // shared memory of a block of the cluster, the same place in block `rank`'s (mapa, map_shared_rank), and
 // mmemu_cluster_rank the rank whose shared memory holds it (getctarank, query_shared_rank).  A .shared::cluster
-// address is, for the calling block's own shared memory, its shared address (an offset, as .shared::cta's), and
-// for block r's (r + 1) << MMEMU_CLUSTER_SHIFT plus the offset: mmemu_cluster_address makes one of a pointer,
-// mmemu_cluster_pointer reads one back, checking that its `size` bytes are that block's shared memory.  A pointer
-// or address outside the cluster's shared memory, a rank outside the cluster, or a block that has exited ends
-// the launch in MMEMU_PRECONDITION; op and line name the caller.  mbarrier's .shared::cluster forms (a remote
-// arrive) find the barrier through mmemu_cluster_pointer.
+// address is block r's offset plus (r + 1) << MMEMU_CLUSTER_SHIFT, or below that an offset into the calling
+// block's own shared memory (a .shared::cta address is one): mmemu_cluster_address makes one of a pointer,
+// mmemu_cluster_pointer reads one back, checking that its `size` bytes are that block's shared memory (mbarrier's
+// .shared::cluster forms, a remote arrive, find their barrier so).  A pointer or address outside the cluster's
+// shared memory, or a rank outside the cluster, ends the launch in MMEMU_PRECONDITION (op and line name the
+// caller); so does an access to the shared memory of a block that has exited, which faults.
 #define MMEMU_CLUSTER_SHIFT 24
 MMEMU_EXPORT void* mmemu_cluster_map(const void* pointer, unsigned rank, const char* op, int line);
 MMEMU_EXPORT unsigned mmemu_cluster_rank(const void* pointer, const char* op, int line);

@@ -79,14 +79,13 @@ int home_of(const void* p, size_t size) {
     return -1;
 }
 
-// The live rank whose shared memory holds the `size` bytes at p; else the launch ends, naming op and line.
-unsigned live_rank(const void* p, size_t size, const char* op, int line) {
+// The rank whose shared memory holds the `size` bytes at p; else the launch ends, naming op and line.  An exited
+// block's is still its own: an address of it may be computed, and only an access faults.
+unsigned rank_holding(const void* p, size_t size, const char* op, int line) {
     int rank = home_of(p, size);
     if (rank < 0)
         mmemu_violation("%s at line %d: %p (%zu bytes) is not in the shared memory of a block of the cluster", op,
                         line, p, size);
-    if (M.homes[size_t(rank)].gone)
-        mmemu_violation("%s at line %d: %p is in the shared memory of %s", op, line, p, M.homes[size_t(rank)].text);
     return unsigned(rank);
 }
 
@@ -205,21 +204,19 @@ MMEMU_EXPORT void* mmemu_global_pointer(uint64_t address, const char* op, int li
 }
 
 MMEMU_EXPORT void* mmemu_cluster_map(const void* pointer, unsigned rank, const char* op, int line) {
-    unsigned from = live_rank(pointer, 1, op, line);
+    unsigned from = rank_holding(pointer, 1, op, line);
     if (rank >= M.homes.size())
         mmemu_violation("%s at line %d: rank %u is outside the cluster of %zu block%s", op, line, rank,
                         M.homes.size(), M.homes.size() == 1 ? "" : "s");
-    if (M.homes[rank].gone)
-        mmemu_violation("%s at line %d: a pointer into the shared memory of %s", op, line, M.homes[rank].text);
     return M.homes[rank].base + (static_cast<const unsigned char*>(pointer) - M.homes[from].base);
 }
 
 MMEMU_EXPORT unsigned mmemu_cluster_rank(const void* pointer, const char* op, int line) {
-    return live_rank(pointer, 1, op, line);
+    return rank_holding(pointer, 1, op, line);
 }
 
 MMEMU_EXPORT uint32_t mmemu_cluster_address(const void* pointer, const char* op, int line) {
-    unsigned rank = live_rank(pointer, 1, op, line);
+    unsigned rank = rank_holding(pointer, 1, op, line);
     return (rank + 1) << MMEMU_CLUSTER_SHIFT |
            uint32_t(static_cast<const unsigned char*>(pointer) - M.homes[rank].base);
 }
@@ -230,5 +227,5 @@ MMEMU_EXPORT void* mmemu_cluster_pointer(uint64_t address, size_t size, const ch
     if (rank >= M.homes.size() || home_of(M.homes[rank].base + offset, size) != int(rank))
         mmemu_violation("%s at line %d: shared::cluster address 0x%llx (%zu bytes) is outside the cluster's shared "
                         "memory", op, line, static_cast<unsigned long long>(address), size);
-    return M.homes[live_rank(M.homes[rank].base + offset, size, op, line)].base + offset;
+    return M.homes[rank].base + offset;
 }
