@@ -58,9 +58,10 @@ extern "C" __global__ void k(const float* A, const float* B, float* C) {
 """
 
 # The same exchange as Hopper worklogs write it, in PTX: each block stores its tile of A into the next block's inbox
-# (mapa, st.shared::cluster) and counts itself in the next block's counter (atom.shared::cluster, which returns the
-# count before, below 32), then after the cluster barrier C = own + 10 * inbox + 1000 * count.  LATE_WAIT puts the
-# barrier's wait after the read, NO_WAIT leaves it out: a race.
+# (mapa, st.shared::cluster), counts itself in the next block's counter (atom.shared::cluster, which returns the
+# count before, below 32) and raises the next block's high mark to its thread index plus 100 times its rank
+# (red.shared::cluster.max); after the cluster barrier C = own + 10 * inbox + 1000 * count, and C[128 + block] is the
+# block's high mark.  LATE_WAIT puts the barrier's wait after the read, NO_WAIT leaves it out: a race.
 PTX = """
 #include <cstdint>
 
@@ -84,9 +85,9 @@ __device__ uint32_t map_to_rank(const void* p, uint32_t rank) {
 
 extern "C" __global__ void k(const float* A, const float* B, float* C) {
     __shared__ float inbox[32];
-    __shared__ uint32_t count;
+    __shared__ uint32_t count, high;
     const uint32_t next = (cluster_rank() + 1) % cluster_size();
-    if (threadIdx.x == 0) count = 0;
+    if (threadIdx.x == 0) count = high = 0;
     cluster_arrive();
     cluster_wait();  // every counter is zero before any block adds to another's
     const float mine = A[blockIdx.x * 32 + threadIdx.x];
@@ -95,18 +96,22 @@ extern "C" __global__ void k(const float* A, const float* B, float* C) {
     uint32_t before;
     asm volatile("atom.shared::cluster.add.u32 %0, [%1], 1;" : "=r"(before) : "r"(map_to_rank(&count, next))
                  : "memory");
+    asm volatile("red.shared::cluster.max.u32 [%0], %1;" :: "r"(map_to_rank(&high, next)),
+                 "r"(threadIdx.x + 100 * cluster_rank()) : "memory");
     cluster_arrive();
 #if !defined(LATE_WAIT) && !defined(NO_WAIT)
     cluster_wait();
 #endif
     C[blockIdx.x * 32 + threadIdx.x] = mine + 10.0f * inbox[threadIdx.x] + 1000.0f * count + (before < 32 ? 0 : 1e6f);
+    if (threadIdx.x == 0) C[gridDim.x * 32 + blockIdx.x] = high;
 #ifdef LATE_WAIT
     cluster_wait();
 #endif
 }
 """
 
-# What a block's thread 0 reads of its cluster: the special registers, then cooperative groups' view.
+# What a block's thread 0 reads of its cluster: the special registers, cooperative groups' view, and the rank that
+# getctarank finds in the next block's shared memory, mapped by a generic mapa and by a .shared::cluster one.
 IDS = """
 #include <cstdint>
 #include <cooperative_groups.h>
@@ -115,8 +120,9 @@ namespace cg = cooperative_groups;
 #define SREG(i, name) asm volatile("mov.u32 %0, %%" name ";" : "=r"(v[i]))
 
 extern "C" __global__ void k(const float* A, const float* B, float* C) {
+    __shared__ float cell;
     if (threadIdx.x != 0) return;
-    uint32_t v[20];
+    uint32_t v[22];
     SREG(0, "cluster_ctarank");
     SREG(1, "cluster_nctarank");
     SREG(2, "cluster_ctaid.x");
@@ -138,8 +144,15 @@ extern "C" __global__ void k(const float* A, const float* B, float* C) {
     v[17] = cluster.dim_blocks().x;
     v[18] = cluster.dim_blocks().y;
     v[19] = cluster.thread_rank();
+    const uint32_t next = (v[0] + 1) % v[1], local = static_cast<uint32_t>(__cvta_generic_to_shared(&cell));
+    uint64_t generic;
+    uint32_t remote;
+    asm volatile("mapa.u64 %0, %1, %2;" : "=l"(generic) : "l"(&cell), "r"(next));
+    asm volatile("getctarank.u64 %0, %1;" : "=r"(v[20]) : "l"(generic));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(next));
+    asm volatile("getctarank.shared::cluster.u32 %0, %1;" : "=r"(v[21]) : "r"(remote));
     const unsigned block = blockIdx.x + gridDim.x * blockIdx.y;
-    for (int i = 0; i < 20; ++i) C[block * 20 + i] = float(v[i]);
+    for (int i = 0; i < 22; ++i) C[block * 22 + i] = float(v[i]);
 }
 """
 
@@ -179,30 +192,34 @@ def test_a_cluster_wide_sum_adds_into_one_blocks_shared_memory(build, emu):
         np.testing.assert_array_equal(c, a.reshape(2, -1).sum(axis=1), err_msg=schedule)
 
 
+def ptx_exchanged(a: np.ndarray) -> np.ndarray:
+    """PTX's C for four blocks of 32 threads in clusters of two, where each block's inbox holds the other's tile."""
+    tiles = a.reshape(4, 32)
+    high = [31 + 100 * (1 - b % 2) for b in range(4)]  # the other block's rank
+    return np.concatenate([(tiles + 10 * tiles[[1, 0, 3, 2]] + 1000 * 32).ravel(), high]).astype(np.float32)
+
+
 def test_ptx_mapa_stores_atomics_and_the_cluster_barrier(build, emu):
     kernel = build(PTX)
     a = np.arange(4 * 32, dtype=np.float32)
-    tiles = a.reshape(4, 32)
-    previous = [1, 0, 3, 2]  # in clusters of two, each block's inbox holds the other's tile
     for schedule in SCHEDULES:
-        c = run_kernel_in_clusters(emu, kernel, a, 4, (2, 1, 1), schedule, 4 * 32)
-        np.testing.assert_array_equal(c, (tiles + 10 * tiles[previous] + 1000 * 32).ravel(), err_msg=schedule)
+        c = run_kernel_in_clusters(emu, kernel, a, 4, (2, 1, 1), schedule, 4 * 33)
+        np.testing.assert_array_equal(c, ptx_exchanged(a), err_msg=schedule)
 
 
 @pytest.mark.parametrize("variant", ["LATE_WAIT", "NO_WAIT"])
 def test_a_missing_cluster_barrier_wait_is_a_race_the_schedules_expose(spec_of, compiled, emu, variant):
     kernel = compiled(emu, spec_of(PTX), "float32", {variant: "1"})
     a = np.arange(4 * 32, dtype=np.float32)
-    right = (a.reshape(4, 32) + 10 * a.reshape(4, 32)[[1, 0, 3, 2]] + 1000 * 32).ravel()
     wrong = []
     for schedule in SCHEDULES:
         try:
-            c = run_kernel_in_clusters(emu, kernel, a, 4, (2, 1, 1), schedule, 4 * 32)
+            c = run_kernel_in_clusters(emu, kernel, a, 4, (2, 1, 1), schedule, 4 * 33)
         except KernelFault as e:  # a store into a block that had exited
             assert "which had exited" in str(e)
             wrong.append(schedule)
             continue
-        if not np.array_equal(c, right):
+        if not np.array_equal(c, ptx_exchanged(a)):
             assert np.isnan(c).any()  # an inbox read before the other block stored to it
             wrong.append(schedule)
     assert wrong
@@ -226,8 +243,9 @@ def expected_ids(grid: tuple[int, int], cluster: tuple[int, int] | None) -> np.n
         for bx in range(grid[0]):
             ix, iy = bx % cx, by % cy
             rank = ix + iy * cx
+            following = (rank + 1) % (cx * cy)
             rows.append([rank, cx * cy, ix, iy, 0, cx, cy, 1, bx // cx, by // cy, grid[0] // cx, grid[1] // cy,
-                         cluster is not None, rank, cx * cy, ix, iy, cx, cy, rank * 32])
+                         cluster is not None, rank, cx * cy, ix, iy, cx, cy, rank * 32, following, following])
     return np.array(rows, np.float32).ravel()
 
 
@@ -237,10 +255,10 @@ def test_ranks_and_ids_are_the_isas(build, emu, cluster):
     grid = (4, 4)
     a = np.zeros(1, np.float32)
     for schedule in SCHEDULES:
-        passed = [emu.upload(x, 0) for x in (a, a, np.zeros(16 * 20, np.float32))]
+        passed = [emu.upload(x, 0) for x in (a, a, np.zeros(16 * 22, np.float32))]
         emu.launch(kernel, passed, (*grid, 1), (32, 1, 1), 0, schedule, cluster=(*(cluster or (1, 1)), 1))
-        c = emu.download(passed[2]).reshape(16, 20)
-        np.testing.assert_array_equal(c, expected_ids(grid, cluster).reshape(16, 20), err_msg=schedule)
+        c = emu.download(passed[2]).reshape(16, 22)
+        np.testing.assert_array_equal(c, expected_ids(grid, cluster).reshape(16, 22), err_msg=schedule)
 
 
 BROKEN = """
@@ -266,6 +284,10 @@ extern "C" __global__ void k(const float* A, const float* B, float* C) {
     tile[threadIdx.x] = A[threadIdx.x];
     cluster.sync();
     C[threadIdx.x] = *cluster.map_shared_rank(&tile[threadIdx.x], cluster.num_blocks());  // MARK 5
+#elif CASE == 6
+    if (threadIdx.x < 16) asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");  // MARK 6
+    else asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
 #endif
 }
 """
@@ -282,6 +304,8 @@ extern "C" __global__ void k(const float* A, const float* B, float* C) {
     (4, KernelFault, r"cluster\.barrier_wait\(\) at line {line}: the thread waits at the cluster barrier without "
                      r"having arrived at it"),
     (5, KernelFault, r"cluster\.map_shared_rank at line {line}: rank 2 is outside the cluster of 2 blocks"),
+    (6, BarrierError, r"different barriers met in one warp: barrier\.cluster \.aligned at line {line} \(thread \(0,0,0\) "
+                      r"of block \(\d,0,0\)\) and at line {next} \(thread \(16,0,0\) of block \(\d,0,0\)\)"),
 ])
 def test_cluster_barrier_and_rank_misuse_is_reported_with_its_line(spec_of, compiled, emu, case, error, message):
     kernel = compiled(emu, spec_of(BROKEN), "float32", {"CASE": str(case)})
@@ -341,7 +365,7 @@ def test_addresssanitizer_bounds_each_blocks_dynamic_shared_memory(spec_of, comp
     pytest.param(PTX, {"LATE_WAIT": "1"}, id="late-wait"), pytest.param(PTX, {"NO_WAIT": "1"}, id="no-wait"),
     pytest.param(IDS, {}, id="ids"),
     pytest.param(COMPILED_DIMS, {}, id="compiled-dims"), pytest.param(DYNAMIC, {}, id="dynamic"),
-    *(pytest.param(BROKEN, {"CASE": str(case)}, id=f"broken-{case}") for case in range(1, 6)),
+    *(pytest.param(BROKEN, {"CASE": str(case)}, id=f"broken-{case}") for case in range(1, 7)),
 ])
 def test_the_kernels_compile_for_sm_90a(nvcc, spec_of, tmp_path, body, defines):
     source = unit_source(plan(spec_of(body), "float32", Shape(64, 64, 64)).build)
