@@ -156,6 +156,55 @@ extern "C" __global__ void k(const float* A, const float* B, float* C) {
 }
 """
 
+# atom's operations, one after another on shared memory, each result and what memory then holds in C.
+ATOMS = """
+#include <cstdint>
+
+#define ATOM(op, cell, b) asm volatile("atom.shared." op " %0, [%1], " b ";" : "=r"(r[n++]) : "r"(cell) : "memory")
+
+extern "C" __global__ void k(const float* A, const float* B, float* C) {
+    __shared__ uint32_t u;
+    __shared__ int32_t i;
+    __shared__ uint64_t w;
+    __shared__ float f;
+    if (threadIdx.x != 0) return;
+    u = 5;
+    i = -3;
+    w = 1ull << 40;
+    f = 1.5f;
+    const uint32_t su = static_cast<uint32_t>(__cvta_generic_to_shared(&u)),
+                   si = static_cast<uint32_t>(__cvta_generic_to_shared(&i)),
+                   sw = static_cast<uint32_t>(__cvta_generic_to_shared(&w)),
+                   sf = static_cast<uint32_t>(__cvta_generic_to_shared(&f));
+    uint32_t r[13];
+    int n = 0;
+    ATOM("min.u32", su, "7");
+    ATOM("max.u32", su, "9");
+    ATOM("min.s32", si, "-8");
+    ATOM("max.s32", si, "-5");
+    ATOM("inc.u32", su, "9");
+    ATOM("dec.u32", su, "4");
+    ATOM("exch.b32", su, "6");
+    ATOM("and.b32", su, "3");
+    ATOM("or.b32", su, "12");
+    ATOM("xor.b32", su, "5");
+    ATOM("add.u32", su, "100");
+    asm volatile("atom.shared.cas.b32 %0, [%1], 111, 7;" : "=r"(r[n++]) : "r"(su) : "memory");
+    asm volatile("atom.shared.cas.b32 %0, [%1], 111, 8;" : "=r"(r[n++]) : "r"(su) : "memory");
+    float old;
+    asm volatile("atom.shared.add.f32 %0, [%1], %2;" : "=f"(old) : "r"(sf), "f"(2.25f) : "memory");
+    uint64_t wide;
+    asm volatile("atom.shared.add.u64 %0, [%1], %2;" : "=l"(wide) : "r"(sw), "l"(1ull << 40) : "memory");
+    for (int j = 0; j < n; ++j) C[j] = float(int32_t(r[j]));
+    C[13] = float(u);
+    C[14] = float(i);
+    C[15] = old;
+    C[16] = f;
+    C[17] = float(wide >> 40);
+    C[18] = float(w >> 40);
+}
+"""
+
 # Cluster dims given at compile time, as the CUDA programming guide's first cluster example gives them.
 COMPILED_DIMS = EXCHANGE.replace('extern "C" __global__ void k(', 'extern "C" __global__ void __cluster_dims__(2, 1, 1) k(')
 
@@ -205,6 +254,14 @@ def test_ptx_mapa_stores_atomics_and_the_cluster_barrier(build, emu):
     for schedule in SCHEDULES:
         c = run_kernel_in_clusters(emu, kernel, a, 4, (2, 1, 1), schedule, 4 * 33)
         np.testing.assert_array_equal(c, ptx_exchanged(a), err_msg=schedule)
+
+
+def test_atom_does_what_the_isa_says(build, emu):
+    c = run_kernel_in_clusters(emu, build(ATOMS), np.zeros(1, np.float32), 1, (1, 1, 1), "forward", 19)
+    # What each returns (the value before): min, max (u32: 5 -> 5 -> 9), min, max (s32: -3 -> -8 -> -5), inc at 9
+    # wraps to 0, dec at 0 wraps to 4, exch 6, and 3 (2), or 12 (14), xor 5 (11), add 100 (111), cas 111 -> 7, cas
+    # with no match; then u and i, and the add.f32's and add.u64's
+    np.testing.assert_array_equal(c, [5, 5, -3, -8, 9, 0, 4, 6, 2, 14, 11, 111, 7, 7, -5, 1.5, 3.75, 1, 2])
 
 
 @pytest.mark.parametrize("variant", ["LATE_WAIT", "NO_WAIT"])
@@ -364,7 +421,7 @@ def test_addresssanitizer_bounds_each_blocks_dynamic_shared_memory(spec_of, comp
     pytest.param(REDUCTION, {}, id="reduction"), pytest.param(PTX, {}, id="ptx"),
     pytest.param(PTX, {"LATE_WAIT": "1"}, id="late-wait"), pytest.param(PTX, {"NO_WAIT": "1"}, id="no-wait"),
     pytest.param(IDS, {}, id="ids"),
-    pytest.param(COMPILED_DIMS, {}, id="compiled-dims"), pytest.param(DYNAMIC, {}, id="dynamic"),
+    pytest.param(ATOMS, {}, id="atoms"), pytest.param(COMPILED_DIMS, {}, id="compiled-dims"), pytest.param(DYNAMIC, {}, id="dynamic"),
     *(pytest.param(BROKEN, {"CASE": str(case)}, id=f"broken-{case}") for case in range(1, 7)),
 ])
 def test_the_kernels_compile_for_sm_90a(nvcc, spec_of, tmp_path, body, defines):
