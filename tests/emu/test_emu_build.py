@@ -83,7 +83,7 @@ __device__ float twice(float x) { return 2 * x; }
 extern "C" __global__ void k(const float* A, const float* B, float* C, int mode) {
   unsigned lane = 0, a[2] = {1, 2};
   int d[4] = {};
-  if (mode == 1) asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+  if (mode == 1) asm("mov.u32 %0, %%smid;" : "=r"(lane));
   else if (mode == 2) __asm__ __volatile__(R"(
       { .reg .pred p;
         setp.eq.u32 p, %0, 0; }
@@ -95,7 +95,7 @@ extern "C" __global__ void k(const float* A, const float* B, float* C, int mode)
 
 
 @pytest.mark.parametrize("mode, text, at", [
-    (1, "mov.u32 %0, %%laneid;", 'asm("mov'),
+    (1, "mov.u32 %0, %%smid;", 'asm("mov'),
     (2, "setp.eq.u32 p, %0, 0;", "__asm__ __volatile__"),  # the statement's instruction the emulator lacks
     (3, "mma.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32 {%0,%1,%2,%3...", "asm volatile"),  # 60 characters
 ])

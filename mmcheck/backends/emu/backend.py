@@ -28,6 +28,7 @@ from ..base import (MAX_BLOCK, MAX_DYNAMIC_SMEM, MAX_GRID, MAX_THREADS, Arg, Bac
                     DeviceBuffer, Dim3, Kernel, Pointers, printed_words)
 from . import worker as w
 from .toolchain import Toolchain
+from .unit import cluster_dims
 
 __all__ = ["EmuBackend"]
 
@@ -53,6 +54,8 @@ _CALIBRATION_LIMIT = 60.0  # seconds; a calibration launch is no user's kernel, 
 # Workers kept for modules used earlier, which hold no buffers: a file's kernels and dtypes are mostly checked
 # together, and a worker costs a few MB while it waits.
 _WORKERS_KEPT = 4
+# The most blocks a cluster may have: sm_90's most (more than 8 needs the non-portable opt-in there).
+_MAX_CLUSTER_BLOCKS = 16
 
 
 class _Module:
@@ -62,6 +65,7 @@ class _Module:
 
     def __init__(self, path: Path, fibers: bool, build: Build, imports: frozenset[str]) -> None:
         self.path, self.fibers, self.build, self.imports = path, fibers, build, imports
+        self.cluster_dims = cluster_dims(build)  # the kernel's __cluster_dims__, where it gives them
         self.worker: w.Worker | None = None
         self.id = 0
         self.params: tuple[w.ParamInfo, ...] = ()
@@ -209,11 +213,11 @@ class EmuBackend:
         return np.frombuffer(buf.handle.read(), dtype=buf.dtype)
 
     def launch(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
-               schedule: str) -> None:
+               schedule: str, cluster: Dim3 = (1, 1, 1)) -> None:
         limit = self.options.timeout * self.slowdown
         said = (f"{limit:g} s: the {self.options.timeout:g} s limit times {self.slowdown}, AddressSanitizer's "
                 "measured slowdown" if self.slowdown > 1 else f"{limit:g} s")
-        self._run(kernel, args, grid, block, smem, schedule, limit, said)
+        self._run(kernel, args, grid, block, smem, schedule, limit, said, cluster)
 
     @functools.cached_property
     def slowdown(self) -> int:
@@ -233,16 +237,17 @@ class EmuBackend:
             return factor
 
     def _run(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int, schedule: str,
-             limit: float, said: str) -> None:
+             limit: float, said: str, cluster: Dim3 = (1, 1, 1)) -> None:
         """``launch``, stopped as hung after ``limit`` seconds (``said``: that limit, for the message)."""
         module: _Module = kernel.handle
         label = f"{kernel.spec.name} ({kernel.dtype})"
-        _check_config(label, kernel, grid, block, smem, schedule)
+        _check_config(label, kernel, grid, block, smem, schedule, cluster)
         worker = self._worker(module)
         packed = _pack_args(label, kernel.spec, module.params, args, worker)
         timeout_ms = min(max(1, round(limit * 1000)), 2**31 - 1)
         self.printed = ""
-        result = worker.launch(module.id, grid, block, smem, w.SCHEDULES[schedule], module.fibers,
+        explicit = tuple(cluster) != (1, 1, 1) or module.cluster_dims is not None
+        result = worker.launch(module.id, grid, block, cluster, explicit, smem, w.SCHEDULES[schedule], module.fibers,
                                self.options.strict_barriers, _SEED, timeout_ms, packed)
         self.printed = printed_words(result.output_bytes, result.output.encode())
         result = _corroborated(result, module)
@@ -334,7 +339,8 @@ def _ended(wait_status: int) -> str:
     return f"exited with status {os.WEXITSTATUS(wait_status)}"
 
 
-def _check_config(label: str, kernel: Kernel, grid: Dim3, block: Dim3, smem: int, schedule: str) -> None:
+def _check_config(label: str, kernel: Kernel, grid: Dim3, block: Dim3, smem: int, schedule: str,
+                  cluster: Dim3) -> None:
     def refuse(message: str) -> LaunchError:
         return LaunchError(f"{label}: {message}")
 
@@ -347,6 +353,16 @@ def _check_config(label: str, kernel: Kernel, grid: Dim3, block: Dim3, smem: int
         raise refuse(f"block {tuple(block)} has more than {MAX_THREADS} threads")
     if not 0 <= smem <= MAX_DYNAMIC_SMEM:
         raise refuse(f"{smem} bytes of dynamic shared memory is outside 0..{MAX_DYNAMIC_SMEM}")
+    if len(cluster) != 3 or not all(int(c) >= 1 for c in cluster):
+        raise refuse(f"cluster {tuple(cluster)} has a dimension below 1")
+    if cluster[0] * cluster[1] * cluster[2] > _MAX_CLUSTER_BLOCKS:
+        raise refuse(f"cluster {tuple(cluster)} has more than {_MAX_CLUSTER_BLOCKS} blocks")
+    if any(int(g) % int(c) for g, c in zip(grid, cluster)):
+        raise refuse(f"grid {tuple(grid)} is not a whole number of clusters {tuple(cluster)}")
+    compiled = kernel.handle.cluster_dims
+    if compiled is not None and tuple(cluster) != compiled:
+        raise refuse(f"the kernel is compiled with __cluster_dims__{compiled}, and launched with cluster "
+                     f"{tuple(cluster)}: the spec's cluster must be {list(compiled)}")
 
 
 _KIND_NAMES = {"i": "signed integer", "u": "unsigned integer", "f": "floating-point value", "p": "pointer",

@@ -96,6 +96,39 @@ MMEMU_EXPORT void mmemu_async_complete(const void* tracker);
 MMEMU_EXPORT void mmemu_rv_cp_async(void* dst, const void* src, mmemu::uint64_t size, mmemu::uint64_t src_size,
                                     const char* op, int line);
 
+// ---- thread-block clusters (runtime.cpp, runtime_shared.cpp) ---------------------------------------
+// Where the calling thread's block lies in its cluster, and its cluster in the grid: the PTX ISA's special
+// registers %cluster_nctaid (dims), %cluster_ctaid (index), %nclusterid (count), %clusterid (id),
+// %cluster_nctarank (size), %cluster_ctarank (rank: the index linearized, x fastest) and %is_explicit_cluster.
+struct mmemu_cluster_info {
+    mmemu_dim3 dims, index, count, id;
+    unsigned size, rank;
+    int explicit_dims;
+};
+MMEMU_EXPORT const mmemu_cluster_info* mmemu_cluster_now(void);
+// barrier.cluster: arrive marks the calling thread's arrival in the barrier's current phase, which completes once
+// every thread of the cluster that has not exited has arrived; wait parks the thread until the phase of its last
+// arrival has completed.  A second arrival in one phase, or a wait with no arrival before it, violates the
+// barrier's precondition.  `aligned` names the instruction of an .aligned form (every lane of a warp must run
+// the same one), null for the others; op and line name the call.
+MMEMU_EXPORT void mmemu_rv_cluster_arrive(const char* op, const void* aligned, int line);
+MMEMU_EXPORT void mmemu_rv_cluster_wait(const char* op, const void* aligned, int line);
+// Distributed shared memory.  Each block of a cluster has its shared memory at an address of its own, which
+// every block of the cluster may use until that block exits: mmemu_cluster_map gives, for a pointer into the
+// shared memory of a block of the cluster, the same place in block `rank`'s (mapa, map_shared_rank), and
+// mmemu_cluster_rank the rank whose shared memory holds it (getctarank, query_shared_rank).  A .shared::cluster
+// address is block r's offset plus (r + 1) << MMEMU_CLUSTER_SHIFT, or below that an offset into the calling
+// block's own shared memory (a .shared::cta address is one): mmemu_cluster_address makes one of a pointer,
+// mmemu_cluster_pointer reads one back, checking that its `size` bytes are that block's shared memory (mbarrier's
+// .shared::cluster forms, a remote arrive, find their barrier so).  A pointer or address outside the cluster's
+// shared memory, or a rank outside the cluster, ends the launch in MMEMU_PRECONDITION (op and line name the
+// caller); so does an access to the shared memory of a block that has exited, which faults.
+#define MMEMU_CLUSTER_SHIFT 24
+MMEMU_EXPORT void* mmemu_cluster_map(const void* pointer, unsigned rank, const char* op, int line);
+MMEMU_EXPORT unsigned mmemu_cluster_rank(const void* pointer, const char* op, int line);
+MMEMU_EXPORT mmemu::uint32_t mmemu_cluster_address(const void* pointer, const char* op, int line);
+MMEMU_EXPORT void* mmemu_cluster_pointer(mmemu::uint64_t address, size_t size, const char* op, int line);
+
 // ---- inline PTX (ptx.cpp) ------------------------------------------------------------------------
 // One operand of an asm statement: an input's value, or an output's address.
 struct mmemu_asm_operand {
@@ -177,6 +210,8 @@ struct mmemu_launch {
     const mmemu_kernel* kernel;
     void* const* args;
     mmemu_dim3 grid, block;
+    mmemu_dim3 cluster;    // the blocks of a cluster run together; the grid is a multiple of it
+    int explicit_cluster;  // whether the launch gave cluster dims (%is_explicit_cluster)
     size_t smem;
     int schedule;
     int fibers;  // 0: the kernel has no rendezvous, so each thread runs as a plain call

@@ -10,11 +10,13 @@
 //   ldmatrix.sync.aligned.m8n8 .x1/.x2/.x4 {.trans} {.shared{::cta}} .b16;
 //   cp.async.ca/.cg .shared{::cta}.global of 4, 8 or 16 bytes (with src-size), cp.async.commit_group,
 //     cp.async.wait_group, cp.async.wait_all;
-//   cvta.to.shared / cvta.shared; ld and st (scalars, .v2, .v4) of the .global or .shared state space or of a
-//     generic address, .weak, .volatile, .relaxed.scope, .acquire.scope (ld) or .release.scope (st); mov,
-//     integer cvt and cvt.rna.tf32.f32; lop3.b32 (any function of three words, as its immediate table says).
-// Anything else (another instruction, a predicate, a label, a special register) makes the statement unsupported:
-// a launch that reaches it ends naming that instruction.
+//   cvta.to.shared / cvta.shared; ld and st (scalars, .v2, .v4) of the .global, .shared or .shared::cluster state
+//     space or of a generic address, .weak, .volatile, .relaxed.scope, .acquire.scope (ld) or .release.scope (st);
+//     mov, integer cvt and cvt.rna.tf32.f32; lop3.b32 (any function of three words, as its immediate table says);
+//   and, in ptx_cluster.cpp, thread-block clusters: special registers, barrier.cluster, mapa, getctarank, atom and
+//     red, fence, and selp, which with mov.pred is what takes a predicate.
+// Anything else (another instruction, a predicate elsewhere, a label, another special register) makes the statement
+// unsupported: a launch that reaches it ends naming that instruction.
 //
 // mma.sync and ldmatrix are warp-collective: every lane's operands meet at a gather (mmemu_rv_gather), each lane
 // computes its own destination registers from them, and a second gather keeps every lane's operands alive until
@@ -41,50 +43,57 @@
 #include <vector>
 
 #include "include/mmemu_float16.h"
+#include "ptx.h"
 
 extern "C" mmemu_dim3 threadIdx, blockDim;
 
-namespace {
+using namespace mmemu_ptx;
+
+namespace mmemu_ptx {
+
+bool scalar_type(const std::string& t, int& bytes, bool& sign) {
+    static const std::map<std::string, std::pair<int, bool>> types = {
+        {"b8", {1, false}},  {"u8", {1, false}},  {"s8", {1, true}},   {"b16", {2, false}}, {"u16", {2, false}},
+        {"s16", {2, true}},  {"f16", {2, false}}, {"b32", {4, false}}, {"u32", {4, false}}, {"s32", {4, true}},
+        {"f32", {4, false}}, {"b64", {8, false}}, {"u64", {8, false}}, {"s64", {8, true}},  {"f64", {8, false}}};
+    auto found = types.find(t);
+    if (found == types.end()) return false;
+    bytes = found->second.first;
+    sign = found->second.second;
+    return true;
+}
+
+bool shaped(const Instruction& in, const char* kinds) {
+    if (in.operands.size() != strlen(kinds)) return false;
+    for (size_t i = 0; kinds[i]; ++i) {
+        Operand::Kind kind = kinds[i] == 's'   ? Operand::kScalar
+                             : kinds[i] == 'v' ? Operand::kVector
+                                               : Operand::kAddress;
+        if (in.operands[i].kind != kind) return false;
+    }
+    return true;
+}
+
+bool registers(const Operand& o, size_t n) {
+    if (o.values.size() != n) return false;
+    for (const Value& v : o.values)
+        if (v.reg < 0) return false;
+    return true;
+}
+
+uint64_t mask(int bytes) { return bytes >= 8 ? ~0ull : (1ull << (8 * bytes)) - 1; }
+
+uint64_t extend(uint64_t bits, int bytes, bool sign) {
+    bits &= mask(bytes);
+    if (sign && bytes < 8 && (bits >> (8 * bytes - 1) & 1)) bits |= ~mask(bytes);
+    return bits;
+}
 
 unsigned lane() { return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 32; }
 
-// ---- a statement, parsed -------------------------------------------------------------------------------------
-struct Value {
-    int reg = -1;  // a register: an operand (%N, numbered from 0) or a declared one; else the immediate
-    uint64_t imm = 0;
-};
+}  // namespace mmemu_ptx
 
-struct Operand {
-    enum Kind { kScalar, kVector, kAddress } kind = kScalar;
-    std::vector<Value> values;  // a scalar's one, a vector's elements, an address's base
-    int64_t offset = 0;         // an address's displacement
-};
-
-enum class Op {
-    kMma, kLdmatrix, kCpAsync, kCommit, kWaitGroup, kWaitAll, kCvtaToShared, kCvtaToGeneric, kLoad, kStore,
-    kMov, kCvt, kCvtTf32, kLop3,
-};
-
-// The element types mma names: inputs .f16, .bf16, .tf32, .e4m3, .e5m2, .s8, .u8; accumulators .f16, .f32, .s32.
-enum class Type { kF16, kBf16, kTf32, kF32, kE4m3, kE5m2, kS8, kU8, kS32 };
-
-// Where ld, st and ldmatrix find their address: a generic address is a pointer.
-enum class Space { kGeneric, kGlobal, kShared };
-
-struct Instruction {
-    Op op;
-    std::string opcode, text;  // text: the whole instruction as written, for messages
-    std::vector<Operand> operands;
-    // What the opcode's qualifiers say; each operation reads its own.
-    int k = 0;                                          // mma: K
-    Type a = Type::kF16, b = Type::kF16, acc = Type::kF32;  // mma: A's, B's and the accumulators' element type
-    bool satfinite = false;                             // mma: integer sums clamp rather than wrap
-    int count = 1;                                      // ldmatrix: matrices; ld, st: vector elements
-    int bytes = 0, from_bytes = 0;                      // ld, st, mov, cvt: the element's size (cvt: also the
-                                                        // source's); cp.async.cg: 16, its only size
-    bool sign = false, from_sign = false, trans = false;
-    Space space = Space::kGeneric;                      // ld, st, ldmatrix
-};
+namespace {
 
 struct Program {
     std::vector<Instruction> code;
@@ -112,19 +121,6 @@ std::vector<std::string> split(const std::string& s, char separator) {
     return parts;
 }
 
-// PTX's sizes and signedness of the types ld, st, mov and cvt name.
-bool scalar_type(const std::string& t, int& bytes, bool& sign) {
-    static const std::map<std::string, std::pair<int, bool>> types = {
-        {"b8", {1, false}},  {"u8", {1, false}},  {"s8", {1, true}},   {"b16", {2, false}}, {"u16", {2, false}},
-        {"s16", {2, true}},  {"f16", {2, false}}, {"b32", {4, false}}, {"u32", {4, false}}, {"s32", {4, true}},
-        {"f32", {4, false}}, {"b64", {8, false}}, {"u64", {8, false}}, {"s64", {8, true}},  {"f64", {8, false}}};
-    auto found = types.find(t);
-    if (found == types.end()) return false;
-    bytes = found->second.first;
-    sign = found->second.second;
-    return true;
-}
-
 // What the opcode says: the operation, its qualifiers, and whether the operands fit it; false where the
 // emulator does not run the instruction.
 bool decode(Instruction& in);
@@ -135,7 +131,8 @@ public:
         program.registers = operands;
     }
 
-    // A value: %N, a declared register, or an integer or PTX float constant (0fXXXXXXXX, 0dXXXXXXXXXXXXXXXX).
+    // A value: %N, a declared register, a special register, or an integer or PTX float constant (0fXXXXXXXX,
+    // 0dXXXXXXXXXXXXXXXX).
     bool value(const std::string& s, Value& v) const {
         if (s.size() > 1 && s[0] == '%' && std::isdigit(static_cast<unsigned char>(s[1]))) {
             char* end;
@@ -147,8 +144,11 @@ public:
         auto found = names_.find(s);
         if (found != names_.end()) {
             v.reg = found->second;
-            return !predicates_.count(s);
+            v.predicate = predicates_.count(s) > 0;
+            return true;
         }
+        if (s.size() > 1 && s[0] == '%')  // a special register, its % escaped in a template with operands
+            return special_register(s.substr(s[1] == '%' ? 2 : 1), v.special, v.predicate);
         if (s.size() > 2 && s[0] == '0' && (s[1] == 'f' || s[1] == 'd' || s[1] == 'F' || s[1] == 'D')) {
             char* end;
             v.imm = std::strtoull(s.c_str() + 2, &end, 16);
@@ -220,34 +220,19 @@ public:
                 in.operands.emplace_back();
                 if (!operand(text, in.operands.back())) return false;
             }
-        return decode(in);
+        if (!decode(in)) return false;
+        for (size_t i = 0; i < in.operands.size(); ++i)  // a predicate where the instruction takes one, and only there
+            for (const Value& v : in.operands[i].values)
+                if ((v.reg >= 0 || v.special >= 0) && v.predicate != (i < 32 && (in.predicates >> i & 1))) return false;
+        return true;
     }
 
 private:
     int operands_;
     Program& program_;
     std::map<std::string, int> names_;  // the declared registers
-    std::set<std::string> predicates_;  // those of them that are predicates, which no instruction here takes
+    std::set<std::string> predicates_;  // those of them that are predicates, which only mov.pred and selp take
 };
-
-// Whether the operands are of these kinds, one letter each: s scalar, v vector, a address.
-bool shaped(const Instruction& in, const char* kinds) {
-    if (in.operands.size() != strlen(kinds)) return false;
-    for (size_t i = 0; kinds[i]; ++i) {
-        Operand::Kind kind = kinds[i] == 's'   ? Operand::kScalar
-                             : kinds[i] == 'v' ? Operand::kVector
-                                               : Operand::kAddress;
-        if (in.operands[i].kind != kind) return false;
-    }
-    return true;
-}
-
-bool registers(const Operand& o, size_t n) {
-    if (o.values.size() != n) return false;
-    for (const Value& v : o.values)
-        if (v.reg < 0) return false;
-    return true;
-}
 
 bool mma_type(const std::string& name, Type& type) {
     static const std::map<std::string, Type> types = {
@@ -338,14 +323,14 @@ bool decode_cp(Instruction& in, const std::vector<std::string>& q) {
 enum class Said { kOrder, kScope, kSpace, kVector };
 
 // ld and st: a memory order (.weak or .volatile, or .relaxed, .acquire (ld) or .release (st) with a scope), a state
-// space (.global, .shared{::cta}, or none: a generic address), .v2 or .v4, each at most once and in any order, as
-// ptxas takes them, then the type.
+// space (.global, .shared{::cta}, .shared::cluster, or none: a generic address), .v2 or .v4, each at most once and in
+// any order, as ptxas takes them, then the type.
 bool decode_memory(Instruction& in, const std::vector<std::string>& q) {
     static const std::map<std::string, Said> said = {
         {"weak", Said::kOrder},    {"volatile", Said::kOrder}, {"relaxed", Said::kOrder}, {"acquire", Said::kOrder},
         {"release", Said::kOrder}, {"cta", Said::kScope},      {"cluster", Said::kScope}, {"gpu", Said::kScope},
         {"sys", Said::kScope},     {"global", Said::kSpace},   {"shared", Said::kSpace},  {"shared::cta", Said::kSpace},
-        {"v2", Said::kVector},     {"v4", Said::kVector}};
+        {"shared::cluster", Said::kSpace}, {"v2", Said::kVector}, {"v4", Said::kVector}};
     bool load = q[0] == "ld";
     in.op = load ? Op::kLoad : Op::kStore;
     std::map<Said, std::string> seen;
@@ -357,7 +342,10 @@ bool decode_memory(Instruction& in, const std::vector<std::string>& q) {
     bool scoped = seen.count(Said::kScope) > 0;
     const std::string &order = seen[Said::kOrder], &space = seen[Said::kSpace], &vector = seen[Said::kVector];
     if (scoped != (order == "relaxed" || order == "acquire" || order == "release")) return false;
-    in.space = space.empty() ? Space::kGeneric : space == "global" ? Space::kGlobal : Space::kShared;
+    in.space = space.empty()              ? Space::kGeneric
+               : space == "global"          ? Space::kGlobal
+               : space == "shared::cluster" ? Space::kCluster
+                                            : Space::kShared;
     in.count = vector.empty() ? 1 : vector[1] - '0';
     const char* kinds = load ? (in.count > 1 ? "va" : "sa") : (in.count > 1 ? "av" : "as");
     if (q.size() < 2 || !scalar_type(q.back(), in.bytes, in.sign) || !shaped(in, kinds)) return false;
@@ -386,7 +374,10 @@ bool decode(Instruction& in) {
     if (name == "ld" || name == "st") return decode_memory(in, q);
     if (name == "mov" && q.size() == 2) {
         in.op = Op::kMov;
-        return scalar_type(q[1], in.bytes, in.sign) && shaped(in, "ss") && registers(in.operands[0], 1);
+        in.predicates = q[1] == "pred" ? 3 : 0;  // a predicate's value is 0 or 1: one byte's worth
+        in.bytes = 1;
+        return (in.predicates || scalar_type(q[1], in.bytes, in.sign)) && shaped(in, "ss") &&
+               registers(in.operands[0], 1);
     }
     if (name == "lop3" && q.size() == 2 && q[1] == "b32") {  // d, a, b, c, the table of f(0xF0, 0xCC, 0xAA)
         in.op = Op::kLop3;
@@ -402,7 +393,7 @@ bool decode(Instruction& in) {
                scalar_type(q[1], in.bytes, in.sign) && scalar_type(q[2], in.from_bytes, in.from_sign) &&
                shaped(in, "ss") && registers(in.operands[0], 1);
     }
-    return false;
+    return decode_cluster(in, q);
 }
 
 std::string uncommented(std::string s) {
@@ -438,41 +429,6 @@ Program parse(const char* text, int operands) {
         if (!in.opcode.empty()) program.code.push_back(std::move(in));
     }
     return program;
-}
-
-// ---- running a statement --------------------------------------------------------------------------------------
-struct Context {
-    const Instruction& in;
-    std::vector<uint64_t>& regs;
-    int line;
-
-    uint64_t get(const Value& v) const { return v.reg >= 0 ? regs[size_t(v.reg)] : v.imm; }
-    uint64_t get(size_t operand) const { return get(in.operands[operand].values[0]); }
-    uint64_t address(size_t operand) const { return get(operand) + uint64_t(in.operands[operand].offset); }
-    void set(const Value& v, uint64_t bits) const { regs[size_t(v.reg)] = bits; }
-    void set(size_t operand, uint64_t bits) const { set(in.operands[operand].values[0], bits); }
-    const char* op() const { return in.opcode.c_str(); }
-
-    // The `size` bytes at `address` in the instruction's state space, which must be aligned to `size`.
-    unsigned char* memory(uint64_t address, size_t size) const {
-        if (address % size)
-            mmemu_violation("%s at line %d: address 0x%llx is not %zu-byte aligned", op(), line,
-                            static_cast<unsigned long long>(address), size);
-        switch (in.space) {
-            case Space::kShared: return static_cast<unsigned char*>(mmemu_shared_pointer(address, size, op(), line));
-            case Space::kGlobal: return static_cast<unsigned char*>(mmemu_global_pointer(address, op(), line));
-            case Space::kGeneric: break;
-        }
-        return reinterpret_cast<unsigned char*>(address);
-    }
-};
-
-uint64_t mask(int bytes) { return bytes >= 8 ? ~0ull : (1ull << (8 * bytes)) - 1; }
-
-uint64_t extend(uint64_t bits, int bytes, bool sign) {
-    bits &= mask(bytes);
-    if (sign && bytes < 8 && (bits >> (8 * bytes - 1) & 1)) bits |= ~mask(bytes);
-    return bits;
 }
 
 float as_float(uint32_t bits) {
@@ -707,6 +663,8 @@ void run(const Context& c) {
         case Op::kCvtTf32: return c.set(0, round_tf32(uint32_t(c.get(1))));
         case Op::kLop3:
             return c.set(0, lop3(uint32_t(c.get(1)), uint32_t(c.get(2)), uint32_t(c.get(3)), uint32_t(c.get(4))));
+        case Op::kBarrierCluster: case Op::kFence: case Op::kMapa: case Op::kGetctarank: case Op::kAtom:
+        case Op::kSelp: return run_cluster(c);
     }
 }
 

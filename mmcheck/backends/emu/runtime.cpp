@@ -1,18 +1,20 @@
 // The emulator's execution engine (libmmemu.so).  It runs one launch inside a forked child of the
-// worker: blocks one after another; within a block, either each thread as a plain call (kernels with no
-// rendezvous) or every thread as a cooperative fiber that parks at __syncthreads and warp intrinsics
-// until the scheduler completes the rendezvous.  The order in which threads (and blocks) run is the
-// launch's schedule, so a race that one order hides another exposes.  Every outcome, a fault included,
-// is written to the shared status page before the child exits.
+// worker: clusters of blocks one after another (a launch without cluster dims has clusters of one block); the
+// blocks of a cluster together, their threads all either plain calls (kernels with no rendezvous) or cooperative
+// fibers of one scheduler that park at __syncthreads, warp intrinsics and the cluster barrier until the scheduler
+// completes the rendezvous, so that the blocks of a cluster can wait for each other.  Each block has shared memory
+// of its own, which the other blocks of its cluster reach until it exits (runtime_shared.cpp).  The order in
+// which the threads of a cluster (and the clusters) run is the launch's schedule, so a race that one order hides
+// another exposes.  Every outcome, a fault included, is written to the shared status page before the child exits.
 #include "mmemu.h"
+#include "runtime_shared.h"
 
-#include <dlfcn.h>
-#include <link.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdarg>
 #include <cstdint>
@@ -21,8 +23,8 @@
 #include <cstring>
 #include <vector>
 
-#include <sanitizer/asan_interface.h>  // ASAN_POISON_MEMORY_REGION does nothing without -fsanitize=address
 #ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -36,8 +38,7 @@ namespace {
 constexpr size_t kStackSize = 256 * 1024;  // per fiber; reported in stack-overflow messages
 // How far below the stack pointer a frame's first touch may land: frames are probed page by page (toolchain.py).
 constexpr uintptr_t kStackProbe = 1 << 20;
-constexpr unsigned char kPoison = 0xff;    // shared memory at block start: NaN for floats, -1 for ints
-constexpr uint64_t kPoisonValue = ~0ull;   // a shuffle from a lane that is not taking part: kPoison's bytes
+constexpr uint64_t kPoisonValue = ~0ull;  // a shuffle from a lane not taking part: mmemu_shared::kPoison's bytes
 
 // ---- context switching: a hand-written switch on x86-64 (~10x faster than swapcontext) -----------
 #if defined(__x86_64__) && !defined(MMEMU_UCONTEXT)
@@ -130,7 +131,7 @@ uint64_t splitmix(uint64_t& state) {
 }
 
 // ---- the per-launch state of the child ----------------------------------------------------------
-enum State : unsigned char { kReady, kBarrier, kWarp, kActiveMask, kGather, kPoll, kExited };
+enum State : unsigned char { kReady, kBarrier, kWarp, kActiveMask, kGather, kPoll, kClusterWait, kExited };
 
 // An asynchronous copy not yet complete (mmemu_rv_async_copy).
 struct Copy {
@@ -144,6 +145,7 @@ struct Copy {
 struct Thread {
     Context ctx;
     mmemu_dim3 idx;
+    unsigned block, local;  // its block's rank in the cluster, and its rank in the block
     State state;
     int kind, site, line, arg, width;
     unsigned mask;
@@ -155,7 +157,18 @@ struct Thread {
     const void* ready_arg;
     std::vector<Copy> copies;   // its cp.async copies not yet complete, oldest first
     uint64_t committed;         // how many cp.async-groups it has committed
+    uint64_t arrived;           // the cluster barrier's phase it last arrived in and has not waited for, or 0
+    const void* arrive_site;    // that arrival's instruction, for an .aligned one
+    const char* arrive_op;
+    int arrive_line;
     void* fake_stack;  // AddressSanitizer's, while the fiber is switched out
+};
+
+// A block of the running cluster.
+struct Block {
+    mmemu_dim3 idx;   // its blockIdx
+    uint64_t number;  // how many blocks ran before it
+    unsigned exited;  // how many of its threads have exited
 };
 
 struct Warning {
@@ -168,9 +181,15 @@ struct Warning {
 struct Engine {
     const mmemu_launch* launch;
     mmemu_status* status;
-    unsigned nthreads, exited, waiting[kExited + 1];  // waiting: how many threads are in each State
+    unsigned nthreads, exited, waiting[kExited + 1];  // the cluster's; waiting: how many threads are in each State
+    unsigned block_threads;                           // of a block; its blocks' threads follow each other
     std::vector<Thread> threads;
-    unsigned current;
+    std::vector<Block> blocks;  // the cluster's, by rank
+    mmemu_cluster_info cluster;  // where the running block is (mmemu_cluster_now)
+    uint64_t cluster_phase;      // the cluster barrier's phase, from 1
+    unsigned cluster_arrivals;   // the threads that have arrived in it
+    unsigned cluster_gone;       // the threads that have exited without arriving in it
+    unsigned current, resident;  // the running thread, and its block
     Context scheduler;
     void* scheduler_fake_stack;
     const void* scheduler_stack;
@@ -178,8 +197,6 @@ struct Engine {
     char* stacks;   // nthreads * (guard page + kStackSize)
     size_t stack_stride, page;
     uint64_t rng;
-    unsigned char *tls, *tls_end, *dynamic;  // the kernel module's shared-memory TLS block
-    uint64_t block_number;                   // how many blocks ran before this one
     std::vector<Copy> tracked;               // tracked copies not yet complete, oldest first
     std::vector<Warning> warnings;
 };
@@ -223,27 +240,31 @@ const char* barrier_name(int kind) {
     finish(MMEMU_BARRIER);
 }
 
-// A violated precondition of an operation that a thread of this block called (`where`).
+// A violated precondition of an operation that a thread of the cluster called (`where`).
 [[noreturn]] void violation(const Thread& where, const char* message) {
+    E.status->block = E.blocks[where.block].idx;
     E.status->thread = where.idx;
     snprintf(E.status->message, sizeof E.status->message, "%s", message);
     finish(MMEMU_PRECONDITION);
 }
 
-// Barrier misuse: an error under strict barriers, otherwise a warning counted once per block.
-void misuse(const char* message) {
-    if (E.launch->strict) fail(message);
+// Barrier misuse in block `where`: an error under strict barriers, otherwise a warning counted once per block.
+void misuse(const char* message, const Block& where) {
+    if (E.launch->strict) {
+        E.status->block = where.idx;
+        fail(message);
+    }
     for (Warning& w : E.warnings)
         if (strcmp(w.text, message) == 0) {
-            w.blocks += w.last != E.block_number;
-            w.last = E.block_number;
+            w.blocks += w.last != where.number;
+            w.last = where.number;
             return;
         }
     if (E.warnings.size() < 16) {
         Warning w{};
         snprintf(w.text, sizeof w.text, "%s", message);
-        w.first = blockIdx;
-        w.last = E.block_number;
+        w.first = where.idx;
+        w.last = where.number;
         w.blocks = 1;
         E.warnings.push_back(w);
     }
@@ -272,6 +293,15 @@ void on_signal(int signo, siginfo_t* info, void* context) {
     if (signo == SIGSEGV && E.launch && !E.launch->fibers && a < sp + E.page && a + kStackProbe > sp)
         s->code = MMEMU_PROCESS_STACK_OVERFLOW;
 #endif
+    if (const char* gone = mmemu_shared::gone_text(info->si_addr)) {  // prepared when its block exited
+        const char said[] = "an access to the shared memory of ";
+        size_t n = strnlen(gone, sizeof s->message - sizeof said);
+        memcpy(s->message, said, sizeof said - 1);
+        memcpy(s->message + sizeof said - 1, gone, n);
+        s->message[sizeof said - 1 + n] = '\0';
+        s->state = MMEMU_PRECONDITION;
+        _exit(mmemu_exit_status(MMEMU_PRECONDITION));
+    }
     s->state = MMEMU_FAULT;
     _exit(mmemu_exit_status(MMEMU_FAULT));
 }
@@ -301,43 +331,6 @@ void install_fault_handlers() {
 #endif
 }
 
-// ---- shared memory: poisoned at the start of every block, as a GPU leaves it undefined -----------
-int find_tls(dl_phdr_info* info, size_t, void* module_name) {
-    if (!info->dlpi_name || strcmp(info->dlpi_name, static_cast<const char*>(module_name)) != 0) return 0;
-    for (int i = 0; i < info->dlpi_phnum; ++i)
-        if (info->dlpi_phdr[i].p_type == PT_TLS && info->dlpi_tls_data) {
-            E.tls = static_cast<unsigned char*>(info->dlpi_tls_data);
-            E.tls_end = E.tls + info->dlpi_phdr[i].p_memsz;
-        }
-    return 1;
-}
-
-void locate_shared_memory() {
-    E.dynamic = E.launch->kernel->dynamic_smem();  // also makes this thread's TLS block exist
-    Dl_info module;
-    if (dladdr(reinterpret_cast<void*>(E.launch->kernel->invoke), &module))
-        dl_iterate_phdr(find_tls, const_cast<char*>(module.dli_fname));
-    // Dynamic shared memory past the launch's size is out of bounds; only AddressSanitizer can tell.
-    ASAN_POISON_MEMORY_REGION(E.dynamic + E.launch->smem, MMEMU_MAX_DYNAMIC_SMEM - E.launch->smem);
-}
-
-void poison_shared_memory() {
-    if (!E.tls) return;
-    unsigned char* dyn_end = E.dynamic + MMEMU_MAX_DYNAMIC_SMEM;
-    memset(E.tls, kPoison, size_t(E.dynamic - E.tls));
-    memset(dyn_end, kPoison, size_t(E.tls_end - dyn_end));
-    memset(E.dynamic, kPoison, E.launch->smem);
-}
-
-// Whether the `size` bytes at p are the block's shared memory: the module's static __shared__ objects, and the
-// dynamic shared memory the launch asked for.
-bool in_shared(const void* p, size_t size) {
-    const unsigned char* at = static_cast<const unsigned char*>(p);
-    if (!E.tls || at < E.tls || at >= E.tls_end || size > size_t(E.tls_end - at)) return false;
-    const unsigned char *unasked = E.dynamic + E.launch->smem, *dyn_end = E.dynamic + MMEMU_MAX_DYNAMIC_SMEM;
-    return at + size <= unasked || at >= dyn_end;
-}
-
 // ---- asynchronous copies ----------------------------------------------------------------------------
 void perform(const Copy& c) {
     memcpy(c.dst, c.src, c.src_size);
@@ -356,11 +349,25 @@ void complete_copies(std::vector<Copy>& copies, Done done) {
 }
 
 // ---- fibers -----------------------------------------------------------------------------------------
+// The block whose thread runs next: its blockIdx, its place in the cluster, and its shared memory.
+void enter(unsigned b) {
+    if (b == E.resident) return;
+    E.resident = b;
+    blockIdx = E.blocks[b].idx;
+    E.status->block = blockIdx;
+    E.cluster.index = unlinear(b, E.cluster.dims);
+    E.cluster.rank = b;
+    mmemu_shared::enter(b);
+}
+
 void set_current(unsigned t) {
     E.current = t;
+    enter(E.threads[t].block);
     threadIdx = E.threads[t].idx;
     E.status->thread = threadIdx;
 }
+
+void thread_exited(Thread& t);
 
 // Scheduler -> fiber t, until it parks or exits.
 void resume(unsigned t) {
@@ -396,8 +403,7 @@ void fiber_main() {
     E.launch->kernel->invoke(E.launch->args);
     Thread& t = E.threads[E.current];
     complete_copies(t.copies, [](const Copy&) { return true; });  // a copy never waited for lands some time
-    t.state = kExited;
-    ++E.exited;
+    thread_exited(t);
     yield(t, true);
     abort();  // an exited fiber is never resumed
 }
@@ -417,9 +423,18 @@ void release(Thread& t, uint64_t result) {
     t.result = result;
 }
 
-unsigned warp_lanes(unsigned warp) {  // the lanes of a warp that exist (the last warp may be partial)
-    unsigned n = E.nthreads - warp * 32;
+unsigned warp_lanes(unsigned warp) {  // the lanes of a block's warp that exist (the last warp may be partial)
+    unsigned n = E.block_threads - warp * 32;
     return n >= 32 ? ~0u : (1u << n) - 1;
+}
+
+// Whether f(base, lanes) is true for some warp of the cluster, each asked: its first thread, and its lanes that exist.
+template <class F>
+bool any_warp(F f) {
+    bool progress = false;
+    for (unsigned b = 0; b < E.blocks.size(); ++b)
+        for (unsigned w = 0; w * 32 < E.block_threads; ++w) progress |= f(b * E.block_threads + w * 32, warp_lanes(w));
+    return progress;
 }
 
 // The value lane `lane` receives from a shuffle completed by the lanes in `group`.  A source lane outside it
@@ -460,9 +475,8 @@ void complete_warp_op(unsigned base, unsigned group, int kind) {
 // that has exited takes no part (reading its value gives the poison, see shuffle).  A live lane that waits
 // elsewhere keeps the operation from completing, so fail_deadlock reports it.  Returns whether any completed.
 bool complete_warp_ops() {
-    bool progress = false;
-    for (unsigned base = 0; base < E.nthreads && E.waiting[kWarp]; base += 32) {
-        unsigned lanes = warp_lanes(base / 32);
+    return E.waiting[kWarp] && any_warp([](unsigned base, unsigned lanes) {
+        bool progress = false;
         for (unsigned l = 0; l < 32; ++l) {
             const Thread& t = E.threads[base + l];
             if (!(lanes >> l & 1) || t.state != kWarp) continue;
@@ -477,34 +491,34 @@ bool complete_warp_ops() {
             complete_warp_op(base, arrived, t.kind);
             progress = true;
         }
-    }
-    return progress;
+        return progress;
+    });
 }
 
 // __activemask(): the lanes of a warp parked at the same __activemask() call are the converged ones.
 bool complete_activemasks() {
-    bool progress = false;
-    for (unsigned base = 0; base < E.nthreads && E.waiting[kActiveMask]; base += 32) {
-        for (unsigned l = 0; l < 32 && base + l < E.nthreads; ++l) {
+    return E.waiting[kActiveMask] && any_warp([](unsigned base, unsigned lanes) {
+        bool progress = false;
+        for (unsigned l = 0; l < 32 && (lanes >> l & 1); ++l) {
             int site = E.threads[base + l].site;
             if (E.threads[base + l].state != kActiveMask) continue;
             unsigned group = 0;
-            for (unsigned j = l; j < 32 && base + j < E.nthreads; ++j)
+            for (unsigned j = l; j < 32 && (lanes >> j & 1); ++j)
                 if (E.threads[base + j].state == kActiveMask && E.threads[base + j].site == site) group |= 1u << j;
             for (unsigned j = l; j < 32; ++j)
                 if (group >> j & 1) release(E.threads[base + j], group);
             progress = true;
         }
-    }
-    return progress;
+        return progress;
+    });
 }
 
 // Gathers: one completes when all 32 lanes of a warp wait at the same one.  A warp whose lanes all wait
 // at gathers, or have exited, can never complete one otherwise: that violates the operation's
 // precondition (a partial warp was refused when its first lane arrived).
 bool complete_gathers() {
-    bool progress = false;
-    for (unsigned base = 0; base < E.nthreads && E.waiting[kGather]; base += 32) {
+    return E.waiting[kGather] && any_warp([](unsigned base, unsigned lanes) {
+        if (lanes != ~0u) return false;
         const Thread* first = nullptr;
         unsigned same = 0, other = 0, gone = 0;
         for (unsigned l = 0; l < 32; ++l) {
@@ -514,7 +528,7 @@ bool complete_gathers() {
             if (!first) first = &t;
             (t.op == first->op && t.line == first->line ? same : other) |= 1u << l;
         }
-        if (!first) continue;
+        if (!first) return false;
         if (same == ~0u) {
             for (unsigned l = 0; l < 32; ++l) {
                 Thread& t = E.threads[base + l];
@@ -522,23 +536,22 @@ bool complete_gathers() {
                     for (unsigned j = 0; j < 32; ++j) t.all[j] = E.threads[base + j].offer;
                 release(t, 0);
             }
-            progress = true;
-            continue;
+            return true;
         }
-        if ((same | other | gone) != ~0u) continue;  // some lanes may still arrive
+        if ((same | other | gone) != ~0u) return false;  // some lanes may still arrive
         char text[512];
+        unsigned warp = first->local / 32;
         if (gone) {
             snprintf(text, sizeof text, "%s at line %d: lanes 0x%08x of warp %u had exited; the operation needs all "
-                     "32 lanes of the warp", first->op, first->line, gone, base / 32);
+                     "32 lanes of the warp", first->op, first->line, gone, warp);
         } else {
             const Thread& odd = E.threads[base + unsigned(__builtin_ctz(other))];
             snprintf(text, sizeof text, "the lanes of warp %u are at different warp-collective operations: %s at "
-                     "line %d (lanes 0x%08x) and %s at line %d (lane %u)", base / 32, first->op, first->line, same,
+                     "line %d (lanes 0x%08x) and %s at line %d (lane %u)", warp, first->op, first->line, same,
                      odd.op, odd.line, unsigned(__builtin_ctz(other)));
         }
         violation(*first, text);
-    }
-    return progress;
+    });
 }
 
 // Polls: a thread waiting on a condition goes on once it holds.
@@ -553,45 +566,137 @@ bool complete_polls() {
     return progress;
 }
 
-// An example thread in `state` (and at `site`, if not -1), for messages.
-const Thread* example(State state, int site) {
-    for (const Thread& t : E.threads)
-        if (t.state == state && (site < 0 || t.site == site)) return &t;
+// The threads of block b.
+Thread* first_of(unsigned b) { return E.threads.data() + size_t(b) * E.block_threads; }
+
+// An example thread of [begin, end) in `state` (and at `site`, if not -1), for messages.
+const Thread* example(const Thread* begin, const Thread* end, State state, int site) {
+    for (const Thread* t = begin; t != end; ++t)
+        if (t->state == state && (site < 0 || t->site == site)) return t;
     return nullptr;
 }
 
-void complete_barrier() {
-    const Thread* first = example(kBarrier, -1);
+// A thread as messages name it: its block too, where the cluster has several.
+struct Who {
+    char text[64];
+};
+Who who(const Thread& t) {
+    Who w;
+    int n = snprintf(w.text, sizeof w.text, "thread (%u,%u,%u)", t.idx.x, t.idx.y, t.idx.z);
+    if (E.blocks.size() > 1) {
+        const mmemu_dim3& b = E.blocks[t.block].idx;
+        snprintf(w.text + n, sizeof w.text - size_t(n), " of block (%u,%u,%u)", b.x, b.y, b.z);
+    }
+    return w;
+}
+
+void complete_barrier(unsigned b) {
+    const Thread *begin = first_of(b), *end = begin + E.block_threads, *first = example(begin, end, kBarrier, -1);
     char text[1024] = "";
-    for (const Thread& t : E.threads) {  // every distinct call site, with how many threads wait there
-        if (t.state != kBarrier || t.site == first->site || &t != example(kBarrier, t.site)) continue;
+    for (const Thread* t = begin; t != end; ++t) {  // every distinct call site, with how many threads wait there
+        if (t->state != kBarrier || t->site == first->site || t != example(begin, end, kBarrier, t->site)) continue;
         if (!text[0])
             snprintf(text, sizeof text, "different barriers met: %s at line %d (thread (%u,%u,%u))",
                      barrier_name(first->kind), first->line, first->idx.x, first->idx.y, first->idx.z);
-        append(text, sizeof text, " and %s at line %d (thread (%u,%u,%u))", barrier_name(t.kind), t.line,
-               t.idx.x, t.idx.y, t.idx.z);
+        append(text, sizeof text, " and %s at line %d (thread (%u,%u,%u))", barrier_name(t->kind), t->line,
+               t->idx.x, t->idx.y, t->idx.z);
     }
-    if (text[0]) misuse(text);
-    if (E.exited) {
-        const Thread* gone = example(kExited, -1);
+    if (text[0]) misuse(text, E.blocks[b]);
+    if (unsigned exited = E.blocks[b].exited) {
+        const Thread* gone = example(begin, end, kExited, -1);
         snprintf(text, sizeof text,
                  "barrier divergence: %s at line %d was reached by %u of %u threads; the others had exited "
                  "(e.g. thread (%u,%u,%u))",
-                 barrier_name(first->kind), first->line, E.nthreads - E.exited, E.nthreads, gone->idx.x,
+                 barrier_name(first->kind), first->line, E.block_threads - exited, E.block_threads, gone->idx.x,
                  gone->idx.y, gone->idx.z);
-        misuse(text);
+        misuse(text, E.blocks[b]);
     }
-    unsigned count = 0, arrived = E.waiting[kBarrier];
-    for (const Thread& t : E.threads)
-        if (t.state == kBarrier && t.value) ++count;
-    for (Thread& t : E.threads) {
-        if (t.state != kBarrier) continue;
-        uint64_t r = t.kind == MMEMU_BAR_COUNT ? count
-                     : t.kind == MMEMU_BAR_AND ? count == arrived
-                     : t.kind == MMEMU_BAR_OR  ? count > 0
-                                               : 0;
-        release(t, r);
+    unsigned count = 0, arrived = 0;
+    for (const Thread* t = begin; t != end; ++t)
+        if (t->state == kBarrier) {
+            ++arrived;
+            count += t->value != 0;
+        }
+    for (Thread* t = first_of(b); t != end; ++t) {
+        if (t->state != kBarrier) continue;
+        uint64_t r = t->kind == MMEMU_BAR_COUNT ? count
+                     : t->kind == MMEMU_BAR_AND ? count == arrived
+                     : t->kind == MMEMU_BAR_OR  ? count > 0
+                                                : 0;
+        release(*t, r);
     }
+}
+
+// ---- the cluster barrier (barrier.cluster) ----------------------------------------------------------
+// Misuse where lanes of one warp ran different instructions of an .aligned form, which every lane of a warp must
+// run together: site(t) gives thread t's instruction and line, a null instruction where t ran none of those.
+template <class Site>
+void check_aligned(Site site) {
+    any_warp([&](unsigned base, unsigned lanes) {
+        const Thread* first = nullptr;
+        for (unsigned l = 0; l < 32; ++l) {
+            const Thread& t = E.threads[base + l];
+            if (!(lanes >> l & 1) || !site(t).first) continue;
+            if (!first) first = &t;
+            if (site(t).first == site(*first).first) continue;
+            char text[512];
+            snprintf(text, sizeof text, "different barriers met in one warp: barrier.cluster .aligned at line %d (%s) "
+                     "and at line %d (%s); every lane of a warp must run the same one", site(*first).second,
+                     who(*first).text, site(t).second, who(t).text);
+            misuse(text, E.blocks[t.block]);
+            return false;
+        }
+        return false;
+    });
+}
+
+// The barrier's phase completes once every thread of the cluster that has not exited has arrived (the PTX ISA's
+// rule), releasing the threads that wait for it; threads that exited without arriving are barrier divergence, as
+// at __syncthreads.
+void complete_cluster_phase() {
+    if (!E.cluster_arrivals || E.cluster_arrivals + E.cluster_gone < E.nthreads) return;
+    const Thread *arrived = nullptr, *gone = nullptr;
+    for (const Thread& t : E.threads) {
+        if (t.arrived == E.cluster_phase && !arrived) arrived = &t;
+        if (t.arrived != E.cluster_phase && !gone) gone = &t;
+    }
+    if (gone) {
+        char text[512];
+        snprintf(text, sizeof text, "barrier divergence: the cluster barrier (%s at line %d) was reached by %u of %u "
+                 "threads of the cluster; the others had exited (e.g. thread (%u,%u,%u) of the block of rank %u)",
+                 arrived->arrive_op, arrived->arrive_line, E.cluster_arrivals, E.nthreads, gone->idx.x, gone->idx.y,
+                 gone->idx.z, gone->block);
+        misuse(text, E.blocks[gone->block]);
+    }
+    check_aligned([](const Thread& t) {
+        return std::make_pair(t.arrived == E.cluster_phase ? t.arrive_site : nullptr, t.arrive_line);
+    });
+    check_aligned([](const Thread& t) {
+        return std::make_pair(t.state == kClusterWait ? static_cast<const void*>(t.offer) : nullptr, t.line);
+    });
+    ++E.cluster_phase;
+    E.cluster_arrivals = 0;
+    E.cluster_gone = E.exited;
+    for (Thread& t : E.threads)
+        if (t.state == kClusterWait) release(t, 0);
+}
+
+// Thread t has exited.  With the last thread of its block the block's shared memory goes (a tracked copy into it
+// landing first); its exit may complete the cluster barrier's phase.
+void thread_exited(Thread& t) {
+    t.state = kExited;
+    ++E.exited;
+    E.cluster_gone += t.arrived != E.cluster_phase;
+    Block& b = E.blocks[t.block];
+    if (++b.exited == E.block_threads && E.blocks.size() > 1) {
+        complete_copies(E.tracked, [&](const Copy& c) { return mmemu_shared::rank_of(c.dst) == int(t.block); });
+        char text[400];
+        snprintf(text, sizeof text, "block (%u,%u,%u), rank %u of the cluster, which had exited: a block's shared "
+                 "memory is its cluster's only until the block exits (a cluster.sync() before it exits keeps it)",
+                 b.idx.x, b.idx.y, b.idx.z, t.block);
+        mmemu_shared::gone(t.block, text);
+    }
+    complete_cluster_phase();
 }
 
 [[noreturn]] void fail_deadlock() {
@@ -600,21 +705,18 @@ void complete_barrier() {
     int groups = 0;
     for (const Thread& t : E.threads) {  // one line per distinct (state, kind, line, mask)
         if (t.state == kExited || groups >= 8) continue;
-        bool seen = false;
+        bool named = t.state == kGather || t.state == kPoll || t.state == kClusterWait, seen = false;
         for (const Thread* u = E.threads.data(); u != &t && !seen; ++u)
             seen = u->state == t.state && u->kind == t.kind && u->line == t.line && u->mask == t.mask &&
-                   ((t.state != kGather && t.state != kPoll) || u->op == t.op);
+                   (!named || u->op == t.op);
         if (seen) continue;
         ++groups;
         if (t.state == kWarp)
-            append(text, sizeof text, " thread (%u,%u,%u) waits at %s at line %d (mask 0x%08x);", t.idx.x, t.idx.y,
-                   t.idx.z, warp_name(t.kind), t.line, t.mask);
-        else if (t.state == kGather || t.state == kPoll)
-            append(text, sizeof text, " thread (%u,%u,%u) waits at %s at line %d;", t.idx.x, t.idx.y, t.idx.z, t.op,
-                   t.line);
+            append(text, sizeof text, " %s waits at %s at line %d (mask 0x%08x);", who(t).text, warp_name(t.kind),
+                   t.line, t.mask);
         else
-            append(text, sizeof text, " thread (%u,%u,%u) waits at %s at line %d;", t.idx.x, t.idx.y, t.idx.z,
-                   t.state == kBarrier ? barrier_name(t.kind) : "__activemask", t.line);
+            append(text, sizeof text, " %s waits at %s at line %d;", who(t).text,
+                   named ? t.op : t.state == kBarrier ? barrier_name(t.kind) : "__activemask", t.line);
     }
     if (E.exited) append(text, sizeof text, " %u thread(s) had exited", E.exited);
     fail(text);
@@ -623,37 +725,43 @@ void complete_barrier() {
 // Called when no thread is ready: complete whatever rendezvous can complete, or report why none can.
 void resolve() {
     if (complete_warp_ops() || complete_activemasks() || complete_gathers() || complete_polls()) return;
-    if (E.waiting[kBarrier] && E.waiting[kBarrier] == E.nthreads - E.exited) return complete_barrier();
+    for (unsigned b = 0; b < E.blocks.size() && E.waiting[kBarrier]; ++b) {
+        unsigned waiting = 0;
+        for (const Thread* t = first_of(b); t != first_of(b) + E.block_threads; ++t) waiting += t->state == kBarrier;
+        if (waiting && waiting == E.block_threads - E.blocks[b].exited) return complete_barrier(b);
+    }
     fail_deadlock();
 }
 
-void run_block_fibers() {
+void run_cluster_fibers() {
     E.tracked.clear();
     for (unsigned t = 0; t < E.nthreads; ++t) {
         Thread& th = E.threads[t];
         th.state = kReady;
         th.copies.clear();
-        th.committed = 0;
+        th.committed = th.arrived = 0;
         context_make(th.ctx, E.stacks + t * E.stack_stride + E.page, kStackSize, fiber_main);
     }
-    E.exited = 0;
     while (E.exited < E.nthreads) {
         Order order(E.nthreads, E.launch->schedule, splitmix(E.rng));  // reshuffled every phase
         for (unsigned i = 0; i < E.nthreads; ++i) {
             unsigned t = unsigned(order[i]);
             if (E.threads[t].state == kReady) resume(t);
         }
-        if (E.exited < E.nthreads) resolve();
+        // A phase of the cluster barrier may have completed after the pass went by a thread that waited for it.
+        bool ready = std::any_of(E.threads.begin(), E.threads.end(), [](const Thread& t) { return t.state == kReady; });
+        if (E.exited < E.nthreads && !ready) resolve();
     }
 }
 
-void run_block_plain() {
+void run_cluster_plain() {
     Order order(E.nthreads, E.launch->schedule, splitmix(E.rng));
     for (unsigned i = 0; i < E.nthreads; ++i) {
         set_current(unsigned(order[i]));
         E.status->in_kernel = 1;
         E.launch->kernel->invoke(E.launch->args);
         E.status->in_kernel = 0;
+        thread_exited(E.threads[E.current]);
     }
 }
 
@@ -661,7 +769,12 @@ void allocate_fiber_stacks() {
     E.stack_stride = E.page + kStackSize;
     void* p = mmap(nullptr, E.nthreads * E.stack_stride, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) fail("cannot allocate fiber stacks");
+    if (p == MAP_FAILED) {
+        char text[160];
+        snprintf(text, sizeof text, "cannot allocate fiber stacks for the %u threads of a %s (%zu KiB each)",
+                 E.nthreads, E.blocks.size() > 1 ? "cluster" : "block", E.stack_stride / 1024);
+        fail(text);
+    }
     E.stacks = static_cast<char*>(p);
     for (unsigned t = 0; t < E.nthreads; ++t) mprotect(E.stacks + t * E.stack_stride, E.page, PROT_NONE);
 }
@@ -680,7 +793,7 @@ MMEMU_EXPORT int mmemu_rv_barrier(int kind, int pred, int site, int line) {
 
 MMEMU_EXPORT uint64_t mmemu_rv_warp(int kind, unsigned mask, uint64_t value, int arg, int width, int line) {
     Thread& t = E.threads[E.current];
-    unsigned lane = E.current % 32;
+    unsigned lane = t.local % 32;
     char text[256];
     if (!(mask >> lane & 1)) {
         snprintf(text, sizeof text, "%s at line %d: the calling lane %u is not in mask 0x%08x", warp_name(kind),
@@ -710,10 +823,10 @@ MMEMU_EXPORT unsigned mmemu_rv_activemask(int site, int line) {
 
 MMEMU_EXPORT void mmemu_rv_gather(const void* mine, const void** all, const char* op, int line) {
     Thread& t = E.threads[E.current];
-    unsigned warp = E.current / 32, lanes = __builtin_popcount(warp_lanes(warp));
+    unsigned warp = t.local / 32, lanes = __builtin_popcount(warp_lanes(warp));
     if (lanes != 32)
         mmemu_violation("%s at line %d: warp %u has only %u lanes (the block has %u threads); the operation needs "
-                        "all 32 lanes of the warp", op, line, warp, lanes, E.nthreads);
+                        "all 32 lanes of the warp", op, line, warp, lanes, E.block_threads);
     t.offer = mine;
     t.all = all;
     t.op = op;
@@ -731,30 +844,38 @@ MMEMU_EXPORT void mmemu_rv_poll(int (*ready)(const void*), const void* arg, cons
     park(kPoll);
 }
 
-MMEMU_EXPORT uint32_t mmemu_shared_address(const void* pointer, const char* op, int line) {
-    if (!in_shared(pointer, 1))
-        mmemu_violation("%s at line %d: %p is not a pointer into the block's shared memory", op, line, pointer);
-    return uint32_t(static_cast<const unsigned char*>(pointer) - E.tls);
+MMEMU_EXPORT const mmemu_cluster_info* mmemu_cluster_now() { return &E.cluster; }
+
+MMEMU_EXPORT void mmemu_rv_cluster_arrive(const char* op, const void* aligned, int line) {
+    Thread& t = E.threads[E.current];
+    if (t.arrived == E.cluster_phase)
+        mmemu_violation("%s at line %d: the thread arrives at the cluster barrier a second time in one phase (it "
+                        "arrived at line %d): it must wait for the phase first", op, line, t.arrive_line);
+    t.arrived = E.cluster_phase;
+    t.arrive_site = aligned;
+    t.arrive_op = op;
+    t.arrive_line = line;
+    ++E.cluster_arrivals;
+    complete_cluster_phase();
 }
 
-MMEMU_EXPORT void* mmemu_shared_pointer(uint64_t address, size_t size, const char* op, int line) {
-    if (address > uint64_t(E.tls_end - E.tls) || !in_shared(E.tls + address, size))
-        mmemu_violation("%s at line %d: shared address 0x%llx (%zu bytes) is outside the block's shared memory", op,
-                        line, static_cast<unsigned long long>(address), size);
-    return E.tls + address;
-}
-
-MMEMU_EXPORT void* mmemu_global_pointer(uint64_t address, const char* op, int line) {
-    void* pointer = reinterpret_cast<void*>(address);
-    if (in_shared(pointer, 1))
-        mmemu_violation("%s at line %d: %p is a pointer into the block's shared memory, not a global address", op,
-                        line, pointer);
-    return pointer;
+MMEMU_EXPORT void mmemu_rv_cluster_wait(const char* op, const void* aligned, int line) {
+    Thread& t = E.threads[E.current];
+    if (!t.arrived)
+        mmemu_violation("%s at line %d: the thread waits at the cluster barrier without having arrived at it", op,
+                        line);
+    if (t.arrived == E.cluster_phase) {  // its phase has not completed yet
+        t.op = op;
+        t.offer = aligned;
+        t.line = line;
+        park(kClusterWait);
+    }
+    t.arrived = 0;
 }
 
 MMEMU_EXPORT void mmemu_rv_async_copy(void* dst, const void* src, size_t size, size_t src_size, const void* tracker) {
     Copy c{static_cast<unsigned char*>(dst), static_cast<const unsigned char*>(src), size, src_size, 0, tracker};
-    if (E.launch->schedule == MMEMU_FORWARD || !in_shared(dst, size)) return perform(c);
+    if (E.launch->schedule == MMEMU_FORWARD || !mmemu_shared::holds(dst, size)) return perform(c);
     (tracker ? E.tracked : E.threads[E.current].copies).push_back(c);
 }
 
@@ -820,21 +941,37 @@ MMEMU_EXPORT void mmemu_child_run(const mmemu_launch* launch, mmemu_status* stat
     install_fault_handlers();
     blockDim = launch->block;
     gridDim = launch->grid;
-    E.nthreads = launch->block.x * launch->block.y * launch->block.z;
+    const mmemu_dim3 &dims = launch->cluster, &grid = launch->grid;
+    const mmemu_dim3 count{grid.x / dims.x, grid.y / dims.y, grid.z / dims.z};
+    E.cluster = {dims, {0, 0, 0}, count, {0, 0, 0}, dims.x * dims.y * dims.z, 0, launch->explicit_cluster};
+    E.block_threads = launch->block.x * launch->block.y * launch->block.z;
+    E.nthreads = E.block_threads * E.cluster.size;
     E.threads.resize(E.nthreads);
-    for (unsigned t = 0; t < E.nthreads; ++t) E.threads[t].idx = unlinear(t, launch->block);
+    E.blocks.resize(E.cluster.size);
+    for (unsigned t = 0; t < E.nthreads; ++t) {
+        Thread& th = E.threads[t];
+        th.block = t / E.block_threads;
+        th.local = t % E.block_threads;
+        th.idx = unlinear(th.local, launch->block);
+    }
     if (launch->fibers) allocate_fiber_stacks();
-    locate_shared_memory();
+    if (const char* error = mmemu_shared::setup(launch, E.cluster.size)) fail(error);
 
-    uint64_t nblocks = uint64_t(launch->grid.x) * launch->grid.y * launch->grid.z;
-    Order blocks(nblocks, launch->schedule, splitmix(E.rng));
-    for (uint64_t i = 0; i < nblocks; ++i) {
-        E.block_number = i;
-        blockIdx = unlinear(blocks[i], launch->grid);
-        status->block = blockIdx;
-        poison_shared_memory();
-        if (launch->fibers) run_block_fibers();
-        else run_block_plain();
+    uint64_t nclusters = uint64_t(count.x) * count.y * count.z;
+    Order clusters(nclusters, launch->schedule, splitmix(E.rng));
+    for (uint64_t i = 0; i < nclusters; ++i) {
+        E.cluster.id = unlinear(clusters[i], count);
+        for (unsigned b = 0; b < E.cluster.size; ++b) {
+            mmemu_dim3 in = unlinear(b, dims);
+            E.blocks[b] = {{E.cluster.id.x * dims.x + in.x, E.cluster.id.y * dims.y + in.y,
+                            E.cluster.id.z * dims.z + in.z}, i * E.cluster.size + b, 0};
+        }
+        E.exited = E.cluster_arrivals = E.cluster_gone = 0;
+        E.cluster_phase = 1;
+        E.resident = ~0u;
+        mmemu_shared::start();
+        if (launch->fibers) run_cluster_fibers();
+        else run_cluster_plain();
     }
     finish(MMEMU_DONE);
 }

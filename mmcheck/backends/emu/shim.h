@@ -2,9 +2,9 @@
 // the file.  Only headers that nvcc itself brings in are included, so every name nvcc leaves free stays
 // free here: a kernel called `signal`, `read` or `kill` compiles on both.
 //
-// Per-block shared memory is thread_local: all threads of a block are fibers on one OS thread and
-// blocks run one after another, so thread-local storage is exactly "one instance per block", and
-// `thread_local` composes with both `static __shared__` and `extern __shared__`.
+// Per-block shared memory is thread_local: every thread is a fiber on one OS thread, and the runtime gives each
+// block of a cluster a thread-local instance of its own (runtime_shared.cpp), so thread-local storage is exactly
+// "one instance per block", and `thread_local` composes with both `static __shared__` and `extern __shared__`.
 #pragma once
 
 #include "mmemu.h"
@@ -38,6 +38,8 @@
 #define __forceinline__ inline __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
+// The launch's cluster dims are the spec's (backend.py compares them with these where they are integers).
+#define __cluster_dims__(...)
 #define __align__(n) __attribute__((aligned(n)))
 
 // ---- vector types: CUDA's sizes and alignments; may_alias because kernels reinterpret float* as float4*
@@ -248,8 +250,8 @@ template <class T> inline void __stcg(T* p, T v) { *p = v; }
 template <class T> inline void __stcs(T* p, T v) { *p = v; }
 template <class T> inline void __stwt(T* p, T v) { *p = v; }
 
-// Threads of a block never run at the same time and blocks run one after another, so fences order
-// nothing and a plain read-modify-write is atomic.
+// Threads never run at the same time (those of a cluster's blocks take turns, other blocks run one after another),
+// so fences order nothing and a plain read-modify-write is atomic.
 inline void __threadfence() {}
 inline void __threadfence_block() {}
 inline void __threadfence_system() {}
@@ -367,6 +369,35 @@ inline size_t __cvta_generic_to_shared(const void* pointer, mmemu::Line at = {__
 }
 inline void* __cvta_shared_to_generic(size_t address, mmemu::Line at = {__builtin_LINE()}) {
     return mmemu_shared_pointer(address, 1, "__cvta_shared_to_generic", at.n);
+}
+
+// ---- thread-block clusters: sm_90_rt.h's intrinsics, on the runtime's clusters (cooperative_groups::cluster_group
+// is on them) ------------------------------------------------------------------------------------------------
+namespace mmemu {
+inline dim3 dim3_of(const mmemu_dim3& d) { return dim3(d.x, d.y, d.z); }
+}  // namespace mmemu
+inline unsigned __clusterDimIsSpecified() { return unsigned(mmemu_cluster_now()->explicit_dims); }
+inline dim3 __clusterDim() { return mmemu::dim3_of(mmemu_cluster_now()->dims); }
+inline dim3 __clusterRelativeBlockIdx() { return mmemu::dim3_of(mmemu_cluster_now()->index); }
+inline dim3 __clusterGridDimInClusters() { return mmemu::dim3_of(mmemu_cluster_now()->count); }
+inline dim3 __clusterIdx() { return mmemu::dim3_of(mmemu_cluster_now()->id); }
+inline unsigned __clusterRelativeBlockRank() { return mmemu_cluster_now()->rank; }
+inline unsigned __clusterSizeInBlocks() { return mmemu_cluster_now()->size; }
+inline void __cluster_barrier_arrive(mmemu::Line at = {__builtin_LINE()}) {
+    mmemu_rv_cluster_arrive("__cluster_barrier_arrive", nullptr, at.n);
+}
+inline void __cluster_barrier_arrive_relaxed(mmemu::Line at = {__builtin_LINE()}) {
+    mmemu_rv_cluster_arrive("__cluster_barrier_arrive_relaxed", nullptr, at.n);
+}
+inline void __cluster_barrier_wait(mmemu::Line at = {__builtin_LINE()}) {
+    mmemu_rv_cluster_wait("__cluster_barrier_wait", nullptr, at.n);
+}
+inline void __threadfence_cluster() {}
+inline void* __cluster_map_shared_rank(const void* pointer, unsigned rank, mmemu::Line at = {__builtin_LINE()}) {
+    return mmemu_cluster_map(pointer, rank, "__cluster_map_shared_rank", at.n);
+}
+inline unsigned __cluster_query_shared_rank(const void* pointer, mmemu::Line at = {__builtin_LINE()}) {
+    return mmemu_cluster_rank(pointer, "__cluster_query_shared_rank", at.n);
 }
 
 namespace mmemu {

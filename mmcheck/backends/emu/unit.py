@@ -19,7 +19,7 @@ from ...errors import CompileError, MmcheckError, Unsupported
 from ...spec import KernelSpec
 from ..device_code import device_code, host_library, needed_header, sources, undeclared
 
-__all__ = ["compile_sources", "compile_unit", "check_supported", "compile_failure"]
+__all__ = ["compile_sources", "compile_unit", "check_supported", "compile_failure", "cluster_dims"]
 
 # Comments and string/char literals (raw ones too, as multi-line PTX often is), blanked out before any scan
 # so that prose cannot trigger a match.
@@ -106,6 +106,10 @@ _BLANK = " \t\r\n\\"  # what may surround a piece of a statement: blanks and lin
 _CONTROL = ("if", "while", "for", "switch", "constexpr")
 _MACRO_HEAD = re.compile(r"#[ \t]*define[ \t]+\w+(?:\([^()]*\))?\Z")
 _OPERAND_NAME = re.compile(r"\A\[\s*\w+\s*\]")  # [name] "=r"(x): names mean nothing to a call
+# A kernel's compile-time cluster dims, and the function they are written on: the next name before a parenthesis,
+# past the other attribute macros (__launch_bounds__(...)).
+_CLUSTER_DIMS = re.compile(r"\b__cluster_dims__\s*\(([^()]*)\)")
+_DECLARED = re.compile(r"\b(?!__\w+__\b)([A-Za-z_]\w*)\s*\(")
 
 
 @functools.lru_cache(maxsize=8)
@@ -350,6 +354,19 @@ def _unsupported(source: str) -> tuple[int, str, str] | None:
         return None
     at, construct, what = found[0]
     return code.count("\n", 0, at) + 1, construct, what
+
+
+def cluster_dims(build: Build) -> tuple[int, int, int] | None:
+    """The cluster dims that ``__cluster_dims__`` gives the entry kernel, where the file writes them as integers;
+    None where it gives none, or gives them by names, which only the compiler knows."""
+    code = _code(build.spec.source)
+    entry = build.spec.entry.split("::")[-1]
+    for match in _CLUSTER_DIMS.finditer(code):
+        name = _DECLARED.search(code, match.end())
+        dims = [arg.strip().rstrip("uU") for arg in match.group(1).split(",")]
+        if name and name.group(1) == entry and len(dims) <= 3 and all(d.isdigit() for d in dims):
+            return (*(int(d) for d in dims), *(1,) * (3 - len(dims)))  # type: ignore[return-value]
+    return None
 
 
 def compile_unit(build: Build, source: str) -> str:

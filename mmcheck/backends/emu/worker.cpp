@@ -762,10 +762,15 @@ std::string launch(Reader& in) {
     mmemu_launch L{};
     L.grid = in.get<mmemu_dim3>();
     L.block = in.get<mmemu_dim3>();
+    L.cluster = in.get<mmemu_dim3>();
     L.smem = in.get<uint64_t>();
     L.schedule = in.get<uint8_t>();
     L.fibers = in.get<uint8_t>();
     L.strict = in.get<uint8_t>();
+    L.explicit_cluster = in.get<uint8_t>();
+    const mmemu_dim3 &g = L.grid, &c = L.cluster;
+    if (!c.x || !c.y || !c.z || g.x % c.x || g.y % c.y || g.z % c.z)
+        throw Refused("the grid is not a whole number of clusters");
     L.seed = in.get<uint64_t>();
     int timeout_ms = int(in.get<uint32_t>());
     uint32_t nargs = in.get<uint32_t>();

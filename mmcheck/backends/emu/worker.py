@@ -30,8 +30,9 @@ _SIGNALS = range(1, 65)  # what a fault's signal number may be
 STACK_OVERFLOW, PROCESS_STACK_OVERFLOW = 1000, 1001
 
 _PARAM = struct.Struct("<ccHII")                          # mmemu_param
-_LAUNCH = struct.Struct("<I3I3IQBBBQII")                   # kernel, grid, block, smem, schedule, fibers,
-                                                           # strict, seed, timeout_ms, nargs
+_LAUNCH = struct.Struct("<I3I3I3IQBBBBQII")                # kernel, grid, block, cluster, smem, schedule,
+                                                           # fibers, strict, explicit cluster, seed, timeout_ms,
+                                                           # nargs
 # Seconds a closed worker gets to end its launch and exit before it is killed.
 _CLOSE_GRACE = 1.0
 _RESULT = struct.Struct("<BB3I3IiiiiQIiiq")                # see launch() in worker.cpp
@@ -185,11 +186,13 @@ class Worker:
         self.held -= 1
         self._freed.append(buffer)
 
-    def launch(self, kernel: int, grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,
-               schedule: int, fibers: bool, strict: bool, seed: int, timeout_ms: int,
-               args: list[tuple[int, int] | bytes]) -> LaunchResult:
-        """``args``: (buffer, byte offset) for pointers, up to 8 bytes for scalars."""
-        parts = [_LAUNCH.pack(kernel, *grid, *block, smem, schedule, fibers, strict, seed, timeout_ms, len(args))]
+    def launch(self, kernel: int, grid: tuple[int, int, int], block: tuple[int, int, int],
+               cluster: tuple[int, int, int], explicit: bool, smem: int, schedule: int, fibers: bool, strict: bool,
+               seed: int, timeout_ms: int, args: list[tuple[int, int] | bytes]) -> LaunchResult:
+        """``cluster``: the cluster dims, which divide the grid's, and whether the launch gave them (``explicit``);
+        ``args``: (buffer, byte offset) for pointers, up to 8 bytes for scalars."""
+        parts = [_LAUNCH.pack(kernel, *grid, *block, *cluster, smem, schedule, fibers, strict, explicit, seed,
+                              timeout_ms, len(args))]
         for arg in args:
             if isinstance(arg, bytes):
                 parts.append(b"\1" + arg.ljust(8, b"\0"))

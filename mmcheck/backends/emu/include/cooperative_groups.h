@@ -1,8 +1,9 @@
 // Cooperative groups on the emulator: the thread block and its tiles, static (tiled_partition<N>) and
 // dynamic (tiled_partition(parent, n)), on the shim's barrier and warp rendezvous: a block syncs as
 // __syncthreads, a tile as __syncwarp with the mask of its lanes.  Tiles are aligned runs of N threads in
-// the block's thread order, so a tile never straddles two warps.  Grid and multi-grid groups are not
-// here: unit.py reports them as unsupported before anything is compiled.
+// the block's thread order, so a tile never straddles two warps.  The cluster (this_cluster()) is on the
+// runtime's cluster barrier and distributed shared memory, as sm_90_rt.h's intrinsics are (shim.h).  Grid and
+// multi-grid groups are not here: unit.py reports them as unsupported before anything is compiled.
 #pragma once
 
 #include <cstdint>  // CUDA's header brings it in: a kernel that includes only this one may use uint32_t
@@ -149,6 +150,53 @@ inline thread_group tiled_partition(const thread_group& parent, unsigned size, m
                         "the size must be a power of two up to 32 and up to the group's", at.n, size, whole);
     return thread_group(size);
 }
+
+// The blocks of the calling thread's cluster; its threads are ranked block by block.
+class cluster_group {
+public:
+    using arrival_token = struct {};
+
+    static void sync(mmemu::Line at = {__builtin_LINE()}) {
+        mmemu_rv_cluster_arrive("cluster.sync()", nullptr, at.n);
+        mmemu_rv_cluster_wait("cluster.sync()", nullptr, at.n);
+    }
+    static arrival_token barrier_arrive(mmemu::Line at = {__builtin_LINE()}) {
+        mmemu_rv_cluster_arrive("cluster.barrier_arrive()", nullptr, at.n);
+        return {};
+    }
+    static void barrier_wait(mmemu::Line at = {__builtin_LINE()}) {
+        mmemu_rv_cluster_wait("cluster.barrier_wait()", nullptr, at.n);
+    }
+    static void barrier_wait(arrival_token&&, mmemu::Line at = {__builtin_LINE()}) { barrier_wait(at); }
+    static unsigned query_shared_rank(const void* addr, mmemu::Line at = {__builtin_LINE()}) {
+        return mmemu_cluster_rank(addr, "cluster.query_shared_rank", at.n);
+    }
+    template <class T>
+    static T* map_shared_rank(T* addr, int rank, mmemu::Line at = {__builtin_LINE()}) {
+        return static_cast<T*>(mmemu_cluster_map(addr, unsigned(rank), "cluster.map_shared_rank", at.n));
+    }
+    static dim3 block_index() { return __clusterRelativeBlockIdx(); }
+    static unsigned block_rank() { return __clusterRelativeBlockRank(); }
+    static dim3 thread_index() {
+        dim3 b = block_index();
+        return dim3(b.x * blockDim.x + threadIdx.x, b.y * blockDim.y + threadIdx.y, b.z * blockDim.z + threadIdx.z);
+    }
+    static unsigned thread_rank() { return block_rank() * mmemu::cg::block_size() + mmemu::thread_rank(); }
+    static dim3 dim_blocks() { return __clusterDim(); }
+    static unsigned num_blocks() { return __clusterSizeInBlocks(); }
+    static dim3 dim_threads() {
+        dim3 b = dim_blocks();
+        return dim3(b.x * blockDim.x, b.y * blockDim.y, b.z * blockDim.z);
+    }
+    static unsigned num_threads() { return num_blocks() * mmemu::cg::block_size(); }
+    static unsigned size() { return num_threads(); }
+
+private:
+    cluster_group() = default;
+    friend cluster_group this_cluster();
+};
+
+inline cluster_group this_cluster() { return cluster_group(); }
 
 template <class Group>
 void sync(const Group& group, mmemu::Line at = {__builtin_LINE()}) {
