@@ -22,7 +22,7 @@ from typing import Any
 from . import reading
 from .dtypes import DTYPES, PRECISIONS, DType, Precision, precision
 from .errors import SpecError
-from . import extras
+from . import extras, tensormaps
 from .epilogue import Epilogue, EpilogueError
 from .expr import BOOLEANS, SHAPE_NAMES, Expr, ExprError
 from .extras import Buffer, Role, Scalar
@@ -31,6 +31,7 @@ from .opener import BLOCK, NO_SPEC, OPENER, Opener, opener
 from .ops import OPS, SCALARS, Op, Operand, Shape
 from .params import CTYPES, Param, parse_params, parse_scalar_values
 from .template_args import IDENTIFIER, TYPE_ARGS, Verbatim, parse_template
+from .tensormaps import TensorMap
 
 __all__ = [
     "CTYPES",
@@ -104,6 +105,9 @@ class KernelSpec:
     zeroed: bool = False                            # the output holds zeros before a launch (split-K atomics)
     root: Path | None = field(default=None, compare=False)  # the source folder the run was given that holds it
     include: tuple[str, ...] = ()                   # folders on the include path, relative to the file's folder
+    tensormaps: tuple[TensorMap, ...] = ()          # TMA descriptors the kernel takes (tensormaps.py)
+    cluster: tuple[Expr, ...] = ()                  # the launch's thread-block cluster; () for none
+    conditions: tuple[Expr, ...] = ()               # what the tensor maps and the cluster need of the sizes
 
     @property
     def folder(self) -> Path:
@@ -167,7 +171,8 @@ class KernelSpec:
         names = {p.name for p in self.params if p.kind == "size"}
         lets = dict(self.let)
         for e in (*self.block, *self.grid, *self.requires, self.smem, *(v for _, v in self.defines),
-                  *(t for t in self.template or () if isinstance(t, Expr)), *lets.values()):
+                  *(t for t in self.template or () if isinstance(t, Expr)), *lets.values(), *self.cluster,
+                  *(b for m in self.tensormaps for b in m.box)):
             names |= e.names - lets.keys()
         return frozenset(names)
 
@@ -201,6 +206,7 @@ _KEYS = {
     "name", "entry", "template", "op", "dtypes", "params", "block", "grid", "requires", "defines",
     "smem", "layout", "expect", "about", "catch", "let", "alpha", "beta", "strict_beta", "strict_launch", "bench",
     "accumulate", "large", "buffers", "scalars", "epilogue", "reference", "tolerance", "init", "include",
+    "tensormaps", "cluster",
 }
 _REQUIRED = ("name", "entry", "op", "dtypes", "params", "block", "grid")
 
@@ -429,7 +435,9 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         if d.packed > 1:
             raise fail("buffers", f"buffer {b.name!r} would hold {d.name}, two elements a byte, which the spec's own "
                                   f"buffers do not: give it a dtype of 8 bits or more")
-    params = parse_params(table["params"], OPS[op], fail, buffers, named_scalars, "reference" in table)
+    maps = tensormaps.parse_tensormaps(table.get("tensormaps", {}), names, (*OPS[op].names, *(
+        b.name for b in buffers if not b.points)), partial(fail, "tensormaps"))
+    params = parse_params(table["params"], OPS[op], fail, buffers, named_scalars, "reference" in table, maps)
     epilogue, reference, tolerance, zeroed = _results(table, path, OPS[op], buffers, named_scalars, fail)
     defines = table.get("defines", {})
     if not isinstance(defines, dict):
@@ -502,10 +510,12 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         tolerance=tolerance,
         zeroed=zeroed,
         include=_include(table.get("include", []), fail),
+        tensormaps=maps,
+        cluster=exprs("cluster", 1, 3) if "cluster" in table else (),
     )
     _check_constants(spec, fail)
     _check_packing(spec, fail)
-    return spec
+    return dataclasses.replace(spec, conditions=tensormaps.conditions(spec, names, fail))
 
 
 def _results(table: Mapping[str, Any], path: Path, op: Op, buffers: Sequence[Buffer],
@@ -562,7 +572,7 @@ def _check_constants(spec: KernelSpec, fail: Any) -> None:
     zero, a value out of range) is an error of its key now rather than at every shape later."""
     keyed = [*(("block", e) for e in spec.block), *(("grid", e) for e in spec.grid), ("smem", spec.smem),
              *(("requires", e) for e in spec.requires), *(("defines", e) for _, e in spec.defines),
-             *(("let", e) for _, e in spec.let),
+             *(("let", e) for _, e in spec.let), *(("cluster", e) for e in spec.cluster),
              *(("template", e) for e in spec.template or () if isinstance(e, Expr))]
     for key, e in keyed:
         for p in spec.precisions() if not e.names else ():
