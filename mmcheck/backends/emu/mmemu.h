@@ -31,10 +31,11 @@ struct mmemu_dim3 {
 };
 
 // One kernel parameter as g++ sees it.  kind: 'p' pointer, 'i' signed, 'u' unsigned, 'f' floating,
-// 's' anything else (structs); for pointers elem_kind/elem_size describe the pointee ('v' for void).
+// 's' anything else (structs); for pointers elem_kind/elem_size describe the pointee ('v' for void); align is the
+// parameter's alignment (a CUtensorMap's 64).
 struct mmemu_param {  // wire: 12 bytes
     char kind, elem_kind;
-    mmemu::uint16_t reserved;
+    mmemu::uint16_t align;
     mmemu::uint32_t size, elem_size;
 };
 
@@ -177,6 +178,9 @@ struct mmemu_launch {
     const mmemu_kernel* kernel;
     void* const* args;
     mmemu_dim3 grid, block;
+    // The thread-block cluster's dimensions: (1,1,1) alone so far, since backend.py refuses others (clusters are
+    // not modelled yet); the runtime does not read it.
+    mmemu_dim3 cluster;
     size_t smem;
     int schedule;
     int fibers;  // 0: the kernel has no rendezvous, so each thread runs as a plain call
