@@ -89,7 +89,10 @@ def test_a_kernel_that_copies_the_wrong_tile_is_caught(backend, tmp_path):
 
 def test_the_driver_encodes_what_mmcheck_allows_and_mmcheck_refuses_what_it_would_not(backend):
     driver = pytest.importorskip("cuda.bindings.driver", reason="the map is encoded through cuda-bindings")
-    driver.cuInit(0)  # the backend's own process has; this one need not have
+    driver.cuInit(0)  # the backend's own process has a context; this one needs one too
+    _, device = driver.cuDeviceGet(0)
+    _, context = driver.cuDevicePrimaryCtxRetain(device)
+    driver.cuCtxSetCurrent(context)
     encoding = Encoding(7, 4, (28, 20), (112,), (16, 16), (1, 1), Interleave.NONE, Swizzle.B64, OutOfBounds.ZEROS)
     target = DeviceBuffer(1024, np.dtype("float32"), 64, 0x7F00_0000_0000)
     made = encode(TensorMapArg(target, encoding, Passing.VALUE), 0x7F00_0000_0000)

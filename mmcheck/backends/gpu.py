@@ -424,9 +424,11 @@ def encode(arg: TensorMapArg, base: int) -> bytes:
     e, address = arg.encoding, arg.address(base)
     if why := e.refusal(address):
         raise LaunchError(f"cuTensorMapEncodeTiled would refuse the tensor map: {why}")
+    wide, narrow = driver.cuuint64_t, driver.cuuint32_t
     made = _driver(driver.cuTensorMapEncodeTiled(
-        driver.CUtensorMapDataType(e.data_type), len(e.dims), address, list(e.dims), list(e.strides), list(e.box),
-        list(e.element_strides), driver.CUtensorMapInterleave(e.interleave.code),
+        driver.CUtensorMapDataType(e.data_type), narrow(len(e.dims)), address, [wide(d) for d in e.dims],
+        [wide(s) for s in e.strides], [narrow(b) for b in e.box], [narrow(s) for s in e.element_strides],
+        driver.CUtensorMapInterleave(e.interleave.code),
         driver.CUtensorMapSwizzle(e.swizzle.code), driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
         driver.CUtensorMapFloatOOBfill(e.fill.code)), "cuTensorMapEncodeTiled")
     return np.array(made.opaque, dtype=np.uint64).tobytes()
@@ -465,7 +467,7 @@ def _launch_ex(config: Any, function: Any, pointers: np.ndarray, held: list[np.n
     """One cuLaunchKernelEx of ``function``, its parameters at ``pointers`` (into ``held``, kept with it)."""
     from cuda.bindings import driver
 
-    _driver(driver.cuLaunchKernelEx(config, function, pointers.ctypes.data, None), "cuLaunchKernelEx")
+    _driver(driver.cuLaunchKernelEx(config, function, pointers.ctypes.data, 0), "cuLaunchKernelEx")
 
 
 def _keeping(launch: Callable[[], None], held: list[DeviceBuffer]) -> None:

@@ -32,8 +32,13 @@ operand = "A"
 box = [16, 16]
 passed = "pointer"
 */
+#ifdef __CUDACC_RTC__  // NVRTC has no <cuda.h>: the map's type as CUDA declares it
+struct alignas(64) CUtensorMap {
+    unsigned long long opaque[16];
+};
+#else
 #include <cuda.h>
-#include <cstdint>
+#endif
 
 // One 16 x 16 tile of C: A's 16 x 16 tiles by TMA (rows past M and columns past K arrive as zeros), B's by plain
 // loads, bounds-checked.
@@ -41,28 +46,28 @@ __device__ void tile(const CUtensorMap *map, const float *B, float *C, int M, in
 {
     __shared__ alignas(128) float As[16][16];  // As[m][k]: the box's inner dimension, k, innermost
     __shared__ float Bs[16][16];
-    __shared__ alignas(8) uint64_t arrived;
+    __shared__ alignas(8) unsigned long long arrived;
     const int tx = threadIdx.x, ty = threadIdx.y, row = blockIdx.y * 16 + ty, col = blockIdx.x * 16 + tx;
     const bool leader = tx == 0 && ty == 0;
-    const uint32_t barrier = static_cast<uint32_t>(__cvta_generic_to_shared(&arrived));
+    const unsigned barrier = static_cast<unsigned>(__cvta_generic_to_shared(&arrived));
     if (leader) {
         asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(barrier));
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
     float acc = 0.f;
-    uint32_t phase = 0;
+    unsigned phase = 0;
     for (int k0 = 0; k0 < K; k0 += 16) {
         if (leader) {
             asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier),
-                         "r"(static_cast<uint32_t>(sizeof As)) : "memory");
+                         "r"(static_cast<unsigned>(sizeof As)) : "memory");
             asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
                          " [%0], [%1, {%2, %3}], [%4];"
-                         ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(&As[0][0]))), "l"(map), "r"(k0),
+                         ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(&As[0][0]))), "l"(map), "r"(k0),
                          "r"(static_cast<int>(blockIdx.y * 16)), "r"(barrier) : "memory");
         }
         Bs[ty][tx] = k0 + ty < K && col < N ? B[(k0 + ty) * N + col] : 0.f;
-        uint32_t done = 0;
+        unsigned done = 0;
         while (!done)
             asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
                          : "=r"(done) : "r"(barrier), "r"(phase) : "memory");
@@ -83,7 +88,7 @@ __global__ void tma_gemm_value(const __grid_constant__ CUtensorMap tmA, const fl
 
 __global__ void tma_gemm_pointer_cluster(const CUtensorMap *tmA, const float *B, float *C, int M, int N, int K)
 {
-    uint32_t blocks;
+    unsigned blocks;
     asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(blocks));
     if (blocks != 2)
         __trap();
