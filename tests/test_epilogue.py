@@ -84,7 +84,8 @@ def test_the_spec_declares_buffers_and_scalars_in_the_parameters_order():
 
 
 @pytest.mark.parametrize("change, why", [
-    (dict(params=("A", "B", "C", "M", "N", "K")), "bias declared in buffers, scalars or tensormaps but not among the parameters"),
+    (dict(params=("A", "B", "C", "M", "N", "K")),
+     "bias declared in buffers, scalars or tensormaps but not among the parameters"),
     (dict(buffers='[kernel.buffers.bias]\nshape = ["N"]\nrole = "result"\n'), "role must be one of input, output, inout, scratch"),
     (dict(buffers='[kernel.buffers.bias]\nshape = ["N"]\nrole = "output"\n', epilogue="acc"), "needs a reference function"),
     (dict(buffers='[kernel.buffers.bias]\nshape = ["N"]\nrole = "output"\ninit = 0\n'), "an output has no init"),
