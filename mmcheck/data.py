@@ -209,7 +209,7 @@ def _stride(spec: KernelSpec, table: Buffer, shape: Shape, trial: Trial, p: Prec
     operand = next((o for o in spec.operation.operands if o.name == table.points), None)
     if operand is not None:
         dims = made[operand.name].shape
-        stride, d = layouts(spec, shape, trial)[operand.name].stride(dims), operand.dtype(p)
+        stride, d = layouts(spec, shape, trial, p)[operand.name].stride(dims), operand.dtype(p)
     else:
         target = next(b for b in spec.buffers if b.name == table.points)
         dims = (1, 1, *target.dims(env))[-3:]
@@ -221,12 +221,25 @@ def _stride(spec: KernelSpec, table: Buffer, shape: Shape, trial: Trial, p: Prec
     return d.units(stride)
 
 
-def layouts(spec: KernelSpec, shape: Shape, trial: Trial) -> dict[str, Layout]:
-    """How each of the op's operands lies in memory in ``trial``: row- or column-major as the spec says, its
-    leading dimension and batch stride padded where the trial pads them."""
-    return {o.name: Layout.of(spec.layout(o.name), *o.dims(shape), o.padding if o.leading in trial.padded else 0,
-                              o.stride_padding if o.stride in trial.padded else 0)
+def layouts(spec: KernelSpec, shape: Shape, trial: Trial, p: Precision) -> dict[str, Layout]:
+    """How each of the op's operands lies in memory in ``trial`` for precision ``p``: row- or column-major as the
+    spec says, its leading dimension and batch stride padded where the trial pads them."""
+    wider = _map_padding(spec, p)
+    return {o.name: Layout.of(spec.layout(o.name), *o.dims(shape), o.padding * wider if o.leading in trial.padded
+                              else 0, o.stride_padding if o.stride in trial.padded else 0)
             for o in spec.operation.operands}
+
+
+def _map_padding(spec: KernelSpec, p: Precision) -> int:
+    """What every leading dimension's padding is multiplied by so that a tensor map's rows stay a whole number of
+    its units apart (16 bytes; 32 with 32-byte interleave), the paddings still each their own: they are multiples
+    of 8 elements, too few bytes for 1-byte elements.  (A batch stride's, 64 elements or more, always are.)"""
+    wider = 1
+    for m in spec.tensormaps:
+        for o in (o for o in spec.operation.operands if o.name == m.operand):
+            need = m.interleave.unit // math.gcd(m.interleave.unit, o.dtype(p).itemsize)
+            wider = math.lcm(wider, need // math.gcd(8, need))
+    return wider
 
 
 def _op_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed: int) -> Operands:

@@ -77,6 +77,9 @@ class DType:
     # Fewer fraction bits than the storage holds (tf32's 10 in a float32): what a kernel computes with.
     fraction_bits: int | None = None
     packed: int = 1                    # elements a byte holds (two 4-bit ones), the first in the low bits
+    # CUtensorMapDataType a TMA copy of it takes (its bytes, where TMA has no such type: UINT8 for 8-bit ones); None:
+    # none (4-bit types, which sm_90's TMA does not pack).
+    tensor_map: int | None = None
 
     @property
     def itemsize(self) -> int:
@@ -181,34 +184,37 @@ _ALPHAS, _BETAS = (1.0, -1.5), (0.0, 2.0)  # floats' alpha and beta: halves keep
 DTYPES: dict[str, DType] = {d.name: d for d in (
     DType("int32", np.dtype("int32"), "int", "i", 0xDEADBEEF, 0x5AFED0DE, (0x5AFEA0DE, 0x5AFEB0DE, 0x5AFEC0DE),
           (0x5AFEA1DE, 0x5AFEB1DE, 0x5AFEC1DE), 0, ("ints", "wrap"), (1, -2), (0, 3), cuda_type=10,
-          peak=("int32",)),
+          peak=("int32",), tensor_map=3),
     DType("float32", np.dtype("float32"), "float", "f", 0x7FC0DEAD, 0x7F80DEAD, (0x7FA0A0A1, 0x7FB0B0B1, 0x7F90C0C1),
           (0x7FA1A1A1, 0x7FB1B1B1, 0x7F91C1C1), 0x00400000, ("ints", "normal"), alphas=_ALPHAS, betas=_BETAS, blas="s",
-          cuda_type=0, peak=("fp32",)),
+          cuda_type=0, peak=("fp32",), tensor_map=7),
     DType("float64", np.dtype("float64"), "double", "d", 0x7FF80000DEADBEEF, 0x7FF0DEADDEADDEAD,
           (0x7FF4A0A0A0A0A0A1, 0x7FF2B0B0B0B0B0B1, 0x7FF1C0C0C0C0C0C1),
           (0x7FF4A1A1A1A1A1A1, 0x7FF2B1B1B1B1B1B1, 0x7FF1C1C1C1C1C1C1), 0x0008000000000000,
-          ("ints", "normal"), alphas=_ALPHAS, betas=_BETAS, blas="d", cuda_type=1, peak=("fp64", "fp64_tensor")),
+          ("ints", "normal"), alphas=_ALPHAS, betas=_BETAS, blas="d", cuda_type=1, peak=("fp64", "fp64_tensor"),
+          tensor_map=8),
     # 16-bit floats: NaN payloads fit in the 9 (float16) or 6 (bfloat16) mantissa bits below the quiet bit.
     DType("float16", np.dtype("float16"), "__half", "6__half", 0x7EAD, 0x7CDE, (0x7CA1, 0x7CB1, 0x7CC1),
           (0x7D21, 0x7D31, 0x7D41), 0x0200, ("ints", "normal"), alphas=_ALPHAS, betas=_BETAS, header="cuda_fp16.h",
-          blas="ex", cuda_type=2, blas_compute=68, peak=("fp16_tensor",)),
+          blas="ex", cuda_type=2, blas_compute=68, peak=("fp16_tensor",), tensor_map=6),
     DType("bfloat16", np.dtype(ml_dtypes.bfloat16), "__nv_bfloat16", "13__nv_bfloat16", 0x7FED, 0x7F9E,
           (0x7F81, 0x7F82, 0x7F83), (0x7F84, 0x7F85, 0x7F86), 0x0040, ("ints", "normal"), alphas=_ALPHAS, betas=_BETAS,
-          header="cuda_bf16.h", blas="ex", cuda_type=14, blas_compute=68, peak=("bf16_tensor",), top_of_float32=True),
+          header="cuda_bf16.h", blas="ex", cuda_type=14, blas_compute=68, peak=("bf16_tensor",), top_of_float32=True,
+          tensor_map=9),
     # Inputs only (the module's docstring says why their patterns are what they are).
     DType("tf32", np.dtype("float32"), "float", "f", 0x7FC0DEAD, 0x7F80DEAD, (0x7FA0A0A1, 0x7FB0B0B1, 0x7F90C0C1),
           (0x7FA1A1A1, 0x7FB1B1B1, 0x7F91C1C1), 0x00400000, ("ints", "normal"), alphas=_ALPHAS, betas=_BETAS,
-          blas="ex", cuda_type=0, blas_compute=77, peak=("tf32_tensor",), fraction_bits=10),
+          blas="ex", cuda_type=0, blas_compute=77, peak=("tf32_tensor",), fraction_bits=10, tensor_map=7),
     DType("int8", np.dtype("int8"), "signed char", "a", 0x5A, 0x5B, (0x7B, 0x85, 0x69), (0x7C, 0x84, 0x6A), 0,
-          ("ints", "wrap"), (1, -2), (0, 3), blas="ex", cuda_type=3, blas_compute=72, peak=("int8_tensor",)),
+          ("ints", "wrap"), (1, -2), (0, 3), blas="ex", cuda_type=3, blas_compute=72, peak=("int8_tensor",),
+          tensor_map=0),
     DType("float8_e4m3", np.dtype(ml_dtypes.float8_e4m3fn), "__nv_fp8_e4m3", "13__nv_fp8_e4m3", 0x7F, 0xFF,
           (0x7F, 0xFF, 0x7F), (0xFF, 0x7F, 0xFF), 0, ("ints", "normal"), alphas=_ALPHAS, betas=_BETAS,
-          header="cuda_fp8.h", blas="lt", cuda_type=28, peak=("fp8_tensor",)),
+          header="cuda_fp8.h", blas="lt", cuda_type=28, peak=("fp8_tensor",), tensor_map=0),
     DType("float8_e5m2", np.dtype(ml_dtypes.float8_e5m2), "__nv_fp8_e5m2", "13__nv_fp8_e5m2", 0x7E, 0x7D,
           (0x7D, 0xFD, 0x7D), (0xFD, 0x7D, 0xFD), 0x02, ("ints", "normal"), alphas=_ALPHAS, betas=_BETAS,
           header="cuda_fp8.h", cuda_type=29, peak=("fp8_tensor",),
-          no_blas="cuBLASLt takes e5m2 for at most one of A and B"),
+          no_blas="cuBLASLt takes e5m2 for at most one of A and B", tensor_map=0),
     # Packed two to a byte: a kernel takes a pointer to the bytes.  Their peaks are the 8-bit lanes: a GPU
     # without 4-bit tensor cores (Hopper) multiplies them no faster than unpacked to 8 bits.
     DType("int4", np.dtype(ml_dtypes.int4), "unsigned char", "h", 0x8, 0x9, (0x8, 0x7, 0x8), (0x7, 0x8, 0x7), 0,

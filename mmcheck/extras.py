@@ -32,7 +32,7 @@ from .dtypes import DTYPES, POINTER, DType, Precision
 from .epilogue import EpilogueError, Initializer
 from .expr import SHAPE_NAMES, Expr, ExprError
 
-__all__ = ["Buffer", "Fill", "Role", "Scalar", "parse_buffers", "parse_scalars", "spread"]
+__all__ = ["Buffer", "Fill", "Role", "Scalar", "parse_buffers", "parse_scalars", "spread", "choice"]
 
 
 class Role(enum.Enum):
@@ -176,7 +176,7 @@ def parse_buffers(table: Any, names: frozenset[str], scalars: frozenset[str], fa
         if unknown:
             raise fail(f"buffer {name!r}: unknown key {unknown[0]!r} (known: role, shape, dtype, init, scales, block, "
                        f"points)")
-        role = _choice(entry.get("role", "input"), Role, f"buffer {name!r}: role", fail)
+        role = choice(entry.get("role", "input"), Role, f"buffer {name!r}: role", fail)
         points = _pointing(name, entry, fail)
         shape = entry.get("shape")
         if not isinstance(shape, list) or not 1 <= len(shape) <= 3:
@@ -202,7 +202,7 @@ def parse_buffers(table: Any, names: frozenset[str], scalars: frozenset[str], fa
                 raise fail(f"buffer {name!r}: init is none of {', '.join(_FILLS)}, nor an expression: {e}") from None
             fill, constant = Fill.EXPRESSION, 0.0
         else:
-            fill, constant = _choice(init, Fill, f"buffer {name!r}: init", fail, _HIDDEN), 0.0
+            fill, constant = choice(init, Fill, f"buffer {name!r}: init", fail, _HIDDEN), 0.0
         try:
             exprs = tuple(Expr(s, names) for s in shape)
         except (ExprError, TypeError) as e:
@@ -272,7 +272,7 @@ def parse_scalars(table: Any, names: frozenset[str], ctypes: Mapping[str, str],
     return tuple(out)
 
 
-def _choice(value: Any, kind: type[enum.Enum], what: str, fail: Callable[[str], Exception],
+def choice(value: Any, kind: type[enum.Enum], what: str, fail: Callable[[str], Exception],
             hidden: tuple[enum.Enum, ...] = ()) -> Any:
     """The member of ``kind`` whose value is ``value`` (``hidden`` ones are not written by name)."""
     members = [m for m in kind if m not in hidden]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backends.base import Backend, DeviceBuffer, Kernel, Launched
+from .backends.base import Backend, DeviceBuffer, Kernel, Launched, TensorMapArg
 from .errors import BarrierError, KernelFault, KernelTimeout, LaunchError, MmcheckError, SanitizerError
 from .judge import check_buffers
 from .prepare import Prepared
@@ -25,7 +25,7 @@ def launch(backend: Backend, prepared: Prepared, kernel: Kernel, schedule: str,
             started.wait()
         else:
             check_parameters(kernel, prepared)
-            backend.launch(kernel, prepared.args, plan.grid, plan.block, plan.smem, schedule)
+            backend.launch(kernel, prepared.args, plan.grid, plan.block, plan.smem, schedule, plan.cluster)
     except BarrierError as e:
         raise Caught("barrier", str(e)) from None
     except SanitizerError as e:
@@ -49,7 +49,8 @@ def check_parameters(kernel: Kernel, prepared: Prepared) -> None:
     spec's error, said as such, rather than a crash or garbage."""
     if kernel.params is None:
         return
-    given = tuple(8 if isinstance(a, DeviceBuffer) else a.dtype.itemsize for a in prepared.args)
+    given = tuple(8 if isinstance(a, DeviceBuffer) else a.size if isinstance(a, TensorMapArg) else a.dtype.itemsize
+                  for a in prepared.args)
     if given != kernel.params:
         spec = prepared.spec
         listed = ", ".join(f"{q.name} ({n} bytes)" for q, n in zip(spec.params, given))

@@ -1,5 +1,6 @@
 """A kernel's parameter list as a spec gives it (``params``): each parameter's kind (one of the op's buffers, a
-size, a leading dimension or batch stride, alpha or beta, a buffer or scalar of the spec's own) and C type, and
+size, a leading dimension or batch stride, alpha or beta, a buffer, scalar or tensor map of the spec's own) and C
+type, and
 the alpha and beta values the spec lists for it to be tested with."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 from .dtypes import holds, precision
 from .extras import Buffer, Scalar
 from .ops import SIZES, Op
+from .tensormaps import TensorMap
 
 __all__ = ["CTYPES", "Param", "parse_params", "parse_scalar_values"]
 
@@ -30,21 +32,22 @@ class Param:
     name: str
     ctype: str | None = None
     kind: str = "buffer"  # buffer, size, leading, stride, scalar; extra (a buffer of ``buffers``), value (of
-    #                       ``scalars``)
+    #                       ``scalars``), tensormap (of ``tensormaps``)
 
     @property
     def is_buffer(self) -> bool:
         return self.kind in ("buffer", "extra")
 
 
-def parse_params(value: Any, op: Op, fail: Any, buffers: Sequence[Buffer] = (),
-            named_scalars: Sequence[Scalar] = (), own_reference: bool = False) -> tuple[Param, ...]:
+def parse_params(value: Any, op: Op, fail: Any, buffers: Sequence[Buffer] = (), named_scalars: Sequence[Scalar] = (),
+                 own_reference: bool = False, tensormaps: Sequence[TensorMap] = ()) -> tuple[Param, ...]:
     if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
         raise fail("params", "must be a list of strings like \"A\" or \"M:size_t\"")
     leading = [o.leading for o in op.operands if o.leading]
     strides = [o.stride for o in op.operands if o.stride] if op.batch != "never" else []
     typed = {s.name: s for s in named_scalars}
-    declared = {b.name for b in buffers} | set(typed)
+    maps = {m.name for m in tensormaps}
+    declared = {b.name for b in buffers} | set(typed) | maps
     if clash := sorted(declared & {*op.names, *op.scalars}):
         raise fail("params", f"{clash[0]} is the op's own: give its entry in buffers or scalars another name")
     params: list[Param] = []
@@ -66,9 +69,11 @@ def parse_params(value: Any, op: Op, fail: Any, buffers: Sequence[Buffer] = (),
             params.append(Param(name, ctype or None, "scalar"))
         elif name in declared:
             if ctype:
-                raise fail("params", f"{name} takes its type from its entry in buffers or scalars, not here")
+                raise fail("params", f"{name} takes its type from its entry in buffers, scalars or tensormaps, not "
+                                     f"here")
             scalar = typed.get(name)
-            params.append(Param(name, scalar.ctype, "value") if scalar else Param(name, None, "extra"))
+            params.append(Param(name, scalar.ctype, "value") if scalar else
+                          Param(name, None, "tensormap" if name in maps else "extra"))
         else:
             extra = [*op.scalars, *leading, *strides]
             raise fail("params", f"unknown parameter {name!r} for op {op.name!r} (buffers {', '.join(op.names)}; "
@@ -78,15 +83,16 @@ def parse_params(value: Any, op: Op, fail: Any, buffers: Sequence[Buffer] = (),
     if dup:
         raise fail("params", f"{dup} appears twice")
     # A kernel with its own reference may leave out an input of the op (a grouped GEMM's B is its own buffer),
-    # and any kernel an operand it reaches through a table of pointers.
-    reached = {b.points for b in buffers if b.points}
+    # and any kernel an operand it reaches through a table of pointers or a tensor map.
+    reached = {b.points for b in buffers if b.points} | {m.operand for m in tensormaps}
     missing = [b for b in (*op.names, *op.scalars) if b not in names and b not in reached
                and not (own_reference and b in (o.name for o in op.inputs))]
     if missing:
         kind = "buffer" if missing[0] in op.names else "scalar"
         raise fail("params", f"missing {kind} parameter(s) {', '.join(missing)} for op {op.name!r}")
-    if unpassed := sorted(declared - set(names)):
-        raise fail("params", f"{', '.join(unpassed)} declared in buffers or scalars but not among the parameters")
+    if unpassed := sorted(declared - set(names) - reached):  # a map's buffer may be reached through it alone
+        raise fail("params", f"{', '.join(unpassed)} declared in buffers, scalars or tensormaps but not among the "
+                             f"parameters")
     return tuple(params)
 
 

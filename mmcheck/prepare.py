@@ -13,15 +13,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import data
-from .backends.base import (MAX_BLOCK, MAX_DYNAMIC_SMEM, MAX_GRID, MAX_THREADS, Arg, Backend, DeviceBuffer, Dim3,
-                            HostMemory, Pointers)
+from .backends.base import (MAX_BLOCK, MAX_DYNAMIC_SMEM, MAX_GRID, MAX_THREADS, NO_CLUSTER, Arg, Backend,
+                            DeviceBuffer, Dim3, HostMemory, Pointers, TensorMapArg)
 from .compile import Build
 from .data import Layout, Operands, Trial
-from .dtypes import DTYPES, precision
+from .dtypes import DTYPES, Precision, precision
 from .errors import MmcheckError
 from .expr import Expr, ExprError
 from .ops import Operand, Shape
 from .spec import CTYPES, KernelSpec, Verbatim, sizeof
+from .tensormaps import TensorMap, axes
 
 __all__ = ["Plan", "Refusal", "plan", "Prepared", "prepare", "host_bytes", "host_memory"]
 
@@ -41,6 +42,7 @@ class Plan:
     grid: Dim3
     block: Dim3
     smem: int
+    cluster: Dim3 = NO_CLUSTER  # the thread-block cluster's dimensions (NO_CLUSTER: none of the spec's)
 
     def refused(self) -> Refusal | None:
         """Why a device would refuse this launch, in terms of the spec and the shape (a grid that outgrows
@@ -122,7 +124,7 @@ def plan(spec: KernelSpec, dtype: str, shape: Shape) -> Plan:
                      t.literal(value("template", t)) for t in spec.template or ())
     defines = tuple((k, str(value("defines", v))) for k, v in spec.defines)
     return Plan(Build(spec, dtype, template, defines), env, dims(spec.grid, "grid"), dims(spec.block, "block"),
-                value("smem", spec.smem))
+                value("smem", spec.smem), dims(spec.cluster, "cluster") if spec.cluster else NO_CLUSTER)
 
 
 @dataclass(frozen=True)
@@ -163,7 +165,7 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
     needs exact-size allocations to see an out-of-bounds access) and upload them."""
     p = precision(dtype)
     op = spec.operation
-    layouts = data.layouts(spec, shape, trial)
+    layouts = data.layouts(spec, shape, trial, p)
     # The spec's own buffers lie row-major, as (batch, rows, cols) with the dimensions they lack set to 1.
     logical = {o.name: operands[o.name] for o in op.operands}
     for b in spec.buffers:
@@ -189,10 +191,13 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
     lds.update({o.stride: layouts[o.name].stride((shape.batch, *o.dims(shape))) for o in spec.strided})
     scalars = {"alpha": operands.alpha, "beta": operands.beta,
                **{s.name: s.at(launch.env) for s in spec.named_scalars}}
+    maps = {m.name: m for m in spec.tensormaps}
     args: list[Arg] = []
     for q in spec.params:
         if q.is_buffer:
             args.append(buffers[q.name])
+        elif q.kind == "tensormap":
+            args.append(_tensor_map(spec, maps[q.name], shape, launch, p, layouts, operands, buffers))
         elif q.kind in ("scalar", "value"):
             kind = _scalar_dtype(CTYPES[q.ctype]) if q.ctype else p.output.numpy
             value = kind.type(scalars[q.name])
@@ -202,6 +207,33 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
             ctype = CTYPES[q.ctype or "int"]  # a size is an int unless the spec says otherwise
             args.append(np.dtype(ctype).type(lds[q.name] if q.kind in ("leading", "stride") else launch.env[q.name]))
     return Prepared(spec, dtype, shape, trial, launch, operands, layouts, guard, hosts, buffers, tuple(args))
+
+
+def _tensor_map(spec: KernelSpec, m: TensorMap, shape: Shape, launch: Plan, p: Precision, layouts: dict[str, Layout],
+                operands: Operands, buffers: dict[str, DeviceBuffer]) -> TensorMapArg:
+    """Tensor map ``m`` over its target as the trial lays it out (tensormaps.py): an operand of the op by its
+    layout, its batch next where it is batched; a buffer of the spec's row-major, its shape reversed.  A rule of
+    cuTensorMapEncodeTiled that the map breaks at this shape is the spec's error, naming it."""
+    operand = next((o for o in spec.operation.operands if o.name == m.operand), None)
+    if operand is not None:
+        layout, sizes = layouts[operand.name], shape.env()
+        names = axes(operand.rows, operand.cols, layout.order, spec.batched)
+        steps = {operand.rows if layout.order == "row" else operand.cols: layout.ld,
+                 "batch": layout.stride((shape.batch, *operand.dims(shape)))}
+        d, dims, strides = operand.dtype(p), [sizes[n] for n in names], [steps[n] for n in names[1:]]
+    else:
+        buffer = next(b for b in spec.buffers if b.name == m.operand)
+        d, dims = buffer.d(p), list(reversed(operands[buffer.name].shape))
+        strides = [int(np.prod(dims[:i])) for i in range(1, len(dims))]
+    try:
+        encoding = m.encoding(d, dims, [s * d.itemsize for s in strides], launch.env, sizeof(p))
+    except ExprError as e:
+        raise MmcheckError(f"{spec.path}: kernel {spec.name!r}: key 'tensormaps': tensor map {m.name!r}: box: {e} "
+                           f"(for {p.name} {shape})") from None
+    if why := encoding.refusal():
+        raise MmcheckError(f"{spec.path}: kernel {spec.name!r}: key 'tensormaps': tensor map {m.name!r} of "
+                           f"{m.operand}: {why} (for {p.name} {shape})")
+    return TensorMapArg(buffers[m.operand], encoding, m.passed)
 
 
 def _scalar_dtype(name: str) -> np.dtype:

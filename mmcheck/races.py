@@ -151,7 +151,7 @@ class Races:
         what it reports kept under ``digest``."""
         check_parameters(kernel, prepared)
         p = prepared.plan
-        args = (kernel, prepared.args, p.grid, p.block, p.smem, schedule)
+        args = (kernel, prepared.args, p.grid, p.block, p.smem, schedule, p.cluster)
         started: Launched = (self.backend.submit(*args) if beside and isinstance(self.backend, Submits)
                              else _Now(partial(self.backend.launch, *args)))
         return _Keeping(started, self.verdicts, digest, what) if digest and self.verdicts else started

@@ -140,10 +140,12 @@ _KEEP = "\xa0"  # a space _wrap breaks no line at: textwrap breaks at ASCII whit
 
 
 def _shapes(spec: KernelSpec) -> tuple[str, str]:
-    """The shapes the spec admits (its requires as one condition, each part parenthesised where it holds a
-    boolean operator), and its launch domain for its first dtype ("" where no limit bounds it)."""
-    parts = [r.text if len(spec.requires) == 1 or not any(w in f" {r.text} " for w in (" or ", " and ", " not "))
-             else f"({r.text})" for r in spec.requires]
+    """The shapes the spec admits (its requires and what its tensor maps and cluster need of the sizes, as one
+    condition, each part parenthesised where it holds a boolean operator), and its launch domain for its first
+    dtype ("" where no limit bounds it)."""
+    admits = (*spec.requires, *spec.conditions)
+    parts = [r.text if len(admits) == 1 or not any(w in f" {r.text} " for w in (" or ", " and ", " not "))
+             else f"({r.text})" for r in admits]
     domain = launch_domain(launch_limits(spec, spec.dtypes[0]), spec.strict_launch)
     # A line breaks between the conditions joined by "and", not inside one where each fits on a line.
     conditions = " and ".join(parts).split(" and ")

@@ -52,14 +52,15 @@ class Domain:
 
 
 def satisfies(spec: KernelSpec, shape: Shape, dtype: str) -> bool:
-    """Whether ``shape`` meets every ``requires`` of ``spec`` for ``dtype`` (and the op's fixed sizes)."""
+    """Whether ``shape`` meets every ``requires`` of ``spec`` for ``dtype``, the conditions of its tensor maps and
+    cluster, and the op's fixed sizes."""
     env = shape.env()
     if any(env[n] != 1 for n in ("N", "batch") if n not in spec.free):
         return False
     p = precision(dtype)
     try:
         env = spec.env(shape, p)
-        return all(r.eval(env, sizeof=sizeof(p)) for r in spec.requires)
+        return all(r.eval(env, sizeof=sizeof(p)) for r in (*spec.requires, *spec.conditions))
     except ExprError:
         return False
 
@@ -498,8 +499,9 @@ def _largest_square(spec: KernelSpec, dtype: str, n: int) -> Shape | None:
 # --- reading simple constraints out of the requires expressions -------------------------------------
 
 def _atoms(spec: KernelSpec) -> Iterable[tuple[ast.expr, ast.cmpop, ast.expr]]:
-    """The top-level conjuncts of ``requires`` as (left, op, right) comparisons, a chain ``a == b == c`` giving
-    two, with each ``let`` name of a constant value (``BLOCK_SIZE = "32"``) replaced by that value."""
+    """The top-level conjuncts of ``requires`` (and of the conditions of the tensor maps and cluster) as (left, op,
+    right) comparisons, a chain ``a == b == c`` giving two, with each ``let`` name of a constant value
+    (``BLOCK_SIZE = "32"``) replaced by that value."""
     constants: dict[str, int] = {}
     for name, e in spec.let:  # in an order that evaluates each after what it uses
         try:
@@ -507,7 +509,7 @@ def _atoms(spec: KernelSpec) -> Iterable[tuple[ast.expr, ast.cmpop, ast.expr]]:
         except ExprError:
             continue  # it depends on the shape or the dtype
     substituted = _Constants(constants)
-    stack = [substituted.visit(copy.deepcopy(r.tree)) for r in spec.requires]
+    stack = [substituted.visit(copy.deepcopy(r.tree)) for r in (*spec.requires, *spec.conditions)]
     while stack:
         node = stack.pop()
         if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import graphlib
-import itertools
 import math
 import os
 import re
@@ -23,14 +22,16 @@ from typing import Any
 from . import reading
 from .dtypes import DTYPES, PRECISIONS, DType, Precision, precision
 from .errors import SpecError
-from . import extras
+from . import extras, tensormaps
 from .epilogue import Epilogue, EpilogueError
 from .expr import BOOLEANS, SHAPE_NAMES, Expr, ExprError
 from .extras import Buffer, Role, Scalar
 from .pyref import PyReference, Tolerance, parse_reference, parse_tolerance
+from .opener import BLOCK, NO_SPEC, OPENER, Opener, opener
 from .ops import OPS, SCALARS, Op, Operand, Shape
 from .params import CTYPES, Param, parse_params, parse_scalar_values
 from .template_args import IDENTIFIER, TYPE_ARGS, Verbatim, parse_template
+from .tensormaps import TensorMap
 
 __all__ = [
     "CTYPES",
@@ -58,15 +59,6 @@ EXPECTS = ("pass", "fail")
 # The checks that can catch a known-bad kernel; ``catch`` in a spec names those expected to.
 CATCHES = ("mismatch", "unwritten", "guard", "input", "race", "fault", "timeout", "barrier", "sanitizer", "launch",
            "sandbox")
-# The spec is the first block comment that opens with "/* mmcheck" alone on its line.
-OPENER = "/* mmcheck"
-NO_SPEC = (f"no mmcheck spec: a kernel file holds a comment that opens with {OPENER} alone on its line, then "
-           "[[kernel]] tables (README, \"Adding a kernel\"); mmcheck init {path} writes one")
-_BLOCK = re.compile(r"/\*[ \t]+mmcheck[ \t]*(?=\r?\n|\*/)(.*?)\*/", re.S)
-# Any comment's start and the rest of its line, where a spec opener written almost right is looked for.
-_COMMENT = re.compile(r"(/\*+!?|//+!?)([^\n]*)")
-_WORD = re.compile(r"[A-Za-z][A-Za-z_\- ]{0,15}\Z")  # one word alone (maybe spaced: "mm check")
-_FIRST = re.compile(r"[A-Za-z][A-Za-z_\-]*")  # the first word after a comment's start
 # A kernel's name, qualified by the namespaces it is declared in where it is (fast.cu's M1::matmulKernel1).
 _ENTRY = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*\Z")
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
@@ -113,6 +105,9 @@ class KernelSpec:
     zeroed: bool = False                            # the output holds zeros before a launch (split-K atomics)
     root: Path | None = field(default=None, compare=False)  # the source folder the run was given that holds it
     include: tuple[str, ...] = ()                   # folders on the include path, relative to the file's folder
+    tensormaps: tuple[TensorMap, ...] = ()          # TMA descriptors the kernel takes (tensormaps.py)
+    cluster: tuple[Expr, ...] = ()                  # the launch's thread-block cluster; () for none
+    conditions: tuple[Expr, ...] = ()               # what the tensor maps and the cluster need of the sizes
 
     @property
     def folder(self) -> Path:
@@ -176,7 +171,8 @@ class KernelSpec:
         names = {p.name for p in self.params if p.kind == "size"}
         lets = dict(self.let)
         for e in (*self.block, *self.grid, *self.requires, self.smem, *(v for _, v in self.defines),
-                  *(t for t in self.template or () if isinstance(t, Expr)), *lets.values()):
+                  *(t for t in self.template or () if isinstance(t, Expr)), *lets.values(), *self.cluster,
+                  *(b for m in self.tensormaps for b in m.box)):
             names |= e.names - lets.keys()
         return frozenset(names)
 
@@ -210,6 +206,7 @@ _KEYS = {
     "name", "entry", "template", "op", "dtypes", "params", "block", "grid", "requires", "defines",
     "smem", "layout", "expect", "about", "catch", "let", "alpha", "beta", "strict_beta", "strict_launch", "bench",
     "accumulate", "large", "buffers", "scalars", "epilogue", "reference", "tolerance", "init", "include",
+    "tensormaps", "cluster",
 }
 _REQUIRED = ("name", "entry", "op", "dtypes", "params", "block", "grid")
 
@@ -229,7 +226,7 @@ def parse_kernels(text: str, path: Path | str) -> tuple[list[KernelSpec], list[S
     found = opener(text)
     if found.near:
         raise SpecError(path, found.near)
-    match = _BLOCK.search(text)
+    match = BLOCK.search(text)
     if not match:
         raise SpecError(path, NO_SPEC.format(path=path))
     line = text.count("\n", 0, match.start(1)) + 1
@@ -288,67 +285,6 @@ def _read(path: Path, within: Path | None = None, whole: bool = True) -> str:
         return reading.read_text(path, errors="replace", within=within) if whole else reading.head(path)
     except OSError as e:
         raise SpecError(path, f"cannot read: {e}") from None
-
-
-@dataclass(frozen=True)
-class Opener:
-    """What a ``.cu`` file opens its spec with: a spec (``spec``), a comment that was meant to open one but is
-    written almost right (``near``: the error that says what to write), or neither (not a kernel file)."""
-
-    spec: bool = False
-    near: str = ""
-
-    @property
-    def kernel_file(self) -> bool:
-        """Whether mmcheck reads the file: it has a spec, or one it cannot use for its opener."""
-        return self.spec or bool(self.near)
-
-
-def opener(text: str) -> Opener:
-    """The spec opener of a file's text.  A comment is taken for an opener written almost right where its first
-    word is ``mmcheck`` once case, spaces, hyphens and underscores are set aside, or one letter off (added,
-    dropped, changed or two swapped), and that word is alone on its line or the comment holds ``[[kernel``:
-    ``/** mmcheck``, ``/* MMCHECK``, ``/*mmcheck``, ``/* mm-check``, ``// mmcheck``, ``/* mmchek``,
-    ``/* mmcheck v2`` above a table.  A comment that goes on in words (``// mmcheck reads the spec below``) is
-    prose, not an opener."""
-    if _BLOCK.search(text):
-        return Opener(spec=True)
-    for match in _COMMENT.finditer(text):
-        start, line = match.group(1), match.group(2)
-        rest = line.strip().removesuffix("*/").strip().removesuffix(":")
-        alone, first = _WORD.match(rest), _FIRST.match(rest)
-        if (alone and _near("mmcheck", re.sub(r"[\s_\-]", "", rest.lower()))) or (
-                first and _near("mmcheck", first.group().lower().replace("-", "").replace("_", ""))
-                and "[[kernel" in _comment_body(text, match)):
-            number = text.count("\n", 0, match.start()) + 1
-            written = f"{start}{line}".strip()
-            return Opener(near=f"line {number}: {written!r} is not a spec opener; write {OPENER!r} (slash, one "
-                               "star, a space, mmcheck in lower case, alone on its line)")
-    return Opener()
-
-
-def _comment_body(text: str, match: re.Match[str]) -> str:
-    """The text of the comment ``match`` opens: up to its ``*/``, or its run of ``//`` lines."""
-    if match.group(1).startswith("/*"):
-        end = text.find("*/", match.end(1))
-        return text[match.end(1):end if end >= 0 else len(text)]
-    lines = text[match.start():].splitlines()
-    return "\n".join(itertools.takewhile(lambda ln: ln.lstrip().startswith("//"), lines))
-
-
-def _near(word: str, other: str) -> bool:
-    """Whether ``other`` is ``word`` or one edit away: a letter added, dropped or changed, or two beside each other
-    swapped."""
-    if word == other:
-        return True
-    if abs(len(word) - len(other)) > 1:
-        return False
-    if len(word) == len(other):
-        diff = [i for i, (a, b) in enumerate(zip(word, other)) if a != b]
-        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
-                                  and word[diff[0]] == other[diff[1]] and word[diff[1]] == other[diff[0]])
-    short, long = sorted((word, other), key=len)
-    return any(long[:i] + long[i + 1:] == short for i in range(len(long)))
 
 
 def kernel_file(path: Path) -> bool:
@@ -499,7 +435,9 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         if d.packed > 1:
             raise fail("buffers", f"buffer {b.name!r} would hold {d.name}, two elements a byte, which the spec's own "
                                   f"buffers do not: give it a dtype of 8 bits or more")
-    params = parse_params(table["params"], OPS[op], fail, buffers, named_scalars, "reference" in table)
+    maps = tensormaps.parse_tensormaps(table.get("tensormaps", {}), names, (*OPS[op].names, *(
+        b.name for b in buffers if not b.points)), partial(fail, "tensormaps"))
+    params = parse_params(table["params"], OPS[op], fail, buffers, named_scalars, "reference" in table, maps)
     epilogue, reference, tolerance, zeroed = _results(table, path, OPS[op], buffers, named_scalars, fail)
     defines = table.get("defines", {})
     if not isinstance(defines, dict):
@@ -572,10 +510,12 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         tolerance=tolerance,
         zeroed=zeroed,
         include=_include(table.get("include", []), fail),
+        tensormaps=maps,
+        cluster=exprs("cluster", 1, 3) if "cluster" in table else (),
     )
     _check_constants(spec, fail)
     _check_packing(spec, fail)
-    return spec
+    return dataclasses.replace(spec, conditions=tensormaps.conditions(spec, names, fail))
 
 
 def _results(table: Mapping[str, Any], path: Path, op: Op, buffers: Sequence[Buffer],
@@ -632,7 +572,7 @@ def _check_constants(spec: KernelSpec, fail: Any) -> None:
     zero, a value out of range) is an error of its key now rather than at every shape later."""
     keyed = [*(("block", e) for e in spec.block), *(("grid", e) for e in spec.grid), ("smem", spec.smem),
              *(("requires", e) for e in spec.requires), *(("defines", e) for _, e in spec.defines),
-             *(("let", e) for _, e in spec.let),
+             *(("let", e) for _, e in spec.let), *(("cluster", e) for e in spec.cluster),
              *(("template", e) for e in spec.template or () if isinstance(e, Expr))]
     for key, e in keyed:
         for p in spec.precisions() if not e.names else ():

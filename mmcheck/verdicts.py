@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .backends.base import DeviceBuffer, Dim3, Kernel
+from .backends.base import DeviceBuffer, Dim3, Kernel, TensorMapArg
 from .compile import cache_root
 from .errors import SanitizerError
 from .prepare import Prepared
@@ -45,7 +45,7 @@ def launch_digest(kernel: Kernel, prepared: Prepared, grid: Dim3, block: Dim3, s
     if kernel.fingerprint is None:
         return None
     h = hashlib.sha256(_FORMAT)
-    for part in (kernel.fingerprint, schedule, grid, block, smem, prepared.guard):
+    for part in (kernel.fingerprint, schedule, grid, block, smem, prepared.plan.cluster, prepared.guard):
         h.update(repr(part).encode() + b"\0")
     names = {id(buf): name for name, buf in prepared.buffers.items()}
     for arg in prepared.args:
@@ -53,6 +53,8 @@ def launch_digest(kernel: Kernel, prepared: Prepared, grid: Dim3, block: Dim3, s
             host = prepared.hosts[names[id(arg)]]
             h.update(f"buffer {host.dtype.str} {host.size} {arg.offset}\0".encode())
             h.update(np.ascontiguousarray(host).view(np.uint8).data)
+        elif isinstance(arg, TensorMapArg):  # its target's contents are hashed as the buffer's, wherever passed
+            h.update(f"tensormap {names[id(arg.target)]} {arg.encoding} {arg.passed}\0".encode())
         else:
             h.update(f"scalar {arg.dtype.str} ".encode() + arg.tobytes() + b"\0")
     return h.hexdigest()

@@ -76,9 +76,9 @@ def pytest_collection_modifyitems(config, items):
 
 # Kernel files that tests drive themselves (a crash, a hang, a race; the corpora of correct kernels, which
 # test_corpus.py checks, the collection's in folders of their own, which * spans; the cheats the benchmarks
-# refuse): not test files of this suite.
+# refuse, the TMA kernels that test_tensormaps_gpu.py runs on a GPU): not test files of this suite.
 collect_ignore_glob = ["kernels/*.cu", "emu/kernels/*.cu", "corpus/*.cu", "collection/*.cu", "host_code/*.cu",
-                       "hostile/*.cu", "cheats/*.cu"]
+                       "hostile/*.cu", "cheats/*.cu", "tma/*.cu"]
 
 
 @pytest.fixture

@@ -256,7 +256,7 @@ class FakeBackend:
     def download(self, buf):
         return buf.handle.copy()
 
-    def launch(self, kernel, args, grid, block, smem, schedule):
+    def launch(self, kernel, args, grid, block, smem, schedule, cluster=(1, 1, 1)):
         self.launched.append(schedule)
         kernel.handle(*[a if isinstance(a, DeviceBuffer) else int(a) for a in args], schedule)
 
@@ -269,11 +269,11 @@ class FakeSubmittingBackend(FakeBackend):
         super().__init__(**kwargs)
         self.events: list[str] = []
 
-    def launch(self, kernel, args, grid, block, smem, schedule):
+    def launch(self, kernel, args, grid, block, smem, schedule, cluster=(1, 1, 1)):
         self.events.append(f"launch {schedule}")
         super().launch(kernel, args, grid, block, smem, schedule)
 
-    def submit(self, kernel, args, grid, block, smem, schedule):
+    def submit(self, kernel, args, grid, block, smem, schedule, cluster=(1, 1, 1)):
         self.events.append(f"submit {schedule}")
         return _Submitted(lambda: super(FakeSubmittingBackend, self).launch(kernel, args, grid, block, smem,
                                                                             schedule), self.events, schedule)
@@ -398,7 +398,7 @@ class FakeTimingBackend(FakeBackend):
     def fresh(self, kernel):
         return dataclasses.replace(kernel, handle=self._module(kernel.handle.code))
 
-    def time(self, kernel, args, grid, block, smem, method, renewal):
+    def time(self, kernel, args, grid, block, smem, method, renewal, cluster=(1, 1, 1)):
         """Every timed launch (warm-ups too) runs the kernel, on the fake clock, with the witness on numpy: each
         launch of a batch on buffers of its own."""
         import random

@@ -264,4 +264,5 @@ def test_a_host_librarys_header_found_among_the_cuda_headers_is_blamed_on_the_us
 
 
 def test_the_architecture_given_to_compilers_is_spelt_once_for_every_user_of_the_cache():
-    assert arch((9, 0)) == "sm_90" and arch((12, 1)) == "sm_121"
+    # Hopper's own features (wgmma, setmaxnreg) are sm_90a's alone
+    assert arch((9, 0)) == "sm_90a" and arch((8, 6)) == "sm_86" and arch((12, 1)) == "sm_121"

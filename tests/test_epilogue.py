@@ -84,7 +84,8 @@ def test_the_spec_declares_buffers_and_scalars_in_the_parameters_order():
 
 
 @pytest.mark.parametrize("change, why", [
-    (dict(params=("A", "B", "C", "M", "N", "K")), "bias declared in buffers or scalars but not among the parameters"),
+    (dict(params=("A", "B", "C", "M", "N", "K")),
+     "bias declared in buffers, scalars or tensormaps but not among the parameters"),
     (dict(buffers='[kernel.buffers.B]\nshape = ["N"]\n', params=("A", "B", "C", "M", "N", "K")),
      "B is the op's own: give its entry in buffers or scalars another name"),
     (dict(buffers='[kernel.buffers.bias]\nshape = ["N"]\nrole = "result"\n'), "role must be one of input, output, inout, scratch"),
@@ -94,7 +95,7 @@ def test_the_spec_declares_buffers_and_scalars_in_the_parameters_order():
     (dict(buffers='[kernel.buffers.bias]\nshape = ["Q"]\n'), "unknown name 'Q'"),
     (dict(buffers='[kernel.buffers.bias]\nshape = []\n'), "one to three sizes"),
     (dict(buffers='[kernel.buffers.bias]\nshape = ["N"]\ndtype = "fp7"\n'), "dtype must be input, output"),
-    (dict(buffers='[kernel.buffers.bias]\nshape = ["N"]\ninit = "noise"\n'), "init is none of random, zeros, ones, index, nor an expression"),
+    (dict(buffers='[kernel.buffers.bias]\nshape = ["N"]\ninit = "noise"\n'), "init is none of random, zeros, ones, index, starts, nor an expression"),
     (dict(epilogue="relu(acc + bias[m, n])"), "bias has 1 dimension"),
     (dict(buffers='[kernel.buffers.bias]\nshape = ["N"]\nrole = "scratch"\n'),
      "only the spec's input buffers \\(none\\) can be indexed"),

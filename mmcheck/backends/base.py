@@ -24,12 +24,14 @@ from ..compile import Build
 from ..defaults import COMPILER, TIMEOUT
 from ..errors import MmcheckError
 from ..spec import KernelSpec
+from ..tensormaps import MAP_ALIGN, NO_CLUSTER, Encoding, Passing
 
 if TYPE_CHECKING:
     from ..timer import Measurement, Method
     from ..witness import Renewal
 
-__all__ = ["Backend", "BackendOptions", "Capabilities", "Kernel", "DeviceBuffer", "Pointers", "Arg", "Dim3", "Device",
+__all__ = ["Backend", "BackendOptions", "Capabilities", "Kernel", "DeviceBuffer", "Pointers", "TensorMapArg", "Arg",
+           "Dim3", "NO_CLUSTER", "Device",
            "Timing", "BackendClass", "Times", "Reloads", "Launched", "Submits", "DownloadsInto", "HostMemory", "clock",
            "compute_capability", "reloader"]
 
@@ -155,7 +157,34 @@ class Pointers:
         return out
 
 
-Arg = DeviceBuffer | np.generic
+@dataclass(frozen=True)
+class TensorMapArg:
+    """A tensor map the kernel takes (a TMA copy's CUtensorMap, tensormaps.py): ``encoding`` over ``target``, whose
+    first element past its guard band is the map's global address, passed by value (its 128 bytes, aligned to
+    ``MAP_ALIGN``: a ``const __grid_constant__ CUtensorMap``) or as a pointer to a copy in device memory.  The
+    backend alone knows where ``target`` lies, so each backend makes the map itself: cuTensorMapEncodeTiled on the
+    GPU, the emulator's own object (emu/tensormap.py) there."""
+
+    target: DeviceBuffer
+    encoding: Encoding
+    passed: Passing
+
+    @property
+    def size(self) -> int:
+        """The parameter's bytes."""
+        return self.passed.size
+
+    @property
+    def align(self) -> int:
+        """The parameter's alignment."""
+        return MAP_ALIGN if self.passed is Passing.VALUE else 8
+
+    def address(self, base: int) -> int:
+        """The map's global address, ``target`` lying at ``base`` (its guard band included)."""
+        return base + self.target.offset * self.target.dtype.itemsize
+
+
+Arg = DeviceBuffer | TensorMapArg | np.generic
 
 
 @dataclass(frozen=True)
@@ -213,8 +242,8 @@ class Backend(Protocol):
         ...
 
     def launch(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
-               schedule: str) -> None:
-        """Run the kernel to completion.
+               schedule: str, cluster: Dim3 = NO_CLUSTER) -> None:
+        """Run the kernel to completion, its blocks in clusters of ``cluster`` (NO_CLUSTER: none of its own).
 
         Raises LaunchError (refused), KernelFault (crashed), KernelTimeout (hung) or Unsupported; after a
         KernelFault or KernelTimeout the backend must still be usable for the next launch.
@@ -231,7 +260,7 @@ class Times(Protocol):
     benchmarks time its kernels and the vendor library on the device it describes."""
 
     def time(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
-             method: Method, renewal: Renewal) -> Timing:
+             method: Method, renewal: Renewal, cluster: Dim3 = NO_CLUSTER) -> Timing:
         """Launch once (checked like ``launch``), then time launches by ``method`` in the process that owns
         the device, with the witness of ``renewal`` (witness.py): every timed launch on inputs drawn afresh,
         launches verified once finished (errors.Unverified where one is wrong)."""
@@ -281,7 +310,7 @@ class Submits(Protocol):
     ones meanwhile."""
 
     def submit(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
-               schedule: str) -> Launched:
+               schedule: str, cluster: Dim3 = NO_CLUSTER) -> Launched:
         """Start the launch and return at once; ``wait()`` finishes it, as ``launch`` would."""
         ...
 

@@ -91,9 +91,16 @@ def sm(cc: tuple[int, int]) -> int:
     return cc[0] * 10 + cc[1]
 
 
+# Compute capabilities whose kernels are compiled for the architecture's own features, the "a" target: Hopper's
+# wgmma and setmaxnreg exist on sm_90a alone.  Such a cubin runs on that compute capability only, as any cubin
+# compiled for a GPU's exact architecture does.
+_FEATURED = {(9, 0)}
+
+
 def arch(cc: tuple[int, int]) -> str:
-    """The architecture compilers are given for a compute capability, a part of their cache keys: ``sm_90``."""
-    return f"sm_{sm(cc)}"
+    """The architecture compilers are given for a compute capability, a part of their cache keys: ``sm_86``,
+    ``sm_90a``."""
+    return f"sm_{sm(cc)}{'a' if cc in _FEATURED else ''}"
 
 
 def arch_rule(compiler: str, archs: Sequence[int], cc: tuple[int, int]) -> str | None:

@@ -22,11 +22,11 @@ from typing import Any, Self
 import numpy as np
 
 from ..errors import BackendUnavailable
-from .base import Arg, BackendOptions, Dim3
+from .base import BackendOptions, Dim3
 from .compilers import Nvcc
 from .cubin import Compiled
 from .events import Event
-from .gpu import DEFAULT_DYNAMIC_SMEM, GpuBackend, driver_arguments, wait_by_sleeping
+from .gpu import DEFAULT_DYNAMIC_SMEM, GpuBackend, wait_by_sleeping
 
 __all__ = ["CudaCoreBackend"]
 
@@ -81,7 +81,8 @@ class CudaCoreBackend(GpuBackend):
         except Exception:  # the driver cannot tell: the occupancy is unknown
             return None
 
-    def _enqueue(self, handle: Any, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int) -> Callable[[], None]:
+    def _enqueue(self, handle: Any, arguments: Sequence[np.generic], grid: Dim3, block: Dim3,
+                 smem: int) -> Callable[[], None]:
         from cuda.core import LaunchConfig, launch
 
         if smem > DEFAULT_DYNAMIC_SMEM:
@@ -91,8 +92,13 @@ class CudaCoreBackend(GpuBackend):
                 driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem, handle.handle,
                 driver.CUdevice(self.gpu.device_id)))
         config = LaunchConfig(grid=grid, block=block, shmem_size=smem)
-        arguments = driver_arguments(args)
         return lambda: launch(self.stream, config, handle, *arguments)
+
+    def _function(self, handle: Any) -> Any:
+        """The function of cuda.core's kernel (a CUkernel, its library's) in the current context."""
+        from cuda.bindings import driver
+
+        return _checked(driver.cuKernelGetFunction(handle.handle))
 
     # -- memory: the pool's cuda.core Buffers (as _Memory), or _Allocations ------------------------------------
 

@@ -17,22 +17,25 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 import time
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 import numpy as np
 
 from ..compile import Build, cache_key
 from ..errors import (BackendUnavailable, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError,
-                      OutOfMemory, Unverified)
+                      OutOfMemory, Unsupported, Unverified)
+from ..tensormaps import PORTABLE_CLUSTER, Passing
 from ..timer import Measurement, Method, measure
 from ..witness import Renewal
 from . import cublas, sanitizer, witness_gpu
-from .base import Arg, BackendOptions, Capabilities, Device, DeviceBuffer, Dim3, Kernel, Pointers, Timing
+from .base import (NO_CLUSTER, Arg, BackendOptions, Capabilities, Device, DeviceBuffer, Dim3, Kernel, Pointers,
+                   TensorMapArg, Timing)
 from .compilers import explain_load_error, get_compiler
 from .cubin import Compiled, arch
 from .events import HOLD_KERNEL, HOLD_SOURCE, Event, EventClock, Hold, L2Flush, Nvml
@@ -41,7 +44,7 @@ from .events import HOLD_KERNEL, HOLD_SOURCE, Event, EventClock, Hold, L2Flush, 
 # be allowed more first.
 DEFAULT_DYNAMIC_SMEM = 48 * 1024
 
-__all__ = ["GpuBackend", "driver_arguments"]
+__all__ = ["GpuBackend", "driver_arguments", "encode", "launch_ex"]
 
 POOLED = 64 * 2**20  # bytes: larger buffers (the large mode's) are allocated, and freed, on their own
 STAGED = 4 * 2**20  # bytes: buffers up to this size are copied through page-locked memory (see upload)
@@ -159,12 +162,17 @@ class GpuBackend(ABC):
         return out
 
     def launch(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
-               schedule: str) -> None:
-        """The kernel, then its small buffers fetched back behind it, waited for together (see download)."""
+               schedule: str, cluster: Dim3 = NO_CLUSTER) -> None:
+        """The kernel, then its small buffers (its tensor maps' targets too) fetched back behind it, waited for
+        together (see download)."""
         self._fetched.clear()
-        fetching = {id(a): a for a in args if isinstance(a, DeviceBuffer) and a.size * a.dtype.itemsize <= STAGED}
+        buffers = [a.target if isinstance(a, TensorMapArg) else a for a in args
+                   if isinstance(a, (DeviceBuffer, TensorMapArg))]
+        fetching = {id(a): a for a in buffers if a.size * a.dtype.itemsize <= STAGED}
         try:
-            self._enqueue(kernel.handle, args, grid, block, smem)()
+            self._prepared(kernel.handle, args, grid, block, smem, cluster)()
+        except MmcheckError:  # what mmcheck says itself (a map's refusal, cuda-bindings missing)
+            raise
         except self._error as e:
             raise LaunchError(str(e)) from None
         # Poll instead of blocking so a kernel that never returns is reported; each pause twice the last, up to a
@@ -186,6 +194,28 @@ class GpuBackend(ABC):
         self._queued.clear()
         self._fetched = fetched
 
+    def _prepared(self, handle: Any, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
+                cluster: Dim3) -> Callable[[], None]:
+        """The launch, prepared: each call queues it once.  A tensor map is made here, where its target's address
+        is known (``encode``), and passed by value or as the address of a copy in device memory, which the launch
+        keeps.  A launch in clusters, or with a map by value, goes through cuLaunchKernelEx (``launch_ex``):
+        PyCUDA's launch can neither set a cluster nor align a parameter to 64 bytes."""
+        copies: list[DeviceBuffer] = []
+        arguments = driver_arguments([self._tensor_map(a, copies) if isinstance(a, TensorMapArg) else a
+                                      for a in args])
+        if tuple(cluster) != NO_CLUSTER or any(isinstance(a, np.void) for a in arguments):
+            return partial(_keeping, launch_ex(self._function(handle), arguments, grid, block, smem, cluster), copies)
+        return partial(_keeping, self._enqueue(handle, arguments, grid, block, smem), copies)
+
+    def _tensor_map(self, arg: TensorMapArg, copies: list[DeviceBuffer]) -> np.void | DeviceBuffer:
+        """The map's bytes over its target's place: by value, or uploaded into a buffer of their own (kept in
+        ``copies``), whose address the kernel is passed."""
+        made = encode(arg, int(arg.target.handle))
+        if arg.passed is Passing.VALUE:
+            return np.void(made)
+        copies.append(self.upload(np.frombuffer(made, np.uint8), 0))
+        return copies[-1]
+
     def _fetch(self, buf: DeviceBuffer) -> np.ndarray:
         """A copy of the buffer into page-locked memory, queued behind what is queued."""
         staged = self._pinned(buf.size * buf.dtype.itemsize)
@@ -196,13 +226,13 @@ class GpuBackend(ABC):
     # -- timing ----------------------------------------------------------------------------------------
 
     def time(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
-             method: Method, renewal: Renewal) -> Timing:
+             method: Method, renewal: Renewal, cluster: Dim3 = NO_CLUSTER) -> Timing:
         buffers = [a for a in args if isinstance(a, DeviceBuffer)]
-        self.launch(kernel, args, grid, block, smem, "device")
+        self.launch(kernel, args, grid, block, smem, "device", cluster)
         first = tuple(self.download(b) for b in buffers)
         self._fetched.clear()  # the timed launches change the buffers
         witness, slots = witness_gpu.witness(renewal, args, method.batch)
-        enqueues = [self._enqueue(kernel.handle, slot, grid, block, smem) for slot in slots]
+        enqueues = [self._prepared(kernel.handle, slot, grid, block, smem, cluster) for slot in slots]
         measurement, refused = None, ""
         try:
             measurement = measure(self._clock(enqueues), method, witness=witness)
@@ -289,10 +319,16 @@ class GpuBackend(ABC):
         memory and the block limit all count); None where unknown."""
 
     @abstractmethod
-    def _enqueue(self, handle: Any, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int) -> Callable[[], None]:
-        """The launch, prepared: each call queues it once (with ``driver_arguments(args)``); past
-        DEFAULT_DYNAMIC_SMEM of dynamic shared memory the kernel is first allowed that much, as a launcher does
-        with cudaFuncSetAttribute."""
+    def _enqueue(self, handle: Any, arguments: Sequence[np.generic], grid: Dim3, block: Dim3,
+                 smem: int) -> Callable[[], None]:
+        """The launch through the binding's own call, prepared: each call queues it once with ``arguments``
+        (driver_arguments'); past DEFAULT_DYNAMIC_SMEM of dynamic shared memory the kernel is first allowed that
+        much, as a launcher does with cudaFuncSetAttribute."""
+
+    @abstractmethod
+    def _function(self, handle: Any) -> Any:
+        """The kernel as cuda-bindings' driver API takes it (a CUfunction), for ``launch_ex``; Unsupported where
+        the binding has none."""
 
     @abstractmethod
     def _allocate(self, size: int, pooled: bool) -> Any:
@@ -368,13 +404,87 @@ class GpuBackend(ABC):
     def _pci_bus_id(self) -> str: ...
 
 
-def driver_arguments(args: Sequence[Arg]) -> list[np.generic]:
+def driver_arguments(args: Sequence[DeviceBuffer | np.generic]) -> list[np.generic]:
     """A launch's arguments as both bindings pack them: a buffer as the address of its first element past the
     guard band (a 64-bit unsigned integer), a scalar as its bytes (an unsigned integer of its size: neither
     binding packs bfloat16, PyCUDA not even float16, and the kernel reads the same bytes whatever their
-    type)."""
+    type), a tensor map's bytes (np.void) as they are."""
     return [np.uintp(int(a.handle) + a.offset * a.dtype.itemsize) if isinstance(a, DeviceBuffer)
-            else a.view(np.dtype(f"uint{8 * a.dtype.itemsize}")) for a in args]
+            else a if isinstance(a, np.void) else a.view(np.dtype(f"uint{8 * a.dtype.itemsize}")) for a in args]
+
+
+def encode(arg: TensorMapArg, base: int) -> bytes:
+    """The 128 bytes of tensor map ``arg`` as cuTensorMapEncodeTiled makes them (through cuda-bindings), its target
+    at ``base``; L2 promotion by 256 bytes, as CUTLASS's maps ask.  LaunchError where the driver refuses."""
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        raise Unsupported("a tensor map is made by cuTensorMapEncodeTiled, through NVIDIA's cuda-bindings, which "
+                          "is not installed here") from None
+    e, address = arg.encoding, arg.address(base)
+    if why := e.refusal(address):
+        raise LaunchError(f"cuTensorMapEncodeTiled would refuse the tensor map: {why}")
+    wide, narrow = driver.cuuint64_t, driver.cuuint32_t
+    made = _driver(driver.cuTensorMapEncodeTiled(
+        driver.CUtensorMapDataType(e.data_type), narrow(len(e.dims)), address, [wide(d) for d in e.dims],
+        [wide(s) for s in e.strides], [narrow(b) for b in e.box], [narrow(s) for s in e.element_strides],
+        driver.CUtensorMapInterleave(e.interleave.code),
+        driver.CUtensorMapSwizzle(e.swizzle.code), driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        driver.CUtensorMapFloatOOBfill(e.fill.code)), "cuTensorMapEncodeTiled")
+    return np.array(made.opaque, dtype=np.uint64).tobytes()
+
+
+def launch_ex(function: Any, arguments: Sequence[np.generic], grid: Dim3, block: Dim3, smem: int,
+              cluster: Dim3) -> Callable[[], None]:
+    """The launch through cuLaunchKernelEx, prepared: each call queues it once on the legacy default stream, its
+    blocks in clusters of ``cluster`` (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION), each argument's bytes where the
+    kernel's parameter lies.  The function is first allowed ``smem`` bytes of dynamic shared memory past the
+    default, and a cluster past the portable size (CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED)."""
+    from cuda.bindings import driver
+
+    attribute = driver.CUfunction_attribute
+    if smem > DEFAULT_DYNAMIC_SMEM:
+        _driver(driver.cuFuncSetAttribute(attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem, function),
+                "cuFuncSetAttribute")
+    if math.prod(cluster) > PORTABLE_CLUSTER:
+        _driver(driver.cuFuncSetAttribute(attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1, function),
+                "cuFuncSetAttribute")
+    config = driver.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = grid
+    config.blockDimX, config.blockDimY, config.blockDimZ = block
+    config.sharedMemBytes, config.hStream = smem, driver.CUstream(0)
+    if tuple(cluster) != NO_CLUSTER:
+        clustered = driver.CUlaunchAttribute()
+        clustered.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        clustered.value.clusterDim.x, clustered.value.clusterDim.y, clustered.value.clusterDim.z = cluster
+        config.attrs, config.numAttrs = [clustered], 1
+    held = [np.frombuffer(a.tobytes(), np.uint8) for a in arguments]
+    pointers = np.array([h.ctypes.data for h in held], dtype=np.uintp)
+    return partial(_launch_ex, config, function, pointers, held)
+
+
+def _launch_ex(config: Any, function: Any, pointers: np.ndarray, held: list[np.ndarray]) -> None:
+    """One cuLaunchKernelEx of ``function``, its parameters at ``pointers`` (into ``held``, kept with it)."""
+    from cuda.bindings import driver
+
+    _driver(driver.cuLaunchKernelEx(config, function, pointers.ctypes.data, 0), "cuLaunchKernelEx")
+
+
+def _keeping(launch: Callable[[], None], held: list[DeviceBuffer]) -> None:
+    """``launch``, which reads ``held`` (its tensor maps' copies in device memory): they live as long as it."""
+    launch()
+
+
+def _driver(result: tuple, call: str) -> Any:
+    """The value of a cuda-bindings driver call's (error, value...) tuple; LaunchError naming the call and the
+    error where it failed."""
+    from cuda.bindings import driver
+
+    err, *values = result
+    if err != driver.CUresult.CUDA_SUCCESS:
+        _, name = driver.cuGetErrorName(err)
+        raise LaunchError(f"{call} failed: {name.decode() if isinstance(name, bytes) else err}")
+    return values[0] if values else None
 
 
 def wait_by_sleeping() -> None:

@@ -33,8 +33,8 @@ from ..compile import Build
 from ..devices import THREAD_COUNTS
 from ..errors import InternalError, KernelFault, KernelTimeout, LaunchError, MmcheckError
 from . import channel, registry
-from .base import (PRINT_CAP, Arg, BackendOptions, Device, DeviceBuffer, Dim3, DownloadsInto, Kernel, Pointers, Timing,
-                   printed_words)
+from .base import (NO_CLUSTER, PRINT_CAP, Arg, BackendOptions, Device, DeviceBuffer, Dim3, DownloadsInto, Kernel,
+                   Pointers, TensorMapArg, Timing, printed_words)
 
 if TYPE_CHECKING:
     from ..timer import Measurement, Method
@@ -253,11 +253,11 @@ class ProcessBackend:
         return remote.result if remote.result is not None else remote.host.copy()
 
     def launch(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
-               schedule: str) -> None:
-        self.submit(kernel, args, grid, block, smem, schedule).wait()
+               schedule: str, cluster: Dim3 = NO_CLUSTER) -> None:
+        self.submit(kernel, args, grid, block, smem, schedule, cluster).wait()
 
     def submit(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
-               schedule: str) -> _Launch:
+               schedule: str, cluster: Dim3 = NO_CLUSTER) -> _Launch:
         """Upload, launch and download in one round trip to the worker of the schedule's tool, which runs it
         while the caller goes on; ``wait()`` finishes it.  A worker runs one launch at a time: a launch
         still in flight on it is finished first."""
@@ -269,19 +269,20 @@ class ProcessBackend:
         worker = self._worker(tool)  # finishing may have replaced it
         worker.addresses = []
         carried = 2 * sum(s.host.nbytes for s in hosts) / _CARRIED_PER_SECOND
-        answer = worker.send("launch", kernel.handle, hosts, packed, grid, block, smem, None if tool else schedule,
-                             tool is not None, timeout=self._launch_timeout(tool) + _GRACE + carried)
+        answer = worker.send("launch", kernel.handle, hosts, packed, grid, block, smem, cluster,
+                             None if tool else schedule, tool is not None,
+                             timeout=self._launch_timeout(tool) + _GRACE + carried)
         worker.launched = _Launch(self, worker, tool, answer, buffers,
                                   [q.name for q in kernel.spec.params if q.is_buffer])
         return worker.launched
 
     def time(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
-             method: Method, renewal: Renewal) -> Timing:
+             method: Method, renewal: Renewal, cluster: Dim3 = NO_CLUSTER) -> Timing:
         """Timing runs in the worker, which owns the context and the buffers: one round trip per benchmark,
         none inside a timed region."""
         _, hosts, packed = _transport(args)
         verifying = _VERIFYING if renewal.reference is None else _VERIFYING_BY_FUNCTION
-        return self._call(None, "time", kernel.handle, hosts, packed, grid, block, smem, method, renewal,
+        return self._call(None, "time", kernel.handle, hosts, packed, grid, block, smem, method, renewal, cluster,
                           timeout=method.max_time * 2 + self.options.timeout + verifying + _START_TIMEOUT)
 
     def time_library(self, op: str, dtype: str, m: int, n: int, k: int, batch: int, alpha: float | None,
@@ -378,15 +379,17 @@ class _Launch:
 
 
 def _transport(args: Sequence[Arg]) -> tuple[list[DeviceBuffer], list[_Sent], list[object]]:
-    """A launch's buffers (then the targets of its tables of pointers that are not arguments themselves),
-    what the worker uploads for each, and the argument list with each buffer replaced by its position (not by
-    equality: two buffers of one size compare equal)."""
+    """A launch's buffers (then the targets of its tables of pointers and tensor maps that are not arguments
+    themselves), what the worker uploads for each, and the argument list with each buffer replaced by its position
+    (not by equality: two buffers of one size compare equal), a tensor map by its target's and its encoding."""
     buffers = [a for a in args if isinstance(a, DeviceBuffer)]
-    for b in list(buffers):
-        if b.points and not any(t is b.points.target for t in buffers):
-            buffers.append(b.points.target)
+    targets = [b.points.target for b in buffers if b.points] + [a.target for a in args if isinstance(a, TensorMapArg)]
+    buffers += [t for i, t in enumerate(targets)
+                if not any(b is t for b in buffers) and not any(u is t for u in targets[:i])]
     slot = {id(b): i for i, b in enumerate(buffers)}
-    packed: list[object] = [("buffer", slot[id(a)]) if isinstance(a, DeviceBuffer) else a for a in args]
+    packed: list[object] = [("buffer", slot[id(a)]) if isinstance(a, DeviceBuffer) else
+                            ("tensormap", slot[id(a.target)], a.encoding, a.passed) if isinstance(a, TensorMapArg)
+                            else a for a in args]
     sent = [_Sent(b.handle.host, b.offset, slot[id(b.points.target)] if b.points else None,
                   b.points.count if b.points else 0) for b in buffers]
     return buffers, sent, packed
@@ -414,12 +417,13 @@ class _Remote:
 
 def _uploaded(backend: Any, sent: list[_Sent], packed: list[object]) -> tuple[list, list]:
     """In the child: the buffers uploaded (the tables of pointers after the rest, whose addresses they take),
-    and the argument list with them in place."""
+    and the argument list with them in place (a tensor map over its target's)."""
     bufs: list[Any] = [None] * len(sent)
     for i, s in sorted(enumerate(sent), key=lambda item: item[1].target is not None):
         points = Pointers(bufs[s.target], s.count) if s.target is not None else None
         bufs[i] = backend.upload(s.host, s.offset, points)
-    return bufs, [bufs[a[1]] if isinstance(a, tuple) else a for a in packed]
+    return bufs, [a if not isinstance(a, tuple) else bufs[a[1]] if a[0] == "buffer" else
+                  TensorMapArg(bufs[a[1]], *a[2:]) for a in packed]
 
 
 # --- the child ---------------------------------------------------------------------------------------
@@ -457,17 +461,17 @@ def _serve(inner: str, link: channel.Channel) -> None:
                 k = kernel(*args)
                 value = (k.symbol, k.schedules, k.params, k.costly, k.fingerprint)
             elif method == "launch":
-                build, hosts, packed, grid, block, smem, schedule, addresses = args
+                build, hosts, packed, grid, block, smem, cluster, schedule, addresses = args
                 k = kernel(build)
                 bufs, call = _uploaded(backend, hosts, packed)
                 if addresses:  # under a tool, whose reports give allocations by address
                     link.send(("addresses", [int(b.handle) for b in bufs]))
-                backend.launch(k, call, grid, block, smem, schedule or k.schedules[0])
+                backend.launch(k, call, grid, block, smem, schedule or k.schedules[0], cluster)
                 value = [backend.download(b) for b in bufs]
             elif method == "time":
-                build, hosts, packed, grid, block, smem, timing, renewal = args
+                build, hosts, packed, grid, block, smem, timing, renewal, cluster = args
                 _, call = _uploaded(backend, hosts, packed)
-                value = backend.time(kernel(build), call, grid, block, smem, timing, renewal)
+                value = backend.time(kernel(build), call, grid, block, smem, timing, renewal, cluster)
             elif method == "time_library":
                 value = backend.time_library(*args)
             elif method == "device":

@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import BackendUnavailable
-from .base import Arg, BackendOptions, Dim3
+from ..errors import BackendUnavailable, Unsupported
+from .base import BackendOptions, Dim3
 from .cubin import Compiled
 from .events import Event
-from .gpu import DEFAULT_DYNAMIC_SMEM, GpuBackend, driver_arguments, wait_by_sleeping
+from .gpu import DEFAULT_DYNAMIC_SMEM, GpuBackend, wait_by_sleeping
 
 __all__ = ["PyCudaBackend"]
 
@@ -114,10 +114,20 @@ class PyCudaBackend(GpuBackend):
         err, function = driver.cuModuleGetFunction(module, symbol.encode())
         return function if err == driver.CUresult.CUDA_SUCCESS else None
 
-    def _enqueue(self, handle: Any, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int) -> Callable[[], None]:
+    def _enqueue(self, handle: Any, arguments: Sequence[np.generic], grid: Dim3, block: Dim3,
+                 smem: int) -> Callable[[], None]:
         if smem > DEFAULT_DYNAMIC_SMEM:
             handle[1].set_attribute(self.cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, smem)
-        return partial(handle[1], *driver_arguments(args), block=block, grid=grid, shared=smem)
+        return partial(handle[1], *arguments, block=block, grid=grid, shared=smem)
+
+    def _function(self, handle: Any) -> Any:
+        """The kernel as cuda-bindings loaded it (its second load, the one the parameters' sizes are read from):
+        PyCUDA gives no handle of its own function.  A kernel launched so sees that load's device globals, every
+        time: each kernel goes one way or the other."""
+        if handle[2] is None:
+            raise Unsupported("a launch in clusters or with a tensor map by value goes through cuLaunchKernelEx, "
+                              "which needs NVIDIA's cuda-bindings beside PyCUDA")
+        return handle[2]
 
     # -- memory ------------------------------------------------------------------------------------------
 

@@ -92,7 +92,7 @@ class Bench:
                                           data.case_seed(case.seed, spec.name, dtype, str(shape), "bench"))
             prepared = self.runner.prepare(case, launch, trial, operands)
             timing = self.clock.time(self.loads.fresh(kernel), prepared.args, launch.grid, launch.block,
-                                     launch.smem, self.method, _renewal(prepared))
+                                     launch.smem, self.method, _renewal(prepared), launch.cluster)
             _verify(prepared, timing)
         except Caught as c:
             return Timed(failure=f"{_label(case)}: not timed, its result is wrong: {c.args[0]}")
@@ -224,6 +224,9 @@ def _renewal(prepared: Prepared) -> Renewal:
     op, names = spec.operation, [q.name for q in spec.params if q.is_buffer]
     if tables := [b.name for b in spec.buffers if b.points]:
         raise Unsupported(f"{spec.name}: not timed: the witness does not yet lay tables of pointers ({tables[0]})")
+    if spec.tensormaps:
+        raise Unsupported(f"{spec.name}: not timed: the witness does not yet renew what tensor maps copy "
+                          f"({spec.tensormaps[0].name})")
 
     def operand(o: Operand) -> Held:
         fill = (Fill.CONSTANT if spec.zeroed and o.role != INPUT  # zeros, as the launcher leaves them

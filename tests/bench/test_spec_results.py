@@ -201,9 +201,9 @@ def test_a_grouped_gemm_is_timed_its_offsets_laid_by_their_expression_and_verifi
     sent = []
     original = FakeTimingBackend.time
 
-    def time(self, *args):
-        sent.append(args[-1])
-        return original(self, *args)
+    def time(self, kernel, args, grid, block, smem, method, renewal, cluster):
+        sent.append(renewal)
+        return original(self, kernel, args, grid, block, smem, method, renewal, cluster)
 
     monkeypatch.setattr(FakeTimingBackend, "time", time)
     outcome, _ = _bench(_zoo(*GROUPED, "groups_rows"))

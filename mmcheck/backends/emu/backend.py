@@ -24,9 +24,11 @@ from ...errors import (BarrierError, CompileError, KernelFault, KernelTimeout, L
                        SandboxUnavailable, SandboxViolation, SanitizerError, Unsupported)
 from ...publish import atomic_write
 from ...spec import KernelSpec, load_specs
-from ..base import (MAX_BLOCK, MAX_DYNAMIC_SMEM, MAX_GRID, MAX_THREADS, Arg, BackendOptions, Capabilities,
-                    DeviceBuffer, Dim3, Kernel, Pointers, printed_words)
+from ...tensormaps import MAP_ALIGN, MAP_BYTES, Passing
+from ..base import (MAX_BLOCK, MAX_DYNAMIC_SMEM, MAX_GRID, MAX_THREADS, NO_CLUSTER, Arg, BackendOptions, Capabilities,
+                    DeviceBuffer, Dim3, Kernel, Pointers, TensorMapArg, printed_words)
 from . import worker as w
+from .tensormap import object_bytes
 from .toolchain import Toolchain
 from .unit import cluster_dims
 
@@ -92,12 +94,17 @@ class _Buffer:
     def id(self) -> int:
         return self._home[1]
 
+    @property
+    def address(self) -> int:
+        """The address of its first byte in its worker's launches (once placed)."""
+        return self._home[2]
+
     def place(self, worker: w.Worker) -> int:
         """Its id in ``worker``, moved there first where it is elsewhere (a table: where its target moved)."""
         base = self._base
         if self.points:
             self.points[0].place(worker)
-            base = self.points[0]._home[2]
+            base = self.points[0].address
         if self.worker is worker and base == self._base:
             return self.id
         data = self.read()
@@ -213,7 +220,7 @@ class EmuBackend:
         return np.frombuffer(buf.handle.read(), dtype=buf.dtype)
 
     def launch(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
-               schedule: str, cluster: Dim3 = (1, 1, 1)) -> None:
+               schedule: str, cluster: Dim3 = NO_CLUSTER) -> None:
         limit = self.options.timeout * self.slowdown
         said = (f"{limit:g} s: the {self.options.timeout:g} s limit times {self.slowdown}, AddressSanitizer's "
                 "measured slowdown" if self.slowdown > 1 else f"{limit:g} s")
@@ -237,13 +244,14 @@ class EmuBackend:
             return factor
 
     def _run(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int, schedule: str,
-             limit: float, said: str, cluster: Dim3 = (1, 1, 1)) -> None:
+             limit: float, said: str, cluster: Dim3 = NO_CLUSTER) -> None:
         """``launch``, stopped as hung after ``limit`` seconds (``said``: that limit, for the message)."""
         module: _Module = kernel.handle
         label = f"{kernel.spec.name} ({kernel.dtype})"
         _check_config(label, kernel, grid, block, smem, schedule, cluster)
         worker = self._worker(module)
-        packed = _pack_args(label, kernel.spec, module.params, args, worker)
+        copies: list[_Buffer] = []  # the tensor maps passed by pointer, held until the launch is over
+        packed = _pack_args(label, kernel.spec, module.params, args, worker, copies)
         timeout_ms = min(max(1, round(limit * 1000)), 2**31 - 1)
         self.printed = ""
         explicit = tuple(cluster) != (1, 1, 1) or module.cluster_dims is not None
@@ -370,20 +378,30 @@ _KIND_NAMES = {"i": "signed integer", "u": "unsigned integer", "f": "floating-po
 
 
 def _pack_args(label: str, spec: KernelSpec, params: tuple[w.ParamInfo, ...], args: Sequence[Arg],
-               worker: w.Worker) -> list[tuple[int, int] | bytes]:
+               worker: w.Worker, copies: list[_Buffer]) -> list[tuple[int, int] | bytes | w.Value]:
     """The argument list for ``worker``, its buffers placed there, after checking each argument against the
     parameter's C++ type: a mismatch that the GPU would silently misread (an int32 for a size_t) is refused
-    here."""
+    here.  A tensor map is the emulator's object (tensormap.py) over its target's place in the worker: its bytes
+    by value, or a copy of them placed there (kept in ``copies``) by pointer."""
     if len(args) != len(params):
         raise LaunchError(f"{label}: the kernel takes {len(params)} parameters, but {len(args)} arguments "
                           "were given")
-    packed: list[tuple[int, int] | bytes] = []
+    packed: list[tuple[int, int] | bytes | w.Value] = []
     for i, (arg, param) in enumerate(zip(args, params)):
         problem = _mismatch(arg, param)
         if problem:
             raise LaunchError(f"{label}: parameter {i + 1} ({_param_name(spec, i)}) {problem}")
         if isinstance(arg, DeviceBuffer):
             packed.append((arg.handle.place(worker), arg.offset * arg.dtype.itemsize))
+        elif isinstance(arg, TensorMapArg):
+            target: _Buffer = arg.target.handle
+            target.place(worker)
+            made = object_bytes(arg.encoding, arg.address(target.address))
+            if arg.passed is Passing.VALUE:
+                packed.append(w.Value(made, MAP_ALIGN))
+            else:
+                copies.append(_Buffer(np.frombuffer(made, np.uint8)))
+                packed.append((copies[-1].place(worker), 0))
         else:
             packed.append(arg.tobytes())
     return packed
@@ -391,6 +409,15 @@ def _pack_args(label: str, spec: KernelSpec, params: tuple[w.ParamInfo, ...], ar
 
 def _mismatch(arg: Arg, param: w.ParamInfo) -> str | None:
     expected = f"{param.size}-byte {_KIND_NAMES[param.kind]}"
+    if isinstance(arg, TensorMapArg):
+        if arg.passed is Passing.POINTER:
+            if param.kind == "p" and (param.elem_kind, param.elem_size) in (("v", 0), ("s", MAP_BYTES)):
+                return None
+            return f"is a {expected}, but a pointer to a tensor map (passed = \"pointer\") was passed"
+        if (param.kind, param.size, param.align) != ("s", MAP_BYTES, MAP_ALIGN):
+            return (f"is a {expected} aligned to {param.align}, but a tensor map ({MAP_BYTES} bytes aligned to "
+                    f"{MAP_ALIGN}, a const __grid_constant__ CUtensorMap) was passed")
+        return None
     if isinstance(arg, DeviceBuffer):
         if param.kind != "p":
             return f"is a {expected}, but a buffer was passed"
@@ -486,14 +513,16 @@ def _signal_name(signo: int) -> str:
 
 
 def _access(args: Sequence[Arg], spec: KernelSpec, r: w.LaunchResult) -> str:
-    """An out-of-bounds access described by the argument it overran."""
+    """An out-of-bounds access described by the argument it overran (a tensor map's: its target)."""
     verb = {1: "write", 0: "read"}.get(r.is_write, "access")
     size = f" of {r.access_size} bytes" if r.access_size else ""
-    names = [_param_name(spec, i) for i, a in enumerate(args)
-             if isinstance(a, DeviceBuffer) and a.handle.id == r.buffer]
+    held = [(_param_name(spec, i) + ("'s target" if isinstance(a, TensorMapArg) else ""),
+             a.target if isinstance(a, TensorMapArg) else a) for i, a in enumerate(args)
+            if isinstance(a, (DeviceBuffer, TensorMapArg))]
+    names = [name for name, b in held if b.handle.id == r.buffer]
     if not names:
         return f"out-of-bounds {verb}{size} at address {r.addr:#x} (in no buffer passed to this launch)"
-    buf = next(a for a in args if isinstance(a, DeviceBuffer) and a.handle.id == r.buffer)
+    buf = next(b for _, b in held if b.handle.id == r.buffer)
     nbytes = buf.size * buf.dtype.itemsize
     if r.offset < 0:
         position = f"{-r.offset} bytes before the start of"

@@ -31,10 +31,11 @@ struct mmemu_dim3 {
 };
 
 // One kernel parameter as g++ sees it.  kind: 'p' pointer, 'i' signed, 'u' unsigned, 'f' floating,
-// 's' anything else (structs); for pointers elem_kind/elem_size describe the pointee ('v' for void).
+// 's' anything else (structs); for pointers elem_kind/elem_size describe the pointee ('v' for void); align is the
+// parameter's alignment (a CUtensorMap's 64).
 struct mmemu_param {  // wire: 12 bytes
     char kind, elem_kind;
-    mmemu::uint16_t reserved;
+    mmemu::uint16_t align;
     mmemu::uint32_t size, elem_size;
 };
 

@@ -438,10 +438,10 @@ template <class P>
 constexpr mmemu_param param_of() {
     if constexpr (std::is_pointer<P>::value) {
         using E = std::remove_cv_t<std::remove_pointer_t<P>>;
-        if constexpr (std::is_void<E>::value) return {'p', 'v', 0, sizeof(P), 0};
-        else return {'p', kind_of<E>(), 0, sizeof(P), sizeof(E)};
+        if constexpr (std::is_void<E>::value) return {'p', 'v', alignof(P), sizeof(P), 0};
+        else return {'p', kind_of<E>(), alignof(P), sizeof(P), sizeof(E)};
     } else {
-        return {kind_of<P>(), 0, 0, sizeof(P), 0};
+        return {kind_of<P>(), 0, alignof(P), sizeof(P), 0};
     }
 }
 inline unsigned char* dynamic_smem() { return mmemu_dyn_smem; }

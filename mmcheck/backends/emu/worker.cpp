@@ -570,6 +570,7 @@ struct Ended {
 
 struct Module {
     std::string path, folder;  // the compiled module, and the kernel file's folder
+    std::vector<mmemu_param> params;  // its kernel's parameters, as the loading child reported them
 };
 
 // Runs `body` (which never returns) in a forked child, sandboxed for module `m`, at most timeout_ms: in a
@@ -741,6 +742,8 @@ std::string load(Reader& in) {
     if (!malformed.empty()) s = forged_report(malformed);
     Writer w;
     if (s.state == MMEMU_DONE && s.code >= 0 && !e.timed_out) {
+        const auto* params = reinterpret_cast<const mmemu_param*>(s.message);
+        m.params.assign(params, params + s.code);
         g_modules.push_back(m);
         w.put(uint8_t(1)).put(uint32_t(g_modules.size() - 1)).put(uint32_t(s.code));  // loaded
         w.out.append(s.message, size_t(s.code) * sizeof(mmemu_param));
@@ -776,14 +779,28 @@ std::string launch(Reader& in) {
     uint32_t nargs = in.get<uint32_t>();
     std::vector<uint64_t> slots(nargs);
     std::vector<void*> args(nargs);
+    std::vector<std::string> values;  // parameters of more than 8 bytes: each in a string of its own, aligned in it
+    values.reserve(nargs);
     for (uint32_t i = 0; i < nargs; ++i) {
-        if (in.get<uint8_t>() == 0) {  // a buffer: id, byte offset of the kernel's pointer
+        args[i] = &slots[i];
+        uint8_t tag = in.get<uint8_t>();
+        if (tag == 0) {  // a buffer: id, byte offset of the kernel's pointer
             const Buffer& b = buffer(in.get<uint32_t>());
             slots[i] = reinterpret_cast<uint64_t>(b.data + in.get<uint64_t>());
-        } else {  // a scalar: its bytes, zero-padded to 8
+        } else if (tag == 1) {  // a scalar: its bytes, zero-padded to 8
             slots[i] = in.get<uint64_t>();
+        } else {  // a parameter of any size (a CUtensorMap): its alignment and size, which the module's must be
+            uint32_t align = in.get<uint32_t>(), size = in.get<uint32_t>();
+            const mmemu_param* p = i < module.params.size() ? &module.params[i] : nullptr;
+            if (!p || p->kind != 's' || p->size != size || p->align != align || align == 0 || (align & (align - 1)))
+                throw Refused("parameter " + std::to_string(i + 1) + ": " + std::to_string(size) + " bytes aligned to " +
+                              std::to_string(align) + ", which is not the kernel's parameter");
+            values.emplace_back(size + align, '\0');
+            char* at = values.back().data();
+            at += (align - reinterpret_cast<uintptr_t>(at) % align) % align;
+            in.copy(at, size);
+            args[i] = at;
         }
-        args[i] = &slots[i];
     }
     L.args = args.data();
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from ... import children, interrupt, sandbox
 from ...errors import InternalError
 
-__all__ = ["Worker", "WorkerError", "DiedHandling", "Refused", "NotLoaded", "ParamInfo", "LaunchResult",
+__all__ = ["Worker", "WorkerError", "DiedHandling", "Refused", "NotLoaded", "ParamInfo", "Value", "LaunchResult",
            "SCHEDULES", "DONE", "FAULT", "SANITIZER", "BARRIER", "TRAP", "TIMEOUT", "PRECONDITION", "UNSUPPORTED",
            "BLOCKED", "FORGED", "STACK_OVERFLOW", "PROCESS_STACK_OVERFLOW", "forged"]
 
@@ -71,6 +71,7 @@ class ParamInfo:
     elem_kind: str  # for pointers: the pointee's kind, v for void
     size: int
     elem_size: int
+    align: int = 0  # the parameter's alignment
 
     @property
     def well_formed(self) -> bool:
@@ -78,6 +79,14 @@ class ParamInfo:
         if self.kind == "p":
             return self.elem_kind in tuple("vpfius")
         return self.kind in tuple("fius") and self.elem_kind == "\0"
+
+
+@dataclass(frozen=True)
+class Value:
+    """A parameter passed by value, of any size (a CUtensorMap's 128 bytes): its bytes and its alignment."""
+
+    data: bytes
+    align: int
 
 
 @dataclass(frozen=True)
@@ -163,8 +172,8 @@ class Worker:
             raise NotLoaded(FORGED, 0, wait_status, why, "") if why else NotLoaded(state, code, wait_status,
                                                                                    message, stderr)
         kernel, nparams = struct.unpack_from("<II", reply, 1)
-        params = tuple(ParamInfo(k.decode("latin-1"), e.decode("latin-1"), size, elem_size)
-                       for k, e, _, size, elem_size in _PARAM.iter_unpack(reply[9:9 + nparams * _PARAM.size]))
+        params = tuple(ParamInfo(k.decode("latin-1"), e.decode("latin-1"), size, elem_size, align)
+                       for k, e, align, size, elem_size in _PARAM.iter_unpack(reply[9:9 + nparams * _PARAM.size]))
         if why := next((f"parameter {i + 1} has no kind a C++ type has" for i, p in enumerate(params)
                         if not p.well_formed), None):
             raise NotLoaded(FORGED, 0, 0, why, "")
@@ -188,13 +197,16 @@ class Worker:
 
     def launch(self, kernel: int, grid: tuple[int, int, int], block: tuple[int, int, int],
                cluster: tuple[int, int, int], explicit: bool, smem: int, schedule: int, fibers: bool, strict: bool,
-               seed: int, timeout_ms: int, args: list[tuple[int, int] | bytes]) -> LaunchResult:
+               seed: int, timeout_ms: int, args: list[tuple[int, int] | bytes | Value]) -> LaunchResult:
         """``cluster``: the cluster dims, which divide the grid's, and whether the launch gave them (``explicit``);
-        ``args``: (buffer, byte offset) for pointers, up to 8 bytes for scalars."""
+        ``args``: (buffer, byte offset) for pointers, up to 8 bytes for scalars, a Value for a parameter of any
+        size (which the worker checks against the kernel's)."""
         parts = [_LAUNCH.pack(kernel, *grid, *block, *cluster, smem, schedule, fibers, strict, explicit, seed,
                               timeout_ms, len(args))]
         for arg in args:
-            if isinstance(arg, bytes):
+            if isinstance(arg, Value):
+                parts.append(struct.pack("<BII", 2, arg.align, len(arg.data)) + arg.data)
+            elif isinstance(arg, bytes):
                 parts.append(b"\1" + arg.ljust(8, b"\0"))
             else:
                 parts.append(struct.pack("<BIQ", 0, *arg))
