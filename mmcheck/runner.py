@@ -32,6 +32,8 @@ from .verdicts import Verdicts
 __all__ = ["Runner", "FAR"]
 
 FAR = 4097  # past this size a shape runs one trial under one schedule (see Runner._run)
+# The largest case a GPU's hang is run again for on the emulator, whose launches are a thousand times slower.
+_EMULATED_MACS = 1 << 27
 
 
 class _Budget:
@@ -77,6 +79,7 @@ class Runner:
         self._budget: _Budget | None = None  # the running sweep's, where it has one
         self._file_seconds: dict[Path, float] = {}  # what each kernel file's checks took in this process
         self._explain = True  # a failure of the cheap schedules explained (False inside verdict)
+        self._emulator: Runner | None = None  # what tells a GPU's hang (_hang_told), once one is seen
 
     def compile(self, build: Build) -> Kernel:
         """The backend's compile, memoised, failures included.  The compiler's messages are reported in
@@ -226,8 +229,31 @@ class Runner:
             # What the kernel printed goes with its failure alone.
             if printed := self.backend.printed:
                 failed = dataclasses.replace(failed, message=f"{failed.message}\n{printed}")
+            if failed.check == "timeout" and (told := self._hang_told(case)):
+                failed = dataclasses.replace(failed, message=f"{failed.message}\n{told}")
             return failed
         return Result(case, Outcome.PASS, kernel.unchecked)
+
+    def _hang_told(self, case: Case) -> str | None:
+        """Where a GPU's launch hung, what the emulator says of the same case: a GPU says only that time ran out,
+        the emulator names what every thread waits for (an mbarrier whose phase never completes, a barrier some
+        threads never reach).  None where there is no emulator here, the shape is too large for it, or it
+        finds no hang."""
+        assert case.shape is not None, "a case that hung has a shape"
+        if not self.backend.capabilities.gpu or case.shape.macs > _EMULATED_MACS:
+            return None
+        if self._emulator is None:
+            from .backends import get_backend
+            from .errors import BackendUnavailable
+
+            try:
+                self._emulator = Runner(get_backend("emu"), self.seed, self.guards, results=self.results)
+            except BackendUnavailable:
+                return None
+        found = self._emulator.run(case)
+        if found.ok or found.check not in ("timeout", "barrier", "fault"):
+            return None
+        return f"  on the emulator, the same case: {found.message}"
 
     def _out_of_reach(self, case: Case) -> str | None:
         """Why a shape with a buffer past 2**31 elements (the large mode's) cannot run here, if it cannot."""

@@ -261,6 +261,12 @@ class FakeBackend:
         kernel.handle(*[a if isinstance(a, DeviceBuffer) else int(a) for a in args], schedule)
 
 
+class FakeGpuBackend(FakeBackend):
+    """The fake backend, declared a GPU: what a GPU's hang leads to is seen without one."""
+
+    capabilities = Capabilities(gpu=True)
+
+
 class FakeSubmittingBackend(FakeBackend):
     """A backend that runs a submitted launch beside its caller: the launch happens only when it is waited
     for.  ``events`` says in which order launches were submitted, run at once, and waited for."""

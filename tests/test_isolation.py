@@ -14,7 +14,11 @@ from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
 from mmcheck.verdicts import Verdicts
 
+from mmcheck.results import Case
+from mmcheck.spec import parse_specs
+
 from .fake_backend import spec_for
+from .needs import gxx
 
 FAKE = "tests.fake_backend:FakeBackend"
 
@@ -43,6 +47,37 @@ def test_a_hang_is_stopped_and_the_run_goes_on(runner):
     hung = runner.run(runner.case(spec_for("never_returns", ("float32",)), "float32", shape))
     assert hung.outcome == "fail" and hung.check == "timeout" and "no answer after 3 s" in hung.message
     assert runner.run(runner.case(spec_for("good", ("float32",)), "float32", shape)).ok
+
+
+HANGS_ON_A_BARRIER = """/* mmcheck
+[[kernel]]
+name = "fake.never_returns"
+entry = "never_returns"
+op = "mm"
+dtypes = ["float32"]
+params = ["A", "B", "C", "M", "N", "K"]
+block = [32]
+grid = [1]
+*/
+__global__ void never_returns(const float *A, const float *B, float *C, int M, int N, int K)
+{
+    if (threadIdx.x == 0)
+        __syncthreads();  // the other 31 threads never reach it
+}
+"""
+
+
+@gxx
+def test_a_gpus_hang_is_told_by_what_the_emulator_sees_of_the_same_case(tmp_path, monkeypatch):
+    monkeypatch.setattr(process, "_GRACE", 1.0)
+    (spec,) = parse_specs(HANGS_ON_A_BARRIER, tmp_path / "k.cu")
+    backend = ProcessBackend(FAKE.replace("FakeBackend", "FakeGpuBackend"), BackendOptions(timeout=2))
+    try:
+        hung = Runner(backend, seed=5).run(Case(spec, "float32", Shape(3, 3, 3), 5))
+    finally:
+        backend.close()
+    assert hung.check == "timeout" and "no answer after 3 s" in hung.message
+    assert "on the emulator, the same case: " in hung.message and "__syncthreads" in hung.message, hung.message
 
 
 class FakeTool:
