@@ -1,6 +1,6 @@
 """Run settings, defined once and registered on both pytest's parser (plugin.py) and the CLI's (cli.py): each
 option's default is written once, in its row of the table (those the modules below share, in defaults.py),
-and Settings holds it where the option is not given."""
+and Settings holds it where the option is not given (the parsers hold None)."""
 
 from __future__ import annotations
 
@@ -122,12 +122,15 @@ class Option:
         return self.name.replace("-", "_")
 
     def add_to(self, add_argument: Callable[..., Any], prefix: str = "--", dest_prefix: str = "") -> None:
-        """Register on an argparse-like ``add_argument`` (argparse's, or pytest's ``addoption``)."""
-        kwargs: dict[str, Any] = {"dest": dest_prefix + self.dest, "help": self.help}
+        """Register on an argparse-like ``add_argument`` (argparse's, or pytest's ``addoption``).  The parser
+        holds None where the option is not given, Settings the default: argparse passes a default given as text
+        through the option's type, which would import what it checks in every pytest session."""
+        kwargs: dict[str, Any] = {"dest": dest_prefix + self.dest, "help": self.help.replace("%(default)s",
+                                                                                            str(self.default))}
         if self.flag:
             kwargs.update(action="store_true", default=False)
         else:
-            kwargs.update(action="append" if self.multiple else "store", type=self.type, default=self.default,
+            kwargs.update(action="append" if self.multiple else "store", type=self.type, default=None,
                           choices=self.choices)
         add_argument(prefix + self.name, **kwargs)
 

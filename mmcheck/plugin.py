@@ -1,9 +1,11 @@
 """The pytest plugin: options, kernel files as tests, parametrization and fixtures.  The only module that
 knows pytest.
 
-It is inert until asked: registering the options imports nothing heavy (numpy, hypothesis and the runner come
-with the first hook that needs them), kernel folders are read only when a test asks for kernels, and the
-hypothesis profile (--mmcheck-profile) applies to mmcheck's own property tests only.
+It is inert until asked, as hypothesis' plugin is: until an --mmcheck-* option, a kernel file or a test of
+mmcheck's (its marker, its fixtures) is in play, it changes nothing (no GPU pinned, no environment touched),
+imports nothing heavy (numpy, hypothesis, the backends and the runner come with the first hook that needs
+them) and prints nothing.  Kernel folders are read only when a test asks for kernels, and the hypothesis
+profile (--mmcheck-profile) applies to mmcheck's own property tests only.
 
 A ``.cu`` file with an mmcheck spec is a test file, as a doctest file is: ``pytest kernels/`` or ``pytest
 my_kernel.cu`` runs one test per kernel x dtype, judged as ``mmcheck check`` judges it (its shapes smallest
@@ -65,7 +67,7 @@ _SETTINGS = pytest.StashKey[Settings]()
 _CATALOG = pytest.StashKey["Catalog"]()
 _RUNNER = pytest.StashKey["Runner | str"]()  # the session's runner, or why there is none
 _PROFILE = pytest.StashKey["HypothesisSettings"]()
-_SANDBOX = pytest.StashKey["str | None"]()  # what the sandbox lacks here, said at the session's top
+_SANDBOX = pytest.StashKey["str | None"]()  # what the sandbox lacks here, until it is said
 
 
 class KernelCaught(AssertionError):
@@ -79,7 +81,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--mmcheck-kernel", dest="mmcheck_kernel", action="append", default=[],
                     help="only kernels whose name matches this glob (repeatable)")
     group.addoption("--mmcheck-profile", dest="mmcheck_profile", choices=tuple(PROFILES),
-                    default=os.environ.get("MMCHECK_PROFILE") or ("ci" if os.environ.get("CI") else "dev"),
                     help="hypothesis profile of the property tests: ci (few, derandomized), dev, thorough "
                          "(default: $MMCHECK_PROFILE, else ci under CI, else dev)")
 
@@ -98,12 +99,35 @@ def _profile(config: pytest.Config) -> HypothesisSettings:
 
         config.stash[_PROFILE] = settings(
             deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-            **PROFILES[config.getoption("mmcheck_profile")])
+            **PROFILES[config.getoption("mmcheck_profile")
+                       or os.environ.get("MMCHECK_PROFILE") or ("ci" if os.environ.get("CI") else "dev")])
     return config.stash[_PROFILE]
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "mmcheck(expect): parametrize over the kernels whose expect is given")
+    # They act on the reports of mmcheck's tests alone; the pytest-xdist controller, which collects nothing,
+    # gets those from its workers.
+    config.pluginmanager.register(_LaunchDomains(), "mmcheck-launch-domains")
+    config.pluginmanager.register(_Untimed(), "mmcheck-untimed")
+    if _asked(config):
+        _settings(config)
+
+
+def _asked(config: pytest.Config) -> bool:
+    """Whether the command line puts mmcheck in play: an --mmcheck-* option given (its parser's value not None,
+    False or empty), or a .cu file named."""
+    values = [config.getoption("mmcheck_" + dest) for dest in (*(o.dest for o in OPTIONS), "kernel", "profile")]
+    return any(v is not None and v is not False and v != [] for v in values) \
+        or any(arg.split("::")[0].endswith(".cu") for arg in config.args)
+
+
+def _settings(config: pytest.Config) -> Settings:
+    """The session's settings, read the first time mmcheck is in play (_asked, a kernel file or a test of
+    mmcheck's collected, one of its fixtures asked for): only then is the sandbox probed and, under
+    pytest-xdist, a GPU taken (_pin_gpu), before any kernel runs."""
+    if _SETTINGS in config.stash:
+        return config.stash[_SETTINGS]
     settings = Settings.read(lambda dest: config.getoption("mmcheck_" + dest),
                              kernel=tuple(config.getoption("mmcheck_kernel")))
     if missing := [p for p in settings.src if not Path(p).exists()]:
@@ -111,31 +135,36 @@ def pytest_configure(config: pytest.Config) -> None:
     if not settings.src:
         default = Path(config.rootpath, SRC)
         settings = dataclasses.replace(settings, src=(str(default),) if default.is_dir() else ())
-    config.stash[_SETTINGS] = settings
     try:
         config.stash[_SANDBOX] = sandbox.note(settings.require_sandbox)
     except BackendUnavailable as e:  # SandboxUnavailable: required, and a protection is missing here
         raise pytest.UsageError(str(e)) from None
-    config.pluginmanager.register(_LaunchDomains(), "mmcheck-launch-domains")
-    config.pluginmanager.register(_Untimed(), "mmcheck-untimed")
     _pin_gpu(os.environ, settings.backend)
+    config.stash[_SETTINGS] = settings
+    return settings
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
-    """What the sandbox lacks on this host, said once, at the top of the session."""
+def _unsaid(config: pytest.Config) -> list[str]:
+    """What the sandbox lacks on this host, said once: at the session's top where the command line put mmcheck
+    in play, else after the collection that did."""
     note = config.stash.get(_SANDBOX, None)
-    return note and f"mmcheck: {note}"
+    config.stash[_SANDBOX] = None
+    return [f"mmcheck: {note}"] if note else []
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return _unsaid(config)
 
 
 def _pin_gpu(environ: MutableMapping[str, str], backend: str) -> None:
     """Under pytest-xdist, on a backend whose kernels run on a GPU, one GPU per worker: worker gwN takes GPU N
     modulo the GPUs there are (devices.pin_gpu), before any kernel runs.  The backend's capabilities are read
     only where there are several GPUs to spread over: they import its module."""
-    from .backends import capabilities
-
     worker = environ.get("PYTEST_XDIST_WORKER", "")
     if not worker.startswith("gw") or len(gpus := visible_gpus(environ)) < 2:
         return
+    from .backends import capabilities
+
     try:
         gpu = capabilities(backend).gpu
     except BackendUnavailable:  # the first test that asks for the runner says why
@@ -155,7 +184,7 @@ def _catalog(config: pytest.Config) -> Catalog:
     if _CATALOG not in config.stash:
         from .spec import collect
 
-        config.stash[_CATALOG] = collect(config.stash[_SETTINGS].src)
+        config.stash[_CATALOG] = collect(_settings(config).src)
     return config.stash[_CATALOG]
 
 
@@ -166,7 +195,7 @@ def _runner(config: pytest.Config) -> Runner:
         from .backends import get_backend
         from .check import runner as settings_runner
 
-        settings = config.stash[_SETTINGS]
+        settings = _settings(config)
         if workers := os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
             share_cores(int(workers))  # the references' BLAS, in each of the workers
         try:
@@ -201,12 +230,16 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 
 def pytest_report_collectionfinish(config: pytest.Config, start_path: Path) -> list[str]:
+    """The sandbox's note where it is not said yet, and the .cu files that are no kernel files, where mmcheck is
+    in play: a session of other tests beside other CUDA code hears nothing of them."""
     plain = config.stash.get(_PLAIN, [])
+    if _SETTINGS not in config.stash:
+        return []
     if not plain:
-        return []  # and nothing imported: a session without .cu files stays light
+        return _unsaid(config)  # and nothing imported: a session without .cu files stays light
     from .report import not_kernel_files
 
-    return [f"mmcheck: {not_kernel_files([_short(p, start_path) for p in plain])}"]
+    return [*_unsaid(config), f"mmcheck: {not_kernel_files([_short(p, start_path) for p in plain])}"]
 
 
 class KernelFile(pytest.File):
@@ -216,7 +249,7 @@ class KernelFile(pytest.File):
     def collect(self):
         from .spec import collect
 
-        settings = self.config.stash[_SETTINGS]
+        settings = _settings(self.config)
         catalog = collect([self.path], roots=(*settings.src, *_given_folders(self.config)))
         for error in catalog.errors:  # the file's, or one per broken kernel
             name = f"spec[{error.kernel}]" if error.kernel else "spec"
@@ -251,13 +284,13 @@ class KernelItem(pytest.Item):
     def __init__(self, *, spec: KernelSpec, dtype: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.spec, self.dtype = spec, dtype
-        for mark in _marks(spec, self.config.stash[_SETTINGS]):
+        for mark in _marks(spec, _settings(self.config)):
             self.add_marker(mark)
 
     def runtest(self) -> None:
         from .check import check
 
-        runner, settings = _runner(self.config), self.config.stash[_SETTINGS]
+        runner, settings = _runner(self.config), _settings(self.config)
         result = check(settings, runner, self.spec, self.dtype)
         if result.domain:  # told in the session's summary (pytest_terminal_summary), from any xdist worker
             self.user_properties.append((_DOMAIN, result.domain))
@@ -384,7 +417,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     marker = metafunc.definition.get_closest_marker("mmcheck")
     if "source" not in names and marker is None:
         return
-    settings, catalog = config.stash[_SETTINGS], _catalog(config)
+    settings, catalog = _settings(config), _catalog(config)
     if "source" in names:
         metafunc.parametrize("source", catalog.files, ids=[_short(f, config.rootpath) for f in catalog.files])
     if marker is None:
@@ -473,7 +506,7 @@ def _marks(spec: KernelSpec, settings: Settings) -> list:
 
 @pytest.fixture(scope="session")
 def mmcheck_settings(request: pytest.FixtureRequest) -> Settings:
-    return request.config.stash[_SETTINGS]
+    return _settings(request.config)
 
 
 @pytest.fixture(scope="session")

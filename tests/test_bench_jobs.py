@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from mmcheck.bench.benchmark import Bench, Timed
-from mmcheck.cli import _bench_workers, main
+from mmcheck.cli import main
+from mmcheck.session import bench_workers as _bench_workers
 from mmcheck.options import Settings
 from mmcheck.pool import Baseline, Benchmark
 from mmcheck.runner import Runner

@@ -20,7 +20,8 @@ import mmcheck.ahead
 import mmcheck.backends
 from mmcheck import costs
 from mmcheck.backends.base import Capabilities
-from mmcheck.cli import _workers, main
+from mmcheck.cli import main
+from mmcheck.session import workers as _workers
 from mmcheck.errors import CompileError
 
 from .fake_backend import FakeBackend, FakeTimingBackend

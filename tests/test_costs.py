@@ -5,7 +5,8 @@ import json
 import pytest
 
 from mmcheck import costs
-from mmcheck.cli import _each, main
+from mmcheck.cli import main
+from mmcheck.session import each as _each
 
 from .test_cli import kernel_files  # noqa: F401  (a fixture)
 

@@ -1,6 +1,7 @@
 """The plugin end to end, in a separate pytest run: a broken spec or a kernel that does not compile costs
 its own tests only, and the other kernels still run."""
 
+import json
 import os
 
 import pytest
@@ -238,6 +239,52 @@ def test_registering_the_plugin_imports_nothing_heavy_and_reads_no_kernels(pytes
         result.assert_outcomes(passed=1)
         heavy[plugin] = set((pytester.path / "heavy.txt").read_text().split())
     assert heavy["mmcheck"] == heavy["no:mmcheck"], heavy
+
+
+# What a session leaves behind: its environment, and which heavy modules it imported.
+SEEN = """
+    import json, os, sys
+
+    def pytest_sessionfinish(session):
+        seen = {"environ": dict(os.environ), "heavy": [m for m in ("numpy", "mmcheck.backends") if m in sys.modules]}
+        (session.config.rootpath / "seen.json").write_text(json.dumps(seen))
+"""
+
+
+@pytest.mark.slow(5)
+def test_the_plugin_is_inert_until_mmcheck_is_in_play(pytester, monkeypatch, this_mmcheck):
+    """An xdist worker on a machine of two GPUs where the sandbox lacks a protection: a session with no
+    --mmcheck-* option, kernel file or test of mmcheck's keeps its environment (CUDA_VISIBLE_DEVICES too),
+    imports neither numpy nor the backends and prints nothing of mmcheck, as the same session without the
+    plugin; any of those three puts mmcheck in play: the worker takes a GPU of its own, and the note is said once."""
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    monkeypatch.setenv("MMCHECK_SANDBOX_WITHOUT", "landlock")
+    pytester.makeconftest(SEEN)
+    pytester.makepyfile(test_plain="def test_plain():\n    assert True\n", test_ours="""
+        import pytest
+
+        @pytest.mark.mmcheck(expect="pass")
+        def test_kernel(kernel, dtype):
+            pass
+    """)
+    (pytester.mkdir("kernels") / "good.cu").write_text(GOOD)
+
+    def session(*args: str) -> tuple[list[str], dict]:
+        result = pytester.runpytest_subprocess(*args, "-p", "no:cacheprovider")
+        assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED), result.stdout.str()
+        return result.outlines, json.loads((pytester.path / "seen.json").read_text())
+
+    said, seen = session("test_plain.py")
+    assert seen["environ"]["CUDA_VISIBLE_DEVICES"] == "0,1" and seen["heavy"] == []
+    assert not [line for line in said if line.startswith("mmcheck")], said
+    assert seen == session("test_plain.py", "-p", "no:mmcheck")[1]
+    note = "mmcheck: note: the sandbox cannot protect file access"
+    for in_play in (["test_plain.py", "--mmcheck-backend", "gpu"], ["kernels", "--collect-only"],
+                    ["test_ours.py", "--collect-only"]):
+        said, seen = session(*in_play)
+        assert seen["environ"]["CUDA_VISIBLE_DEVICES"] == "1", in_play
+        assert sum(line.startswith(note) for line in said) == 1, said  # in the header, or after the collection
 
 
 class FakeNvml:

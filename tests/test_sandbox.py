@@ -204,7 +204,11 @@ def test_a_missing_protection_is_said_once_and_required_it_is_an_error(host_with
 def test_pytest_says_a_missing_protection_at_the_top_and_required_it_is_a_usage_error(host_without_landlock,
                                                                                         pytester, this_mmcheck):
     pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
-    said = pytester.runpytest_subprocess("test_plain.py", "-p", "no:cacheprovider", "-p", "mmcheck")
+    unrelated = pytester.runpytest_subprocess("test_plain.py", "-p", "no:cacheprovider", "-p", "mmcheck")
+    unrelated.assert_outcomes(passed=1)
+    assert "mmcheck: note" not in unrelated.stdout.str()  # a session mmcheck is no part of hears nothing of it
+    said = pytester.runpytest_subprocess("test_plain.py", "-p", "no:cacheprovider", "-p", "mmcheck",
+                                         "--mmcheck-backend", "emu")
     said.assert_outcomes(passed=1)
     assert "mmcheck: note: the sandbox cannot protect file access" in said.stdout.str()
     required = pytester.runpytest_subprocess("test_plain.py", "-p", "no:cacheprovider", "-p", "mmcheck",

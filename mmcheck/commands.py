@@ -1,0 +1,359 @@
+"""What each ``mmcheck`` command does with the arguments cli.py parsed: its run (session.py), its report on
+standard output, what went wrong on standard error, and its exit status (EXIT_*; cli.EXIT_CODES says them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import children, session
+from .backends import capabilities
+from .defaults import SRC
+from .errors import BackendUnavailable, MmcheckError, SpecError, Unsupported
+from .options import Settings
+from .results import Outcome
+from .spec import NO_SPEC, Catalog, collect, kernel_file
+
+if TYPE_CHECKING:
+    import argparse
+
+    from . import grade as grading
+    from .backends.base import Capabilities
+    from .bench.benchmark import Timed
+    from .results import Result
+    from .runner import Runner
+    from .spec import KernelSpec
+
+__all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_MISMATCH", "EXIT_OK", "EXIT_USAGE", "bench", "check", "grade",
+           "info", "init", "interrupted", "kernel_list", "report"]
+
+EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return Settings.read(lambda dest: getattr(args, dest, None))
+
+
+def interrupted(args: argparse.Namespace) -> int:
+    """A Ctrl-C before any check ran (a run's own Ctrl-C is session.each's): said in a line, and check's JSON
+    written, of no results."""
+    print("mmcheck: interrupted; no kernel was checked", file=sys.stderr)
+    if args.command == "check" and args.json:
+        from .report import json_document, write_json
+
+        settings = _settings(args)
+        write_json(args.json, json_document([], [], settings.backend, capabilities(settings.backend),
+                                            settings.compiler, complete=False))
+    return EXIT_INTERRUPTED
+
+
+def _catalog(args: argparse.Namespace) -> tuple[Catalog, tuple[str, ...]]:
+    """Files named as targets (or --src, or the default folder, defaults.SRC) and the name globs among the
+    targets.  A target that looks like a path (a folder separator, or .cu) is one, and must exist."""
+    paths = [t for t in args.targets if Path(t).exists() or "/" in t or t.endswith(".cu")]
+    globs = tuple(t for t in args.targets if t not in paths)
+    sources = paths + (args.src or [])
+    if not sources and not Path(SRC).is_dir():
+        raise SpecError(SRC, "no such folder here: name .cu files or folders to check (or use --src)")
+    # A file named that is no kernel file is a usage error, as a path that is not there is.
+    if plain := next((p for p in map(Path, sources) if p.is_file() and not kernel_file(p)), None):
+        raise SpecError(plain, NO_SPEC.format(path=plain))
+    return collect(sources or [SRC]), globs
+
+
+def _kernels(args: argparse.Namespace) -> tuple[Catalog, tuple[str, ...]] | None:
+    """The targets' kernels (_catalog); None, having said why, where a target is missing or no kernel file."""
+    try:
+        return _catalog(args)
+    except SpecError as e:
+        print(f"mmcheck: {e}", file=sys.stderr)
+        return None
+
+
+def _run_of(args: argparse.Namespace) -> tuple[Catalog, tuple[str, ...], Settings] | None:
+    """A run's kernels (_kernels) and its settings, its scratch folder made before any worker starts: the
+    workers' compilers share it, and this process removes it."""
+    if (found := _kernels(args)) is None:
+        return None
+    children.scratch()
+    return (*found, _settings(args))
+
+
+def _unmatched(named: Sequence[tuple[KernelSpec, str]], dtypes: Sequence[str], targets: Sequence[str],
+               what: str) -> str:
+    """Why no kernel is to run: none of the targets' kernels (``named``, each with a dtype it declares) is of
+    a dtype --dtype asks for, and which dtypes they have; or none matches the targets at all."""
+    where = " ".join(targets) or "the default folder"
+    if named and dtypes:
+        have = ", ".join(dict.fromkeys(d for _, d in named))
+        return f"no {what} in {where} has --dtype {', '.join(dtypes)}: its kernels have {have}"
+    return f"no {what} matches {where}"
+
+
+def kernel_list(args: argparse.Namespace) -> int:
+    from .report import kernel_list as listed
+
+    if (found := _kernels(args)) is None:
+        return EXIT_USAGE
+    catalog, globs = found
+    print(listed(list(dict.fromkeys(s for s, _ in catalog.select(globs))), catalog.errors, catalog.plain))
+    return EXIT_USAGE if catalog.errors else EXIT_OK
+
+
+def info(args: argparse.Namespace) -> int:
+    from .info import lines
+
+    print("\n".join(lines(_settings(args))))
+    return EXIT_OK
+
+
+def check(args: argparse.Namespace) -> int:
+    from .report import not_kernel_files, verdict
+
+    if (found := _run_of(args)) is None:
+        return EXIT_USAGE
+    catalog, globs, settings = found
+    pairs = catalog.select(globs, settings.dtype)
+    if not pairs and not catalog.errors:
+        print(f"mmcheck: {_unmatched(catalog.select(globs), settings.dtype, args.targets, 'kernel')}", file=sys.stderr)
+        if catalog.plain and not catalog.specs:
+            print(f"mmcheck: {not_kernel_files(catalog.plain)}", file=sys.stderr)
+            print(f"mmcheck: mmcheck init {catalog.plain[0]} writes a spec for its kernel", file=sys.stderr)
+        return EXIT_USAGE
+    for e in catalog.errors:
+        print(f"mmcheck: {e}", file=sys.stderr)
+    try:
+        run = session.Checking(settings, args.jobs, pairs)
+    except BackendUnavailable as e:  # SandboxUnavailable too: the sandbox is required and lacks a protection
+        print(f"mmcheck: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+    def said(label: str, r: Result) -> tuple[str, bool]:
+        return f"{label}: {verdict(r)}", not r.as_expected or r.outcome == Outcome.SKIP
+
+    results = run.run(said)
+    return _told(args, settings, catalog, results, run.backend, run.found, len(results) == len(pairs))
+
+
+def _told(args: argparse.Namespace, settings: Settings, catalog: Catalog, results: Sequence[Result], backend: str,
+          found: Capabilities, complete: bool) -> int:
+    """Check's report of ``results`` (on ``backend``, which can do ``found``): the table, the summary, each
+    failure told (with --verbose, expected ones too), the JSON; and its exit status."""
+    from .artifacts import save_failure
+    from .report import json_document, not_kernel_files, reproduce, summary, table, write_json
+
+    print(f"backend: {backend}")
+    print(table(results))
+    print(summary(results, len(catalog.errors)))
+    if catalog.plain:
+        print(not_kernel_files(catalog.plain))
+    for r in results:
+        told = r.outcome in (Outcome.FAIL, Outcome.ERROR, Outcome.INTERNAL)
+        if r.message and told and (args.verbose or not r.as_expected):
+            command = reproduce(r.case, backend, found, settings.compiler)
+            saved = save_failure(Path(settings.results), r.record, command) if r.record else []
+            replay = r.outcome in (Outcome.FAIL, Outcome.INTERNAL)
+            print(f"\n{r.message}" + (f"\n  reproduce: {command}" if replay else "")
+                  + "".join(f"\n  saved: {p}" for p in saved))
+    document = json_document(results, catalog.errors, backend, found, settings.compiler, complete)
+    if args.json:
+        write_json(args.json, document)
+    if not complete:
+        return EXIT_INTERRUPTED
+    # A kernel that did not do what its spec expects is the run's verdict, whatever else is broken; a case that
+    # mmcheck failed on says nothing of its kernel.
+    if not all(r.as_expected or r.outcome in (Outcome.SKIP, Outcome.INTERNAL) for r in results):
+        return EXIT_MISMATCH
+    if any(r.outcome == Outcome.INTERNAL for r in results):
+        return EXIT_INTERNAL
+    if catalog.errors:
+        return EXIT_USAGE
+    if args.fail_on_skip and any(r.outcome == Outcome.SKIP for r in results):
+        return EXIT_MISMATCH
+    return EXIT_OK if document["ok"] else EXIT_MISMATCH
+
+
+def grade(args: argparse.Namespace) -> int:
+    """Each submission's kernels checked as ``check`` checks them, one after another or by -j's workers, then,
+    where the backend times kernels, those that passed benchmarked; the grade sheet (grade.py)."""
+    from . import grade as grading
+    from .check import open_runner
+    from .report import write_json
+
+    settings = _settings(args)
+    try:
+        assignment = grading.read_assignment(args.assignment)
+        entries = [e for s in args.submissions for e in grading.entries(assignment, s)]
+        pairs = [(e, d) for e in entries for d in e.spec.dtypes if not settings.dtype or d in settings.dtype]
+        if not pairs:
+            raise SpecError(args.assignment, f"no kernel of the assignment has the dtype {', '.join(settings.dtype)}")
+        runner = open_runner(settings)
+    except (SpecError, BackendUnavailable) as e:
+        print(f"mmcheck: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    backend, found = runner.backend.name, runner.backend.capabilities
+
+    def said(label: str, r: Result) -> tuple[str, bool]:
+        return f"{label}: {r.outcome}", r.outcome is not Outcome.PASS
+
+    # What -j's workers open, and the runner here once they are done: the backend found here.
+    with grading.private(pairs) as pairs, session.Here(dataclasses.replace(settings, backend=backend), runner) as here:
+        checked = [(e, d) for e, d in pairs if not e.problem]  # each submission checked from a copy of its own
+        results = session.grade_checks(here, args.jobs, [(e.spec, d) for e, d in checked],
+                                       [f"{e.submission} {e.spec.name} {d}" for e, d in checked], said)
+        rows = grading.rows(pairs, results, settings.seed)
+        complete = len(results) == len(checked)
+        if found.times and complete:
+            rows, complete = _grade_benchmarks(settings, here.runner, rows)
+    if args.csv == "-":  # the grade sheet alone on standard output, for a pipe
+        grading.print_csv(sys.stdout, rows, found.times)
+    else:
+        print(f"backend: {backend}")
+        print(grading.table(rows, found.times))
+        counts = {v: sum(grading.verdict(r) == v for r in rows) for v in ("pass", "fail", "error", "skip")}
+        print(f"{len(args.submissions)} submissions, {len(rows)} kernel x dtype: "
+              + ", ".join(f"{n} {v}" for v, n in counts.items() if n))
+    if args.csv and args.csv != "-":
+        grading.write_csv(args.csv, rows, found.times)
+    if args.json:
+        write_json(args.json, grading.json_document(rows, args.assignment, backend, found.times, complete))
+    if not complete:
+        return EXIT_INTERRUPTED
+    return EXIT_INTERNAL if any(r.result.outcome is Outcome.INTERNAL for r in rows) else EXIT_OK
+
+
+def _grade_benchmarks(settings: Settings, runner: Runner, rows: list[grading.Row]) -> tuple[list[grading.Row], bool]:
+    """The rows, each that passed with its benchmark at the first of --bench-sizes (default: the spec's bench,
+    else 4096); whether every benchmark ran (Ctrl-C stops them).  cuBLAS is timed once per problem."""
+    from .bench.benchmark import Bench
+
+    def said(label: str, t: Timed) -> tuple[str, bool]:
+        return f"{label}: {t.failure or t.skip or 'timed'}", t.record is None
+
+    passed = [i for i, row in enumerate(rows) if row.result.ok]
+    cases = [rows[i].result.case for i in passed]
+    items = [(f"{rows[i].submission} {c.spec.name} {c.dtype}", c.spec, c.dtype) for i, c in zip(passed, cases)]
+    timings = session.benchmarked(Bench(runner, settings.method()), items, settings.bench_sizes, said)
+    out = list(rows)
+    for i, t in zip(passed, timings):
+        out[i] = dataclasses.replace(rows[i], timed=t)
+    return out, len(timings) == len(passed)
+
+
+def bench(args: argparse.Namespace) -> int:
+    from pytest_benchmark.plugin import pytest_benchmark_generate_machine_info
+
+    from .bench import records, tables
+    from .shapes import bench_shapes
+
+    if (found := _run_of(args)) is None:
+        return EXIT_USAGE
+    catalog, globs, settings = found
+    runs = [(s, d, shape) for s, d in catalog.select(globs, settings.dtype) if s.expect == "pass"
+            for shape in bench_shapes(s, d, settings.bench_sizes)]
+    if not runs:
+        correct = [(s, d) for s, d in catalog.select(globs) if s.expect == "pass"]
+        print(f"mmcheck: {_unmatched(correct, settings.dtype, args.targets, 'correct kernel')}", file=sys.stderr)
+        return EXIT_USAGE
+    for e in catalog.errors:
+        print(f"mmcheck: {e}", file=sys.stderr)
+    try:
+        run = session.Benchmarking(settings)
+    except (BackendUnavailable, Unsupported) as e:  # no backend here, or one without a clock
+        print(f"mmcheck: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    problems = list(dict.fromkeys((s.op, d, shape) for s, d, shape in runs))
+    labels = [f"cuBLAS {op} {d} {shape}" for op, d, shape in problems] + [f"{s.name} {d} {shape}"
+                                                                        for s, d, shape in runs]
+
+    def said(label: str, outcome: Timed) -> tuple[str, bool]:
+        return outcome.failure or outcome.skip or f"{label}: {_speed(outcome.record)}", outcome.record is None
+
+    outcomes = run.run(args.jobs, problems, runs, labels, said)
+    timed = [o.record for o in outcomes if o.record]
+    if timed:
+        print(tables.table(timed))
+    if args.json and timed:
+        machine = {**pytest_benchmark_generate_machine_info(), "gpu": timed[0].extra["device"]}
+        records.write(args.json, records.document(timed, machine))
+    if len(outcomes) < len(labels):
+        return EXIT_INTERRUPTED
+    return EXIT_MISMATCH if any(o.failure for o in outcomes) else EXIT_OK
+
+
+def _speed(record) -> str:
+    e = record.extra
+    versus = f", {e['cublas_pct']:.0f}% of cuBLAS" if e["cublas_pct"] is not None and e["kernel"] != "cublas" else ""
+    return f"{record.median * 1e3:.3g} ms, {e['gflops']:.4g} GFLOP/s{versus}"
+
+
+def init(args: argparse.Namespace) -> int:
+    from .draft import draft, kernels, refuse_a_second, write
+
+    path = Path(args.file)
+    try:
+        if not args.show:
+            refuse_a_second(path)  # before asking which kernel
+        entry = args.entry
+        if entry is None and sys.stdin.isatty():
+            names = kernels(path)
+            entry = _which(names) if len(names) > 1 else None
+        spec = draft(path, entry)
+        if not args.show:
+            write(path, spec.text)
+    except (MmcheckError, EOFError) as e:
+        print(f"mmcheck: {e or 'no kernel chosen'}", file=sys.stderr)
+        return EXIT_USAGE
+    print(spec.text if args.show else f"wrote the spec of {spec.entry} at the top of {path}")
+    for todo in spec.todos:
+        print(f"mmcheck: TODO {todo}", file=sys.stderr)
+    for note in spec.notes:
+        print(f"mmcheck: note {note}", file=sys.stderr)
+    if spec.notes:
+        print("mmcheck: a noted line is a guess: read its note, and change the line where it is wrong",
+              file=sys.stderr)
+    if spec.todos:
+        print(f"mmcheck: fill in each TODO of the spec and remove its comment, then: mmcheck check {path}",
+              file=sys.stderr)
+    return EXIT_OK
+
+
+def _which(names: Sequence[str]) -> str:
+    """The kernel a person at the terminal picks among ``names``, by number or name."""
+    for i, name in enumerate(names, 1):
+        print(f"  {i}. {name}", file=sys.stderr)
+    while True:
+        answer = input(f"which kernel (1-{len(names)} or its name)? ").strip()
+        if answer in names:
+            return answer
+        if answer.isdecimal() and 1 <= int(answer) <= len(names):
+            return names[int(answer) - 1]
+
+
+def report(args: argparse.Namespace) -> int:
+    from .bench import plots, records, tables
+
+    try:
+        runs = [records.load([f]) for f in args.files]
+    except ValueError as e:
+        print(f"mmcheck: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.compare:
+        if len(runs) != 2:
+            print("mmcheck: --compare takes exactly two files (the old run, then the new)", file=sys.stderr)
+            return EXIT_USAGE
+        print(tables.comparison(*runs))
+    everything = [r for run in runs for r in run]
+    if not everything:
+        print("mmcheck: no mmcheck benchmarks in " + ", ".join(args.files), file=sys.stderr)
+        return EXIT_USAGE
+    if not args.compare:
+        print(tables.table(everything))
+    for path, draw in ((args.plot, plots.throughput), (args.roofline, plots.roofline)):
+        if path:
+            print(f"wrote {draw(everything, path)}")
+    return EXIT_OK
