@@ -20,14 +20,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import reading
+from . import declared, reading
 from .dtypes import precision
 from .errors import CompileError
 from .expr import BOOLEANS
 from .spec import KernelSpec, Verbatim
 
 __all__ = ["Build", "unit_source", "function_symbols", "find_symbol", "kernel_symbol", "instance_symbol",
-           "verbatim_failure", "cache_key", "cache_root", "macro_flags", "c_string", "local_includes",
+           "verbatim_failure", "missing_entry", "cache_key", "cache_root", "macro_flags", "c_string", "local_includes",
            "include_options", "find_header", "INCLUDE", "INSTANCE", "INSTANTIATION"]
 
 # The variable that holds the template instance's address, and the file name its line is given (#line), which
@@ -169,6 +169,8 @@ def find_symbol(symbols: Iterable[str], build: Build) -> str:
         # An extern "C" kernel's symbol is its name alone, in a namespace or not.
         found = {s for s in names if s == parts[-1]
                  or (s.startswith(mangled + follows) and not s.startswith(mangled + "I"))}
+    if not found and (plain := missing_entry(build)):
+        raise plain
     if len(found) != 1:
         listed = ", ".join(sorted(found)) or "none"
         why = "several kernels match (overloads?)" if found else "no kernel of that name"
@@ -236,8 +238,8 @@ def local_includes(spec: KernelSpec) -> list[tuple[str, bytes]]:
 # Where a compiler places an error in the instantiation, or in the emulator's launcher, which names it too:
 # "mmcheck-instantiation:1:34: error: ..." (g++), "mmcheck-instantiation(1): error: ..." (nvcc), and NVRTC's
 # "__nv_name_map(2): error: ..." (its name expression).
-_AT_INSTANCE = re.compile(rf"^(?:{INSTANTIATION}|__nv_name_map|<emulator launcher for [\w:]+>)[:(]\d+[^\n]*?error[^\n]*",
-                          re.M)
+_AT = rf"^(?:{INSTANTIATION}|__nv_name_map|<emulator launcher for [\w:]+>)[:(]\d+[^\n]*?error"
+_AT_INSTANCE = re.compile(rf"{_AT}[^\n]*", re.M)
 _NAME = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -253,6 +255,32 @@ def verbatim_failure(build: Build, diagnostics: str) -> CompileError | None:
     what = "argument" if len(blamed) == 1 else "arguments"
     return CompileError(f"{build.spec.path}: the template {what} {', '.join(map(str, blamed))} (C++ written as it "
                         f"is in the spec) of {build.instance} did not compile:\n{diagnostics}")
+
+
+# A compiler's word, where the kernel's address is taken, that a name is not declared: g++'s, and nvcc's and
+# NVRTC's (EDG's), of a plain name or of a namespace's member.
+_UNDECLARED = re.compile(rf"{_AT}: "
+                         r"(?:'(?P<gxx>\w+)' (?:was not declared in this scope|has not been declared|is not a member "
+                         r"of '[\w:]+')|identifier \"(?P<edg>\w+)\" is undefined|namespace \"[\w:]+\" has no member "
+                         r"\"(?P<member>\w+)\")", re.M)
+
+
+def missing_entry(build: Build, diagnostics: str | None = None) -> CompileError | None:
+    """The plain error of a kernel whose entry the file does not define (declared.missing), where the compiler's
+    ``diagnostics`` say that a part of the entry's name is not declared where the kernel's address is taken
+    (None: the compiled module holds no kernel of the name); None where they do not, or the file's text (its
+    own headers with it) defines a kernel of that name after all."""
+    spec = build.spec
+    if diagnostics is not None:
+        said = (m["gxx"] or m["edg"] or m["member"] for m in _UNDECLARED.finditer(diagnostics))
+        if not set(said) & set(spec.entry.split("::")):
+            return None
+    try:
+        headers = [data.decode(errors="replace") for _, data in local_includes(spec)]
+    except CompileError:
+        return None
+    found = declared.missing(spec, [spec.source, *headers], "the file")
+    return CompileError(f"{spec.path}: {found}") if found else None
 
 
 def macro_flags(defines: Mapping[str, str] | Iterable[tuple[str, str]]) -> list[str]:

@@ -31,14 +31,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from . import reading
-from .dtypes import precision
+from .declared import definitions, expected, missing
 from .errors import SpecError, visible
-from .extras import Role
 from .publish import atomic_write
 from .report import grid
 from .results import Case, Outcome, Result
 from .sandbox import PRIVATE_COPY
-from .spec import KernelSpec, Param, find_sources, load_specs, opener, parse_kernels
+from .spec import KernelSpec, find_sources, load_specs, opener, parse_kernels
 
 if TYPE_CHECKING:
     from .bench.benchmark import Timed
@@ -53,12 +52,6 @@ DETAIL_WIDTH = 100  # the table's detail column, cut at a word
 # it (a data set handed in beside the kernel) is not graded.
 COPY_BYTES = 4 * reading.MAX_BYTES
 
-# A comment; one left open runs to the end of the text, as the compiler reads it, so that each match is found
-# in one pass (searching past every "/*" for its close took time quadratic in the text's length).
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)", re.S)
-_DECLARATION = re.compile(r"[^;{}]+")  # what a kernel's head lies within: the text between ; { and }
-_GLOBAL = re.compile(r"__global__\b")
-_PARENTHESIS = re.compile(r"[()]")
 # The heading of the map of wrong tiles that ends a wrong result's finding (diagnose.tile_map).
 _TILE_MAP = re.compile(r"\S+\[\d+\] in \d+x\d+ tiles \(")
 
@@ -131,17 +124,17 @@ def entries(assignment: Sequence[KernelSpec], submission: str) -> list[Entry]:
     note = _own_spec_note(assignment, texts)
     found = []
     for spec in assignment:
-        defining = [f for f, text in texts.items() if _definitions(text, spec.entry)]
+        defining = [f for f, text in texts.items() if definitions(text, spec.entry)]
         if unreadable:
             problem = unreadable
         elif not files:
-            problem = f"no .cu file in the folder {path}; expected one that defines {_expected(spec)}"
+            problem = f"no .cu file in the folder {path}; expected one that defines {expected(spec)}"
         elif not defining:
             where = "the submission" if path.is_file() else f"any .cu file of {path}"
-            problem = f"no kernel {spec.entry} in {where}; expected {_expected(spec)}"
+            problem = missing(spec, texts.values(), where) or f"no kernel {spec.entry} in {where}"
         elif len(defining) > 1:
             problem = (f"several files define {spec.entry} ({', '.join(str(f) for f in defining)}); expected one "
-                       f"file to define {_expected(spec)}")
+                       f"file to define {expected(spec)}")
         else:
             file = defining[0]
             problem = _signature_problem(spec, texts[file])
@@ -239,35 +232,6 @@ def rows(pairs: Sequence[tuple[Entry, str]], results: Sequence[Result], seed: in
     return found
 
 
-def _definitions(text: str, entry: str) -> list[str]:
-    """The parameter lists (the text between the parentheses) of each ``__global__`` function named ``entry``
-    declared or defined in the source ``text``, comments aside.  Each search goes on from where the last ended,
-    so the time is linear in the text's length, whatever a submission holds."""
-    code = _COMMENT.sub(" ", text)
-    closing = _closing_parentheses(code)
-    name = re.compile(r"\b" + re.escape(entry) + r"\s*\(")
-    found = []
-    for declaration in _DECLARATION.finditer(code):
-        position, end = declaration.start(), declaration.end()
-        while (head := _GLOBAL.search(code, position, end)) and (called := name.search(code, head.end(), end)):
-            position = called.end()
-            if (close := closing.get(position - 1)) is not None:
-                found.append(code[position:close])
-    return found
-
-
-def _closing_parentheses(code: str) -> dict[int, int]:
-    """Where each opening parenthesis of ``code`` is closed (none for one never closed), found in one pass."""
-    opened: list[int] = []
-    closing = {}
-    for mark in _PARENTHESIS.finditer(code):
-        if mark.group() == "(":
-            opened.append(mark.start())
-        elif opened:
-            closing[opened.pop()] = mark.start()
-    return closing
-
-
 def _parameters(text: str) -> list[str]:
     """A parameter list's parameters, split at the commas outside brackets and template arguments."""
     parts, depth, current = [], 0, ""
@@ -286,7 +250,7 @@ def _signature_problem(spec: KernelSpec, text: str) -> str:
     many, a pointer where it passes a buffer, a value elsewhere); empty where one does.  The types themselves
     are the compiled kernel's to tell (launch.check_parameters)."""
     wanted = [q.is_buffer for q in spec.params]
-    found = [_parameters(d) for d in _definitions(text, spec.entry)]
+    found = [_parameters(d) for d in definitions(text, spec.entry)]
     if any([_pointer(p) for p in params] == wanted for params in found):
         return ""
     params = found[0]
@@ -296,31 +260,12 @@ def _signature_problem(spec: KernelSpec, text: str) -> str:
         i = next(i for i, p in enumerate(params) if _pointer(p) != wanted[i])
         kind = "a pointer" if wanted[i] else "a value, not a pointer"
         why = f"its parameter {i + 1} ({' '.join(params[i].split())}) must be {kind}"
-    return f"{spec.entry} does not take the assignment's parameters: {why}; expected {_expected(spec)}"
+    return f"{spec.entry} does not take the assignment's parameters: {why}; expected {expected(spec)}"
 
 
 def _pointer(parameter: str) -> bool:
     """Whether a parameter's declaration declares a pointer (an array parameter is one)."""
     return "*" in parameter or "[" in parameter
-
-
-def _expected(spec: KernelSpec) -> str:
-    """The kernel the assignment asks for, as C++ declares it, in its first dtype (a template's parameters
-    aside): ``__global__ void sgemm(int M, ..., const float* A, ...)``."""
-    p = precision(spec.dtypes[0])
-    op = spec.operation
-    written = {o.name: (o.dtype(p), o in op.inputs) for o in op.operands}
-    written.update({b.name: (b.d(p), b.role is Role.INPUT) for b in spec.buffers})
-
-    def declared(q: Param) -> str:
-        if q.is_buffer:
-            d, read_only = written[q.name]
-            return f"{'const ' if read_only else ''}{d.ctype}* {q.name}"
-        if q.kind in ("scalar", "value"):
-            return f"{q.ctype or p.output.ctype} {q.name}"
-        return f"{q.ctype or 'int'} {q.name}"
-
-    return f"__global__ void {spec.entry}({', '.join(declared(q) for q in spec.params)})"
 
 
 def _own_spec_note(assignment: Sequence[KernelSpec], texts: dict[Path, str]) -> str:

@@ -74,6 +74,7 @@ def _detail(r: Result) -> str:
     # diagnosis on the finding's next line.
     lines = r.finding.splitlines() or [""]
     first = lines[1].strip() if m is not None and not math.isfinite(m.abs_err) and len(lines) > 1 else lines[0]
+    first = first.removeprefix(f"{r.case.spec.path}: ")  # the row's kernel names its file; the message below says it
     text = f"{r.case.shape}: {first}" if r.context and r.case.shape else first
     return textwrap.shorten(text, DETAIL_WIDTH, placeholder=" ...")
 

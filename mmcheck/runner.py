@@ -17,7 +17,7 @@ import numpy as np
 
 from . import data
 from .backends.base import Backend, Kernel, Launched
-from .compile import Build
+from .compile import Build, missing_entry
 from .data import Operands, Trial
 from .errors import CompileError, MmcheckError, SandboxViolation, Unsupported
 from .judge import Rerun, judge
@@ -88,7 +88,9 @@ class Runner:
             started = time.monotonic()
             try:
                 self._kernels[build.key] = self.backend.compile(build)
-            except (CompileError, Unsupported, SandboxViolation) as e:
+            except CompileError as e:  # a missing entry in plain words, whichever compiler found it
+                self._kernels[build.key] = missing_entry(build, str(e)) or e
+            except (Unsupported, SandboxViolation) as e:
                 self._kernels[build.key] = e
             finally:
                 if self._budget is not None:

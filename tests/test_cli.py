@@ -658,3 +658,16 @@ def test_what_a_kernel_prints_and_a_compiler_quotes_reaches_the_terminal_with_it
     assert "\x1b" not in said.out + said.err and "\r" not in said.out
     assert "the kernel printed 16 bytes:\n\\x1b[1A\\x1b[2K\\x0dall ok" in said.out
     assert "\\x1b[2J" in said.out
+
+
+@needs.gxx
+def test_a_wrong_entry_is_said_plainly_with_the_nearest_names(tmp_path, capsys):
+    (tmp_path / "k.cu").write_text(_ESCAPES_SPEC.format(name="e.renamed").replace('entry = "k"', 'entry = "matmull"')
+                                   + "__global__ void matmul(const float* A, const float* B, float* C, int M, int N, "
+                                     "int K) {}\n")
+    assert main(["check", "--src", str(tmp_path), "--backend", "emu", "--results", str(tmp_path / "res")]) == 1
+    said = capsys.readouterr()
+    row = next(line for line in said.out.splitlines() if line.startswith("e.renamed"))
+    assert "ERROR   no kernel matmull in the file (the nearest it defines: matmul); expected" in row
+    assert f"{tmp_path / 'k.cu'}: no kernel matmull in the file" in said.out  # the whole message, below the table
+    assert "MMEMU_EXPORT_KERNEL" not in said.out + said.err and "shim.h" not in said.out + said.err

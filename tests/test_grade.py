@@ -72,7 +72,8 @@ ROWS = {
                                                       r"7 parameters, not 8; expected " + re.escape(
                                                           "__global__ void sgemm(int M, int N, int K, float alpha, "
                                                           "const float* A, const float* B, float beta, float* C)")),
-    "submissions/renamed.cu": ("error", "entry", "", r"no kernel sgemm in the submission; expected __global__ .*"),
+    "submissions/renamed.cu": ("error", "entry", "", r"no kernel sgemm in the submission \(the nearest it defines: "
+                                                      r"my_sgemm\); expected __global__ .*"),
     "submissions/right.cu": ("pass", "", "", r"up to 106x73x94"),
     "submissions/wrong.cu": ("fail", "mismatch", r"\d+x\d+x\d+", r".*differ.*"),
 }

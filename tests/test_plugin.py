@@ -83,10 +83,12 @@ def test_kernel_files_are_test_files_one_test_per_kernel_and_dtype(pytester, thi
     (kernels / "broken_spec.cu").write_text(BROKEN_BESIDE_GOOD)
     (kernels / "no_compile.cu").write_text(GOOD.replace("user.good", "user.bad").replace("float s = 0;", "float s = ;"))
     (kernels / "plain.cu").write_text("__global__ void not_mine() {}\n")  # no spec: not a test file
+    (kernels / "renamed.cu").write_text(GOOD.replace("user.good", "user.renamed").replace('entry = "mm"',
+                                                                                          'entry = "mm2"'))
     result = pytester.runpytest_subprocess("kernels", "--mmcheck-backend", "emu", "--mmcheck-timeout", "2",
                                            "-v", "-rfx", "-p", "no:cacheprovider")
     out = result.stdout.str()
-    result.assert_outcomes(passed=2, failed=3, xfailed=1)
+    result.assert_outcomes(passed=2, failed=4, xfailed=1)
     assert "kernels/good.cu::user.good[float32] PASSED" in out
     assert "kernels/broken_spec.cu::user.beside[float32] PASSED" in out
     assert "kernels/bug.cu::user.bug[float32] XFAIL" in out
@@ -95,6 +97,8 @@ def test_kernel_files_are_test_files_one_test_per_kernel_and_dtype(pytester, thi
     assert "broken_spec.cu: kernel 'user.x': key 'op'" in out
     assert "FAILED kernels/no_compile.cu::user.bad[float32]" in out and "no_compile.cu:" in out
     assert "FAILED kernels/hang.cu::user.hang[float32]" in out and "2 s" in out
+    assert "FAILED kernels/renamed.cu::user.renamed[float32]" in out
+    assert "renamed.cu: no kernel mm2 in the file (the nearest it defines: mm); expected __global__ void mm2(" in out
     assert "mmcheck: 1 .cu file with no mmcheck spec, not a kernel file: kernels/plain.cu" in out
     assert "plain.cu::" not in out
 
