@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .compare import tolerance
-from .data import C_OFFSET_FLOAT, Layout, Operands, granule, marker_source
+from .data import C_OFFSET_FLOAT, Layout, Operands, filled, granule, marker_source
 from .dtypes import DTYPES
 from .ops import Op, Operand
 
@@ -44,6 +44,7 @@ class Evidence:
     layouts: Mapping[str, Layout] = field(default_factory=dict)
     accumulator: str | None = None  # the type the kernel promises to accumulate in (None: ``dtype``)
     inputs: str | None = None  # the inputs' dtype (None: ``dtype``)
+    params: frozenset[str] = frozenset()  # the names of what the kernel is handed (its spec's params)
 
     @property
     def a(self) -> np.ndarray:
@@ -94,6 +95,10 @@ class Evidence:
 
 
 def diagnose(e: Evidence) -> list[str]:
+    """The sentences of every classifier that speaks; where the result is exactly what the sizes handed in
+    another order give, that alone (the kernel is then not to blame)."""
+    if said := _sizes(e):
+        return [said]
     return [s for classify in _CLASSIFIERS if (s := classify(e))]
 
 
@@ -356,6 +361,88 @@ def _same(e: Evidence, got: np.ndarray, want: np.ndarray) -> bool:
         with np.errstate(invalid="ignore", over="ignore"):
             return np.array_equal(got.astype(kind), want.astype(kind))
     return np.allclose(got, want, rtol=1e-5, atol=1e-6, equal_nan=False)
+
+
+def _sizes(e: Evidence) -> str | None:
+    """The result of a right kernel handed the sizes in another order than the spec's params give them (M and
+    N swapped): every element the kernel wrote is what such a kernel writes there, reading the inputs (and C's
+    input) and writing the result at the places the sizes it was handed make, a read off a matrix finding its
+    guard band's or padding's pattern; and two wrong elements at least are numbers that it explains."""
+    sizes = [s for s in ("M", "N", "K") if s in e.params and s not in e.op.fixed]
+    true = _true_sizes(e)
+    for order in itertools.permutations(sizes):
+        handed = {**true, **{s: true[o] for s, o in zip(sizes, order)}}
+        if handed == true or e.got.shape[0] * handed["M"] * handed["N"] * handed["K"] > _MAX_TERMS:
+            continue
+        if _handed_result(e, handed):
+            swaps = " and ".join(f"{o} as {s}" for s, o in zip(sizes, order) if s != o)
+            return (f"the result is exactly what a right kernel computes when it is handed {swaps}: do the spec's "
+                    "params name the sizes in the order the kernel takes them?")
+    return None
+
+
+def _handed_result(e: Evidence, handed: dict[str, int]) -> bool:
+    """Whether every element the kernel wrote is what a right kernel handed the sizes ``handed`` writes there,
+    and two wrong ones at least, numbers both, are among them."""
+    out = e.op.output
+    values = {o.name: _read_as(e, o, handed) for o in e.op.operands}
+    if any(v is None for v in values.values()):
+        return False
+    a, b = e.op.factors(values)
+    with np.errstate(invalid="ignore", over="ignore"):
+        result = e.op.reference(a, b, values[out.name], e.alpha, e.beta).ravel()
+    # The result put where that kernel puts it (what falls off C is not written), read back where C's elements are.
+    size = e.layout(out).size(e.got.shape)
+    at = _places(e, out, handed).ravel()
+    inside = (at >= 0) & (at < size)
+    memory, wrote = np.zeros(size, result.dtype), np.zeros(size, bool)
+    memory[at[inside]], wrote[at[inside]] = result[inside], True
+    mine = _places(e, out, _true_sizes(e)).ravel()
+    written = ~e.unwritten.ravel()
+    kind = DTYPES[e.dtype].numpy
+    with np.errstate(invalid="ignore", over="ignore"):
+        got, want = e.got.ravel()[written].astype(kind), memory[mine][written].astype(kind)
+    told = (e.bad.ravel()[written] & np.isfinite(got.astype(np.float64))).sum()
+    if told < 2 or not wrote[mine][written].all():
+        return False
+    if e.exact:
+        return bool(np.array_equal(got, want, equal_nan=True))
+    return bool(np.allclose(got, want, rtol=1e-5, atol=1e-6, equal_nan=True))
+
+
+def _true_sizes(e: Evidence) -> dict[str, int]:
+    """The sizes of the launch, by name ("1" for a vector's one column)."""
+    return {"M": e.want.shape[1], "N": e.want.shape[2], "K": e.a.shape[2], "1": 1}
+
+
+def _places(e: Evidence, operand: Operand, sizes: dict[str, int]) -> np.ndarray:
+    """Where in the operand's memory a kernel handed ``sizes`` puts each of its elements (batch, rows, cols): with
+    the leading dimension and batch stride the spec hands it where it does, else those the sizes give."""
+    layout = e.layout(operand)
+    rows, cols = sizes[operand.rows], sizes[operand.cols]
+    own = Layout.of(layout.order, rows, cols)
+    ld = layout.ld if operand.leading in e.params or sizes == _true_sizes(e) else own.ld
+    dims = (e.got.shape[0], rows, cols)
+    stride = (layout.stride((e.got.shape[0], *e.operands[operand.name].shape[1:]))
+              if operand.stride in e.params or sizes == _true_sizes(e) else Layout(own.order, ld).stride(dims))
+    b, i, j = np.meshgrid(*(np.arange(n) for n in dims), indexing="ij")
+    return b * stride + (i * ld + j if layout.order == "row" else j * ld + i)
+
+
+def _read_as(e: Evidence, operand: Operand, handed: dict[str, int]) -> np.ndarray | None:
+    """The operand (batch, rows, cols) as a kernel handed the sizes ``handed`` reads it from its memory, where
+    a read off the matrix finds its guard band's pattern, and its padding's between rows; None where its values
+    are not in the type its memory holds."""
+    value = e.operands[operand.name]
+    d = DTYPES[e.dtype if operand is e.op.output else e.inputs or e.dtype]
+    place = e.op.place(operand)
+    if value.dtype != d.numpy or d.packed > 1:
+        return None
+    memory = filled(e.layout(operand).size(value.shape), d.pads[place], d)
+    memory[_places(e, operand, _true_sizes(e))] = value
+    at = _places(e, operand, handed)
+    inside = (at >= 0) & (at < memory.size)
+    return np.where(inside, memory[np.where(inside, at, 0)], filled(1, d.guards[place], d)[0])
 
 
 def _one_index(e: Evidence) -> str | None:

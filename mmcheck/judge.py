@@ -170,7 +170,7 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
                         exact=bound is None, tiles=tuple(tiles(spec)),
                         layouts=prepared.layouts,
                         accumulator=spec.accumulator(precision(prepared.dtype)).name,
-                        inputs=precision(prepared.dtype).inputs.name)
+                        inputs=precision(prepared.dtype).inputs.name, params=frozenset(q.name for q in spec.params))
     lines += diagnose(evidence)
     lines.append(tile_map(evidence))
     record = Record(

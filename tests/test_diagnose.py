@@ -23,7 +23,8 @@ def evidence(shape, got_from, dtype="float32", pattern="ints", unwritten=None, t
     got[unwritten] = np.nan
     bad = (got != want) | unwritten
     laid = {name: Layout.of((layouts or {}).get(name, "row"), *x.shape[1:]) for name, x in ops.values.items()}
-    return Evidence(OPS["bmm"], ops, got, want, bad, unwritten, dtype, pattern != "normal", tiles, laid)
+    return Evidence(OPS["bmm"], ops, got, want, bad, unwritten, dtype, pattern != "normal", tiles, laid,
+                    params=frozenset(q.name for q in BMM.params))
 
 
 def gemm_evidence(got_from, alpha=-1.5, beta=2.0, dtype="float32"):
@@ -33,7 +34,8 @@ def gemm_evidence(got_from, alpha=-1.5, beta=2.0, dtype="float32"):
     got = got_from(a, b, c).astype(dtype)
     none = np.zeros(want.shape, bool)
     assert (ops.alpha, ops.beta) == (alpha, beta) and ops.output_is_input
-    return Evidence(OPS["gemm"], ops, got, want, got != want, none, dtype, True, (16,))
+    return Evidence(OPS["gemm"], ops, got, want, got != want, none, dtype, True, (16,),
+                    params=frozenset(q.name for q in GEMM.params))
 
 
 def says(e, words):
@@ -265,3 +267,38 @@ def test_a_boundary_region_is_seen_even_where_an_element_is_right_by_chance():
         out[0, 16, 3] = w[0, 16, 3]  # the dropped terms summed to zero here
         return out
     says(evidence(Shape(17, 17, 5), got), "rows >= 16 (the last partial tile, tile 16: boundary handling in M")
+
+
+def _handed(shape, order, tiles=(16,)):
+    """A right row-major kernel handed the sizes (M, N, K) as ``order`` names them (``"NMK"``: N as M, M as N),
+    each read off an input finding its NaN guard band: its result as it lies in C."""
+    ops = make_operands(BMM, shape, "float32", Trial("ints"), seed=11)
+    true = {"M": shape.M, "N": shape.N, "K": shape.K}
+    m, n, k = (true[s] for s in order)
+    a, b = ops["A"].ravel().astype(np.float64), ops["B"].ravel().astype(np.float64)
+    memory = np.full(shape.M * shape.N, np.nan)
+    for i in range(m):
+        for j in range(n):
+            if i * n + j < memory.size:
+                memory[i * n + j] = sum((a[i * k + p] if i * k + p < a.size else np.nan) *
+                                        (b[p * n + j] if p * n + j < b.size else np.nan) for p in range(k))
+    want = reference(OPS["bmm"], ops)
+    got = memory.reshape(want.shape).astype(np.float32)
+    laid = {name: Layout.of("row", *x.shape[1:]) for name, x in ops.values.items()}
+    return Evidence(OPS["bmm"], ops, got, want, got != want, np.zeros(want.shape, bool), "float32", True, tiles, laid,
+                    params=frozenset(q.name for q in BMM.params))
+
+
+def test_sizes_handed_in_another_order_are_said_alone():
+    assert diagnose(_handed(Shape(5, 9, 7), "NMK")) == [
+        "the result is exactly what a right kernel computes when it is handed N as M and M as N: do the spec's "
+        "params name the sizes in the order the kernel takes them?"]
+
+
+def test_a_result_all_nan_or_of_another_bug_is_not_blamed_on_the_sizes():
+    """Every synthetic wrong result of this module is told with the sizes among the params, and none of them as
+    sizes handed in another order; nor is one whose every wrong element is NaN, which tells nothing."""
+    wrong = evidence(Shape(5, 9, 7), lambda a, b, w: a[..., :-1] @ b[:, :-1])
+    assert not any("handed" in s for s in diagnose(wrong))
+    nan = evidence(Shape(5, 9, 7), lambda a, b, w: w * np.nan)
+    assert not any("handed" in s for s in diagnose(nan))

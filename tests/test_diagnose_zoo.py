@@ -1,5 +1,6 @@
 """The diagnosis of each known-bad kernel of the zoo names its actual bug, on the emulator and on the GPU."""
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,16 @@ def test_a_race_is_caught_on_every_run_not_only_the_first(runner):
     runs = 200 if runner.backend.name != "emu" else 12
     checks = [runner.run(runner.case(spec, "float32", shape)).check for _ in range(runs)]
     assert checks == ["race"] * runs, [(i, c) for i, c in enumerate(checks) if c != "race"][:5]
+
+
+@pytest.mark.parametrize("name, shape", [("seed002.mm_naive", Shape(5, 9, 7)), ("blas.sgemm_tiled", Shape(5, 9, 7)),
+                                         ("seed002.bmm_naive", Shape(5, 9, 7, 2))])
+def test_a_right_kernel_whose_params_swap_m_and_n_is_told_so(runner, name, shape):
+    swap = {"M": "N", "N": "M"}
+    spec = dataclasses.replace(ZOO[name], params=tuple(dataclasses.replace(q, name=swap.get(q.name, q.name))
+                                                       for q in ZOO[name].params))
+    result = runner.run(runner.case(spec, spec.dtypes[0], shape))
+    assert result.check == "mismatch", result.message
+    assert result.message.splitlines()[1].strip() == (
+        "the result is exactly what a right kernel computes when it is handed N as M and M as N: do the spec's "
+        "params name the sizes in the order the kernel takes them?"), result.message
