@@ -47,7 +47,8 @@ def check_buffers(prepared: Prepared, after: dict[str, np.ndarray]) -> None:
     """The output's guard bands and padding hold their patterns, and the inputs are unchanged."""
     op, p = prepared.spec.operation, precision(prepared.dtype)
     out = op.output
-    _check_guards(out.name, after[out.name], prepared.guard, p.output, p.output.guards[op.place(out)])
+    _check_guards(out.name, after[out.name], prepared.guard, p.output, p.output.guards[op.place(out)],
+                  prepared.layouts[out.name])
     _check_padding(prepared, out, after[out.name])
     for o in op.inputs:
         _check_unchanged(o.name, prepared.hosts[o.name], after[o.name], p.inputs.units(prepared.guard), p.inputs)
@@ -76,16 +77,30 @@ def _compare_buffer(prepared: Prepared, name: str, got: np.ndarray, d: DType) ->
     raise Caught("mismatch", mismatch.describe(name), mismatch)
 
 
-def _check_guards(name: str, padded: np.ndarray, guard: int, d: DType, pattern: int) -> None:
+def _check_guards(name: str, padded: np.ndarray, guard: int, d: DType, pattern: int,
+                  layout: data.Layout | None = None) -> None:
+    """The guard bands around a buffer hold their pattern; ``layout``: the matrix's, where the buffer holds one,
+    so that a write past its end that covers whole rows (columns) says so."""
     before, _, after = data.unpad(padded, guard)
     hit_before = np.flatnonzero(~data.same_bits(before, pattern, d))
     hit_after = np.flatnonzero(~data.same_bits(after, pattern, d))
     if hit_after.size:
         raise Caught("guard", f"wrote {hit_after.size} element(s) past the end of {name} "
-                              f"(first at offset +{hit_after[0]} after its last element)")
+                              f"(first at offset +{hit_after[0]} after its last element){_lines(hit_after, layout)}")
     if hit_before.size:
         raise Caught("guard", f"wrote {hit_before.size} element(s) before the start of {name} "
                               f"(nearest at offset -{guard - hit_before[-1]})")
+
+
+def _lines(hit: np.ndarray, layout: data.Layout | None) -> str:
+    """What the elements written past a matrix's end, ``hit`` (offsets after it), are where they are whole rows
+    (columns) of it laid on from its end: ": one row more (20 elements)"."""
+    if layout is None or layout.ld < 2 or hit[0] != 0 or hit[-1] + 1 != hit.size or hit.size % layout.ld:
+        return ""
+    lines, what = hit.size // layout.ld, "row" if layout.order == "row" else "column"
+    if lines == 1:
+        return f": one {what} more ({layout.ld} elements)"
+    return f": {lines} {what}s more ({layout.ld} elements each)"
 
 
 def _check_padding(prepared: Prepared, out: Operand, image: np.ndarray) -> None:

@@ -671,3 +671,15 @@ def test_a_wrong_entry_is_said_plainly_with_the_nearest_names(tmp_path, capsys):
     assert "ERROR   no kernel matmull in the file (the nearest it defines: matmul); expected" in row
     assert f"{tmp_path / 'k.cu'}: no kernel matmull in the file" in said.out  # the whole message, below the table
     assert "MMEMU_EXPORT_KERNEL" not in said.out + said.err and "shim.h" not in said.out + said.err
+
+
+@needs.gxx
+def test_a_write_past_c_that_is_a_whole_row_says_so(tmp_path, capsys):
+    (tmp_path / "k.cu").write_text(_ESCAPES_SPEC.format(name="e.row_more") + (
+        "__global__ void k(const float* A, const float* B, float* C, int M, int N, int K) {\n"
+        "  int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;\n"
+        "  if (r <= M && c < N) C[r * N + c] = 0;\n}\n"))
+    assert main(["check", "--src", str(tmp_path), "--backend", "emu", "--shape", "3x20x4",
+                 "--results", str(tmp_path / "res")]) == 1
+    assert ("wrote 20 element(s) past the end of C (first at offset +0 after its last element): one row more "
+            "(20 elements)") in capsys.readouterr().out
