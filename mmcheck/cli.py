@@ -43,7 +43,8 @@ EXIT_CODES = """exit status:
        check --fail-on-skip and a kernel was skipped; reported even where a spec elsewhere is broken
   2    a usage error (among them what the backend cannot do: bench where nothing can time the kernels, as
        without a GPU; --large where shapes past 2**31 elements cannot run; a .cu file named that has no
-       spec), or a spec that cannot be read (and no kernel failed)
+       spec), or a broken spec: one that cannot be read, or whose params or reference do not fit the
+       kernel once it is compiled (and no kernel failed)
   3    an internal error: mmcheck's own code failed on a case (a bug to report; the case has no verdict),
        and no kernel failed
   130  interrupted (Ctrl-C): what finished is printed, and --json is written with "complete": false

@@ -166,11 +166,11 @@ def _told(args: argparse.Namespace, settings: Settings, catalog: Catalog, result
         return EXIT_INTERRUPTED
     # A kernel that did not do what its spec expects is the run's verdict, whatever else is broken; a case that
     # mmcheck failed on says nothing of its kernel.
-    if not all(r.as_expected or r.outcome in (Outcome.SKIP, Outcome.INTERNAL) for r in results):
+    if not all(r.as_expected or r.spec_error or r.outcome in (Outcome.SKIP, Outcome.INTERNAL) for r in results):
         return EXIT_MISMATCH
     if any(r.outcome == Outcome.INTERNAL for r in results):
         return EXIT_INTERNAL
-    if catalog.errors:
+    if catalog.errors or any(r.spec_error for r in results):  # read, or found not to fit the compiled kernel
         return EXIT_USAGE
     if args.fail_on_skip and any(r.outcome == Outcome.SKIP for r in results):
         return EXIT_MISMATCH

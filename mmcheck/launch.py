@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .backends.base import Backend, DeviceBuffer, Kernel, Launched, TensorMapArg
-from .errors import BarrierError, KernelFault, KernelTimeout, LaunchError, MmcheckError, SanitizerError
+from .errors import BarrierError, KernelFault, KernelTimeout, LaunchError, MmcheckError, SanitizerError, SpecError
 from .judge import check_buffers
 from .prepare import Prepared
 from .results import Caught
@@ -54,6 +54,6 @@ def check_parameters(kernel: Kernel, prepared: Prepared) -> None:
     if given != kernel.params:
         spec = prepared.spec
         listed = ", ".join(f"{q.name} ({n} bytes)" for q, n in zip(spec.params, given))
-        raise MmcheckError(f"{spec.path}: kernel {spec.name!r}: key 'params': the spec gives {len(given)} "
-                           f"parameters ({listed}), but the compiled {kernel.symbol} takes {len(kernel.params)} "
-                           f"({', '.join(f'{n} bytes' for n in kernel.params)})")
+        raise SpecError(spec.path, f"the spec gives {len(given)} parameters ({listed}), but the compiled "
+                        f"{kernel.symbol} takes {len(kernel.params)} ({', '.join(f'{n} bytes' for n in kernel.params)})",
+                        kernel=spec.name, key="params")

@@ -49,6 +49,8 @@ def verdict(r: Result) -> str:
         return f"caught ({r.check})"
     if r.case.spec.expect == "fail" and r.outcome == Outcome.PASS:
         return "MISSED (a known-bad kernel passed)"
+    if r.spec_error:
+        return "broken spec"
     if r.outcome == Outcome.FAIL:
         named = ", not a check its spec names" if r.case.spec.expect == "fail" else ""
         return f"{WORDS[r.outcome]} ({r.check}{named})"
@@ -85,10 +87,10 @@ def summary(results: Sequence[Result], broken_specs: int = 0) -> str:
     counts = {"passed": sum(r.ok and r.case.spec.expect == "pass" for r in results),
               "known-bad caught": sum(r.caught for r in results),
               "wrong": sum(not r.as_expected and r.outcome in (Outcome.PASS, Outcome.FAIL) for r in results),
-              "errors": sum(r.outcome == Outcome.ERROR for r in results),
+              "errors": sum(r.outcome == Outcome.ERROR and not r.spec_error for r in results),
               "internal errors (mmcheck's own)": sum(r.outcome == Outcome.INTERNAL for r in results),
               "skipped": sum(r.outcome == Outcome.SKIP for r in results),
-              "broken specs": broken_specs}
+              "broken specs": broken_specs + sum(r.spec_error for r in results)}
     told = ", ".join(f"{n} {_ONE.get(what, what) if n == 1 else what}" for what, n in counts.items() if n)
     head = f"{len(results)} kernel x dtype" + (f": {told}" if told else "")
     if counts["skipped"] == len(results):

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from .artifacts import Record, save_traceback
 from .compare import Mismatch
-from .errors import CompileError, InternalError, MmcheckError, OutOfMemory, SandboxViolation, Unsupported, visible
+from .errors import (CompileError, InternalError, MmcheckError, OutOfMemory, SandboxViolation, SpecError, Unsupported,
+                     visible)
 from .interrupt import wrapped_stop
 from .ops import Shape
 from .spec import KernelSpec
@@ -65,6 +66,7 @@ class Result:
     shapes_tried: int = 1
     record: Record | None = field(default=None, repr=False, compare=False)
     compile_error: bool = False  # an error: the kernel did not compile
+    spec_error: bool = False  # an error: its spec does not fit the kernel (a broken spec, found once it compiled)
     seconds: float | None = field(default=None, compare=False)  # what checking it took (check.check)
     domain: str = ""  # the kernel's launch domain, where the device's limits bound it (shapes.launch_domain)
     context: str = ""
@@ -127,7 +129,8 @@ def outcome_of(case: Case, e: Exception, results: Path) -> Result:
     if isinstance(e, OutOfMemory):
         return Result.told(case, Outcome.SKIP, case.label, f"does not fit: {e}")
     if isinstance(e, MmcheckError) and not isinstance(e, InternalError):
-        return Result(case, Outcome.ERROR, str(e), compile_error=isinstance(e, CompileError))
+        return Result(case, Outcome.ERROR, str(e), compile_error=isinstance(e, CompileError),
+                      spec_error=isinstance(e, SpecError))
     if (stop := wrapped_stop(e)) is not None:  # a Ctrl-C, not mmcheck's error: it ends the run as Ctrl-C does
         raise stop.with_traceback(None) from None
     # One from a worker process holds its traceback there; one raised here is its own traceback.

@@ -683,3 +683,18 @@ def test_a_write_past_c_that_is_a_whole_row_says_so(tmp_path, capsys):
                  "--results", str(tmp_path / "res")]) == 1
     assert ("wrote 20 element(s) past the end of C (first at offset +0 after its last element): one row more "
             "(20 elements)") in capsys.readouterr().out
+
+
+@needs.gxx
+def test_params_that_do_not_fit_the_kernel_are_a_broken_spec_as_an_unknown_key_is(tmp_path, capsys):
+    """Found before the run or once the kernel compiled, a spec that does not fit is one kind of error: counted
+    as a broken spec, with exit status 2."""
+    body = "__global__ void k(const float* A, const float* B, float* C, int M, int N, int K) {}\n"
+    (tmp_path / "short.cu").write_text(_ESCAPES_SPEC.format(name="e.short").replace(', "K:int"]', "]") + body)
+    (tmp_path / "unknown.cu").write_text(_ESCAPES_SPEC.format(name="e.unknown").replace("*/", "bloc = 1\n*/") + body)
+    assert main(["check", str(tmp_path / "unknown.cu"), "--backend", "emu"]) == 2
+    assert "0 kernel x dtype: 1 broken spec" in capsys.readouterr().out
+    assert main(["check", str(tmp_path / "short.cu"), "--backend", "emu"]) == 2
+    out = capsys.readouterr().out
+    assert "1 kernel x dtype: 1 broken spec" in out
+    assert "broken spec  kernel 'e.short': key 'params': the spec gives 5 parameters" in out
