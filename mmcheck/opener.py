@@ -13,7 +13,7 @@ __all__ = ["OPENER", "NO_SPEC", "BLOCK", "Opener", "opener"]
 # The spec is the first block comment that opens with "/* mmcheck" alone on its line.
 OPENER = "/* mmcheck"
 NO_SPEC = (f"no mmcheck spec: a kernel file holds a comment that opens with {OPENER} alone on its line, then "
-           "[[kernel]] tables (README, \"Adding a kernel\"); mmcheck init {path} writes one")
+           "[[kernel]] tables (docs/spec.md, \"Adding a kernel\"); mmcheck init {path} writes one")
 BLOCK = re.compile(r"/\*[ \t]+mmcheck[ \t]*(?=\r?\n|\*/)(.*?)\*/", re.S)
 # Any comment's start and the rest of its line, where a spec opener written almost right is looked for.
 _COMMENT = re.compile(r"(/\*+!?|//+!?)([^\n]*)")

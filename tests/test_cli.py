@@ -169,7 +169,7 @@ def test_a_cu_file_named_alone_without_a_spec_is_a_usage_error_saying_how_to_add
     assert main(["check", str(kernels / "helper.cu"), str(kernels / "good.cu")]) == 2
     said = capsys.readouterr()
     assert said.err == f"mmcheck: {kernels / 'helper.cu'}: no mmcheck spec: a kernel file holds a comment that " \
-        f"opens with /* mmcheck alone on its line, then [[kernel]] tables (README, \"Adding a kernel\"); mmcheck " \
+        f"opens with /* mmcheck alone on its line, then [[kernel]] tables (docs/spec.md, \"Adding a kernel\"); mmcheck " \
         f"init {kernels / 'helper.cu'} writes one\n" and not said.out
     # A folder of no kernel file: nothing to check, and why.
     (kernels / "good.cu").unlink()

@@ -302,3 +302,19 @@ def test_the_site_builds_with_no_warnings(tmp_path: Path):
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "WARNING" not in done.stderr, done.stderr
     assert (tmp_path / "site" / "spec" / "index.html").is_file()
+
+
+# A section named in words: (docs/spec.md, "Adding a kernel"), or the README's "Install".
+_SECTION = re.compile(r"""\((?P<page>docs/[\w/-]+\.md|README), \\?"(?P<title>[^"\\]+)\\?"\)|the README's "(?P<readme>[^"]+)\"""")
+
+
+def test_every_section_named_in_a_message_or_a_page_is_there():
+    named = []
+    for path in [*sorted((ROOT / "mmcheck").rglob("*.py")), *PAGES]:
+        for m in _SECTION.finditer(path.read_text(encoding="utf-8")):
+            page = m["page"] if m["title"] else "README"
+            named.append((path.name, "README.md" if page == "README" else page, m["title"] or m["readme"]))
+    assert ("opener.py", "docs/spec.md", "Adding a kernel") in named
+    for where, page, title in named:
+        headings = re.findall(r"^#+ (.+)$", (ROOT / page).read_text(encoding="utf-8"), re.M)
+        assert title in headings, f"{where} names the section {title!r} of {page}, which has none of that name"

@@ -125,7 +125,7 @@ def test_a_cu_file_named_alone_without_a_spec_is_a_failure_saying_how_to_add_one
     result = pytester.runpytest_subprocess("helper.cu", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     assert (f"{pytester.path / 'helper.cu'}: no mmcheck spec: a kernel file holds a comment that opens with "
-            '/* mmcheck alone on its line, then [[kernel]] tables (README, "Adding a kernel"); mmcheck init '
+            '/* mmcheck alone on its line, then [[kernel]] tables (docs/spec.md, "Adding a kernel"); mmcheck init '
             f"{pytester.path / 'helper.cu'} writes one\n") in result.stdout.str()
 
 

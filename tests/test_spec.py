@@ -272,7 +272,7 @@ def test_a_cu_file_without_a_spec_in_a_folder_is_listed_not_an_error_but_named_a
     named = collect([tmp_path / "helper.cu"])
     assert not named.plain and [str(e) for e in named.errors] == [
         f"{tmp_path / 'helper.cu'}: no mmcheck spec: a kernel file holds a comment that opens with /* mmcheck alone "
-        'on its line, then [[kernel]] tables (README, "Adding a kernel"); mmcheck init '
+        'on its line, then [[kernel]] tables (docs/spec.md, "Adding a kernel"); mmcheck init '
         f"{tmp_path / 'helper.cu'} writes one"]
 
 
