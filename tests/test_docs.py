@@ -318,3 +318,29 @@ def test_every_section_named_in_a_message_or_a_page_is_there():
     for where, page, title in named:
         headings = re.findall(r"^#+ (.+)$", (ROOT / page).read_text(encoding="utf-8"), re.M)
         assert title in headings, f"{where} names the section {title!r} of {page}, which has none of that name"
+
+
+def test_the_cli_synopsis_names_every_option_of_each_command():
+    synopsis = FENCE.search((DOCS / "cli.md").read_text(encoding="utf-8")).group(2)
+    said = {}
+    for line in synopsis.splitlines():
+        if line.startswith("mmcheck "):
+            command = line.split()[1]
+        said[command] = said.get(command, "") + line
+    commands = _parser()._subparsers._group_actions[0].choices
+    for command, parser in commands.items():
+        if command == "grade":  # its synopsis says it takes check's and bench's options
+            continue
+        options = {o for action in parser._actions for o in action.option_strings if o.startswith("--")}
+        short = {"--help", "--jobs", "--verbose"}  # -j and -v stand for the last two
+        missing = sorted(o for o in options - short if not re.search(rf"\[{re.escape(o)}\b", said[command]))
+        assert not missing, f"docs/cli.md's synopsis of {command} lacks {missing}"
+
+
+def test_the_spec_pages_list_of_every_key_names_every_key():
+    from mmcheck.spec import _KEYS
+
+    text = (DOCS / "spec.md").read_text(encoding="utf-8")
+    listed = text[text.index("Every key, with its meaning"):text.index("## The ops")]
+    missing = sorted(k for k in _KEYS if not re.search(rf"^(# )?{k} =|\[kernel\.{k}\.|\b{k} = ", listed, re.M))
+    assert not missing, f"docs/spec.md's list of every key lacks {missing}"
