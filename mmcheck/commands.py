@@ -94,13 +94,29 @@ def _unmatched(named: Sequence[tuple[KernelSpec, str]], dtypes: Sequence[str], t
     return f"no {what} matches {where}"
 
 
+def _none(catalog: Catalog, named: Sequence[tuple[KernelSpec, str]], dtypes: Sequence[str],
+          targets: Sequence[str]) -> int:
+    """A run with no kernel to run (_unmatched says why), and where the targets hold .cu files without a spec
+    alone, the command that writes one: a usage error."""
+    from .report import not_kernel_files
+
+    print(f"mmcheck: {_unmatched(named, dtypes, targets, 'kernel')}", file=sys.stderr)
+    if catalog.plain and not catalog.specs:
+        print(f"mmcheck: {not_kernel_files(catalog.plain)}", file=sys.stderr)
+        print(f"mmcheck: mmcheck init {catalog.plain[0]} writes a spec for its kernel", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def kernel_list(args: argparse.Namespace) -> int:
     from .report import kernel_list as listed
 
     if (found := _kernels(args)) is None:
         return EXIT_USAGE
     catalog, globs = found
-    print(listed(list(dict.fromkeys(s for s, _ in catalog.select(globs))), catalog.errors, catalog.plain))
+    specs = list(dict.fromkeys(s for s, _ in catalog.select(globs)))
+    if not specs and not catalog.errors:  # as check says it: nothing to list is a usage error
+        return _none(catalog, [], (), args.targets)
+    print(listed(specs, catalog.errors, catalog.plain))
     return EXIT_USAGE if catalog.errors else EXIT_OK
 
 
@@ -112,18 +128,14 @@ def info(args: argparse.Namespace) -> int:
 
 
 def check(args: argparse.Namespace) -> int:
-    from .report import not_kernel_files, verdict
+    from .report import verdict
 
     if (found := _run_of(args)) is None:
         return EXIT_USAGE
     catalog, globs, settings = found
     pairs = catalog.select(globs, settings.dtype)
     if not pairs and not catalog.errors:
-        print(f"mmcheck: {_unmatched(catalog.select(globs), settings.dtype, args.targets, 'kernel')}", file=sys.stderr)
-        if catalog.plain and not catalog.specs:
-            print(f"mmcheck: {not_kernel_files(catalog.plain)}", file=sys.stderr)
-            print(f"mmcheck: mmcheck init {catalog.plain[0]} writes a spec for its kernel", file=sys.stderr)
-        return EXIT_USAGE
+        return _none(catalog, catalog.select(globs), settings.dtype, args.targets)
     for e in catalog.errors:
         print(f"mmcheck: {e}", file=sys.stderr)
     try:
@@ -316,7 +328,10 @@ def init(args: argparse.Namespace) -> int:
     if spec.notes:
         print("mmcheck: a noted line is a guess: read its note, and change the line where it is wrong",
               file=sys.stderr)
-    if spec.todos:
+    if spec.todos and args.show:  # nothing was written: the spec is the user's to place
+        print(f"mmcheck: put the spec at the top of {path} (or run without --print), fill in each TODO and remove "
+              f"its comment, then: mmcheck check {path}", file=sys.stderr)
+    elif spec.todos:
         print(f"mmcheck: fill in each TODO of the spec and remove its comment, then: mmcheck check {path}",
               file=sys.stderr)
     return EXIT_OK

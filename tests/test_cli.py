@@ -698,3 +698,9 @@ def test_params_that_do_not_fit_the_kernel_are_a_broken_spec_as_an_unknown_key_i
     out = capsys.readouterr().out
     assert "1 kernel x dtype: 1 broken spec" in out
     assert "broken spec  kernel 'e.short': key 'params': the spec gives 5 parameters" in out
+
+
+@pytest.mark.parametrize("command", ["list", "check"])
+def test_a_name_no_kernel_has_is_a_usage_error_for_list_as_for_check(kernels, command, capsys):
+    assert main([command, "empty", "--src", str(kernels)]) == 2
+    assert capsys.readouterr().err == "mmcheck: no kernel matches empty\n"

@@ -162,6 +162,16 @@ def test_what_cannot_be_read_is_a_todo_that_check_names_with_its_line(corpus, ca
     assert "write it, then remove each TODO comment" in err
 
 
+def test_print_writes_nothing_and_says_where_the_spec_goes(corpus, capsys):
+    path = corpus / "no_launcher.cu"
+    before = path.read_text()
+    assert init(str(path), "--print") == 0
+    err = capsys.readouterr().err
+    assert path.read_text() == before
+    assert err.endswith(f"mmcheck: put the spec at the top of {path} (or run without --print), fill in each TODO and "
+                        f"remove its comment, then: mmcheck check {path}\n"), err
+
+
 def test_a_todo_anywhere_in_a_spec_is_an_error_naming_its_line():
     text = '// a kernel\n/* mmcheck\n[[kernel]]\nname = "k"\nentry = "k"\nop = "mm"\ndtypes = ["float32"]\n' \
            'params = ["A", "B", "C", "M", "N", "K"]\nblock = [16, 16]   # TODO: the block size\n' \

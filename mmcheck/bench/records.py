@@ -253,6 +253,8 @@ def load(paths: Iterable[str | Path], *, say: Callable[[str], object] = _stderr)
             if not named:
                 foreign.append(path)
                 continue
+            if isinstance(e, OSError) and not path.is_file():  # not there to read: not a question of its format
+                raise ValueError(f"{path}: no such file") from e
             raise ValueError(f"{path}: not a pytest-benchmark JSON file ({type(e).__name__}: {e})") from e
         ours = [e for e in entries if isinstance(e, dict) and set(_FIRST_KEYS) <= set(e.get("extra_info") or {})]
         if len(ours) < len(entries):

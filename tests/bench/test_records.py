@@ -132,6 +132,12 @@ def test_a_file_that_is_not_benchmark_json_is_named(tmp_path):
         load([bad])
 
 
+def test_a_file_that_is_not_there_is_said_so():
+    with pytest.raises(ValueError) as error:
+        load(["nowhere/run.json"])
+    assert str(error.value) == "nowhere/run.json: no such file"
+
+
 # pytest-benchmark's machine info asks py-cpuinfo, which takes about a second; its hook lets a conftest
 # answer instead.
 TINY_CONFTEST = """
