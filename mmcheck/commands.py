@@ -148,19 +148,20 @@ def check(args: argparse.Namespace) -> int:
         return f"{label}: {verdict(r)}", not r.as_expected or r.outcome == Outcome.SKIP
 
     results = run.run(said)
-    return _told(args, settings, catalog, results, run.backend, run.found, len(results) == len(pairs))
+    return _told(args, settings, catalog, results, run.backend, run.found, len(pairs) - len(results))
 
 
 def _told(args: argparse.Namespace, settings: Settings, catalog: Catalog, results: Sequence[Result], backend: str,
-          found: Capabilities, complete: bool) -> int:
-    """Check's report of ``results`` (on ``backend``, which can do ``found``): the table, the summary, each
-    failure told (with --verbose, expected ones too), the JSON; and its exit status."""
+          found: Capabilities, unchecked: int) -> int:
+    """Check's report of ``results`` (on ``backend``, which can do ``found``; ``unchecked``: how many kernel x
+    dtype a Ctrl-C left): the table, the summary, each failure told (with --verbose, expected ones too), the
+    JSON; and its exit status."""
     from .artifacts import save_failure
     from .report import json_document, not_kernel_files, reproduce, summary, table, write_json
 
     print(f"backend: {backend}")
     print(table(results))
-    print(summary(results, len(catalog.errors)))
+    print(summary(results, len(catalog.errors), unchecked))
     if catalog.plain:
         print(not_kernel_files(catalog.plain))
     for r in results:
@@ -171,6 +172,7 @@ def _told(args: argparse.Namespace, settings: Settings, catalog: Catalog, result
             replay = r.outcome in (Outcome.FAIL, Outcome.INTERNAL)
             print(f"\n{r.message}" + (f"\n  reproduce: {command}" if replay else "")
                   + "".join(f"\n  saved: {p}" for p in saved))
+    complete = not unchecked
     document = json_document(results, catalog.errors, backend, found, settings.compiler, complete)
     if args.json:
         write_json(args.json, document)

@@ -81,9 +81,10 @@ def _detail(r: Result) -> str:
     return textwrap.shorten(text, DETAIL_WIDTH, placeholder=" ...")
 
 
-def summary(results: Sequence[Result], broken_specs: int = 0) -> str:
-    """One line of counts (the kernels whose specs could not be used among them, said before the table), and
-    one line per skipped kernel x dtype saying why (a skip is never silent)."""
+def summary(results: Sequence[Result], broken_specs: int = 0, unchecked: int = 0) -> str:
+    """One line of counts (the kernels whose specs could not be used among them, said before the table, and the
+    ``unchecked`` kernel x dtype a Ctrl-C left), and one line per skipped kernel x dtype saying why (a skip is
+    never silent)."""
     counts = {"passed": sum(r.ok and r.case.spec.expect == "pass" for r in results),
               "known-bad caught": sum(r.caught for r in results),
               "wrong": sum(not r.as_expected and r.outcome in (Outcome.PASS, Outcome.FAIL) for r in results),
@@ -95,6 +96,8 @@ def summary(results: Sequence[Result], broken_specs: int = 0) -> str:
     head = f"{len(results)} kernel x dtype" + (f": {told}" if told else "")
     if counts["skipped"] == len(results):
         head += " (nothing was checked)"
+    if unchecked:
+        head += f"; interrupted: {unchecked} more not checked"
     skips = [f"  skipped {r.case.spec.name} {r.case.dtype}: {r.message.splitlines()[0]}"
              for r in results if r.outcome == Outcome.SKIP]
     return "\n".join([head, *skips])
