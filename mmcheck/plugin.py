@@ -225,7 +225,9 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
     if kernel_file(file_path) or parent.session.isinitpath(file_path):
         return KernelFile.from_parent(parent, path=file_path)
-    parent.config.stash.setdefault(_PLAIN, []).append(file_path)
+    # Only a file of a folder named (or the run's): pytest offers the siblings of a file named alone too.
+    if any(parent.session.isinitpath(folder) for folder in file_path.parents):
+        parent.config.stash.setdefault(_PLAIN, []).append(file_path)
     return None
 
 

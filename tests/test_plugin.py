@@ -129,6 +129,18 @@ def test_a_cu_file_named_alone_without_a_spec_is_a_failure_saying_how_to_add_one
             f"{pytester.path / 'helper.cu'} writes one\n") in result.stdout.str()
 
 
+def test_a_file_named_alone_lists_no_other_file_without_a_spec(pytester, this_mmcheck):
+    """pytest offers a named file's siblings to the plugin too: only a folder named (or the run's) has its files
+    without a spec listed."""
+    (pytester.path / "near.cu").write_text(GOOD.replace("/* mmcheck", "/* MMCHECK"))
+    (pytester.path / "helper.cu").write_text("void launch();\n")
+    alone = pytester.runpytest_subprocess("near.cu", "-p", "no:cacheprovider")
+    alone.assert_outcomes(failed=1)
+    assert "helper.cu" not in alone.stdout.str()
+    folder = pytester.runpytest_subprocess(".", "-p", "no:cacheprovider")
+    assert "mmcheck: 1 .cu file with no mmcheck spec, not a kernel file: helper.cu" in folder.stdout.str()
+
+
 # A kernel of the fake backend (tests/fake_backend.py) whose launch raises an exception of the launching code's own.
 OWN = """/* mmcheck
 [[kernel]]
