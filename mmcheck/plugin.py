@@ -339,10 +339,13 @@ class _Untimed:
 
     def __init__(self) -> None:
         self.skipped = 0
+        self.reason = ""
         self.failed_run = False
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.skipped += getattr(report, "mmcheck_untimed", False)
+        if getattr(report, "mmcheck_untimed", False):
+            self.skipped += 1
+            self.reason = str(report.longrepr[2]).removeprefix("Skipped: ")  # type: ignore[index]
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         config = session.config
@@ -351,11 +354,11 @@ class _Untimed:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
             self.failed_run = True
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.failed_run:
-            terminalreporter.write_line(
-                f"mmcheck: --benchmark-only timed nothing here ({self.skipped} benchmarks skipped, the reason in the "
-                f"short summary): exit status {int(pytest.ExitCode.USAGE_ERROR)}")
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        # The last line of the run, below the short summary's every other skip (pytest-benchmark's, one per test).
+        if self.failed_run and (terminal := config.pluginmanager.get_plugin("terminalreporter")) is not None:
+            terminal.write_line(f"mmcheck: --benchmark-only timed nothing here ({self.skipped} benchmarks skipped): "
+                                f"{self.reason}: exit status {int(pytest.ExitCode.USAGE_ERROR)}")
 
 
 class _LaunchDomains:
