@@ -18,10 +18,17 @@ from .data import C_OFFSET_FLOAT, Layout, Operands, filled, granule, marker_sour
 from .dtypes import DTYPES
 from .ops import Op, Operand
 
-__all__ = ["Evidence", "diagnose", "tile_map"]
+__all__ = ["Evidence", "Exact", "diagnose", "tile_map"]
 
 # The exact-term classifiers build (batch, M, K, N) arrays; above this they are skipped.
 _MAX_TERMS = 1 << 22
+
+
+class Exact(str):
+    """A sentence that says exactly what is wrong: an identity the data prove and that no other cause the shape
+    allows would give (at K = 1 the first term is the last, and a last partial K tile of one term is the last
+    term: those sentences are plain ones).  A failure told by one is diagnosed exactly (runner: the shape
+    reported)."""
 
 
 @dataclass(frozen=True)
@@ -232,20 +239,26 @@ def _dropped_terms(e: Evidence) -> str | None:
         return (f"every wrong element is off by exactly A[i,0]*B[0,j], which equals A[i,{k - 1}]*B[{k - 1},j] "
                 "there: the first or the last k term is dropped (a loop bound off by one?)")
     if first:
-        return ("every wrong element is off by exactly A[i,0]*B[0,j]: the first k term is dropped "
-                "(a loop bound off by one: k from 1?)")
+        return Exact("every wrong element is off by exactly A[i,0]*B[0,j]: the first k term is dropped "
+                     "(a loop bound off by one: k from 1?)")
     suffix = np.cumsum(terms[:, :, ::-1, :], axis=2)[:, :, ::-1, :]  # suffix[..., k0, :] = sum over k >= k0
     for k0 in range(k - 1, 0, -1):
         if np.array_equal(missing, suffix[:, :, k0, :][bad]):
+            # A cut at a tile's edge may be a loop over tiles that ends early as well as the cause named.
+            at_tile = any(k0 % t == 0 for t in e.tiles)
             if threshold := _threshold(k0):
-                return f"every wrong element lacks exactly the terms k >= {k0} ({threshold})"
+                said = f"every wrong element lacks exactly the terms k >= {k0} ({threshold})"
+                return said if at_tile else Exact(said)
             if k0 == k - 1:
-                return (f"every wrong element is off by exactly A[i,{k0}]*B[{k0},j]: the last k term is dropped "
+                said = (f"every wrong element is off by exactly A[i,{k0}]*B[{k0},j]: the last k term is dropped "
                         "(a loop bound off by one: k < K - 1?)")
+                return said if at_tile else Exact(said)
             # One wrong element matches one of K suffix sums by chance often enough: a cut at no threshold
             # and no edge is told only where several elements agree on it.
             if np.count_nonzero(bad) > 1:
-                return f"every wrong element lacks exactly the terms k >= {k0}{_k_tiles(k0, k, e.tiles)}"
+                tiled = _k_tiles(k0, k, e.tiles)
+                said = f"every wrong element lacks exactly the terms k >= {k0}{tiled}"
+                return Exact(said) if "partial" in tiled else said
     return None
 
 
@@ -271,9 +284,9 @@ def _stale_tile_padding(e: Evidence) -> str | None:
     for tile in e.tiles:
         rest = k % tile
         if k > tile and rest and np.array_equal(extra, terms[:, :, k - tile:k - rest, :].sum(axis=2)[bad]):
-            return (f"every wrong element has the terms k = {k - tile}..{k - rest - 1} added twice: the cells past K "
-                    f"in the last partial K tile (tile {tile}, K % {tile} = {rest}) still hold the previous tile's "
-                    "values (zero them instead of skipping them)")
+            return Exact(f"every wrong element has the terms k = {k - tile}..{k - rest - 1} added twice: the cells "
+                         f"past K in the last partial K tile (tile {tile}, K % {tile} = {rest}) still hold the "
+                         "previous tile's values (zero them instead of skipping them)")
     return None
 
 
@@ -294,8 +307,8 @@ def _layouts(e: Evidence) -> str | None:
             said = "; ".join(f"{o.name} is {'written' if o is out else 'read'} {_MAJOR[_OTHER[e.layout(o).order]]}, "
                              f"but its spec says {_MAJOR[e.layout(o).order]}" for o in chosen)
             if chosen == (out,):
-                return f"the result is stored transposed: C[j][i] was written where C[i][j] belongs ({said})"
-            return f"{said}: the result is exactly that"
+                return Exact(f"the result is stored transposed: C[j][i] was written where C[i][j] belongs ({said})")
+            return Exact(f"{said}: the result is exactly that")
     return None
 
 
@@ -376,8 +389,8 @@ def _sizes(e: Evidence) -> str | None:
             continue
         if _handed_result(e, handed):
             swaps = " and ".join(f"{o} as {s}" for s, o in zip(sizes, order) if s != o)
-            return (f"the result is exactly what a right kernel computes when it is handed {swaps}: do the spec's "
-                    "params name the sizes in the order the kernel takes them?")
+            return Exact(f"the result is exactly what a right kernel computes when it is handed {swaps}: do the "
+                         "spec's params name the sizes in the order the kernel takes them?")
     return None
 
 
@@ -464,10 +477,10 @@ def _one_index(e: Evidence) -> str | None:
                 continue
             if np.allclose(got, np.take(ab, np.arange(size) % t, axis=axis), rtol=1e-5, atol=1e-6):
                 if t == 1:
-                    return (f"every {what} of C is {what} 0's result: {operand} is read at {what} 0 whatever the "
-                            f"{what} (its index leaves out the thread's {what})")
-                return (f"{what} j of C holds {what} j % {t}'s result: {operand}'s index leaves out the block's "
-                        f"offset (blockIdx * {t})")
+                    return Exact(f"every {what} of C is {what} 0's result: {operand} is read at {what} 0 whatever "
+                                 f"the {what} (its index leaves out the thread's {what})")
+                return Exact(f"{what} j of C holds {what} j % {t}'s result: {operand}'s index leaves out the "
+                             f"block's offset (blockIdx * {t})")
     return None
 
 
@@ -480,8 +493,8 @@ def _tiles_transposed(e: Evidence) -> str | None:
             continue
         tiles = e.got.astype(np.float64).reshape(batch, m // t, t, n // t, t)
         if np.allclose(tiles.transpose(0, 1, 4, 3, 2).reshape(e.want.shape), e.want, rtol=1e-5, atol=1e-6):
-            return (f"every {t}x{t} tile of C is stored transposed: a tile (a WMMA fragment stored with the other "
-                    "memory layout, or a shared tile indexed [x][y]) written in column-major order")
+            return Exact(f"every {t}x{t} tile of C is stored transposed: a tile (a WMMA fragment stored with the "
+                         "other memory layout, or a shared tile indexed [x][y]) written in column-major order")
     return None
 
 
@@ -538,7 +551,7 @@ def _scalars(e: Evidence) -> str | None:
         got = e.got[bad].astype(kind)
         for value, text in readings:
             if np.array_equal(got, value[bad].astype(kind)):
-                return text
+                return Exact(text)
     return None
 
 
@@ -593,8 +606,8 @@ def _wraps_narrower(e: Evidence) -> str | None:
     off = e.got[bad].astype(np.int64) - e.want[bad].astype(np.int64)
     for bits in (16, 8):
         if np.all(off % (1 << bits) == 0):
-            return (f"every wrong element is off by a multiple of 2^{bits}: a {bits}-bit integer (an accumulator or an "
-                    f"intermediate) wraps")
+            return Exact(f"every wrong element is off by a multiple of 2^{bits}: a {bits}-bit integer (an accumulator "
+                         "or an intermediate) wraps")
     return None
 
 

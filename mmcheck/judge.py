@@ -16,7 +16,7 @@ from . import data, pyref
 from .artifacts import Record
 from .compare import compare, tolerance
 from .data import Operands, Trial
-from .diagnose import Evidence, diagnose, tile_map
+from .diagnose import Evidence, Exact, diagnose, tile_map
 from .freivalds import freivalds
 from .dtypes import DType, precision
 from .errors import SpecError, Unsupported
@@ -186,15 +186,16 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
                         layouts=prepared.layouts,
                         accumulator=spec.accumulator(precision(prepared.dtype)).name,
                         inputs=precision(prepared.dtype).inputs.name, params=frozenset(q.name for q in spec.params))
-    lines += diagnose(evidence)
-    lines.append(tile_map(evidence))
+    said = diagnose(evidence)
+    lines += [*said, tile_map(evidence)]
     record = Record(
         stem=f"{spec.name}-{prepared.dtype.replace('->', '_to_')}-{prepared.shape}-{trial.pattern}",  # no '>' in a name
         arrays={**{o.name: ops[o.name] for o in op.inputs}, "C": got, "reference": want, "wrong": mismatch.mask,
                 "unwritten": unwritten, **({"C_input": ops[out]} if ops.output_is_input else {})},
         meta={"kernel": spec.name, "file": str(spec.path), "dtype": prepared.dtype, "shape": str(prepared.shape),
               "trial": str(trial), "pattern": trial.pattern})
-    raise Caught(check, "\n".join(lines).replace("\n", "\n  "), mismatch, record)
+    raise Caught(check, "\n".join(lines).replace("\n", "\n  "), mismatch, record,
+                 exact=any(isinstance(s, Exact) for s in said))
 
 
 def _unwritten(held: np.ndarray, got: np.ndarray, want: np.ndarray, out_type: DType) -> np.ndarray:

@@ -70,6 +70,7 @@ class Result:
     seconds: float | None = field(default=None, compare=False)  # what checking it took (check.check)
     domain: str = ""  # the kernel's launch domain, where the device's limits bound it (shapes.launch_domain)
     context: str = ""
+    exact: bool = False  # a failure whose diagnosis says exactly what is wrong (diagnose.Exact)
 
     def __post_init__(self) -> None:
         # What a kernel printed, what its compiler said, its file's name: the message is shown in terminals, its
@@ -109,9 +110,11 @@ class Caught(Exception):
     ``context`` (the case, which the runner adds on the way up), where there is one."""
 
     def __init__(self, check: str, finding: str, mismatch: Mismatch | None = None, record: Record | None = None,
-                 context: str = "") -> None:
+                 context: str = "", exact: bool = False) -> None:
+        """``exact``: the finding says exactly what is wrong (diagnose.Exact)."""
         super().__init__(f"{context}: {finding}" if context else finding)
         self.check, self.finding, self.mismatch, self.record, self.context = check, finding, mismatch, record, context
+        self.exact = exact
 
 
 def outcome_of(case: Case, e: Exception, results: Path) -> Result:
@@ -120,7 +123,7 @@ def outcome_of(case: Case, e: Exception, results: Path) -> Result:
     another exception (interrupt.wrapped_stop) is raised again, as itself."""
     if isinstance(e, Caught):
         return Result(case, Outcome.FAIL, str(e), check=e.check, mismatch=e.mismatch, record=e.record,
-                      context=e.context)
+                      context=e.context, exact=e.exact)
     if isinstance(e, SandboxViolation):  # the kernel's attempt, blocked: a failure of the kernel's own
         return Result(case, Outcome.FAIL, str(e), check="sandbox")
     if isinstance(e, Unsupported):

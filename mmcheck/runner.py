@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import partial
 from pathlib import Path
 
@@ -25,7 +25,7 @@ from .launch import launch
 from .prepare import Plan, Prepared, host_bytes, host_memory, plan, prepare
 from .races import DETECTED, Earlier, Races, what
 from .results import Case, Caught, Outcome, Result, outcome_of, told_before
-from .shapes import LARGE, LARGE_BUDGET, Shape, largest_buffer
+from .shapes import LARGE, LARGE_BUDGET, Shape, largest_buffer, tiles
 from .spec import KernelSpec
 from .verdicts import Verdicts
 
@@ -140,14 +140,36 @@ class Runner:
         compiles aside; past it no launch starts, and the result is a failure of check timeout that says how
         many shapes ran (a kernel that takes just under the launch timeout would cost one timeout per launch)."""
         self._budget = _Budget(seconds) if seconds is not None else None
+        shapes = list(shapes)
         try:
             result, tried = self._sweep(self.case(spec, dtype, shape) for shape in shapes)
+            if result is not None and result.check == "mismatch" and not result.exact and self._explain:
+                result, tried = self._telling(result, shapes[tried:], tried)
         finally:
             self._budget = None
         if result is None:
             return Result(Case(spec, dtype, None, self.seed), Outcome.ERROR, f"{spec.path}: kernel {spec.name!r}: "
                           "no shape within the budget satisfies its requires", shapes_tried=0)
         return dataclasses.replace(result, shapes_tried=tried)
+
+    def _telling(self, found: Result, later: Sequence[Shape], tried: int) -> tuple[Result, int]:
+        """A wrong result whose diagnosis is no exact one (a size of 1, or a K within a tile, hides which terms,
+        rows or columns are wrong), and the sweep's first later shape whose sizes tell them: every size past 1,
+        K past the largest tile and neither a multiple of a tile nor one past one (so that the last partial K
+        tile is more than the last term).  Where that shape's result is the same check's, diagnosed exactly,
+        it is the one reported, saying the smallest failing shape; else ``found``."""
+        spec, dtype = found.case.spec, found.case.dtype
+        sizes = tiles(spec)
+        telling = next((s for s in later if min(s.M, s.N) > 1 and s.K > max(sizes, default=2)
+                        and all(s.K % t > 1 for t in sizes)), None)
+        if telling is None:
+            return found, tried
+        again, _ = self._sweep([self.case(spec, dtype, telling)])
+        if again is None or again.check != found.check or not again.exact:
+            return found, tried  # the sweep's count: up to the smallest failing shape
+        note = (f"\n  the smallest failing shape is {found.case.shape}, where the errors do not tell their cause "
+                f"exactly; this shape does")
+        return dataclasses.replace(again, message=again.message + note), tried + 1
 
     def _sweep(self, cases: Iterable[Case]) -> tuple[Result | None, int]:
         """The cases in order up to the first that does not pass: its result (or the last pass) and how many
@@ -323,7 +345,7 @@ class Runner:
             record = c.record and dataclasses.replace(
                 c.record, stem=f"{c.record.stem}-seed{case.seed}",
                 meta={**c.record.meta, "seed": case.seed, "schedule": schedule, "backend": self.backend.name})
-            raise Caught(c.check, c.finding, c.mismatch, record, context) from None
+            raise Caught(c.check, c.finding, c.mismatch, record, context, c.exact) from None
 
     def prepare(self, case: Case, launched: Plan, trial: Trial, operands: Operands) -> Prepared:
         assert case.shape is not None, "a case to run has a shape"

@@ -75,8 +75,12 @@ def test_check_exits_0_when_every_outcome_matches_its_expect(kernels, tmp_path, 
                          "message", "launch_domain", "reproduce"}
     assert (good["outcome"], good["expect"], good["shape"], good["check"]) == ("pass", "pass", None, None)
     assert good["shapes_tried"] > 5 and good["reproduce"] is None
-    assert (bad["outcome"], bad["expect"], bad["check"], bad["shapes_tried"]) == ("fail", "fail", "mismatch", 1)
-    assert bad["shape"] == {"M": 1, "N": 1, "K": 1, "batch": 1}, "the smallest failing shape"
+    assert (bad["outcome"], bad["expect"], bad["check"], bad["shapes_tried"]) == ("fail", "fail", "mismatch", 2)
+    # It fails from 1x1x1 on, where the only k term is the first and the last: the shape reported is the first
+    # later one whose errors say exactly which term is dropped.
+    assert bad["shape"] == {"M": 42, "N": 96, "K": 100, "batch": 1}
+    assert "the last k term is dropped" in bad["message"]
+    assert "the smallest failing shape is 1x1x1, where the errors do not tell their cause exactly" in bad["message"]
     assert bad["file"].endswith("bad.cu") and bad["reproduce"].startswith("mmcheck check k.bad --src ")
 
 

@@ -400,3 +400,16 @@ def test_a_files_later_kernels_are_not_checked_once_its_checks_took_its_time_bud
     assert (late.outcome, late.shapes_tried) == ("error", 0), late.message
     assert "not checked: the file's checks took " in late.message and "time budget of 8 s" in late.message
     assert runner.spent(spec.path.with_name("another.cu")) == 0.0  # each file has a budget of its own
+
+
+def test_a_failure_that_a_size_of_1_hides_is_reported_at_a_shape_that_tells(runner):
+    """At K = 1 the only term is the first and the last: the sweep goes on to its first later shape whose K is
+    past the tiles and neither a multiple of one nor one past one, and reports that, where it says exactly why."""
+    shapes = [Shape(1, 1, 1), Shape(2, 2, 2), Shape(16, 16, 33), Shape(5, 6, 37), Shape(9, 9, 40)]
+    result = runner.sweep(spec_for("drops_last_k"), "int32", shapes)
+    assert (result.case.shape, result.shapes_tried, result.check) == (Shape(5, 6, 37), 2, "mismatch")
+    assert "the last k term is dropped" in result.message
+    assert "the smallest failing shape is 1x1x1, where the errors do not tell their cause exactly" in result.message
+    # No such shape among the later ones: the smallest failing shape, as found.
+    result = runner.sweep(spec_for("drops_last_k"), "int32", shapes[:3])
+    assert (result.case.shape, result.shapes_tried) == (Shape(1, 1, 1), 1)
