@@ -384,7 +384,7 @@ def _sizes(e: Evidence) -> str | None:
     sizes = [s for s in ("M", "N", "K") if s in e.params and s not in e.op.fixed]
     true = _true_sizes(e)
     for order in itertools.permutations(sizes):
-        handed = {**true, **{s: true[o] for s, o in zip(sizes, order)}}
+        handed: dict[str, int] = {**true, **{s: true[o] for s, o in zip(sizes, order)}}
         if handed == true or e.got.shape[0] * handed["M"] * handed["N"] * handed["K"] > _MAX_TERMS:
             continue
         if _handed_result(e, handed):

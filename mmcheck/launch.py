@@ -54,6 +54,6 @@ def check_parameters(kernel: Kernel, prepared: Prepared) -> None:
     if given != kernel.params:
         spec = prepared.spec
         listed = ", ".join(f"{q.name} ({n} bytes)" for q, n in zip(spec.params, given))
+        taken = ", ".join(f"{n} bytes" for n in kernel.params)
         raise SpecError(spec.path, f"the spec gives {len(given)} parameters ({listed}), but the compiled "
-                        f"{kernel.symbol} takes {len(kernel.params)} ({', '.join(f'{n} bytes' for n in kernel.params)})",
-                        kernel=spec.name, key="params")
+                        f"{kernel.symbol} takes {len(kernel.params)} ({taken})", kernel=spec.name, key="params")
