@@ -18,6 +18,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -144,12 +145,13 @@ def test_the_python_side_believes_no_report_the_worker_should_have_refused():
 
 
 def test_a_skip_is_believed_only_from_a_module_that_has_inline_assembly():
-    module = backend._Module(Path("k.so"), False, None, frozenset({"mmemu_rv_barrier"}))
+    (spec,) = load_specs(HOSTILE / "plain.cu")
+    build = SimpleNamespace(spec=spec)  # what a module reads of its build: the file's source and entry
+    module = backend._Module(Path("k.so"), False, build, frozenset({"mmemu_rv_barrier"}))
     skip = _result(w.UNSUPPORTED, message="inline assembly (`tcgen05.mma`)", code=3)
     assert backend._corroborated(skip, module).state == w.FORGED
-    with_asm = backend._Module(Path("k.so"), False, None, frozenset({"mmemu_rv_asm"}))
+    with_asm = backend._Module(Path("k.so"), False, build, frozenset({"mmemu_rv_asm"}))
     assert backend._corroborated(skip, with_asm) is skip
-    (spec,) = load_specs(HOSTILE / "plain.cu")
     assert isinstance(backend._failure("k", [], spec, skip, "10 s"), Unsupported)
     forged = backend._failure("k", [], spec, backend._corroborated(skip, module), "10 s")
     assert not isinstance(forged, (Unsupported, SandboxUnavailable)) and "tampered with" in str(forged)
