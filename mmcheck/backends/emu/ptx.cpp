@@ -1,118 +1,55 @@
 // Inline PTX on the emulator (part of libmmemu.so).  The compile unit rewrites each asm statement of a kernel file
-// into a call of mmemu_rv_asm (unit.py, shim.h); this file parses the statement's template, once per launch, and
-// runs it on a register file of its own: the statement's operands, then the registers it declares (.reg).
+// into a call of mmemu_rv_asm (unit.py, shim.h); ptx_parse.cpp parses the statement's template, once per launch,
+// and this file runs it on a register file of its own: the statement's operands, then the registers it declares
+// (.reg, predicates among them), instruction after instruction, leaving out those whose guard (@p, @!p) is false
+// and following bra to the statement's labels.
 //
 // What runs is what tensor-core tutorials write, with the PTX ISA's semantics:
 //   mma.sync.aligned.m16n8k16 / m16n8k8 .row.col with .f16 inputs and f16 or f32 accumulators, .bf16 inputs and
 //     f32 accumulators, and m16n8k8 with .tf32 inputs and f32 accumulators;
 //   mma.sync.aligned.m16n8k16 / m16n8k32 .row.col{.satfinite}.s32 with .s8 or .u8 inputs (A's and B's each), and
 //     m16n8k32 .row.col.f32 with .e4m3 or .e5m2 inputs (A's and B's each) and f32 accumulators;
-//   ldmatrix.sync.aligned.m8n8 .x1/.x2/.x4 {.trans} {.shared{::cta}} .b16;
+//   ldmatrix.sync.aligned.m8n8 .x1/.x2/.x4 {.trans} {.shared{::cta}} .b16, and stmatrix, its inverse;
 //   cp.async.ca/.cg .shared{::cta}.global of 4, 8 or 16 bytes (with src-size), cp.async.commit_group,
 //     cp.async.wait_group, cp.async.wait_all;
 //   cvta.to.shared / cvta.shared; ld and st (scalars, .v2, .v4) of the .global or .shared state space or of a
 //     generic address, .weak, .volatile, .relaxed.scope, .acquire.scope (ld) or .release.scope (st); mov,
-//     integer cvt and cvt.rna.tf32.f32.
-// Anything else (another instruction, a predicate, a label, a special register) makes the statement unsupported:
-// a launch that reaches it ends naming that instruction.
+//     integer cvt and cvt.rna.tf32.f32; setp (integer comparisons) and selp; bra{.uni}; the special registers
+//     %laneid, %tid, %ntid, %ctaid and %nctaid.
+// Anything else (another instruction or form, a label the statement lacks) makes the statement unsupported: a
+// launch that reaches it ends naming that instruction.
 //
-// mma.sync and ldmatrix are warp-collective: every lane's operands meet at a gather (mmemu_rv_gather), each lane
-// computes its own destination registers from them, and a second gather keeps every lane's operands alive until
-// all have.  Arithmetic of mma: D[i][j] starts from C[i][j] and adds the K products A[i][k] B[k][j] in k order in
-// float, rounding each sum to nearest; every product is exact in float (f16 and bf16 have at most 11 significant
-// bits, tf32 11, e4m3 4 and e5m2 3), and a f16 D is rounded once at the end.  Tensor cores also form exact
-// products but add them with their own alignment, order and rounding, so results are the GPU's exactly where the
-// sums are exact and may differ in the last bits otherwise (as WMMA's, include/mma.h).  A .tf32 operand is read as
-// its top 19 bits, the float with the 13 low fraction bits dropped.  An integer D is C plus the products, exactly,
-// wrapped to 32 bits, or with .satfinite clamped to the range of int32.
+// mma.sync, ldmatrix and stmatrix are warp-collective: every lane's operands meet at a gather (mmemu_rv_gather),
+// each lane computes its own destination registers (or rows) from them, and a second gather keeps every lane's
+// operands alive until all have.  Arithmetic of mma: D[i][j] starts from C[i][j] and adds the K products
+// A[i][k] B[k][j] in k order in float, rounding each sum to nearest; every product is exact in float (f16 and bf16
+// have at most 11 significant bits, tf32 11, e4m3 4 and e5m2 3), and a f16 D is rounded once at the end.  Tensor
+// cores also form exact products but add them with their own alignment, order and rounding, so results are the
+// GPU's exactly where the sums are exact and may differ in the last bits otherwise (as WMMA's, include/mma.h).  A
+// .tf32 operand is read as its top 19 bits, the float with the 13 low fraction bits dropped.  An integer D is C
+// plus the products, exactly, wrapped to 32 bits, or with .satfinite clamped to the range of int32.
 #include "mmemu.h"
 
 #include <algorithm>
-#include <cctype>
 #include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "include/mmemu_float16.h"
+#include "ptx.h"
 
-extern "C" mmemu_dim3 threadIdx, blockDim;
+extern "C" mmemu_dim3 threadIdx, blockIdx, blockDim, gridDim;
 
-namespace {
+namespace mmemu_ptx {
 
 unsigned lane() { return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 32; }
 
-// ---- a statement, parsed -------------------------------------------------------------------------------------
-struct Value {
-    int reg = -1;  // a register: an operand (%N, numbered from 0) or a declared one; else the immediate
-    uint64_t imm = 0;
-};
-
-struct Operand {
-    enum Kind { kScalar, kVector, kAddress } kind = kScalar;
-    std::vector<Value> values;  // a scalar's one, a vector's elements, an address's base
-    int64_t offset = 0;         // an address's displacement
-};
-
-enum class Op {
-    kMma, kLdmatrix, kCpAsync, kCommit, kWaitGroup, kWaitAll, kCvtaToShared, kCvtaToGeneric, kLoad, kStore,
-    kMov, kCvt, kCvtTf32,
-};
-
-// The element types mma names: inputs .f16, .bf16, .tf32, .e4m3, .e5m2, .s8, .u8; accumulators .f16, .f32, .s32.
-enum class Type { kF16, kBf16, kTf32, kF32, kE4m3, kE5m2, kS8, kU8, kS32 };
-
-// Where ld, st and ldmatrix find their address: a generic address is a pointer.
-enum class Space { kGeneric, kGlobal, kShared };
-
-struct Instruction {
-    Op op;
-    std::string opcode, text;  // text: the whole instruction as written, for messages
-    std::vector<Operand> operands;
-    // What the opcode's qualifiers say; each operation reads its own.
-    int k = 0;                                          // mma: K
-    Type a = Type::kF16, b = Type::kF16, acc = Type::kF32;  // mma: A's, B's and the accumulators' element type
-    bool satfinite = false;                             // mma: integer sums clamp rather than wrap
-    int count = 1;                                      // ldmatrix: matrices; ld, st: vector elements
-    int bytes = 0, from_bytes = 0;                      // ld, st, mov, cvt: the element's size (cvt: also the
-                                                        // source's); cp.async.cg: 16, its only size
-    bool sign = false, from_sign = false, trans = false;
-    Space space = Space::kGeneric;                      // ld, st, ldmatrix
-};
-
-struct Program {
-    std::vector<Instruction> code;
-    int registers = 0;        // the operands', then the declared ones
-    std::string unsupported;  // the first instruction the emulator does not run, if any
-};
-
-std::string trim(const std::string& s) {
-    size_t lo = s.find_first_not_of(" \t\r\n"), hi = s.find_last_not_of(" \t\r\n");
-    return lo == std::string::npos ? "" : s.substr(lo, hi - lo + 1);
-}
-
-std::vector<std::string> split(const std::string& s, char separator) {
-    std::vector<std::string> parts;
-    int depth = 0;
-    size_t start = 0;
-    for (size_t i = 0; i <= s.size(); ++i) {
-        if (i < s.size() && (s[i] == '{' || s[i] == '[')) ++depth;
-        if (i < s.size() && (s[i] == '}' || s[i] == ']')) --depth;
-        if (i == s.size() || (s[i] == separator && depth == 0)) {
-            parts.push_back(trim(s.substr(start, i - start)));
-            start = i + 1;
-        }
-    }
-    return parts;
-}
-
-// PTX's sizes and signedness of the types ld, st, mov and cvt name.
 bool scalar_type(const std::string& t, int& bytes, bool& sign) {
     static const std::map<std::string, std::pair<int, bool>> types = {
         {"b8", {1, false}},  {"u8", {1, false}},  {"s8", {1, true}},   {"b16", {2, false}}, {"u16", {2, false}},
@@ -125,129 +62,30 @@ bool scalar_type(const std::string& t, int& bytes, bool& sign) {
     return true;
 }
 
-// What the opcode says: the operation, its qualifiers, and whether the operands fit it; false where the
-// emulator does not run the instruction.
-bool decode(Instruction& in);
+// The special registers a statement may read, each the calling thread's, in Context::get's order.
+const char* const kSpecials[] = {"%laneid", "%tid.x",    "%tid.y",    "%tid.z",    "%ntid.x",   "%ntid.y",
+                                 "%ntid.z", "%ctaid.x",  "%ctaid.y",  "%ctaid.z",  "%nctaid.x", "%nctaid.y",
+                                 "%nctaid.z"};
 
-class Parser {
-public:
-    Parser(int operands, Program& program) : operands_(operands), program_(program) {
-        program.registers = operands;
-    }
-
-    // A value: %N, a declared register, or an integer or PTX float constant (0fXXXXXXXX, 0dXXXXXXXXXXXXXXXX).
-    bool value(const std::string& s, Value& v) const {
-        if (s.size() > 1 && s[0] == '%' && std::isdigit(static_cast<unsigned char>(s[1]))) {
-            char* end;
-            long n = std::strtol(s.c_str() + 1, &end, 10);
-            if (*end || n >= operands_) return false;
-            v.reg = int(n);
-            return true;
-        }
-        auto found = names_.find(s);
-        if (found != names_.end()) {
-            v.reg = found->second;
-            return !predicates_.count(s);
-        }
-        if (s.size() > 2 && s[0] == '0' && (s[1] == 'f' || s[1] == 'd' || s[1] == 'F' || s[1] == 'D')) {
-            char* end;
-            v.imm = std::strtoull(s.c_str() + 2, &end, 16);
-            return !*end && s.size() == (s[1] == 'f' || s[1] == 'F' ? 10u : 18u);
-        }
-        if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-')) return false;
-        char* end;
-        v.imm = uint64_t(std::strtoll(s.c_str(), &end, 0));
-        return !*end || ((*end == 'U' || *end == 'u') && !end[1]);
-    }
-
-    bool operand(const std::string& s, Operand& o) const {
-        if (s.size() >= 2 && s.front() == '{' && s.back() == '}') {
-            o.kind = Operand::kVector;
-            for (const std::string& element : split(s.substr(1, s.size() - 2), ',')) {
-                o.values.emplace_back();
-                if (!value(element, o.values.back())) return false;
-            }
-            return true;
-        }
-        if (s.size() >= 2 && s.front() == '[' && s.back() == ']') {
-            o.kind = Operand::kAddress;
-            std::string inner = trim(s.substr(1, s.size() - 2));
-            size_t sign = inner.find_first_of("+-", 1);
-            o.values.emplace_back();
-            if (sign == std::string::npos) return value(inner, o.values.back());
-            Value displacement;
-            if (!value(trim(inner.substr(0, sign)), o.values.back()) ||
-                !value(trim(inner.substr(sign + 1)), displacement) || displacement.reg >= 0)
-                return false;
-            o.offset = inner[sign] == '-' ? -int64_t(displacement.imm) : int64_t(displacement.imm);
-            return true;
-        }
-        o.values.emplace_back();
-        return value(s, o.values.back());
-    }
-
-    // `.reg .type name, name<N>, ...`
-    bool declare(const std::string& s) {
-        std::string rest = trim(s.substr(4));
-        size_t space = rest.find_first_of(" \t\r\n");
-        if (rest.empty() || rest[0] != '.' || space == std::string::npos) return false;
-        bool predicate = rest.substr(0, space) == ".pred";
-        for (const std::string& name : split(rest.substr(space), ',')) {
-            size_t angle = name.find('<');
-            int n = angle == std::string::npos ? 0 : std::atoi(name.c_str() + angle + 1);
-            std::string base = name.substr(0, angle);
-            if (base.empty() || !(std::isalpha(static_cast<unsigned char>(base[0])) || base[0] == '_')) return false;
-            for (int i = 0; i < (n ? n : 1); ++i) {
-                std::string each = n ? base + std::to_string(i) : base;
-                names_[each] = program_.registers++;
-                if (predicate) predicates_.insert(each);
-            }
-        }
-        return true;
-    }
-
-    // `opcode operand, ...` (the statement without its `;`)
-    bool instruction(const std::string& s, Instruction& in) const {
-        size_t end = 0;
-        while (end < s.size() && (std::isalnum(static_cast<unsigned char>(s[end])) || s[end] == '.' || s[end] == ':' ||
-                                  s[end] == '_'))
-            ++end;
-        in.opcode = s.substr(0, end);
-        std::string rest = trim(s.substr(end));
-        if (in.opcode.empty() || (end < s.size() && !std::isspace(static_cast<unsigned char>(s[end])))) return false;
-        if (!rest.empty())
-            for (const std::string& text : split(rest, ',')) {
-                in.operands.emplace_back();
-                if (!operand(text, in.operands.back())) return false;
-            }
-        return decode(in);
-    }
-
-private:
-    int operands_;
-    Program& program_;
-    std::map<std::string, int> names_;  // the declared registers
-    std::set<std::string> predicates_;  // those of them that are predicates, which no instruction here takes
-};
-
-// Whether the operands are of these kinds, one letter each: s scalar, v vector, a address.
-bool shaped(const Instruction& in, const char* kinds) {
-    if (in.operands.size() != strlen(kinds)) return false;
-    for (size_t i = 0; kinds[i]; ++i) {
-        Operand::Kind kind = kinds[i] == 's'   ? Operand::kScalar
-                             : kinds[i] == 'v' ? Operand::kVector
-                                               : Operand::kAddress;
-        if (in.operands[i].kind != kind) return false;
-    }
-    return true;
+int special_register(const std::string& name) {
+    auto found = std::find(std::begin(kSpecials), std::end(kSpecials), name);
+    return found == std::end(kSpecials) ? -1 : int(found - std::begin(kSpecials));
 }
 
-bool registers(const Operand& o, size_t n) {
-    if (o.values.size() != n) return false;
-    for (const Value& v : o.values)
-        if (v.reg < 0) return false;
-    return true;
+uint64_t Context::get(const Value& v) const {
+    if (v.reg >= 0) return regs[size_t(v.reg)];
+    if (v.special < 0) return v.reg == kSink ? 0 : v.imm;
+    const mmemu_dim3* dims[] = {&threadIdx, &blockDim, &blockIdx, &gridDim};
+    if (v.special == 0) return lane();
+    const mmemu_dim3& d = *dims[(v.special - 1) / 3];
+    return (v.special - 1) % 3 == 0 ? d.x : (v.special - 1) % 3 == 1 ? d.y : d.z;
 }
+
+}  // namespace mmemu_ptx
+
+namespace {
+
+using namespace mmemu_ptx;
 
 bool mma_type(const std::string& name, Type& type) {
     static const std::map<std::string, Type> types = {
@@ -301,8 +139,10 @@ bool decode_mma(Instruction& in, const std::vector<std::string>& q) {
            in.operands[2].values.size() == b && in.operands[3].values.size() == acc;
 }
 
-bool decode_ldmatrix(Instruction& in, const std::vector<std::string>& q) {
-    in.op = Op::kLdmatrix;
+// ldmatrix / stmatrix .sync.aligned.m8n8 .x1/.x2/.x4 {.trans} {.shared{::cta}} .b16, qualifiers in any order.
+bool decode_matrix(Instruction& in, const std::vector<std::string>& q) {
+    bool load = q[0] == "ldmatrix";
+    in.op = load ? Op::kLdmatrix : Op::kStmatrix;
     if (q.size() < 6 || q[1] != "sync" || q[2] != "aligned") return false;
     bool shape = false, type = false;
     in.count = 0;
@@ -314,7 +154,9 @@ bool decode_ldmatrix(Instruction& in, const std::vector<std::string>& q) {
         else if (q[i] == "shared" || q[i] == "shared::cta") in.space = Space::kShared;
         else return false;
     }
-    return shape && type && in.count && shaped(in, "va") && registers(in.operands[0], size_t(in.count));
+    if (!shape || !type || !in.count || !shaped(in, load ? "va" : "av")) return false;
+    const Operand& fragments = in.operands[load ? 0 : 1];
+    return load ? registers(fragments, size_t(in.count)) : fragments.values.size() == size_t(in.count);
 }
 
 bool decode_cp(Instruction& in, const std::vector<std::string>& q) {
@@ -365,16 +207,29 @@ bool decode_memory(Instruction& in, const std::vector<std::string>& q) {
     return data.values.size() == size_t(in.count) && (!load || registers(data, size_t(in.count)));
 }
 
-bool decode(Instruction& in) {
-    std::vector<std::string> q;
-    for (size_t start = 0, dot; start <= in.opcode.size(); start = dot + 1) {
-        dot = in.opcode.find('.', start);
-        if (dot == std::string::npos) dot = in.opcode.size();
-        q.push_back(in.opcode.substr(start, dot - start));
-    }
+// setp.CmpOp.type p, a, b (integer types); selp.type d, a, b, p.
+bool decode_select(Instruction& in, const std::vector<std::string>& q) {
+    static const char* const compares[] = {"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"};
+    bool setp = q[0] == "setp";
+    in.op = setp ? Op::kSetp : Op::kSelp;
+    in.predicates = setp ? 1u : 1u << 3;
+    const std::string& type = q.back();
+    if (q.size() != (setp ? 3u : 2u) || !scalar_type(type, in.bytes, in.sign) || (setp && type[0] == 'f') ||
+        !shaped(in, setp ? "sss" : "ssss") || !registers(in.operands[0], 1))
+        return false;
+    in.code = int(std::find(compares, compares + 10, q[1]) - compares);
+    return !setp || in.code < 10;
+}
+
+}  // namespace
+
+namespace mmemu_ptx {
+
+bool decode_core(Instruction& in, const std::vector<std::string>& q) {
     const std::string& name = q[0];
     if (name == "mma") return decode_mma(in, q);
-    if (name == "ldmatrix") return decode_ldmatrix(in, q);
+    if (name == "ldmatrix" || name == "stmatrix") return decode_matrix(in, q);
+    if (name == "setp" || name == "selp") return decode_select(in, q);
     if (name == "cp") return decode_cp(in, q);
     if (name == "cvta" && (q.size() == 4 || q.size() == 3)) {  // cvta.to.shared.u32/u64, cvta.shared.u64
         bool to = q.size() == 4 && q[1] == "to";
@@ -401,67 +256,23 @@ bool decode(Instruction& in) {
     return false;
 }
 
-std::string uncommented(std::string s) {
-    for (auto [open, close] : {std::make_pair("/*", "*/"), std::make_pair("//", "\n")})
-        for (size_t at = s.find(open); at != std::string::npos; at = s.find(open, at)) {
-            size_t end = s.find(close, at + 2);  // a line comment's newline stays
-            s.replace(at, end == std::string::npos ? std::string::npos : end + (close[0] == '*' ? 2 : 0) - at, " ");
-        }
-    return s;
-}
+}  // namespace mmemu_ptx
 
-// The statement's instructions: the text split at `;`, with comments, and braces that open or close a scope,
-// dropped.  Declarations (.reg) name registers; the first instruction that does not decode stops the parse.
-Program parse(const char* text, int operands) {
-    Program program;
-    Parser parser(operands, program);
-    std::string s = uncommented(text);
-    size_t at = 0;
-    while (true) {
-        at = s.find_first_not_of(" \t\r\n{}", at);
-        if (at == std::string::npos) break;
-        size_t end = s.find(';', at);
-        std::string statement = s.substr(at, end == std::string::npos ? std::string::npos : end + 1 - at);
-        at = end == std::string::npos ? s.size() : end + 1;
-        std::string body = trim(statement.substr(0, statement.find(';')));
-        Instruction in;
-        in.text = trim(statement);
-        bool ok = body.compare(0, 4, ".reg") == 0 ? parser.declare(body) : parser.instruction(body, in);
-        if (!ok) {
-            program.unsupported = in.text;
-            break;
-        }
-        if (!in.opcode.empty()) program.code.push_back(std::move(in));
-    }
-    return program;
-}
+namespace {
 
 // ---- running a statement --------------------------------------------------------------------------------------
-struct Context {
-    const Instruction& in;
-    std::vector<uint64_t>& regs;
-    int line;
-
-    uint64_t get(const Value& v) const { return v.reg >= 0 ? regs[size_t(v.reg)] : v.imm; }
-    uint64_t get(size_t operand) const { return get(in.operands[operand].values[0]); }
-    uint64_t address(size_t operand) const { return get(operand) + uint64_t(in.operands[operand].offset); }
-    void set(const Value& v, uint64_t bits) const { regs[size_t(v.reg)] = bits; }
-    void set(size_t operand, uint64_t bits) const { set(in.operands[operand].values[0], bits); }
-    const char* op() const { return in.opcode.c_str(); }
-
-    // The `size` bytes at `address` in the instruction's state space, which must be aligned to `size`.
-    unsigned char* memory(uint64_t address, size_t size) const {
-        if (address % size)
-            mmemu_violation("%s at line %d: address 0x%llx is not %zu-byte aligned", op(), line,
-                            static_cast<unsigned long long>(address), size);
-        switch (in.space) {
-            case Space::kShared: return static_cast<unsigned char*>(mmemu_shared_pointer(address, size, op(), line));
-            case Space::kGlobal: return static_cast<unsigned char*>(mmemu_global_pointer(address, op(), line));
-            case Space::kGeneric: break;
-        }
-        return reinterpret_cast<unsigned char*>(address);
+// The `size` bytes at `address` in the instruction's state space, which must be aligned to `size`.
+unsigned char* memory(const Context& c, uint64_t address, size_t size) {
+    if (address % size)
+        mmemu_violation("%s at line %d: address 0x%llx is not %zu-byte aligned", c.op(), c.line,
+                        static_cast<unsigned long long>(address), size);
+    switch (c.in.space) {
+        case Space::kShared: return static_cast<unsigned char*>(mmemu_shared_pointer(address, size, c.op(), c.line));
+        case Space::kGlobal: return static_cast<unsigned char*>(mmemu_global_pointer(address, c.op(), c.line));
+        case Space::kGeneric: break;
     }
-};
+    return reinterpret_cast<unsigned char*>(address);
+}
 
 uint64_t mask(int bytes) { return bytes >= 8 ? ~0ull : (1ull << (8 * bytes)) - 1; }
 
@@ -564,7 +375,7 @@ uint32_t product(const Instruction& in, const MmaLane* const* lanes, Element c, 
     return in.acc == Type::kF16 ? mmemu::Fp16Format::round(sum) : float_bits(sum);
 }
 
-constexpr char kMma[] = "mma.sync", kLdmatrix[] = "ldmatrix";
+constexpr char kMma[] = "mma.sync", kLdmatrix[] = "ldmatrix", kStmatrix[] = "stmatrix";
 
 template <class Record>
 void gather(const Context& c, const Record& mine, const char* op, const Record* (&lanes)[32]) {
@@ -601,7 +412,7 @@ void mma(const Context& c) {
     }
 }
 
-// ---- ldmatrix ----
+// ---- ldmatrix and stmatrix ----
 struct RowAddress {
     const Instruction* at;
     uint64_t address;
@@ -609,15 +420,15 @@ struct RowAddress {
 
 // The 16-byte row at a lane's address: a shared address, or with no state space given a generic pointer, which
 // must point into shared memory.
-const unsigned char* row(const Context& c, uint64_t address, int lane_of_row) {
+unsigned char* row(const Context& c, uint64_t address, int lane_of_row) {
     if (address % 16)
         mmemu_violation("%s at line %d: lane %d's row address 0x%llx is not 16-byte aligned", c.op(), c.line,
                         lane_of_row, static_cast<unsigned long long>(address));
     if (c.in.space == Space::kShared)
-        return static_cast<const unsigned char*>(mmemu_shared_pointer(address, 16, c.op(), c.line));
-    const void* pointer = reinterpret_cast<const void*>(address);
+        return static_cast<unsigned char*>(mmemu_shared_pointer(address, 16, c.op(), c.line));
+    void* pointer = reinterpret_cast<void*>(address);
     mmemu_shared_address(pointer, c.op(), c.line);
-    return static_cast<const unsigned char*>(pointer);
+    return static_cast<unsigned char*>(pointer);
 }
 
 // Lanes 8 m .. 8 m + 7 give the rows of matrix m; lane l receives, of each matrix, row l / 4's elements 2 (l % 4)
@@ -645,11 +456,57 @@ void ldmatrix(const Context& c) {
     for (int m = 0; m < in.count; ++m) c.set(in.operands[0].values[size_t(m)], words[m]);
 }
 
+struct RowStore {
+    const Instruction* at;
+    uint64_t address;
+    uint32_t words[4];
+};
+
+// stmatrix, ldmatrix's inverse: lanes 8 m .. 8 m + 7 give the rows of matrix m, and lane l's register m holds row
+// l / 4's elements 2 (l % 4) and 2 (l % 4) + 1, or with .trans column l / 4's at those rows.  Lane l writes row l.
+void stmatrix(const Context& c) {
+    const Instruction& in = c.in;
+    RowStore mine{&in, c.address(0), {}};
+    for (int m = 0; m < in.count; ++m) mine.words[m] = uint32_t(c.get(in.operands[1].values[size_t(m)]));
+    const RowStore* lanes[32];
+    gather(c, mine, kStmatrix, lanes);
+    int l = int(lane()), m = l / 8, r = l % 8;
+    if (m < in.count) {
+        unsigned char* out = row(c, mine.address, l);
+        for (int e = 0; e < 8; ++e) {  // element e of row r: the fragment's (r, e), or with .trans its (e, r)
+            int from = in.trans ? 4 * e + r / 2 : 4 * r + e / 2, half = in.trans ? r % 2 : e % 2;
+            uint16_t bits = uint16_t(lanes[from]->words[m] >> (16 * half));
+            std::memcpy(out + 2 * e, &bits, 2);
+        }
+    }
+    mmemu_rv_gather(nullptr, nullptr, kStmatrix, c.line);
+}
+
+// setp's comparison of a and b (Instruction::code: eq, ne, lt, le, gt, ge, then the unsigned lo, ls, hi, hs).
+bool compare(const Context& c) {
+    const Instruction& in = c.in;
+    bool sign = in.sign && in.code < 6;
+    uint64_t a = extend(c.get(1), in.bytes, sign), b = extend(c.get(2), in.bytes, sign);
+    auto less = [sign](uint64_t x, uint64_t y) { return sign ? int64_t(x) < int64_t(y) : x < y; };
+    switch (in.code < 6 ? in.code : in.code - 4) {
+        case 0: return a == b;
+        case 1: return a != b;
+        case 2: return less(a, b);
+        case 3: return !less(b, a);
+        case 4: return less(b, a);
+        default: return !less(a, b);
+    }
+}
+
 void run(const Context& c) {
     const Instruction& in = c.in;
     switch (in.op) {
         case Op::kMma: return mma(c);
         case Op::kLdmatrix: return ldmatrix(c);
+        case Op::kStmatrix: return stmatrix(c);
+        case Op::kSetp: return c.set(0, compare(c));
+        case Op::kSelp: return c.set(0, (c.get(3) ? c.get(1) : c.get(2)) & mask(in.bytes));
+        case Op::kBranch: return;  // the statement's run takes it
         case Op::kCpAsync: {
             uint64_t size = c.get(2), src_size = in.operands.size() > 3 ? c.get(3) : size;
             if (in.bytes && size != uint64_t(in.bytes))
@@ -672,7 +529,7 @@ void run(const Context& c) {
         // PTX names allows (as __threadfence is empty, shim.h).
         case Op::kLoad: {
             size_t size = size_t(in.bytes * in.count);
-            const unsigned char* p = c.memory(c.address(1), size);
+            const unsigned char* p = memory(c, c.address(1), size);
             for (int e = 0; e < in.count; ++e) {
                 uint64_t bits = 0;
                 std::memcpy(&bits, p + e * in.bytes, size_t(in.bytes));
@@ -682,7 +539,7 @@ void run(const Context& c) {
         }
         case Op::kStore: {
             size_t size = size_t(in.bytes * in.count);
-            unsigned char* p = c.memory(c.address(0), size);
+            unsigned char* p = memory(c, c.address(0), size);
             for (int e = 0; e < in.count; ++e) {
                 uint64_t bits = c.get(in.operands[1].values[size_t(e)]);
                 std::memcpy(p + e * in.bytes, &bits, size_t(in.bytes));
@@ -693,14 +550,6 @@ void run(const Context& c) {
         case Op::kCvt: return c.set(0, extend(c.get(1), in.from_bytes, in.from_sign) & mask(in.bytes));
         case Op::kCvtTf32: return c.set(0, round_tf32(uint32_t(c.get(1))));
     }
-}
-
-const Program& program_of(const char* text, int count) {
-    static std::map<std::pair<const char*, int>, Program> programs;  // a literal's address names its statement
-    auto key = std::make_pair(text, count);
-    auto found = programs.find(key);
-    if (found == programs.end()) found = programs.emplace(key, parse(text, count)).first;
-    return found->second;
 }
 
 }  // namespace
@@ -742,7 +591,12 @@ MMEMU_EXPORT void mmemu_rv_asm(int line, const char* text, const char* constrain
             regs[size_t(std::atoi(kind.c_str()))] = operands[i].bits;
         }
     }
-    for (const Instruction& in : program.code) run(Context{in, regs, line});
+    for (size_t pc = 0; pc < program.code.size();) {
+        const Instruction& in = program.code[pc++];
+        if (in.guard >= 0 && (regs[size_t(in.guard)] != 0) == in.negated) continue;
+        if (in.op == Op::kBranch) pc = size_t(in.target);
+        else run(Context{in, regs, line});
+    }
     for (int i = 0; i < count; ++i)
         if (kinds[size_t(i)].find_first_of("=+") != std::string::npos)
             std::memcpy(reinterpret_cast<void*>(operands[i].bits), &regs[size_t(i)], operands[i].pointee);

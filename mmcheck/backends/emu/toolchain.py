@@ -37,6 +37,9 @@ _MODULE_CODE = ["-fPIC", "-fvisibility=hidden", "-fno-extern-tls-init", "-fstack
                 "-ffunction-sections", "-fdata-sections"]
 _MODULE = [*_MODULE_CODE, "-shared", "-Wl,--no-undefined", "-Wl,--gc-sections"]
 _C_LOCALE = {**os.environ, "LC_ALL": "C"}  # plain quotes in diagnostics, which unit.py matches
+# The runtime library's sources, and the headers only they include.
+_LIBRARY = ("runtime.cpp", "ptx.cpp", "ptx_parse.cpp")
+_LIBRARY_HEADERS = ("ptx.h",)
 # Extra flags for the runtime.  Empty in use; the tests set ["-DMMEMU_UCONTEXT"] to build the swapcontext
 # fibers that hosts other than x86-64 get.
 RUNTIME_FLAGS: list[str] = []
@@ -150,7 +153,7 @@ class Toolchain:
 
     def _build_runtime(self) -> Path:
         sources = [*(_HERE / name
-                     for name in ("mmemu.h", "runtime.cpp", "ptx.cpp", "include/mmemu_float16.h", "worker.cpp")),
+                     for name in ("mmemu.h", *_LIBRARY, *_LIBRARY_HEADERS, "include/mmemu_float16.h", "worker.cpp")),
                    _SANDBOX]
         key = cache_key("emu-runtime", [p.read_bytes() for p in sources], self._runtime_flags, self.version)
         return self._compile_runtime(self.cache / f"runtime-{key}")
@@ -160,11 +163,11 @@ class Toolchain:
         return [*_BASE, *self.mode, *RUNTIME_FLAGS]
 
     def _compile_runtime(self, final: Path) -> Path:
-        """The runtime's three sources compiled at once, then linked: the library (runtime and PTX) and the
+        """The runtime's sources compiled at once, then linked: the library (runtime and PTX) and the
         worker, which links against it.  Every process that opens the emulator waits for this the first time;
         later asks check it (and rebuild it where it is not what was built)."""
         flags = self._runtime_flags
-        library = [(name, ["-fPIC"]) for name in ("runtime.cpp", "ptx.cpp")]
+        library = [(name, ["-fPIC"]) for name in _LIBRARY]
 
         def make(folder: Path) -> None:
             objects = folder / "objects"

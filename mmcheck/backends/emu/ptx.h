@@ -1,0 +1,107 @@
+// An inline-PTX statement as ptx_parse.cpp parses it, and what an instruction runs with: shared by the parser and
+// ptx.cpp (the statement's run and the instructions of tensor-core tutorials).  Part of libmmemu.so; kernels never
+// see it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mmemu_ptx {
+
+constexpr int kImmediate = -1, kSink = -2;  // Value::reg of an immediate and of the sink `_`
+
+struct Value {
+    int reg = kImmediate;  // a register: an operand (%N, numbered from 0) or a declared one; else as above
+    uint64_t imm = 0;
+    int special = -1;      // a special register (%laneid, %tid.x, ...), read when the instruction runs
+    bool predicate = false;
+};
+
+struct Operand {
+    // kTensor: `[map, {coordinates}]`, the map's address then the coordinates; kPair: `d|p`
+    enum Kind { kScalar, kVector, kAddress, kTensor, kPair } kind = kScalar;
+    std::vector<Value> values;  // a scalar's one, a vector's elements, an address's base
+    int64_t offset = 0;         // an address's displacement
+};
+
+enum class Op {
+    kMma, kLdmatrix, kStmatrix, kCpAsync, kCommit, kWaitGroup, kWaitAll, kCvtaToShared, kCvtaToGeneric, kLoad,
+    kStore, kMov, kCvt, kCvtTf32, kSetp, kSelp, kBranch,
+};
+
+// The element types mma names: inputs .f16, .bf16, .tf32, .e4m3, .e5m2, .s8, .u8; accumulators .f16, .f32, .s32.
+enum class Type { kF16, kBf16, kTf32, kF32, kE4m3, kE5m2, kS8, kU8, kS32 };
+
+// Where ld, st, ldmatrix and stmatrix find an address: a generic address is a pointer.
+enum class Space { kGeneric, kGlobal, kShared };
+
+struct Instruction {
+    Op op;
+    std::string opcode, text;  // text: the whole instruction as written, for messages
+    std::vector<Operand> operands;
+    int guard = -1;             // `@p` / `@!p`: the predicate register that decides whether it runs
+    bool negated = false;
+    std::string label;          // bra: its target's label, then (target) the index of the instruction there
+    int target = -1;
+    unsigned predicates = 0;    // which operands (bit i: operand i) are predicates, as the decoder allows
+    bool sink = false;          // whether operand 0 (its first value) may be the sink `_`
+    // What the opcode's qualifiers say; each operation reads its own.
+    int code = 0;                                       // setp: its comparison
+    int k = 0;                                          // mma: K
+    Type a = Type::kF16, b = Type::kF16, acc = Type::kF32;  // mma: A's, B's and the accumulators' element type
+    bool satfinite = false;                             // mma: integer sums clamp rather than wrap
+    int count = 1;                                      // ldmatrix, stmatrix: matrices; ld, st: vector
+                                                        // elements
+    int bytes = 0, from_bytes = 0;                      // ld, st, mov, cvt, setp, selp: the element's size
+                                                        // (cvt: also the source's); cp.async.cg: 16
+    bool sign = false, from_sign = false, trans = false;
+    Space space = Space::kGeneric;
+};
+
+struct Program {
+    std::vector<Instruction> code;
+    int registers = 0;        // the operands', then the declared ones
+    std::string unsupported;  // the first instruction the emulator does not run, if any
+    std::map<std::string, int> labels;  // a label's instruction: the one written after it
+};
+
+// ---- ptx_parse.cpp ----
+// The statement `text` of `operands` operands, parsed the first time it runs (a literal's address names it).
+const Program& program_of(const char* text, int operands);
+// `s` split at `separator`s outside braces and brackets, each part trimmed.
+std::vector<std::string> split(const std::string& s, char separator);
+// Whether the operands are of these kinds, one letter each: s scalar, v vector, a address, t tensor, p pair.
+bool shaped(const Instruction& in, const char* kinds);
+// Whether the operand is `n` registers (no immediates, no sink).
+bool registers(const Operand& o, size_t n);
+
+// ---- ptx.cpp ----
+// PTX's sizes and signedness of the types ld, st, mov, cvt, setp and selp name.
+bool scalar_type(const std::string& t, int& bytes, bool& sign);
+// The index of the special register `name` (%laneid, %tid.x, ...), which Context::get reads; -1 for another name.
+int special_register(const std::string& name);
+// Whether `q` (the opcode split at its dots) decodes as one of the instructions ptx.cpp runs, into `in`.
+bool decode_core(Instruction& in, const std::vector<std::string>& q);
+
+// One instruction of a statement as it runs, on the statement's registers.
+struct Context {
+    const Instruction& in;
+    std::vector<uint64_t>& regs;
+    int line;
+
+    uint64_t get(const Value& v) const;
+    uint64_t get(size_t operand) const { return get(in.operands[operand].values[0]); }
+    uint64_t address(size_t operand) const { return get(operand) + uint64_t(in.operands[operand].offset); }
+    void set(const Value& v, uint64_t bits) const {
+        if (v.reg >= 0) regs[size_t(v.reg)] = bits;
+    }
+    void set(size_t operand, uint64_t bits) const { set(in.operands[operand].values[0], bits); }
+    const char* op() const { return in.opcode.c_str(); }
+};
+
+// The lane of the calling thread in its warp.
+unsigned lane();
+
+}  // namespace mmemu_ptx
