@@ -15,7 +15,10 @@
 //   cvta.to.shared / cvta.shared; ld and st (scalars, .v2, .v4) of the .global or .shared state space or of a
 //     generic address, .weak, .volatile, .relaxed.scope, .acquire.scope (ld) or .release.scope (st); mov,
 //     integer cvt and cvt.rna.tf32.f32; setp (integer comparisons) and selp; bra{.uni}; the special registers
-//     %laneid, %tid, %ntid, %ctaid and %nctaid.
+//     %laneid, %tid, %ntid, %ctaid and %nctaid;
+// and what Hopper kernels write, which ptx_async.cpp runs: mbarrier, cp.async.bulk and cp.async.bulk.tensor (TMA),
+// fence.proxy.async, elect.sync, and as the no-ops they are here setmaxnreg, griddepcontrol, prefetch.tensormap,
+// fence.proxy.tensormap and fence.mbarrier_init.
 // Anything else (another instruction or form, a label the statement lacks) makes the statement unsupported: a
 // launch that reaches it ends naming that instruction.
 //
@@ -507,6 +510,7 @@ void run(const Context& c) {
         case Op::kSetp: return c.set(0, compare(c));
         case Op::kSelp: return c.set(0, (c.get(3) ? c.get(1) : c.get(2)) & mask(in.bytes));
         case Op::kBranch: return;  // the statement's run takes it
+        case Op::kAsync: return run_async(c);
         case Op::kCpAsync: {
             uint64_t size = c.get(2), src_size = in.operands.size() > 3 ? c.get(3) : size;
             if (in.bytes && size != uint64_t(in.bytes))

@@ -1,6 +1,6 @@
-// An inline-PTX statement as ptx_parse.cpp parses it, and what an instruction runs with: shared by the parser and
-// ptx.cpp (the statement's run and the instructions of tensor-core tutorials).  Part of libmmemu.so; kernels never
-// see it.
+// An inline-PTX statement as ptx_parse.cpp parses it, and what an instruction runs with: shared by the parser, ptx.cpp
+// (the statement's run and the instructions of tensor-core tutorials) and the files of other instruction families
+// (ptx_async.cpp), which each decode and run their own.  Part of libmmemu.so; kernels never see it.
 #pragma once
 
 #include <cstdint>
@@ -29,12 +29,13 @@ struct Operand {
 enum class Op {
     kMma, kLdmatrix, kStmatrix, kCpAsync, kCommit, kWaitGroup, kWaitAll, kCvtaToShared, kCvtaToGeneric, kLoad,
     kStore, kMov, kCvt, kCvtTf32, kSetp, kSelp, kBranch,
+    kAsync,  // an instruction of ptx_async.cpp's families; Instruction::code says which
 };
 
 // The element types mma names: inputs .f16, .bf16, .tf32, .e4m3, .e5m2, .s8, .u8; accumulators .f16, .f32, .s32.
 enum class Type { kF16, kBf16, kTf32, kF32, kE4m3, kE5m2, kS8, kU8, kS32 };
 
-// Where ld, st, ldmatrix and stmatrix find an address: a generic address is a pointer.
+// Where ld, st, ldmatrix and the asynchronous instructions find an address: a generic address is a pointer.
 enum class Space { kGeneric, kGlobal, kShared };
 
 struct Instruction {
@@ -48,12 +49,13 @@ struct Instruction {
     unsigned predicates = 0;    // which operands (bit i: operand i) are predicates, as the decoder allows
     bool sink = false;          // whether operand 0 (its first value) may be the sink `_`
     // What the opcode's qualifiers say; each operation reads its own.
-    int code = 0;                                       // setp: its comparison
+    int code = 0;                                       // setp: its comparison; Op::kAsync: which
+                                                        // instruction (ptx_async.cpp)
     int k = 0;                                          // mma: K
     Type a = Type::kF16, b = Type::kF16, acc = Type::kF32;  // mma: A's, B's and the accumulators' element type
     bool satfinite = false;                             // mma: integer sums clamp rather than wrap
     int count = 1;                                      // ldmatrix, stmatrix: matrices; ld, st: vector
-                                                        // elements
+                                                        // elements; cp.async.bulk.tensor: dimensions
     int bytes = 0, from_bytes = 0;                      // ld, st, mov, cvt, setp, selp: the element's size
                                                         // (cvt: also the source's); cp.async.cg: 16
     bool sign = false, from_sign = false, trans = false;
@@ -103,5 +105,11 @@ struct Context {
 
 // The lane of the calling thread in its warp.
 unsigned lane();
+
+// ---- ptx_async.cpp ---- whether `q` (the opcode split at its dots) is an instruction of its families, which it then
+// decodes into `in` (false where the emulator does not run it as written); and the run of one.
+bool async_family(const std::vector<std::string>& q);
+bool decode_async(Instruction& in, const std::vector<std::string>& q);
+void run_async(const Context& c);
 
 }  // namespace mmemu_ptx

@@ -1,5 +1,6 @@
 // An inline-PTX statement parsed (part of libmmemu.so): its template split into instructions, the registers it
-// declares (.reg, predicates among them) and its labels, each instruction decoded by its family (ptx.cpp's) into what its run needs; a statement is parsed once per launch.  A value is an operand (%N), a
+// declares (.reg, predicates among them) and its labels, each instruction decoded by its family (ptx.cpp's, or
+// ptx_async.cpp's) into what its run needs; a statement is parsed once per launch.  A value is an operand (%N), a
 // declared register, a special register (%laneid, %tid, %ntid, %ctaid, %nctaid), the sink `_` or a constant; an
 // operand is a value, a vector `{...}`, an address `[base+offset]`, a tensor's `[map, {coordinates}]` or a pair
 // `d|p`; an instruction may be guarded (`@p`, `@!p`), and `bra` jumps to a label of the statement.
@@ -97,7 +98,7 @@ bool decode(Instruction& in) {
         if (dot == std::string::npos) dot = in.opcode.size();
         q.push_back(in.opcode.substr(start, dot - start));
     }
-    return decode_core(in, q) && placed(in);
+    return (async_family(q) ? decode_async(in, q) : decode_core(in, q)) && placed(in);
 }
 
 class Parser {

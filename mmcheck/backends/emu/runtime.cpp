@@ -2,9 +2,13 @@
 // worker: blocks one after another; within a block, either each thread as a plain call (kernels with no
 // rendezvous) or every thread as a cooperative fiber that parks at __syncthreads and warp intrinsics
 // until the scheduler completes the rendezvous.  The order in which threads (and blocks) run is the
-// launch's schedule, so a race that one order hides another exposes.  Every outcome, a fault included,
-// is written to the shared status page before the child exits.
+// launch's schedule, so a race that one order hides another exposes.  A thread may also park on a condition
+// (a cuda::barrier's phase, an mbarrier's): when no thread can go on, Hopper's asynchronous copies land, one at a
+// time (runtime_async.cpp), and after them a wait that may time out (mbarrier.try_wait) does, before the block is
+// declared deadlocked.  Every outcome, a fault included, is written to the shared status page before the child
+// exits.
 #include "mmemu.h"
+#include "runtime.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -153,6 +157,8 @@ struct Thread {
     const void** all;     // where it receives every lane's contribution
     int (*ready)(const void*);  // a poll's condition, and its argument
     const void* ready_arg;
+    void (*describe)(const void*, char*, size_t);  // what a poll awaits, for a deadlock's message (or null)
+    bool may_time_out;          // a poll that ends, unanswered, when nothing else can proceed
     std::vector<Copy> copies;   // its cp.async copies not yet complete, oldest first
     uint64_t committed;         // how many cp.async-groups it has committed
     void* fake_stack;  // AddressSanitizer's, while the fiber is switched out
@@ -181,6 +187,9 @@ struct Engine {
     unsigned char *tls, *tls_end, *dynamic;  // the kernel module's shared-memory TLS block
     uint64_t block_number;                   // how many blocks ran before this one
     std::vector<Copy> tracked;               // tracked copies not yet complete, oldest first
+    // Counts every completed rendezvous and every change a poll may wait for; polls that may time out do so only
+    // where it moved since they last did (else they would spin forever: a deadlock).
+    uint64_t progress, timed_out_at;
     std::vector<Warning> warnings;
 };
 Engine E;
@@ -396,6 +405,7 @@ void fiber_main() {
     E.launch->kernel->invoke(E.launch->args);
     Thread& t = E.threads[E.current];
     complete_copies(t.copies, [](const Copy&) { return true; });  // a copy never waited for lands some time
+    mmemu_rt::proxy_slice_end();
     t.state = kExited;
     ++E.exited;
     yield(t, true);
@@ -405,6 +415,7 @@ void fiber_main() {
 uint64_t park(State state) {
     if (!E.launch->fibers) fail("internal error: a rendezvous in a kernel launched without fibers");
     Thread& t = E.threads[E.current];
+    mmemu_rt::proxy_slice_end();
     t.state = state;
     ++E.waiting[state];
     yield(t, false);
@@ -412,6 +423,7 @@ uint64_t park(State state) {
 }
 
 void release(Thread& t, uint64_t result) {
+    ++E.progress;
     --E.waiting[t.state];
     t.state = kReady;
     t.result = result;
@@ -546,11 +558,24 @@ bool complete_polls() {
     bool progress = false;
     for (Thread& th : E.threads) {
         if (th.state == kPoll && th.ready(th.ready_arg)) {
-            release(th, 0);
+            release(th, 1);
             progress = true;
         }
     }
     return progress;
+}
+
+// Polls that may time out do, unanswered, where something changed since they last did.
+bool time_out_polls() {
+    if (E.progress == E.timed_out_at) return false;
+    bool released = false;
+    for (Thread& th : E.threads)
+        if (th.state == kPoll && th.may_time_out) {
+            release(th, 0);
+            released = true;
+        }
+    E.timed_out_at = E.progress;
+    return released;
 }
 
 // An example thread in `state` (and at `site`, if not -1), for messages.
@@ -606,29 +631,45 @@ void complete_barrier() {
                    ((t.state != kGather && t.state != kPoll) || u->op == t.op);
         if (seen) continue;
         ++groups;
-        if (t.state == kWarp)
+        if (t.state == kWarp) {
             append(text, sizeof text, " thread (%u,%u,%u) waits at %s at line %d (mask 0x%08x);", t.idx.x, t.idx.y,
                    t.idx.z, warp_name(t.kind), t.line, t.mask);
-        else if (t.state == kGather || t.state == kPoll)
-            append(text, sizeof text, " thread (%u,%u,%u) waits at %s at line %d;", t.idx.x, t.idx.y, t.idx.z, t.op,
-                   t.line);
-        else
+        } else if (t.state == kGather || t.state == kPoll) {
+            bool described = t.state == kPoll && t.describe;
+            append(text, sizeof text, " thread (%u,%u,%u) waits at %s at line %d%s", t.idx.x, t.idx.y, t.idx.z, t.op,
+                   t.line, described ? " " : ";");
+            if (described) {  // what it awaits
+                size_t used = strnlen(text, sizeof text);
+                t.describe(t.ready_arg, text + used, sizeof text - used);
+                append(text, sizeof text, ";");
+            }
+        } else {
             append(text, sizeof text, " thread (%u,%u,%u) waits at %s at line %d;", t.idx.x, t.idx.y, t.idx.z,
                    t.state == kBarrier ? barrier_name(t.kind) : "__activemask", t.line);
+        }
     }
     if (E.exited) append(text, sizeof text, " %u thread(s) had exited", E.exited);
     fail(text);
 }
 
 // Called when no thread is ready: complete whatever rendezvous can complete, or report why none can.
+// Asynchronous copies land only here, one at a time, as late as they may; a try_wait times out only after them.
 void resolve() {
     if (complete_warp_ops() || complete_activemasks() || complete_gathers() || complete_polls()) return;
     if (E.waiting[kBarrier] && E.waiting[kBarrier] == E.nthreads - E.exited) return complete_barrier();
+    if (mmemu_rt::async_land()) {
+        ++E.progress;
+        return;
+    }
+    if (time_out_polls()) return;
     fail_deadlock();
 }
 
 void run_block_fibers() {
     E.tracked.clear();
+    E.progress = E.timed_out_at = 0;
+    mmemu_rt::async_block_start();
+    mmemu_rt::proxy_block_start();
     for (unsigned t = 0; t < E.nthreads; ++t) {
         Thread& th = E.threads[t];
         th.state = kReady;
@@ -645,6 +686,7 @@ void run_block_fibers() {
         }
         if (E.exited < E.nthreads) resolve();
     }
+    mmemu_rt::async_block_end();
 }
 
 void run_block_plain() {
@@ -667,6 +709,36 @@ void allocate_fiber_stacks() {
 }
 
 }  // namespace
+
+// ---- what the runtime's other parts call (runtime.h) --------------------------------------------------------------
+namespace mmemu_rt {
+
+unsigned current_thread() { return E.current; }
+unsigned block_threads() { return E.nthreads; }
+mmemu_dim3 thread_index(unsigned rank) { return E.threads[rank].idx; }
+bool early_copies() { return E.launch->schedule == MMEMU_FORWARD; }
+void blame(unsigned rank) { set_current(rank); }
+void progress() { ++E.progress; }
+
+Window shared_window() {
+    size_t dynamic = size_t(E.dynamic - E.tls);
+    return {E.tls, size_t(E.tls_end - E.tls), dynamic + E.launch->smem, MMEMU_MAX_DYNAMIC_SMEM - E.launch->smem};
+}
+
+bool wait(int (*ready)(const void*), const void* arg, void (*describe)(const void*, char*, size_t),
+          bool may_time_out, const char* op, int line) {
+    if (ready(arg)) return true;
+    Thread& t = E.threads[E.current];
+    t.ready = ready;
+    t.ready_arg = arg;
+    t.describe = describe;
+    t.may_time_out = may_time_out;
+    t.op = op;
+    t.line = line;
+    return park(kPoll) != 0;
+}
+
+}  // namespace mmemu_rt
 
 // ---- what kernels call ------------------------------------------------------------------------------
 MMEMU_EXPORT int mmemu_rv_barrier(int kind, int pred, int site, int line) {
@@ -722,13 +794,7 @@ MMEMU_EXPORT void mmemu_rv_gather(const void* mine, const void** all, const char
 }
 
 MMEMU_EXPORT void mmemu_rv_poll(int (*ready)(const void*), const void* arg, const char* op, int line) {
-    if (ready(arg)) return;
-    Thread& t = E.threads[E.current];
-    t.ready = ready;
-    t.ready_arg = arg;
-    t.op = op;
-    t.line = line;
-    park(kPoll);
+    mmemu_rt::wait(ready, arg, nullptr, false, op, line);
 }
 
 MMEMU_EXPORT uint32_t mmemu_shared_address(const void* pointer, const char* op, int line) {
@@ -825,6 +891,7 @@ MMEMU_EXPORT void mmemu_child_run(const mmemu_launch* launch, mmemu_status* stat
     for (unsigned t = 0; t < E.nthreads; ++t) E.threads[t].idx = unlinear(t, launch->block);
     if (launch->fibers) allocate_fiber_stacks();
     locate_shared_memory();
+    mmemu_rt::proxy_launch_start(launch->kernel);
 
     uint64_t nblocks = uint64_t(launch->grid.x) * launch->grid.y * launch->grid.z;
     Order blocks(nblocks, launch->schedule, splitmix(E.rng));

@@ -38,8 +38,8 @@ _MODULE_CODE = ["-fPIC", "-fvisibility=hidden", "-fno-extern-tls-init", "-fstack
 _MODULE = [*_MODULE_CODE, "-shared", "-Wl,--no-undefined", "-Wl,--gc-sections"]
 _C_LOCALE = {**os.environ, "LC_ALL": "C"}  # plain quotes in diagnostics, which unit.py matches
 # The runtime library's sources, and the headers only they include.
-_LIBRARY = ("runtime.cpp", "ptx.cpp", "ptx_parse.cpp")
-_LIBRARY_HEADERS = ("ptx.h",)
+_LIBRARY = ("runtime.cpp", "runtime_async.cpp", "runtime_proxy.cpp", "ptx.cpp", "ptx_parse.cpp", "ptx_async.cpp")
+_LIBRARY_HEADERS = ("runtime.h", "ptx.h")
 # Extra flags for the runtime.  Empty in use; the tests set ["-DMMEMU_UCONTEXT"] to build the swapcontext
 # fibers that hosts other than x86-64 get.
 RUNTIME_FLAGS: list[str] = []
