@@ -48,26 +48,29 @@ def swizzled(offsets: np.ndarray, swizzle: str) -> np.ndarray:
     return offsets ^ (((offsets >> 7) & ((1 << bits) - 1)) << 4)
 
 
+NAN_FILL = bytes([0xF7, 0x7F] * 4)  # the NaN an H200 fills with: 0x7ff7 in every 16 bits (seen for float32)
+
+
 def box_image(tensor: np.ndarray, coords, box, swizzle="none", steps=None, fill="zeros") -> np.ndarray:
-    """What a TMA load of the box at `coords` (innermost first) leaves in shared memory, as bytes: the box's
-    elements densely, innermost first, element strides stepping dimensions past the first, each element at its
-    swizzled offset; elements outside the tensor zeros or NaN."""
-    rank, steps = tensor.ndim, steps or [1] * tensor.ndim
+    """What a TMA load of the box at `coords` (innermost first) leaves in shared memory, as bytes (seen so on an
+    H200): the box innermost first, element strides stepping the dimensions past the first, its rows (the elements
+    along the first dimension) one after another, a swizzle span apart where swizzled (the rest of a narrower row's
+    span left as it was: 0xFF here), then each 16-byte chunk moved to its swizzled offset; elements outside the
+    tensor zeros or the hardware's NaN."""
+    rank, size, steps = tensor.ndim, tensor.itemsize, steps or [1] * tensor.ndim
     counts = [box[0]] + [-(-box[d] // steps[d]) for d in range(1, rank)]
-    dense = np.zeros(counts[::-1], tensor.dtype)
-    if fill == "nan":
-        dense[...] = np.nan
-    for index in np.ndindex(*counts[::-1]):
+    pitch = 16 << SWIZZLES[swizzle] if swizzle != "none" else box[0] * size
+    rows = np.full((int(np.prod(counts[1:])), pitch), 0xFF, np.uint8)
+    for index in np.ndindex(*counts[::-1]):  # outermost first, as shared memory holds them
         g = [coords[d] + index[rank - 1 - d] * (steps[d] if d else 1) for d in range(rank)]
-        if all(0 <= g[d] < tensor.shape[rank - 1 - d] for d in range(rank)):
-            dense[index] = tensor[tuple(g[::-1])]
-    raw = dense.view(np.uint8).ravel()
-    span = -(-raw.size // 128) * 128 if swizzle != "none" else raw.size
-    image = np.full(span, 0xFF, np.uint8)
-    chunks = np.arange(0, raw.size, 16)
-    for c in chunks:
-        at = int(swizzled(np.array(c), swizzle))
-        image[at:at + 16] = raw[c:c + 16]
+        inside = all(0 <= g[d] < tensor.shape[rank - 1 - d] for d in range(rank))
+        value = tensor[tuple(g[::-1])].tobytes() if inside else NAN_FILL[:size] if fill == "nan" else bytes(size)
+        row = int(np.ravel_multi_index(index[:-1], counts[:0:-1])) if rank > 1 else 0
+        rows[row, index[-1] * size:(index[-1] + 1) * size] = np.frombuffer(value, np.uint8)
+    plain, image = rows.ravel(), np.empty(rows.size, np.uint8)
+    for chunk in range(0, plain.size, 16):
+        at = int(swizzled(np.array(chunk), swizzle))
+        image[at:at + 16] = plain[chunk:chunk + 16]
     return image
 
 
@@ -295,10 +298,13 @@ def test_mbarrier_misuse_is_a_fault(emu, run_kernel, misuse, mode, message):
 
 # ---- TMA ---------------------------------------------------------------------------------------------------------
 TMA_LOAD = r"""
-// One TMA load of a {dims}-d box at the coordinates in B into a 1024-byte aligned buffer; C gets the buffer's bytes.
+// One TMA load of a {dims}-d box at the coordinates in B into a 1024-byte aligned buffer of 0xFF bytes; C gets
+// the buffer's bytes.
 extern "C" __global__ void k(const CUtensorMap* A, const int* B, unsigned char* C) {{
     __shared__ alignas(1024) unsigned char box[4096];
     __shared__ uint64_t bar;
+    for (int i = threadIdx.x; i < 4096; i += blockDim.x) box[i] = 0xFF;  // what the box leaves alone
+    fence_async();
     if (threadIdx.x == 0) init_barrier(&bar, 1);
     __syncthreads();
     if (threadIdx.x == 0) {{
@@ -347,10 +353,18 @@ def test_a_tma_load_lands_the_box_swizzled_as_the_hardware_swizzles(emu, tma_2d,
 @pytest.mark.parametrize("fill", ["zeros", "nan"])
 def test_elements_outside_the_tensor_are_filled_with_zeros_or_nan(emu, tma_2d, fill):
     tensor = np.arange(1, 10 * 12 + 1, dtype=np.float32).reshape(10, 12)
-    got, want = tma_load(emu, tma_2d, tensor, (-2, 7), (8, 8), fill=fill)
+    got, want = tma_load(emu, tma_2d, tensor, (-4, 7), (8, 8), fill=fill)
     values = got.view(np.float32).reshape(8, 8)
-    np.testing.assert_array_equal(values, want.view(np.float32).reshape(8, 8))  # NaNs alike, whatever their bits
-    assert (np.isnan(values) if fill == "nan" else values == 0).sum() == 64 - 3 * 6  # in: rows 7-9, columns 0-5
+    np.testing.assert_array_equal(got, want)
+    assert (np.isnan(values) if fill == "nan" else values == 0).sum() == 64 - 3 * 4  # in: rows 7-9, columns 0-3
+
+
+def test_an_innermost_coordinate_off_a_16_byte_boundary_is_a_fault(emu, tma_2d):
+    """An H200 traps on it (an illegal instruction), as Triton's TMA tutorial notes."""
+    with pytest.raises(KernelFault, match=r"cp\.async\.bulk\.tensor\.2d\.\S+ at line \d+: the box's innermost "
+                                          r"coordinate -2 is not a multiple of 16 bytes \(4-byte elements\) into "
+                                          r"its row"):
+        tma_load(emu, tma_2d, np.zeros((10, 12), np.float32), (-2, 7), (8, 8))
 
 
 def test_element_strides_step_every_dimension_past_the_first(build, emu):

@@ -24,11 +24,15 @@
 // (offset 0), global dimensions (8, five uint64, innermost first), the strides of dimensions 1..4 in bytes (48),
 // the box (80, five uint32), the element strides (100, five uint32), then bytes for the rank (120), the element's
 // size (121), the swizzle (122: none, 32B, 64B, 128B), interleave (123), the out-of-bounds fill (124: zeros, NaN),
-// the data type (125) and the magic "MT" (126, 127).  The box lands in shared memory densely, innermost dimension
-// first, ceil(box[i] / elementStrides[i]) elements along dimension i > 0 (dimension 0's stride is ignored), each
-// element at its shared address with the swizzle applied: the 16-byte chunk index (address bits 4-6, 4-5 or 4)
-// XORed with bits 7-9, 7-8 or 7 (CUTLASS's Swizzle<3,4,3>, <2,4,3>, <1,4,3>).  Elements outside the tensor are
-// filled with zeros or NaN on a load and left out of a store.
+// the data type (125) and the magic "MT" (126, 127).  The box lands in shared memory innermost dimension first,
+// ceil(box[i] / elementStrides[i]) elements along dimension i > 0 (dimension 0's stride is ignored), its rows (the
+// elements along dimension 0) one after another, each element at its shared address with the swizzle applied: the
+// 16-byte chunk index (address bits 4-6, 4-5 or 4) XORed with bits 7-9, 7-8 or 7 (CUTLASS's Swizzle<3,4,3>, <2,4,3>,
+// <1,4,3>).  A swizzled box's rows are a swizzle span (128, 64 or 32 bytes) apart, those narrower than it leaving
+// the rest of their span as it was; its transactions count the box's own bytes (as an H200 does).  The box's
+// innermost coordinate must be a multiple of 16 bytes into its row (an H200 traps otherwise).  Elements
+// outside the tensor are filled with zeros or the hardware's NaN (0x7ff7 in every 16 bits) on a load and left out
+// of a store.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -56,6 +60,7 @@ struct TensorMap {
     uint64_t dim[5], stride[5];  // stride[0]: the element's size
     uint32_t box[5], step[5];
     int rank, elem, swizzle, fill;
+    uint32_t pitch;              // bytes from a row of the box to the next in shared memory
 };
 
 struct Copy {
@@ -65,7 +70,7 @@ struct Copy {
     int line;
     uint32_t shared;     // the shared-memory side
     uint32_t size;       // its bytes: the copy's, or the box's
-    uint32_t span;       // the shared bytes it touches (a swizzled box's, rounded up to whole 128-byte rows)
+    uint32_t span;       // the shared bytes it touches (more than `size` where a swizzled box's rows are narrow)
     uint32_t mbarrier;   // a load's, and its phase when the copy was issued
     uint64_t phase;
     uint64_t group;      // a store's bulk group, 0 while uncommitted
@@ -198,13 +203,14 @@ TensorMap read_map(const void* at, int dims, const char* op, int line) {
         wrong = "its box's inner dimension is not a multiple of 16 bytes within its swizzle's span";
     if (wrong) mmemu_violation("%s at line %d: the tensor map at %p is not valid: %s", op, line, at, wrong);
     if (m[123]) mmemu_unsupported("a TMA copy of a tensor map with interleave (16B or 32B)", op, line);
+    t.pitch = t.swizzle ? 16u << t.swizzle : inner;
     return t;
 }
 
-uint32_t box_bytes(const TensorMap& t) {
-    uint32_t elements = 1;
-    for (int d = 0; d < 5; ++d) elements *= (t.box[d] + t.step[d] - 1) / t.step[d];
-    return elements * uint32_t(t.elem);
+uint32_t box_rows(const TensorMap& t) {
+    uint32_t rows = 1;
+    for (int d = 1; d < 5; ++d) rows *= (t.box[d] + t.step[d] - 1) / t.step[d];
+    return rows;
 }
 
 uint32_t swizzled(uint32_t address, int swizzle) {
@@ -218,15 +224,18 @@ void traverse(const Copy& c, Each each) {
     const TensorMap& t = c.map;
     uint32_t n[5], i[5] = {0, 0, 0, 0, 0};
     for (int d = 0; d < 5; ++d) n[d] = (t.box[d] + t.step[d] - 1) / t.step[d];
-    for (uint32_t offset = 0; offset < c.size; offset += uint32_t(t.elem)) {
-        const unsigned char* at = t.global;
-        for (int d = 0; d < 5 && at; ++d) {
-            int64_t g = int64_t(c.coords[d]) + int64_t(i[d]) * t.step[d];
-            at = g >= 0 && uint64_t(g) < t.dim[d] ? at + uint64_t(g) * t.stride[d] : nullptr;
+    for (uint32_t row = 0, rows = box_rows(t); row < rows; ++row)
+        for (uint32_t column = 0; column < t.box[0]; ++column) {
+            const unsigned char* at = t.global;
+            i[0] = column;
+            for (int d = 0; d < 5 && at; ++d) {
+                int64_t g = int64_t(c.coords[d]) + int64_t(i[d]) * t.step[d];
+                at = g >= 0 && uint64_t(g) < t.dim[d] ? at + uint64_t(g) * t.stride[d] : nullptr;
+            }
+            each(swizzled(c.shared + row * t.pitch + column * uint32_t(t.elem), t.swizzle), at);
+            if (column + 1 == t.box[0])
+                for (int d = 1; d < 5 && ++i[d] == n[d]; ++d) i[d] = 0;
         }
-        each(swizzled(c.shared + offset, t.swizzle), at);
-        for (int d = 0; d < 5 && ++i[d] == n[d]; ++d) i[d] = 0;
-    }
 }
 
 // ---- copies ----
@@ -235,9 +244,7 @@ void perform_load(const Copy& c) {
     if (!c.tensor) {
         std::memcpy(base + c.shared, c.global, c.size);
     } else {
-        unsigned char nan[8];
-        std::memset(nan, 0xff, 8);
-        nan[c.map.elem - 1] = 0x7f;  // the largest NaN, of the element's size
+        const unsigned char nan[8] = {0xf7, 0x7f, 0xf7, 0x7f, 0xf7, 0x7f, 0xf7, 0x7f};
         traverse(c, [&](uint32_t to, const unsigned char* from) {
             if (from) std::memcpy(base + to, from, size_t(c.map.elem));
             else if (c.map.fill) std::memcpy(base + to, nan, size_t(c.map.elem));
@@ -323,7 +330,10 @@ Copy plain(bool load, uint32_t address, void* global, uint32_t size, const char*
 
 Copy tensor(bool load, uint32_t address, const void* map, const int32_t* coords, int dims, const char* op, int line) {
     TensorMap t = read_map(map, dims, op, line);
-    uint32_t size = box_bytes(t), span = t.swizzle ? (size + 127) / 128 * 128 : size;
+    if (int64_t(coords[0]) * t.elem % 16)  // an H200 traps (an illegal instruction) on such a box
+        mmemu_violation("%s at line %d: the box's innermost coordinate %d is not a multiple of 16 bytes (%d-byte "
+                        "elements) into its row, as TMA requires", op, line, coords[0], t.elem);
+    uint32_t rows = box_rows(t), size = rows * t.box[0] * uint32_t(t.elem), span = rows * t.pitch;
     Copy c = shared_side(load, address, size, span, t.swizzle ? 128u << t.swizzle : 128u, op, line);
     c.tensor = true;
     c.map = t;
