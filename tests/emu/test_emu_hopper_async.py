@@ -298,8 +298,8 @@ def test_mbarrier_misuse_is_a_fault(emu, run_kernel, misuse, mode, message):
 
 # ---- TMA ---------------------------------------------------------------------------------------------------------
 TMA_LOAD = r"""
-// One TMA load of a {dims}-d box at the coordinates in B into a 1024-byte aligned buffer of 0xFF bytes; C gets
-// the buffer's bytes.
+// One TMA load of a {dims}-d box at the coordinates in B into a 1024-byte aligned buffer of 0xFF bytes{hinted}; C
+// gets the buffer's bytes.
 extern "C" __global__ void k(const CUtensorMap* A, const int* B, unsigned char* C) {{
     __shared__ alignas(1024) unsigned char box[4096];
     __shared__ uint64_t bar;
@@ -309,8 +309,8 @@ extern "C" __global__ void k(const CUtensorMap* A, const int* B, unsigned char* 
     __syncthreads();
     if (threadIdx.x == 0) {{
         expect_bytes(&bar, B[5]);
-        asm volatile("cp.async.bulk.tensor.{dims}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                     " [%0], [%1, {{{coords}}}], [%2];"
+        asm volatile("cp.async.bulk.tensor.{dims}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes{hint}"
+                     " [%0], [%1, {{{coords}}}], [%2]{policy};"
                      :: "r"(smem(box)), "l"(A), "r"(smem(&bar)), {values} : "memory");
     }}
     wait(&bar, 0);
@@ -319,9 +319,12 @@ extern "C" __global__ void k(const CUtensorMap* A, const int* B, unsigned char* 
 """
 
 
-def tma_load_body(dims: int) -> str:
+def tma_load_body(dims: int, hint: bool = False) -> str:
+    """The TMA load kernel of `dims` dimensions; with `hint`, an L2 cache policy (CUTLASS's EVICT_LAST) too."""
+    values = [f'"r"(B[{d}])' for d in range(dims)] + ['"l"(0x14F0000000000000ull)'] * hint
     return PRELUDE + TMA_LOAD.format(dims=dims, coords=", ".join(f"%{3 + d}" for d in range(dims)),
-                           values=", ".join(f'"r"(B[{d}])' for d in range(dims)))
+                                     values=", ".join(values), hint=".L2::cache_hint" * hint,
+                                     policy=f", %{3 + dims}" * hint, hinted=" with a cache hint" * hint)
 
 
 def tma_load(emu, kernel, tensor, coords, box, schedule="forward", **options) -> tuple[np.ndarray, np.ndarray]:
@@ -373,6 +376,12 @@ def test_element_strides_step_every_dimension_past_the_first(build, emu):
     got, want = tma_load(emu, kernel, tensor, (4, 1, 0), (4, 7, 5), steps=[1, 3, 2])
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(got.view(np.float32).reshape(3, 3, 4), tensor[0:6:2, 1:8:3, 4:8])
+
+
+def test_a_cache_hint_and_its_policy_change_nothing(build, emu):
+    tensor = np.arange(16 * 16, dtype=np.float32).reshape(16, 16)
+    got, want = tma_load(emu, build(tma_load_body(2, hint=True), **SPEC), tensor, (4, 3), (8, 8))
+    np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("dims", [1, 5])
@@ -764,7 +773,7 @@ def test_setp_selp_and_guarded_branches(build, emu, run_kernel):
 SOURCES = {"phases": PHASES, "timeout": TIMEOUT, "tx": TX, "misuse": MISUSE, "tma store": TMA_STORE, "bulk": BULK,
            "pipeline": (PIPELINE, PIPELINE_SPEC), "dynamic": DYNAMIC, "multicast": MULTICAST, "elect": ELECT,
            "predicates": PREDICATES,
-           **{f"tma load {d}d": tma_load_body(d) for d in (1, 2, 3, 5)},
+           **{f"tma load {d}d": tma_load_body(d) for d in (1, 2, 3, 5)}, "tma load hint": tma_load_body(2, True),
            **{f"stmatrix x{c}{'.trans' * t}": stmatrix_body(c, t) for c in (1, 2, 4) for t in (False, True)}}
 
 

@@ -51,6 +51,7 @@ struct Instruction {
     // What the opcode's qualifiers say; each operation reads its own.
     int code = 0;                                       // setp: its comparison; Op::kAsync: which
                                                         // instruction (ptx_async.cpp)
+    unsigned flags = 0;                                 // Op::kAsync: its qualifiers (ptx_async.cpp)
     int k = 0;                                          // mma: K
     Type a = Type::kF16, b = Type::kF16, acc = Type::kF32;  // mma: A's, B's and the accumulators' element type
     bool satfinite = false;                             // mma: integer sums clamp rather than wrap

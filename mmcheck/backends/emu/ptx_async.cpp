@@ -30,7 +30,7 @@ enum Code {
     kInit, kInval, kArrive, kTxChange, kWait, kBulkLoad, kBulkStore, kTensorLoad, kTensorStore, kCommit, kBulkWait,
     kFence, kElect, kNothing, kMulticast,
 };
-// Instruction::count holds an mbarrier operation's qualifiers, and a TMA copy's dimensions.
+// An mbarrier operation's qualifiers, in Instruction::flags (a TMA copy's dimensions are in Instruction::count).
 enum Flag { kExpectTx = 1, kDrop = 2, kNoComplete = 4, kParity = 8, kComplete = 16 };
 
 // An opcode's qualifiers past its head, each taken at most once, in any order.
@@ -62,15 +62,14 @@ bool decode_mbarrier(Instruction& in, const std::vector<std::string>& q) {
     Qualifiers rest(q, 2, q.size() - 1);
     bool waits = verb == "test_wait" || verb == "try_wait", arrives = verb == "arrive" || verb == "arrive_drop";
     bool tx = verb == "expect_tx" || verb == "complete_tx";
-    in.count = 0;
     std::string space = rest.one_of({"shared", "shared::cta", "shared::cluster"});
     bool remote = space == "shared::cluster";  // only arrive and the tx-counts take it
     in.space = space.empty() ? Space::kGeneric : Space::kShared;
-    if (arrives && rest.take("expect_tx")) in.count |= kExpectTx;
-    if (arrives && rest.take("noComplete")) in.count |= kNoComplete;
-    if (verb == "arrive_drop") in.count |= kDrop;
-    if (waits && rest.take("parity")) in.count |= kParity;
-    if (verb == "complete_tx") in.count |= kComplete;
+    if (arrives && rest.take("expect_tx")) in.flags |= kExpectTx;
+    if (arrives && rest.take("noComplete")) in.flags |= kNoComplete;
+    if (verb == "arrive_drop") in.flags |= kDrop;
+    if (waits && rest.take("parity")) in.flags |= kParity;
+    if (verb == "complete_tx") in.flags |= kComplete;
     bool ordered = !rest.one_of(waits ? std::initializer_list<const char*>{"acquire", "relaxed"}
                                       : std::initializer_list<const char*>{"release", "relaxed"}).empty();
     bool scoped = !rest.one_of({"cta", "cluster"}).empty();
@@ -83,7 +82,7 @@ bool decode_mbarrier(Instruction& in, const std::vector<std::string>& q) {
     if (arrives) {
         in.code = kArrive;
         in.sink = true;
-        bool counted = in.count & (kExpectTx | kNoComplete);  // a tx-count, or a count, is then required
+        bool counted = in.flags & (kExpectTx | kNoComplete);  // a tx-count, or a count, is then required
         return (shaped(in, "sas") || (!counted && shaped(in, "sa"))) &&
                registers(in.operands[0], 1) != (in.operands[0].values[0].reg == kSink);
     }
@@ -130,12 +129,9 @@ bool decode_bulk(Instruction& in, const std::vector<std::string>& q) {
         return false;
     extra += multicast;  // the multicast's mask of blocks
     in.code = multicast ? kMulticast : tensor ? kTensorLoad : kBulkLoad;
-    if (tensor)
-        return in.operands.size() == 3 + extra && in.operands[0].kind == Operand::kAddress &&
-               in.operands[1].kind == Operand::kTensor && in.operands[2].kind == Operand::kAddress &&
-               in.operands[1].values.size() == size_t(in.count) + 1;
-    return in.operands.size() == 4 + extra && in.operands[0].kind == Operand::kAddress &&
-           in.operands[1].kind == Operand::kAddress && in.operands[3].kind == Operand::kAddress;
+    std::string kinds = tensor ? "ata" : "aasa";
+    kinds.append(extra, 's');
+    return shaped(in, kinds.c_str()) && (!tensor || in.operands[1].values.size() == size_t(in.count) + 1);
 }
 
 // fence.proxy.async{.space}; fence.proxy.tensormap::generic.{release|acquire}.scope; fence.mbarrier_init.
@@ -229,19 +225,19 @@ void run_async(const Context& c) {
         case kInit: return mmemu_rt::mbarrier_init(shared_address(c, 0), uint32_t(c.get(1)), c.op(), c.line);
         case kInval: return mmemu_rt::mbarrier_inval(shared_address(c, 0), c.op(), c.line);
         case kArrive: {
-            bool expect = in.count & kExpectTx;
+            bool expect = in.flags & kExpectTx;
             uint32_t count = !expect && in.operands.size() == 3 ? uint32_t(c.get(2)) : 1;
             uint32_t tx = expect ? uint32_t(c.get(2)) : 0;
-            return c.set(0, mmemu_rt::mbarrier_arrive(shared_address(c, 1), count, tx, in.count & kDrop,
-                                                      in.count & kNoComplete, c.op(), c.line));
+            return c.set(0, mmemu_rt::mbarrier_arrive(shared_address(c, 1), count, tx, in.flags & kDrop,
+                                                      in.flags & kNoComplete, c.op(), c.line));
         }
         case kTxChange: {
             int64_t bytes = int64_t(uint32_t(c.get(1)));
-            return mmemu_rt::mbarrier_tx_change(shared_address(c, 0), in.count & kComplete ? -bytes : bytes, c.op(),
+            return mmemu_rt::mbarrier_tx_change(shared_address(c, 0), in.flags & kComplete ? -bytes : bytes, c.op(),
                                                 c.line);
         }
         case kWait:
-            return c.set(0, mmemu_rt::mbarrier_wait(shared_address(c, 1), c.get(2), in.count & kParity, c.op(),
+            return c.set(0, mmemu_rt::mbarrier_wait(shared_address(c, 1), c.get(2), in.flags & kParity, c.op(),
                                                     c.line));
         case kBulkLoad:
             return mmemu_rt::bulk_load(uint32_t(c.address(0)), reinterpret_cast<const void*>(c.address(1)),

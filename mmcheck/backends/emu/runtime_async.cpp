@@ -93,6 +93,8 @@ unsigned char* shared(uint32_t address, size_t size, const char* op, int line) {
 }
 
 // ---- mbarriers ----
+// An encoding of its state into its 8 bytes (phase parity, tx-count, expected and pending arrivals): a later use
+// that finds other bytes there knows an ordinary store has overwritten it.
 void store(uint32_t address, Mbarrier& b) {
     uint64_t tx = uint64_t(b.tx) & ((1ull << 21) - 1);
     b.word = (b.phase & 1) << 63 | tx << 42 | uint64_t(b.expected) << 21 | b.pending;
