@@ -1,9 +1,9 @@
 """The emulator's models of Hopper's asynchronous machinery held against the hardware: kernels of
-test_emu_hopper_async run on a GPU of compute capability 9.0, compiled by nvcc for sm_90a and launched through CuPy,
-their tensor maps encoded by the CUDA driver (cuTensorMapEncodeTiled); what they leave is compared with the Python
-models the emulator's results are compared with there (a TMA box as it lands, swizzled; out-of-bounds fills;
-element strides; the TMA store; elect.sync's leader; stmatrix's rows) and with numpy (the pipeline's C).  Skipped
-without such a GPU, CuPy or nvcc."""
+test_emu_hopper_async and test_emu_hopper_warp run on a GPU of compute capability 9.0, compiled by nvcc for sm_90a
+and launched through CuPy, their tensor maps encoded by the CUDA driver (cuTensorMapEncodeTiled); what they leave
+is compared with the Python models the emulator's results are compared with there (a TMA box as it lands,
+swizzled; out-of-bounds fills; element strides; the TMA store; elect.sync's leader; stmatrix's rows) and with
+numpy (the pipeline's C).  Skipped without such a GPU, CuPy or nvcc."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.emu.test_emu_hopper_async import (DATA_TYPES, ELECT, PIPELINE, SWIZZLES, TMA_STORE, box_image,
-                                             stmatrix_body, stmatrix_expected, tma_load_body)
+from tests.emu.test_emu_hopper_async import DATA_TYPES, PIPELINE, SWIZZLES, TMA_STORE, box_image, tma_load_body
+from tests.emu.test_emu_hopper_warp import ELECT, stmatrix_body, stmatrix_expected
 
 
 class Gpu:
