@@ -510,10 +510,10 @@ def test_a_tma_store_writes_the_box_unswizzled_and_leaves_out_what_is_outside_th
 
 def test_a_tma_store_of_shared_memory_not_fenced_by_its_writers_is_a_fault(emu, tma_store):
     for schedule in SCHEDULES:
-        with pytest.raises(KernelFault, match=rf"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.tile\.bulk_group at "
-                                              rf"line \d+: the async proxy reads shared memory at 0x[0-9a-f]+, which "
-                                              rf"thread \(\d+,0,0\) wrote with an ordinary store and has not fenced "
-                                              rf"since: a fence\.proxy\.async .* is missing"):
+        with pytest.raises(KernelFault, match=r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.tile\.bulk_group at "
+                                              r"line \d+: the async proxy reads shared memory at 0x[0-9a-f]+, which "
+                                              r"thread \(\d+,0,0\) wrote with an ordinary store and has not fenced "
+                                              r"since: a fence\.proxy\.async .* is missing"):
             store_box(emu, tma_store, "none", (0, 0), 1, schedule)
 
 
