@@ -1,0 +1,183 @@
+// The async proxy's view of shared memory (part of libmmemu.so).  Bulk copies and TMA read shared memory through
+// the async proxy, as wgmma does, and the PTX memory model orders a thread's ordinary (generic-proxy) stores
+// before such a read only through a fence.proxy.async that the writing thread runs after them: without it the
+// read may see the bytes as they were before.  The emulator makes that omission an error rather than a matter of
+// luck: it keeps, for every byte of the block's shared memory, the last thread that stored to it with an ordinary
+// store and whether that thread has fenced since, and an async-proxy read of a byte stored and not fenced ends
+// the launch, naming the thread and the missing fence.  The blocks of a cluster each have their shared memory,
+// which any thread of the cluster may store to (distributed shared memory): each is kept so.
+//
+// Stores are attributed to threads where the threads switch: each time a fiber parks or exits, the bytes that
+// changed since the last look (against a copy kept here) are the ones it stored.  That costs a comparison of the
+// cluster's shared memory at each switch, so it is done only for kernels whose module has an async-proxy read
+// (its PTX names cp.async.bulk or wgmma).
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "runtime.h"
+
+namespace {
+
+// A block's shared memory as the proxy keeps it.
+struct Home {
+    std::vector<unsigned char> seen;  // shared memory as last looked at
+    std::vector<uint16_t> writer;     // per byte: 1 + the thread whose ordinary store wrote it last, or 0
+    std::vector<uint32_t> epoch;      // per byte: how many fences its writer had run when it wrote it
+};
+
+struct Proxy {
+    bool active;
+    std::vector<Home> homes;       // by rank in the cluster
+    std::vector<uint32_t> fences;  // per thread of the cluster: how many fence.proxy.async it has run
+};
+Proxy P;
+
+// The bytes of [lo, hi) of `home` that changed since the last look are thread t's stores.
+void attribute(Home& home, const unsigned char* now, size_t lo, size_t hi, unsigned t) {
+    constexpr size_t kChunk = 64;
+    for (size_t at = lo; at < hi; at += kChunk) {
+        size_t n = std::min(kChunk, hi - at);
+        if (std::memcmp(now + at, &home.seen[at], n) == 0) continue;
+        for (size_t i = at; i < at + n; ++i)
+            if (now[i] != home.seen[i]) {
+                home.seen[i] = now[i];
+                home.writer[i] = uint16_t(t + 1);
+                home.epoch[i] = P.fences[t];
+            }
+    }
+}
+
+// The bytes that changed since the last look are the running thread's stores (the gap is no shared memory:
+// AddressSanitizer poisons it; an exited block's is gone).
+void attribute() {
+    unsigned t = mmemu_rt::current_thread();
+    for (unsigned r = 0; r < P.homes.size(); ++r) {
+        mmemu_shared::Window w = mmemu_shared::window(r);
+        if (!w.base) continue;
+        attribute(P.homes[r], w.base, 0, w.gap, t);
+        attribute(P.homes[r], w.base, w.gap + w.gap_size, w.size, t);
+    }
+}
+
+// Where p lies: its block's home here, and its offset there.
+Home& home_of(const void* p, size_t& offset) {
+    int rank = mmemu_shared::rank_of(p);
+    offset = size_t(static_cast<const unsigned char*>(p) - mmemu_shared::window(unsigned(rank)).base);
+    return P.homes[size_t(rank)];
+}
+
+struct Scan {
+    const char* module;
+    bool found;
+};
+
+// Whether `needle` occurs in the `size` bytes at `at`.  AddressSanitizer's redzones lie between a module's
+// constants, which this reads past; what it reads decides nothing but whether to look for async-proxy reads.
+__attribute__((no_sanitize_address)) bool occurs(const char* at, size_t size, const char* needle) {
+    size_t n = std::strlen(needle);
+    for (size_t i = 0; i + n <= size; ++i) {
+        size_t j = 0;
+        while (j < n && at[i + j] == needle[j]) ++j;
+        if (j == n) return true;
+    }
+    return false;
+}
+
+// Whether the module's constants (its segments neither writable nor executable) hold the text of an instruction
+// that reads through the async proxy.
+int scan(dl_phdr_info* info, size_t, void* data) {
+    Scan& s = *static_cast<Scan*>(data);
+    if (!info->dlpi_name || std::strcmp(info->dlpi_name, s.module) != 0) return 0;
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+        const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+        if (segment.p_type != PT_LOAD || !(segment.p_flags & PF_R) || (segment.p_flags & (PF_W | PF_X))) continue;
+        const char* at = reinterpret_cast<const char*>(info->dlpi_addr + segment.p_vaddr);
+        for (const char* needle : {"cp.async.bulk", "wgmma"})
+            s.found = s.found || occurs(at, segment.p_filesz, needle);
+    }
+    return 1;
+}
+
+}  // namespace
+
+namespace mmemu_rt {
+
+void proxy_launch_start(const mmemu_kernel* kernel) {
+    Dl_info module;
+    Scan scanned{nullptr, false};
+    if (dladdr(reinterpret_cast<void*>(kernel->invoke), &module) && module.dli_fname) {
+        scanned.module = module.dli_fname;
+        dl_iterate_phdr(scan, &scanned);
+    }
+    size_t size = mmemu_shared::window(0).size;
+    P.active = scanned.found && size;
+    if (!P.active) return;
+    P.homes.resize(mmemu_cluster_now()->size);
+    for (Home& home : P.homes) {
+        home.seen.resize(size);
+        home.writer.resize(size);
+        home.epoch.resize(size);
+    }
+    P.fences.resize(cluster_threads());
+}
+
+void proxy_cluster_start() {
+    if (!P.active) return;
+    for (unsigned r = 0; r < P.homes.size(); ++r) {
+        mmemu_shared::Window w = mmemu_shared::window(r);
+        Home& home = P.homes[r];
+        size_t past_gap = w.gap + w.gap_size;
+        std::memcpy(home.seen.data(), w.base, w.gap);
+        std::memcpy(&home.seen[past_gap], w.base + past_gap, w.size - past_gap);
+        std::fill(home.writer.begin(), home.writer.end(), 0);
+    }
+    std::fill(P.fences.begin(), P.fences.end(), 0);
+}
+
+void proxy_slice_end() {
+    if (P.active) attribute();
+}
+
+void proxy_written(const void* pointer, size_t size) {
+    if (!P.active) return;
+    size_t at;
+    Home& home = home_of(pointer, at);
+    std::memcpy(&home.seen[at], pointer, size);
+    std::fill(home.writer.begin() + long(at), home.writer.begin() + long(at + size), 0);
+}
+
+void proxy_fence() {
+    if (!P.active) return;
+    attribute();
+    ++P.fences[current_thread()];
+}
+
+void proxy_look() {
+    if (P.active) attribute();
+}
+
+void proxy_check(const void* pointer, size_t size, const char* op, int line) {
+    if (!P.active) return;
+    size_t at;
+    const Home& home = home_of(pointer, at);
+    for (size_t i = at; i < at + size; ++i) {
+        unsigned writer = home.writer[i];
+        if (!writer || P.fences[writer - 1] != home.epoch[i]) continue;
+        mmemu_violation("%s at line %d: the async proxy reads shared memory at 0x%zx, which %s wrote with an ordinary "
+                        "store and has not fenced since: a fence.proxy.async (in that thread, after its stores, before "
+                        "the barrier that orders them before this read) is missing", op, line, i,
+                        thread_name(writer - 1).text);
+    }
+}
+
+}  // namespace mmemu_rt
+
+MMEMU_EXPORT void mmemu_async_proxy_read(const void* pointer, size_t size, const char* op, int line) {
+    mmemu_rt::proxy_look();
+    mmemu_rt::proxy_check(pointer, size, op, line);
+}
