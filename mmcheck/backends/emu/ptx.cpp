@@ -12,9 +12,11 @@
 //     cp.async.wait_group, cp.async.wait_all;
 //   cvta.to.shared / cvta.shared; ld and st (scalars, .v2, .v4) of the .global or .shared state space or of a
 //     generic address, .weak, .volatile, .relaxed.scope, .acquire.scope (ld) or .release.scope (st); mov,
-//     integer cvt and cvt.rna.tf32.f32.
-// Anything else (another instruction, a predicate, a label, a special register) makes the statement unsupported:
-// a launch that reaches it ends naming that instruction.
+//     integer cvt and cvt.rna.tf32.f32;
+//   setp of integers into a declared .pred register, which an instruction that takes a predicate operand reads.
+// Anything else (another instruction, a guard @p, a label, a special register) makes the statement unsupported:
+// a launch that reaches it ends naming that instruction.  ptx.h holds what this file shares with the files of
+// instruction families of their own.
 //
 // mma.sync and ldmatrix are warp-collective: every lane's operands meet at a gather (mmemu_rv_gather), each lane
 // computes its own destination registers from them, and a second gather keeps every lane's operands alive until
@@ -41,51 +43,93 @@
 #include <vector>
 
 #include "include/mmemu_float16.h"
+#include "ptx.h"
 
 extern "C" mmemu_dim3 threadIdx, blockDim;
 
+namespace mmemu::ptx {
+
+bool shaped(const Instruction& in, const char* kinds) {
+    if (in.operands.size() != strlen(kinds)) return false;
+    for (size_t i = 0; kinds[i]; ++i) {
+        Operand::Kind kind = kinds[i] == 's'   ? Operand::kScalar
+                             : kinds[i] == 'v' ? Operand::kVector
+                             : kinds[i] == 'p' ? Operand::kPredicate
+                                               : Operand::kAddress;
+        if (in.operands[i].kind != kind) return false;
+    }
+    return true;
+}
+
+bool registers(const Operand& o, size_t n) {
+    if (o.values.size() != n) return false;
+    for (const Value& v : o.values)
+        if (v.reg < 0) return false;
+    return true;
+}
+
+bool mma_type(const std::string& name, Type& type) {
+    static const std::map<std::string, Type> types = {
+        {"f16", Type::kF16},   {"bf16", Type::kBf16}, {"tf32", Type::kTf32}, {"f32", Type::kF32}, {"e4m3", Type::kE4m3},
+        {"e5m2", Type::kE5m2}, {"s8", Type::kS8},     {"u8", Type::kU8},     {"s32", Type::kS32}};
+    auto found = types.find(name);
+    if (found == types.end()) return false;
+    type = found->second;
+    return true;
+}
+
+int bytes_of(Type type) {
+    switch (type) {
+        case Type::kF16: case Type::kBf16: return 2;
+        case Type::kE4m3: case Type::kE5m2: case Type::kS8: case Type::kU8: return 1;
+        default: return 4;
+    }
+}
+
+float as_float(uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+uint32_t float_bits(float f) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    return bits;
+}
+
+// An 8-bit float, exactly: e4m3 (exponent bias 7, no infinities, NaN only at S.1111.111) or e5m2 (bias 15, IEEE's
+// infinities and NaNs).
+float fp8(uint8_t bits, Type type) {
+    bool e4m3 = type == Type::kE4m3;
+    int fraction_bits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15, top = e4m3 ? 15 : 31;
+    int exponent = (bits & 0x7f) >> fraction_bits, fraction = bits & ((1 << fraction_bits) - 1);
+    float magnitude;
+    if (exponent == top && (!e4m3 || fraction == 7)) magnitude = e4m3 || fraction ? NAN : INFINITY;
+    else magnitude = std::ldexp(float(exponent ? fraction | 1 << fraction_bits : fraction),
+                                (exponent ? exponent : 1) - bias - fraction_bits);
+    return bits & 0x80 ? -magnitude : magnitude;
+}
+
+float real(uint32_t word, int index, Type type) {
+    switch (type) {
+        case Type::kF16: return mmemu::Fp16Format::widen(uint16_t(word >> 16 * index));
+        case Type::kBf16: return mmemu::Bf16Format::widen(uint16_t(word >> 16 * index));
+        case Type::kTf32: return as_float(word & 0xffffe000u);
+        case Type::kE4m3: case Type::kE5m2: return fp8(uint8_t(word >> 8 * index), type);
+        default: return as_float(word);
+    }
+}
+
+}  // namespace mmemu::ptx
+
 namespace {
+
+using namespace mmemu::ptx;
 
 unsigned lane() { return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 32; }
 
 // ---- a statement, parsed -------------------------------------------------------------------------------------
-struct Value {
-    int reg = -1;  // a register: an operand (%N, numbered from 0) or a declared one; else the immediate
-    uint64_t imm = 0;
-};
-
-struct Operand {
-    enum Kind { kScalar, kVector, kAddress } kind = kScalar;
-    std::vector<Value> values;  // a scalar's one, a vector's elements, an address's base
-    int64_t offset = 0;         // an address's displacement
-};
-
-enum class Op {
-    kMma, kLdmatrix, kCpAsync, kCommit, kWaitGroup, kWaitAll, kCvtaToShared, kCvtaToGeneric, kLoad, kStore,
-    kMov, kCvt, kCvtTf32,
-};
-
-// The element types mma names: inputs .f16, .bf16, .tf32, .e4m3, .e5m2, .s8, .u8; accumulators .f16, .f32, .s32.
-enum class Type { kF16, kBf16, kTf32, kF32, kE4m3, kE5m2, kS8, kU8, kS32 };
-
-// Where ld, st and ldmatrix find their address: a generic address is a pointer.
-enum class Space { kGeneric, kGlobal, kShared };
-
-struct Instruction {
-    Op op;
-    std::string opcode, text;  // text: the whole instruction as written, for messages
-    std::vector<Operand> operands;
-    // What the opcode's qualifiers say; each operation reads its own.
-    int k = 0;                                          // mma: K
-    Type a = Type::kF16, b = Type::kF16, acc = Type::kF32;  // mma: A's, B's and the accumulators' element type
-    bool satfinite = false;                             // mma: integer sums clamp rather than wrap
-    int count = 1;                                      // ldmatrix: matrices; ld, st: vector elements
-    int bytes = 0, from_bytes = 0;                      // ld, st, mov, cvt: the element's size (cvt: also the
-                                                        // source's); cp.async.cg: 16, its only size
-    bool sign = false, from_sign = false, trans = false;
-    Space space = Space::kGeneric;                      // ld, st, ldmatrix
-};
-
 struct Program {
     std::vector<Instruction> code;
     int registers = 0;        // the operands', then the declared ones
@@ -161,6 +205,11 @@ public:
     }
 
     bool operand(const std::string& s, Operand& o) const {
+        if (predicates_.count(s)) {
+            o.kind = Operand::kPredicate;
+            o.values.push_back(Value{names_.at(s), 0});
+            return true;
+        }
         if (s.size() >= 2 && s.front() == '{' && s.back() == '}') {
             o.kind = Operand::kVector;
             for (const std::string& element : split(s.substr(1, s.size() - 2), ',')) {
@@ -227,45 +276,12 @@ private:
     int operands_;
     Program& program_;
     std::map<std::string, int> names_;  // the declared registers
-    std::set<std::string> predicates_;  // those of them that are predicates, which no instruction here takes
+    std::set<std::string> predicates_;  // those of them that are predicates: operands of their own kind
 };
 
-// Whether the operands are of these kinds, one letter each: s scalar, v vector, a address.
-bool shaped(const Instruction& in, const char* kinds) {
-    if (in.operands.size() != strlen(kinds)) return false;
-    for (size_t i = 0; kinds[i]; ++i) {
-        Operand::Kind kind = kinds[i] == 's'   ? Operand::kScalar
-                             : kinds[i] == 'v' ? Operand::kVector
-                                               : Operand::kAddress;
-        if (in.operands[i].kind != kind) return false;
-    }
-    return true;
-}
 
-bool registers(const Operand& o, size_t n) {
-    if (o.values.size() != n) return false;
-    for (const Value& v : o.values)
-        if (v.reg < 0) return false;
-    return true;
-}
 
-bool mma_type(const std::string& name, Type& type) {
-    static const std::map<std::string, Type> types = {
-        {"f16", Type::kF16},   {"bf16", Type::kBf16}, {"tf32", Type::kTf32}, {"f32", Type::kF32}, {"e4m3", Type::kE4m3},
-        {"e5m2", Type::kE5m2}, {"s8", Type::kS8},     {"u8", Type::kU8},     {"s32", Type::kS32}};
-    auto found = types.find(name);
-    if (found == types.end()) return false;
-    type = found->second;
-    return true;
-}
 
-int bytes_of(Type type) {
-    switch (type) {
-        case Type::kF16: case Type::kBf16: return 2;
-        case Type::kE4m3: case Type::kE5m2: case Type::kS8: case Type::kU8: return 1;
-        default: return 4;
-    }
-}
 
 bool int8(Type type) { return type == Type::kS8 || type == Type::kU8; }
 bool fp8(Type type) { return type == Type::kE4m3 || type == Type::kE5m2; }
@@ -365,6 +381,22 @@ bool decode_memory(Instruction& in, const std::vector<std::string>& q) {
     return data.values.size() == size_t(in.count) && (!load || registers(data, size_t(in.count)));
 }
 
+// setp.cmp.type p, a, b of integers (a predicate from two values, as CUTLASS makes wgmma's scale-d): eq and ne of
+// any integer type, the ordered comparisons of signed (lt, le, gt, ge) or unsigned ones (lo, ls, hi, hs).
+bool decode_setp(Instruction& in, const std::vector<std::string>& q) {
+    static const std::map<std::string, std::pair<Compare, char>> compares = {  // the type's kind each needs
+        {"eq", {Compare::kEq, 0}},   {"ne", {Compare::kNe, 0}},   {"lt", {Compare::kLt, 's'}},
+        {"le", {Compare::kLe, 's'}}, {"gt", {Compare::kGt, 's'}}, {"ge", {Compare::kGe, 's'}},
+        {"lo", {Compare::kLt, 'u'}}, {"ls", {Compare::kLe, 'u'}}, {"hi", {Compare::kGt, 'u'}},
+        {"hs", {Compare::kGe, 'u'}}};
+    in.op = Op::kSetp;
+    auto found = q.size() == 3 ? compares.find(q[1]) : compares.end();
+    if (found == compares.end() || q[2][0] == 'f' || !scalar_type(q[2], in.bytes, in.sign)) return false;
+    in.compare = found->second.first;
+    char kind = found->second.second;
+    return (!kind || kind == q[2][0]) && shaped(in, "pss");
+}
+
 bool decode(Instruction& in) {
     std::vector<std::string> q;
     for (size_t start = 0, dot; start <= in.opcode.size(); start = dot + 1) {
@@ -384,6 +416,7 @@ bool decode(Instruction& in) {
                shaped(in, "ss") && registers(in.operands[0], 1);
     }
     if (name == "ld" || name == "st") return decode_memory(in, q);
+    if (name == "setp") return decode_setp(in, q);
     if (name == "mov" && q.size() == 2) {
         in.op = Op::kMov;
         return scalar_type(q[1], in.bytes, in.sign) && shaped(in, "ss") && registers(in.operands[0], 1);
@@ -437,31 +470,6 @@ Program parse(const char* text, int operands) {
 }
 
 // ---- running a statement --------------------------------------------------------------------------------------
-struct Context {
-    const Instruction& in;
-    std::vector<uint64_t>& regs;
-    int line;
-
-    uint64_t get(const Value& v) const { return v.reg >= 0 ? regs[size_t(v.reg)] : v.imm; }
-    uint64_t get(size_t operand) const { return get(in.operands[operand].values[0]); }
-    uint64_t address(size_t operand) const { return get(operand) + uint64_t(in.operands[operand].offset); }
-    void set(const Value& v, uint64_t bits) const { regs[size_t(v.reg)] = bits; }
-    void set(size_t operand, uint64_t bits) const { set(in.operands[operand].values[0], bits); }
-    const char* op() const { return in.opcode.c_str(); }
-
-    // The `size` bytes at `address` in the instruction's state space, which must be aligned to `size`.
-    unsigned char* memory(uint64_t address, size_t size) const {
-        if (address % size)
-            mmemu_violation("%s at line %d: address 0x%llx is not %zu-byte aligned", op(), line,
-                            static_cast<unsigned long long>(address), size);
-        switch (in.space) {
-            case Space::kShared: return static_cast<unsigned char*>(mmemu_shared_pointer(address, size, op(), line));
-            case Space::kGlobal: return static_cast<unsigned char*>(mmemu_global_pointer(address, op(), line));
-            case Space::kGeneric: break;
-        }
-        return reinterpret_cast<unsigned char*>(address);
-    }
-};
 
 uint64_t mask(int bytes) { return bytes >= 8 ? ~0ull : (1ull << (8 * bytes)) - 1; }
 
@@ -471,17 +479,7 @@ uint64_t extend(uint64_t bits, int bytes, bool sign) {
     return bits;
 }
 
-float as_float(uint32_t bits) {
-    float f;
-    std::memcpy(&f, &bits, sizeof f);
-    return f;
-}
 
-uint32_t float_bits(float f) {
-    uint32_t bits;
-    std::memcpy(&bits, &f, sizeof bits);
-    return bits;
-}
 
 // cvt.rna.tf32.f32: to the nearest value with 10 fraction bits, ties away from zero; the low 13 bits are zero.
 uint32_t round_tf32(uint32_t bits) {
@@ -495,31 +493,9 @@ struct MmaLane {
     uint32_t a[4], b[2], c[4];
 };
 
-// An 8-bit float, exactly: e4m3 (exponent bias 7, no infinities, NaN only at S.1111.111) or e5m2 (bias 15, IEEE's
-// infinities and NaNs).
-float fp8(uint8_t bits, Type type) {
-    bool e4m3 = type == Type::kE4m3;
-    int fraction_bits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15, top = e4m3 ? 15 : 31;
-    int exponent = (bits & 0x7f) >> fraction_bits, fraction = bits & ((1 << fraction_bits) - 1);
-    float magnitude;
-    if (exponent == top && (!e4m3 || fraction == 7)) magnitude = e4m3 || fraction ? NAN : INFINITY;
-    else magnitude = std::ldexp(float(exponent ? fraction | 1 << fraction_bits : fraction),
-                                (exponent ? exponent : 1) - bias - fraction_bits);
-    return bits & 0x80 ? -magnitude : magnitude;
-}
 
-// Element `index` of a register of `type`s, exactly, as a float (a .tf32 is read as its top 19 bits) or as an
-// integer.
-float real(uint32_t word, int index, Type type) {
-    switch (type) {
-        case Type::kF16: return mmemu::Fp16Format::widen(uint16_t(word >> 16 * index));
-        case Type::kBf16: return mmemu::Bf16Format::widen(uint16_t(word >> 16 * index));
-        case Type::kTf32: return as_float(word & 0xffffe000u);
-        case Type::kE4m3: case Type::kE5m2: return fp8(uint8_t(word >> 8 * index), type);
-        default: return as_float(word);
-    }
-}
 
+// Element `index` of a register of `type`s as an integer.
 int64_t integer(uint32_t word, int index, Type type) {
     uint8_t byte = uint8_t(word >> 8 * index);
     return type == Type::kS8 ? int8_t(byte) : type == Type::kU8 ? int64_t(byte) : int32_t(word);
@@ -692,6 +668,12 @@ void run(const Context& c) {
         case Op::kMov: return c.set(0, c.get(1) & mask(in.bytes));
         case Op::kCvt: return c.set(0, extend(c.get(1), in.from_bytes, in.from_sign) & mask(in.bytes));
         case Op::kCvtTf32: return c.set(0, round_tf32(uint32_t(c.get(1))));
+        case Op::kSetp: {
+            int64_t a = int64_t(extend(c.get(1), in.bytes, in.sign)), b = int64_t(extend(c.get(2), in.bytes, in.sign));
+            bool below = in.sign ? a < b : uint64_t(a) < uint64_t(b);
+            bool holds[] = {a == b, a != b, below, below || a == b, !below && a != b, !below};
+            return c.set(0, holds[int(in.compare)]);
+        }
     }
 }
 
@@ -742,7 +724,9 @@ MMEMU_EXPORT void mmemu_rv_asm(int line, const char* text, const char* constrain
             regs[size_t(std::atoi(kind.c_str()))] = operands[i].bits;
         }
     }
-    for (const Instruction& in : program.code) run(Context{in, regs, line});
+    static uint64_t serial = 0;
+    const Call call{operands, kinds, count, ++serial};
+    for (const Instruction& in : program.code) run(Context{in, regs, line, call});
     for (int i = 0; i < count; ++i)
         if (kinds[size_t(i)].find_first_of("=+") != std::string::npos)
             std::memcpy(reinterpret_cast<void*>(operands[i].bits), &regs[size_t(i)], operands[i].pointee);

@@ -150,7 +150,8 @@ class Toolchain:
 
     def _build_runtime(self) -> Path:
         sources = [*(_HERE / name
-                     for name in ("mmemu.h", "runtime.cpp", "ptx.cpp", "include/mmemu_float16.h", "worker.cpp")),
+                     for name in ("mmemu.h", "runtime.cpp", "ptx.h", "ptx.cpp", "include/mmemu_float16.h",
+                                  "worker.cpp")),
                    _SANDBOX]
         key = cache_key("emu-runtime", [p.read_bytes() for p in sources], self._runtime_flags, self.version)
         return self._compile_runtime(self.cache / f"runtime-{key}")
@@ -160,7 +161,7 @@ class Toolchain:
         return [*_BASE, *self.mode, *RUNTIME_FLAGS]
 
     def _compile_runtime(self, final: Path) -> Path:
-        """The runtime's three sources compiled at once, then linked: the library (runtime and PTX) and the
+        """The runtime's sources compiled at once, then linked: the library (runtime and PTX) and the
         worker, which links against it.  Every process that opens the emulator waits for this the first time;
         later asks check it (and rebuild it where it is not what was built)."""
         flags = self._runtime_flags
