@@ -96,6 +96,17 @@ MMEMU_EXPORT void mmemu_async_complete(const void* tracker);
 MMEMU_EXPORT void mmemu_rv_cp_async(void* dst, const void* src, mmemu::uint64_t size, mmemu::uint64_t src_size,
                                     const char* op, int line);
 
+// ---- the async proxy (runtime_proxy.cpp) ---------------------------------------------------------
+// What wgmma and the bulk copies read and write of shared memory they do through the async proxy, which sees the
+// bytes ordinary stores wrote only after a fence.proxy.async (by any thread of the block, here).
+// fence.proxy.async: the async proxy sees every byte of the block's shared memory as it is now.
+MMEMU_EXPORT void mmemu_async_proxy_fence(void);
+// The async proxy reads the `size` bytes at `pointer` (into the block's shared memory, checked by the caller): where
+// ordinary stores wrote any of them after the last fence, the launch ends in MMEMU_PRECONDITION naming op and line.
+MMEMU_EXPORT void mmemu_async_proxy_read(const void* pointer, size_t size, const char* op, int line);
+// The async proxy wrote them (a bulk copy): it sees them without a fence.
+MMEMU_EXPORT void mmemu_async_proxy_write(const void* pointer, size_t size);
+
 // ---- inline PTX (ptx.cpp) ------------------------------------------------------------------------
 // One operand of an asm statement: an input's value, or an output's address.
 struct mmemu_asm_operand {

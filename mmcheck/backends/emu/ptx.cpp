@@ -13,7 +13,8 @@
 //   cvta.to.shared / cvta.shared; ld and st (scalars, .v2, .v4) of the .global or .shared state space or of a
 //     generic address, .weak, .volatile, .relaxed.scope, .acquire.scope (ld) or .release.scope (st); mov,
 //     integer cvt and cvt.rna.tf32.f32;
-//   setp of integers into a declared .pred register, which an instruction that takes a predicate operand reads.
+//   setp of integers into a declared .pred register, which an instruction that takes a predicate operand reads;
+//   fence.proxy.async{.shared::cta} (runtime_proxy.cpp).
 // Anything else (another instruction, a guard @p, a label, a special register) makes the statement unsupported:
 // a launch that reaches it ends naming that instruction.  ptx.h holds what this file shares with the files of
 // instruction families of their own.
@@ -417,6 +418,10 @@ bool decode(Instruction& in) {
     }
     if (name == "ld" || name == "st") return decode_memory(in, q);
     if (name == "setp") return decode_setp(in, q);
+    if (name == "fence" && q.size() >= 3 && q.size() <= 4 && q[1] == "proxy" && q[2] == "async") {
+        in.op = Op::kFenceProxyAsync;  // the shared::cta window is the only shared memory a block has
+        return (q.size() == 3 || q[3] == "shared::cta") && shaped(in, "");
+    }
     if (name == "mov" && q.size() == 2) {
         in.op = Op::kMov;
         return scalar_type(q[1], in.bytes, in.sign) && shaped(in, "ss") && registers(in.operands[0], 1);
@@ -674,6 +679,7 @@ void run(const Context& c) {
             bool holds[] = {a == b, a != b, below, below || a == b, !below && a != b, !below};
             return c.set(0, holds[int(in.compare)]);
         }
+        case Op::kFenceProxyAsync: return mmemu_async_proxy_fence();
     }
 }
 

@@ -26,7 +26,7 @@ struct Operand {
 
 enum class Op {
     kMma, kLdmatrix, kCpAsync, kCommit, kWaitGroup, kWaitAll, kCvtaToShared, kCvtaToGeneric, kLoad, kStore,
-    kMov, kCvt, kCvtTf32, kSetp,
+    kMov, kCvt, kCvtTf32, kSetp, kFenceProxyAsync,
 };
 
 // The element types mma and wgmma name: inputs .f16, .bf16, .tf32, .e4m3, .e5m2, .s8, .u8; accumulators .f16,

@@ -5,6 +5,7 @@
 // launch's schedule, so a race that one order hides another exposes.  Every outcome, a fault included,
 // is written to the shared status page before the child exits.
 #include "mmemu.h"
+#include "runtime.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -36,7 +37,7 @@ namespace {
 constexpr size_t kStackSize = 256 * 1024;  // per fiber; reported in stack-overflow messages
 // How far below the stack pointer a frame's first touch may land: frames are probed page by page (toolchain.py).
 constexpr uintptr_t kStackProbe = 1 << 20;
-constexpr unsigned char kPoison = 0xff;    // shared memory at block start: NaN for floats, -1 for ints
+constexpr unsigned char kPoison = mmemu::runtime::kSharedPoison;  // shared memory at block start: -1 for ints
 constexpr uint64_t kPoisonValue = ~0ull;   // a shuffle from a lane that is not taking part: kPoison's bytes
 
 // ---- context switching: a hand-written switch on x86-64 (~10x faster than swapcontext) -----------
@@ -667,6 +668,11 @@ void allocate_fiber_stacks() {
 }
 
 }  // namespace
+
+mmemu::runtime::SharedWindow mmemu::runtime::shared_window() {
+    if (!E.tls) return {};
+    return {E.tls, E.dynamic + E.launch->smem, E.dynamic + MMEMU_MAX_DYNAMIC_SMEM, E.tls_end};
+}
 
 // ---- what kernels call ------------------------------------------------------------------------------
 MMEMU_EXPORT int mmemu_rv_barrier(int kind, int pred, int site, int line) {
