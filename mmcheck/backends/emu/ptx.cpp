@@ -14,7 +14,8 @@
 //     generic address, .weak, .volatile, .relaxed.scope, .acquire.scope (ld) or .release.scope (st); mov,
 //     integer cvt and cvt.rna.tf32.f32;
 //   setp of integers into a declared .pred register, which an instruction that takes a predicate operand reads;
-//   fence.proxy.async{.shared::cta} (runtime_proxy.cpp).
+//   fence.proxy.async{.shared::cta} (runtime_proxy.cpp);
+//   wgmma.mma_async, .fence, .commit_group and .wait_group (ptx_wgmma.cpp, which says which forms).
 // Anything else (another instruction, a guard @p, a label, a special register) makes the statement unsupported:
 // a launch that reaches it ends naming that instruction.  ptx.h holds what this file shares with the files of
 // instruction families of their own.
@@ -417,6 +418,7 @@ bool decode(Instruction& in) {
                shaped(in, "ss") && registers(in.operands[0], 1);
     }
     if (name == "ld" || name == "st") return decode_memory(in, q);
+    if (name == "wgmma") return decode_wgmma(in, q);
     if (name == "setp") return decode_setp(in, q);
     if (name == "fence" && q.size() >= 3 && q.size() <= 4 && q[1] == "proxy" && q[2] == "async") {
         in.op = Op::kFenceProxyAsync;  // the shared::cta window is the only shared memory a block has
@@ -680,6 +682,7 @@ void run(const Context& c) {
             return c.set(0, holds[int(in.compare)]);
         }
         case Op::kFenceProxyAsync: return mmemu_async_proxy_fence();
+        case Op::kWgmma: case Op::kWgmmaFence: case Op::kWgmmaCommit: case Op::kWgmmaWait: return run_wgmma(c);
     }
 }
 

@@ -1,5 +1,6 @@
 // What the sources of the inline-PTX interpreter share (part of libmmemu.so, never seen by kernels): a statement
-// as ptx.cpp parses it, and the context an instruction runs in.
+// as ptx.cpp parses it, the context an instruction runs in, and the instruction families kept in files of their
+// own (ptx_wgmma.cpp).
 #pragma once
 
 #include <cstdint>
@@ -26,7 +27,7 @@ struct Operand {
 
 enum class Op {
     kMma, kLdmatrix, kCpAsync, kCommit, kWaitGroup, kWaitAll, kCvtaToShared, kCvtaToGeneric, kLoad, kStore,
-    kMov, kCvt, kCvtTf32, kSetp, kFenceProxyAsync,
+    kMov, kCvt, kCvtTf32, kSetp, kFenceProxyAsync, kWgmma, kWgmmaFence, kWgmmaCommit, kWgmmaWait,
 };
 
 // The element types mma and wgmma name: inputs .f16, .bf16, .tf32, .e4m3, .e5m2, .s8, .u8; accumulators .f16,
@@ -108,6 +109,11 @@ struct Context {
         return reinterpret_cast<unsigned char*>(address);
     }
 };
+
+// ---- wgmma (ptx_wgmma.cpp) ---------------------------------------------------------------------------------------
+// wgmma.mma_async, .fence, .commit_group and .wait_group: `q` is the opcode split at its dots.
+bool decode_wgmma(Instruction& in, const std::vector<std::string>& q);
+void run_wgmma(const Context& c);
 
 }  // namespace mmemu::ptx
 #pragma GCC visibility pop

@@ -390,8 +390,10 @@ inline unsigned lane() { return thread_rank() % warpSize; }
 }  // namespace mmemu
 
 // ---- what the compile unit's trailer instantiates -------------------------------------------------
-// Storage behind every `extern __shared__` array of the file; each such name is made an alias of it.
-alignas(MMEMU_SHARED_ALIGN) thread_local unsigned char mmemu_dyn_smem[MMEMU_MAX_DYNAMIC_SMEM];
+// Storage behind every `extern __shared__` array of the file; each such name is made an alias of it.  1024-byte
+// aligned, as an H200 places dynamic shared memory when the kernel has no static shared memory: a 128-byte swizzle
+// (wgmma, TMA) repeats every 1024 bytes of address, so a tile laid out by its index must start on that boundary.
+alignas(1024) thread_local unsigned char mmemu_dyn_smem[MMEMU_MAX_DYNAMIC_SMEM];
 
 namespace mmemu {
 template <class T>

@@ -151,7 +151,7 @@ class Toolchain:
     def _build_runtime(self) -> Path:
         sources = [*(_HERE / name
                      for name in ("mmemu.h", "runtime.h", "runtime.cpp", "runtime_proxy.cpp", "ptx.h", "ptx.cpp",
-                                  "include/mmemu_float16.h", "worker.cpp")),
+                                  "ptx_wgmma.cpp", "include/mmemu_float16.h", "worker.cpp")),
                    _SANDBOX]
         key = cache_key("emu-runtime", [p.read_bytes() for p in sources], self._runtime_flags, self.version)
         return self._compile_runtime(self.cache / f"runtime-{key}")
@@ -165,7 +165,7 @@ class Toolchain:
         worker, which links against it.  Every process that opens the emulator waits for this the first time;
         later asks check it (and rebuild it where it is not what was built)."""
         flags = self._runtime_flags
-        library = [(name, ["-fPIC"]) for name in ("runtime.cpp", "runtime_proxy.cpp", "ptx.cpp")]
+        library = [(name, ["-fPIC"]) for name in ("runtime.cpp", "runtime_proxy.cpp", "ptx.cpp", "ptx_wgmma.cpp")]
 
         def make(folder: Path) -> None:
             objects = folder / "objects"
