@@ -43,6 +43,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -55,8 +56,10 @@ namespace mmemu::ptx {
 namespace {
 
 constexpr unsigned kWarpgroup = 128;
-constexpr uint32_t kPoison32 = 0x7fdead01;    // a quiet NaN with a payload: an f32 accumulator of a wgmma in flight
-constexpr uint32_t kPoison16x2 = 0x7ead7ead;  // two quiet f16 NaNs: an f16 pair likewise
+// Quiet NaNs with payloads of their own: an f32 accumulator of a wgmma in flight, and an f16 pair likewise (data.py's
+// IN_FLIGHT, which the judge recognizes in a result).
+constexpr uint32_t kPoison32 = 0x7fdead01;
+constexpr uint32_t kPoison16x2 = 0x7e577e57;
 constexpr size_t kKeptBlocks = 32;            // blocks whose state is kept: more than a cluster's, which run together
 
 bool is_fp8(Type t) { return t == Type::kE4m3 || t == Type::kE5m2; }
@@ -137,6 +140,8 @@ struct ThreadState {
     bool fenced = false;
     uint64_t issued = 0, committed = 0;
     std::deque<InFlight> flight;  // issued and not yet complete, oldest first
+    std::unordered_map<const unsigned char*, std::pair<const InFlight*, size_t>> lands;  // a variable: the newest
+                                                                                        // wgmma in flight to it
     std::map<const unsigned char*, uint32_t> known;  // an accumulator variable: its value at the last wgmma.fence,
                                                      // or what a wgmma last left there
 };
@@ -348,15 +353,18 @@ int all_arrived(const void* op) { return static_cast<const Wgmma*>(op)->arrived 
 // The newest wgmma in flight that lands in the register `slot` of this run of a statement, or in `variable` (the
 // register's, when it has one), and the register's index in it.
 InFlight* in_flight(ThreadState& me, const Call& call, int slot, const unsigned char* variable, size_t& index) {
+    if (variable) {
+        auto found = me.lands.find(variable);
+        if (found == me.lands.end()) return nullptr;
+        index = found->second.second;
+        return const_cast<InFlight*>(found->second.first);
+    }
     for (auto e = me.flight.rbegin(); e != me.flight.rend(); ++e)
-        for (size_t r = 0; r < e->to.size(); ++r) {
-            const Destination& d = e->to[r];
-            bool same = variable ? d.variable == variable : !d.variable && e->serial == call.serial && d.slot == slot;
-            if (same && !d.superseded) {
+        for (size_t r = 0; r < e->to.size(); ++r)
+            if (!e->to[r].variable && e->serial == call.serial && e->to[r].slot == slot && !e->to[r].superseded) {
                 index = r;
                 return &*e;
             }
-        }
     return nullptr;
 }
 
@@ -440,6 +448,9 @@ void issue(const Context& c) {
         if (to[r].variable) me.known[to[r].variable] = poison(*op);
     }
     me.flight.push_back(InFlight{op, member, c.call.serial, 0, std::move(to)});
+    const InFlight& issued = me.flight.back();  // a deque's elements stay where they are as it grows and shrinks
+    for (size_t r = 0; r < issued.to.size(); ++r)
+        if (issued.to[r].variable) me.lands[issued.to[r].variable] = {&issued, r};
 }
 
 void fence() {
@@ -471,8 +482,7 @@ void wait(const Context& c) {
     if (me.committed <= pending) return;
     uint64_t last = me.committed - pending;
     while (!me.flight.empty() && me.flight.front().group && me.flight.front().group <= last) {
-        InFlight e = std::move(me.flight.front());
-        me.flight.pop_front();
+        const InFlight& e = me.flight.front();
         Wgmma& op = *e.op;
         if (!op.computed) compute(c, op);
         size_t regs = op.regs();
@@ -484,16 +494,20 @@ void wait(const Context& c) {
             if (now != poison(op))
                 mmemu_violation("%s at line %d: accumulator %%%d of the wgmma.mma_async at line %d was written before "
                                 "this wgmma.wait_group, which completes it", c.op(), c.line, d.slot, op.line);
-            if (!variable) {
+            if (d.variable) {
+                me.known[d.variable] = value;
+                me.lands.erase(d.variable);
+            }
+            if (!variable) {  // the issuing statement's register, which it copies to its variable as it ends
                 c.regs[size_t(d.slot)] = value;
                 continue;
             }
             *variable = value;
-            me.known[d.variable] = value;
             for (int i = 0; i < c.call.count; ++i)  // an output of this statement that is the variable ends as it
                 if (c.call.output(i) && c.call.operands[i].bits == reinterpret_cast<uint64_t>(variable))
                     c.regs[size_t(i)] = value;
         }
+        me.flight.pop_front();
     }
 }
 
