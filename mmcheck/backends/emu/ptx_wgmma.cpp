@@ -41,9 +41,10 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <list>
 #include <map>
+#include <unordered_set>
 #include <memory>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -101,6 +102,13 @@ bool decode_mma_async(Instruction& in, const std::vector<std::string>& q) {
 }
 
 // ---- the state of threads and of wgmmas in flight ----------------------------------------------------------------
+// A 16-byte row of a core matrix that a wgmma read, as it read it.
+struct Chunk {
+    uint32_t address;
+    bool of_a;
+    unsigned char bytes[16];
+};
+
 // One wgmma.mma_async of a warpgroup.
 struct Wgmma {
     const Instruction* in = nullptr;
@@ -114,36 +122,39 @@ struct Wgmma {
     std::vector<uint32_t> c;                       // the accumulators at the issue, a row of registers a thread
     std::vector<std::shared_ptr<Wgmma>> chained;   // a thread's: the wgmma in flight whose result is its C, or null
     std::vector<uint32_t> a_bits, b_bits;          // the operands read from shared memory at the issue (64 x K, K x N)
+    std::vector<Chunk> read;                       // the bytes they were read from
     bool computed = false;
     std::vector<uint32_t> d;                       // the result, as c
 
     size_t regs() const { return in->operands[0].values.size(); }
 };
 
-// Where one accumulator register of a wgmma in flight lands: the issuing statement's register while that statement
-// runs, its variable (the asm operand's) after.
-struct Destination {
-    int slot;
-    unsigned char* variable;  // null for a register the statement declares
-    bool superseded = false;  // a later wgmma on the same register lands there instead
+struct InFlight;
+
+// A set of accumulator registers a thread's wgmmas use: each register a variable's address (the asm operand's) or,
+// for one its statement declares, a key of that run of the statement.  A wgmma on the registers of an earlier one,
+// in the same order, finds the same set.
+struct Registers {
+    std::vector<uintptr_t> keys;
+    std::vector<uint32_t> known;  // their values at the thread's last wgmma.fence, or as a wgmma left them
+    InFlight* newest = nullptr;   // the wgmma in flight that lands in them last
 };
 
 struct InFlight {
     std::shared_ptr<Wgmma> op;
-    unsigned member;  // the thread's place in its warpgroup
-    uint64_t serial;  // the run of the statement that issued it
-    uint64_t group;   // its wgmma-group, 0 while uncommitted
-    std::vector<Destination> to;
+    unsigned member;            // the thread's place in its warpgroup
+    uint64_t serial;            // the run of the statement that issued it
+    uint64_t group;             // its wgmma-group, 0 while uncommitted
+    Registers* to;              // where its result lands: the issuing statement's registers (slots) while that
+    std::vector<int> slots;     // statement runs, their variables after
+    bool superseded = false;    // a later wgmma on the same registers lands there instead
 };
 
 struct ThreadState {
     bool fenced = false;
     uint64_t issued = 0, committed = 0;
-    std::deque<InFlight> flight;  // issued and not yet complete, oldest first
-    std::unordered_map<const unsigned char*, std::pair<const InFlight*, size_t>> lands;  // a variable: the newest
-                                                                                        // wgmma in flight to it
-    std::map<const unsigned char*, uint32_t> known;  // an accumulator variable: its value at the last wgmma.fence,
-                                                     // or what a wgmma last left there
+    std::deque<InFlight> flight;  // issued and not yet complete, oldest first; its elements stay where they are
+    std::list<Registers> sets;
 };
 
 struct Block {
@@ -261,39 +272,48 @@ struct Layout {
     }
 };
 
-// ==== The one place where wgmma reads shared memory: an element of A or B at `address`.  At the issue the read is
-// the async proxy's (mmemu_async_proxy_read); at the wait it is the check that the bytes are still what was read. ====
-uint32_t operand_element(const Context& c, uint32_t address, int size, bool at_issue) {
-    const void* p = mmemu_shared_pointer(address, size_t(size), c.op(), c.line);
-    if (at_issue) mmemu_async_proxy_read(p, size_t(size), c.op(), c.line);
-    uint32_t bits = 0;
-    std::memcpy(&bits, p, size_t(size));
-    return bits;
+// ==== The one place where wgmma reads shared memory: the 16-byte rows of core matrices (chunks) that A's and B's
+// elements lie in, each checked to be the block's shared memory and read through the async proxy
+// (mmemu_async_proxy_read), and kept, for the wait to find them unchanged.  A and B come out row-major (64 x K and
+// K x N), A only when it is not in registers. ====
+void read_operands(const Context& c, Wgmma& op) {
+    const Instruction& in = *op.in;
+    const unsigned char* window = nullptr;  // shared address 0, as a pointer
+    auto read = [&](uint64_t desc, bool mn_major, int mns, int size, bool of_a, std::vector<uint32_t>& out) {
+        Layout layout(desc);
+        out.resize(size_t(mns * in.k));
+        int per_chunk = 16 / size;
+        for (int mn = 0; mn < mns; ++mn)
+            for (int k = 0; k < in.k; ++k) {
+                uint32_t at = layout.address(mn_major, mn, k, size);
+                if ((mn_major ? mn : k) % per_chunk == 0) {  // the first element of its chunk
+                    Chunk chunk{at, of_a, {}};
+                    const void* p = mmemu_shared_pointer(at, sizeof chunk.bytes, c.op(), c.line);
+                    mmemu_async_proxy_read(p, sizeof chunk.bytes, c.op(), c.line);
+                    std::memcpy(chunk.bytes, p, sizeof chunk.bytes);
+                    op.read.push_back(chunk);
+                    window = static_cast<const unsigned char*>(p) - at;
+                }
+                uint32_t bits = 0;
+                std::memcpy(&bits, window + at, size_t(size));
+                out[of_a ? size_t(mn * in.k + k) : size_t(k * mns + mn)] = bits;
+            }
+    };
+    if (!op.a_in_registers) read(op.a_desc, op.trans_a, 64, bytes_of(in.a), true, op.a_bits);
+    read(op.b_desc, op.trans_b, in.n, bytes_of(in.b), false, op.b_bits);
 }
 
-// A (64 x K) and B (K x N), row-major, as shared memory holds them now; A only when it is not in registers.
-void read_operands(const Context& c, const Wgmma& op, bool at_issue, std::vector<uint32_t>& a,
-                   std::vector<uint32_t>& b, std::vector<uint32_t>* addresses = nullptr) {
-    const Instruction& in = *op.in;
-    int k = in.k, n = in.n, a_size = bytes_of(in.a), b_size = bytes_of(in.b);
-    if (!op.a_in_registers) {
-        Layout layout(op.a_desc);
-        a.resize(size_t(64 * k));
-        for (int i = 0; i < 64; ++i)
-            for (int kk = 0; kk < k; ++kk) {
-                uint32_t at = layout.address(op.trans_a, i, kk, a_size);
-                a[size_t(i * k + kk)] = operand_element(c, at, a_size, at_issue);
-                if (addresses) addresses->push_back(at);
-            }
+// Shared memory that a wgmma read, found unchanged at the wait that completes it.
+void check_unchanged(const Context& c, const Wgmma& op) {
+    for (const Chunk& chunk : op.read) {
+        const auto* p = static_cast<const unsigned char*>(mmemu_shared_pointer(chunk.address, 16, c.op(), c.line));
+        for (uint32_t i = 0; i < 16; ++i)
+            if (p[i] != chunk.bytes[i])
+                mmemu_violation("wgmma.mma_async at line %d: the shared memory it reads (%s, at shared address 0x%x) "
+                                "was written between its issue and the wgmma.wait_group at line %d that completes it: "
+                                "a race, since a wgmma reads its operands at any time until then", op.line,
+                                chunk.of_a ? "A" : "B", chunk.address + i, c.line);
     }
-    Layout layout(op.b_desc);
-    b.resize(size_t(k * n));
-    for (int kk = 0; kk < k; ++kk)
-        for (int j = 0; j < n; ++j) {
-            uint32_t at = layout.address(op.trans_b, j, kk, b_size);
-            b[size_t(kk * n + j)] = operand_element(c, at, b_size, at_issue);
-            if (addresses) addresses->push_back(at);
-        }
 }
 
 // ---- the arithmetic ----------------------------------------------------------------------------------------------
@@ -315,17 +335,7 @@ uint32_t a_register_element(const Wgmma& op, int i, int k, int& index) {
 
 void compute(const Context& c, Wgmma& op) {
     const Instruction& in = *op.in;
-    std::vector<uint32_t> a_now, b_now, addresses;
-    read_operands(c, op, false, a_now, b_now, &addresses);
-    std::vector<uint32_t> read = op.a_bits;
-    read.insert(read.end(), op.b_bits.begin(), op.b_bits.end());
-    a_now.insert(a_now.end(), b_now.begin(), b_now.end());
-    for (size_t e = 0; e < read.size(); ++e)
-        if (read[e] != a_now[e])
-            mmemu_violation("wgmma.mma_async at line %d: the shared memory it reads (%s, at shared address 0x%x) was "
-                            "written between its issue and the wgmma.wait_group at line %d that completes it: a race, "
-                            "since a wgmma reads its operands at any time until then", op.line,
-                            e < op.a_bits.size() ? "A" : "B", addresses[e], c.line);
+    check_unchanged(c, op);
     int k = in.k, n = in.n;
     std::vector<float> a(size_t(64 * k)), b(size_t(k * n));
     for (int i = 0; i < 64; ++i)
@@ -358,22 +368,30 @@ void compute(const Context& c, Wgmma& op) {
 // ---- the instructions --------------------------------------------------------------------------------------------
 int all_arrived(const void* op) { return static_cast<const Wgmma*>(op)->arrived == kWarpgroup; }
 
-// The newest wgmma in flight that lands in the register `slot` of this run of a statement, or in `variable` (the
-// register's, when it has one), and the register's index in it.
-InFlight* in_flight(ThreadState& me, const Call& call, int slot, const unsigned char* variable, size_t& index) {
-    if (variable) {
-        auto found = me.lands.find(variable);
-        if (found == me.lands.end()) return nullptr;
-        index = found->second.second;
-        return const_cast<InFlight*>(found->second.first);
+// A register's key: its variable's address, or for a register the statement declares, that run of the statement
+// and the register's place in it (no address: those are below 2^63).
+uintptr_t key_of(const Call& call, int slot) {
+    return slot < call.count ? uintptr_t(call.operands[slot].bits) : uintptr_t(1) << 63 | call.serial << 16 | slot;
+}
+
+bool declared(uintptr_t key) { return key >> 63; }
+
+// The thread's set of these registers: the one that holds them in this order, or a new one, for which any other set
+// that holds some of them is forgotten (a wgmma in flight on it is a wgmma of another shape on its registers).
+Registers& registers_of(const Context& c, ThreadState& me, const std::vector<uintptr_t>& keys) {
+    for (Registers& set : me.sets)
+        if (set.keys == keys) return set;
+    std::unordered_set<uintptr_t> mine(keys.begin(), keys.end());
+    for (auto set = me.sets.begin(); set != me.sets.end();) {
+        bool shared = std::any_of(set->keys.begin(), set->keys.end(), [&](uintptr_t k) { return mine.count(k); });
+        if (shared && set->newest)
+            mmemu_violation("%s at line %d: its accumulators are in part those of the wgmma.mma_async at line %d, "
+                            "in flight; only a wgmma of the same shape on the same accumulators may follow one in "
+                            "flight", c.op(), c.line, set->newest->op->line);
+        set = shared ? me.sets.erase(set) : std::next(set);
     }
-    for (auto e = me.flight.rbegin(); e != me.flight.rend(); ++e)
-        for (size_t r = 0; r < e->to.size(); ++r)
-            if (!e->to[r].variable && e->serial == call.serial && e->to[r].slot == slot && !e->to[r].superseded) {
-                index = r;
-                return &*e;
-            }
-    return nullptr;
+    me.sets.push_back(Registers{keys, {}, nullptr});
+    return me.sets.back();
 }
 
 void issue(const Context& c) {
@@ -388,51 +406,42 @@ void issue(const Context& c) {
     if (!me.fenced)
         mmemu_violation("%s at line %d: no wgmma.fence before the warpgroup's first wgmma.mma_async", c.op(), c.line);
     Wgmma mine = describe(c, rank);
-    // The accumulators: their values, where they land, and the wgmma in flight whose result they are, if any.
+    // The accumulators: their values, and the wgmma in flight whose result they are, if any.
     const std::vector<Value>& acc = in.operands[0].values;
     std::vector<uint32_t> words(acc.size());
-    std::vector<Destination> to(acc.size());
-    std::shared_ptr<Wgmma> from;
-    size_t chained = 0;
+    std::vector<uintptr_t> keys(acc.size());
+    std::vector<int> slots(acc.size());
     for (size_t r = 0; r < acc.size(); ++r) {
-        int slot = acc[r].reg;
+        int slot = slots[r] = acc[r].reg;
         if (slot < c.call.count && !c.call.output(slot))
             mmemu_violation("%s at line %d: accumulator %%%d is an input of the asm statement; a wgmma writes its "
                             "accumulators (\"+f\" or \"+r\")", c.op(), c.line, slot);
-        unsigned char* variable = slot < c.call.count ? reinterpret_cast<unsigned char*>(c.call.operands[slot].bits)
-                                                      : nullptr;
-        if (variable && c.call.operands[slot].pointee != 4)
+        if (slot < c.call.count && c.call.operands[slot].pointee != 4)
             mmemu_violation("%s at line %d: accumulator %%%d is a %llu-byte variable; they are 32-bit registers",
                             c.op(), c.line, slot, static_cast<unsigned long long>(c.call.operands[slot].pointee));
         words[r] = uint32_t(c.get(acc[r]));
-        to[r] = Destination{slot, variable};
-        size_t index = 0;
-        if (InFlight* earlier = in_flight(me, c.call, slot, variable, index)) {
-            const Instruction& other = *earlier->op->in;
-            if (words[r] != poison(*earlier->op))
-                mmemu_violation("%s at line %d: accumulator %%%d of the wgmma.mma_async at line %d was written before "
-                                "the wgmma.wait_group that completes it", c.op(), c.line, slot, earlier->op->line);
-            if (other.n != in.n || other.acc != in.acc || index != r || (from && from != earlier->op))
-                mmemu_violation("%s at line %d: its accumulators are those of the wgmma.mma_async at line %d, in "
-                                "flight, in another shape or order; only a wgmma of the same shape on the same "
-                                "accumulators may follow one in flight", c.op(), c.line, earlier->op->line);
-            from = earlier->op;
-            earlier->to[index].superseded = true;
-            ++chained;
-        } else if (variable) {
-            auto known = me.known.find(variable);
-            if (known != me.known.end() && known->second != words[r])
-                mmemu_violation("%s at line %d: accumulator %%%d was written since the thread's last wgmma.fence; a "
-                                "wgmma.fence must come between a write to a wgmma's registers and the wgmma", c.op(),
-                                c.line, slot);
-        }
+        keys[r] = key_of(c.call, slot);
     }
-    if (chained && chained != acc.size())
-        mmemu_violation("%s at line %d: some of its accumulators are those of the wgmma.mma_async at line %d, in "
-                        "flight, and some are not", c.op(), c.line, from->line);
+    Registers& set = registers_of(c, me, keys);
+    std::shared_ptr<Wgmma> from;
+    if (InFlight* earlier = set.newest) {
+        if (earlier->op->in->n != in.n || earlier->op->in->acc != in.acc)
+            mmemu_violation("%s at line %d: its accumulators are those of the wgmma.mma_async at line %d, in flight, "
+                            "of another shape; only a wgmma of the same shape may follow one in flight", c.op(),
+                            c.line, earlier->op->line);
+        from = earlier->op;
+        earlier->superseded = true;
+    }
+    for (size_t r = 0; r < acc.size() && !set.known.empty(); ++r)
+        if (words[r] != set.known[r])
+            mmemu_violation(from ? "%s at line %d: accumulator %%%d of the wgmma.mma_async at line %d was written "
+                                   "before the wgmma.wait_group that completes it"
+                                 : "%s at line %d: accumulator %%%d was written since the thread's last wgmma.fence; "
+                                   "a wgmma.fence must come between a write to a wgmma's registers and the wgmma",
+                            c.op(), c.line, slots[r], from ? from->line : 0);
     // Meet the warpgroup: the first thread to come describes the wgmma, each adds its fragments.
-    auto key = std::make_pair(group, me.issued++);
-    std::shared_ptr<Wgmma>& arriving = block.arriving[key];
+    auto arrival = std::make_pair(group, me.issued++);
+    std::shared_ptr<Wgmma>& arriving = block.arriving[arrival];
     if (!arriving) {
         arriving = std::make_shared<Wgmma>(mine);
         arriving->c.resize(kWarpgroup * acc.size());
@@ -447,24 +456,24 @@ void issue(const Context& c) {
     if (op->a_in_registers)
         for (size_t r = 0; r < 4; ++r) op->a_words[member * 4 + r] = uint32_t(c.get(in.operands[1].values[r]));
     if (++op->arrived == kWarpgroup) {
-        block.arriving.erase(key);
-        read_operands(c, *op, true, op->a_bits, op->b_bits);
+        block.arriving.erase(arrival);
+        read_operands(c, *op);
     }
     mmemu_rv_poll(all_arrived, op.get(), c.op(), c.line);
-    for (size_t r = 0; r < acc.size(); ++r) {
-        c.set(acc[r], poison(*op));
-        if (to[r].variable) me.known[to[r].variable] = poison(*op);
-    }
-    me.flight.push_back(InFlight{op, member, c.call.serial, 0, std::move(to)});
-    const InFlight& issued = me.flight.back();  // a deque's elements stay where they are as it grows and shrinks
-    for (size_t r = 0; r < issued.to.size(); ++r)
-        if (issued.to[r].variable) me.lands[issued.to[r].variable] = {&issued, r};
+    for (const Value& v : acc) c.set(v, poison(*op));
+    set.known.assign(acc.size(), poison(*op));
+    me.flight.push_back(InFlight{op, member, c.call.serial, 0, &set, std::move(slots)});
+    set.newest = &me.flight.back();
 }
 
+// wgmma.fence: the registers' values as they are now are those the next wgmmas may read.
 void fence() {
     ThreadState& me = current_thread();
     me.fenced = true;
-    for (auto& [variable, value] : me.known) value = value_of(variable);
+    for (Registers& set : me.sets)
+        if (!set.newest && !declared(set.keys[0]))
+            for (size_t r = 0; r < set.keys.size(); ++r)
+                set.known[r] = value_of(reinterpret_cast<const unsigned char*>(set.keys[r]));
 }
 
 void commit() {
@@ -474,13 +483,13 @@ void commit() {
         if (!e.group) e.group = me.committed;
 }
 
-// The register a destination names, now: the statement's while it runs, else its variable.
-uint32_t* landing(const Context& c, const InFlight& e, const Destination& d) {
+// Where a wgmma's register r lands now: the issuing statement's register while it runs (null), else its variable.
+uint32_t* landing(const Context& c, const InFlight& e, size_t r) {
     if (e.serial == c.call.serial) return nullptr;
-    if (!d.variable)
+    if (declared(e.to->keys[r]))
         mmemu_violation("%s at line %d: the wgmma.mma_async at line %d that it completes had accumulators declared in "
                         "its asm statement (.reg), which ended before this wait", c.op(), c.line, e.op->line);
-    return reinterpret_cast<uint32_t*>(d.variable);
+    return reinterpret_cast<uint32_t*>(e.to->keys[r]);
 }
 
 // wgmma.wait_group N: every wgmma-group of the thread but the newest N completes, its results landing.
@@ -490,24 +499,20 @@ void wait(const Context& c) {
     if (me.committed <= pending) return;
     uint64_t last = me.committed - pending;
     while (!me.flight.empty() && me.flight.front().group && me.flight.front().group <= last) {
-        const InFlight& e = me.flight.front();
+        InFlight& e = me.flight.front();
         Wgmma& op = *e.op;
         if (!op.computed) compute(c, op);
         size_t regs = op.regs();
-        for (size_t r = 0; r < regs; ++r) {
-            const Destination& d = e.to[r];
-            if (d.superseded) continue;
-            uint32_t* variable = landing(c, e, d), value = op.d[e.member * regs + r];
-            uint32_t now = variable ? value_of(d.variable) : uint32_t(c.regs[size_t(d.slot)]);
+        for (size_t r = 0; r < regs && !e.superseded; ++r) {
+            uint32_t* variable = landing(c, e, r), value = op.d[e.member * regs + r];
+            uint32_t now = variable ? value_of(reinterpret_cast<const unsigned char*>(variable))
+                                    : uint32_t(c.regs[size_t(e.slots[r])]);
             if (now != poison(op))
                 mmemu_violation("%s at line %d: accumulator %%%d of the wgmma.mma_async at line %d was written before "
-                                "this wgmma.wait_group, which completes it", c.op(), c.line, d.slot, op.line);
-            if (d.variable) {
-                me.known[d.variable] = value;
-                me.lands.erase(d.variable);
-            }
+                                "this wgmma.wait_group, which completes it", c.op(), c.line, e.slots[r], op.line);
+            e.to->known[r] = value;
             if (!variable) {  // the issuing statement's register, which it copies to its variable as it ends
-                c.regs[size_t(d.slot)] = value;
+                c.regs[size_t(e.slots[r])] = value;
                 continue;
             }
             *variable = value;
@@ -515,6 +520,7 @@ void wait(const Context& c) {
                 if (c.call.output(i) && c.call.operands[i].bits == reinterpret_cast<uint64_t>(variable))
                     c.regs[size_t(i)] = value;
         }
+        if (e.to->newest == &e) e.to->newest = nullptr;
         me.flight.pop_front();
     }
 }
