@@ -262,12 +262,12 @@ struct Layout {
 
     // The shared address of element (mn, k) of `size` bytes, mn being A's row or B's column.
     uint32_t address(bool mn_major, int mn, int k, int size) const {
-        uint32_t t = 16 / uint32_t(size), m = uint32_t(mn), kk = uint32_t(k), at;
-        if (!mn_major) at = width ? (m % 8) * width + m / 8 * sbo + kk % t * size + kk / t * 16
-                                  : (m % 8) * 16 + m / 8 * sbo + kk % t * size + kk / t * lbo;
-        else at = width ? m % t * size + m / t % (width / 16) * 16 + m / (t * width / 16) * lbo + kk % 8 * width + kk / 8 * sbo
-                        : m % t * size + m / t * sbo + kk % 8 * 16 + kk / 8 * lbo;
-        at += start;
+        uint32_t t = 16 / uint32_t(size), m = uint32_t(mn), kk = uint32_t(k), s = uint32_t(size), at = start;
+        if (!mn_major && width) at += m % 8 * width + m / 8 * sbo + kk % t * s + kk / t * 16;
+        else if (!mn_major) at += m % 8 * 16 + m / 8 * sbo + kk % t * s + kk / t * lbo;
+        else if (width) at += m % t * s + m / t % (width / 16) * 16 + m / (t * width / 16) * lbo + kk % 8 * width +
+                              kk / 8 * sbo;
+        else at += m % t * s + m / t * sbo + kk % 8 * 16 + kk / 8 * lbo;
         return width ? at ^ (((at >> 7) - base) & (width / 16 - 1)) << 4 : at;
     }
 };
