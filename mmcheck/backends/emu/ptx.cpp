@@ -15,7 +15,8 @@
 //     barrier.cluster, mapa, getctarank, atom and red, fence;
 //   ptx_async.cpp: what Hopper kernels write: mbarrier, cp.async.bulk and cp.async.bulk.tensor (TMA, multicast
 //     too), fence.proxy.async, elect.sync, and as the no-ops they are here setmaxnreg, griddepcontrol,
-//     prefetch.tensormap, fence.proxy.tensormap and fence.mbarrier_init.
+//     prefetch.tensormap, fence.proxy.tensormap and fence.mbarrier_init;
+//   ptx_wgmma.cpp: wgmma.mma_async, .fence, .commit_group and .wait_group.
 // Anything else (another instruction or form, a predicate where none is taken, a label the statement lacks) makes
 // the statement unsupported: a launch that reaches it ends naming that instruction.
 #include "mmemu.h"
@@ -147,6 +148,7 @@ bool decode_core(Instruction& in, const std::vector<std::string>& q) {
                shaped(in, "ss") && registers(in.operands[0], 1);
     }
     if (name == "ld" || name == "st") return decode_memory(in, q);
+    if (name == "wgmma") return decode_wgmma(in, q);
     if (name == "mov" && q.size() == 2) {
         in.op = Op::kMov;
         in.predicates = q[1] == "pred" ? 3 : 0;  // a predicate's value is 0 or 1: one byte's worth
@@ -261,6 +263,7 @@ void run(const Context& c) {
             return c.set(0, lop3(uint32_t(c.get(1)), uint32_t(c.get(2)), uint32_t(c.get(3)), uint32_t(c.get(4))));
         case Op::kBarrierCluster: case Op::kFence: case Op::kMapa: case Op::kGetctarank: case Op::kAtom:
             return run_cluster(c);
+        case Op::kWgmma: case Op::kWgmmaFence: case Op::kWgmmaCommit: case Op::kWgmmaWait: return run_wgmma(c);
     }
 }
 
@@ -303,11 +306,13 @@ MMEMU_EXPORT void mmemu_rv_asm(int line, const char* text, const char* constrain
             regs[size_t(std::atoi(kind.c_str()))] = operands[i].bits;
         }
     }
+    static uint64_t serial = 0;
+    const Call call{operands, kinds, count, ++serial};
     for (size_t pc = 0; pc < program.code.size();) {
         const Instruction& in = program.code[pc++];
         if (in.guard >= 0 && (regs[size_t(in.guard)] != 0) == in.negated) continue;
         if (in.op == Op::kBranch) pc = size_t(in.target);
-        else run(Context{in, regs, line});
+        else run(Context{in, regs, line, call});
     }
     for (int i = 0; i < count; ++i)
         if (kinds[size_t(i)].find_first_of("=+") != std::string::npos)

@@ -1,7 +1,7 @@
 // An inline-PTX statement as ptx_parse.cpp parses it, and what an instruction runs with: shared by the parser, ptx.cpp
 // (the statement's run and the scalar instructions), ptx_mma.cpp (the tensor-core instructions of tutorials) and the
-// files of other instruction families (ptx_cluster.cpp, ptx_async.cpp), which each decode and run their own.  Part of
-// libmmemu.so; kernels never see it.
+// files of other instruction families (ptx_cluster.cpp, ptx_async.cpp, ptx_wgmma.cpp), which each decode and run
+// their own.  Part of libmmemu.so; kernels never see it.
 #pragma once
 
 #include <cstdint>
@@ -35,9 +35,11 @@ enum class Op {
     kStore, kMov, kCvt, kCvtTf32, kLop3, kSetp, kSelp, kBranch,
     kBarrierCluster, kFence, kMapa, kGetctarank, kAtom,  // ptx_cluster.cpp's
     kAsync,  // an instruction of ptx_async.cpp's families; Instruction::code says which
+    kWgmma, kWgmmaFence, kWgmmaCommit, kWgmmaWait,  // ptx_wgmma.cpp's
 };
 
-// The element types mma names: inputs .f16, .bf16, .tf32, .e4m3, .e5m2, .s8, .u8; accumulators .f16, .f32, .s32.
+// The element types mma and wgmma name: inputs .f16, .bf16, .tf32, .e4m3, .e5m2, .s8, .u8; accumulators .f16, .f32,
+// .s32.
 enum class Type { kF16, kBf16, kTf32, kF32, kE4m3, kE5m2, kS8, kU8, kS32 };
 
 // Where ld, st, atom, ldmatrix and the asynchronous instructions find an address: a generic address is a pointer; a
@@ -60,8 +62,8 @@ struct Instruction {
     // What the opcode's qualifiers say; each operation reads its own.
     int code = 0;                                       // setp: its comparison; Op::kAsync: which instruction
     unsigned flags = 0;                                 // Op::kAsync: its qualifiers (ptx_async.cpp)
-    int k = 0;                                          // mma: K
-    Type a = Type::kF16, b = Type::kF16, acc = Type::kF32;  // mma: A's, B's and the accumulators' element type
+    int k = 0, n = 0;                                   // mma, wgmma: K; wgmma: N
+    Type a = Type::kF16, b = Type::kF16, acc = Type::kF32;  // mma, wgmma: A's, B's and the accumulators' type
     bool satfinite = false;                             // mma: integer sums clamp rather than wrap
     int count = 1;                                      // ldmatrix, stmatrix: matrices; ld, st: vector
                                                         // elements; cp.async.bulk.tensor: dimensions
@@ -112,11 +114,27 @@ uint64_t read_special(int number);
 bool decode_cluster(Instruction& in, const std::vector<std::string>& q);
 
 // ---- running a statement ---------------------------------------------------------------------------------------
+// One run of an asm statement, as the kernel called it.
+struct Call {
+    const mmemu_asm_operand* operands;      // an output's is its variable's address
+    const std::vector<std::string>& kinds;  // the operands' constraints
+    int count;
+    uint64_t serial;  // numbers the runs of statements, each once
+
+    bool output(int operand) const {
+        return operand >= 0 && operand < count && kinds[size_t(operand)].find_first_of("=+") != std::string::npos;
+    }
+    bool constant(int operand) const {  // "n": an immediate the compiler writes into the text
+        return operand >= 0 && operand < count && kinds[size_t(operand)] == "n";
+    }
+};
+
 // One instruction of a statement as it runs, on the statement's registers.
 struct Context {
     const Instruction& in;
     std::vector<uint64_t>& regs;
     int line;
+    const Call& call;
 
     uint64_t get(const Value& v) const {
         return v.reg >= 0 ? regs[size_t(v.reg)] : v.special >= 0 ? read_special(v.special) : v.imm;
@@ -144,10 +162,14 @@ struct Context {
     }
 };
 
-// ---- ptx_mma.cpp: mma.sync, ldmatrix, stmatrix ----
+// ---- ptx_mma.cpp: mma.sync, ldmatrix, stmatrix; the element types (wgmma's too) ----
 // A float's bits, and the float of bits.
 float as_float(uint32_t bits);
 uint32_t float_bits(float f);
+bool mma_type(const std::string& name, Type& type);
+int bytes_of(Type type);
+// Element `index` of a register of `type`s, exactly, as a float (a .tf32 is read as its top 19 bits).
+float real(uint32_t word, int index, Type type);
 bool decode_mma(Instruction& in, const std::vector<std::string>& q);
 bool decode_matrix(Instruction& in, const std::vector<std::string>& q);  // ldmatrix, stmatrix
 void run_mma(const Context& c);
@@ -161,5 +183,9 @@ void run_cluster(const Context& c);
 bool async_family(const std::vector<std::string>& q);
 bool decode_async(Instruction& in, const std::vector<std::string>& q);
 void run_async(const Context& c);
+
+// ---- ptx_wgmma.cpp: wgmma.mma_async, .fence, .commit_group and .wait_group (`q`: the opcode split at its dots) ----
+bool decode_wgmma(Instruction& in, const std::vector<std::string>& q);
+void run_wgmma(const Context& c);
 
 }  // namespace mmemu_ptx

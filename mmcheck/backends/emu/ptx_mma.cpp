@@ -31,24 +31,6 @@ namespace {
 
 using namespace mmemu_ptx;
 
-bool mma_type(const std::string& name, Type& type) {
-    static const std::map<std::string, Type> types = {
-        {"f16", Type::kF16},   {"bf16", Type::kBf16}, {"tf32", Type::kTf32}, {"f32", Type::kF32}, {"e4m3", Type::kE4m3},
-        {"e5m2", Type::kE5m2}, {"s8", Type::kS8},     {"u8", Type::kU8},     {"s32", Type::kS32}};
-    auto found = types.find(name);
-    if (found == types.end()) return false;
-    type = found->second;
-    return true;
-}
-
-int bytes_of(Type type) {
-    switch (type) {
-        case Type::kF16: case Type::kBf16: return 2;
-        case Type::kE4m3: case Type::kE5m2: case Type::kS8: case Type::kU8: return 1;
-        default: return 4;
-    }
-}
-
 bool int8(Type type) { return type == Type::kS8 || type == Type::kU8; }
 bool fp8(Type type) { return type == Type::kE4m3 || type == Type::kE5m2; }
 
@@ -66,9 +48,40 @@ bool mma_runs(const Instruction& in) {
     }
 }
 
+// An 8-bit float, exactly: e4m3 (exponent bias 7, no infinities, NaN only at S.1111.111) or e5m2 (bias 15, IEEE's
+// infinities and NaNs).
+float fp8(uint8_t bits, Type type) {
+    bool e4m3 = type == Type::kE4m3;
+    int fraction_bits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15, top = e4m3 ? 15 : 31;
+    int exponent = (bits & 0x7f) >> fraction_bits, fraction = bits & ((1 << fraction_bits) - 1);
+    float magnitude;
+    if (exponent == top && (!e4m3 || fraction == 7)) magnitude = e4m3 || fraction ? NAN : INFINITY;
+    else magnitude = std::ldexp(float(exponent ? fraction | 1 << fraction_bits : fraction),
+                                (exponent ? exponent : 1) - bias - fraction_bits);
+    return bits & 0x80 ? -magnitude : magnitude;
+}
+
 }  // namespace
 
 namespace mmemu_ptx {
+
+bool mma_type(const std::string& name, Type& type) {
+    static const std::map<std::string, Type> types = {
+        {"f16", Type::kF16},   {"bf16", Type::kBf16}, {"tf32", Type::kTf32}, {"f32", Type::kF32}, {"e4m3", Type::kE4m3},
+        {"e5m2", Type::kE5m2}, {"s8", Type::kS8},     {"u8", Type::kU8},     {"s32", Type::kS32}};
+    auto found = types.find(name);
+    if (found == types.end()) return false;
+    type = found->second;
+    return true;
+}
+
+int bytes_of(Type type) {
+    switch (type) {
+        case Type::kF16: case Type::kBf16: return 2;
+        case Type::kE4m3: case Type::kE5m2: case Type::kS8: case Type::kU8: return 1;
+        default: return 4;
+    }
+}
 
 bool decode_mma(Instruction& in, const std::vector<std::string>& q) {
     in.op = Op::kMma;
@@ -119,7 +132,16 @@ uint32_t float_bits(float f) {
     return bits;
 }
 
-// cvt.rna.tf32.f32: to the nearest value with 10 fraction bits, ties away from zero; the low 13 bits are zero.
+float real(uint32_t word, int index, Type type) {
+    switch (type) {
+        case Type::kF16: return mmemu::Fp16Format::widen(uint16_t(word >> 16 * index));
+        case Type::kBf16: return mmemu::Bf16Format::widen(uint16_t(word >> 16 * index));
+        case Type::kTf32: return as_float(word & 0xffffe000u);
+        case Type::kE4m3: case Type::kE5m2: return fp8(uint8_t(word >> 8 * index), type);
+        default: return as_float(word);
+    }
+}
+
 }  // namespace mmemu_ptx
 
 namespace {
@@ -132,31 +154,7 @@ struct MmaLane {
     uint32_t a[4], b[2], c[4];
 };
 
-// An 8-bit float, exactly: e4m3 (exponent bias 7, no infinities, NaN only at S.1111.111) or e5m2 (bias 15, IEEE's
-// infinities and NaNs).
-float fp8(uint8_t bits, Type type) {
-    bool e4m3 = type == Type::kE4m3;
-    int fraction_bits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15, top = e4m3 ? 15 : 31;
-    int exponent = (bits & 0x7f) >> fraction_bits, fraction = bits & ((1 << fraction_bits) - 1);
-    float magnitude;
-    if (exponent == top && (!e4m3 || fraction == 7)) magnitude = e4m3 || fraction ? NAN : INFINITY;
-    else magnitude = std::ldexp(float(exponent ? fraction | 1 << fraction_bits : fraction),
-                                (exponent ? exponent : 1) - bias - fraction_bits);
-    return bits & 0x80 ? -magnitude : magnitude;
-}
-
-// Element `index` of a register of `type`s, exactly, as a float (a .tf32 is read as its top 19 bits) or as an
-// integer.
-float real(uint32_t word, int index, Type type) {
-    switch (type) {
-        case Type::kF16: return mmemu::Fp16Format::widen(uint16_t(word >> 16 * index));
-        case Type::kBf16: return mmemu::Bf16Format::widen(uint16_t(word >> 16 * index));
-        case Type::kTf32: return as_float(word & 0xffffe000u);
-        case Type::kE4m3: case Type::kE5m2: return fp8(uint8_t(word >> 8 * index), type);
-        default: return as_float(word);
-    }
-}
-
+// Element `index` of a register of `type`s as an integer.
 int64_t integer(uint32_t word, int index, Type type) {
     uint8_t byte = uint8_t(word >> 8 * index);
     return type == Type::kS8 ? int8_t(byte) : type == Type::kU8 ? int64_t(byte) : int32_t(word);

@@ -75,15 +75,16 @@ bool identifier(const std::string& s) {
 }
 
 // Whether predicates and the sink stand only where the decoded instruction takes them (Instruction::predicates
-// and ::sink); an immediate may stand for a predicate's 0 or 1.
-bool placed(const Instruction& in) {
+// and ::sink); an immediate, or one of the statement's `operands` (an "n" one is), may stand for a predicate's 0 or 1.
+bool placed(const Instruction& in, int operands) {
     for (size_t i = 0; i < in.operands.size(); ++i) {
         const Operand& o = in.operands[i];
         bool predicate = i < 32 && (in.predicates >> i & 1);
         for (size_t j = 0; j < o.values.size(); ++j) {
             const Value& v = o.values[j];
             bool wanted = predicate && (o.kind != Operand::kPair || j == 1);
-            if ((v.reg >= 0 || v.special >= 0) && v.predicate != wanted) return false;
+            bool named = v.reg >= operands || v.special >= 0;  // a declared or a special register
+            if (named && v.predicate != wanted) return false;
             if (o.values[j].reg == kSink && !(in.sink && i == 0 && j == 0 && o.kind != Operand::kAddress))
                 return false;
         }
@@ -93,14 +94,14 @@ bool placed(const Instruction& in) {
 
 // What the opcode says: the operation, its qualifiers, and whether the operands fit it; false where the
 // emulator does not run the instruction.
-bool decode(Instruction& in) {
+bool decode(Instruction& in, int operands) {
     std::vector<std::string> q;
     for (size_t start = 0, dot; start <= in.opcode.size(); start = dot + 1) {
         dot = in.opcode.find('.', start);
         if (dot == std::string::npos) dot = in.opcode.size();
         q.push_back(in.opcode.substr(start, dot - start));
     }
-    return (async_family(q) ? decode_async(in, q) : decode_core(in, q)) && placed(in);
+    return (async_family(q) ? decode_async(in, q) : decode_core(in, q)) && placed(in, operands);
 }
 
 class Parser {
@@ -229,7 +230,7 @@ public:
                 in.operands.emplace_back();
                 if (!operand(text, in.operands.back())) return false;
             }
-        return decode(in);
+        return decode(in, operands_);
     }
 
 private:

@@ -40,7 +40,7 @@ _C_LOCALE = {**os.environ, "LC_ALL": "C"}  # plain quotes in diagnostics, which 
 # The sources of libmmemu.so (the runtime, the blocks' shared memory, Hopper's asynchronous machinery and the async
 # proxy; inline PTX: its parser and its instruction families), and the headers only they include.
 _LIBRARY = ("runtime.cpp", "runtime_shared.cpp", "runtime_async.cpp", "runtime_proxy.cpp", "ptx.cpp", "ptx_parse.cpp",
-            "ptx_mma.cpp", "ptx_cluster.cpp", "ptx_async.cpp")
+            "ptx_mma.cpp", "ptx_cluster.cpp", "ptx_async.cpp", "ptx_wgmma.cpp")
 _LIBRARY_HEADERS = ("runtime.h", "ptx.h")
 # Extra flags for the runtime.  Empty in use; the tests set ["-DMMEMU_UCONTEXT"] to build the swapcontext
 # fibers that hosts other than x86-64 get.
