@@ -291,23 +291,22 @@ MMEMU_EXPORT void mmemu_rv_asm(int line, const char* text, const char* constrain
                                int count) {
     const Program& program = program_of(text, count);
     if (!program.unsupported.empty()) mmemu_unsupported("inline assembly", program.unsupported.c_str(), line);
-    std::vector<std::string> kinds = split(constraints, ',');
-    if (kinds.size() != size_t(count) && count) mmemu_unsupported("inline assembly", text, line);
+    const Constraints& said = constraints_of(constraints);
+    if (said.kinds.size() != size_t(count) && count) mmemu_unsupported("inline assembly", text, line);
     // Outputs start from the variable's value, so that "+r" reads it and an output never written keeps it;
     // an input tied to an output ("0") is that output's value.
     std::vector<uint64_t> regs(size_t(program.registers));
+    static uint64_t serial = 0;
+    const Call call{operands, said, count, ++serial};
     for (int i = 0; i < count; ++i) {
-        const std::string& kind = kinds[size_t(i)];
         regs[size_t(i)] = operands[i].bits;
-        if (kind.find_first_of("=+") != std::string::npos) {
+        if (call.output(i)) {
             regs[size_t(i)] = 0;
             std::memcpy(&regs[size_t(i)], reinterpret_cast<const void*>(operands[i].bits), operands[i].pointee);
-        } else if (!kind.empty() && kind.find_first_not_of("0123456789") == std::string::npos) {
-            regs[size_t(std::atoi(kind.c_str()))] = operands[i].bits;
+        } else if (call.is(i, Constraints::kTied)) {
+            regs[size_t(said.tied[size_t(i)])] = operands[i].bits;
         }
     }
-    static uint64_t serial = 0;
-    const Call call{operands, kinds, count, ++serial};
     for (size_t pc = 0; pc < program.code.size();) {
         const Instruction& in = program.code[pc++];
         if (in.guard >= 0 && (regs[size_t(in.guard)] != 0) == in.negated) continue;
@@ -315,6 +314,6 @@ MMEMU_EXPORT void mmemu_rv_asm(int line, const char* text, const char* constrain
         else run(Context{in, regs, line, call});
     }
     for (int i = 0; i < count; ++i)
-        if (kinds[size_t(i)].find_first_of("=+") != std::string::npos)
+        if (call.output(i))
             std::memcpy(reinterpret_cast<void*>(operands[i].bits), &regs[size_t(i)], operands[i].pointee);
 }

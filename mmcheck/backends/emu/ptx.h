@@ -86,6 +86,15 @@ struct Program {
 // ---- ptx_parse.cpp ----
 // The statement `text` of `operands` operands, parsed the first time it runs (a literal's address names it).
 const Program& program_of(const char* text, int operands);
+// A statement's constraints, each an operand's: an output ("=r", "+f"), an immediate ("n"), an input tied to an
+// output ("0"), or another input.
+struct Constraints {
+    enum Kind : unsigned char { kOutput, kConstant, kTied, kInput };
+    std::vector<Kind> kinds;
+    std::vector<int> tied;  // a tied input's output
+};
+// The constraints of a statement (one literal, comma separated), read the first time it runs.
+const Constraints& constraints_of(const char* constraints);
 // `s` split at `separator`s outside braces and brackets, each part trimmed.
 std::vector<std::string> split(const std::string& s, char separator);
 // Whether the operands are of these kinds, one letter each: s scalar, v vector, a address, t tensor, p pair.
@@ -116,16 +125,15 @@ bool decode_cluster(Instruction& in, const std::vector<std::string>& q);
 // ---- running a statement ---------------------------------------------------------------------------------------
 // One run of an asm statement, as the kernel called it.
 struct Call {
-    const mmemu_asm_operand* operands;      // an output's is its variable's address
-    const std::vector<std::string>& kinds;  // the operands' constraints
+    const mmemu_asm_operand* operands;  // an output's is its variable's address
+    const Constraints& constraints;
     int count;
     uint64_t serial;  // numbers the runs of statements, each once
 
-    bool output(int operand) const {
-        return operand >= 0 && operand < count && kinds[size_t(operand)].find_first_of("=+") != std::string::npos;
-    }
-    bool constant(int operand) const {  // "n": an immediate the compiler writes into the text
-        return operand >= 0 && operand < count && kinds[size_t(operand)] == "n";
+    bool output(int operand) const { return is(operand, Constraints::kOutput); }
+    bool constant(int operand) const { return is(operand, Constraints::kConstant); }  // written into the text
+    bool is(int operand, Constraints::Kind kind) const {
+        return operand >= 0 && operand < count && constraints.kinds[size_t(operand)] == kind;
     }
 };
 

@@ -313,4 +313,20 @@ const Program& program_of(const char* text, int count) {
     return found->second;
 }
 
+const Constraints& constraints_of(const char* constraints) {
+    static std::map<const char*, Constraints> known;  // a literal's address names its statement's
+    auto found = known.find(constraints);
+    if (found != known.end()) return found->second;
+    Constraints c;
+    for (const std::string& kind : *constraints ? split(constraints, ',') : std::vector<std::string>{}) {
+        bool tied = !kind.empty() && kind.find_first_not_of("0123456789") == std::string::npos;
+        c.kinds.push_back(kind.find_first_of("=+") != std::string::npos ? Constraints::kOutput
+                          : kind == "n"                                  ? Constraints::kConstant
+                          : tied                                         ? Constraints::kTied
+                                                                         : Constraints::kInput);
+        c.tied.push_back(tied ? std::atoi(kind.c_str()) : -1);
+    }
+    return known.emplace(constraints, std::move(c)).first->second;
+}
+
 }  // namespace mmemu_ptx

@@ -280,6 +280,7 @@ void misuse(const char* message, const Block& where) {
 
 // ---- faults ---------------------------------------------------------------------------------------
 void on_signal(int signo, siginfo_t* info, void* context) {
+    if (signo == SIGSEGV && mmemu_rt::proxy_fault(info->si_addr)) return;  // the write goes on
     mmemu_status* s = E.status;
     s->signo = signo;
     s->code = info->si_code;

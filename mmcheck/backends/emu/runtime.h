@@ -72,6 +72,8 @@ void async_cluster_end();              // every copy still in flight lands
 // ---- runtime_proxy.cpp ----------------------------------------------------------------------------------------
 void proxy_launch_start(const mmemu_kernel* kernel);  // whether the kernel's module has async-proxy reads to check
 void proxy_cluster_start();
+// A fault at `address`: whether it was a write to a page of shared memory the proxy watches, now writable.
+bool proxy_fault(const void* address);
 void proxy_slice_end();  // the running thread parks or exits: its stores so far are its own
 void proxy_written(const void* pointer, size_t size);  // the async proxy (or the runtime) wrote these bytes
 void proxy_fence();  // fence.proxy.async by the running thread

@@ -8,14 +8,18 @@
 // which any thread of the cluster may store to (distributed shared memory): each is kept so.
 //
 // Stores are attributed to threads where the threads switch: each time a fiber parks or exits, the bytes that
-// changed since the last look (against a copy kept here) are the ones it stored.  That costs a comparison of the
-// cluster's shared memory at each switch, so it is done only for kernels whose module has an async-proxy read
-// (its PTX names cp.async.bulk or wgmma).
+// changed since the last look (against a copy kept here) are the ones it stored.  Only pages written since are
+// compared: the whole pages of shared memory are kept write-protected, and a write to one (a fault, which
+// proxy_fault takes) marks it and makes it writable until the next look.  All this is done only for kernels whose
+// module has an async-proxy read (its PTX names cp.async.bulk or wgmma).
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <vector>
 
@@ -28,14 +32,31 @@ struct Home {
     std::vector<unsigned char> seen;  // shared memory as last looked at
     std::vector<uint16_t> writer;     // per byte: 1 + the thread whose ordinary store wrote it last, or 0
     std::vector<uint32_t> epoch;      // per byte: how many fences its writer had run when it wrote it
+    unsigned char* base;              // while its whole pages are watched: they are [base + first, + pages pages)
+    size_t first, pages;
+    std::vector<unsigned char> dirty;  // per watched page: written since the last look (and writable till then)
 };
 
 struct Proxy {
     bool active;
+    size_t page;
     std::vector<Home> homes;       // by rank in the cluster
     std::vector<uint32_t> fences;  // per thread of the cluster: how many fence.proxy.async it has run
 };
 Proxy P;
+
+// Write-protects the whole pages of block r's shared memory, none of them written since the last look; where they
+// cannot be protected, every look compares them all.
+void watch(unsigned r, const mmemu_shared::Window& w) {
+    Home& home = P.homes[r];
+    uintptr_t lo = reinterpret_cast<uintptr_t>(w.base), hi = lo + w.size;
+    uintptr_t first = (lo + P.page - 1) / P.page * P.page, last = hi / P.page * P.page;
+    home.base = w.base;
+    home.first = first - lo;
+    home.pages = last > first ? (last - first) / P.page : 0;
+    home.dirty.assign(home.pages, 0);
+    if (home.pages && mprotect(reinterpret_cast<void*>(first), last - first, PROT_READ) != 0) home.pages = 0;
+}
 
 // The bytes of [lo, hi) of `home` that changed since the last look are thread t's stores.
 void attribute(Home& home, const unsigned char* now, size_t lo, size_t hi, unsigned t) {
@@ -52,15 +73,30 @@ void attribute(Home& home, const unsigned char* now, size_t lo, size_t hi, unsig
     }
 }
 
-// The bytes that changed since the last look are the running thread's stores (the gap is no shared memory:
-// AddressSanitizer poisons it; an exited block's is gone).
+// attribute() of [lo, hi) past the gap, which is no shared memory (AddressSanitizer poisons it).
+void attribute(Home& home, const mmemu_shared::Window& w, size_t lo, size_t hi, unsigned t) {
+    attribute(home, w.base, lo, std::min(hi, w.gap), t);
+    attribute(home, w.base, std::max(lo, w.gap + w.gap_size), hi, t);
+}
+
+// The bytes that changed since the last look are the running thread's stores: those of the pages written since,
+// which are write-protected again, and of the pages not watched (an exited block's shared memory is gone).
 void attribute() {
     unsigned t = mmemu_rt::current_thread();
     for (unsigned r = 0; r < P.homes.size(); ++r) {
         mmemu_shared::Window w = mmemu_shared::window(r);
         if (!w.base) continue;
-        attribute(P.homes[r], w.base, 0, w.gap, t);
-        attribute(P.homes[r], w.base, w.gap + w.gap_size, w.size, t);
+        Home& home = P.homes[r];
+        size_t end = home.first + home.pages * P.page;
+        attribute(home, w, 0, home.first, t);
+        attribute(home, w, end, w.size, t);
+        for (size_t i = 0; i < home.pages; ++i) {
+            if (!home.dirty[i]) continue;
+            size_t lo = home.first + i * P.page;
+            attribute(home, w, lo, lo + P.page, t);
+            home.dirty[i] = 0;
+            mprotect(w.base + lo, P.page, PROT_READ);
+        }
     }
 }
 
@@ -117,6 +153,7 @@ void proxy_launch_start(const mmemu_kernel* kernel) {
     size_t size = mmemu_shared::window(0).size;
     P.active = scanned.found && size;
     if (!P.active) return;
+    P.page = size_t(sysconf(_SC_PAGESIZE));
     P.homes.resize(mmemu_cluster_now()->size);
     for (Home& home : P.homes) {
         home.seen.resize(size);
@@ -135,8 +172,26 @@ void proxy_cluster_start() {
         std::memcpy(home.seen.data(), w.base, w.gap);
         std::memcpy(&home.seen[past_gap], w.base + past_gap, w.size - past_gap);
         std::fill(home.writer.begin(), home.writer.end(), 0);
+        watch(r, w);
     }
     std::fill(P.fences.begin(), P.fences.end(), 0);
+}
+
+bool proxy_fault(const void* address) {
+    const unsigned char* at = static_cast<const unsigned char*>(address);
+    for (unsigned r = 0; P.active && r < P.homes.size(); ++r) {
+        Home& home = P.homes[r];
+        const unsigned char* lo = home.base + home.first;
+        if (!home.pages || at < lo || at >= lo + home.pages * P.page || !mmemu_shared::window(r).base) continue;
+        size_t i = size_t(at - lo) / P.page;
+        if (home.dirty[i]) return false;  // writable already: some other fault
+        int saved = errno;
+        home.dirty[i] = 1;
+        bool done = mprotect(const_cast<unsigned char*>(lo) + i * P.page, P.page, PROT_READ | PROT_WRITE) == 0;
+        errno = saved;
+        return done;
+    }
+    return false;
 }
 
 void proxy_slice_end() {
