@@ -334,6 +334,18 @@ uint32_t a_register_element(const Wgmma& op, int i, int k, int& index) {
     return op.a_words[size_t((i / 16 * 32 + lane) * 4 + reg)];
 }
 
+// row[j] += x y[j] for j < n, a multiple of 8: one product for each of n sums, four sums at a time.
+void add_products(float* row, float x, const float* y, int n) {
+    typedef float Four __attribute__((vector_size(16)));
+    for (int j = 0; j < n; j += 4) {
+        Four sums, ys;
+        std::memcpy(&sums, row + j, sizeof sums);
+        std::memcpy(&ys, y + j, sizeof ys);
+        sums += x * ys;
+        std::memcpy(row + j, &sums, sizeof sums);
+    }
+}
+
 void compute(const Context& c, Wgmma& op) {
     const Instruction& in = *op.in;
     check_unchanged(c, op);
@@ -348,21 +360,33 @@ void compute(const Context& c, Wgmma& op) {
     for (size_t e = 0; e < b.size(); ++e) b[e] = float(op.scale_b) * real(op.b_bits[e], 0, in.b);
     size_t regs = op.regs();
     int per = in.acc == Type::kF16 ? 2 : 1;
-    op.d.assign(kWarpgroup * regs, 0);
-    for (unsigned t = 0; t < kWarpgroup; ++t) {
+    // D (64 x N) from C, gathered from the threads' registers (a chained wgmma's result where a thread has one),
+    // then the K exact products added in k order, a row at a time (each sum in its own order: a vector of them).
+    std::vector<float> d(size_t(64 * n), 0.0f);
+    for (unsigned t = 0; t < kWarpgroup && op.scale_d; ++t) {
         const Wgmma* from = op.chained[t].get();
         if (from && !from->computed) compute(c, *op.chained[t]);
-        for (size_t r = 0; r < regs; ++r) {
-            uint32_t c_word = from ? from->d[t * regs + r] : op.c[t * regs + r], word = 0;
+        for (size_t r = 0; r < regs; ++r)
             for (int e = 0; e < per; ++e) {
                 auto [i, j] = d_position(t, int(r) * per + e);
-                float sum = op.scale_d ? real(c_word, e, in.acc) : 0.0f;
-                for (int kk = 0; kk < k; ++kk) sum += a[size_t(i * k + kk)] * b[size_t(kk * n + j)];  // exact products
+                d[size_t(i * n + j)] = real(from ? from->d[t * regs + r] : op.c[t * regs + r], e, in.acc);
+            }
+    }
+    for (int i = 0; i < 64; ++i)
+        for (int kk = 0; kk < k; ++kk) {
+            add_products(&d[size_t(i * n)], a[size_t(i * k + kk)], &b[size_t(kk * n)], n);
+        }
+    op.d.assign(kWarpgroup * regs, 0);
+    for (unsigned t = 0; t < kWarpgroup; ++t)
+        for (size_t r = 0; r < regs; ++r) {
+            uint32_t word = 0;
+            for (int e = 0; e < per; ++e) {
+                auto [i, j] = d_position(t, int(r) * per + e);
+                float sum = d[size_t(i * n + j)];
                 word |= per == 2 ? uint32_t(mmemu::Fp16Format::round(sum)) << (16 * e) : float_bits(sum);
             }
             op.d[t * regs + r] = word;
         }
-    }
     op.computed = true;
 }
 

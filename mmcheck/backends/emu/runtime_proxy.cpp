@@ -8,9 +8,10 @@
 // which any thread of the cluster may store to (distributed shared memory): each is kept so.
 //
 // Stores are attributed to threads where the threads switch: each time a fiber parks or exits, the bytes that
-// changed since the last look (against a copy kept here) are the ones it stored.  Only pages written since are
-// compared: the whole pages of shared memory are kept write-protected, and a write to one (a fault, which
-// proxy_fault takes) marks it and makes it writable until the next look.  All this is done only for kernels whose
+// changed since the last look (against a copy kept here) are the ones it stored.  Where shared memory is large,
+// only pages written since are compared: its whole pages are kept write-protected, and a write to one (a fault,
+// which proxy_fault takes) marks it and makes it writable until the next look; small shared memory, which a
+// comparison reads faster than a fault is taken, is compared whole.  All this is done only for kernels whose
 // module has an async-proxy read (its PTX names cp.async.bulk or wgmma).
 #include <dlfcn.h>
 #include <elf.h>
@@ -45,15 +46,17 @@ struct Proxy {
 };
 Proxy P;
 
+constexpr size_t kWatched = 64 * 1024;  // the shared memory (the launch's, not the gap) watched from this size on
+
 // Write-protects the whole pages of block r's shared memory, none of them written since the last look; where they
-// cannot be protected, every look compares them all.
+// cannot be protected (or it is small), every look compares them all.
 void watch(unsigned r, const mmemu_shared::Window& w) {
     Home& home = P.homes[r];
     uintptr_t lo = reinterpret_cast<uintptr_t>(w.base), hi = lo + w.size;
     uintptr_t first = (lo + P.page - 1) / P.page * P.page, last = hi / P.page * P.page;
     home.base = w.base;
     home.first = first - lo;
-    home.pages = last > first ? (last - first) / P.page : 0;
+    home.pages = last > first && w.size - w.gap_size >= kWatched ? (last - first) / P.page : 0;
     home.dirty.assign(home.pages, 0);
     if (home.pages && mprotect(reinterpret_cast<void*>(first), last - first, PROT_READ) != 0) home.pages = 0;
 }
@@ -90,13 +93,15 @@ void attribute() {
         size_t end = home.first + home.pages * P.page;
         attribute(home, w, 0, home.first, t);
         attribute(home, w, end, w.size, t);
+        bool written = false;
         for (size_t i = 0; i < home.pages; ++i) {
             if (!home.dirty[i]) continue;
             size_t lo = home.first + i * P.page;
             attribute(home, w, lo, lo + P.page, t);
             home.dirty[i] = 0;
-            mprotect(w.base + lo, P.page, PROT_READ);
+            written = true;
         }
+        if (written) mprotect(w.base + home.first, home.pages * P.page, PROT_READ);  // one call: the pages rejoin
     }
 }
 
