@@ -1,6 +1,7 @@
 // The Hopper building blocks of hopper_*.cu, written as the H100 worklogs write them: inline PTX for wgmma,
 // shared-memory matrix descriptors, mbarriers with transaction counts and TMA loads. bf16 inputs, float results,
 // tiles of 64 K elements (128 bytes) per row in shared memory with the 128-byte swizzle that TMA and wgmma share.
+// The single-stage kernels' bodies are here too, with a switch for each mistake buggy/hopper.cu makes.
 #pragma once
 
 #include <cuda.h>
@@ -139,6 +140,95 @@ __device__ inline void load_tile(void *dst, const CUtensorMap *map, int x, int y
         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
         ::"r"(smem(dst)), "l"(map), "r"(x), "r"(y), "r"(smem(bar))
         : "memory");
+}
+
+// ---- the single-stage kernels ----------------------------------------------------------------------------
+
+constexpr int kTileM = 64, kTileN = 128;  // a warpgroup's tile of C
+constexpr unsigned kTileBytes = (kTileM + kTileN) * kTileK * 2;  // A's and B's tiles of one K step
+
+// The dynamic shared memory, its first 1024-aligned byte on: a 128-byte swizzle's pattern repeats every 1024 bytes.
+__device__ inline unsigned char *aligned_smem(unsigned char *raw)
+{
+    const unsigned offset = smem(raw);
+    return raw + ((1024 - offset % 1024) % 1024);
+}
+
+// Rows [row0, row0 + rows) of a K-major matrix (`ld` elements a row, `limit` rows) from column k0, 64 wide, into a
+// 128-byte-swizzled tile, as 16-byte chunks; past the matrix, zeros.
+__device__ inline void copy_tile(unsigned char *tile, const __nv_bfloat16 *X, int row0, int rows, int limit, int k0,
+                                 int K)
+{
+    for (int chunk = threadIdx.x; chunk < rows * 8; chunk += blockDim.x) {
+        const int r = chunk / 8, c = chunk % 8, k = k0 + 8 * c;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (row0 + r < limit && k < K)
+            v = *reinterpret_cast<const uint4 *>(X + (size_t)(row0 + r) * K + k);
+        *reinterpret_cast<uint4 *>(tile + swizzled(r, c)) = v;
+    }
+}
+
+// Four wgmma steps of 16 along the tile's 64 K, the first overwriting d where `first`; WAIT: then wait for them, as
+// a correct kernel must before the tiles change or d is read.
+template <bool WAIT>
+__device__ inline void mma_tile(float (&d)[64], const unsigned char *a, const unsigned char *b, bool first)
+{
+    fence();
+    for (int k = 0; k < kTileK / 16; ++k)
+        mma_64x128x16(d, descriptor(a + 32 * k), descriptor(b + 32 * k), first && k == 0 ? 0 : 1);
+    commit();
+    if (WAIT)
+        wait<0>();
+}
+
+// C = A B^T by one warpgroup per 64 x 128 tile, A's and B's K tiles copied into shared memory by plain stores;
+// FENCE: fence.proxy.async after them, as a correct kernel must before wgmma reads them; WAIT: as mma_tile.
+template <bool FENCE, bool WAIT>
+__device__ inline void copies_body(const __nv_bfloat16 *A, const __nv_bfloat16 *B, float *C, int M, int N, int K)
+{
+    extern __shared__ unsigned char raw[];
+    unsigned char *a = aligned_smem(raw), *b = a + kTileM * 128;
+    const int row0 = blockIdx.y * kTileM, col0 = blockIdx.x * kTileN;
+    float d[64] = {};
+    for (int k0 = 0; k0 < K; k0 += kTileK) {
+        copy_tile(a, A, row0, kTileM, M, k0, K);
+        copy_tile(b, B, col0, kTileN, N, k0, K);
+        if (FENCE)
+            fence_async_shared();  // the plain stores, seen by wgmma's reads through the async proxy
+        __syncthreads();
+        mma_tile<WAIT>(d, a, b, k0 == 0);
+        __syncthreads();  // every warp's wgmma has read the tiles before they are written again
+    }
+    store_tile<16>(d, C, row0, col0, M, N, N);
+}
+
+// The same tiles loaded by TMA, completing on an mbarrier told to expect EXTRA bytes more than they bring, each
+// step's phase waited on with its parity flipped where FLIP (a correct kernel: 0 and 0).
+template <unsigned EXTRA, int FLIP>
+__device__ inline void tma_body(const CUtensorMap &map_a, const CUtensorMap &map_b, float *C, int M, int N, int K)
+{
+    extern __shared__ unsigned char raw[];
+    unsigned char *a = aligned_smem(raw), *b = a + kTileM * 128;
+    __shared__ unsigned long long full;
+    const int row0 = blockIdx.y * kTileM, col0 = blockIdx.x * kTileN;
+    if (threadIdx.x == 0) {
+        barrier_init(&full, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    float d[64] = {};
+    int phase = 0;
+    for (int k0 = 0; k0 < K; k0 += kTileK, phase ^= 1) {
+        if (threadIdx.x == 0) {
+            arrive_expect(&full, kTileBytes + EXTRA);
+            load_tile(a, &map_a, k0, row0, &full);
+            load_tile(b, &map_b, k0, col0, &full);
+        }
+        wait_phase(&full, phase ^ FLIP);
+        mma_tile<true>(d, a, b, k0 == 0);
+        __syncthreads();  // the tiles read before the next loads overwrite them
+    }
+    store_tile<16>(d, C, row0, col0, M, N, N);
 }
 
 }  // namespace hopper

@@ -81,87 +81,17 @@ swizzle = "128B"
 
 using hopper::kTileK;
 
-namespace {
-
-constexpr int kTileM = 64, kTileN = 128;
-
-// The dynamic shared memory, its first 1024-aligned byte on: a 128-byte swizzle's pattern repeats every 1024 bytes.
-__device__ inline unsigned char *aligned_smem(unsigned char *raw)
-{
-    const unsigned offset = hopper::smem(raw);
-    return raw + ((1024 - offset % 1024) % 1024);
-}
-
-// Rows [row0, row0 + rows) of a K-major matrix (`ld` elements a row, `limit` rows) from column k0, 64 wide, into a
-// 128-byte-swizzled tile, as 16-byte chunks; past the matrix, zeros.
-__device__ inline void copy_tile(unsigned char *tile, const __nv_bfloat16 *X, int row0, int rows, int limit, int k0,
-                                 int K)
-{
-    for (int chunk = threadIdx.x; chunk < rows * 8; chunk += blockDim.x) {
-        const int r = chunk / 8, c = chunk % 8, k = k0 + 8 * c;
-        uint4 v = make_uint4(0, 0, 0, 0);
-        if (row0 + r < limit && k < K)
-            v = *reinterpret_cast<const uint4 *>(X + (size_t)(row0 + r) * K + k);
-        *reinterpret_cast<uint4 *>(tile + hopper::swizzled(r, c)) = v;
-    }
-}
-
-// Four wgmma steps of 16 along the tile's 64 K, the first overwriting d where `first`.
-__device__ inline void mma_tile(float (&d)[64], const unsigned char *a, const unsigned char *b, bool first)
-{
-    hopper::fence();
-    for (int k = 0; k < kTileK / 16; ++k)
-        hopper::mma_64x128x16(d, hopper::descriptor(a + 32 * k), hopper::descriptor(b + 32 * k), first && k == 0 ? 0 : 1);
-    hopper::commit();
-    hopper::wait<0>();
-}
-
-}  // namespace
-
 __global__ void __launch_bounds__(128) wgmma_copies(const __nv_bfloat16 *A, const __nv_bfloat16 *B, float *C, int M,
                                                     int N, int K)
 {
-    extern __shared__ unsigned char raw[];
-    unsigned char *a = aligned_smem(raw), *b = a + kTileM * 128;
-    const int row0 = blockIdx.y * kTileM, col0 = blockIdx.x * kTileN;
-    float d[64] = {};
-    for (int k0 = 0; k0 < K; k0 += kTileK) {
-        copy_tile(a, A, row0, kTileM, M, k0, K);
-        copy_tile(b, B, col0, kTileN, N, k0, K);
-        hopper::fence_async_shared();  // the plain stores, seen by wgmma's reads through the async proxy
-        __syncthreads();
-        mma_tile(d, a, b, k0 == 0);
-        __syncthreads();  // every warp's wgmma has read the tiles before they are written again
-    }
-    hopper::store_tile<16>(d, C, row0, col0, M, N, N);
+    hopper::copies_body<true, true>(A, B, C, M, N, K);
 }
 
 __global__ void __launch_bounds__(128) wgmma_tma(const __grid_constant__ CUtensorMap tensor_map_A,
                                                  const __grid_constant__ CUtensorMap tensor_map_B, float *C, int M,
                                                  int N, int K)
 {
-    extern __shared__ unsigned char raw[];
-    unsigned char *a = aligned_smem(raw), *b = a + kTileM * 128;
-    __shared__ unsigned long long full;
-    const int row0 = blockIdx.y * kTileM, col0 = blockIdx.x * kTileN;
-    if (threadIdx.x == 0) {
-        hopper::barrier_init(&full, 1);
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
-    float d[64] = {};
-    int phase = 0;
-    for (int k0 = 0; k0 < K; k0 += kTileK, phase ^= 1) {
-        if (threadIdx.x == 0) {
-            hopper::arrive_expect(&full, (kTileM + kTileN) * kTileK * sizeof(__nv_bfloat16));
-            hopper::load_tile(a, &tensor_map_A, k0, row0, &full);
-            hopper::load_tile(b, &tensor_map_B, k0, col0, &full);
-        }
-        hopper::wait_phase(&full, phase);
-        mma_tile(d, a, b, k0 == 0);
-        __syncthreads();  // the tiles read before the next loads overwrite them
-    }
-    hopper::store_tile<16>(d, C, row0, col0, M, N, N);
+    hopper::tma_body<0, 0>(tensor_map_A, tensor_map_B, C, M, N, K);
 }
 
 namespace {
@@ -176,7 +106,7 @@ __global__ void __launch_bounds__(384, 1) wgmma_pipelined(const __grid_constant_
                                                           int M, int N, int K)
 {
     extern __shared__ unsigned char raw[];
-    unsigned char *tiles = aligned_smem(raw);
+    unsigned char *tiles = hopper::aligned_smem(raw);
     __shared__ unsigned long long full[kStages], empty[kStages];
     const int warpgroup = threadIdx.x / 128, row0 = blockIdx.y * kWideM, col0 = blockIdx.x * kWideN;
     const int steps = (K + kTileK - 1) / kTileK;
