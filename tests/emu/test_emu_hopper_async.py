@@ -542,6 +542,36 @@ def test_plain_bulk_copies_both_ways(build, emu, run_kernel):
         np.testing.assert_array_equal(c, 2 * a, err_msg=schedule)
 
 
+DEEP = PRELUDE + r"""
+// The threads write A's 256 floats 64 KiB into dynamic shared memory, past what is compared whole at every switch
+// (mode B[0] 1: without fencing them), and thread 0 stores them to C with a bulk copy.
+extern "C" __global__ void k(const float* A, const int* B, float* C) {
+    extern __shared__ __align__(1024) unsigned char dynamic[];
+    float* data = reinterpret_cast<float*>(dynamic + 65536);
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) data[i] = A[i];
+    if (B[0] != 1) fence_async();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" :: "l"(C), "r"(smem(data)),
+                     "r"(1024) : "memory");
+        store_done();
+    }
+}
+"""
+
+
+def test_stores_deep_in_large_shared_memory_are_seen_by_the_async_proxys_rule(build, emu, run_kernel):
+    """Past 64 KiB the emulator watches shared memory's pages for writes rather than compare it all."""
+    kernel = build(DEEP, **SPEC)
+    a = np.arange(256, dtype=np.float32)
+    for schedule in SCHEDULES:
+        run = [a, np.zeros(1, np.int32), np.zeros(256, np.float32)]
+        np.testing.assert_array_equal(run_kernel(emu, kernel, run, 1, 64, 66560, schedule)[2], a, err_msg=schedule)
+        with pytest.raises(KernelFault, match=r"the async proxy reads shared memory at 0x[0-9a-f]+, which thread "
+                                              r"\(\d+,0,0\) wrote with an ordinary store and has not fenced since"):
+            run_kernel(emu, kernel, [a, np.ones(1, np.int32), np.zeros(256, np.float32)], 1, 64, 66560, schedule)
+
+
 # ---- a pipeline as fast.cu's kernels build one ----------------------------------------------------------------------
 PIPELINE = PRELUDE + r"""
 // C = A B^T (A: M x K, B: N x K, both K-major) with a producer warp and 128 consumer threads around a ring of QSIZE
@@ -643,7 +673,7 @@ def test_the_pipeline_without_its_consumers_fence_is_caught(build, emu):
 
 # ---- every kernel above is CUDA that nvcc compiles for sm_90a --------------------------------------------------------
 SOURCES = {"phases": PHASES, "timeout": TIMEOUT, "tx": TX, "misuse": MISUSE, "tma store": TMA_STORE, "bulk": BULK,
-           "pipeline": (PIPELINE, PIPELINE_SPEC), "dynamic": DYNAMIC,
+           "pipeline": (PIPELINE, PIPELINE_SPEC), "dynamic": DYNAMIC, "deep": DEEP,
            **{f"tma load {d}d": tma_load_body(d) for d in (1, 2, 3, 5)}, "tma load hint": tma_load_body(2, True)}
 
 
