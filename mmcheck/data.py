@@ -42,7 +42,7 @@ from .spec import KernelSpec
 
 __all__ = ["Trial", "trials", "benchmark_trial", "granule", "Operands", "draw", "blocks", "make_operands",
            "case_seed", "guard_width", "Layout", "image", "pack", "padding_mask", "filled", "unpad", "from_buffer",
-           "bits", "same_bits", "marker_source"]
+           "IN_FLIGHT", "bits", "same_bits", "marker_source"]
 
 # What whole-number C inputs are moved by (see make_operands); the float one is exact in every float type.
 C_OFFSET_FLOAT, C_OFFSET_INTEGER = 0.25, 1 << 20
@@ -391,6 +391,11 @@ def unpad(padded: np.ndarray, guard: int) -> tuple[np.ndarray, np.ndarray, np.nd
     """(before, payload, after)."""
     end = padded.size - guard
     return padded[:guard], padded[guard:end], padded[end:]
+
+
+# What the emulator leaves in a wgmma's accumulators from its issue until the wgmma.wait_group that completes it
+# (backends/emu/ptx_wgmma.cpp), by the type of the accumulator, as a result stored from it holds it.
+IN_FLIGHT = {"float32": 0x7FDEAD01, "float16": 0x7E57}
 
 
 def bits(x: np.ndarray, d: DType) -> np.ndarray:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .compare import tolerance
-from .data import C_OFFSET_FLOAT, Layout, Operands, filled, granule, marker_source
+from .data import C_OFFSET_FLOAT, IN_FLIGHT, Layout, Operands, bits, filled, granule, marker_source
 from .dtypes import DTYPES
 from .ops import Op, Operand
 
@@ -564,6 +564,9 @@ def _nan(e: Evidence) -> str | None:
     if not nan.any():
         return None
     says = f"{int(nan.sum())} results are NaN although the inputs are finite: "
+    if e.dtype in IN_FLIGHT and (bits(e.got[nan], DTYPES[e.dtype]) == IN_FLIGHT[e.dtype]).any():
+        return says + (f"the kernel read a wgmma's accumulators before the wgmma.wait_group that completes it (the "
+                       f"emulator's NaN {IN_FLIGHT[e.dtype]:#x} stands in them from the wgmma's issue until then)")
     guards, pads = (sorted({int(r) for r in found} - {-1}) for found in marker_source(e.got[nan], DTYPES[e.dtype]))
     operands = e.op.operands
     if guards:

@@ -87,6 +87,14 @@ CASES = {
     "buggy.int8_a_as_unsigned": (Shape(16, 8, 32), "mismatch", "differ"),
     "buggy.tf32_declared_float32": (Shape(8, 8, 64), "mismatch", "the errors are of inputs rounded to tf32"),
     "buggy.tf32_k_tail_dropped": (Shape(5, 6, 13), "mismatch", "lacks exactly the terms k >= 8"),
+    # Hopper (hopper.cuh): the emulator holds wgmma, the async proxy and mbarriers to the PTX ISA's rules
+    "buggy.wgmma_no_wait": (Shape(70, 130, 72), "mismatch", "the kernel read a wgmma's accumulators before the "
+                                                            "wgmma.wait_group that completes it"),
+    "buggy.wgmma_no_proxy_fence": (Shape(70, 130, 72), "fault", "wrote with an ordinary store and has not fenced "
+                                                                "since: a fence.proxy.async"),
+    "buggy.tma_expect_more": (Shape(70, 130, 72), "barrier", "25600 bytes expected (expect_tx), 24576 arrived"),
+    "buggy.tma_swizzle_none": (Shape(70, 130, 72), "mismatch", "differ"),
+    "buggy.tma_wrong_parity": (Shape(70, 130, 72), "barrier", "deadlock: no thread can proceed"),
 }
 # Where the GPU shows the same bug differently.  Its races are seen by racecheck, which names the source
 # lines.  Threads that have returned count as arrived at a barrier on sm_70 and later, so an early return
@@ -99,6 +107,8 @@ ON_GPU = {
     "buggy.tc_no_wait_group": ("race", "shared-memory race between writes at "),
     # the slices' plain stores to global memory: the last to land wins, which may differ from run to run
     "buggy.splitk_store": (("mismatch", "race"), "differ"),
+    # a phase that never completes hangs the GPU
+    "buggy.tma_expect_more": ("timeout", "did not finish"),
 }
 # Every known-bad kernel is here but two: the sanitizer-only bug (test_sanitize.py) and the one only the large
 # mode reaches (test_large.py).

@@ -178,6 +178,19 @@ def test_the_device_code_is_found_with_the_include_folders_headers(hgemm):
     assert "mma_naive_hgemm_launch" not in code.source and '#include "common.h"' in code.source
 
 
+@needs_libclang
+def test_the_device_code_keeps_a_using_declaration_of_a_name_it_uses(tmp_path):
+    """As hopper_wgmma.cu's `using hopper::kTileK;`: the name means the declaration it brings in."""
+    _write(tmp_path, {"x.cu": _spec_text("") + "namespace tiles { constexpr int kWidth = 4; }\n"
+                      "using tiles::kWidth;\nusing tiles::kWidth;  // said twice, as a header may\n"
+                      "__global__ void k(float* A, float* B, float* C) { C[threadIdx.x] = A[threadIdx.x] * kWidth; }\n"
+                      "int host_only() { return 0; }\n"})
+    (spec,) = collect([tmp_path]).specs
+    code = device_code.device_code(_build(spec))
+    assert code.error is None and code.source.count("using tiles::kWidth;") == 2
+    assert "host_only" not in code.source
+
+
 def test_a_header_included_with_angle_brackets_from_an_include_folder_is_rewritten_too(emu, tmp_path):
     """``-I`` folders serve ``#include <...>`` as well: a header found there has its inline PTX made calls."""
     _write(tmp_path, {"lib/ptx/add.h": """\

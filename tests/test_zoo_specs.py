@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from mmcheck.backends.compilers import Nvcc
+from mmcheck.backends.cubin import arch
 from mmcheck.compile import Build
 from mmcheck.errors import BackendUnavailable
 from mmcheck.prepare import plan
@@ -26,8 +27,8 @@ ZOO = Path(__file__).resolve().parent.parent / "cuda_src"
 FILES = find_sources([ZOO])
 # As a run reads them (collect): each kernel's headers may come from anywhere under cuda_src/.
 KERNELS = [(s, d) for s in collect([ZOO]).specs for d in s.dtypes]
-# Hopper, the GPUs mmcheck's GPU runs use; the zoo needs nothing newer than the seed texts' GPUs had.
-ARCH = "sm_90"
+# Hopper, the GPUs mmcheck's GPU runs use, compiled as they are (sm_90a: the hopper_ kernels' wgmma and setmaxnreg).
+ARCH = arch((9, 0))
 
 
 def _rel(path: Path) -> str:
@@ -47,11 +48,12 @@ def test_names_are_unique_across_files():
 
 @pytest.mark.parametrize("path", FILES, ids=_rel)
 def test_conventions(path):
-    """Seeds are named seedNNN.* and the BLAS-style kernels blas.* after their files, every known-bad kernel
-    lives in buggy/ (the seed text's own broken kernel excepted) and says which checks catch it, and each
-    kernel has a line for `mmcheck list`."""
+    """Seeds are named seedNNN.*, the BLAS-style kernels blas.* and the Hopper ones hopper.* after their files,
+    every known-bad kernel lives in buggy/ (the seed text's own broken kernel excepted) and says which checks
+    catch it, and each kernel has a line for `mmcheck list`."""
     in_buggy = _rel(path).startswith("buggy/")
-    family = "buggy." if in_buggy else "blas." if path.name.startswith("blas_") else "seed"
+    family = "buggy." if in_buggy else next((f"{p}." for p in ("blas", "hopper") if path.name.startswith(f"{p}_")),
+                                            "seed")
     for spec in load_specs(path):
         assert spec.about, f"{spec.name}: no about"
         assert spec.name.startswith(family), spec.name
@@ -91,6 +93,9 @@ RIGHT_PAST_2_31 = {
     "blas.tc_mma_pipeline_wide",
     "blas.sgemm_strided_batched",  # int offsets within a matrix, batch offsets in long long
     "blas.grouped_ptr_array",      # int offsets within a group's matrix, which a pointer of its own starts
+    "hopper.wgmma_copies",         # offsets in size_t
+    "hopper.wgmma_tma",            # TMA's 64-bit strides and int coordinates, C's offsets in size_t
+    "hopper.wgmma_pipelined",
 }
 
 
@@ -116,9 +121,12 @@ def test_the_large_mode_has_shapes_only_for_kernels_right_past_two_to_the_31_ele
 @pytest.mark.parametrize("spec, dtype", KERNELS, ids=[f"{s.name}-{d}" for s, d in KERNELS])
 def test_compiles_with_nvcc(spec: KernelSpec, dtype: str, nvcc_builds):
     """Every distinct build (template arguments and defines) among the kernel's generated shapes, by mmcheck's
-    own nvcc step.  Warnings count as errors: the zoo is what users copy."""
+    own nvcc step.  Warnings count as errors: the zoo is what users copy.  A known-bad kernel's file may draw
+    ptxas info on what ptxas does about a rule broken on purpose (a wgmma.wait_group it injects: C7517)."""
     for build, compiled in nvcc_builds(spec, dtype):
-        assert compiled.log == "", f"nvcc warned for {build}:\n{compiled.log}"
+        said = [line for line in compiled.log.splitlines()
+                if not (spec.expect == "fail" and line.startswith("ptxas info"))]
+        assert not said, f"nvcc warned for {build}:\n{compiled.log}"
         assert compiled.symbol == spec.entry or compiled.symbol.startswith(f"_Z{len(spec.entry)}{spec.entry}")
 
 

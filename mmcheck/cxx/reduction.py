@@ -320,7 +320,9 @@ class _Reduction:
         if template is not None and any(i in self.kept for i in self._place(template)):
             return True
         if c.kind in (ck.USING_DIRECTIVE, ck.USING_DECLARATION, ck.STATIC_ASSERT) and not self._errors_in(unit):
-            return all(self._available(d.referenced) for d in c.walk_preorder() if d != c and d.referenced)
+            # A using-declaration's name refers to the declaration itself; what it brings in are its overloads.
+            return all(self._available(d) for r in c.walk_preorder() if r != c
+                       for d in (overloads(r) if r.kind == ck.OVERLOADED_DECL_REF else [r.referenced]) if d)
         return False
 
     def _available(self, decl: Any) -> bool:

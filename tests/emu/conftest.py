@@ -108,10 +108,12 @@ def file_specs() -> Callable[[str], list[KernelSpec]]:
 
 def nvcc_complaints(spec: KernelSpec, dtype: str, folder: Path, arch: str = "sm_80") -> str:
     """What nvcc says of ``spec``'s kernel file, instantiated for ``dtype`` as mmcheck instantiates it, compiled
-    for ``arch`` to a cubin in ``folder``: its errors and warnings, empty where it has none."""
+    for ``arch`` (``sm_90a``: the architecture-specific features, wgmma's) to a cubin in ``folder``: its errors and
+    warnings, empty where it has none."""
     (folder / "k.cu").write_text(unit_source(plan(spec, dtype, Shape(64, 64, 64)).build))
-    done = subprocess.run(["nvcc", f"-arch={arch}", "-cubin", "-o", "k.cubin", "k.cu"], cwd=folder, capture_output=True,
-                          text=True)
+    number = arch.removeprefix("sm_")  # -gencode, since nvcc 13.0's -arch=sm_90a also runs a plain sm_90 pass
+    done = subprocess.run(["nvcc", f"-gencode=arch=compute_{number},code=sm_{number}", "-cubin", "-o", "k.cubin",
+                           "k.cu"], cwd=folder, capture_output=True, text=True)
     return (done.stdout + done.stderr).strip() or ("" if done.returncode == 0 else f"exit status {done.returncode}")
 
 

@@ -355,10 +355,22 @@ __global__ void k(const float* A, const float* B, float* C) {
     C[threadIdx.x] = buffer[blockDim.x - 1 - threadIdx.x];
 }
 }
+namespace {
+__device__ float* staged() {
+    extern __shared__ float buffer[];    // (anonymous namespace)::buffer, as fast.cu-style helpers declare it
+    return buffer;
+}
+}
+__global__ void k(const float* A, const float* B, float* C) {
+    float* buffer = staged();
+    buffer[threadIdx.x] = A[threadIdx.x] + 2 * B[0];
+    __syncthreads();
+    C[threadIdx.x] = buffer[blockDim.x - 1 - threadIdx.x];
+}
 """
 
 
-@pytest.mark.parametrize("entry, add", [("outer::inner::k", 0), ("a::b::k", 1)])
+@pytest.mark.parametrize("entry, add", [("outer::inner::k", 0), ("a::b::k", 1), ("k", 2)])
 def test_dynamic_shared_memory_of_a_kernel_in_a_namespace(build, emu, run_kernel, entry, add):
     kernel = build(NAMESPACED_DYNAMIC_SHARED, entry=entry)
     a = np.arange(64, dtype=np.float32)

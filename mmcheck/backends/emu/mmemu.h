@@ -92,6 +92,10 @@ MMEMU_EXPORT void mmemu_async_commit(void);
 MMEMU_EXPORT void mmemu_async_wait(unsigned pending);
 // Every copy tracked by `tracker` completes (the barrier's phase has).
 MMEMU_EXPORT void mmemu_async_complete(const void* tracker);
+// The async proxy (bulk copies, TMA, wgmma) reads the `size` bytes of shared memory at `pointer`: the launch ends
+// in MMEMU_PRECONDITION where a thread wrote any of them with an ordinary store and has run no fence.proxy.async
+// since (runtime_proxy.cpp); op and line name the reading instruction.
+MMEMU_EXPORT void mmemu_async_proxy_read(const void* pointer, size_t size, const char* op, int line);
 // cp.async (ptx.cpp): mmemu_rv_async_copy with PTX's preconditions checked (size 4, 8 or 16, src_size at most
 // size, both addresses aligned to size, dst in shared memory); op and line name the caller in a violation.
 MMEMU_EXPORT void mmemu_rv_cp_async(void* dst, const void* src, mmemu::uint64_t size, mmemu::uint64_t src_size,

@@ -1,8 +1,8 @@
-// Thread-block clusters in inline PTX (part of libmmemu.so; ptx.cpp parses the statement and hands these
+// Thread-block clusters in inline PTX (part of libmmemu.so; ptx_parse.cpp parses the statement, ptx.cpp hands these
 // instructions here), with the PTX ISA's semantics:
 //   the special registers %clusterid, %nclusterid, %cluster_ctaid, %cluster_nctaid (each .x, .y, .z),
 //     %cluster_ctarank, %cluster_nctarank and the predicate %is_explicit_cluster, with %tid, %ntid, %ctaid, %nctaid
-//     (.x, .y, .z) and %laneid, read by any instruction (mov); mov.pred and selp, which take predicates;
+//     (.x, .y, .z) and %laneid, read by any instruction (mov; mov.pred and selp take the predicate);
 //   barrier.cluster.arrive{.release, .relaxed}{.aligned} and barrier.cluster.wait{.acquire}{.aligned}: the
 //     runtime's cluster barrier (mmemu_rv_cluster_arrive, _wait);
 //   mapa{.shared::cluster}.u32/.u64 (an address in the calling block's or another's shared memory, to the same
@@ -33,13 +33,6 @@ enum Special {
 unsigned component(const mmemu_dim3& d, int axis) { return axis == 0 ? d.x : axis == 1 ? d.y : d.z; }
 
 // ---- atom, red ----
-float as_float(uint64_t bits) {
-    float f;
-    uint32_t word = uint32_t(bits);
-    std::memcpy(&f, &word, sizeof f);
-    return f;
-}
-
 double as_double(uint64_t bits) {
     double d;
     std::memcpy(&d, &bits, sizeof d);
@@ -66,7 +59,8 @@ uint64_t combine(const Instruction& in, uint64_t old, uint64_t b, uint64_t c) {
         case Atom::kExch: return b;
         case Atom::kAdd:
             if (!in.floating) return old + b;
-            return in.bytes == 4 ? bits_of(as_float(old) + as_float(b)) : bits_of(as_double(old) + as_double(b));
+            return in.bytes == 4 ? bits_of(as_float(uint32_t(old)) + as_float(uint32_t(b)))
+                                 : bits_of(as_double(old) + as_double(b));
         case Atom::kInc: return (old & m) >= (b & m) ? 0 : old + 1;
         case Atom::kDec: return (old & m) == 0 || (old & m) > (b & m) ? b : old - 1;
         case Atom::kMin: return less ? b : old;
@@ -199,13 +193,6 @@ bool decode_cluster(Instruction& in, const std::vector<std::string>& q) {
         size_t scope = q.size() > 1 && (q[1] == "sc" || q[1] == "acq_rel") ? 2 : 1;
         return q.size() == scope + 1 && scopes.count(q.back()) && shaped(in, "");
     }
-    if (name == "selp" && q.size() == 2) {
-        bool sign;
-        in.op = Op::kSelp;
-        in.predicates = 1u << 3;
-        return q[1] != "f16" && scalar_type(q[1], in.bytes, sign) && in.bytes >= 2 && shaped(in, "ssss") &&
-               registers(in.operands[0], 1);
-    }
     return false;
 }
 
@@ -231,7 +218,6 @@ void run_cluster(const Context& c) {
             return c.set(0, mmemu_cluster_rank(p, c.op(), c.line));
         }
         case Op::kAtom: return atom(c);
-        case Op::kSelp: return c.set(0, (c.get(3) ? c.get(1) : c.get(2)) & mask(in.bytes));
         default: return;
     }
 }

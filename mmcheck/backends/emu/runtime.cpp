@@ -3,11 +3,14 @@
 // blocks of a cluster together, their threads all either plain calls (kernels with no rendezvous) or cooperative
 // fibers of one scheduler that park at __syncthreads, warp intrinsics and the cluster barrier until the scheduler
 // completes the rendezvous, so that the blocks of a cluster can wait for each other.  Each block has shared memory
-// of its own, which the other blocks of its cluster reach until it exits (runtime_shared.cpp).  The order in
-// which the threads of a cluster (and the clusters) run is the launch's schedule, so a race that one order hides
-// another exposes.  Every outcome, a fault included, is written to the shared status page before the child exits.
+// of its own, which the other blocks of its cluster reach until it exits (runtime_shared.cpp).  A thread may also
+// park on a condition (a cuda::barrier's phase, an mbarrier's): when no thread can go on, Hopper's asynchronous
+// copies land, one at a time (runtime_async.cpp), and after them a wait that may time out (mbarrier.try_wait)
+// does, before the cluster is declared deadlocked.  The order in which the threads of a cluster (and the clusters)
+// run is the launch's schedule, so a race that one order hides another exposes.  Every outcome, a fault included,
+// is written to the shared status page before the child exits.
 #include "mmemu.h"
-#include "runtime_shared.h"
+#include "runtime.h"
 
 #include <signal.h>
 #include <sys/mman.h>
@@ -155,6 +158,8 @@ struct Thread {
     const void** all;     // where it receives every lane's contribution
     int (*ready)(const void*);  // a poll's condition, and its argument
     const void* ready_arg;
+    void (*describe)(const void*, char*, size_t);  // what a poll awaits, for a deadlock's message (or null)
+    bool may_time_out;          // a poll that ends, unanswered, when nothing else can proceed
     std::vector<Copy> copies;   // its cp.async copies not yet complete, oldest first
     uint64_t committed;         // how many cp.async-groups it has committed
     uint64_t arrived;           // the cluster barrier's phase it last arrived in and has not waited for, or 0
@@ -198,6 +203,9 @@ struct Engine {
     size_t stack_stride, page;
     uint64_t rng;
     std::vector<Copy> tracked;               // tracked copies not yet complete, oldest first
+    // Counts every completed rendezvous and every change a poll may wait for; polls that may time out do so only
+    // where it moved since they last did (else they would spin forever: a deadlock).
+    uint64_t progress, timed_out_at;
     std::vector<Warning> warnings;
 };
 Engine E;
@@ -272,6 +280,7 @@ void misuse(const char* message, const Block& where) {
 
 // ---- faults ---------------------------------------------------------------------------------------
 void on_signal(int signo, siginfo_t* info, void* context) {
+    if (signo == SIGSEGV && mmemu_rt::proxy_fault(info->si_addr)) return;  // the write goes on
     mmemu_status* s = E.status;
     s->signo = signo;
     s->code = info->si_code;
@@ -403,6 +412,7 @@ void fiber_main() {
     E.launch->kernel->invoke(E.launch->args);
     Thread& t = E.threads[E.current];
     complete_copies(t.copies, [](const Copy&) { return true; });  // a copy never waited for lands some time
+    mmemu_rt::proxy_slice_end();
     thread_exited(t);
     yield(t, true);
     abort();  // an exited fiber is never resumed
@@ -411,6 +421,7 @@ void fiber_main() {
 uint64_t park(State state) {
     if (!E.launch->fibers) fail("internal error: a rendezvous in a kernel launched without fibers");
     Thread& t = E.threads[E.current];
+    mmemu_rt::proxy_slice_end();
     t.state = state;
     ++E.waiting[state];
     yield(t, false);
@@ -418,6 +429,7 @@ uint64_t park(State state) {
 }
 
 void release(Thread& t, uint64_t result) {
+    ++E.progress;
     --E.waiting[t.state];
     t.state = kReady;
     t.result = result;
@@ -559,11 +571,24 @@ bool complete_polls() {
     bool progress = false;
     for (Thread& th : E.threads) {
         if (th.state == kPoll && th.ready(th.ready_arg)) {
-            release(th, 0);
+            release(th, 1);
             progress = true;
         }
     }
     return progress;
+}
+
+// Polls that may time out do, unanswered, where something changed since they last did.
+bool time_out_polls() {
+    if (E.progress == E.timed_out_at) return false;
+    bool released = false;
+    for (Thread& th : E.threads)
+        if (th.state == kPoll && th.may_time_out) {
+            release(th, 0);
+            released = true;
+        }
+    E.timed_out_at = E.progress;
+    return released;
 }
 
 // The threads of block b.
@@ -577,11 +602,8 @@ const Thread* example(const Thread* begin, const Thread* end, State state, int s
 }
 
 // A thread as messages name it: its block too, where the cluster has several.
-struct Who {
-    char text[64];
-};
-Who who(const Thread& t) {
-    Who w;
+mmemu_rt::Name who(const Thread& t) {
+    mmemu_rt::Name w;
     int n = snprintf(w.text, sizeof w.text, "thread (%u,%u,%u)", t.idx.x, t.idx.y, t.idx.z);
     if (E.blocks.size() > 1) {
         const mmemu_dim3& b = E.blocks[t.block].idx;
@@ -690,6 +712,7 @@ void thread_exited(Thread& t) {
     Block& b = E.blocks[t.block];
     if (++b.exited == E.block_threads && E.blocks.size() > 1) {
         complete_copies(E.tracked, [&](const Copy& c) { return mmemu_shared::rank_of(c.dst) == int(t.block); });
+        mmemu_rt::async_block_exit(t.block);
         char text[400];
         snprintf(text, sizeof text, "block (%u,%u,%u), rank %u of the cluster, which had exited: a block's shared "
                  "memory is its cluster's only until the block exits (a cluster.sync() before it exits keeps it)",
@@ -711,18 +734,27 @@ void thread_exited(Thread& t) {
                    (!named || u->op == t.op);
         if (seen) continue;
         ++groups;
-        if (t.state == kWarp)
+        if (t.state == kWarp) {
             append(text, sizeof text, " %s waits at %s at line %d (mask 0x%08x);", who(t).text, warp_name(t.kind),
                    t.line, t.mask);
-        else
-            append(text, sizeof text, " %s waits at %s at line %d;", who(t).text,
-                   named ? t.op : t.state == kBarrier ? barrier_name(t.kind) : "__activemask", t.line);
+            continue;
+        }
+        bool described = t.state == kPoll && t.describe;
+        append(text, sizeof text, " %s waits at %s at line %d%s", who(t).text,
+               named ? t.op : t.state == kBarrier ? barrier_name(t.kind) : "__activemask", t.line,
+               described ? " " : ";");
+        if (described) {  // what it awaits
+            size_t used = strnlen(text, sizeof text);
+            t.describe(t.ready_arg, text + used, sizeof text - used);
+            append(text, sizeof text, ";");
+        }
     }
     if (E.exited) append(text, sizeof text, " %u thread(s) had exited", E.exited);
     fail(text);
 }
 
 // Called when no thread is ready: complete whatever rendezvous can complete, or report why none can.
+// Asynchronous copies land only here, one at a time, as late as they may; a try_wait times out only after them.
 void resolve() {
     if (complete_warp_ops() || complete_activemasks() || complete_gathers() || complete_polls()) return;
     for (unsigned b = 0; b < E.blocks.size() && E.waiting[kBarrier]; ++b) {
@@ -730,11 +762,19 @@ void resolve() {
         for (const Thread* t = first_of(b); t != first_of(b) + E.block_threads; ++t) waiting += t->state == kBarrier;
         if (waiting && waiting == E.block_threads - E.blocks[b].exited) return complete_barrier(b);
     }
+    if (mmemu_rt::async_land()) {
+        ++E.progress;
+        return;
+    }
+    if (time_out_polls()) return;
     fail_deadlock();
 }
 
 void run_cluster_fibers() {
     E.tracked.clear();
+    E.progress = E.timed_out_at = 0;
+    mmemu_rt::async_cluster_start();
+    mmemu_rt::proxy_cluster_start();
     for (unsigned t = 0; t < E.nthreads; ++t) {
         Thread& th = E.threads[t];
         th.state = kReady;
@@ -752,6 +792,7 @@ void run_cluster_fibers() {
         bool ready = std::any_of(E.threads.begin(), E.threads.end(), [](const Thread& t) { return t.state == kReady; });
         if (E.exited < E.nthreads && !ready) resolve();
     }
+    mmemu_rt::async_cluster_end();
 }
 
 void run_cluster_plain() {
@@ -780,6 +821,31 @@ void allocate_fiber_stacks() {
 }
 
 }  // namespace
+
+// ---- what the runtime's other parts call (runtime.h) --------------------------------------------------------------
+namespace mmemu_rt {
+
+unsigned current_thread() { return E.current; }
+unsigned cluster_threads() { return E.nthreads; }
+Name thread_name(unsigned rank) { return who(E.threads[rank]); }
+bool early_copies() { return E.launch->schedule == MMEMU_FORWARD; }
+void blame(unsigned rank) { set_current(rank); }
+void progress() { ++E.progress; }
+
+bool wait(int (*ready)(const void*), const void* arg, void (*describe)(const void*, char*, size_t),
+          bool may_time_out, const char* op, int line) {
+    if (ready(arg)) return true;
+    Thread& t = E.threads[E.current];
+    t.ready = ready;
+    t.ready_arg = arg;
+    t.describe = describe;
+    t.may_time_out = may_time_out;
+    t.op = op;
+    t.line = line;
+    return park(kPoll) != 0;
+}
+
+}  // namespace mmemu_rt
 
 // ---- what kernels call ------------------------------------------------------------------------------
 MMEMU_EXPORT int mmemu_rv_barrier(int kind, int pred, int site, int line) {
@@ -835,13 +901,7 @@ MMEMU_EXPORT void mmemu_rv_gather(const void* mine, const void** all, const char
 }
 
 MMEMU_EXPORT void mmemu_rv_poll(int (*ready)(const void*), const void* arg, const char* op, int line) {
-    if (ready(arg)) return;
-    Thread& t = E.threads[E.current];
-    t.ready = ready;
-    t.ready_arg = arg;
-    t.op = op;
-    t.line = line;
-    park(kPoll);
+    mmemu_rt::wait(ready, arg, nullptr, false, op, line);
 }
 
 MMEMU_EXPORT const mmemu_cluster_info* mmemu_cluster_now() { return &E.cluster; }
@@ -956,6 +1016,7 @@ MMEMU_EXPORT void mmemu_child_run(const mmemu_launch* launch, mmemu_status* stat
     }
     if (launch->fibers) allocate_fiber_stacks();
     if (const char* error = mmemu_shared::setup(launch, E.cluster.size)) fail(error);
+    mmemu_rt::proxy_launch_start(launch->kernel);
 
     uint64_t nclusters = uint64_t(count.x) * count.y * count.z;
     Order clusters(nclusters, launch->schedule, splitmix(E.rng));

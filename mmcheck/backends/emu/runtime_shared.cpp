@@ -7,7 +7,7 @@
 // objects thus mean its own block's home, pointers it keeps stay valid as other blocks run, and a pointer into
 // another block's home reaches that block's shared memory, from any block, until that block exits: then its home
 // is unmapped (PROT_NONE) until the next cluster, so that a late access faults, naming the block.
-#include "runtime_shared.h"
+#include "runtime.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -175,6 +175,11 @@ const char* gone_text(const void* address) {
     for (const Home& home : M.homes)
         if (home.gone && at >= home.base && at < home.base + M.stride) return home.text;
     return nullptr;
+}
+
+Window window(unsigned rank) {
+    if (rank >= M.homes.size() || M.homes[rank].gone) return {nullptr, 0, 0, 0};
+    return {M.homes[rank].base, total(), dynamic_offset() + M.launch->smem, MMEMU_MAX_DYNAMIC_SMEM - M.launch->smem};
 }
 
 }  // namespace mmemu_shared

@@ -421,8 +421,10 @@ inline unsigned lane() { return thread_rank() % warpSize; }
 }  // namespace mmemu
 
 // ---- what the compile unit's trailer instantiates -------------------------------------------------
-// Storage behind every `extern __shared__` array of the file; each such name is made an alias of it.
-alignas(MMEMU_SHARED_ALIGN) thread_local unsigned char mmemu_dyn_smem[MMEMU_MAX_DYNAMIC_SMEM];
+// Storage behind every `extern __shared__` array of the file; each such name is made an alias of it.  It starts on
+// a 1024-byte boundary, as Hopper kernels expect of it: they put their 128B-swizzled tiles there, which must be
+// 1024-byte aligned, declaring the array only 128-byte aligned.
+alignas(1024) thread_local unsigned char mmemu_dyn_smem[MMEMU_MAX_DYNAMIC_SMEM];
 
 namespace mmemu {
 template <class T>

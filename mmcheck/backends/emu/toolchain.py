@@ -37,8 +37,11 @@ _MODULE_CODE = ["-fPIC", "-fvisibility=hidden", "-fno-extern-tls-init", "-fstack
                 "-ffunction-sections", "-fdata-sections"]
 _MODULE = [*_MODULE_CODE, "-shared", "-Wl,--no-undefined", "-Wl,--gc-sections"]
 _C_LOCALE = {**os.environ, "LC_ALL": "C"}  # plain quotes in diagnostics, which unit.py matches
-# The sources of libmmemu.so: the runtime, the blocks' shared memory, and inline PTX.
-_LIBRARY = ("runtime.cpp", "runtime_shared.cpp", "ptx.cpp", "ptx_cluster.cpp")
+# The sources of libmmemu.so (the runtime, the blocks' shared memory, Hopper's asynchronous machinery and the async
+# proxy; inline PTX: its parser and its instruction families), and the headers only they include.
+_LIBRARY = ("runtime.cpp", "runtime_shared.cpp", "runtime_async.cpp", "runtime_proxy.cpp", "ptx.cpp", "ptx_parse.cpp",
+            "ptx_mma.cpp", "ptx_cluster.cpp", "ptx_async.cpp", "ptx_wgmma.cpp")
+_LIBRARY_HEADERS = ("runtime.h", "ptx.h")
 # Extra flags for the runtime.  Empty in use; the tests set ["-DMMEMU_UCONTEXT"] to build the swapcontext
 # fibers that hosts other than x86-64 get.
 RUNTIME_FLAGS: list[str] = []
@@ -151,8 +154,8 @@ class Toolchain:
             return None  # each unit reads the shim's text, as without a cache
 
     def _build_runtime(self) -> Path:
-        sources = [*(_HERE / name for name in ("mmemu.h", *_LIBRARY, "runtime_shared.h", "ptx.h",
-                                               "include/mmemu_float16.h", "worker.cpp")),
+        sources = [*(_HERE / name
+                     for name in ("mmemu.h", *_LIBRARY, *_LIBRARY_HEADERS, "include/mmemu_float16.h", "worker.cpp")),
                    _SANDBOX]
         key = cache_key("emu-runtime", [p.read_bytes() for p in sources], self._runtime_flags, self.version)
         return self._compile_runtime(self.cache / f"runtime-{key}")

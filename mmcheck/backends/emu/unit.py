@@ -46,7 +46,7 @@ _CONTAINER = re.compile(r"^\s*(?:template\s*<[^{]*>\s*)?(?:namespace|struct|clas
 # The pragma that makes a header come once.
 _PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once\b[^\n]*", re.M)
 _EXTERN_SHARED = re.compile(r"\b(?:extern\s+__shared__|__shared__\s+extern)\b[^;]*?\b([A-Za-z_]\w*)\s*\[\s*\]")
-_NAMED_NAMESPACE = re.compile(r"\bnamespace\s+(\w+(?:\s*::\s*\w+)*)\s*\{")
+_NAMESPACE = re.compile(r"\bnamespace(?:\s+(\w+(?:\s*::\s*\w+)*))?\s*\{")
 # The launcher takes the kernel's address: an overloaded name, or template arguments the kernel does not
 # take, leave no function to convert.
 _NO_MATCH = re.compile(r"no matches converting function '(\w+)'")
@@ -397,10 +397,10 @@ def _emulated(source: str) -> tuple[str, tuple[str, ...]]:
 
 def _extern_shared(code: str) -> tuple[str, ...]:
     """The symbols of the ``extern __shared__`` arrays of ``code`` (literals blanked): an array's name at global
-    scope; inside named namespaces, where a kernel's block-scope declaration puts it too, Itanium's nested name
-    (``_ZN9deep_gemm11smem_bufferE`` for ``deep_gemm::smem_buffer``)."""
-    namespaces = [(re.split(r"\s*::\s*", m.group(1)), m.end() - 1, _closing(code, m.end() - 1) or len(code))
-                  for m in _NAMED_NAMESPACE.finditer(code)]
+    scope; inside namespaces, where a kernel's block-scope declaration puts it too, Itanium's nested name
+    (``_ZN9deep_gemm11smem_bufferE`` for ``deep_gemm::smem_buffer``; an unnamed namespace is ``_GLOBAL__N_1``)."""
+    namespaces = [(re.split(r"\s*::\s*", m.group(1) or "_GLOBAL__N_1"), m.end() - 1,
+                   _closing(code, m.end() - 1) or len(code)) for m in _NAMESPACE.finditer(code)]
     found = set()
     for match in _EXTERN_SHARED.finditer(code):
         parts = [p for names, lo, hi in namespaces if lo < match.start() < hi for p in names] + [match.group(1)]
