@@ -15,6 +15,7 @@ from mmcheck.shapes import Shape
 from mmcheck.spec import parse_specs
 
 from .fake_backend import FakeBackend, _payload
+from .needs import whole_sandbox
 
 REFERENCE = """
 import numpy as np
@@ -207,8 +208,7 @@ def test_the_reference_runs_whatever_mmcheck_python_would_find_by_name(runner, t
     assert _outcome(runner, _spec(tmp_path, "adds_into_c", extra='init = {C = "zeros"}\n'))[0] == "pass"
 
 
-@pytest.mark.skipif(bool(__import__("mmcheck.sandbox", fromlist=["missing"]).missing()),
-                    reason="this host lacks a protection of the sandbox")
+@whole_sandbox
 @pytest.mark.parametrize("reference", ["writes", "reads", "connects", "spawns", "exits"])
 def test_a_hostile_reference_is_held_by_the_sandbox_and_costs_its_kernel_one_error(runner, tmp_path, reference):
     """A kernel file may come from anyone, its reference function too: it runs where kernel code runs."""
