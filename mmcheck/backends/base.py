@@ -15,7 +15,7 @@ where its buffers cross between processes.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 import numpy as np
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ..witness import Renewal
 
 __all__ = ["Backend", "BackendOptions", "Capabilities", "Kernel", "DeviceBuffer", "Pointers", "TensorMapArg", "Arg",
-           "Dim3", "NO_CLUSTER", "Device",
+           "reached", "moved", "Dim3", "NO_CLUSTER", "Device",
            "Timing", "BackendClass", "Times", "Reloads", "Launched", "Submits", "DownloadsInto", "HostMemory", "clock",
            "compute_capability", "reloader"]
 
@@ -185,6 +185,25 @@ class TensorMapArg:
 
 
 Arg = DeviceBuffer | TensorMapArg | np.generic
+
+
+def reached(args: Sequence[Arg]) -> list[DeviceBuffer]:
+    """Every buffer a launch reaches, in the order backends keep them: its buffer arguments, then the targets of
+    its tables of pointers and tensor maps that are not arguments themselves, each once (by identity: two buffers
+    of one size compare equal)."""
+    buffers = [a for a in args if isinstance(a, DeviceBuffer)]
+    targets = [b.points.target for b in buffers if b.points] + [a.target for a in args if isinstance(a, TensorMapArg)]
+    for t in targets:
+        if not any(b is t for b in buffers):
+            buffers.append(t)
+    return buffers
+
+
+def moved(args: Sequence[Arg], to: dict[int, DeviceBuffer]) -> tuple[Arg, ...]:
+    """``args`` with each buffer they reach (by identity, base.reached's) replaced by its counterpart in ``to``: a
+    tensor map then lies over its target's counterpart, and is made anew by the backend that launches it."""
+    return tuple(to[id(a)] if isinstance(a, DeviceBuffer) else
+                 replace(a, target=to[id(a.target)]) if isinstance(a, TensorMapArg) else a for a in args)
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from ..timer import Measurement, Method, measure
 from ..witness import Renewal
 from . import cublas, sanitizer, witness_gpu
 from .base import (NO_CLUSTER, Arg, BackendOptions, Capabilities, Device, DeviceBuffer, Dim3, Kernel, Pointers,
-                   TensorMapArg, Timing)
+                   TensorMapArg, Timing, reached)
 from .compilers import explain_load_error, get_compiler
 from .cubin import Compiled, arch
 from .events import HOLD_KERNEL, HOLD_SOURCE, Event, EventClock, Hold, L2Flush, Nvml
@@ -227,9 +227,8 @@ class GpuBackend(ABC):
 
     def time(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
              method: Method, renewal: Renewal, cluster: Dim3 = NO_CLUSTER) -> Timing:
-        buffers = [a for a in args if isinstance(a, DeviceBuffer)]
         self.launch(kernel, args, grid, block, smem, "device", cluster)
-        first = tuple(self.download(b) for b in buffers)
+        first = tuple(self.download(b) for b in reached(args))
         self._fetched.clear()  # the timed launches change the buffers
         witness, slots = witness_gpu.witness(renewal, args, method.batch)
         enqueues = [self._prepared(kernel.handle, slot, grid, block, smem, cluster) for slot in slots]
