@@ -18,7 +18,13 @@ import pytest
 
 from mmcheck.backends import get_backend
 from mmcheck.backends.base import BackendOptions
+from mmcheck.backends.process import ProcessBackend
+from mmcheck.check import check, runner
 from mmcheck.errors import BackendUnavailable
+from mmcheck.ops import Shape
+from mmcheck.options import Settings
+from mmcheck.results import Outcome
+from mmcheck.spec import collect
 from mmcheck.watch import Watcher
 
 from .test_interrupt import _SPEC, _left
@@ -208,6 +214,23 @@ def emulator():
         get_backend("emu", BackendOptions()).close()  # the emulator's runtime built, in the shared cache
     except BackendUnavailable as e:
         pytest.skip(f"emu backend: {e}")
+
+
+def test_a_backend_in_a_worker_process_runs_the_file_as_saved(emulator, tmp_path):
+    """As a GPU backend does, kept open from one recheck to the next: its worker compiles the file again when a
+    recheck's runner asks, rather than run the kernel it compiled first."""
+    kernel = tmp_path / "mm.cu"
+    settings = Settings.read({"backend": "emu", "shape": (Shape(18, 20, 7),)}.get)  # N > M: the planted bug shows
+    backend = ProcessBackend("emu", BackendOptions())
+    outcomes = []
+    try:
+        for bound in ("M", "N"):
+            kernel.write_text(_kernel("w.mm", bound=bound))
+            ((spec, dtype),) = collect([kernel]).select()
+            outcomes.append(check(settings, runner(settings, backend), spec, dtype).outcome)
+    finally:
+        backend.close()
+    assert outcomes == [Outcome.FAIL, Outcome.PASS]
 
 
 @pytest.mark.slow(8)
