@@ -228,7 +228,7 @@ def watch(args: argparse.Namespace) -> int:
     change: Change | None = first
     try:
         while change is not None:  # as next waits for as long as it takes, until Ctrl-C
-            _recheck(args, settings, run, change)
+            _recheck(run, change, args.verbose)
             if change is first:
                 print("mmcheck: watching; Ctrl-C ends", file=sys.stderr, flush=True)
             change = watcher.next()
@@ -240,11 +240,11 @@ def watch(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _recheck(args: argparse.Namespace, settings: Settings, run: session.Rechecking, change: Change) -> None:
-    """A recheck run and told: the kernel files gone, the broken specs, the table, each failure, and a line of
-    when the verdict came, the files checked (and the save that asked for it, where that is another file's), the
-    verdict, and how long after the save it came."""
-    from .report import summary, table
+def _recheck(run: session.Rechecking, change: Change, verbose: bool) -> None:
+    """A recheck run and told: the kernel files gone, the broken specs, the table, each failure (``verbose``: an
+    expected one's too), the .cu files without a spec, and a line of when the verdict came, the files checked (and
+    the save that asked for it, where that is another file's), the verdict, and how long after the save it came."""
+    from .report import not_kernel_files, summary, table
 
     stamp = time.strftime("%H:%M:%S")
     for path in change.gone:
@@ -255,10 +255,12 @@ def _recheck(args: argparse.Namespace, settings: Settings, run: session.Rechecki
                                 *(str(e.path) for e in change.catalog.errors)]))
     if not files:
         return
-    results = run.check(change.catalog.select((), settings.dtype))
+    results = run.check(change.catalog.select((), run.settings.dtype))
     if results:
         print(table(results))
-    _tell_failures(run.settings, results, run.backend, run.found, args.verbose)
+    _tell_failures(run.settings, results, run.backend, run.found, verbose)
+    if change.catalog.plain:
+        print(not_kernel_files(change.catalog.plain))
     named = ", ".join(files) if len(files) <= 3 else f"{len(files)} kernel files"
     if other := [str(p) for p in change.saved if str(p) not in files and p not in change.gone]:
         named += f" ({', '.join(other)} saved)"
