@@ -455,7 +455,10 @@ def _serve(inner: str, link: channel.Channel) -> None:
             elif method == "name":
                 value = backend.name
             elif method == "compile":
-                k = kernel(*args)
+                # Compiled again whenever asked (a runner asks once per build), as the file or a header may have
+                # changed since (mmcheck watch); its later launches run this compile.
+                (build,) = args
+                k = kernels[build.key] = backend.compile(build)
                 value = (k.symbol, k.schedules, k.params, k.costly, k.fingerprint)
             elif method == "launch":
                 build, hosts, packed, grid, block, smem, cluster, schedule, addresses = args
