@@ -34,7 +34,7 @@ from ..ops import OPS
 from ..spec import RESERVED
 from . import Draft
 from .access import uses
-from .cursors import call_arguments, expressions, ident, pointee, unqualified
+from .cursors import expressions, ident, pointee, unqualified
 from .element import Elements
 from .epilogue import Unreadable, epilogue
 from .extras import Extra, Table, buffer, element_of, group_sizes, pointer_table, scalar
@@ -384,8 +384,8 @@ class _Drafting:
                                                              "op's operands: name its target (points = \"A\"), "
                                                              "which gives it its type")
                 dtype, itemsize = self._buffer_dtype(extra, sites, used[key].written)
-                allocations = [self.reader.allocated(call_arguments(s.call)[extra.place], s.context, self.file.calls)
-                               for s in sites if len(call_arguments(s.call)) > extra.place]
+                allocations = [self.reader.allocated(s.arguments[extra.place], s.context, self.file.calls)
+                               for s in sites if len(s.arguments) > extra.place]
                 table = buffer(extra, used[key], elements, element, dtype, itemsize, allocations, self.todo)
                 if table.role == "input" and table.shape is not None:
                     buffers[extra.name] = len(table.shape)
@@ -427,7 +427,7 @@ class _Drafting:
 
     def _scalar_value(self, site: Site, extra: Extra) -> str | None:
         """What a launch passes a scalar parameter, as a spec value; None where it has no spec form."""
-        arguments = call_arguments(site.call)
+        arguments = site.arguments
         if len(arguments) <= extra.place:
             return None
         try:

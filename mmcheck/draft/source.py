@@ -17,7 +17,35 @@ __all__ = ["LAUNCHED", "File"]
 
 _LAUNCH = re.compile(r"<<<(.*?)>>>", re.S)
 LAUNCHED = "mmcheck_launch"
-_DECLARATION = f"template <class... A> void {LAUNCHED}(A&&...);\n"
+# Besides the launch as a call: what host code launches with where the emulator's headers, which never compile
+# host code, do not declare it: cudaLaunchKernelEx, its configuration and attributes, the function attributes of a
+# cluster (CUDA's names; a statement that names what is not declared is not in the parse).
+_DECLARATION = f"""template <class... A> void {LAUNCHED}(A&&...);
+enum cudaLaunchAttributeID {{
+    cudaLaunchAttributeIgnore, cudaLaunchAttributeAccessPolicyWindow, cudaLaunchAttributeCooperative,
+    cudaLaunchAttributeSynchronizationPolicy, cudaLaunchAttributeClusterDimension,
+    cudaLaunchAttributeClusterSchedulingPolicyPreference, cudaLaunchAttributeProgrammaticStreamSerialization,
+    cudaLaunchAttributeProgrammaticEvent, cudaLaunchAttributePriority
+}};
+union cudaLaunchAttributeValue {{
+    struct {{ unsigned x, y, z; }} clusterDim;
+    int clusterSchedulingPolicyPreference, programmaticStreamSerializationAllowed, priority, cooperative;
+}};
+struct cudaLaunchAttribute {{ cudaLaunchAttributeID id; cudaLaunchAttributeValue val; }};
+struct cudaLaunchConfig_t {{
+    dim3 gridDim, blockDim;
+    size_t dynamicSmemBytes;
+    cudaStream_t stream;
+    cudaLaunchAttribute *attrs;
+    unsigned numAttrs;
+}};
+template <class... E, class... A> cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t*, void (*)(E...), A&&...);
+constexpr cudaFuncAttribute cudaFuncAttributeClusterDimMustBeSet = cudaFuncAttribute(10),
+    cudaFuncAttributeRequiredClusterWidth = cudaFuncAttribute(11),
+    cudaFuncAttributeRequiredClusterHeight = cudaFuncAttribute(12),
+    cudaFuncAttributeRequiredClusterDepth = cudaFuncAttribute(13),
+    cudaFuncAttributeNonPortableClusterSizeAllowed = cudaFuncAttribute(14);
+"""
 
 
 def _as_calls(text: str) -> str:
