@@ -86,9 +86,9 @@ class Launches:
                 parts = list(node.get_children())
                 if operator(node) == "," and len(parts) == 2 and callee(parts[1])[0] == LAUNCHED:
                     if callee(parts[0])[0] == self.kernel.spelling:
-                        configuration = [*call_arguments(parts[1]), None, None, None][:3]
+                        given = [*call_arguments(parts[1]), None, None, None]
                         found.append(Launch(function, callee(parts[0])[1], call_arguments(parts[0]),
-                                            tuple(configuration), (), guards))
+                                            (given[0], given[1], given[2]), (), guards))
                 elif is_call(node) and callee(node)[0] == _EX and len(arguments := call_arguments(node)) >= 2 \
                         and (reference := self.named(arguments[1])) is not None:
                     configuration, cluster = self._configured(arguments[0], [n for n, _ in statements])
