@@ -332,6 +332,26 @@ def test_launches_as_tutorials_write_them_read_as_spec_expressions(entry, launch
     assert capsys.readouterr().out.endswith(f"{launch}\n")
 
 
+def test_a_cudalaunchkernelex_of_a_template_instance_reads_its_configs_initializer(tmp_path, capsys):
+    """The configuration's aggregate initializer gives the grid, block and shared memory; the kernel is the
+    instance ``&kern<BM, BN>`` a launcher template names, bound by its caller."""
+    path = tmp_path / "ex.cu"
+    path.write_text("""#include <cuda_runtime.h>
+template <int BM, int BN>
+__global__ void kern(const float *A, const float *B, float *C, int M, int N, int K) {}
+template <int BM, int BN>
+void run(const float *A, const float *B, float *C, int M, int N, int K)
+{
+    cudaLaunchConfig_t config = {dim3((N + BN - 1) / BN, (M + BM - 1) / BM), dim3(BN, BM), 0};
+    cudaLaunchKernelEx(&config, &kern<BM, BN>, A, B, C, M, N, K);
+}
+void go(const float *A, const float *B, float *C, int M, int N, int K) { run<16, 8>(A, B, C, M, N, K); }
+""")
+    assert drafted_tail(path, capsys, "template") == \
+        'template = [16, 8]\nparams = ["A", "B", "C", "M", "N", "K"]\nblock = [8, 16]\n' \
+        'grid = ["cdiv(N, 8)", "cdiv(M, 16)"]\n*/\n'
+
+
 # --- parameters beyond the op's: buffers, scalars and the epilogue ------------------------------------------------
 
 def drafted_tail(path: Path, capsys, start: str = "params") -> str:

@@ -52,7 +52,7 @@ class Device:
                         if (d := self._defined(node)) is not None and found.setdefault(ident(d), d) is d]
         self.functions = list(found.values())
         bodies = [c for f in self.functions for c in f.get_children() if c.kind.name == "COMPOUND_STMT"]
-        self.text = " ".join(t.spelling for body in bodies for t in body.get_tokens())
+        self.text = " ".join(t.spelling for body in bodies for t in body.get_tokens() if t.kind.name != "COMMENT")
 
     def _defined(self, call: Any) -> Any:
         """The definition of the function ``call`` calls, where the kernel's folder has it; else None."""

@@ -96,10 +96,11 @@ class Launches:
         return found
 
     def named(self, argument: Any) -> Any:
-        """The reference to the kernel that a cudaLaunchKernelEx's kernel argument is (``k``, ``&k``, ``k<64>``);
-        None where it names another."""
-        return next((c for c in argument.walk_preorder() if c.kind == self.ck.DECL_REF_EXPR
-                     and c.spelling == self.kernel.spelling), None)
+        """The reference to the kernel that a cudaLaunchKernelEx's kernel argument is (``k``, ``&k``, ``k<64>``, a
+        template's ``k<BM>`` that only its instances resolve); None where it names another."""
+        return next((c for c in argument.walk_preorder() if c.kind == self.ck.DECL_REF_EXPR and self.kernel.spelling
+                     in (c.spelling, *(o.spelling for o in c.get_children() if o.kind == self.ck.OVERLOADED_DECL_REF))),
+                    None)
 
     def _configured(self, argument: Any, nodes: list[Any]) -> tuple[tuple[Any, Any, Any], tuple[Any, ...]]:
         """The grid, block and dynamic shared memory of the ``cudaLaunchConfig_t`` that ``argument`` points to, as

@@ -505,6 +505,10 @@ class _Drafting:
         """The dtypes, from what A (or x) and C (or y) point to, each launch's template arguments binding a
         type parameter."""
         inputs, output = self._operand_elements(roles)
+        if inputs is None and output:
+            self.todo("dtypes", "nothing in the file says the inputs' type (a pointer to A or B, the encode of a "
+                                "tensor map, a tensor-core instruction): C's is a guess")
+            inputs = output
         found: list[str] = []
         for bound in self._bound(sites):
             pair = [self._spelled(t, bound) for t in (inputs, output)]
