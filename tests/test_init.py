@@ -943,6 +943,38 @@ fill = "nan"
            'elements of 4 bytes\n' in capsys.readouterr().out
 
 
+def test_a_maps_dimensions_in_whole_tiles_are_its_operands_sizes(tmp_path, capsys):
+    """As fast.cu's kernels give them: BK * (K / BK) columns is K wherever K is whole tiles, so [K, N] is B's,
+    K-major; the encode is reached through the pointer parameter a launcher template fills."""
+    path = tmp_path / "tiles.cu"
+    path.write_text("""#include <cuda.h>
+#include <cuda_bf16.h>
+constexpr int BM = 128, BN = 128, BK = 64;
+__global__ void k(int M, int N, int K, float *C, CUtensorMap *tensorMapA, CUtensorMap *tensorMapB) {}
+template <int Rows, int Cols>
+void make(CUtensorMap *map, __nv_bfloat16 *data, int blocks_height, int blocks_width)
+{
+    uint64_t shape[2] = {(uint64_t)Cols * blocks_width, (uint64_t)Rows * blocks_height};
+    uint64_t stride[1] = {sizeof(__nv_bfloat16) * Cols * blocks_width};
+    uint32_t box[2] = {Cols, Rows}, ones[2] = {1, 1};
+    cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, data, shape, stride, box, ones,
+                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+void run(int M, int N, int K, __nv_bfloat16 *A, __nv_bfloat16 *B, float *C, CUtensorMap *dA, CUtensorMap *dB)
+{
+    make<BM, BK>(dA, A, M / BM, K / BK);
+    make<BN, BK>(dB, B, N / BN, K / BK);
+    k<<<(M / BM) * (N / BN), 128>>>(M, N, K, C, dA, dB);
+}
+""")
+    tail = drafted_tail(path, capsys, "dtypes")
+    assert tail.startswith('dtypes = ["bfloat16->float32"]\nparams = ["M", "N", "K", "C", "tensorMapA", "tensorMapB"]\n'
+                           'layout = {A = "row", B = "col", C = "row"}\n')
+    assert '[kernel.tensormaps.tensorMapB]\noperand = "B"\nbox = [64, 128]\nswizzle = "128B"\n' \
+           'passed = "pointer"\n' in tail
+
+
 def _bare(tmp_path: Path, path: Path) -> Path:
     """A copy of a kernel file, its spec taken out, beside copies of its folder's headers."""
     bare = tmp_path / path.name

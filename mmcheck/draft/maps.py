@@ -58,6 +58,7 @@ _REQUIRED = {"cudaFuncAttributeRequiredClusterWidth": 0, "cudaFuncAttributeRequi
 _GUESS = ["2", "1", "1"]  # a cluster the file gives no size of
 _ITEMSIZES = {d.ctype: d.itemsize for d in DTYPES.values() if d.packed == 1}
 _TRIAL = {"M": 7, "N": 11, "K": 13, "batch": 3}  # sizes at which a map's strides are compared with its rows
+_WHOLE = {"M": 3 * 256, "N": 5 * 256, "K": 7 * 256, "batch": 11}  # and its dimensions with the operand's sizes
 
 
 def passing(t: Any) -> Passing | None:
@@ -355,16 +356,27 @@ def _apart(encoded: Encoded) -> str | None:
 def order(operation: Op, operand: str, batched: bool, encoded: Sequence[Encoded | None], copies: Copies
           ) -> str | None:
     """The order ("row" or "col") of ``operand`` that its map's global dimensions show (``[K, M]``: a row-major
-    A), else the coordinate its copies step along K; None where neither does."""
+    A; ``[64 * (K / 64), ...]`` too, which is K at sizes of whole tiles), else the coordinate its copies step along
+    K; None where neither does."""
     target = next(o for o in operation.operands if o.name == operand)
     for e in encoded:
-        orders = [o for o in ("row", "col") if e is not None and e.dims == axes(target.rows, target.cols, o, batched)]
+        orders = [o for o in ("row", "col") if e is not None and e.dims is not None
+                  and _same(e.dims, axes(target.rows, target.cols, o, batched))]
         if len(orders) == 1:
             return orders[0]
     if copies.along_k is None or "K" not in (target.rows, target.cols):
         return None
     inner_is_k = copies.along_k == 0
     return ("row" if inner_is_k else "col") if target.cols == "K" else ("col" if inner_is_k else "row")
+
+
+def _same(dims: Sequence[str], sizes: Sequence[str]) -> bool:
+    """Whether a map's dimensions are those sizes, at sizes of whole tiles (each a different multiple of 256)."""
+    try:
+        return len(dims) == len(sizes) and all(Expr(d).eval(_WHOLE) == Expr(s).eval(_WHOLE)
+                                               for d, s in zip(dims, sizes))
+    except ExprError:
+        return False
 
 
 def required(file: File, launches: Launches, reader: Reader, todo: Callable[[str, str], None]) -> list[str | None]:
