@@ -101,10 +101,11 @@ class Device:
                 continue
             definition = self._defined(node)
             parameters = [c for c in definition.get_children() if c.kind.name == "PARM_DECL"] if definition else []
-            if definition is None:
+            if definition is None:  # a copy where coordinates follow the map (a prefetch of it takes none)
                 rank = _RANK.search(node.spelling or "")
-                coordinates = _integers(operands[place + 1:])
-                found.append((function, coordinates[:int(rank.group(1))] if rank else coordinates, destination))
+                coordinates = _integers(operands[place + 1:])[:int(rank.group(1)) if rank else None]
+                if coordinates:
+                    found.append((function, coordinates, destination))
             elif depth < _DEPTH and place < len(parameters):
                 for inner, coordinates, target in self._copies(definition, {ident(parameters[place])}, depth + 1):
                     handed = [_handed(c, parameters, operands) for c in coordinates]
