@@ -425,10 +425,13 @@ class _Table:
             raise self.fail(key, f"must be a list of {lo} to {hi} integers or expressions")
         return tuple(self.expr(key, v) for v in value)
 
-    def flag(self, key: str) -> bool:
+    def flag(self, key: str, allowed: bool = True, otherwise: str = "") -> bool:
+        """A true or false key (false where absent); true where not ``allowed`` is the error ``otherwise``."""
         value = self.table.get(key, False)
         if not isinstance(value, bool):
             raise self.fail(key, "must be true or false")
+        if value and not allowed:
+            raise self.fail(key, otherwise)
         return value
 
 
@@ -536,20 +539,6 @@ def _accumulate(t: _Table) -> str | None:
     return accumulate
 
 
-def _strict_beta(t: _Table) -> bool:
-    strict = t.flag("strict_beta")
-    if strict and not t.op.accumulates:
-        raise t.fail("strict_beta", f"op {t.got['op']!r} has no beta")
-    return strict
-
-
-def _large(t: _Table) -> bool:
-    large = t.flag("large")
-    if large and t.got["expect"] != "fail":
-        raise t.fail("large", "only a known-bad kernel (expect = \"fail\") can say that only the large mode shows it")
-    return large
-
-
 # What reads each key of a [[kernel]] table, in the order they are read: a reader may use what the keys before
 # it gave (_Table.got).  A key that is absent reads as its default.
 _READERS: dict[str, Callable[[_Table], Any]] = {
@@ -575,9 +564,10 @@ _READERS: dict[str, Callable[[_Table], Any]] = {
     **{key: partial(_scalar_values, key) for key in SCALARS},
     "bench": _bench,
     "accumulate": _accumulate,
-    "strict_beta": _strict_beta,
+    "strict_beta": lambda t: t.flag("strict_beta", t.op.accumulates, f"op {t.got['op']!r} has no beta"),
     "strict_launch": lambda t: t.flag("strict_launch"),
-    "large": _large,
+    "large": lambda t: t.flag("large", t.got["expect"] == "fail", "only a known-bad kernel (expect = \"fail\") can "
+                              "say that only the large mode shows it"),
     "block": lambda t: t.exprs("block", 1, 3),
     "grid": lambda t: t.exprs("grid", 1, 3),
     "requires": lambda t: t.exprs("requires", 0, 64) if "requires" in t.table else (),
