@@ -50,8 +50,8 @@ class Place(NamedTuple):
     race_class: tuple
 
 
-# The costly launches one sweep has left running beside the cheap ones, oldest first: each one's place and
-# verdict.  The sweep holds it and hands it to Races.start and Races.settle.
+# The costly launches a sweep has left running beside the cheap ones, oldest first (each one's place and verdict),
+# which the sweep holds and hands to Races.start and Races.settle.
 Left = list[tuple[Place, Callable[[], None]]]
 
 
