@@ -299,23 +299,11 @@ class _Submitted:
 
 def spec_for(entry: str, dtypes=("int32", "float32", "float64"), expect="pass", op="mm",
              params=("A", "B", "C", "M", "N", "K"), extra=""):
-    from mmcheck.spec import parse_specs
+    """The spec of the fake kernel ``entry`` (a function of this module), templated on its type."""
+    from .specs import spec
 
-    text = f"""/* mmcheck
-[[kernel]]
-name = "fake.{entry}"
-entry = "{entry}"
-template = "T"
-op = "{op}"
-dtypes = {list(dtypes)!r}
-params = {list(params)!r}
-block = [16, 16]
-grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
-expect = "{expect}"
-{extra}
-*/"""
-    (spec,) = parse_specs(text.replace("'", '"'), "cuda_src/fake.cu")
-    return spec
+    return spec(f"fake.{entry}", entry, "cuda_src/fake.cu", template="T", op=op, dtypes=dtypes, params=params,
+                extra=f'expect = "{expect}"\n{extra}')
 
 
 def kills_its_process(*args):

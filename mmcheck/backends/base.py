@@ -243,8 +243,8 @@ class Timing:
 class Backend(Protocol):
     name: str
     capabilities: Capabilities
-    # What the last launch printed (a kernel's printf, capped: printed_words), for its failure report alone; ""
-    # where it printed nothing.  The runner clears it before each case.
+    # What the last launch printed (a kernel's printf, capped: printed_words), set by each launch ("" where it
+    # printed nothing): the runner adds it to that launch's failure.
     printed: str
 
     def compile(self, build: Build) -> Kernel:

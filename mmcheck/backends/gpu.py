@@ -113,7 +113,7 @@ class GpuBackend(ABC):
         processes run under (sanitizer.py, through process.py).  A GPU usually runs a tiled kernel that lacks a
         __syncthreads correctly, so racecheck is what sees the race; it and synccheck have nothing to look at in
         a kernel without shared memory.  Under --sanitize every case runs every tool; otherwise racecheck is costly
-        (50 ms to a second a launch), run once per kernel x dtype (or tile class) and on failures' reruns.  Where
+        (docs/performance.md), run once per kernel x dtype (or tile class) and on failures' reruns.  Where
         compute-sanitizer is not installed (a machine with the driver and wheels alone) there is no race detector
         here: the device's order alone, and the emulator is where races are looked for."""
         tools = sanitizer.TOOLS if shared else sanitizer.TOOLS[:1]

@@ -28,9 +28,9 @@ from mmcheck.cxx import client
 from mmcheck.errors import Unsupported
 from mmcheck.prepare import plan
 from mmcheck.shapes import shapes_for
-from mmcheck.spec import KernelSpec, load_specs, parse_specs
+from mmcheck.spec import KernelSpec, load_specs
 
-from tests import needs
+from tests import needs, specs
 from tests.run_once import shared_folder
 
 HERE = Path(__file__).resolve().parent
@@ -93,11 +93,8 @@ def emu(tmp_path_factory):
 
 def _one_kernel(body: str, path: Path) -> KernelSpec:
     """A spec for the kernel k(A, B, C) of a file holding ``body``."""
-    text = ('/* mmcheck\n[[kernel]]\nname = "one"\nentry = "k"\nop = "mm"\ndtypes = ["float32"]\n'
-            'params = ["A", "B", "C"]\nblock = [1]\ngrid = [1]\n*/\n' + body)
-    path.write_text(text)
-    (spec,) = parse_specs(text, path)
-    return spec
+    path.write_text(specs.text("one", "k", params=("A", "B", "C"), block=(1,), grid=(1,)) + body)
+    return load_specs(path)[0]
 
 
 def _line(spec: KernelSpec, text: str) -> int:
@@ -220,11 +217,9 @@ __device__ inline float twice(float x) { return 2 * x + BIAS; }
 @pytest.fixture
 def reach(tmp_path) -> KernelSpec:
     (tmp_path / "helper.cuh").write_text(HELPER)
-    text = ('/* mmcheck\n[[kernel]]\nname = "reach"\nentry = "kern"\ntemplate = "T"\nop = "mm"\n'
-            'dtypes = ["float32"]\nparams = ["A", "B", "C", "M"]\nblock = [64]\ngrid = [1]\n*/\n' + REACH)
-    (tmp_path / "reach.cu").write_text(text)
-    (spec,) = parse_specs(text, tmp_path / "reach.cu")
-    return spec
+    (tmp_path / "reach.cu").write_text(specs.text("reach", "kern", template="T", params=("A", "B", "C", "M"),
+                                                  block=(64,), grid=(1,)) + REACH)
+    return load_specs(tmp_path / "reach.cu")[0]
 
 
 @needs_libclang
