@@ -18,7 +18,7 @@ import numpy as np
 
 from . import data
 from .backends.base import Backend, Kernel, Launched
-from .compile import Build, missing_entry
+from .compile import Build, asynchronous, missing_entry
 from .data import Operands, Trial
 from .errors import CompileError, MmcheckError, SandboxViolation, Unsupported
 from .judge import Rerun, judge
@@ -26,7 +26,7 @@ from .launch import launch
 from .prepare import Plan, Prepared, host_bytes, host_memory, plan, prepare
 from .races import DETECTED, Earlier, Left, Place, Races, what
 from .results import Case, Caught, Outcome, Result, outcome_of, told_before
-from .shapes import LARGE, LARGE_BUDGET, Shape, largest_buffer, tiles
+from .shapes import LARGE, LARGE_BUDGET, Shape, covering_shape, largest_buffer, tiles
 from .spec import KernelSpec
 from .verdicts import Verdicts
 
@@ -89,7 +89,8 @@ class Runner:
         self._hung: dict[tuple, Result] = {}  # kernel x dtype -> the case that hung
         self._budget: _Budget | None = None  # the running sweep's, where it has one
         self._file_seconds: dict[Path, float] = {}  # what each kernel file's checks took in this process
-        self._emulator: Runner | None = None  # what tells a GPU's hang (_hang_told), once one is seen
+        self._emulator: Runner | None = None  # what tells a GPU's hang and holds the asynchronous rules, once asked
+        self._rules: dict[tuple, Result | None] = {}  # kernel x dtype -> the asynchronous rules' break, if any
 
     def compile(self, build: Build) -> Kernel:
         """The backend's compile, memoised, failures included.  The compiler's messages are reported in
@@ -244,6 +245,8 @@ class Runner:
                 raise Caught("launch", f"{refusal} (a shape its spec admits, so the kernel must launch there)",
                              context=case.label)
             kernel = self.compile(launched.build)
+            if broken := self._rules_broken(case):
+                return broken
             schedules = tuple(s for s in kernel.schedules if s not in kernel.costly)
             trials = data.trials(case.spec, case.dtype)
             if max(case.shape.env().values()) > FAR:
@@ -263,14 +266,31 @@ class Runner:
             return failed
         return Result(case, Outcome.PASS, kernel.unchecked)
 
-    def _hang_told(self, case: Case) -> str | None:
-        """Where a GPU's launch hung, what the emulator says of the same case: a GPU says only that time ran out,
-        the emulator names what every thread waits for (an mbarrier whose phase never completes, a barrier some
-        threads never reach).  None where there is no emulator here, the shape is too large for it, or it
-        finds no hang."""
-        assert case.shape is not None, "a case that hung has a shape"
-        if not self.backend.capabilities.gpu or case.shape.macs > _EMULATED_MACS:
+    def _rules_broken(self, case: Case) -> Result | None:
+        """On a backend that does not hold kernels to the asynchronous rules (Capabilities.async_rules), a kernel
+        that uses that machinery is run on the emulator too, once per kernel x dtype, on the shape that holds every
+        kind of block (else the case's own): a race, fault or deadlock found there fails the case, naming it.  What
+        else the emulator says is no verdict of these rules (its own mismatch, a feature it lacks)."""
+        key = (case.spec.path, case.spec.name, case.dtype)
+        if self.backend.capabilities.async_rules or not asynchronous(case.spec):
             return None
+        if key not in self._rules:
+            self._rules[key] = None
+            shape = covering_shape(case.spec, case.dtype) or case.shape
+            assert shape is not None, "a case to run has a shape"
+            if shape.macs <= _EMULATED_MACS and (emulator := self._emulated()):
+                found = emulator.run(self.case(case.spec, case.dtype, shape))
+                if found.check in ("race", "fault", "barrier", "timeout"):
+                    self._rules[key] = found
+        if (found := self._rules[key]) is None:
+            return None
+        return Result.told(case, Outcome.FAIL, case.label,
+                           f"breaks the PTX ISA's asynchronous rules, which this GPU's results need not show (ptxas "
+                           f"repairs some, and a race may go unseen); on the emulator, which holds a kernel to them, "
+                           f"the case {found.case.shape}: {found.finding}", check=found.check)
+
+    def _emulated(self) -> Runner | None:
+        """The emulator's runner, made on first use; None where there is no emulator here."""
         if self._emulator is None:
             from .backends import get_backend
             from .errors import BackendUnavailable
@@ -279,7 +299,17 @@ class Runner:
                 self._emulator = Runner(get_backend("emu"), self.seed, self.guards, results=self.results)
             except BackendUnavailable:
                 return None
-        found = self._emulator.run(case)
+        return self._emulator
+
+    def _hang_told(self, case: Case) -> str | None:
+        """Where a GPU's launch hung, what the emulator says of the same case: a GPU says only that time ran out,
+        the emulator names what every thread waits for (an mbarrier whose phase never completes, a barrier some
+        threads never reach).  None where there is no emulator here, the shape is too large for it, or it
+        finds no hang."""
+        assert case.shape is not None, "a case that hung has a shape"
+        if not self.backend.capabilities.gpu or case.shape.macs > _EMULATED_MACS or not (emulator := self._emulated()):
+            return None
+        found = emulator.run(case)
         if found.ok or found.check not in ("timeout", "barrier", "fault"):
             return None
         return f"  on the emulator, the same case: {found.message}"

@@ -60,7 +60,9 @@ class Capabilities:
     start as the compiled image sets them; benchmarks time only such a load, so nothing the checks left in a
     module reaches a timing.  ``large``: shapes past 2**31 elements run in reasonable time.  ``isolated``: it
     runs in a worker process of its own (process.py), its faults being able to poison the process that runs it
-    (a CUDA context after an illegal address).
+    (a CUDA context after an illegal address).  ``async_rules``: it holds a kernel to the PTX ISA's asynchronous
+    rules (an accumulator read before wgmma's wait, generic-proxy stores that the async proxy reads unfenced), which
+    a GPU's results need not show: ptxas repairs some, and a race may go unseen.
     """
 
     gpu: bool = False
@@ -69,6 +71,7 @@ class Capabilities:
     fresh: bool = False
     large: bool = False
     isolated: bool = False
+    async_rules: bool = False
 
 
 @dataclass(frozen=True)

@@ -143,7 +143,7 @@ class EmuBackend:
     # --sanitize builds it with AddressSanitizer and UndefinedBehaviorSanitizer's bounds check.  Each launch runs
     # in a process of its own already (worker.py); shapes past 2**31 elements would take hours; and a CPU that
     # runs a block's threads one after another has no clock that says anything about a GPU.
-    capabilities = Capabilities(sanitizers=("asan", "ubsan"))
+    capabilities = Capabilities(sanitizers=("asan", "ubsan"), async_rules=True)
 
     def __init__(self, options: BackendOptions = BackendOptions()) -> None:
         self.options = options
