@@ -329,6 +329,19 @@ def test_a_kernel_in_an_extern_c_block_keeps_the_block(emu, run_copy, tmp_path):
 
 
 @needs_libclang
+def test_shared_memory_aligned_by_alignas_is_device_code_as_nvcc_takes_it(emu, run_copy, tmp_path):
+    """``__shared__ alignas(128)`` (Hopper tutorials' spelling) keeps the kernel's device code found, so that host
+    code of launch APIs the emulator lacks never reaches its compiler."""
+    spec = _one_kernel("__global__ void k(float* A, float* B, float* C) {\n"
+                       "    __shared__ alignas(128) float tile[8];\n    tile[threadIdx.x] = A[threadIdx.x];\n"
+                       "    __syncthreads();\n    C[threadIdx.x] = tile[threadIdx.x] + B[0];\n}\n"
+                       "int main() { cudaLaunchKernelEx(nullptr, k, nullptr, nullptr, nullptr); }\n", tmp_path / "k.cu")
+    source = device_code.device_code(Build(spec, "float32")).source
+    assert "__shared__ alignas(128) float tile[8];" in source and "cudaLaunchKernelEx" not in source
+    np.testing.assert_array_equal(run_copy(emu.compile(Build(spec, "float32"))), np.arange(8) + 1)
+
+
+@needs_libclang
 def test_a_module_found_in_the_cache_needs_no_parse(emu, run_copy, tmp_path, monkeypatch):
     spec = _one_kernel("void host();\n__global__ void k(float* A, float* B, float* C) {\n"
                        "    C[threadIdx.x] = A[threadIdx.x] + B[0];\n}\n", tmp_path / "k.cu")
