@@ -337,7 +337,7 @@ def test_shared_memory_aligned_by_alignas_is_device_code_as_nvcc_takes_it(emu, r
                        "    __syncthreads();\n    C[threadIdx.x] = tile[threadIdx.x] + B[0];\n}\n"
                        "int main() { cudaLaunchKernelEx(nullptr, k, nullptr, nullptr, nullptr); }\n", tmp_path / "k.cu")
     source = device_code.device_code(Build(spec, "float32")).source
-    assert "__shared__ alignas(128) float tile[8];" in source and "cudaLaunchKernelEx" not in source
+    assert "alignas(128) __shared__ float tile[8];" in source and "cudaLaunchKernelEx" not in source
     np.testing.assert_array_equal(run_copy(emu.compile(Build(spec, "float32"))), np.arange(8) + 1)
 
 

@@ -22,6 +22,3 @@
 #define __grid_constant__ __attribute__((annotate("mmcheck-grid-constant")))
 #define __launch_bounds__(...) __attribute__((annotate("mmcheck-launch-bounds")))
 #define __shared__ thread_local __attribute__((annotate("mmcheck-shared"), aligned(MMEMU_SHARED_ALIGN)))
-// nvcc takes `__shared__ alignas(128) T tile[...]`, but clang takes no alignas after the thread_local that
-// __shared__ is here: the parse reads it as GNU's attribute, which may stand there (the kept text is the file's).
-#define alignas(...) __attribute__((aligned))
