@@ -98,8 +98,8 @@ CASES = {
     # the cluster step (hopper_cluster.cuh): the blocks of a cluster run one ahead of the other
     "buggy.cluster_multicast_own_block": (Shape(70, 130, 72), "barrier", "16384 bytes of its transactions: 49152 "
                                                                           "bytes expected (expect_tx), 32768 arrived"),
-    "buggy.cluster_free_own_block": (Shape(130, 130, 320), "fault", "was written between its issue and the "
-                                                                     "wgmma.wait_group"),
+    "buggy.cluster_free_own_block": (Shape(130, 130, 320), "fault", "was written (by an asynchronous copy) between "
+                                                                     "its issue and the wgmma.wait_group"),
     "buggy.cluster_no_exit_sync": (Shape(70, 130, 72), "fault", "which had exited: a block's shared memory is its "
                                                                 "cluster's only until the block exits"),
 }
