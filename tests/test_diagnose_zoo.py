@@ -116,7 +116,6 @@ ON_GPU = {
     "buggy.splitk_store": (("mismatch", "race"), "differ"),
     # a phase that never completes hangs the GPU
     "buggy.tma_expect_more": ("timeout", "did not finish"),
-    "buggy.cluster_multicast_own_block": ("timeout", "did not finish"),
 }
 # Every known-bad kernel is here but two: the sanitizer-only bug (test_sanitize.py) and the one only the large
 # mode reaches (test_large.py).
