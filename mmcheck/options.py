@@ -150,7 +150,8 @@ OPTIONS = (
            default=COMPILER, choices=COMPILERS, commands=("check", "bench", "info", "grade")),
     Option("budget", "largest problem, in multiply-adds, of the generated shapes", type=_multiply_adds,
            default=DEFAULT_BUDGET, commands=("check", "grade")),
-    Option("timeout", "seconds a launch may run before it counts as hung (default %(default)s)", type=_seconds,
+    Option("timeout", "seconds a launch may run before it counts as hung (on the emulator, seconds of its CPU "
+                      "time) (default %(default)s)", type=_seconds,
            default=TIMEOUT),
     Option("time-budget", "seconds one kernel x dtype's whole check may take, its compiles aside, before it fails as "
                           f"too slow (default: {BUDGET_TIMEOUTS} times --timeout, at least {MIN_TIME_BUDGET:g})",

@@ -120,12 +120,66 @@ extern "C" __global__ void k(const float* A, const float* B, float* C) {
 """
 
 
+# A launch that computes for a while: each of 2 blocks' thread runs ``N`` turns of a loop the compiler keeps.
+BUSY = """
+extern "C" __global__ void k(float* A, float* B, float* C, int N) {
+    volatile int x = 0;
+    for (int i = 0; i < N; ++i) x = x + 1;
+    C[blockIdx.x] = float(x);
+}
+"""
+
+
+def test_the_hang_limit_is_the_launchs_cpu_time_so_a_busy_machine_never_makes_a_hang(compiled, emu_cache, spec_of,
+                                                                                      run_kernel):
+    """One core shared with two processes that spin: the launch takes three times its CPU time on the wall's
+    clock, past the limit, and still finishes.  (The worker and its launches take the core the test is pinned to.)"""
+    import multiprocessing
+    import os
+
+    core = {min(os.sched_getaffinity(0))}
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, core)
+    spinners = []
+    try:
+        probe = EmuBackend(BackendOptions(cache_dir=str(emu_cache), timeout=30))
+        try:
+            kernel = compiled(probe, spec_of(BUSY, params=("A", "B", "C", "N:int")), "float32", {})
+            a, turns = np.zeros(4, np.float32), np.int32(400_000_000)
+            start = time.monotonic()
+            run_kernel(probe, kernel, [a, a, a, turns], 2, 1)
+            alone = time.monotonic() - start
+        finally:
+            probe.close()
+        backend = EmuBackend(BackendOptions(cache_dir=str(emu_cache), timeout=max(0.3, 1.6 * alone)))
+        try:
+            kernel = compiled(backend, spec_of(BUSY, params=("A", "B", "C", "N:int")), "float32", {})
+            spinners = [multiprocessing.get_context("fork").Process(target=_spin, daemon=True) for _ in range(2)]
+            for p in spinners:
+                p.start()
+            start_wall = time.monotonic()
+            c = run_kernel(backend, kernel, [a, a, a, turns], 2, 1)[2]
+            assert time.monotonic() - start_wall > backend.options.timeout  # past the limit on the wall's clock
+            assert c[0] == c[1] == 400_000_000
+        finally:
+            backend.close()
+    finally:
+        for p in spinners:
+            p.kill()
+        os.sched_setaffinity(0, before)
+
+
+def _spin() -> None:
+    while True:
+        pass
+
+
 def test_a_hang_is_stopped_by_the_timeout(compiled, emu_cache, spec_of, run_kernel):
     backend = EmuBackend(BackendOptions(cache_dir=str(emu_cache), timeout=0.5))
     try:
         hang = compiled(backend, spec_of(HANG), "float32", {})
         a = np.zeros(4, np.float32)
-        with pytest.raises(KernelTimeout, match=r"emu.k \(float32\): did not finish within 0.5 s "
+        with pytest.raises(KernelTimeout, match=r"emu.k \(float32\): did not finish within 0.5 s of CPU time "
                                                 r"\(was running block \(1,0,0\)\)"):
             run_kernel(backend, hang, [a, a, a], 3, 1)
         kernel = compiled(backend, spec_of(SHIFTED_COPY, params=PARAMS), "float32", {})

@@ -220,8 +220,8 @@ class EmuBackend:
     def launch(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
                schedule: str, cluster: Dim3 = NO_CLUSTER) -> None:
         limit = self.options.timeout * self.slowdown
-        said = (f"{limit:g} s: the {self.options.timeout:g} s limit times {self.slowdown}, AddressSanitizer's "
-                "measured slowdown" if self.slowdown > 1 else f"{limit:g} s")
+        said = (f"{limit:g} s of CPU time: the {self.options.timeout:g} s limit times {self.slowdown}, "
+                "AddressSanitizer's measured slowdown" if self.slowdown > 1 else f"{limit:g} s of CPU time")
         self._run(kernel, args, grid, block, smem, schedule, limit, said, cluster)
 
     @functools.cached_property

@@ -517,19 +517,34 @@ void end_child(pid_t pid) {
     end_descendants();
 }
 
+// A child stopped for sleeping rather than computing: after this many times its limit, in wall time.
+constexpr long kSleepingTimes = 4;
+
+long milliseconds(clockid_t clock, const timespec& since = {}) {
+    timespec now;
+    if (clock_gettime(clock, &now) != 0) return -1;
+    return (now.tv_sec - since.tv_sec) * 1000 + (now.tv_nsec - since.tv_nsec) / 1000000;
+}
+
 // Runs until the child `pid` exits (`exited` becomes readable: its pidfd, or a pipe that only it holds),
-// reading its output meanwhile; false after timeout_ms.  A request pipe that becomes readable means the client
-// has gone (it sends nothing while it waits for a child): the child is ended, and the worker.
+// reading its output meanwhile; false once it has run timeout_ms of CPU time (its own clock, so that a busy
+// machine never makes a kernel hang; the child runs one thread), or slept kSleepingTimes as long.  A request pipe
+// that becomes readable means the client has gone (it sends nothing while it waits for a child): the child is
+// ended, and the worker.
 bool wait_exit(pid_t pid, int exited, int out_fd, int err_fd, int timeout_ms, Output& output) {
     timespec start;
     clock_gettime(CLOCK_MONOTONIC, &start);
+    clockid_t cpu;
+    bool counted = clock_getcpuclockid(pid, &cpu) == 0;
     pollfd fds[4] = {{exited, POLLIN, 0}, {out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}, {g_in, POLLIN, 0}};
     for (;;) {
-        timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        long elapsed = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
-        if (elapsed >= timeout_ms) return false;
-        int r = poll(fds, 4, int(timeout_ms - elapsed));
+        long elapsed = milliseconds(CLOCK_MONOTONIC, start);
+        long ran = counted ? milliseconds(cpu) : -1;
+        if (ran < 0) ran = elapsed;  // no clock of its own (it is exiting): the wall's
+        long left = std::min(timeout_ms - ran, kSleepingTimes * timeout_ms - elapsed);
+        if (left <= 0) return false;
+        // Its CPU time grows no faster than the wall's: waiting what is left cannot overshoot the limit.
+        int r = poll(fds, 4, int(left));
         if (r < 0 && errno != EINTR) return true;  // cannot wait: let waitpid decide
         if (r <= 0) continue;
         if (fds[3].revents) {
