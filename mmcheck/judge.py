@@ -26,6 +26,7 @@ from .ops import Operand
 from .prepare import Prepared
 from .reference import magnitude, reference
 from .results import Caught
+from .spec import Check
 from .shapes import LARGE, tiles
 
 __all__ = ["Rerun", "check_buffers", "judge"]
@@ -72,9 +73,9 @@ def _compare_buffer(prepared: Prepared, name: str, got: np.ndarray, d: DType) ->
     unwritten = _unwritten(prepared.operands[name], got, want, d)
     if unwritten.any():
         first = ", ".join(str(int(i)) for i in np.argwhere(unwritten)[0])
-        raise Caught("unwritten", f"{int(unwritten.sum())} of {got.size} elements of {name} were left as they were "
+        raise Caught(Check.UNWRITTEN, f"{int(unwritten.sum())} of {got.size} elements of {name} were left as they were "
                                   f"before the launch (first at {name}[{first}])", mismatch)
-    raise Caught("mismatch", mismatch.describe(name), mismatch)
+    raise Caught(Check.MISMATCH, mismatch.describe(name), mismatch)
 
 
 def _check_guards(name: str, padded: np.ndarray, guard: int, d: DType, pattern: int,
@@ -85,10 +86,10 @@ def _check_guards(name: str, padded: np.ndarray, guard: int, d: DType, pattern: 
     hit_before = np.flatnonzero(~data.same_bits(before, pattern, d))
     hit_after = np.flatnonzero(~data.same_bits(after, pattern, d))
     if hit_after.size:
-        raise Caught("guard", f"wrote {hit_after.size} element(s) past the end of {name} "
+        raise Caught(Check.GUARD, f"wrote {hit_after.size} element(s) past the end of {name} "
                               f"(first at offset +{hit_after[0]} after its last element){_lines(hit_after, layout)}")
     if hit_before.size:
-        raise Caught("guard", f"wrote {hit_before.size} element(s) before the start of {name} "
+        raise Caught(Check.GUARD, f"wrote {hit_before.size} element(s) before the start of {name} "
                               f"(nearest at offset -{guard - hit_before[-1]})")
 
 
@@ -118,11 +119,11 @@ def _check_padding(prepared: Prepared, out: Operand, image: np.ndarray) -> None:
     name, ld, dims = out.name, out.leading, prepared.dims(out)
     lines = layout.lines(dims)[0] * layout.ld
     if hit[0] % layout.stride(dims) >= lines:  # past a batch's matrix, before the next one's
-        raise Caught("guard", f"wrote {hit.size} element(s) into the padding of {name} between batches (the "
+        raise Caught(Check.GUARD, f"wrote {hit.size} element(s) into the padding of {name} between batches (the "
                               f"cells past each batch's matrix when {out.stride} = {layout.stride(dims)}; first at "
                               f"buffer offset {hit[0]}): a batch offset that uses the matrix's size instead of "
                               f"{out.stride}?")
-    raise Caught("guard", f"wrote {hit.size} element(s) into the padding of {name} (the cells past each "
+    raise Caught(Check.GUARD, f"wrote {hit.size} element(s) into the padding of {name} (the cells past each "
                           f"{'row' if layout.order == 'row' else 'column'} when {ld} = {layout.ld}; first at "
                           f"buffer offset {hit[0]}): an index that uses the matrix width instead of {ld}?")
 
@@ -133,7 +134,7 @@ def _check_unchanged(name: str, sent: np.ndarray, back: np.ndarray, guard: int, 
         inside = changed[(changed >= guard) & (changed < sent.size - guard)]
         unit = "byte" if d.packed > 1 else "element"
         what = f"{inside.size} {unit}(s) of input {name}" if inside.size else f"the guard band of input {name}"
-        raise Caught("input", f"the kernel wrote into {what} (first at buffer offset "
+        raise Caught(Check.INPUT, f"the kernel wrote into {what} (first at buffer offset "
                               f"{int(changed[0]) - guard}); inputs must stay unchanged")
 
 
@@ -164,13 +165,13 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
         count = int(unwritten.sum())
         how = ("left as its input value" if count == 1 else "left as their input values") if ops.output_is_input \
             else "never written"
-        check = "unwritten"
+        check = Check.UNWRITTEN
         were = "was" if count == 1 else "were"
         what = f"{count} of {got.size} elements of {out} {were} {how} (first at {out}[{first}])"
         if mismatch.count > unwritten.sum():
             what += f"; {mismatch.describe(out)}"
     else:
-        check, what = "mismatch", mismatch.describe(out)
+        check, what = Check.MISMATCH, mismatch.describe(out)
         if not np.any(got) and np.any(want):
             what += " (the result is all zeros)"
     if not explain:
@@ -178,7 +179,7 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
     lines = [what]
     race = _race(prepared, got, schedule, schedules, passed, rerun)
     if race:
-        check = "race"
+        check = Check.RACE
         lines.append(race)
     lines += filter(None, (_reads_c(prepared, rerun), _ignores_leading(prepared, rerun)))
     evidence = Evidence(op, _scaled(prepared, ops), got, want, mismatch.mask | unwritten, unwritten, out_type.name,
@@ -234,7 +235,7 @@ def _judge_by_freivalds(prepared: Prepared, got: np.ndarray) -> None:
             if unwritten == mismatch.count else
             (f"{unwritten} of them left as they were; " if unwritten else "")
             + f"worst at {where}: got {mismatch.got!r}, expected {mismatch.want!r} (abs err {mismatch.abs_err:.3g})"))
-    raise Caught("unwritten" if unwritten else "mismatch", "\n".join(lines).replace("\n", "\n  "), mismatch)
+    raise Caught(Check.UNWRITTEN if unwritten else Check.MISMATCH, "\n".join(lines).replace("\n", "\n  "), mismatch)
 
 
 def _race(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[str, ...], passed: list[str],
@@ -251,7 +252,7 @@ def _race(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
         try:
             again = rerun(prepared.trial, other, prepared.operands, got)
         except Caught as c:
-            if c.check == "race":  # a race detector (compute-sanitizer's racecheck) saw it: that is the answer
+            if c.check is Check.RACE:  # a race detector (compute-sanitizer's racecheck) saw it: that is the answer
                 raise
             continue
         if not np.array_equal(data.bits(again, d), data.bits(got, d)):

@@ -16,7 +16,7 @@ from .errors import SpecError, visible
 from .publish import atomic_write
 from .results import Case, Outcome, Result
 from .shapes import launch_domain, launch_limits
-from .spec import KernelSpec
+from .spec import Check, KernelSpec
 
 if TYPE_CHECKING:
     from .backends.base import Capabilities
@@ -70,7 +70,7 @@ def _detail(r: Result) -> str:
     if r.outcome == Outcome.PASS:
         return "; ".join([f"up to {r.case.shape}", *filter(None, (r.message, r.domain))])
     m = r.mismatch
-    if m is not None and r.check == "mismatch" and math.isfinite(m.abs_err):
+    if m is not None and r.check is Check.MISMATCH and math.isfinite(m.abs_err):
         return f"{r.case.shape}: worst abs err {m.abs_err:.3g}"
     # Of the case the finding was made in (its context), the shape alone says it here.  A NaN's cause is the
     # diagnosis on the finding's next line.

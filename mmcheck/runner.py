@@ -26,7 +26,7 @@ from .prepare import Plan, Prepared, host_bytes, host_memory, plan, prepare
 from .races import DETECTED, Earlier, Races, what
 from .results import Case, Caught, Outcome, Result, outcome_of, told_before
 from .shapes import LARGE, LARGE_BUDGET, Shape, largest_buffer, tiles
-from .spec import KernelSpec
+from .spec import Check, KernelSpec
 from .verdicts import Verdicts
 
 __all__ = ["Runner", "FAR"]
@@ -143,7 +143,7 @@ class Runner:
         shapes = list(shapes)
         try:
             result, tried = self._sweep(self.case(spec, dtype, shape) for shape in shapes)
-            if result is not None and result.check == "mismatch" and not result.exact and self._explain:
+            if result is not None and result.check is Check.MISMATCH and not result.exact and self._explain:
                 result, tried = self._telling(result, shapes[tried:], tried)
         finally:
             self._budget = None
@@ -197,7 +197,7 @@ class Runner:
         key = (case.spec.path, case.spec.name, case.dtype)
         if hung := self._hung.get(key):
             return Result.told(case, Outcome.FAIL, case.label, f"not run, as the case {hung.case.shape} hung: "
-                               f"{hung.finding.splitlines()[0]}", check="timeout")
+                               f"{hung.finding.splitlines()[0]}", check=Check.TIMEOUT)
         try:
             result = self._run(case)
         except (Earlier, _OutOfTime):
@@ -218,11 +218,11 @@ class Runner:
         shapes = f"{passed} shape{'s' if passed != 1 else ''}"
         return Result.told(case, Outcome.FAIL, case.label, f"the check ran out of its time budget of {seconds:g} s "
                            f"(its compiles aside; --time-budget, pytest: --mmcheck-time-budget) at this shape, after "
-                           f"{shapes} passed: the kernel is too slow to check", check="timeout")
+                           f"{shapes} passed: the kernel is too slow to check", check=Check.TIMEOUT)
 
     def _noted(self, result: Result) -> Result:
         """The result, a hang remembered for its kernel x dtype."""
-        if result.check == "timeout":
+        if result.check is Check.TIMEOUT:
             self._hung[(result.case.spec.path, result.case.spec.name, result.case.dtype)] = result
         return result
 
@@ -234,7 +234,7 @@ class Runner:
         try:
             launched = plan(case.spec, case.dtype, case.shape)
             if refusal := launched.refused():
-                raise Caught("launch", f"{refusal} (a shape its spec admits, so the kernel must launch there)",
+                raise Caught(Check.LAUNCH, f"{refusal} (a shape its spec admits, so the kernel must launch there)",
                              context=case.label)
             kernel = self.compile(launched.build)
             schedules = tuple(s for s in kernel.schedules if s not in kernel.costly)
@@ -253,7 +253,7 @@ class Runner:
             # What the kernel printed goes with its failure alone.
             if printed := self.backend.printed:
                 failed = dataclasses.replace(failed, message=f"{failed.message}\n{printed}")
-            if failed.check == "timeout" and (told := self._hang_told(case)):
+            if failed.check is Check.TIMEOUT and (told := self._hang_told(case)):
                 failed = dataclasses.replace(failed, message=f"{failed.message}\n{told}")
             return failed
         return Result(case, Outcome.PASS, kernel.unchecked)
@@ -275,7 +275,7 @@ class Runner:
             except BackendUnavailable:
                 return None
         found = self._emulator.run(case)
-        if found.ok or found.check not in ("timeout", "barrier", "fault"):
+        if found.ok or found.check not in (Check.TIMEOUT, Check.BARRIER, Check.FAULT):
             return None
         return f"  on the emulator, the same case: {found.message}"
 

@@ -15,6 +15,7 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from .tensormaps import TensorMap
 __all__ = [
     "CTYPES",
     "sizeof",
-    "CATCHES",
+    "Check",
     "TYPE_ARGS",
     "Verbatim",
     "RESERVED",
@@ -56,9 +57,23 @@ __all__ = [
 
 LAYOUTS = ("row", "col")
 EXPECTS = ("pass", "fail")
-# The checks that can catch a known-bad kernel; ``catch`` in a spec names those expected to.
-CATCHES = ("mismatch", "unwritten", "guard", "input", "race", "fault", "timeout", "barrier", "sanitizer", "launch",
-           "sandbox")
+
+
+class Check(StrEnum):
+    """The checks that can catch a wrong kernel, by the word a spec's ``catch``, the reports and JSON write."""
+
+    MISMATCH = "mismatch"    # the result differs from the reference
+    UNWRITTEN = "unwritten"  # elements of the result were left as they were
+    GUARD = "guard"          # a write past a buffer's end, before its start, or into its padding
+    INPUT = "input"          # a write into an input
+    RACE = "race"            # the result depends on thread order, or a race detector saw one
+    FAULT = "fault"          # the kernel crashed
+    TIMEOUT = "timeout"      # the kernel did not finish
+    BARRIER = "barrier"      # threads of a block met different barriers, or never met
+    SANITIZER = "sanitizer"  # another error compute-sanitizer (or AddressSanitizer) reported
+    LAUNCH = "launch"        # a launch a device refuses, at a shape the spec admits
+    SANDBOX = "sandbox"      # the kernel's code tried what the sandbox forbids
+
 # A kernel's name, qualified by the namespaces it is declared in where it is (fast.cu's M1::matmulKernel1).
 _ENTRY = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*\Z")
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
@@ -88,7 +103,7 @@ class KernelSpec:
     layouts: tuple[tuple[str, str], ...] = ()       # (operand, "row" or "col"), each operand of the op
     expect: str = "pass"
     about: str = ""
-    catch: tuple[str, ...] = ()
+    catch: tuple[Check, ...] = ()
     let: tuple[tuple[str, Expr], ...] = ()          # in an order that evaluates each after what it uses
     alpha: tuple[float, ...] = ()                   # empty: the dtype's defaults
     beta: tuple[float, ...] = ()
@@ -447,8 +462,8 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
             raise fail("defines", f"{key!r} is not a valid macro name")
 
     catch = table.get("catch", [])
-    if not isinstance(catch, list) or not all(c in CATCHES for c in catch):
-        raise fail("catch", f"must be a list drawn from {', '.join(CATCHES)}, not {catch!r}")
+    if not isinstance(catch, list) or not all(c in tuple(Check) for c in catch):
+        raise fail("catch", f"must be a list drawn from {', '.join(Check)}, not {catch!r}")
     expect = string("expect", choices=EXPECTS) if "expect" in table else "pass"
     if catch and expect != "fail":
         raise fail("catch", "only a kernel with expect = \"fail\" can name the checks that catch it")
@@ -494,7 +509,7 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         layouts=_layouts(table.get("layout", "row"), OPS[op], fail),
         expect=expect,
         about=string("about") if "about" in table else "",
-        catch=tuple(catch),
+        catch=tuple(map(Check, catch)),
         let=tuple((k, expr("let", v)) for k, v in lets.items()),
         alpha=scalars["alpha"],
         beta=scalars["beta"],

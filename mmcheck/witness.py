@@ -80,7 +80,7 @@ from .ops import OPS, Op
 from .pyref import PyReference, Tolerance, arguments, expected
 from .referee import ReferenceFailure, results
 
-__all__ = ["Check", "Draw", "Fill", "Held", "Renewal", "SPREAD", "Witness", "numpy_draw"]
+__all__ = ["Draw", "Fill", "Held", "Renewal", "SPREAD", "Verified", "Witness", "numpy_draw"]
 
 # How many times the declared accumulator's root-mean-square rounding error the result's may be.
 SPREAD = 4.0
@@ -106,7 +106,7 @@ class Fill(enum.Enum):
         return self not in (Fill.POISON, Fill.UNSET)
 
 
-class Check(enum.Enum):
+class Verified(enum.Enum):
     """What is verified of a buffer once a launch has finished, beside its guard bands and padding: that it
     holds what was laid (an input), the result (the op's output, a buffer the reference function gives), or
     nothing more (a workspace)."""
@@ -133,7 +133,7 @@ class Held:
     guard: int
     dtype: str
     fill: Fill
-    check: Check
+    check: Verified
     constant: float = 0.0
     rank: int = 3
     initializer: Initializer | None = None
@@ -240,7 +240,7 @@ class Witness:
 
     def verify(self, slot: int, launch: int) -> None:
         r, xp = self.renewal, self.xp
-        sent = {h.name: self._sent(slot, h) for h in r.held if h.fill.laid and h.check is not Check.FREE}
+        sent = {h.name: self._sent(slot, h) for h in r.held if h.fill.laid and h.check is not Verified.FREE}
         for h in r.held:
             self._memory_intact(slot, h, sent.get(h.name), launch)
         if r.reference is not None:
@@ -338,7 +338,7 @@ class Witness:
         """An input as it was laid; every buffer's guard bands and padding as they were laid."""
         xp, view = self.xp, self.views[slot][h.index]
         d = h.d
-        if h.check is Check.KEPT:
+        if h.check is Verified.KEPT:
             changed = int(xp.count_nonzero(self._body(view, h) != sent))
             if changed:
                 raise Unverified(f"launch {launch} of the timing changed its input {h.name}: {changed} of "
@@ -358,7 +358,7 @@ class Witness:
     @property
     def _converted(self) -> float:
         """How far an input may move as the kernel converts it to what it computes with (tf32: DType's)."""
-        return max((h.d.conversion_error for h in self.renewal.held if h.check is Check.KEPT), default=0.0)
+        return max((h.d.conversion_error for h in self.renewal.held if h.check is Verified.KEPT), default=0.0)
 
     def _expected(self, product: Any, size: Any, values: dict[str, Any], origin: Origin) -> tuple[Any, Any]:
         """The reference of a piece of the output and the bound to compare with (None: exactly, where the data
@@ -416,7 +416,7 @@ class Witness:
             before = sent[h.name] if h.name in sent else self._sent(slot, h)
             arrays[h.name] = h.d.widen(self.host(self._logical(h, before)), np).reshape(h.dims[3 - h.rank:])
         scalars = {"alpha": r.alpha, "beta": r.beta, **dict(r.scalars)}
-        given = [h for h in r.held if h.check is Check.RESULT]
+        given = [h for h in r.held if h.check is Verified.RESULT]
         shapes = {h.name: h.dims for h in given}
         wants = self._called(arrays, scalars, shapes, launch, magnitudes=False)
         sizes = None if r.tolerance is not None else self._called(arrays, scalars, shapes, launch, magnitudes=True)

@@ -37,9 +37,9 @@ from ..prepare import Prepared, plan
 from ..results import Case
 from ..runner import Runner
 from ..shapes import Shape
-from ..spec import KernelSpec
+from ..spec import Check, KernelSpec
 from ..timer import Measurement, Method
-from ..witness import Check, Fill, Held, Renewal
+from ..witness import Fill, Held, Renewal, Verified
 from . import floor, peak, records
 from .floor import Floor
 from .records import BenchRecord
@@ -233,13 +233,13 @@ def _renewal(prepared: Prepared) -> Renewal:
                 else Fill.DRAWN if o.role == INPUT or prepared.operands.output_is_input
                 else Fill.UNSET if op.accumulates else Fill.POISON)
         return Held(names.index(o.name), op.place(o), o.name, prepared.dims(o), prepared.layouts[o.name],
-                    prepared.guard, o.dtype(p).name, fill, Check.KEPT if o.role == INPUT else Check.RESULT)
+                    prepared.guard, o.dtype(p).name, fill, Verified.KEPT if o.role == INPUT else Verified.RESULT)
 
     def extra(b: Buffer) -> Held:
         d, declared = b.d(p), prepared.operands[b.name].shape
         batch, rows, cols = (1, 1, *declared)[-3:]  # as prepare lays it out: the dimensions it lacks set to 1
         fill, constant = _laid(b, d) if b.role.filled else (Fill.POISON, 0.0)
-        check = Check.KEPT if b.role.kept else Check.RESULT if b.role.compared else Check.FREE
+        check = Verified.KEPT if b.role.kept else Verified.RESULT if b.role.compared else Verified.FREE
         return Held(names.index(b.name), b.role.place, b.name, (batch, rows, cols), prepared.layouts[b.name],
                     prepared.guard, d.name, fill, check, constant, len(declared), b.initializer, b.scales, b.block)
 
@@ -269,7 +269,7 @@ def _no_draw(d: DType, dims: tuple[int, ...]) -> np.ndarray:
 
 def _no_rerun(*args: object, **kwargs: object) -> np.ndarray:
     """A benchmark judges one launch; the reruns that explain a failure are the correctness run's job."""
-    raise Caught("mismatch", "not rerun")
+    raise Caught(Check.MISMATCH, "not rerun")
 
 
 def _label(case: Case) -> str:

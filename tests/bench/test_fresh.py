@@ -24,7 +24,7 @@ from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
 from mmcheck.spec import load_specs
 from mmcheck.timer import Method
-from mmcheck.witness import Check, Fill, Held, Renewal
+from mmcheck.witness import Fill, Held, Renewal, Verified
 
 from ..fake_backend import FakeTimingBackend, spec_for
 
@@ -80,7 +80,7 @@ def _renewal(shape):
     """The witness's view of _buffers' launch: no guard bands, row-major, float32 inputs drawn afresh."""
     m, n, k = shape.M, shape.N, shape.K
     held = tuple(Held(i, i, name, (1, rows, cols), Layout("row", cols), 0, "float32",
-                      *((Fill.DRAWN, Check.KEPT) if name != "C" else (Fill.POISON, Check.RESULT)))
+                      *((Fill.DRAWN, Verified.KEPT) if name != "C" else (Fill.POISON, Verified.RESULT)))
                  for i, (name, rows, cols) in enumerate((("A", m, k), ("B", k, n), ("C", m, n))))
     return Renewal("mm", "normal", None, None, "float32", k, held)
 

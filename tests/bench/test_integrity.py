@@ -15,7 +15,7 @@ from mmcheck.errors import Unverified
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
 from mmcheck.timer import Method, measure
-from mmcheck.witness import Check, Fill, Held, Renewal, Witness, numpy_draw
+from mmcheck.witness import Fill, Held, Renewal, Verified, Witness, numpy_draw
 
 from ..fake_backend import FakeTimingBackend, spec_for
 from .fake_clock import FakeClock, jitter
@@ -147,7 +147,7 @@ def test_about_verify_rate_times_log_samples_are_verified():
 
 def _held(order="row", pad=0, fill=Fill.DRAWN, name="A", place=0, dims=(2, 5, 3), guard=8, dtype="float32"):
     _, rows, cols = dims
-    check = Check.KEPT if fill is Fill.DRAWN else Check.RESULT
+    check = Verified.KEPT if fill is Fill.DRAWN else Verified.RESULT
     return Held(place, place, name, dims, Layout.of(order, rows, cols, pad), guard, dtype, fill, check)
 
 
