@@ -19,7 +19,7 @@ from .results import Outcome, Result
 from .runner import Runner
 from .shapes import (LARGE, large_shapes, largest_buffer, launch_domain, launch_limits, outside_launch_domain,
                      satisfies, shapes_for)
-from .spec import Check, KernelSpec
+from .spec import Check, Expect, KernelSpec
 from .verdicts import Verdicts
 
 __all__ = ["runner", "open_runner", "unreachable", "check", "shapes"]
@@ -40,7 +40,7 @@ def open_runner(settings: Settings) -> Runner:
 def unreachable(settings: Settings, spec: KernelSpec) -> str | None:
     """Why this run cannot catch a known-bad kernel, if it cannot: nothing but a sanitizer sees some bugs (a
     read whose value is never used), so without one the kernel is skipped, saying so."""
-    if spec.expect == "fail" and set(spec.catch) == {Check.SANITIZER} and not settings.sanitize:
+    if spec.expect is Expect.FAIL and set(spec.catch) == {Check.SANITIZER} and not settings.sanitize:
         return f"{spec.name}: only a sanitizer can catch it; run with --sanitize (pytest: --mmcheck-sanitize)"
     if spec.large and not settings.large:
         return (f"{spec.name}: only shapes past 2**31 elements show its bug; run with --large (pytest: "

@@ -16,7 +16,7 @@ from .defaults import SRC
 from .errors import BackendUnavailable, MmcheckError, SpecError, Unsupported
 from .options import Settings
 from .results import Outcome
-from .spec import NO_SPEC, Catalog, collect, kernel_file
+from .spec import NO_SPEC, Catalog, Expect, collect, kernel_file
 
 if TYPE_CHECKING:
     import argparse
@@ -267,10 +267,10 @@ def bench(args: argparse.Namespace) -> int:
     if (found := _run_of(args)) is None:
         return EXIT_USAGE
     catalog, globs, settings = found
-    runs = [(s, d, shape) for s, d in catalog.select(globs, settings.dtype) if s.expect == "pass"
+    runs = [(s, d, shape) for s, d in catalog.select(globs, settings.dtype) if s.expect is Expect.PASS
             for shape in bench_shapes(s, d, settings.bench_sizes)]
     if not runs:
-        correct = [(s, d) for s, d in catalog.select(globs) if s.expect == "pass"]
+        correct = [(s, d) for s, d in catalog.select(globs) if s.expect is Expect.PASS]
         print(f"mmcheck: {_unmatched(correct, settings.dtype, args.targets, 'correct kernel')}", file=sys.stderr)
         return EXIT_USAGE
     for e in catalog.errors:

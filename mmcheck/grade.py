@@ -37,7 +37,7 @@ from .publish import atomic_write
 from .report import grid
 from .results import Case, Outcome, Result
 from .sandbox import PRIVATE_COPY
-from .spec import KernelSpec, find_sources, load_specs, opener, parse_kernels
+from .spec import Expect, KernelSpec, find_sources, load_specs, opener, parse_kernels
 
 if TYPE_CHECKING:
     from .bench.benchmark import Timed
@@ -105,7 +105,7 @@ def read_assignment(path: Path | str) -> list[KernelSpec]:
     specs = load_specs(path)
     # Its expect, catch and large describe the file's own kernel (a reference, or a known-bad starter); a
     # submission is to be correct.
-    return [dataclasses.replace(s, expect="pass", catch=(), large=False) for s in specs]
+    return [dataclasses.replace(s, expect=Expect.PASS, catch=(), large=False) for s in specs]
 
 
 def entries(assignment: Sequence[KernelSpec], submission: str) -> list[Entry]:
@@ -288,7 +288,7 @@ def _own_spec_note(assignment: Sequence[KernelSpec], texts: dict[Path, str]) -> 
 
 def _ruled(spec: KernelSpec, path: Path, text: str) -> KernelSpec:
     """The spec as the assignment's rules would read it in file ``path``: for comparing what two specs ask."""
-    return dataclasses.replace(spec, path=path, source=text, expect="pass", catch=(), large=False, about="")
+    return dataclasses.replace(spec, path=path, source=text, expect=Expect.PASS, catch=(), large=False, about="")
 
 
 # --- what came of it ----------------------------------------------------------------------------------------

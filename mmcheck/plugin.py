@@ -448,8 +448,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def _parametrize_benchmarks(metafunc: pytest.Metafunc, settings: Settings, catalog: Catalog) -> None:
     from .dtypes import precision
     from .shapes import bench_shapes
+    from .spec import Expect
 
-    pairs = [(s, d) for s, d in catalog.select(settings.kernel, settings.dtype) if s.expect == "pass"]
+    pairs = [(s, d) for s, d in catalog.select(settings.kernel, settings.dtype) if s.expect is Expect.PASS]
     runs = [(s, d, shape) for s, d in pairs for shape in bench_shapes(s, d, settings.bench_sizes)]
 
     def marks(op: str, dtype: str, shape: object) -> list:
@@ -500,7 +501,9 @@ def _short(path: Path, root: Path) -> str:
 
 
 def _marks(spec: KernelSpec, settings: Settings) -> list:
-    if spec.expect != "fail":
+    from .spec import Expect
+
+    if spec.expect is not Expect.FAIL:
         return []
     from .check import unreachable
 
@@ -550,6 +553,7 @@ def _judge(result: Result, runner: Runner, settings: Settings) -> None:
     from .artifacts import save_failure
     from .report import reproduce, verdict
     from .results import Outcome
+    from .spec import Expect
 
     __tracebackhide__ = True
     spec = result.case.spec
@@ -563,7 +567,7 @@ def _judge(result: Result, runner: Runner, settings: Settings) -> None:
         pytest.fail(result.message, pytrace=False)
     if result.outcome == Outcome.INTERNAL:
         raise InternalError(f"{result.message}\n  reproduce: {command()}")
-    if spec.expect == "fail":
+    if spec.expect is Expect.FAIL:
         if result.caught:
             raise KernelCaught(f"{verdict(result)}:\n{result.message}")
         if result.outcome == Outcome.FAIL:

@@ -20,7 +20,7 @@ from .errors import (CompileError, InternalError, MmcheckError, OutOfMemory, San
                      visible)
 from .interrupt import wrapped_stop
 from .ops import Shape
-from .spec import Check, KernelSpec
+from .spec import Check, Expect, KernelSpec
 
 __all__ = ["Outcome", "Case", "Result", "Caught", "outcome_of", "compile_errors_told_once", "told_before"]
 
@@ -95,14 +95,14 @@ class Result:
     def caught(self) -> bool:
         """A known-bad kernel was caught by one of the checks its spec names (any check, if it names none)."""
         spec = self.case.spec
-        return (spec.expect == "fail" and self.outcome is Outcome.FAIL
+        return (spec.expect is Expect.FAIL and self.outcome is Outcome.FAIL
                 and (not spec.catch or self.check in spec.catch))
 
     @property
     def as_expected(self) -> bool:
         """The outcome is what the spec's ``expect`` promises: a correct kernel passes, a known-bad one is
         caught by a check its spec names."""
-        return self.caught if self.case.spec.expect == "fail" else self.ok
+        return self.caught if self.case.spec.expect is Expect.FAIL else self.ok
 
 
 class Caught(Exception):

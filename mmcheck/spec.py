@@ -38,6 +38,7 @@ __all__ = [
     "CTYPES",
     "sizeof",
     "Check",
+    "Expect",
     "TYPE_ARGS",
     "Verbatim",
     "RESERVED",
@@ -56,7 +57,6 @@ __all__ = [
 ]
 
 LAYOUTS = ("row", "col")
-EXPECTS = ("pass", "fail")
 
 
 class Check(StrEnum):
@@ -73,6 +73,13 @@ class Check(StrEnum):
     SANITIZER = "sanitizer"  # another error compute-sanitizer (or AddressSanitizer) reported
     LAUNCH = "launch"        # a launch a device refuses, at a shape the spec admits
     SANDBOX = "sandbox"      # the kernel's code tried what the sandbox forbids
+
+
+class Expect(StrEnum):
+    """What a spec's ``expect`` promises of its kernel."""
+
+    PASS = "pass"  # a correct kernel: it passes every check
+    FAIL = "fail"  # a known-bad one: a check catches it (one its ``catch`` names, where it names any)
 
 # A kernel's name, qualified by the namespaces it is declared in where it is (fast.cu's M1::matmulKernel1).
 _ENTRY = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -101,7 +108,7 @@ class KernelSpec:
     defines: tuple[tuple[str, Expr], ...] = ()
     smem: Expr = Expr("0")
     layouts: tuple[tuple[str, str], ...] = ()       # (operand, "row" or "col"), each operand of the op
-    expect: str = "pass"
+    expect: Expect = Expect.PASS
     about: str = ""
     catch: tuple[Check, ...] = ()
     let: tuple[tuple[str, Expr], ...] = ()          # in an order that evaluates each after what it uses
@@ -464,8 +471,8 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
     catch = table.get("catch", [])
     if not isinstance(catch, list) or not all(c in tuple(Check) for c in catch):
         raise fail("catch", f"must be a list drawn from {', '.join(Check)}, not {catch!r}")
-    expect = string("expect", choices=EXPECTS) if "expect" in table else "pass"
-    if catch and expect != "fail":
+    expect = Expect(string("expect", choices=tuple(Expect))) if "expect" in table else Expect.PASS
+    if catch and expect is not Expect.FAIL:
         raise fail("catch", "only a kernel with expect = \"fail\" can name the checks that catch it")
 
     scalars = {key: parse_scalar_values(table, key, OPS[op], dtypes, params, fail) for key in SCALARS}
@@ -489,7 +496,7 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
     large = table.get("large", False)
     if not isinstance(large, bool):
         raise fail("large", "must be true or false")
-    if large and expect != "fail":
+    if large and expect is not Expect.FAIL:
         raise fail("large", "only a known-bad kernel (expect = \"fail\") can say that only the large mode shows it")
 
     spec = KernelSpec(
