@@ -37,7 +37,7 @@ from .epilogue import EpilogueError
 from .errors import SpecError
 from .expr import ExprError
 from .extras import Buffer, Fill
-from .ops import Op, Shape
+from .ops import Op, Order, Shape
 from .spec import KernelSpec
 
 __all__ = ["Trial", "trials", "benchmark_trial", "granule", "Operands", "draw", "blocks", "make_operands",
@@ -303,18 +303,18 @@ class Layout:
     ``ld`` elements long, batches one after another with ``extra`` elements between one's matrix and the
     next (a batch stride longer than the matrix)."""
 
-    order: str
+    order: Order
     ld: int
     extra: int = 0
 
     @classmethod
-    def of(cls, order: str, rows: int, cols: int, padding: int = 0, extra: int = 0) -> Layout:
-        return cls(order, (cols if order == "row" else rows) + padding, extra)
+    def of(cls, order: Order, rows: int, cols: int, padding: int = 0, extra: int = 0) -> Layout:
+        return cls(order, order.lines(rows, cols)[1] + padding, extra)
 
     def lines(self, dims: tuple[int, int, int]) -> tuple[int, int]:
         """(lines, length): the matrix's rows and row length where row-major, else its columns and theirs."""
         _, rows, cols = dims
-        return (rows, cols) if self.order == "row" else (cols, rows)
+        return self.order.lines(rows, cols)
 
     def stride(self, dims: tuple[int, int, int]) -> int:
         """Elements from one batch's first element to the next's."""
@@ -331,7 +331,7 @@ def image(x: np.ndarray, layout: Layout, guard: int, d: DType, place: int,
     its guard pattern on each side.  Written in one pass into one array, made by ``empty``, a piece at a time
     on every core: past 2**31 elements every copy costs seconds, and so does a fresh array's first touch of
     its pages.  A packed type's image is its bytes (``pack``)."""
-    major = x if layout.order == "row" else x.transpose(0, 2, 1)
+    major = layout.order.lines_of(x)
     batch, lines, length = major.shape
     size = layout.size(x.shape)
     out = (empty if d.packed == 1 else np.empty)(size + 2 * guard, d.numpy)
@@ -367,7 +367,7 @@ def from_buffer(flat: np.ndarray, dims: tuple[int, int, int], layout: Layout) ->
     batch, rows, cols = dims
     lines, length = layout.lines(dims)
     matrices = flat.reshape(batch, layout.stride(dims))[:, :lines * layout.ld].reshape(batch, lines, layout.ld)
-    return matrices[:, :, :length] if layout.order == "row" else matrices[:, :, :length].transpose(0, 2, 1)
+    return layout.order.lines_of(matrices[:, :, :length])
 
 
 def padding_mask(dims: tuple[int, int, int], layout: Layout) -> np.ndarray:

@@ -16,7 +16,7 @@ import numpy as np
 from .compare import tolerance
 from .data import C_OFFSET_FLOAT, IN_FLIGHT, Layout, Operands, bits, filled, granule, marker_source
 from .dtypes import DTYPES
-from .ops import Op, Operand
+from .ops import Op, Operand, Order
 
 __all__ = ["Evidence", "Exact", "diagnose", "tile_map"]
 
@@ -80,7 +80,7 @@ class Evidence:
         return self.op.accumulates and not self.operands.output_is_input
 
     def layout(self, operand: Operand) -> Layout:
-        return self.layouts.get(operand.name) or Layout.of("row", *self.operands[operand.name].shape[1:])
+        return self.layouts.get(operand.name) or Layout.of(Order.ROW, *self.operands[operand.name].shape[1:])
 
 
     def product(self, x: np.ndarray) -> np.ndarray:
@@ -290,10 +290,6 @@ def _stale_tile_padding(e: Evidence) -> str | None:
     return None
 
 
-_MAJOR = {"row": "row-major", "col": "column-major"}
-_OTHER = {"row": "col", "col": "row"}
-
-
 def _layouts(e: Evidence) -> str | None:
     """The result of a kernel that takes an operand (or several) in the other memory order than its spec
     says: an input read in it (the reference recomputed with that input misread) or the output written in it
@@ -304,8 +300,8 @@ def _layouts(e: Evidence) -> str | None:
         for chosen in itertools.combinations(matrices, count):
             if not _misread_result(e, chosen):
                 continue
-            said = "; ".join(f"{o.name} is {'written' if o is out else 'read'} {_MAJOR[_OTHER[e.layout(o).order]]}, "
-                             f"but its spec says {_MAJOR[e.layout(o).order]}" for o in chosen)
+            said = "; ".join(f"{o.name} is {'written' if o is out else 'read'} {e.layout(o).order.other.line}-major, "
+                             f"but its spec says {e.layout(o).order.line}-major" for o in chosen)
             if chosen == (out,):
                 return Exact(f"the result is stored transposed: C[j][i] was written where C[i][j] belongs ({said})")
             return Exact(f"{said}: the result is exactly that")
@@ -318,7 +314,7 @@ def _misread_result(e: Evidence, chosen: tuple[Operand, ...]) -> bool:
     writes the output's as long as the matrix's (a leading dimension of the other order would leave some
     elements unwritten)."""
     out = e.op.output
-    got = _misread(e.got, e.layout(out), _length(e.got, _OTHER[e.layout(out).order])) if out in chosen else e.got
+    got = _misread(e.got, e.layout(out), _length(e.got, e.layout(out).order.other)) if out in chosen else e.got
     if got is None:
         return False
     inputs = [o for o in chosen if o is not out]
@@ -339,13 +335,13 @@ def _readings(e: Evidence, operand: Operand) -> list[np.ndarray]:
     """The input ``operand`` as a kernel that takes it in the other order reads it: its rows (columns) as far
     apart as the leading dimension it is given, or as the matrix's own."""
     value, layout = e.operands[operand.name], e.layout(operand)
-    lds = dict.fromkeys((layout.ld, _length(value, _OTHER[layout.order])))
+    lds = dict.fromkeys((layout.ld, _length(value, layout.order.other)))
     return [x for ld in lds if (x := _misread(value, layout, ld)) is not None]
 
 
-def _length(x: np.ndarray, order: str) -> int:
-    """The length of a row (``order`` "row") or a column of the (batch, rows, cols) ``x``."""
-    return x.shape[2] if order == "row" else x.shape[1]
+def _length(x: np.ndarray, order: Order) -> int:
+    """The length of a line of the (batch, rows, cols) ``x`` in ``order``: a row's, or a column's."""
+    return order.lines(*x.shape[1:])[1]
 
 
 def _misread(x: np.ndarray, layout: Layout, ld: int) -> np.ndarray | None:
@@ -353,18 +349,18 @@ def _misread(x: np.ndarray, layout: Layout, ld: int) -> np.ndarray | None:
     (or columns) ``ld`` elements apart: what a kernel that takes the other order sees of an input, or leaves
     of an output it writes; None where that reads a padding cell or past the matrix."""
     batch, rows, cols = x.shape
-    stored = x if layout.order == "row" else x.transpose(0, 2, 1)
+    stored = layout.order.lines_of(x)
     memory = np.zeros((batch, stored.shape[1], layout.ld), x.dtype)
     memory[:, :, :stored.shape[2]] = stored
     held = np.zeros(memory.shape[1:], bool)
     held[:, :stored.shape[2]] = True
-    other = _OTHER[layout.order]
-    lines, length = (rows, cols) if other == "row" else (cols, rows)
+    other = layout.order.other
+    lines, length = other.lines(rows, cols)
     at = np.arange(lines)[:, None] * ld + np.arange(length)
     if at.max() >= held.size or not held.reshape(-1)[at].all():
         return None
     read = memory.reshape(batch, -1)[:, at]
-    return read if other == "row" else read.transpose(0, 2, 1)
+    return other.lines_of(read)
 
 
 def _same(e: Evidence, got: np.ndarray, want: np.ndarray) -> bool:
@@ -439,7 +435,8 @@ def _places(e: Evidence, operand: Operand, sizes: dict[str, int]) -> np.ndarray:
     stride = (layout.stride((e.got.shape[0], *e.operands[operand.name].shape[1:]))
               if operand.stride in e.params or sizes == _true_sizes(e) else Layout(own.order, ld).stride(dims))
     b, i, j = np.meshgrid(*(np.arange(n) for n in dims), indexing="ij")
-    return b * stride + (i * ld + j if layout.order == "row" else j * ld + i)
+    line, at = layout.order.lines(i, j)
+    return b * stride + line * ld + at
 
 
 def _read_as(e: Evidence, operand: Operand, handed: dict[str, int]) -> np.ndarray | None:

@@ -73,8 +73,8 @@ def _compare_buffer(prepared: Prepared, name: str, got: np.ndarray, d: DType) ->
     unwritten = _unwritten(prepared.operands[name], got, want, d)
     if unwritten.any():
         first = ", ".join(str(int(i)) for i in np.argwhere(unwritten)[0])
-        raise Caught(Check.UNWRITTEN, f"{int(unwritten.sum())} of {got.size} elements of {name} were left as they were "
-                                  f"before the launch (first at {name}[{first}])", mismatch)
+        raise Caught(Check.UNWRITTEN, f"{int(unwritten.sum())} of {got.size} elements of {name} were left as they "
+                                      f"were before the launch (first at {name}[{first}])", mismatch)
     raise Caught(Check.MISMATCH, mismatch.describe(name), mismatch)
 
 
@@ -86,11 +86,11 @@ def _check_guards(name: str, padded: np.ndarray, guard: int, d: DType, pattern: 
     hit_before = np.flatnonzero(~data.same_bits(before, pattern, d))
     hit_after = np.flatnonzero(~data.same_bits(after, pattern, d))
     if hit_after.size:
-        raise Caught(Check.GUARD, f"wrote {hit_after.size} element(s) past the end of {name} "
-                              f"(first at offset +{hit_after[0]} after its last element){_lines(hit_after, layout)}")
+        raise Caught(Check.GUARD, f"wrote {hit_after.size} element(s) past the end of {name} (first at offset "
+                                  f"+{hit_after[0]} after its last element){_lines(hit_after, layout)}")
     if hit_before.size:
         raise Caught(Check.GUARD, f"wrote {hit_before.size} element(s) before the start of {name} "
-                              f"(nearest at offset -{guard - hit_before[-1]})")
+                                  f"(nearest at offset -{guard - hit_before[-1]})")
 
 
 def _lines(hit: np.ndarray, layout: data.Layout | None) -> str:
@@ -98,7 +98,7 @@ def _lines(hit: np.ndarray, layout: data.Layout | None) -> str:
     (columns) of it laid on from its end: ": one row more (20 elements)"."""
     if layout is None or layout.ld < 2 or hit[0] != 0 or hit[-1] + 1 != hit.size or hit.size % layout.ld:
         return ""
-    lines, what = hit.size // layout.ld, "row" if layout.order == "row" else "column"
+    lines, what = hit.size // layout.ld, layout.order.line
     if lines == 1:
         return f": one {what} more ({layout.ld} elements)"
     return f": {lines} {what}s more ({layout.ld} elements each)"
@@ -120,12 +120,12 @@ def _check_padding(prepared: Prepared, out: Operand, image: np.ndarray) -> None:
     lines = layout.lines(dims)[0] * layout.ld
     if hit[0] % layout.stride(dims) >= lines:  # past a batch's matrix, before the next one's
         raise Caught(Check.GUARD, f"wrote {hit.size} element(s) into the padding of {name} between batches (the "
-                              f"cells past each batch's matrix when {out.stride} = {layout.stride(dims)}; first at "
-                              f"buffer offset {hit[0]}): a batch offset that uses the matrix's size instead of "
-                              f"{out.stride}?")
+                                  f"cells past each batch's matrix when {out.stride} = {layout.stride(dims)}; first "
+                                  f"at buffer offset {hit[0]}): a batch offset that uses the matrix's size instead of "
+                                  f"{out.stride}?")
     raise Caught(Check.GUARD, f"wrote {hit.size} element(s) into the padding of {name} (the cells past each "
-                          f"{'row' if layout.order == 'row' else 'column'} when {ld} = {layout.ld}; first at "
-                          f"buffer offset {hit[0]}): an index that uses the matrix width instead of {ld}?")
+                              f"{layout.order.line} when {ld} = {layout.ld}; first at buffer offset {hit[0]}): an "
+                              f"index that uses the matrix width instead of {ld}?")
 
 
 def _check_unchanged(name: str, sent: np.ndarray, back: np.ndarray, guard: int, d: DType) -> None:
@@ -135,7 +135,7 @@ def _check_unchanged(name: str, sent: np.ndarray, back: np.ndarray, guard: int, 
         unit = "byte" if d.packed > 1 else "element"
         what = f"{inside.size} {unit}(s) of input {name}" if inside.size else f"the guard band of input {name}"
         raise Caught(Check.INPUT, f"the kernel wrote into {what} (first at buffer offset "
-                              f"{int(changed[0]) - guard}); inputs must stay unchanged")
+                                  f"{int(changed[0]) - guard}); inputs must stay unchanged")
 
 
 def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[str, ...],
@@ -293,10 +293,10 @@ def _ignores_leading(prepared: Prepared, rerun: Rerun) -> str | None:
             if ld == operand.stride:
                 return (f"wrong only when {ld} is padded: the kernel ignores {ld} and steps from one batch's "
                         f"{operand.name} to the next by the matrix's size, {operand.rows} * {operand.cols}?")
-            row_major = prepared.layouts[operand.name].order == "row"
-            minimal = operand.cols if row_major else operand.rows
+            order = prepared.layouts[operand.name].order
+            minimal = order.lines(operand.rows, operand.cols)[1]
             return (f"wrong only when {ld} is padded, right when {ld} = {minimal}: the kernel ignores {ld} and "
-                    f"takes the length of {operand.name}'s {'rows' if row_major else 'columns'} as {minimal}?")
+                    f"takes the length of {operand.name}'s {order.line}s as {minimal}?")
     return "wrong only when the leading dimensions are padded: the kernel ignores one of them"
 
 

@@ -20,7 +20,7 @@ from .data import Layout, Operands, Trial
 from .dtypes import DTYPES, Precision, precision
 from .errors import MmcheckError
 from .expr import Expr, ExprError
-from .ops import Operand, Shape
+from .ops import Operand, Order, Shape
 from .spec import CTYPES, KernelSpec, Verbatim, sizeof
 from .tensormaps import TensorMap, axes
 
@@ -171,7 +171,7 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
     for b in spec.buffers:
         held = operands[b.name]
         logical[b.name] = held.reshape((1,) * (3 - held.ndim) + held.shape)
-        layouts[b.name] = Layout.of("row", *logical[b.name].shape[1:])
+        layouts[b.name] = Layout.of(Order.ROW, *logical[b.name].shape[1:])
     largest = max(layouts[name].size(x.shape) for name, x in logical.items())
     types = {**{o.name: o.dtype(p) for o in op.operands}, **{b.name: b.d(p) for b in spec.buffers}}
     guard = data.guard_width(largest, min(d.bits for d in types.values())) if guards else 0
@@ -218,7 +218,7 @@ def _tensor_map(spec: KernelSpec, m: TensorMap, shape: Shape, launch: Plan, p: P
     if operand is not None:
         layout, sizes = layouts[operand.name], shape.env()
         names = axes(operand.rows, operand.cols, layout.order, spec.batched)
-        steps = {operand.rows if layout.order == "row" else operand.cols: layout.ld,
+        steps = {layout.order.lines(operand.rows, operand.cols)[0]: layout.ld,
                  "batch": layout.stride((shape.batch, *operand.dims(shape)))}
         d, dims, strides = operand.dtype(p), [sizes[n] for n in names], [steps[n] for n in names[1:]]
     else:

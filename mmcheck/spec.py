@@ -29,7 +29,7 @@ from .expr import BOOLEANS, SHAPE_NAMES, Expr, ExprError
 from .extras import Buffer, Role, Scalar
 from .pyref import PyReference, Tolerance, parse_reference, parse_tolerance
 from .opener import BLOCK, NO_SPEC, OPENER, Opener, opener
-from .ops import OPS, SCALARS, Op, Operand, Shape
+from .ops import OPS, SCALARS, Op, Operand, Order, Shape
 from .params import CTYPES, Param, parse_params, parse_scalar_values
 from .template_args import IDENTIFIER, TYPE_ARGS, Verbatim, parse_template
 from .tensormaps import TensorMap
@@ -56,7 +56,6 @@ __all__ = [
     "collect",
 ]
 
-LAYOUTS = ("row", "col")
 
 
 class Check(StrEnum):
@@ -107,7 +106,7 @@ class KernelSpec:
     requires: tuple[Expr, ...] = ()
     defines: tuple[tuple[str, Expr], ...] = ()
     smem: Expr = Expr("0")
-    layouts: tuple[tuple[str, str], ...] = ()       # (operand, "row" or "col"), each operand of the op
+    layouts: tuple[tuple[str, Order], ...] = ()     # each operand of the op, and its order
     expect: Expect = Expect.PASS
     about: str = ""
     catch: tuple[Check, ...] = ()
@@ -178,9 +177,9 @@ class KernelSpec:
         names = {p.name for p in self.params}
         return tuple(o for o in self.operation.operands if o.stride in names)
 
-    def layout(self, operand: str) -> str:
-        """How ``operand`` lies in memory: "row" (row-major, the default) or "col" (column-major)."""
-        return dict(self.layouts).get(operand, "row")
+    def layout(self, operand: str) -> Order:
+        """How ``operand`` lies in memory: row-major (the default) or column-major."""
+        return dict(self.layouts).get(operand, Order.ROW)
 
     @property
     def batched(self) -> bool:
@@ -581,7 +580,7 @@ def _check_packing(spec: KernelSpec, fail: Any) -> None:
         if p.inputs.packed == 1:
             continue
         for o in spec.operation.inputs:
-            along, across = (o.cols, o.rows) if spec.layout(o.name) == "row" else (o.rows, o.cols)
+            across, along = spec.layout(o.name).lines(o.rows, o.cols)
             run = across if along == "1" else along
             if math.lcm(1, *(r.multiple_of(run) for r in spec.requires)) % 2:
                 raise fail("requires", f"{p.name} packs two elements of {o.name} a byte, in memory order: {run} "
@@ -646,11 +645,11 @@ def _include(value: Any, fail: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _layouts(value: Any, op: Op, fail: Any) -> tuple[tuple[str, str], ...]:
+def _layouts(value: Any, op: Op, fail: Any) -> tuple[tuple[str, Order], ...]:
     """Each operand's memory order: one for all (``layout = "col"``), or by operand (``layout = {A = "row",
     B = "col"}``, the operands it leaves out row-major)."""
-    orders = ", ".join(map(repr, LAYOUTS))
-    if isinstance(value, str) and value in LAYOUTS:
+    orders = ", ".join(repr(o.value) for o in Order)
+    if isinstance(value, str) and value in tuple(Order):
         value = dict.fromkeys(op.names, value)
     if not isinstance(value, dict):
         raise fail("layout", f"must be one of {orders} (every operand), or a table of operand = order like "
@@ -658,8 +657,8 @@ def _layouts(value: Any, op: Op, fail: Any) -> tuple[tuple[str, str], ...]:
     for name, order in value.items():
         if name not in op.names:
             raise fail("layout", f"unknown operand {name!r} for op {op.name!r} (operands {', '.join(op.names)})")
-        if order not in LAYOUTS:
+        if order not in tuple(Order):
             raise fail("layout", f"{name} must be one of {orders}, not {order!r}")
-    return tuple((name, value.get(name, "row")) for name in op.names)
+    return tuple((name, Order(value.get(name, Order.ROW))) for name in op.names)
 
 

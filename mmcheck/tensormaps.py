@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from .dtypes import DType, Precision
 from .expr import Expr, ExprError
 from .extras import Buffer, choice
-from .ops import INPUT, Op
+from .ops import INPUT, Op, Order
 
 __all__ = ["Swizzle", "Interleave", "OutOfBounds", "Passing", "TensorMap", "Encoding", "MAP_BYTES", "MAP_ALIGN",
            "PORTABLE_CLUSTER", "MAX_CLUSTER", "NO_CLUSTER", "axes", "refusal", "parse_tensormaps", "conditions"]
@@ -142,11 +142,11 @@ class TensorMap:
                         self.element_strides or (1,) * len(box), self.interleave, self.swizzle, self.fill)
 
 
-def axes(rows: str, cols: str, order: str, batched: bool) -> tuple[str, ...]:
+def axes(rows: str, cols: str, order: Order, batched: bool) -> tuple[str, ...]:
     """An operand's dimensions in a tensor map, innermost first, by the names of the sizes that give them: a
     row-major operand's columns, then its rows (a column-major one's rows first), its batch last where it is
     batched; a vector's dimension of 1 ("1") is none."""
-    inner, outer = (cols, rows) if order == "row" else (rows, cols)
+    outer, inner = order.lines(rows, cols)
     return tuple(n for n in (inner, outer) if n != "1") + (("batch",) if batched else ())
 
 
@@ -239,7 +239,7 @@ class Declares(Protocol):
     def buffers(self) -> tuple[Buffer, ...]: ...
     @property
     def batched(self) -> bool: ...
-    def layout(self, operand: str) -> str: ...
+    def layout(self, operand: str) -> Order: ...
     def precisions(self) -> tuple[Precision, ...]: ...
 
 

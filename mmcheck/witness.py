@@ -147,14 +147,12 @@ class Held:
     @property
     def lines(self) -> int:
         """Rows of its memory order (rows if row-major, else columns), all batches."""
-        batch, rows, cols = self.dims
-        return batch * (rows if self.layout.order == "row" else cols)
+        return self.dims[0] * self.layout.lines(self.dims)[0]
 
     @property
     def length(self) -> int:
         """Elements of each line that hold the matrix (the rest, up to ``ld``, are padding)."""
-        _, rows, cols = self.dims
-        return cols if self.layout.order == "row" else rows
+        return self.layout.lines(self.dims)[1]
 
 
 @dataclass(frozen=True)
@@ -306,10 +304,7 @@ class Witness:
 
     def _logical(self, h: Held, body: Any) -> Any:
         """The (batch, rows, cols) matrix of bit patterns in a (lines, length) body."""
-        batch, rows, cols = h.dims
-        if h.layout.order == "row":
-            return body.reshape(batch, rows, cols)
-        return body.reshape(batch, cols, rows).transpose(0, 2, 1)
+        return h.layout.order.lines_of(body.reshape(h.dims[0], *h.layout.lines(h.dims)))
 
     def _factors(self, logical: dict[str, Any]) -> dict[str, Any]:
         """Each input's scale factors (the spec's ``scales`` buffers), one per element of it, by the input's

@@ -9,6 +9,7 @@ import pytest
 from mmcheck import data
 from mmcheck.data import Trial, make_operands, trials
 from mmcheck.dtypes import DTYPES
+from mmcheck.ops import Order
 from mmcheck.prepare import plan, prepare
 from mmcheck.shapes import Shape
 
@@ -56,8 +57,8 @@ def test_a_vector_ops_matrix_takes_its_own_order_and_its_vectors_have_one():
     spec = spec_for("good", dtypes=("float32",), op="mv", params=("A", "lda", "x", "y", "M", "K"),
                     extra='layout = {A = "col"}')
     ready = prepared(spec, Shape(5, 1, 7), Trial("ints", padded=("lda",)))
-    assert ready.layouts["A"] == data.Layout("col", 5 + 8)
-    assert ready.layouts["x"] == data.Layout("row", 1) and ready.layouts["y"] == data.Layout("row", 1)
+    assert ready.layouts["A"] == data.Layout(Order.COL, 5 + 8)
+    assert ready.layouts["x"] == data.Layout(Order.ROW, 1) and ready.layouts["y"] == data.Layout(Order.ROW, 1)
     for operand in spec.operation.operands:
         assert np.array_equal(ready.logical(operand, ready.hosts[operand.name]), ready.operands[operand.name],
                               equal_nan=True)

@@ -5,7 +5,7 @@ import pytest
 
 from mmcheck.data import Layout, Trial, make_operands
 from mmcheck.diagnose import Evidence, diagnose, tile_map
-from mmcheck.ops import OPS
+from mmcheck.ops import OPS, Order
 from mmcheck.reference import reference
 from mmcheck.shapes import Shape
 
@@ -22,7 +22,7 @@ def evidence(shape, got_from, dtype="float32", pattern="ints", unwritten=None, t
     unwritten = np.zeros(want.shape, bool) if unwritten is None else unwritten
     got[unwritten] = np.nan
     bad = (got != want) | unwritten
-    laid = {name: Layout.of((layouts or {}).get(name, "row"), *x.shape[1:]) for name, x in ops.values.items()}
+    laid = {name: Layout.of(Order((layouts or {}).get(name, "row")), *x.shape[1:]) for name, x in ops.values.items()}
     return Evidence(OPS["bmm"], ops, got, want, bad, unwritten, dtype, pattern != "normal", tiles, laid,
                     params=frozenset(q.name for q in BMM.params))
 
@@ -284,7 +284,7 @@ def _handed(shape, order, tiles=(16,)):
                                         (b[p * n + j] if p * n + j < b.size else np.nan) for p in range(k))
     want = reference(OPS["bmm"], ops)
     got = memory.reshape(want.shape).astype(np.float32)
-    laid = {name: Layout.of("row", *x.shape[1:]) for name, x in ops.values.items()}
+    laid = {name: Layout.of(Order.ROW, *x.shape[1:]) for name, x in ops.values.items()}
     return Evidence(OPS["bmm"], ops, got, want, got != want, np.zeros(want.shape, bool), "float32", True, tiles, laid,
                     params=frozenset(q.name for q in BMM.params))
 

@@ -12,7 +12,7 @@ from mmcheck import data, devices
 from mmcheck.data import Operands
 from mmcheck.dtypes import DTYPES
 from mmcheck.errors import BackendUnavailable
-from mmcheck.ops import OPS
+from mmcheck.ops import OPS, Order
 from mmcheck.options import Settings
 from mmcheck.reference import reference
 from mmcheck.runner import Runner
@@ -122,7 +122,7 @@ def test_c_is_settled_in_pieces_as_it_is_whole(monkeypatch):
     assert 0 < moved < 67 * 61, moved
 
 
-@pytest.mark.parametrize("order, padding", [("row", 0), ("row", 8), ("col", 16)])
+@pytest.mark.parametrize("order, padding", [(Order.ROW, 0), (Order.ROW, 8), (Order.COL, 16)])
 def test_an_image_written_in_pieces_is_the_image_written_whole(monkeypatch, order, padding):
     d, x = DTYPES["float32"], np.arange(2 * 37 * 23, dtype=np.float32).reshape(2, 37, 23)
     layout = data.Layout.of(order, 37, 23, padding)

@@ -8,6 +8,7 @@ import pytest
 from mmcheck import check as checking
 from mmcheck.artifacts import save_failure
 from mmcheck.dtypes import DTYPES
+from mmcheck.ops import Order
 from mmcheck.prepare import plan
 from mmcheck.report import reproduce
 from mmcheck.runner import Runner
@@ -142,7 +143,7 @@ def test_guard_bands_hold_a_nan_that_arithmetic_cannot_make():
     for dtype in ("float32", "float64"):
         d = DTYPES[dtype]
         for role in (0, 1, 2):
-            padded = data.image(np.zeros((1, 1, 4), dtype), data.Layout.of("row", 1, 4), 8, d, role)
+            padded = data.image(np.zeros((1, 1, 4), dtype), data.Layout.of(Order.ROW, 1, 4), 8, d, role)
             guard = padded[:1]
             assert np.isnan(guard[0])
             with np.errstate(invalid="ignore"):

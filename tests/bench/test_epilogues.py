@@ -15,7 +15,7 @@ from mmcheck.data import Layout
 from mmcheck.dtypes import DTYPES
 from mmcheck.epilogue import Epilogue
 from mmcheck.errors import Unverified
-from mmcheck.ops import OPS
+from mmcheck.ops import OPS, Order
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
 from mmcheck.timer import Method
@@ -217,19 +217,20 @@ def test_the_floor_counts_the_bytes_the_epilogue_reads():
 # --- the witness, one buffer at a time ---------------------------------------------------------------------
 
 def _spec_buffer(index, name, n, fill, check, constant=0.0, guard=8):
-    return Held(index, 0 if check is Verified.KEPT else 2, name, (1, 1, n), Layout("row", n), guard, "float32", fill,
-                check, constant, rank=1)
+    return Held(index, 0 if check is Verified.KEPT else 2, name, (1, 1, n), Layout(Order.ROW, n), guard, "float32",
+                fill, check, constant, rank=1)
 
 
 def test_the_witness_lays_each_spec_buffer_afresh_and_verifies_through_the_epilogue():
     m, n, k, guard = 4, 3, 5, 8
     d = DTYPES["float32"]
-    operands = [Held(i, i, name, (1, r, c), Layout("row", c), guard, "float32", fill, check)
+    operands = [Held(i, i, name, (1, r, c), Layout(Order.ROW, c), guard, "float32", fill, check)
                 for i, (name, r, c, fill, check) in enumerate((("A", m, k, Fill.DRAWN, Verified.KEPT),
                                                                ("B", k, n, Fill.DRAWN, Verified.KEPT),
                                                                ("C", m, n, Fill.POISON, Verified.RESULT)))]
     extras = [_spec_buffer(3, "bias", n, Fill.DRAWN, Verified.KEPT),
-              _spec_buffer(4, "ramp", n, Fill.INDEX, Verified.KEPT), _spec_buffer(5, "work", 7, Fill.CONSTANT, Verified.FREE, constant=0.0)]
+              _spec_buffer(4, "ramp", n, Fill.INDEX, Verified.KEPT),
+              _spec_buffer(5, "work", 7, Fill.CONSTANT, Verified.FREE, constant=0.0)]
     epilogue = Epilogue("relu(acc * s + bias[n]) + ramp[n]", {"bias": 1, "ramp": 1}, frozenset({"s"}))
     renewal = Renewal("mm", "normal", None, None, "float32", k, (*operands, *extras), epilogue, (("s", 3.0),))
     views = [[data.image(np.zeros(h.dims, np.float32), h.layout, guard, d, h.place).view(np.uint32)

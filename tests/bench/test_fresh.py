@@ -19,6 +19,7 @@ from mmcheck.bench.benchmark import Bench
 from mmcheck.compile import Build
 from mmcheck.data import Layout
 from mmcheck.errors import BackendUnavailable, Unsupported
+from mmcheck.ops import Order
 from mmcheck.prepare import plan
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
@@ -79,7 +80,7 @@ def test_a_backend_with_a_clock_but_no_fresh_loads_times_nothing():
 def _renewal(shape):
     """The witness's view of _buffers' launch: no guard bands, row-major, float32 inputs drawn afresh."""
     m, n, k = shape.M, shape.N, shape.K
-    held = tuple(Held(i, i, name, (1, rows, cols), Layout("row", cols), 0, "float32",
+    held = tuple(Held(i, i, name, (1, rows, cols), Layout(Order.ROW, cols), 0, "float32",
                       *((Fill.DRAWN, Verified.KEPT) if name != "C" else (Fill.POISON, Verified.RESULT)))
                  for i, (name, rows, cols) in enumerate((("A", m, k), ("B", k, n), ("C", m, n))))
     return Renewal("mm", "normal", None, None, "float32", k, held)

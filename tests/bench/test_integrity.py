@@ -12,6 +12,7 @@ from mmcheck.bench.benchmark import Bench
 from mmcheck.data import Layout
 from mmcheck.dtypes import DTYPES
 from mmcheck.errors import Unverified
+from mmcheck.ops import Order
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
 from mmcheck.timer import Method, measure
@@ -145,13 +146,13 @@ def test_about_verify_rate_times_log_samples_are_verified():
     assert 0.6 * expected < np.mean(counts) < 1.4 * expected
 
 
-def _held(order="row", pad=0, fill=Fill.DRAWN, name="A", place=0, dims=(2, 5, 3), guard=8, dtype="float32"):
+def _held(order=Order.ROW, pad=0, fill=Fill.DRAWN, name="A", place=0, dims=(2, 5, 3), guard=8, dtype="float32"):
     _, rows, cols = dims
     check = Verified.KEPT if fill is Fill.DRAWN else Verified.RESULT
     return Held(place, place, name, dims, Layout.of(order, rows, cols, pad), guard, dtype, fill, check)
 
 
-@pytest.mark.parametrize("order", ["row", "col"])
+@pytest.mark.parametrize("order", list(Order))
 def test_the_witness_reads_a_buffer_as_the_checks_lay_it_out(order):
     a = _held(order, pad=2)
     b = _held(order, name="B", place=1, dims=(2, 3, 4))
