@@ -89,7 +89,7 @@ def expected(spec: KernelSpec) -> str:
         if q.is_buffer:
             d, read_only = written[q.name]
             return f"{'const ' if read_only else ''}{d.ctype}* {q.name}"
-        if q.kind in ("scalar", "value"):
+        if q.is_scalar:
             return f"{q.ctype or p.output.ctype} {q.name}"
         return f"{q.ctype or 'int'} {q.name}"
 

@@ -21,6 +21,7 @@ from .dtypes import DTYPES, Precision, precision
 from .errors import MmcheckError
 from .expr import Expr, ExprError
 from .ops import Operand, Order, Shape
+from .params import ParamKind
 from .spec import CTYPES, KernelSpec, Verbatim, sizeof
 from .tensormaps import TensorMap, axes
 
@@ -196,16 +197,16 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
     for q in spec.params:
         if q.is_buffer:
             args.append(buffers[q.name])
-        elif q.kind == "tensormap":
+        elif q.kind is ParamKind.TENSORMAP:
             args.append(_tensor_map(spec, maps[q.name], shape, launch, p, layouts, operands, buffers))
-        elif q.kind in ("scalar", "value"):
+        elif q.is_scalar:
             kind = _scalar_dtype(CTYPES[q.ctype]) if q.ctype else p.output.numpy
             value = kind.type(scalars[q.name])
             # A type numpy does not know (bfloat16) is passed as its bits: the kernel reads the same bytes.
             args.append(value.view(np.dtype(f"uint{8 * kind.itemsize}")) if kind.kind == "V" else value)
         else:
             ctype = CTYPES[q.ctype or "int"]  # a size is an int unless the spec says otherwise
-            args.append(np.dtype(ctype).type(lds[q.name] if q.kind in ("leading", "stride") else launch.env[q.name]))
+            args.append(np.dtype(ctype).type(launch.env[q.name] if q.kind is ParamKind.SIZE else lds[q.name]))
     return Prepared(spec, dtype, shape, trial, launch, operands, layouts, guard, hosts, buffers, tuple(args))
 
 

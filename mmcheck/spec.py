@@ -30,7 +30,7 @@ from .extras import Buffer, Role, Scalar
 from .pyref import PyReference, Tolerance, parse_reference, parse_tolerance
 from .opener import BLOCK, NO_SPEC, OPENER, Opener, opener
 from .ops import OPS, SCALARS, Op, Operand, Order, Shape
-from .params import CTYPES, Param, parse_params, parse_scalar_values
+from .params import CTYPES, Param, ParamKind, parse_params, parse_scalar_values
 from .template_args import IDENTIFIER, TYPE_ARGS, Verbatim, parse_template
 from .tensormaps import TensorMap
 
@@ -189,7 +189,7 @@ class KernelSpec:
     @property
     def sizes(self) -> frozenset[str]:
         """Shape names the kernel depends on, through its params or any expression (``let`` included)."""
-        names = {p.name for p in self.params if p.kind == "size"}
+        names = {p.name for p in self.params if p.kind is ParamKind.SIZE}
         lets = dict(self.let)
         for e in (*self.block, *self.grid, *self.requires, self.smem, *(v for _, v in self.defines),
                   *(t for t in self.template or () if isinstance(t, Expr)), *lets.values(), *self.cluster,
