@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from . import grade as grading
     from .backends.base import Capabilities
     from .bench.benchmark import Timed
+    from .dtypes import Precision
     from .results import Result
     from .runner import Runner
     from .spec import KernelSpec
@@ -83,7 +84,7 @@ def _run_of(args: argparse.Namespace) -> tuple[Catalog, tuple[str, ...], Setting
     return (*found, _settings(args))
 
 
-def _unmatched(named: Sequence[tuple[KernelSpec, str]], dtypes: Sequence[str], targets: Sequence[str],
+def _unmatched(named: Sequence[tuple[KernelSpec, Precision]], dtypes: Sequence[str], targets: Sequence[str],
                what: str) -> str:
     """Why no kernel is to run: none of the targets' kernels (``named``, each with a dtype it declares) is of
     a dtype --dtype asks for, and which dtypes they have; or none matches the targets at all."""
@@ -94,7 +95,7 @@ def _unmatched(named: Sequence[tuple[KernelSpec, str]], dtypes: Sequence[str], t
     return f"no {what} matches {where}"
 
 
-def _none(catalog: Catalog, named: Sequence[tuple[KernelSpec, str]], dtypes: Sequence[str],
+def _none(catalog: Catalog, named: Sequence[tuple[KernelSpec, Precision]], dtypes: Sequence[str],
           targets: Sequence[str]) -> int:
     """A run with no kernel to run (_unmatched says why), and where the targets hold .cu files without a spec
     alone, the command that writes one: a usage error."""

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from . import reading
 from .declared import definitions, expected, missing
+from .dtypes import Precision
 from .errors import SpecError, visible
 from .publish import atomic_write
 from .report import grid
@@ -144,7 +145,7 @@ def entries(assignment: Sequence[KernelSpec], submission: str) -> list[Entry]:
 
 
 @contextmanager
-def private(pairs: Sequence[tuple[Entry, str]]) -> Iterator[list[tuple[Entry, str]]]:
+def private(pairs: Sequence[tuple[Entry, Precision]]) -> Iterator[list[tuple[Entry, Precision]]]:
     """The entries x dtypes ``pairs``, each entry to be checked from a private copy of its submission (one per
     submission), removed with everything in it afterwards: the folder that holds every submission is not what
     one's compile and run read, so none can include, read or change another's files.  An entry whose
@@ -217,7 +218,7 @@ def _write_private(path: Path, data: bytes) -> None:
         f.write(data)
 
 
-def rows(pairs: Sequence[tuple[Entry, str]], results: Sequence[Result], seed: int) -> list[Row]:
+def rows(pairs: Sequence[tuple[Entry, Precision]], results: Sequence[Result], seed: int) -> list[Row]:
     """The rows of the entries x dtypes ``pairs``, in their order: an entry's problem, or its result among
     ``results`` (a pair whose check did not finish, after Ctrl-C, has none)."""
     # A result is its submission's by the file it checked (each submission's own).

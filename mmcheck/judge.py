@@ -18,7 +18,7 @@ from .compare import compare, tolerance
 from .data import Operands, Trial
 from .diagnose import Evidence, Exact, diagnose, tile_map
 from .freivalds import freivalds
-from .dtypes import DType, precision
+from .dtypes import DType
 from .errors import SpecError, Unsupported
 from .extras import Buffer, Role
 from .referee import ReferenceFailure, results
@@ -46,7 +46,7 @@ class Rerun(Protocol):
 
 def check_buffers(prepared: Prepared, after: dict[str, np.ndarray]) -> None:
     """The output's guard bands and padding hold their patterns, and the inputs are unchanged."""
-    op, p = prepared.spec.operation, precision(prepared.dtype)
+    op, p = prepared.spec.operation, prepared.dtype
     out = op.output
     _check_guards(out.name, after[out.name], prepared.guard, p.output, p.output.guards[op.place(out)],
                   prepared.layouts[out.name])
@@ -109,7 +109,7 @@ def _check_padding(prepared: Prepared, out: Operand, image: np.ndarray) -> None:
     belong to nobody: writing them is out of bounds."""
     if out.leading not in prepared.trial.padded and out.stride not in prepared.trial.padded:
         return
-    d = precision(prepared.dtype).output
+    d = prepared.dtype.output
     layout = prepared.layouts[out.name]
     payload = data.unpad(image, prepared.guard)[1]
     mask = data.padding_mask(prepared.dims(out), layout)
@@ -145,7 +145,7 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
     right result.  Without ``explain`` a difference is told by what differs alone: no reruns, no diagnosis,
     no record (the verdict is the same; a race may be told as the mismatch it caused)."""
     spec, trial, ops = prepared.spec, prepared.trial, prepared.operands
-    op, out_type = spec.operation, precision(prepared.dtype).output
+    op, out_type = spec.operation, prepared.dtype.output
     if got.size >= LARGE:
         if spec.epilogue is not None or spec.reference is not None or _scales(prepared):
             what = (f"the epilogue {spec.epilogue.text!r}" if spec.epilogue is not None
@@ -185,8 +185,8 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
     evidence = Evidence(op, _scaled(prepared, ops), got, want, mismatch.mask | unwritten, unwritten, out_type.name,
                         exact=bound is None, tiles=tuple(tiles(spec)),
                         layouts=prepared.layouts,
-                        accumulator=spec.accumulator(precision(prepared.dtype)).name,
-                        inputs=precision(prepared.dtype).inputs.name, params=frozenset(q.name for q in spec.params))
+                        accumulator=spec.accumulator(prepared.dtype).name,
+                        inputs=prepared.dtype.inputs.name, params=frozenset(q.name for q in spec.params))
     said = diagnose(evidence)
     lines += [*said, tile_map(evidence)]
     record = Record(
@@ -210,7 +210,7 @@ def _judge_by_freivalds(prepared: Prepared, got: np.ndarray) -> None:
     """A C past 2**31 elements, whose full reference would not fit beside it: Freivalds' check in O(n^2)
     (freivalds.py), then the rows it names compared in full, to say which elements are wrong and how."""
     spec, ops = prepared.spec, prepared.operands
-    p = precision(prepared.dtype)
+    p = prepared.dtype
     found = freivalds(spec.operation, ops, got, spec.accumulator(p), p.output, seed=data.case_seed(
         0, spec.name, prepared.dtype, str(prepared.shape)), inputs=p.inputs.conversion_error)
     if found.passed:
@@ -247,7 +247,7 @@ def _race(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
                 "thread order (a race, e.g. a missing __syncthreads)")
     if not prepared.trial.exact:
         return None
-    d = precision(prepared.dtype).output
+    d = prepared.dtype.output
     for other in [x for x in schedules if x != schedule] or [schedule]:
         try:
             again = rerun(prepared.trial, other, prepared.operands, got)
@@ -314,7 +314,7 @@ def _expected(prepared: Prepared, ops: Operands) -> tuple[np.ndarray, np.ndarray
     data, within the bound of that accumulator's rounding and C's, and of the inputs' conversion to what the
     kernel computes with (tf32).  Scale factors (the spec's ``scales``) are applied to the inputs first, each
     a rounding more."""
-    spec, p = prepared.spec, precision(prepared.dtype)
+    spec, p = prepared.spec, prepared.dtype
     op, out, acc = spec.operation, p.output, spec.accumulator(p)
     if spec.reference is not None:
         return by_function(prepared, ops)[op.output.name]
@@ -364,7 +364,7 @@ def _through_epilogue(prepared: Prepared, ops: Operands, product: np.ndarray,
     exactly where the data are whole numbers (``whole``: the buffers' too) the accumulator holds at every step,
     else within the product's bound carried through the epilogue, the epilogue's own roundings and the
     output's."""
-    spec, p = prepared.spec, precision(prepared.dtype)
+    spec, p = prepared.spec, prepared.dtype
     op, out, acc, epilogue = spec.operation, p.output, spec.accumulator(p), spec.epilogue
     assert epilogue is not None
     values = {**{b.name: ops[b.name] for b in spec.buffers},
@@ -396,7 +396,7 @@ def by_function(prepared: Prepared, ops: Operands | None = None) -> dict[str, tu
     for held, results in _BY_FUNCTION:
         if held is ops:
             return results
-    spec, p = prepared.spec, precision(prepared.dtype)
+    spec, p = prepared.spec, prepared.dtype
     assert spec.reference is not None
     op, acc = spec.operation, spec.accumulator(p)
     outputs = {op.output.name: (op.output.dtype(p), ops[op.output.name].shape),

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from .dtypes import holds, precision
+from .dtypes import Precision, holds
 from .extras import Buffer, Scalar
 from .ops import SIZES, Op
 from .tensormaps import TensorMap
@@ -115,8 +115,8 @@ def parse_params(value: Any, op: Op, fail: Any, buffers: Sequence[Buffer] = (), 
     return tuple(params)
 
 
-def parse_scalar_values(table: Mapping[str, Any], key: str, op: Op, dtypes: Sequence[str], params: Sequence[Param],
-            fail: Any) -> tuple[float, ...]:
+def parse_scalar_values(table: Mapping[str, Any], key: str, op: Op, dtypes: Sequence[Precision],
+                        params: Sequence[Param], fail: Any) -> tuple[float, ...]:
     if key not in table:
         return ()
     if key not in op.scalars:
@@ -127,7 +127,7 @@ def parse_scalar_values(table: Mapping[str, Any], key: str, op: Op, dtypes: Sequ
         raise fail(key, "must be a non-empty list of numbers")
     # The output's dtype holds the scalar, and so must the C type the kernel takes it as, where it names one.
     ctypes = [CTYPES[p.ctype] for p in params if p.name == key and p.ctype]
-    for holder in (*(precision(d).output.name for d in dtypes), *ctypes):
+    for holder in (*(p.output.name for p in dtypes), *ctypes):
         bad = next((v for v in value if not holds(holder, v)), None)
         if bad is not None:
             raise fail(key, f"{bad!r} is not a value {holder} can hold (an integer type holds whole-number "

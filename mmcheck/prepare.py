@@ -17,7 +17,7 @@ from .backends.base import (MAX_BLOCK, MAX_DYNAMIC_SMEM, MAX_GRID, MAX_THREADS, 
                             DeviceBuffer, Dim3, HostMemory, Pointers, TensorMapArg)
 from .compile import Build
 from .data import Layout, Operands, Trial
-from .dtypes import DTYPES, Precision, precision
+from .dtypes import DTYPES, Precision
 from .errors import MmcheckError
 from .expr import Expr, ExprError
 from .ops import Operand, Order, Shape
@@ -96,12 +96,11 @@ def _product(exprs: Iterable[Expr]) -> str:
                       for e in exprs)
 
 
-def plan(spec: KernelSpec, dtype: str, shape: Shape) -> Plan:
-    p = precision(dtype)
+def plan(spec: KernelSpec, p: Precision, shape: Shape) -> Plan:
     size = sizeof(p)
 
     def fail(key: str, message: str) -> MmcheckError:
-        return MmcheckError(f"{spec.path}: kernel {spec.name!r}: key {key!r}: {message} (for {dtype} {shape})")
+        return MmcheckError(f"{spec.path}: kernel {spec.name!r}: key {key!r}: {message} (for {p} {shape})")
 
     try:
         env = spec.env(shape, p)
@@ -124,7 +123,7 @@ def plan(spec: KernelSpec, dtype: str, shape: Shape) -> Plan:
     template = tuple(types[t] if isinstance(t, str) else t.text if isinstance(t, Verbatim) else
                      t.literal(value("template", t)) for t in spec.template or ())
     defines = tuple((k, str(value("defines", v))) for k, v in spec.defines)
-    return Plan(Build(spec, dtype, template, defines), env, dims(spec.grid, "grid"), dims(spec.block, "block"),
+    return Plan(Build(spec, p, template, defines), env, dims(spec.grid, "grid"), dims(spec.block, "block"),
                 value("smem", spec.smem), dims(spec.cluster, "cluster") if spec.cluster else NO_CLUSTER)
 
 
@@ -134,7 +133,7 @@ class Prepared:
     device buffers, each operand's layout and the argument list; by operand name."""
 
     spec: KernelSpec
-    dtype: str
+    dtype: Precision
     shape: Shape
     trial: Trial
     plan: Plan
@@ -159,12 +158,11 @@ class Prepared:
         return self.logical(out, images[out.name])
 
 
-def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial: Trial, launch: Plan,
+def prepare(backend: Backend, spec: KernelSpec, p: Precision, shape: Shape, trial: Trial, launch: Plan,
             operands: Operands, guards: bool = True) -> Prepared:
     """Lay the operands out in memory (each row or column major, as the spec says; leading dimensions padded
     if the trial says so), surround each buffer with guard bands (``guards``; off under a sanitizer, which
     needs exact-size allocations to see an out-of-bounds access) and upload them."""
-    p = precision(dtype)
     op = spec.operation
     layouts = data.layouts(spec, shape, trial, p)
     # The spec's own buffers lie row-major, as (batch, rows, cols) with the dimensions they lack set to 1.
@@ -207,7 +205,7 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
         else:
             ctype = CTYPES[q.ctype or "int"]  # a size is an int unless the spec says otherwise
             args.append(np.dtype(ctype).type(launch.env[q.name] if q.kind is ParamKind.SIZE else lds[q.name]))
-    return Prepared(spec, dtype, shape, trial, launch, operands, layouts, guard, hosts, buffers, tuple(args))
+    return Prepared(spec, p, shape, trial, launch, operands, layouts, guard, hosts, buffers, tuple(args))
 
 
 def _tensor_map(spec: KernelSpec, m: TensorMap, shape: Shape, launch: Plan, p: Precision, layouts: dict[str, Layout],
@@ -242,9 +240,8 @@ def _scalar_dtype(name: str) -> np.dtype:
     return DTYPES[name].numpy if name in DTYPES else np.dtype(name)
 
 
-def host_bytes(spec: KernelSpec, dtype: str, shape: Shape) -> int:
+def host_bytes(spec: KernelSpec, p: Precision, shape: Shape) -> int:
     """About how much host memory a case of this shape holds at its peak (see _HOST_COPIES)."""
-    p = precision(dtype)
     return _HOST_COPIES * sum(o.dtype(p).itemsize * o.dtype(p).units(o.elements(shape))
                               for o in spec.operation.operands)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .artifacts import Record, save_traceback
 from .compare import Mismatch
+from .dtypes import Precision
 from .errors import (CompileError, InternalError, MmcheckError, OutOfMemory, SandboxViolation, SpecError, Unsupported,
                      visible)
 from .interrupt import wrapped_stop
@@ -38,7 +39,7 @@ class Outcome(StrEnum):
 @dataclass(frozen=True)
 class Case:
     spec: KernelSpec
-    dtype: str
+    dtype: Precision
     shape: Shape | None  # None only in the result of a sweep that had no shape to try
     seed: int = 0
 

@@ -19,6 +19,7 @@ from . import data
 from .backends.base import Backend, Kernel, Launched
 from .compile import Build, missing_entry
 from .data import Operands, Trial
+from .dtypes import Precision
 from .errors import CompileError, MmcheckError, SandboxViolation, Unsupported
 from .judge import Rerun, judge
 from .launch import launch
@@ -113,7 +114,7 @@ class Runner:
         """Count ``seconds`` more of checking kernel file ``path``."""
         self._file_seconds[path] = self.spent(path) + seconds
 
-    def case(self, spec: KernelSpec, dtype: str, shape: Shape | None) -> Case:
+    def case(self, spec: KernelSpec, dtype: Precision, shape: Shape | None) -> Case:
         return Case(spec, dtype, shape, self.seed)
 
     def run(self, case: Case) -> Result:
@@ -134,7 +135,8 @@ class Runner:
         finally:
             self._explain = True
 
-    def sweep(self, spec: KernelSpec, dtype: str, shapes: Iterable[Shape], seconds: float | None = None) -> Result:
+    def sweep(self, spec: KernelSpec, dtype: Precision, shapes: Iterable[Shape],
+              seconds: float | None = None) -> Result:
         """Run shapes in order until one does not pass; that result (with the smallest failing shape, if
         ``shapes`` is sorted by size), or the last pass.  ``seconds``: the time the whole sweep may take, its
         compiles aside; past it no launch starts, and the result is a failure of check timeout that says how

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from . import reading
-from .dtypes import DTYPES, PRECISIONS, DType, Precision, precision
+from .dtypes import DTYPES, PRECISIONS, DType, Precision
 from .errors import SpecError
 from . import extras, tensormaps
 from .epilogue import Epilogue, EpilogueError
@@ -96,7 +96,7 @@ class KernelSpec:
     name: str
     entry: str
     op: str
-    dtypes: tuple[str, ...]
+    dtypes: tuple[Precision, ...]
     params: tuple[Param, ...]
     block: tuple[Expr, ...]
     grid: tuple[Expr, ...]
@@ -196,9 +196,6 @@ class KernelSpec:
                   *(b for m in self.tensormaps for b in m.box)):
             names |= e.names - lets.keys()
         return frozenset(names)
-
-    def precisions(self) -> tuple[Precision, ...]:
-        return tuple(precision(d) for d in self.dtypes)
 
     def accumulator(self, p: Precision) -> DType:
         """The type the kernel promises to accumulate in: ``accumulate``, else float32 for half inputs, else
@@ -342,7 +339,7 @@ class Catalog:
     files: list[Path] = field(default_factory=list)
     plain: list[Path] = field(default_factory=list)  # .cu files with no spec, found in folders: not kernel files
 
-    def select(self, names: Sequence[str] = (), dtypes: Sequence[str] = ()) -> list[tuple[KernelSpec, str]]:
+    def select(self, names: Sequence[str] = (), dtypes: Sequence[str] = ()) -> list[tuple[KernelSpec, Precision]]:
         """(spec, dtype) pairs whose name matches one of the globs ``names`` (all if empty), restricted to
         ``dtypes`` (all declared if empty)."""
         return [(s, d) for s in self.specs if not names or any(fnmatch.fnmatchcase(s.name, g) for g in names)
@@ -444,15 +441,16 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         raise fail("dtypes", f"must be a non-empty list drawn from {', '.join(PRECISIONS)}, not {dtypes!r}")
     if len(set(dtypes)) != len(dtypes):
         raise fail("dtypes", "lists a dtype twice")
+    precisions = tuple(PRECISIONS[d] for d in dtypes)
     if len(dtypes) > 1 and not any(t in TYPE_ARGS for t in template or ()):
         raise fail("dtypes", "several dtypes need a template parameter for the type (set 'template')")
 
     named_scalars = extras.parse_scalars(table.get("scalars", {}), names, CTYPES, partial(fail, "scalars"))
     buffers = extras.parse_buffers(table.get("buffers", {}), names, frozenset(s.name for s in named_scalars),
                                    partial(fail, "buffers"), tuple(o.name for o in OPS[op].inputs), OPS[op].names)
-    if any(b.scales for b in buffers) and any(precision(d).output.is_integer for d in dtypes):
+    if any(b.scales for b in buffers) and any(p.output.is_integer for p in precisions):
         raise fail("buffers", "scale factors need a float result: an integer one has no rounding to compare within")
-    for b, d in ((b, b.d(precision(d))) for b in buffers for d in dtypes):
+    for b, d in ((b, b.d(p)) for b in buffers for p in precisions):
         if d.packed > 1:
             raise fail("buffers", f"buffer {b.name!r} would hold {d.name}, two elements a byte, which the spec's own "
                                   f"buffers do not: give it a dtype of 8 bits or more")
@@ -474,7 +472,7 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
     if catch and expect is not Expect.FAIL:
         raise fail("catch", "only a kernel with expect = \"fail\" can name the checks that catch it")
 
-    scalars = {key: parse_scalar_values(table, key, OPS[op], dtypes, params, fail) for key in SCALARS}
+    scalars = {key: parse_scalar_values(table, key, OPS[op], precisions, params, fail) for key in SCALARS}
     bench = table.get("bench", [])
     if not isinstance(bench, list) or not all(
             (isinstance(b, int) and not isinstance(b, bool) and b > 0) or (isinstance(b, str) and _SHAPE.match(b))
@@ -502,7 +500,7 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
         name=name,
         entry=entry,
         op=op,
-        dtypes=tuple(dtypes),
+        dtypes=precisions,
         params=params,
         block=exprs("block", 1, 3),
         grid=exprs("grid", 1, 3),
@@ -576,7 +574,7 @@ def _check_packing(spec: KernelSpec, fail: Any) -> None:
     rows' length, or its columns' if it is column-major; a vector's length) must be even, and ``requires``
     must say so, so that no shape is drawn where a byte would hold the end of one row and the start of the
     next."""
-    for p in spec.precisions():
+    for p in spec.dtypes:
         if p.inputs.packed == 1:
             continue
         for o in spec.operation.inputs:
@@ -596,7 +594,7 @@ def _check_constants(spec: KernelSpec, fail: Any) -> None:
              *(("let", e) for _, e in spec.let), *(("cluster", e) for e in spec.cluster),
              *(("template", e) for e in spec.template or () if isinstance(e, Expr))]
     for key, e in keyed:
-        for p in spec.precisions() if not e.names else ():
+        for p in spec.dtypes if not e.names else ():
             try:
                 e.eval({}, sizeof=sizeof(p))
             except ExprError as error:

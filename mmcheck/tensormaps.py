@@ -240,7 +240,8 @@ class Declares(Protocol):
     @property
     def batched(self) -> bool: ...
     def layout(self, operand: str) -> Order: ...
-    def precisions(self) -> tuple[Precision, ...]: ...
+    @property
+    def dtypes(self) -> tuple[Precision, ...]: ...
 
 
 def conditions(spec: Declares, names: frozenset[str], fail: Callable[[str, str], Exception]) -> tuple[Expr, ...]:
@@ -249,7 +250,7 @@ def conditions(spec: Declares, names: frozenset[str], fail: Callable[[str, str],
     found = [*_cluster(spec, lambda m: fail("cluster", m))]
     for m in spec.tensormaps:
         dims, types, sizeof = _target(spec, m.operand)
-        for p, d in zip(spec.precisions(), types):
+        for p, d in zip(spec.dtypes, types):
             if d.tensor_map is None:
                 raise fail("tensormaps", f"tensor map {m.name!r}: TMA has no element type for {m.operand}'s {d.name} "
                                          f"elements" + (", two a byte" if d.packed > 1 else ""))
@@ -269,9 +270,9 @@ def _target(spec: Declares, name: str) -> tuple[tuple[str, ...], tuple[DType, ..
     operand = next((o for o in spec.operation.operands if o.name == name), None)
     if operand is not None:
         return (axes(operand.rows, operand.cols, spec.layout(name), spec.batched),
-                tuple(operand.dtype(p) for p in spec.precisions()), "T" if operand.role == INPUT else "TC")
+                tuple(operand.dtype(p) for p in spec.dtypes), "T" if operand.role == INPUT else "TC")
     buffer = next(b for b in spec.buffers if b.name == name)
-    return (tuple(e.text for e in reversed(buffer.shape)), tuple(buffer.d(p) for p in spec.precisions()),
+    return (tuple(e.text for e in reversed(buffer.shape)), tuple(buffer.d(p) for p in spec.dtypes),
             {"input": "T", "output": "TC"}.get(buffer.dtype))
 
 

@@ -5,17 +5,20 @@ import pytest
 
 from mmcheck.data import Layout, Trial, make_operands
 from mmcheck.diagnose import Evidence, diagnose, tile_map
+from mmcheck.dtypes import precision
 from mmcheck.ops import OPS, Order
 from mmcheck.reference import reference
 from mmcheck.shapes import Shape
 
 from .fake_backend import spec_for
 
+F32, F64 = (precision(d) for d in ("float32", "float64"))
+
 BMM = spec_for("good", op="bmm", params=("A", "B", "C", "M", "N", "K", "batch"))
 GEMM = spec_for("good", op="gemm", params=("M", "N", "K", "alpha", "A", "B", "beta", "C"))
 
 
-def evidence(shape, got_from, dtype="float32", pattern="ints", unwritten=None, tiles=(16,), layouts=None):
+def evidence(shape, got_from, dtype=F32, pattern="ints", unwritten=None, tiles=(16,), layouts=None):
     ops = make_operands(BMM, shape, dtype, Trial(pattern), seed=11)
     want = reference(OPS["bmm"], ops)
     got = got_from(ops["A"].astype(np.float64), ops["B"].astype(np.float64), want).astype(dtype)
@@ -27,7 +30,7 @@ def evidence(shape, got_from, dtype="float32", pattern="ints", unwritten=None, t
                     params=frozenset(q.name for q in BMM.params))
 
 
-def gemm_evidence(got_from, alpha=-1.5, beta=2.0, dtype="float32"):
+def gemm_evidence(got_from, alpha=-1.5, beta=2.0, dtype=F32):
     ops = make_operands(GEMM, Shape(5, 6, 7), dtype, Trial("ints", alpha, beta), seed=3)
     want = reference(OPS["gemm"], ops)
     a, b, c = (ops[x].astype(np.float64) for x in "ABC")
@@ -192,12 +195,12 @@ def test_a_columns_index_without_its_blocks_offset():
 def test_float_accumulator_in_a_double_kernel():
     def got(a, b, w):
         return (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float64)
-    says(evidence(Shape(6, 6, 100), got, "float64", "normal"),
+    says(evidence(Shape(6, 6, 100), got, F64, "normal"),
          "the errors are of float32 size: the accumulator is float32 (or a float32 intermediate), not the float64")
 
 
 def test_integer_accumulator_in_a_float_kernel():
-    says(evidence(Shape(6, 6, 30), lambda a, b, w: np.trunc(w), "float32", "normal"), "integer accumulator")
+    says(evidence(Shape(6, 6, 30), lambda a, b, w: np.trunc(w), F32, "normal"), "integer accumulator")
 
 
 def test_nan_from_a_guard_read():
@@ -272,7 +275,7 @@ def test_a_boundary_region_is_seen_even_where_an_element_is_right_by_chance():
 def _handed(shape, order, tiles=(16,)):
     """A right row-major kernel handed the sizes (M, N, K) as ``order`` names them (``"NMK"``: N as M, M as N),
     each read off an input finding its NaN guard band: its result as it lies in C."""
-    ops = make_operands(BMM, shape, "float32", Trial("ints"), seed=11)
+    ops = make_operands(BMM, shape, F32, Trial("ints"), seed=11)
     true = {"M": shape.M, "N": shape.N, "K": shape.K}
     m, n, k = (true[s] for s in order)
     a, b = ops["A"].ravel().astype(np.float64), ops["B"].ravel().astype(np.float64)

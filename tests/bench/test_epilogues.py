@@ -134,7 +134,7 @@ def _bench(entry, shape=SHAPE, epilogue=EPILOGUE, extra=BIAS, params=PARAMS, dty
            backend_class=FakeTimingBackend):
     backend = backend_class()
     spec = spec_for(entry, (dtype,), params=params, extra=f'epilogue = "{epilogue}"\n{extra}' if epilogue else extra)
-    return Bench(Runner(backend, seed=1), METHOD).run(spec, dtype, shape), backend
+    return Bench(Runner(backend, seed=1), METHOD).run(spec, spec.dtypes[0], shape), backend
 
 
 def test_an_epilogue_kernel_is_timed_on_inputs_and_a_bias_of_its_own_for_every_launch(monkeypatch):

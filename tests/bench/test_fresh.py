@@ -18,6 +18,7 @@ from mmcheck.backends.process import ProcessBackend
 from mmcheck.bench.benchmark import Bench
 from mmcheck.compile import Build
 from mmcheck.data import Layout
+from mmcheck.dtypes import precision
 from mmcheck.errors import BackendUnavailable, Unsupported
 from mmcheck.ops import Order
 from mmcheck.prepare import plan
@@ -29,6 +30,8 @@ from mmcheck.witness import Fill, Held, Renewal, Verified
 
 from ..fake_backend import FakeTimingBackend, spec_for
 
+F32 = precision("float32")
+
 METHOD = Method.cold_l2(min_time=0.0, max_time=0.05)
 SHAPE = Shape(64, 32, 16)
 
@@ -37,10 +40,10 @@ def test_the_timing_runs_a_fresh_load_and_leaves_the_checks_module_alone():
     backend = FakeTimingBackend()
     runner = Runner(backend, seed=1)
     spec = spec_for("good", ("float32",))
-    assert runner.run(runner.case(spec, "float32", SHAPE)).ok
+    assert runner.run(runner.case(spec, F32, SHAPE)).ok
     (checked,) = backend.modules
     launched_by_checks = checked.launches
-    outcome = Bench(runner, METHOD).run(spec, "float32", SHAPE)
+    outcome = Bench(runner, METHOD).run(spec, F32, SHAPE)
     assert outcome.record is not None, outcome.failure
     timed = backend.modules[-1]
     assert timed is not checked and timed.code is checked.code
@@ -57,10 +60,10 @@ def test_a_cheat_that_remembers_results_in_a_module_global_finds_none_when_timed
     backend = FakeTimingBackend()
     runner = Runner(backend, seed=1)
     spec = spec_for("serves_what_it_remembers", ("float32",))
-    assert runner.run(runner.case(spec, "float32", SHAPE)).ok
+    assert runner.run(runner.case(spec, F32, SHAPE)).ok
     bench = Bench(runner, METHOD)
     for _ in range(2):
-        assert bench.run(spec, "float32", SHAPE).record is not None
+        assert bench.run(spec, F32, SHAPE).record is not None
     checked, *timed = backend.modules
     assert len(timed) == 2 and timed[0] is not timed[1]
     for module in timed:
@@ -98,7 +101,7 @@ def test_the_worker_loads_a_fresh_kernel_of_its_own_whose_globals_start_anew():
     fresh load, in a launch and in a timing, while the checks' module counts on."""
     backend = ProcessBackend("tests.fake_backend:FakeTimingBackend", BackendOptions(timeout=10))
     try:
-        launch = plan(spec_for("counts_its_launches", ("float32",)), "float32", SHAPE)
+        launch = plan(spec_for("counts_its_launches", ("float32",)), F32, SHAPE)
         checked = backend.compile(launch.build)
         args = _buffers(backend, SHAPE)
 
@@ -138,7 +141,7 @@ def products_in_c(module: str, name: str) -> None:
     buffers = [backend.upload(x.ravel(), 0) for x in (a, b, np.zeros(LARGE * LARGE, np.float32))]
     args = [*map(np.int32, [LARGE] * 3), np.float32(1), buffers[0], buffers[1], np.float32(1), buffers[2]]
     (spec,) = load_specs(CHEAT)
-    first = backend.compile(Build(spec, "float32"))
+    first = backend.compile(Build(spec, F32))
     product = a.astype(np.float64) @ b
 
     def launched(kernel) -> int:

@@ -10,7 +10,7 @@ import pytest
 from mmcheck import data
 from mmcheck.bench.benchmark import Bench
 from mmcheck.data import Layout
-from mmcheck.dtypes import DTYPES
+from mmcheck.dtypes import DTYPES, precision
 from mmcheck.errors import Unverified
 from mmcheck.ops import Order
 from mmcheck.runner import Runner
@@ -21,6 +21,8 @@ from mmcheck.witness import Fill, Held, Renewal, Verified, Witness, numpy_draw
 from ..fake_backend import FakeTimingBackend, spec_for
 from .fake_clock import FakeClock, jitter
 
+F32 = precision("float32")
+
 METHOD = Method.cold_l2(min_time=0.0, max_time=0.05)
 SHAPE = Shape(64, 32, 16)
 DEEP = Shape(32, 32, 4096)  # K where a narrower type still passes the per-element bound
@@ -28,7 +30,8 @@ DEEP = Shape(32, 32, 4096)  # K where a narrower type still passes the per-eleme
 
 def _bench(entry, dtype="float32", shape=SHAPE, method=METHOD):
     backend = FakeTimingBackend()
-    outcome = Bench(Runner(backend, seed=1), method).run(spec_for(entry, (dtype,)), dtype, shape)
+    spec = spec_for(entry, (dtype,))
+    outcome = Bench(Runner(backend, seed=1), method).run(spec, spec.dtypes[0], shape)
     return outcome, backend
 
 
@@ -56,7 +59,7 @@ def test_every_timed_launch_gets_inputs_of_its_own():
         original(kernel, args, *rest)
 
     backend.launch = launch
-    assert Bench(runner, METHOD).run(spec, "float32", SHAPE).record is not None
+    assert Bench(runner, METHOD).run(spec, F32, SHAPE).record is not None
     inputs = {(a.tobytes(), b.tobytes()) for a, b in seen}
     assert len(inputs) == len(seen) >= 12  # the judged launch, the warm-up and every sample: all different
 
