@@ -182,11 +182,11 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
         check = Check.RACE
         lines.append(race)
     lines += filter(None, (_reads_c(prepared, rerun), _ignores_leading(prepared, rerun)))
-    evidence = Evidence(op, _scaled(prepared, ops), got, want, mismatch.mask | unwritten, unwritten, out_type.name,
+    evidence = Evidence(op, _scaled(prepared, ops), got, want, mismatch.mask | unwritten, unwritten, out_type,
                         exact=bound is None, tiles=tuple(tiles(spec)),
                         layouts=prepared.layouts,
-                        accumulator=spec.accumulator(prepared.dtype).name,
-                        inputs=prepared.dtype.inputs.name, params=frozenset(q.name for q in spec.params))
+                        accumulator=spec.accumulator(prepared.dtype),
+                        inputs=prepared.dtype.inputs, params=frozenset(q.name for q in spec.params))
     said = diagnose(evidence)
     lines += [*said, tile_map(evidence)]
     record = Record(

@@ -21,12 +21,12 @@ GEMM = spec_for("good", op="gemm", params=("M", "N", "K", "alpha", "A", "B", "be
 def evidence(shape, got_from, dtype=F32, pattern="ints", unwritten=None, tiles=(16,), layouts=None):
     ops = make_operands(BMM, shape, dtype, Trial(pattern), seed=11)
     want = reference(OPS["bmm"], ops)
-    got = got_from(ops["A"].astype(np.float64), ops["B"].astype(np.float64), want).astype(dtype)
+    got = got_from(ops["A"].astype(np.float64), ops["B"].astype(np.float64), want).astype(dtype.output.numpy)
     unwritten = np.zeros(want.shape, bool) if unwritten is None else unwritten
     got[unwritten] = np.nan
     bad = (got != want) | unwritten
     laid = {name: Layout.of(Order((layouts or {}).get(name, "row")), *x.shape[1:]) for name, x in ops.values.items()}
-    return Evidence(OPS["bmm"], ops, got, want, bad, unwritten, dtype, pattern != "normal", tiles, laid,
+    return Evidence(OPS["bmm"], ops, got, want, bad, unwritten, dtype.output, pattern != "normal", tiles, laid,
                     params=frozenset(q.name for q in BMM.params))
 
 
@@ -34,10 +34,10 @@ def gemm_evidence(got_from, alpha=-1.5, beta=2.0, dtype=F32):
     ops = make_operands(GEMM, Shape(5, 6, 7), dtype, Trial("ints", alpha, beta), seed=3)
     want = reference(OPS["gemm"], ops)
     a, b, c = (ops[x].astype(np.float64) for x in "ABC")
-    got = got_from(a, b, c).astype(dtype)
+    got = got_from(a, b, c).astype(dtype.output.numpy)
     none = np.zeros(want.shape, bool)
     assert (ops.alpha, ops.beta) == (alpha, beta) and ops.output_is_input
-    return Evidence(OPS["gemm"], ops, got, want, got != want, none, dtype, True, (16,),
+    return Evidence(OPS["gemm"], ops, got, want, got != want, none, dtype.output, True, (16,),
                     params=frozenset(q.name for q in GEMM.params))
 
 
@@ -288,8 +288,8 @@ def _handed(shape, order, tiles=(16,)):
     want = reference(OPS["bmm"], ops)
     got = memory.reshape(want.shape).astype(np.float32)
     laid = {name: Layout.of(Order.ROW, *x.shape[1:]) for name, x in ops.values.items()}
-    return Evidence(OPS["bmm"], ops, got, want, got != want, np.zeros(want.shape, bool), "float32", True, tiles, laid,
-                    params=frozenset(q.name for q in BMM.params))
+    return Evidence(OPS["bmm"], ops, got, want, got != want, np.zeros(want.shape, bool), F32.output, True, tiles,
+                    laid, params=frozenset(q.name for q in BMM.params))
 
 
 def test_sizes_handed_in_another_order_are_said_alone():

@@ -233,7 +233,7 @@ def _renewal(prepared: Prepared) -> Renewal:
                 else Fill.DRAWN if o.role == INPUT or prepared.operands.output_is_input
                 else Fill.UNSET if op.accumulates else Fill.POISON)
         return Held(names.index(o.name), op.place(o), o.name, prepared.dims(o), prepared.layouts[o.name],
-                    prepared.guard, o.dtype(p).name, fill, Verified.KEPT if o.role == INPUT else Verified.RESULT)
+                    prepared.guard, o.dtype(p), fill, Verified.KEPT if o.role == INPUT else Verified.RESULT)
 
     def extra(b: Buffer) -> Held:
         d, declared = b.d(p), prepared.operands[b.name].shape
@@ -241,11 +241,11 @@ def _renewal(prepared: Prepared) -> Renewal:
         fill, constant = _laid(b, d) if b.role.filled else (Fill.POISON, 0.0)
         check = Verified.KEPT if b.role.kept else Verified.RESULT if b.role.compared else Verified.FREE
         return Held(names.index(b.name), b.role.place, b.name, (batch, rows, cols), prepared.layouts[b.name],
-                    prepared.guard, d.name, fill, check, constant, len(declared), b.initializer, b.scales, b.block)
+                    prepared.guard, d, fill, check, constant, len(declared), b.initializer, b.scales, b.block)
 
     held = (*(operand(o) for o in op.operands if o.name in names), *map(extra, spec.buffers))
     env = prepared.plan.env
-    return Renewal(op.name, trial.pattern, trial.alpha, trial.beta, spec.accumulator(p).name, prepared.shape.K, held,
+    return Renewal(op.name, trial.pattern, trial.alpha, trial.beta, spec.accumulator(p), prepared.shape.K, held,
                    spec.epilogue, tuple((s.name, s.at(env)) for s in spec.named_scalars), tuple(env.items()),
                    spec.reference, spec.tolerance, spec.batched)
 

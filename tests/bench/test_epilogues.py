@@ -217,14 +217,14 @@ def test_the_floor_counts_the_bytes_the_epilogue_reads():
 # --- the witness, one buffer at a time ---------------------------------------------------------------------
 
 def _spec_buffer(index, name, n, fill, check, constant=0.0, guard=8):
-    return Held(index, 0 if check is Verified.KEPT else 2, name, (1, 1, n), Layout(Order.ROW, n), guard, "float32",
-                fill, check, constant, rank=1)
+    return Held(index, 0 if check is Verified.KEPT else 2, name, (1, 1, n), Layout(Order.ROW, n), guard,
+                DTYPES["float32"], fill, check, constant, rank=1)
 
 
 def test_the_witness_lays_each_spec_buffer_afresh_and_verifies_through_the_epilogue():
     m, n, k, guard = 4, 3, 5, 8
     d = DTYPES["float32"]
-    operands = [Held(i, i, name, (1, r, c), Layout(Order.ROW, c), guard, "float32", fill, check)
+    operands = [Held(i, i, name, (1, r, c), Layout(Order.ROW, c), guard, d, fill, check)
                 for i, (name, r, c, fill, check) in enumerate((("A", m, k, Fill.DRAWN, Verified.KEPT),
                                                                ("B", k, n, Fill.DRAWN, Verified.KEPT),
                                                                ("C", m, n, Fill.POISON, Verified.RESULT)))]
@@ -232,7 +232,7 @@ def test_the_witness_lays_each_spec_buffer_afresh_and_verifies_through_the_epilo
               _spec_buffer(4, "ramp", n, Fill.INDEX, Verified.KEPT),
               _spec_buffer(5, "work", 7, Fill.CONSTANT, Verified.FREE, constant=0.0)]
     epilogue = Epilogue("relu(acc * s + bias[n]) + ramp[n]", {"bias": 1, "ramp": 1}, frozenset({"s"}))
-    renewal = Renewal("mm", "normal", None, None, "float32", k, (*operands, *extras), epilogue, (("s", 3.0),))
+    renewal = Renewal("mm", "normal", None, None, d, k, (*operands, *extras), epilogue, (("s", 3.0),))
     views = [[data.image(np.zeros(h.dims, np.float32), h.layout, guard, d, h.place).view(np.uint32)
               for h in renewal.held]]
     witness = Witness(renewal, views, numpy_draw, np)

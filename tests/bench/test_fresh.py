@@ -18,7 +18,7 @@ from mmcheck.backends.process import ProcessBackend
 from mmcheck.bench.benchmark import Bench
 from mmcheck.compile import Build
 from mmcheck.data import Layout
-from mmcheck.dtypes import precision
+from mmcheck.dtypes import DTYPES, precision
 from mmcheck.errors import BackendUnavailable, Unsupported
 from mmcheck.ops import Order
 from mmcheck.prepare import plan
@@ -83,10 +83,10 @@ def test_a_backend_with_a_clock_but_no_fresh_loads_times_nothing():
 def _renewal(shape):
     """The witness's view of _buffers' launch: no guard bands, row-major, float32 inputs drawn afresh."""
     m, n, k = shape.M, shape.N, shape.K
-    held = tuple(Held(i, i, name, (1, rows, cols), Layout(Order.ROW, cols), 0, "float32",
+    held = tuple(Held(i, i, name, (1, rows, cols), Layout(Order.ROW, cols), 0, DTYPES["float32"],
                       *((Fill.DRAWN, Verified.KEPT) if name != "C" else (Fill.POISON, Verified.RESULT)))
                  for i, (name, rows, cols) in enumerate((("A", m, k), ("B", k, n), ("C", m, n))))
-    return Renewal("mm", "normal", None, None, "float32", k, held)
+    return Renewal("mm", "normal", None, None, DTYPES["float32"], k, held)
 
 
 def _buffers(backend, shape):

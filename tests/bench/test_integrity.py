@@ -149,7 +149,7 @@ def test_about_verify_rate_times_log_samples_are_verified():
     assert 0.6 * expected < np.mean(counts) < 1.4 * expected
 
 
-def _held(order=Order.ROW, pad=0, fill=Fill.DRAWN, name="A", place=0, dims=(2, 5, 3), guard=8, dtype="float32"):
+def _held(order=Order.ROW, pad=0, fill=Fill.DRAWN, name="A", place=0, dims=(2, 5, 3), guard=8, dtype=DTYPES["float32"]):
     _, rows, cols = dims
     check = Verified.KEPT if fill is Fill.DRAWN else Verified.RESULT
     return Held(place, place, name, dims, Layout.of(order, rows, cols, pad), guard, dtype, fill, check)
@@ -160,7 +160,7 @@ def test_the_witness_reads_a_buffer_as_the_checks_lay_it_out(order):
     a = _held(order, pad=2)
     b = _held(order, name="B", place=1, dims=(2, 3, 4))
     c = _held(order, name="C", place=2, dims=(2, 5, 4), fill=Fill.POISON)
-    renewal = Renewal("bmm", "normal", None, None, "float32", 3, (a, b, c))
+    renewal = Renewal("bmm", "normal", None, None, DTYPES["float32"], 3, (a, b, c))
     d = DTYPES["float32"]
     views = [[data.image(np.zeros(h.dims, np.float32), h.layout, h.guard, d, h.place).view(np.uint32)
               for h in (a, b, c)]]
