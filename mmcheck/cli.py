@@ -1,7 +1,7 @@
 """``mmcheck list``, ``check``, ``bench``, ``report`` and ``info``: the same validation and benchmarks as the
-tests, without pytest, and what this machine offers; ``init``: a first spec for a kernel file; ``grade``: an
-assignment's kernels in students' submissions.  The arguments parsed here, and run by the table of commands
-(commands.py).  Exit status: EXIT_CODES (grade: GRADE_EXIT_CODES).
+tests, without pytest, and what this machine offers; ``watch``: check again on every save; ``init``: a first spec
+for a kernel file; ``grade``: an assignment's kernels in students' submissions.  The arguments parsed here, and
+run by the table of commands (commands.py).  Exit status: EXIT_CODES (grade and watch: their own, OWN_EXIT_CODES).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ class Command(NamedTuple):
 COMMANDS = {
     "list": Command("the kernels found and their specs", commands.kernel_list),
     "check": Command("run the kernels on generated shapes and compare with references", commands.check),
+    "watch": Command("check kernel files again on every save of them or of a header they include", commands.watch),
     "bench": Command("time the kernels on the GPU against cuBLAS", commands.bench),
     "report": Command("tables and plots of benchmark JSON files", commands.report),
     "info": Command("the backends, GPU, driver and compilers found here, and which mmcheck will use", commands.info),
@@ -48,13 +49,19 @@ EXIT_CODES = """exit status:
   3    an internal error: mmcheck's own code failed on a case (a bug to report; the case has no verdict),
        and no kernel failed
   130  interrupted (Ctrl-C): what finished is printed, and --json is written with "complete": false
-  (mmcheck grade has its own: see mmcheck grade --help)"""
+  (mmcheck grade and mmcheck watch have their own: see their --help)"""
 GRADE_EXIT_CODES = """exit status:
   0    the grading ran, whatever the verdicts (they are in the table, --csv and --json)
   2    a usage error: the assignment has no usable spec, a submission does not exist, --dtype matches none of
        its kernels, the backend is not here
   3    mmcheck's own error on a case (a bug to report; its row says error, check internal)
   130  interrupted (Ctrl-C): what finished is printed and written, --json with "complete": false"""
+WATCH_EXIT_CODES = """exit status:
+  0    ended by Ctrl-C, its only end, whatever the verdicts (each recheck prints its own)
+  2    a usage error: a file or folder that is not there, a file named that has no spec, no kernel of --dtype,
+       the backend is not here (a broken spec met while watching is printed, and the watch goes on)
+  130  interrupted (Ctrl-C) before the first check began"""
+OWN_EXIT_CODES = {"grade": GRADE_EXIT_CODES, "watch": WATCH_EXIT_CODES}
 
 EXAMPLES = {
     "list": """\
@@ -68,6 +75,11 @@ EXAMPLES = {
   mmcheck check -j auto                 as many kernels at once as there are CPU cores (emulator) or GPUs
   mmcheck check 'blas.*' -j 4 --backend emu
   mmcheck check buggy.drops_last_k --dtype float32 --shape 5x6x7 --seed 0   (replay one reported case)""",
+    "watch": """\
+  mmcheck watch my_sgemm.cu             check it now, then again on every save (Ctrl-C ends)
+  mmcheck watch my/kernels --dtype float32 --backend emu
+                                        every kernel file of the folder; a save rechecks that file, a
+                                        header's save the files that include it""",
     "bench": """\
   mmcheck bench blas.sgemm_warptiled --bench-sizes 4096 --json run.json
   mmcheck bench 'seed003.*' --bench-sizes 1024 --bench-sizes 2048 --bench-method warm-l2""",
@@ -89,7 +101,8 @@ EXAMPLES = {
 
 def _epilog(names: Iterable[str]) -> str:
     """The examples of the commands ``names`` under one heading, then the exit codes."""
-    codes = GRADE_EXIT_CODES if list(names) == ["grade"] else EXIT_CODES
+    names = list(names)
+    codes = OWN_EXIT_CODES.get(names[0], EXIT_CODES) if len(names) == 1 else EXIT_CODES
     return "examples:\n" + "\n\n".join([*(EXAMPLES[c] for c in names), codes])
 
 
@@ -104,8 +117,8 @@ def _parser() -> argparse.ArgumentParser:
     made = {name: subparsers.add_parser(name, help=c.summary, description=c.summary, epilog=_epilog([name]),
                                         formatter_class=argparse.RawDescriptionHelpFormatter)
             for name, c in COMMANDS.items()}
-    listing, check, bench, report, info, grade, init = (made[name] for name in ("list", "check", "bench", "report",
-                                                                                "info", "grade", "init"))
+    listing, check, watch, bench, report, info, grade, init = (
+        made[name] for name in ("list", "check", "watch", "bench", "report", "info", "grade", "init"))
     grade.add_argument("assignment", metavar="ASSIGNMENT.cu", help="the kernel file whose spec the submissions "
                                                                     "are checked against (its own kernels are not)")
     grade.add_argument("submissions", nargs="+", metavar="SUBMISSION",
@@ -121,7 +134,10 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("targets", nargs="*", metavar="NAME-GLOB|PATH.cu|DIR",
                          help=f"kernels by name glob, or files/directories to read (default: ./{SRC})")
         sub.add_argument("--src", action="append", help="directory or .cu file with kernels (repeatable)")
-    for name, sub in (("check", check), ("bench", bench), ("info", info), ("grade", grade)):
+    watch.add_argument("paths", nargs="+", metavar="FILE.cu|DIR",
+                       help="kernel files, and folders whose kernel files (searched recursively) are watched")
+    # Each parser with the options of the command named beside it: watch's are check's, as it is a check made again.
+    for name, sub in (("check", check), ("check", watch), ("bench", bench), ("info", info), ("grade", grade)):
         for o in OPTIONS:
             if o.name != "src" and name in o.commands:
                 o.add_to(sub.add_argument)
@@ -145,8 +161,9 @@ def _parser() -> argparse.ArgumentParser:
                               "never shares its GPU, and times cuBLAS once per problem")
     check.add_argument("--fail-on-skip", action="store_true",
                        help="exit 1 if any kernel was skipped (a construct the backend cannot run)")
-    check.add_argument("-v", "--verbose", action="store_true",
-                       help="print the full report of every failure, expected ones (known-bad kernels) too")
+    for sub in (check, watch):
+        sub.add_argument("-v", "--verbose", action="store_true",
+                         help="print the full report of every failure, expected ones (known-bad kernels) too")
     return parser
 
 

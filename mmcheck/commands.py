@@ -5,7 +5,9 @@ standard output, what went wrong on standard error, and its exit status (EXIT_*;
 from __future__ import annotations
 
 import dataclasses
+import signal
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,9 +30,10 @@ if TYPE_CHECKING:
     from .results import Result
     from .runner import Runner
     from .spec import KernelSpec
+    from .watch import Change
 
 __all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_MISMATCH", "EXIT_OK", "EXIT_USAGE", "bench", "check", "grade",
-           "info", "init", "interrupted", "kernel_list", "report"]
+           "info", "init", "interrupted", "kernel_list", "report", "watch"]
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -157,22 +160,14 @@ def _told(args: argparse.Namespace, settings: Settings, catalog: Catalog, result
     """Check's report of ``results`` (on ``backend``, which can do ``found``; ``unchecked``: how many kernel x
     dtype a Ctrl-C left): the table, the summary, each failure told (with --verbose, expected ones too), the
     JSON; and its exit status."""
-    from .artifacts import save_failure
-    from .report import json_document, not_kernel_files, reproduce, summary, table, write_json
+    from .report import json_document, not_kernel_files, summary, table, write_json
 
     print(f"backend: {backend}")
     print(table(results))
     print(summary(results, len(catalog.errors), unchecked))
     if catalog.plain:
         print(not_kernel_files(catalog.plain))
-    for r in results:
-        told = r.outcome in (Outcome.FAIL, Outcome.ERROR, Outcome.INTERNAL)
-        if r.message and told and (args.verbose or not r.as_expected):
-            command = reproduce(r.case, backend, found, settings.compiler)
-            saved = save_failure(Path(settings.results), r.record, command) if r.record else []
-            replay = r.outcome in (Outcome.FAIL, Outcome.INTERNAL)
-            print(f"\n{r.message}" + (f"\n  reproduce: {command}" if replay else "")
-                  + "".join(f"\n  saved: {p}" for p in saved))
+    _tell_failures(settings, results, backend, found, args.verbose)
     complete = not unchecked
     document = json_document(results, catalog.errors, backend, found, settings.compiler, complete)
     if args.json:
@@ -190,6 +185,89 @@ def _told(args: argparse.Namespace, settings: Settings, catalog: Catalog, result
     if args.fail_on_skip and any(r.outcome == Outcome.SKIP for r in results):
         return EXIT_MISMATCH
     return EXIT_OK if document["ok"] else EXIT_MISMATCH
+
+
+def _tell_failures(settings: Settings, results: Sequence[Result], backend: str, found: Capabilities,
+                   verbose: bool) -> None:
+    """Each failure's report (with ``verbose``, an expected one's too: a known-bad kernel caught), the command that
+    replays it and the files its arrays are saved in."""
+    from .artifacts import save_failure
+    from .report import reproduce
+
+    for r in results:
+        told = r.outcome in (Outcome.FAIL, Outcome.ERROR, Outcome.INTERNAL)
+        if r.message and told and (verbose or not r.as_expected):
+            command = reproduce(r.case, backend, found, settings.compiler)
+            saved = save_failure(Path(settings.results), r.record, command) if r.record else []
+            replay = r.outcome in (Outcome.FAIL, Outcome.INTERNAL)
+            print(f"\n{r.message}" + (f"\n  reproduce: {command}" if replay else "")
+                  + "".join(f"\n  saved: {p}" for p in saved))
+
+
+def watch(args: argparse.Namespace) -> int:
+    """The kernel files checked, then each checked again on every save of it or of a header its compile reads
+    (watch.py), by a backend kept open (session.Rechecking), until Ctrl-C; what each recheck found, as check
+    prints it, and a line of its time, files and verdict."""
+    from .watch import Watcher
+
+    settings = _settings(args)
+    try:
+        watcher = Watcher(args.paths)
+        first = watcher.first()
+    except SpecError as e:
+        print(f"mmcheck: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if not first.catalog.select((), settings.dtype) and not first.catalog.errors:
+        return _none(first.catalog, first.catalog.select(), settings.dtype, args.paths)
+    children.scratch()
+    try:
+        run = session.Rechecking(settings)
+    except BackendUnavailable as e:
+        print(f"mmcheck: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"backend: {run.backend}", flush=True)
+    change: Change | None = first
+    try:
+        while change is not None:  # as next waits for as long as it takes, until Ctrl-C
+            _recheck(run, change, args.verbose)
+            if change is first:
+                print("mmcheck: watching; Ctrl-C ends", file=sys.stderr, flush=True)
+            change = watcher.next()
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the workers closed whole (cli.main restores the handler)
+    finally:
+        run.close()
+    print("mmcheck: watch ended", file=sys.stderr)
+    return EXIT_OK
+
+
+def _recheck(run: session.Rechecking, change: Change, verbose: bool) -> None:
+    """A recheck run and told: the kernel files gone, the broken specs, the table, each failure (``verbose``: an
+    expected one's too), the .cu files without a spec, and a line of when the verdict came, the files checked (and
+    the save that asked for it, where that is another file's), the verdict, and how long after the save it came."""
+    from .report import not_kernel_files, summary, table
+
+    stamp = time.strftime("%H:%M:%S")
+    for path in change.gone:
+        print(f"{stamp} {path}: gone, or no longer a kernel file (no spec opens it): not watched", flush=True)
+    for e in change.catalog.errors:
+        print(f"mmcheck: {e}", file=sys.stderr, flush=True)
+    files = list(dict.fromkeys([*(str(s.path) for s in change.catalog.specs),
+                                *(str(e.path) for e in change.catalog.errors)]))
+    if not files:
+        return
+    results = run.check(change.catalog.select((), run.settings.dtype))
+    if results:
+        print(table(results))
+    _tell_failures(run.settings, results, run.backend, run.found, verbose)
+    if change.catalog.plain:
+        print(not_kernel_files(change.catalog.plain))
+    named = ", ".join(files) if len(files) <= 3 else f"{len(files)} kernel files"
+    if other := [str(p) for p in change.saved if str(p) not in files and p not in change.gone]:
+        named += f" ({', '.join(other)} saved)"
+    head, *skips = summary(results, len(change.catalog.errors)).splitlines()
+    after = "" if change.at is None else f" ({time.time() - change.at:.2f} s after the save)"
+    print("\n".join([f"{time.strftime('%H:%M:%S')} {named}: {head}{after}", *skips]), flush=True)
 
 
 def grade(args: argparse.Namespace) -> int:

@@ -28,6 +28,7 @@ from .spec import KernelSpec, Verbatim
 
 __all__ = ["Build", "unit_source", "function_symbols", "find_symbol", "kernel_symbol", "instance_symbol",
            "verbatim_failure", "missing_entry", "cache_key", "cache_root", "macro_flags", "c_string", "local_includes",
+           "asynchronous",
            "include_options", "find_header", "INCLUDE", "INSTANCE", "INSTANTIATION"]
 
 # The variable that holds the template instance's address, and the file name its line is given (#line), which
@@ -212,6 +213,17 @@ def find_header(spec: KernelSpec, includer: Path, name: str, quoted: bool) -> Pa
         if found.is_file():
             return found if found.is_relative_to(spec.folder) else None
     return None
+
+
+# The PTX of the asynchronous machinery whose rules a GPU's results need not show (Capabilities.async_rules).
+_ASYNC_PTX = re.compile(r"\b(wgmma\.|cp\.async\.bulk|fence\.proxy\.async|mbarrier\.)")
+
+
+def asynchronous(spec: KernelSpec) -> bool:
+    """Whether the kernel's file or its headers write the asynchronous machinery's PTX, or its spec passes tensor
+    maps or launches clusters."""
+    return bool(spec.tensormaps or spec.cluster or _ASYNC_PTX.search(spec.source)
+                or any(_ASYNC_PTX.search(text.decode(errors="replace")) for _, text in local_includes(spec)))
 
 
 def local_includes(spec: KernelSpec) -> list[tuple[str, bytes]]:

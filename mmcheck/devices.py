@@ -99,8 +99,8 @@ def across_cores(work: Callable[[T], R], items: Sequence[T]) -> list[R]:
 def blas_threads(workers: int, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
     """The variables that start a new process's BLAS on its share of the cores, ``workers`` processes sharing
     them (as share_cores shares them); none where the user chose a count.  Set before numpy loads: a BLAS loaded
-    with a thread per core starts them all, each spinning a while before it sleeps (some 2 CPU seconds a
-    process on 16 cores), however few of them the process goes on to use."""
+    with a thread per core starts them all, each spinning a while before it sleeps, however few of them the
+    process goes on to use (docs/performance.md)."""
     if any(name in environ for name in THREAD_COUNTS):
         return {}
     return dict.fromkeys(THREAD_COUNTS, str(_share(workers)))
@@ -109,8 +109,8 @@ def blas_threads(workers: int, environ: Mapping[str, str] = os.environ) -> dict[
 def share_cores(workers: int, environ: Mapping[str, str] = os.environ) -> None:
     """This process's BLAS (the references' products) and its own threads (``cores``) run on its share of
     the CPU cores, ``workers`` processes sharing them: each BLAS would otherwise start a thread per core, all
-    spinning against one another (16 pytest-xdist workers on 16 cores took the GPU suite from 70 s to 44 s).
-    A BLAS thread count the user set is left alone.  Loads numpy, whose BLAS is what is limited."""
+    spinning against one another (docs/performance.md).  A BLAS thread count the user set is left alone.
+    Loads numpy, whose BLAS is what is limited."""
     global _sharing
     _sharing = max(1, workers)
     if workers <= 1 or any(name in environ for name in THREAD_COUNTS):

@@ -69,7 +69,7 @@ __all__ = ["SIGMAS", "BLOCK", "Freivalds", "freivalds"]
 
 SIGMAS = 12.0  # s: a correct row fails with probability 2 exp(-s^2 / 2) < 1.1e-31 per vector
 # Elements of a matrix converted to float64 at a time: 8 MiB, so that the products of a block run from cache
-# (at 16384 x 16384 on a 2-core machine, blocks of 2**22 took 1.4 times as long, of 2**24 1.6 times).
+# (docs/performance.md).
 BLOCK = 1 << 20
 _F64 = DTYPES["float64"]
 # The ranges of rows a pass over a matrix is split into, each on a core: a fixed number (see _added).

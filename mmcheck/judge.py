@@ -174,6 +174,8 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
         check, what = Check.MISMATCH, mismatch.describe(out)
         if not np.any(got) and np.any(want):
             what += " (the result is all zeros)"
+    if _in_flight(got, out_type):
+        check = Check.RACE  # an accumulator read before its wgmma's wait_group: a race with the tensor cores
     if not explain:
         raise Caught(check, what, mismatch)
     lines = [what]
@@ -197,6 +199,12 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
               "trial": str(trial), "pattern": trial.pattern})
     raise Caught(check, "\n".join(lines).replace("\n", "\n  "), mismatch, record,
                  exact=any(isinstance(s, Exact) for s in said))
+
+
+def _in_flight(got: np.ndarray, out_type: DType) -> bool:
+    """Whether the result holds the emulator's NaN of a wgmma's accumulators in flight (data.IN_FLIGHT)."""
+    marker = data.IN_FLIGHT.get(out_type.name)
+    return marker is not None and bool((data.bits(got, out_type) == marker).any())
 
 
 def _unwritten(held: np.ndarray, got: np.ndarray, want: np.ndarray, out_type: DType) -> np.ndarray:

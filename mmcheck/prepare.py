@@ -27,10 +27,8 @@ from .tensormaps import TensorMap, axes
 
 __all__ = ["Plan", "Refusal", "plan", "Prepared", "prepare", "host_bytes", "host_memory"]
 
-# Host copies of a buffer while a case runs: the operands, the guarded image (in shared memory, which the
-# worker process maps), the worker's download (likewise, mapped here) and the logical result, with the float64
-# pieces of the reference and the checks on top.  Counted twice over: no peak was measured since they were
-# fewer (there were eight).
+# Host copies of a buffer while a case runs (the operands, the guarded image and the worker's download in shared
+# memory, the logical result, the reference's and the checks' float64 pieces), counted with room to spare.
 _HOST_COPIES = 8
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from .shapes import covering_shape, smallest_of_class, tile_class
 from .spec import Check
 from .verdicts import Verdict, Verdicts, launch_digest
 
-__all__ = ["Races", "Earlier", "DETECTED", "what"]
+__all__ = ["Races", "Earlier", "Place", "Left", "DETECTED", "what"]
 
 # What a race detector's launch can fail with: what it reports, and a race that the result shows.
 DETECTED = (Check.RACE, Check.BARRIER, Check.SANITIZER)
@@ -39,6 +40,20 @@ DETECTED = (Check.RACE, Check.BARRIER, Check.SANITIZER)
 CheckTrial = Callable[[Case, Kernel, Plan, Trial, tuple[str, ...], tuple], None]
 # Launches a prepared case and reads its result back (launch.launch on the runner's backend).
 LaunchPrepared = Callable[[Prepared, Kernel, str, Launched | None], np.ndarray]
+
+
+class Place(NamedTuple):
+    """Where a costly launch belongs: the position in its sweep of the case it runs for, the case it runs (a
+    shape that covers that case's, see Races.race), and the race class its verdict stands for."""
+
+    position: int
+    case: Case
+    race_class: tuple
+
+
+# The costly launches a sweep has left running beside the cheap ones, oldest first (each one's place and verdict),
+# which the sweep holds and hands to Races.start and Races.settle.
+Left = list[tuple[Place, Callable[[], None]]]
 
 
 class Earlier(Exception):
@@ -57,10 +72,6 @@ class Races:
         # What the costly launches covered: a kernel x dtype's instance, or one tile class of it.  None where
         # they passed (or still run), else the race, which every later case it covers shares.
         self.raced: dict[tuple, Result | None] = {}
-        # Costly launches left running in this sweep: (the case's position in it, the case, its race class,
-        # its verdict).
-        self.later: list[tuple[int, Case, tuple, Callable[[], None]]] = []
-        self.position = 0  # the sweep's current case
 
     def race(self, case: Case, kernel: Kernel, launch: Plan, trial: Trial, check: CheckTrial) -> Result | None:
         """The costly schedules where the case's races have not been looked for yet, with the first trial,
@@ -92,12 +103,12 @@ class Races:
         return None
 
     def start(self, kernel: Kernel, prepared: Prepared, schedule: str, what: str,
-              judged: Callable[[Launched], None], case: Case, race_class: tuple) -> bool:
+              judged: Callable[[Launched], None], place: Place, left: Left) -> bool:
         """A costly schedule's launch, judged by ``judged``: started beside this process where the backend can
-        (judged later, in ``settle``), else run and judged now (True: it passed); or its kept verdict, told
-        again (none to tell where this very launch was kept clean).  With verdicts, what the launch finds is
-        kept."""
-        self.settle()  # an earlier costly launch that fails ends the sweep before this one runs
+        (added to the sweep's ``left``, judged in ``settle``), else run and judged now (True: it passed); or its
+        kept verdict, told again (none to tell where this very launch was kept clean).  With verdicts, what the
+        launch finds is kept."""
+        self.settle(left)  # an earlier costly launch that fails ends the sweep before this one runs
         digest, kept = self._kept(kernel, prepared, schedule)
         if kept is not None and kept.clean:
             return False
@@ -105,7 +116,7 @@ class Races:
                                                                              what, beside=True)
         verdict = partial(_judge_costly, judged, started)
         if isinstance(self.backend, Submits):
-            self.later.append((self.position, case, race_class, verdict))
+            left.append((place, verdict))
             return False
         verdict()
         return True
@@ -128,16 +139,17 @@ class Races:
             self.verdicts.keep(key, Verdict.of(what, result=got))
         return got
 
-    def settle(self) -> None:
-        """Judge the costly launches left running, oldest first; the first that fails ends the sweep at its
-        case (Earlier), the failure of its race class."""
-        later, self.later = self.later, []
-        for position, case, race_class, verdict in later:
+    def settle(self, left: Left) -> None:
+        """Judge the costly launches the sweep has ``left`` running, oldest first, emptying it; the first that
+        fails ends the sweep at its case (Earlier), the failure of its race class."""
+        later = left[:]
+        left.clear()
+        for place, verdict in later:
             try:
                 verdict()
             except Exception as e:  # a check, an error, or mmcheck's own bug (outcome_of)
-                self.raced[race_class] = failed = outcome_of(case, e, self.results)
-                raise Earlier(failed, position) from None
+                self.raced[place.race_class] = failed = outcome_of(place.case, e, self.results)
+                raise Earlier(failed, place.position) from None
 
     def _kept(self, kernel: Kernel, prepared: Prepared, schedule: str) -> tuple[str | None, Verdict | None]:
         """The launch's digest, where verdicts are kept and the backend says what it compiled (else None), and

@@ -1,7 +1,7 @@
 """Reading a user's files: kernel files, the headers they include, submissions.  They come from someone else, so
 what mmcheck reads of one is bounded: a file past ``MAX_BYTES`` (no kernel's source comes near it) is refused
 with its size, as an OSError that the callers already turn into the file's own error, rather than read into
-memory whole (a 3 GiB ``.cu`` took 6 GiB).  Only regular files are read: a FIFO or a device named ``k.cu``
+memory whole (docs/performance.md).  Only regular files are read: a FIFO or a device named ``k.cu``
 would block or never end.  A file read ``within`` a folder (the one its compile may read) is refused where it
 is a link to a file outside it: a submission linked to the model answer elsewhere on the grading machine
 would otherwise be read, compiled and graded as the student's."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -17,16 +18,16 @@ import numpy as np
 
 from . import data
 from .backends.base import Backend, Kernel, Launched
-from .compile import Build, missing_entry
+from .compile import Build, asynchronous, missing_entry
 from .data import Operands, Trial
 from .dtypes import Precision
 from .errors import CompileError, MmcheckError, SandboxViolation, Unsupported
 from .judge import Rerun, judge
 from .launch import launch
 from .prepare import Plan, Prepared, host_bytes, host_memory, plan, prepare
-from .races import DETECTED, Earlier, Races, what
+from .races import DETECTED, Earlier, Left, Place, Races, what
 from .results import Case, Caught, Outcome, Result, outcome_of, told_before
-from .shapes import LARGE, LARGE_BUDGET, Shape, largest_buffer, tiles
+from .shapes import LARGE, LARGE_BUDGET, Shape, covering_shape, largest_buffer, tiles
 from .spec import Check, KernelSpec
 from .verdicts import Verdicts
 
@@ -59,6 +60,16 @@ class _OutOfTime(Exception):
         self.case = case
 
 
+@dataclass(frozen=True)
+class _Turn:
+    """One case's turn in its sweep: its position there, whether a failure of the cheap schedules is explained
+    (not for ``verdict``), and the costly launches the sweep has left running."""
+
+    position: int
+    explain: bool
+    left: Left
+
+
 class Runner:
     """Runs cases on one backend, compiling each build (spec, dtype, template arguments, defines) once."""
 
@@ -79,8 +90,8 @@ class Runner:
         self._hung: dict[tuple, Result] = {}  # kernel x dtype -> the case that hung
         self._budget: _Budget | None = None  # the running sweep's, where it has one
         self._file_seconds: dict[Path, float] = {}  # what each kernel file's checks took in this process
-        self._explain = True  # a failure of the cheap schedules explained (False inside verdict)
-        self._emulator: Runner | None = None  # what tells a GPU's hang (_hang_told), once one is seen
+        self._emulator: Runner | None = None  # what tells a GPU's hang and holds the asynchronous rules, once asked
+        self._rules: dict[tuple, Result | None] = {}  # kernel x dtype -> the asynchronous rules' break, if any
 
     def compile(self, build: Build) -> Kernel:
         """The backend's compile, memoised, failures included.  The compiler's messages are reported in
@@ -120,20 +131,20 @@ class Runner:
     def run(self, case: Case) -> Result:
         """One case.  After a case of a kernel x dtype hangs, its later cases are not run (each would cost
         another timeout): they fail at once, naming the hang."""
-        result, _ = self._sweep([case])
-        assert result is not None, "a sweep of one case has its result"
-        return result
+        return self._only(case, explain=True)
 
     def verdict(self, case: Case) -> Result:
         """One case, as ``run`` judges it, but a failure of the cheap schedules is told by what differs
         alone: none of the reruns, diagnoses and records that say why (its ``check`` may name the mismatch a
         race caused).  For searches that try many shapes, such as the smallest that fails: on the GPU each
         explained failure reruns under racecheck.  The race detector's own launches are judged in full."""
-        self._explain = False
-        try:
-            return self.run(case)
-        finally:
-            self._explain = True
+        return self._only(case, explain=False)
+
+    def _only(self, case: Case, explain: bool) -> Result:
+        """A sweep of the one case ``case``."""
+        result, _ = self._sweep([case], explain)
+        assert result is not None, "a sweep of one case has its result"
+        return result
 
     def sweep(self, spec: KernelSpec, dtype: Precision, shapes: Iterable[Shape],
               seconds: float | None = None) -> Result:
@@ -144,8 +155,8 @@ class Runner:
         self._budget = _Budget(seconds) if seconds is not None else None
         shapes = list(shapes)
         try:
-            result, tried = self._sweep(self.case(spec, dtype, shape) for shape in shapes)
-            if result is not None and result.check is Check.MISMATCH and not result.exact and self._explain:
+            result, tried = self._sweep((self.case(spec, dtype, shape) for shape in shapes), explain=True)
+            if result is not None and result.check is Check.MISMATCH and not result.exact:
                 result, tried = self._telling(result, shapes[tried:], tried)
         finally:
             self._budget = None
@@ -166,42 +177,40 @@ class Runner:
                         and all(s.K % t > 1 for t in sizes)), None)
         if telling is None:
             return found, tried
-        again, _ = self._sweep([self.case(spec, dtype, telling)])
+        again, _ = self._sweep([self.case(spec, dtype, telling)], explain=True)
         if again is None or again.check != found.check or not again.exact:
             return found, tried  # the sweep's count: up to the smallest failing shape
         note = (f"\n  the smallest failing shape is {found.case.shape}, where the errors do not tell their cause "
                 f"exactly; this shape does")
         return dataclasses.replace(again, message=again.message + note), tried + 1
 
-    def _sweep(self, cases: Iterable[Case]) -> tuple[Result | None, int]:
+    def _sweep(self, cases: Iterable[Case], explain: bool) -> tuple[Result | None, int]:
         """The cases in order up to the first that does not pass: its result (or the last pass) and how many
         cases that took.  The costly schedules' launches run beside the cheap ones (_check); their verdicts
         are taken in order, so the result is the one that running every launch in turn would give."""
         result, tried = None, 0
+        left: Left = []
         try:
             for case in cases:
                 tried += 1
-                self.races.position = tried
                 self._in_time(case)
-                result = self._one(case)
+                result = self._one(case, _Turn(tried, explain, left))
                 if not result.ok:
                     break
-            self.races.settle()
+            self.races.settle(left)
         except Earlier as earlier:
             result, tried = self._noted(earlier.result), earlier.position
         except _OutOfTime as late:
             result = self._out_of_time(late.case, tried - 1)
-        finally:
-            self.races.later = []
         return result, tried
 
-    def _one(self, case: Case) -> Result:
+    def _one(self, case: Case, turn: _Turn) -> Result:
         key = (case.spec.path, case.spec.name, case.dtype)
         if hung := self._hung.get(key):
             return Result.told(case, Outcome.FAIL, case.label, f"not run, as the case {hung.case.shape} hung: "
                                f"{hung.finding.splitlines()[0]}", check=Check.TIMEOUT)
         try:
-            result = self._run(case)
+            result = self._run(case, turn)
         except (Earlier, _OutOfTime):
             raise  # an earlier case's verdict, or no time left: the sweep's (_sweep, sweep)
         except Exception as e:  # neither a check nor an error raised on purpose: mmcheck's own bug (outcome_of)
@@ -228,9 +237,8 @@ class Runner:
             self._hung[(result.case.spec.path, result.case.spec.name, result.case.dtype)] = result
         return result
 
-    def _run(self, case: Case) -> Result:
+    def _run(self, case: Case, turn: _Turn) -> Result:
         assert case.shape is not None, "a case to run has a shape"
-        self.backend.printed = ""  # what an earlier case's launch printed is not this case's
         if largest_buffer(case.spec, case.shape) >= LARGE and (reason := self._out_of_reach(case)):
             return Result.told(case, Outcome.SKIP, case.label, reason)
         try:
@@ -239,35 +247,52 @@ class Runner:
                 raise Caught(Check.LAUNCH, f"{refusal} (a shape its spec admits, so the kernel must launch there)",
                              context=case.label)
             kernel = self.compile(launched.build)
+            if broken := self._rules_broken(case):
+                return broken
             schedules = tuple(s for s in kernel.schedules if s not in kernel.costly)
             trials = data.trials(case.spec, case.dtype)
             if max(case.shape.env().values()) > FAR:
                 # A size past the edge cases is there for index arithmetic and launch limits, which neither
                 # the data nor the thread order changes: the small shapes cover those, at a fraction of the cost.
                 trials, schedules = trials[:1], schedules[:1]
-            elif kernel.costly and (raced := self.races.race(case, kernel, launched, trials[0], self._check)):
+            elif kernel.costly and (raced := self.races.race(case, kernel, launched, trials[0],
+                                                             partial(self._check, turn=turn))):
                 return raced
             for i, trial in enumerate(trials):
                 # Thread order does not depend on the data: the extra schedules run with the first trial.
-                self._check(case, kernel, launched, trial, schedules if i == 0 else schedules[:1])
+                self._check(case, kernel, launched, trial, schedules if i == 0 else schedules[:1], (), turn)
         except (Caught, MmcheckError) as e:
             failed = outcome_of(case, e, self.results)
-            # What the kernel printed goes with its failure alone.
-            if printed := self.backend.printed:
-                failed = dataclasses.replace(failed, message=f"{failed.message}\n{printed}")
             if failed.check is Check.TIMEOUT and (told := self._hang_told(case)):
                 failed = dataclasses.replace(failed, message=f"{failed.message}\n{told}")
             return failed
         return Result(case, Outcome.PASS, kernel.unchecked)
 
-    def _hang_told(self, case: Case) -> str | None:
-        """Where a GPU's launch hung, what the emulator says of the same case: a GPU says only that time ran out,
-        the emulator names what every thread waits for (an mbarrier whose phase never completes, a barrier some
-        threads never reach).  None where there is no emulator here, the shape is too large for it, or it
-        finds no hang."""
-        assert case.shape is not None, "a case that hung has a shape"
-        if not self.backend.capabilities.gpu or case.shape.macs > _EMULATED_MACS:
+    def _rules_broken(self, case: Case) -> Result | None:
+        """On a backend that does not hold kernels to the asynchronous rules (Capabilities.async_rules), a kernel
+        that uses that machinery is run on the emulator too, once per kernel x dtype, on the shape that holds every
+        kind of block (else the case's own): a race, fault or deadlock found there fails the case, naming it.  What
+        else the emulator says is no verdict of these rules (its own mismatch, a feature it lacks)."""
+        key = (case.spec.path, case.spec.name, case.dtype)
+        if self.backend.capabilities.async_rules or not asynchronous(case.spec):
             return None
+        if key not in self._rules:
+            self._rules[key] = None
+            shape = covering_shape(case.spec, case.dtype) or case.shape
+            assert shape is not None, "a case to run has a shape"
+            if shape.macs <= _EMULATED_MACS and (emulator := self._emulated()):
+                found = emulator.run(self.case(case.spec, case.dtype, shape))
+                if found.check in (Check.RACE, Check.FAULT, Check.BARRIER, Check.TIMEOUT):
+                    self._rules[key] = found
+        if (found := self._rules[key]) is None:
+            return None
+        return Result.told(case, Outcome.FAIL, case.label,
+                           f"breaks the PTX ISA's asynchronous rules, which this GPU's results need not show (ptxas "
+                           f"repairs some, and a race may go unseen); on the emulator, which holds a kernel to them, "
+                           f"the case {found.case.shape}: {found.finding}", check=found.check)
+
+    def _emulated(self) -> Runner | None:
+        """The emulator's runner, made on first use; None where there is no emulator here."""
         if self._emulator is None:
             from .backends import get_backend
             from .errors import BackendUnavailable
@@ -276,7 +301,17 @@ class Runner:
                 self._emulator = Runner(get_backend("emu"), self.seed, self.guards, results=self.results)
             except BackendUnavailable:
                 return None
-        found = self._emulator.run(case)
+        return self._emulator
+
+    def _hang_told(self, case: Case) -> str | None:
+        """Where a GPU's launch hung, what the emulator says of the same case: a GPU says only that time ran out,
+        the emulator names what every thread waits for (an mbarrier whose phase never completes, a barrier some
+        threads never reach).  None where there is no emulator here, the shape is too large for it, or it
+        finds no hang."""
+        assert case.shape is not None, "a case that hung has a shape"
+        if not self.backend.capabilities.gpu or case.shape.macs > _EMULATED_MACS or not (emulator := self._emulated()):
+            return None
+        found = emulator.run(case)
         if found.ok or found.check not in (Check.TIMEOUT, Check.BARRIER, Check.FAULT):
             return None
         return f"  on the emulator, the same case: {found.message}"
@@ -297,7 +332,7 @@ class Runner:
         return None
 
     def _check(self, case: Case, kernel: Kernel, launched: Plan, trial: Trial, schedules: tuple[str, ...],
-               race_class: tuple = ()) -> None:
+               race_class: tuple, turn: _Turn) -> None:
         """One trial under every schedule given; a failure is raised as Caught with the case's context.  A
         costly schedule's launch (of ``race_class``) is races.py's to start and judge."""
         spec, dtype, shape = case.spec, case.dtype, case.shape
@@ -310,7 +345,7 @@ class Runner:
         def rerun(other: Trial, schedule: str, values: Operands, against: np.ndarray | None = None) -> np.ndarray:
             # A failure's reruns come after the costly launches left running: one of those that failed is the
             # sweep's verdict (races.settle), and the reruns (a race detector's among them) need not run.
-            self.races.settle()
+            self.races.settle(turn.left)
             prepared, schedule = self.prepare(case, launched, other, values), schedule or kernel.schedules[0]
             if schedule in kernel.costly:
                 return self.races.rerun(kernel, prepared, schedule, what(schedule, case, other, "a rerun"), against,
@@ -321,33 +356,38 @@ class Runner:
         for schedule in schedules:
             self._in_time(case)
             prepared = self.prepare(case, launched, trial, operands)
-            judged = partial(self._judged, case, kernel, trial, schedule, prepared, rerun, tuple(passed))
+            judged = partial(self._judged, case, kernel, trial, schedule, prepared, rerun, tuple(passed),
+                             turn.explain)
             if schedule in kernel.costly:
-                if self.races.start(kernel, prepared, schedule, what(schedule, case, trial), judged, case,
-                                    race_class):
+                if self.races.start(kernel, prepared, schedule, what(schedule, case, trial), judged,
+                                    Place(turn.position, case, race_class), turn.left):
                     passed.append(schedule)
                 continue
             judged()
             passed.append(schedule)
 
     def _judged(self, case: Case, kernel: Kernel, trial: Trial, schedule: str, prepared: Prepared, rerun: Rerun,
-                passed: tuple[str, ...], started: Launched | None = None) -> None:
+                passed: tuple[str, ...], explain: bool, started: Launched | None = None) -> None:
         """Launch (or finish the launch ``started``) and judge the result; ``passed``: the schedules under
-        which the same inputs passed."""
+        which the same inputs passed; ``explain``: whether a cheap schedule's failure is explained."""
         try:
             got = launch(self.backend, prepared, kernel, schedule, started)
             # A costly schedule's failure counts only as a race (below), which the reruns may show.
             judge(prepared, got, schedule, kernel.schedules, list(passed), rerun,
-                  explain=self._explain or schedule in kernel.costly)
+                  explain=explain or schedule in kernel.costly)
         except Caught as c:
             if schedule in kernel.costly and c.check not in DETECTED:
                 return  # a wrong result, not a race: the cheap schedules find it on the case's own shapes
+            # What the kernel printed goes with its failure alone: a costly launch's verdict may be a kept one,
+            # which launched nothing.
+            printed = self.backend.printed if schedule not in kernel.costly else ""
+            finding = f"{c.finding}\n{printed}" if printed else c.finding
             context = (f"{case.label} ({trial}, seed {case.seed}"
                        + (f", schedule {schedule}" if len(kernel.schedules) > 1 else "") + ")")
             record = c.record and dataclasses.replace(
                 c.record, stem=f"{c.record.stem}-seed{case.seed}",
                 meta={**c.record.meta, "seed": case.seed, "schedule": schedule, "backend": self.backend.name})
-            raise Caught(c.check, c.finding, c.mismatch, record, context, c.exact) from None
+            raise Caught(c.check, finding, c.mismatch, record, context, c.exact) from None
 
     def prepare(self, case: Case, launched: Plan, trial: Trial, operands: Operands) -> Prepared:
         assert case.shape is not None, "a case to run has a shape"

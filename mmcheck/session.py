@@ -1,7 +1,8 @@
-"""One run's life, shared by ``mmcheck check``, ``bench`` and ``grade``: what the backend declares before it
-opens (and what the sandbox lacks, said once), -j's worker pool, compiling ahead, the order the jobs start in
-(the longest first, by what they took last time), the runner in this process from its opening to its closing,
-and the jobs run with their progress, here or by the pool's workers.
+"""One run's life, shared by ``mmcheck check``, ``bench``, ``grade`` and ``watch``: what the backend declares
+before it opens (and what the sandbox lacks, said once), -j's worker pool, compiling ahead, the order the jobs start
+in (the longest first, by what they took last time), the runner in this process from its opening to its closing
+(watch: its backend kept open between rechecks), and the jobs run with their progress, here or by the pool's
+workers.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ if TYPE_CHECKING:
     from .shapes import Shape
     from .spec import KernelSpec
 
-__all__ = ["Benchmarking", "Checking", "Here", "bench_workers", "benchmarked", "each", "grade_checks", "workers"]
+__all__ = ["Benchmarking", "Checking", "Here", "Rechecking", "bench_workers", "benchmarked", "each", "grade_checks",
+           "workers"]
 
 T = TypeVar("T")
 # Runs jobs elsewhere (pool.Pool: in worker processes, jobs that are pool.Job), yielding each one's index and
@@ -218,6 +220,13 @@ def _started_pool(jobs: int | str, settings: Settings, declared: Capabilities,
     return pool
 
 
+def _runs_large(settings: Settings, backend: str, found: Capabilities) -> None:
+    """BackendUnavailable where --large asks for shapes that the backend found cannot run."""
+    if settings.large and not found.large:
+        raise BackendUnavailable(f"--large runs where shapes past 2**31 elements can run (on a GPU): the "
+                                 f"{backend} backend cannot run them")
+
+
 class Checking:
     """``mmcheck check``'s run: made, it has found the backend (the pool's workers, started meanwhile, or the
     runner here) and started compiling ahead on a GPU; ``run`` checks every kernel x dtype.  Making it raises
@@ -265,9 +274,7 @@ class Checking:
         else:
             backend = self.here.runner.backend
             self.backend, self.found, self.cc = backend.name, backend.capabilities, compute_capability(backend)
-        if settings.large and not self.found.large:
-            raise BackendUnavailable(f"--large runs where shapes past 2**31 elements can run (on a GPU): the "
-                                     f"{self.backend} backend cannot run them")
+        _runs_large(settings, self.backend, self.found)
 
     def _stop_compiling(self) -> None:
         if self.compiling is not None:
@@ -296,6 +303,36 @@ class Checking:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         _remember_costs(_costs_name(self.backend, self.found.gpu), results)
         return results
+
+
+class Rechecking:
+    """``mmcheck watch``'s run: made, it has opened the backend here (what the sandbox lacks said first), which
+    stays open from one recheck to the next, its workers and compile caches warm.  Each recheck has a runner of
+    its own on it: a runner keeps what it compiled, the compile errors it told and what a file's checks took, by
+    the kernel's and the file's names, which a save makes stale.  Making it raises BackendUnavailable where the
+    backend is not here, the sandbox is required and lacks a protection, or --large cannot run there."""
+
+    def __init__(self, settings: Settings) -> None:
+        _say_note(settings)
+        self.here = Here(settings)
+        try:
+            backend = self.here.runner.backend
+            _runs_large(settings, backend.name, backend.capabilities)
+        except (BackendUnavailable, KeyboardInterrupt):
+            self.here.close()
+            raise
+        self.backend, self.found = backend.name, backend.capabilities
+        self.settings = _own(settings, backend.name)
+
+    def check(self, pairs: Sequence[tuple[KernelSpec, Precision]]) -> list[Result]:
+        """Each kernel x dtype checked, one after another, as ``check.check`` checks it; a Ctrl-C is raised."""
+        from .check import check, runner
+
+        fresh = runner(self.settings, self.here.runner.backend)
+        return [check(self.settings, fresh, s, d) for s, d in pairs]
+
+    def close(self) -> None:
+        self.here.close()
 
 
 class Benchmarking:

@@ -13,7 +13,7 @@ import math
 import os
 import re
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import partial
@@ -56,6 +56,15 @@ __all__ = [
     "collect",
 ]
 
+# A kernel's name, qualified by the namespaces it is declared in where it is (fast.cu's M1::matmulKernel1).
+_ENTRY = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*\Z")
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
+_SHAPE = re.compile(r"[1-9]\d*x[1-9]\d*x[1-9]\d*(b[1-9]\d*)?\Z")
+# What ``mmcheck init`` could not read: a spec still holding one is a draft, not a spec.
+_TODO = re.compile(r"#\s*TODO\b:?\s*(.*)")
+# Names a ``let`` cannot take: they already mean something in an expression.
+RESERVED = {*SHAPE_NAMES, *TYPE_ARGS, *BOOLEANS, "cdiv", "min", "max", "sizeof", "and", "or", "not", "if",
+            "else"}
 
 
 class Check(StrEnum):
@@ -79,16 +88,6 @@ class Expect(StrEnum):
 
     PASS = "pass"  # a correct kernel: it passes every check
     FAIL = "fail"  # a known-bad one: a check catches it (one its ``catch`` names, where it names any)
-
-# A kernel's name, qualified by the namespaces it is declared in where it is (fast.cu's M1::matmulKernel1).
-_ENTRY = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*\Z")
-_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
-_SHAPE = re.compile(r"[1-9]\d*x[1-9]\d*x[1-9]\d*(b[1-9]\d*)?\Z")
-# What ``mmcheck init`` could not read: a spec still holding one is a draft, not a spec.
-_TODO = re.compile(r"#\s*TODO\b:?\s*(.*)")
-# Names a ``let`` cannot take: they already mean something in an expression.
-RESERVED = {*SHAPE_NAMES, *TYPE_ARGS, *BOOLEANS, "cdiv", "min", "max", "sizeof", "and", "or", "not", "if",
-            "else"}
 
 
 @dataclass(frozen=True)
@@ -220,12 +219,6 @@ def sizeof(p: Precision) -> dict[str, int]:
     return {"T": p.inputs.itemsize, "TC": p.output.itemsize}
 
 
-_KEYS = {
-    "name", "entry", "template", "op", "dtypes", "params", "block", "grid", "requires", "defines",
-    "smem", "layout", "expect", "about", "catch", "let", "alpha", "beta", "strict_beta", "strict_launch", "bench",
-    "accumulate", "large", "buffers", "scalars", "epilogue", "reference", "tolerance", "init", "include",
-    "tensormaps", "cluster",
-}
 _REQUIRED = ("name", "entry", "op", "dtypes", "params", "block", "grid")
 
 def parse_specs(text: str, path: Path | str) -> list[KernelSpec]:
@@ -392,181 +385,219 @@ def _kernel(table: Any, path: Path, source: str, index: int) -> KernelSpec:
     if not isinstance(table, dict):
         raise SpecError(path, "a [[kernel]] entry must be a table", kernel=f"#{index + 1}")
     label = _label(table, index)
-
-    def fail(key: str, message: str) -> SpecError:
-        return SpecError(path, message, kernel=label, key=key)
-
     unknown = sorted(set(table) - _KEYS)
     if unknown:
-        raise fail(unknown[0], f"unknown key (known keys: {', '.join(sorted(_KEYS))})")
+        raise SpecError(path, f"unknown key (known keys: {', '.join(sorted(_KEYS))})", kernel=label, key=unknown[0])
     for key in _REQUIRED:
         if key not in table:
-            raise fail(key, "missing required key")
+            raise SpecError(path, "missing required key", kernel=label, key=key)
+    t = _Table(table, path, label)
+    for key, read in _READERS.items():
+        t.got[key] = read(t)
+    spec = KernelSpec(path=path, source=source, **{_FIELD.get(k, k): v for k, v in t.got.items()})
+    _check_constants(spec, t.fail)
+    _check_packing(spec, t.fail)
+    return dataclasses.replace(spec, conditions=tensormaps.conditions(spec, t.names, t.fail))
 
-    def string(key: str, pattern: re.Pattern[str] | None = None, choices: Sequence[str] = ()) -> str:
-        value = table[key]
+
+class _Table:
+    """One ``[[kernel]]`` table being read: how its errors name it, its ``let`` names (which every expression
+    may use), and what its keys read so far gave (``got``), which later keys' readers use."""
+
+    def __init__(self, table: dict[str, Any], path: Path, label: str) -> None:
+        self.table, self.path, self.label = table, path, label
+        self.got: dict[str, Any] = {}
+        self.lets = _lets(table.get("let", {}), self.fail)
+        self.names = frozenset(self.lets)
+
+    @property
+    def op(self) -> Op:
+        return OPS[self.got["op"]]
+
+    def fail(self, key: str, message: str) -> SpecError:
+        return SpecError(self.path, message, kernel=self.label, key=key)
+
+    def string(self, key: str, pattern: re.Pattern[str] | None = None, choices: Sequence[str] = ()) -> str:
+        value = self.table[key]
         if not isinstance(value, str):
-            raise fail(key, f"must be a string, not {type(value).__name__}")
+            raise self.fail(key, f"must be a string, not {type(value).__name__}")
         if choices and value not in choices:
-            raise fail(key, f"must be one of {', '.join(map(repr, choices))}, not {value!r}")
+            raise self.fail(key, f"must be one of {', '.join(map(repr, choices))}, not {value!r}")
         if pattern and not pattern.match(value):
-            raise fail(key, f"{value!r} is not a valid identifier")
+            raise self.fail(key, f"{value!r} is not a valid identifier")
         return value
 
-    lets = _lets(table.get("let", {}), fail)
-    names = frozenset(lets)
-
-    def expr(key: str, value: Any, hint: str = "") -> Expr:
+    def expr(self, key: str, value: Any, hint: str = "") -> Expr:
         """``value`` as an expression; where it is none, the error of ``key``, followed by ``hint``."""
         if isinstance(value, bool) or not isinstance(value, (int, str)):
-            raise fail(key, f"{value!r} must be an integer or an expression string")
+            raise self.fail(key, f"{value!r} must be an integer or an expression string")
         try:
-            return Expr(value, names)
+            return Expr(value, self.names)
         except ExprError as e:
-            raise fail(key, f"{e}{hint}") from None
+            raise self.fail(key, f"{e}{hint}") from None
 
-    def exprs(key: str, lo: int, hi: int) -> tuple[Expr, ...]:
-        value = table[key]
+    def exprs(self, key: str, lo: int, hi: int) -> tuple[Expr, ...]:
+        value = self.table[key]
         if not isinstance(value, list) or not lo <= len(value) <= hi:
-            raise fail(key, f"must be a list of {lo} to {hi} integers or expressions")
-        return tuple(expr(key, v) for v in value)
+            raise self.fail(key, f"must be a list of {lo} to {hi} integers or expressions")
+        return tuple(self.expr(key, v) for v in value)
 
-    name = string("name", _NAME)
-    entry = string("entry", _ENTRY)
-    op = string("op", choices=tuple(OPS))
-    template = parse_template(table["template"], expr, fail) if "template" in table else None
+    def flag(self, key: str, allowed: bool = True, otherwise: str = "") -> bool:
+        """A true or false key (false where absent); true where not ``allowed`` is the error ``otherwise``."""
+        value = self.table.get(key, False)
+        if not isinstance(value, bool):
+            raise self.fail(key, "must be true or false")
+        if value and not allowed:
+            raise self.fail(key, otherwise)
+        return value
 
-    dtypes = table["dtypes"]
+
+def _dtypes(t: _Table) -> tuple[Precision, ...]:
+    dtypes = t.table["dtypes"]
     if not isinstance(dtypes, list) or not dtypes or not all(d in PRECISIONS for d in dtypes):
-        raise fail("dtypes", f"must be a non-empty list drawn from {', '.join(PRECISIONS)}, not {dtypes!r}")
+        raise t.fail("dtypes", f"must be a non-empty list drawn from {', '.join(PRECISIONS)}, not {dtypes!r}")
     if len(set(dtypes)) != len(dtypes):
-        raise fail("dtypes", "lists a dtype twice")
-    precisions = tuple(PRECISIONS[d] for d in dtypes)
-    if len(dtypes) > 1 and not any(t in TYPE_ARGS for t in template or ()):
-        raise fail("dtypes", "several dtypes need a template parameter for the type (set 'template')")
+        raise t.fail("dtypes", "lists a dtype twice")
+    if len(dtypes) > 1 and not any(a in TYPE_ARGS for a in t.got["template"] or ()):
+        raise t.fail("dtypes", "several dtypes need a template parameter for the type (set 'template')")
+    return tuple(PRECISIONS[d] for d in dtypes)
 
-    named_scalars = extras.parse_scalars(table.get("scalars", {}), names, CTYPES, partial(fail, "scalars"))
-    buffers = extras.parse_buffers(table.get("buffers", {}), names, frozenset(s.name for s in named_scalars),
-                                   partial(fail, "buffers"), tuple(o.name for o in OPS[op].inputs), OPS[op].names)
-    if any(b.scales for b in buffers) and any(p.output.is_integer for p in precisions):
-        raise fail("buffers", "scale factors need a float result: an integer one has no rounding to compare within")
-    for b, d in ((b, b.d(p)) for b in buffers for p in precisions):
+
+def _buffers(t: _Table) -> tuple[Buffer, ...]:
+    op, dtypes = t.op, t.got["dtypes"]
+    buffers = extras.parse_buffers(t.table.get("buffers", {}), t.names, frozenset(s.name for s in t.got["scalars"]),
+                                   partial(t.fail, "buffers"), tuple(o.name for o in op.inputs), op.names)
+    if any(b.scales for b in buffers) and any(p.output.is_integer for p in dtypes):
+        raise t.fail("buffers", "scale factors need a float result: an integer one has no rounding to compare within")
+    for b, d in ((b, b.d(p)) for b in buffers for p in dtypes):
         if d.packed > 1:
-            raise fail("buffers", f"buffer {b.name!r} would hold {d.name}, two elements a byte, which the spec's own "
-                                  f"buffers do not: give it a dtype of 8 bits or more")
-    maps = tensormaps.parse_tensormaps(table.get("tensormaps", {}), names, (*OPS[op].names, *(
-        b.name for b in buffers if not b.points)), partial(fail, "tensormaps"))
-    params = parse_params(table["params"], OPS[op], fail, buffers, named_scalars, "reference" in table, maps)
-    epilogue, reference, tolerance, zeroed = _results(table, path, OPS[op], buffers, named_scalars, fail)
-    defines = table.get("defines", {})
+            raise t.fail("buffers", f"buffer {b.name!r} would hold {d.name}, two elements a byte, which the spec's "
+                                    f"own buffers do not: give it a dtype of 8 bits or more")
+    return buffers
+
+
+def _epilogue(t: _Table) -> Epilogue | None:
+    if "epilogue" not in t.table:
+        return None
+    try:
+        text = t.table["epilogue"]
+        if not isinstance(text, str):
+            raise EpilogueError(f"must be a string, not {type(text).__name__}")
+        return Epilogue(text, {b.name: len(b.shape) for b in t.got["buffers"] if b.role is Role.INPUT},
+                        frozenset(s.name for s in t.got["scalars"]))
+    except EpilogueError as e:
+        raise t.fail("epilogue", str(e)) from None
+
+
+def _reference(t: _Table) -> PyReference | None:
+    """The spec's reference function, which an epilogue cannot come with and an output buffer needs."""
+    reference = parse_reference(t.table["reference"], t.path, partial(t.fail, "reference")) \
+        if "reference" in t.table else None
+    if reference and t.got["epilogue"]:
+        raise t.fail("reference", "a kernel with a reference function computes its epilogue there: drop 'epilogue'")
+    compared = [b.name for b in t.got["buffers"] if b.role.compared]
+    if compared and reference is None:
+        raise t.fail("buffers", f"{', '.join(compared)}: an output or inout buffer needs a reference function that "
+                                f"gives it (reference = \"ref.py:function\")")
+    return reference
+
+
+def _zeroed(t: _Table) -> bool:
+    """Whether the output starts zeroed (``init = {C = "zeros"}``)."""
+    init, out = t.table.get("init", {}), t.op.output.name
+    if not isinstance(init, dict) or set(init) - {out} or init.get(out, "zeros") != "zeros":
+        raise t.fail("init", f"must be {{{out} = \"zeros\"}}: the output zeroed before each launch, as a launcher "
+                             f"does for a kernel that adds into it (split-K with atomics)")
+    return out in init
+
+
+def _defines(t: _Table) -> tuple[tuple[str, Expr], ...]:
+    defines = t.table.get("defines", {})
     if not isinstance(defines, dict):
-        raise fail("defines", "must be a table of NAME = value")
+        raise t.fail("defines", "must be a table of NAME = value")
     for key in defines:
         if not IDENTIFIER.match(key):
-            raise fail("defines", f"{key!r} is not a valid macro name")
+            raise t.fail("defines", f"{key!r} is not a valid macro name")
+    return tuple((k, t.expr("defines", v)) for k, v in defines.items())
 
-    catch = table.get("catch", [])
+
+def _catch(t: _Table) -> tuple[Check, ...]:
+    catch = t.table.get("catch", [])
     if not isinstance(catch, list) or not all(c in tuple(Check) for c in catch):
-        raise fail("catch", f"must be a list drawn from {', '.join(Check)}, not {catch!r}")
-    expect = Expect(string("expect", choices=tuple(Expect))) if "expect" in table else Expect.PASS
-    if catch and expect is not Expect.FAIL:
-        raise fail("catch", "only a kernel with expect = \"fail\" can name the checks that catch it")
+        raise t.fail("catch", f"must be a list drawn from {', '.join(Check)}, not {catch!r}")
+    return tuple(map(Check, catch))
 
-    scalars = {key: parse_scalar_values(table, key, OPS[op], precisions, params, fail) for key in SCALARS}
-    bench = table.get("bench", [])
+
+def _expect(t: _Table) -> Expect:
+    expect = Expect(t.string("expect", choices=tuple(Expect))) if "expect" in t.table else Expect.PASS
+    if t.got["catch"] and expect is not Expect.FAIL:
+        raise t.fail("catch", "only a kernel with expect = \"fail\" can name the checks that catch it")
+    return expect
+
+
+def _scalar_values(key: str, t: _Table) -> tuple[float, ...]:
+    return parse_scalar_values(t.table, key, t.op, t.got["dtypes"], t.got["params"], t.fail)
+
+
+def _bench(t: _Table) -> tuple[int | str, ...]:
+    bench = t.table.get("bench", [])
     if not isinstance(bench, list) or not all(
             (isinstance(b, int) and not isinstance(b, bool) and b > 0) or (isinstance(b, str) and _SHAPE.match(b))
             for b in bench):
-        raise fail("bench", 'must be a list of sizes: square n (4096) or shapes ("1024x1024x1024b128")')
-    accumulate = table.get("accumulate")
+        raise t.fail("bench", 'must be a list of sizes: square n (4096) or shapes ("1024x1024x1024b128")')
+    return tuple(bench)
+
+
+def _accumulate(t: _Table) -> str | None:
+    accumulate = t.table.get("accumulate")
     floats = [n for n, d in DTYPES.items() if d.can_accumulate]
     if accumulate is not None and accumulate not in floats:
-        raise fail("accumulate", f"must be one of {', '.join(floats)}, not {accumulate!r}")
-    strict = table.get("strict_beta", False)
-    if not isinstance(strict, bool):
-        raise fail("strict_beta", "must be true or false")
-    if strict and not OPS[op].accumulates:
-        raise fail("strict_beta", f"op {op!r} has no beta")
-    strict_launch = table.get("strict_launch", False)
-    if not isinstance(strict_launch, bool):
-        raise fail("strict_launch", "must be true or false")
-    large = table.get("large", False)
-    if not isinstance(large, bool):
-        raise fail("large", "must be true or false")
-    if large and expect is not Expect.FAIL:
-        raise fail("large", "only a known-bad kernel (expect = \"fail\") can say that only the large mode shows it")
-
-    spec = KernelSpec(
-        name=name,
-        entry=entry,
-        op=op,
-        dtypes=precisions,
-        params=params,
-        block=exprs("block", 1, 3),
-        grid=exprs("grid", 1, 3),
-        path=path,
-        source=source,
-        template=template,
-        requires=exprs("requires", 0, 64) if "requires" in table else (),
-        defines=tuple((k, expr("defines", v)) for k, v in defines.items()),
-        smem=expr("smem", table.get("smem", "0")),
-        layouts=_layouts(table.get("layout", "row"), OPS[op], fail),
-        expect=expect,
-        about=string("about") if "about" in table else "",
-        catch=tuple(map(Check, catch)),
-        let=tuple((k, expr("let", v)) for k, v in lets.items()),
-        alpha=scalars["alpha"],
-        beta=scalars["beta"],
-        strict_beta=strict,
-        strict_launch=strict_launch,
-        bench=tuple(bench),
-        accumulate=accumulate,
-        large=large,
-        buffers=buffers,
-        named_scalars=named_scalars,
-        epilogue=epilogue,
-        reference=reference,
-        tolerance=tolerance,
-        zeroed=zeroed,
-        include=_include(table.get("include", []), fail),
-        tensormaps=maps,
-        cluster=exprs("cluster", 1, 3) if "cluster" in table else (),
-    )
-    _check_constants(spec, fail)
-    _check_packing(spec, fail)
-    return dataclasses.replace(spec, conditions=tensormaps.conditions(spec, names, fail))
+        raise t.fail("accumulate", f"must be one of {', '.join(floats)}, not {accumulate!r}")
+    return accumulate
 
 
-def _results(table: Mapping[str, Any], path: Path, op: Op, buffers: Sequence[Buffer],
-             named_scalars: Sequence[Scalar], fail: Any) -> tuple[Epilogue | None, PyReference | None,
-                                                                  Tolerance | None, bool]:
-    """What the kernel's results must be: its ``epilogue``, its ``reference`` function, the ``tolerance`` it
-    states and whether its output starts zeroed (``init = {C = "zeros"}``)."""
-    epilogue = None
-    if "epilogue" in table:
-        try:
-            text = table["epilogue"]
-            if not isinstance(text, str):
-                raise EpilogueError(f"must be a string, not {type(text).__name__}")
-            epilogue = Epilogue(text, {b.name: len(b.shape) for b in buffers if b.role is Role.INPUT},
-                                frozenset(s.name for s in named_scalars))
-        except EpilogueError as e:
-            raise fail("epilogue", str(e)) from None
-    reference = parse_reference(table["reference"], path, partial(fail, "reference")) if "reference" in table \
-        else None
-    if reference and epilogue:
-        raise fail("reference", "a kernel with a reference function computes its epilogue there: drop 'epilogue'")
-    compared = [b.name for b in buffers if b.role.compared]
-    if compared and reference is None:
-        raise fail("buffers", f"{', '.join(compared)}: an output or inout buffer needs a reference function that "
-                              f"gives it (reference = \"ref.py:function\")")
-    tolerance = parse_tolerance(table["tolerance"], partial(fail, "tolerance")) if "tolerance" in table else None
-    init = table.get("init", {})
-    out = op.output.name
-    if not isinstance(init, dict) or set(init) - {out} or init.get(out, "zeros") != "zeros":
-        raise fail("init", f"must be {{{out} = \"zeros\"}}: the output zeroed before each launch, as a launcher "
-                           f"does for a kernel that adds into it (split-K with atomics)")
-    return epilogue, reference, tolerance, out in init
+# What reads each key of a [[kernel]] table, in the order they are read: a reader may use what the keys before
+# it gave (_Table.got).  A key that is absent reads as its default.
+_READERS: dict[str, Callable[[_Table], Any]] = {
+    "name": lambda t: t.string("name", _NAME),
+    "entry": lambda t: t.string("entry", _ENTRY),
+    "op": lambda t: t.string("op", choices=tuple(OPS)),
+    "template": lambda t: parse_template(t.table["template"], t.expr, t.fail) if "template" in t.table else None,
+    "dtypes": _dtypes,
+    "scalars": lambda t: extras.parse_scalars(t.table.get("scalars", {}), t.names, CTYPES, partial(t.fail, "scalars")),
+    "buffers": _buffers,
+    "tensormaps": lambda t: tensormaps.parse_tensormaps(t.table.get("tensormaps", {}), t.names, (*t.op.names, *(
+        b.name for b in t.got["buffers"] if not b.points)), partial(t.fail, "tensormaps")),
+    "params": lambda t: parse_params(t.table["params"], t.op, t.fail, t.got["buffers"], t.got["scalars"],
+                                     "reference" in t.table, t.got["tensormaps"]),
+    "epilogue": _epilogue,
+    "reference": _reference,
+    "tolerance": lambda t: (parse_tolerance(t.table["tolerance"], partial(t.fail, "tolerance"))
+                            if "tolerance" in t.table else None),
+    "init": _zeroed,
+    "defines": _defines,
+    "catch": _catch,
+    "expect": _expect,
+    **{key: partial(_scalar_values, key) for key in SCALARS},
+    "bench": _bench,
+    "accumulate": _accumulate,
+    "strict_beta": lambda t: t.flag("strict_beta", t.op.accumulates, f"op {t.got['op']!r} has no beta"),
+    "strict_launch": lambda t: t.flag("strict_launch"),
+    "large": lambda t: t.flag("large", t.got["expect"] is Expect.FAIL, "only a known-bad kernel (expect = \"fail\") "
+                              "can say that only the large mode shows it"),
+    "block": lambda t: t.exprs("block", 1, 3),
+    "grid": lambda t: t.exprs("grid", 1, 3),
+    "requires": lambda t: t.exprs("requires", 0, 64) if "requires" in t.table else (),
+    "smem": lambda t: t.expr("smem", t.table.get("smem", "0")),
+    "layout": lambda t: _layouts(t.table.get("layout", "row"), t.op, t.fail),
+    "about": lambda t: t.string("about") if "about" in t.table else "",
+    "let": lambda t: tuple((k, t.expr("let", v)) for k, v in t.lets.items()),
+    "include": lambda t: _include(t.table.get("include", []), t.fail),
+    "cluster": lambda t: t.exprs("cluster", 1, 3) if "cluster" in t.table else (),
+}
+_KEYS = frozenset(_READERS)
+# The KernelSpec field of each key whose name differs from it.
+_FIELD = {"scalars": "named_scalars", "init": "zeroed", "layout": "layouts"}
 
 
 def _check_packing(spec: KernelSpec, fail: Any) -> None:

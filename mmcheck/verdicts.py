@@ -1,13 +1,14 @@
 """A race detector's verdicts, kept across runs.
 
 On the GPU a kernel's race check is its costliest step: one launch under compute-sanitizer racecheck per
-kernel x dtype instance (backends/pycuda.py), 50 ms to a second each, in a process of its own that takes a
-second or two to start.  Its verdict on one launch depends on nothing but what was launched: the compiled
-code, the tool and the device, the launch geometry and the bytes of every argument.  So the verdict on a
-launch (clean, or the detector's report) is kept here under a digest of all of those, and a later run (a
-rerun after editing one kernel of many, another pytest-xdist worker, another worker of ``check -j``) that
-would make the very same launch takes the verdict instead: a clean launch passes, a report is told again,
-saying that it was kept, and a failure's rerun under the detector gives the result it gave then.  Any change
+kernel x dtype instance (backends/pycuda.py), each far slower than a plain launch, in a process of its own
+that is slow to start (docs/performance.md).  Its verdict on one launch depends on nothing but what was
+launched: the compiled code, the tool and the device, the launch geometry and the bytes of every argument.
+So the verdict on a launch (clean, or the
+detector's report) is kept here under a digest of all of those, and a later run (a rerun after editing one
+kernel of many, another pytest-xdist worker, another worker of ``check -j``) that would make the very same
+launch takes the verdict instead: a clean launch passes, a report is told again, saying that it was kept, and
+a failure's rerun under the detector gives the result it gave then.  Any change
 to the kernel's source, its compile, the inputs mmcheck generates, the tool or the driver changes the digest.
 
 Kept in ``$XDG_CACHE_HOME/mmcheck/verdicts/``, one small JSON file per launch, saying what it was;

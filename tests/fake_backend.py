@@ -11,7 +11,8 @@ import itertools
 
 import numpy as np
 
-from mmcheck.backends.base import BackendOptions, Capabilities, DeviceBuffer, Kernel
+from mmcheck.backends.base import (BackendOptions, Capabilities, DeviceBuffer, Kernel, TensorMapArg, moved,
+                                   reached)
 from mmcheck.errors import CompileError, KernelFault, KernelTimeout, OutOfMemory, SanitizerError
 
 
@@ -29,6 +30,13 @@ def _mm(a, b, c, m, n, k, drop_last_k=False):
 
 def good(a, b, c, m, n, k, schedule):
     _mm(a, b, c, m, n, k)
+
+
+def col_b(a, b, c, m, n, k, schedule):
+    """Right, for a B laid out by columns (the Hopper zoo's)."""
+    A = _payload(a).reshape(m, k).astype(np.float64)
+    B = _payload(b).reshape(n, k).astype(np.float64)
+    _payload(c)[:] = (A @ B.T).reshape(-1).astype(c.dtype)
 
 
 def drops_last_k(a, b, c, m, n, k, schedule):
@@ -258,7 +266,9 @@ class FakeBackend:
 
     def launch(self, kernel, args, grid, block, smem, schedule, cluster=(1, 1, 1)):
         self.launched.append(schedule)
-        kernel.handle(*[a if isinstance(a, DeviceBuffer) else int(a) for a in args], schedule)
+        # A tensor map's kernel reads through it as a plain kernel reads its buffer.
+        kernel.handle(*[a if isinstance(a, DeviceBuffer) else a.target if isinstance(a, TensorMapArg) else int(a)
+                        for a in args], schedule)
 
 
 class FakeGpuBackend(FakeBackend):
@@ -296,23 +306,11 @@ class _Submitted:
 
 def spec_for(entry: str, dtypes=("int32", "float32", "float64"), expect="pass", op="mm",
              params=("A", "B", "C", "M", "N", "K"), extra=""):
-    from mmcheck.spec import parse_specs
+    """The spec of the fake kernel ``entry`` (a function of this module), templated on its type."""
+    from .specs import spec
 
-    text = f"""/* mmcheck
-[[kernel]]
-name = "fake.{entry}"
-entry = "{entry}"
-template = "T"
-op = "{op}"
-dtypes = {list(dtypes)!r}
-params = {list(params)!r}
-block = [16, 16]
-grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
-expect = "{expect}"
-{extra}
-*/"""
-    (spec,) = parse_specs(text.replace("'", '"'), "cuda_src/fake.cu")
-    return spec
+    return spec(f"fake.{entry}", entry, "cuda_src/fake.cu", template="T", op=op, dtypes=dtypes, params=params,
+                extra=f'expect = "{expect}"\n{extra}')
 
 
 def kills_its_process(*args):
@@ -415,15 +413,14 @@ class FakeTimingBackend(FakeBackend):
         from mmcheck.witness import Witness, numpy_draw
 
         self.launch(kernel, args, grid, block, smem, "forward")
-        buffers = [a for a in args if isinstance(a, DeviceBuffer)]
+        buffers = reached(args)
         first = tuple(self.download(b) for b in buffers)
-        slots = [list(args)] + [[dataclasses.replace(a, handle=a.handle.copy()) if isinstance(a, DeviceBuffer) else a
-                                 for a in args] for _ in range(method.batch - 1)]
-        views = [[a.handle.view(f"uint{8 * a.dtype.itemsize}") for a in slot if isinstance(a, DeviceBuffer)]
-                 for slot in slots]
+        slots = [tuple(args)] + [moved(args, {id(b): dataclasses.replace(b, handle=b.handle.copy()) for b in buffers})
+                                 for _ in range(method.batch - 1)]
+        views = [[b.handle.view(f"uint{8 * b.dtype.itemsize}") for b in reached(slot)] for slot in slots]
         seeds = random.Random(11)
         self.witness = Witness(renewal, views, numpy_draw, np, seeds=lambda: seeds.getrandbits(63))
-        macs = np.prod([int(a) for a in args if not isinstance(a, DeviceBuffer)][:3])
+        macs = np.prod([int(a) for a in args if not isinstance(a, (DeviceBuffer, TensorMapArg))][:3])
         runs = [functools.partial(self.launch, kernel, slot, grid, block, smem, "forward") for slot in slots]
         try:
             measurement, refused = measure(_Clock(macs * self.seconds_per_mac, runs), method, witness=self.witness,

@@ -26,28 +26,18 @@ from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
 from mmcheck.timer import Method
 
+from . import specs
 from .fake_backend import FakeTimingBackend, spec_for
 from .test_cli import _progress, nvml_of
 
 F32, F64, I32 = (precision(d) for d in ("float32", "float64", "int32"))
 
 ROOT = Path(__file__).resolve().parent.parent
-TABLE = """[[kernel]]
-name = "{name}"
-entry = "{entry}"
-template = "T"
-op = "mm"
-dtypes = {dtypes}
-params = ["A", "B", "C", "M", "N", "K"]
-block = [16, 16]
-grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
-bench = {sizes}
-"""
 
 
-def _spec(*tables: str) -> str:
-    """A kernel file's spec block of these kernels."""
-    return "/* mmcheck\n" + "".join(tables) + "*/\n"
+def _table(name: str, entry: str, dtypes: tuple[str, ...], sizes: str) -> str:
+    """A kernel of the fake backend's, templated on its type, benchmarked at ``sizes`` (TOML)."""
+    return specs.table(name, entry, template="T", dtypes=dtypes, extra=f"bench = {sizes}")
 
 
 def _record(what: str) -> None:
@@ -87,10 +77,9 @@ def sweep(tmp_path, monkeypatch, capsys):
     """Three kernels x two dtypes x two sizes (one kernel wrong, so not timed), run by ``mmcheck bench`` with
     the -j given; its exit status, stdout, progress lines and JSON benchmarks, and what it timed where."""
     kernels = tmp_path / "k.cu"
-    kernels.write_text(_spec(*(TABLE.format(name=name, entry=entry, dtypes='["float32", "int32"]',
-                                            sizes='[64, "32x48x16"]')
-                               for name, entry in (("k.slow", "good"), ("k.good", "good"),
-                                                   ("k.wrong", "drops_last_k")))))
+    kernels.write_text(specs.spec_block(*(_table(name, entry, ("float32", "int32"), '[64, "32x48x16"]')
+                                          for name, entry in (("k.slow", "good"), ("k.good", "good"),
+                                                              ("k.wrong", "drops_last_k")))))
     monkeypatch.syspath_prepend(str(ROOT))  # the backend, tests.test_bench_jobs:Recording, in every worker too
     monkeypatch.chdir(tmp_path)
 
@@ -195,8 +184,7 @@ def test_a_lost_job_names_what_it_was_and_why():
 
 def test_a_worker_that_dies_costs_the_benchmark_it_was_timing(tmp_path, monkeypatch, capsys):
     kernels = tmp_path / "k.cu"
-    kernels.write_text(_spec(*(TABLE.format(name=name, entry="good", dtypes='["float32"]', sizes="[64]")
-                               for name in ("k.dies", "k.good"))))
+    kernels.write_text(specs.spec_block(*(_table(name, "good", ("float32",), "[64]") for name in ("k.dies", "k.good"))))
     monkeypatch.syspath_prepend(str(ROOT))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     monkeypatch.setenv("TIMINGS", str(tmp_path / "timings.jsonl"))

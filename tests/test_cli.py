@@ -25,25 +25,13 @@ from mmcheck.session import workers as _workers
 from mmcheck.errors import CompileError
 
 from .fake_backend import FakeBackend, FakeTimingBackend
-from . import needs
+from . import needs, specs
 
 ROOT = Path(__file__).resolve().parent.parent
 
-KERNEL = """/* mmcheck
-[[kernel]]
-name = "{name}"
-entry = "{entry}"
-template = "T"
-op = "mm"
-dtypes = ["int32", "float32"]
-params = ["A", "B", "C", "M", "N", "K"]
-block = [16, 16]
-grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
-requires = ["cdiv(M, 16) <= 65535"]
-expect = "{expect}"
-about = "{entry} kernel"
-*/
-"""
+# A kernel file's spec, to be formatted with its name, entry and expect.
+KERNEL = specs.text("{name}", "{entry}", template="T", dtypes=("int32", "float32"),
+                    extra='requires = ["cdiv(M, 16) <= 65535"]\nexpect = "{expect}"\nabout = "{entry} kernel"')
 
 
 @pytest.fixture
@@ -630,18 +618,7 @@ def test_a_dtype_no_kernel_has_is_told_with_the_dtypes_the_kernels_have(kernels,
                                        "its kernels have int32, float32\n")
 
 
-_ESCAPES_SPEC = """/* mmcheck
-[[kernel]]
-name = "{name}"
-entry = "k"
-op = "mm"
-dtypes = ["float32"]
-params = ["A", "B", "C", "M:int", "N:int", "K:int"]
-block = [16, 16]
-grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
-*/
-#include <cstdio>
-"""
+_ESCAPES_SPEC = specs.text("{name}", "k", params=("A", "B", "C", "M:int", "N:int", "K:int")) + "#include <cstdio>\n"
 
 
 @needs.gxx

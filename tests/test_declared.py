@@ -11,21 +11,12 @@ from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
 from mmcheck.spec import parse_specs
 
+from . import specs
 from .fake_backend import FakeBackend
 
 F32 = precision("float32")
 
-SPEC = """/* mmcheck
-[[kernel]]
-name = "k.mm"
-entry = "{entry}"
-op = "mm"
-dtypes = ["float32"]
-params = ["A", "B", "C", "M", "N", "K"]
-block = [16, 16]
-grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
-*/
-"""
+SPEC = specs.text("k.mm", "{entry}")
 KERNELS = """namespace ns {
 __global__ void __launch_bounds__(256) matmul(const float* A, const float* B, float* C, int M, int N, int K) {}
 }

@@ -91,7 +91,7 @@ CASES = {
     "buggy.tf32_declared_float32": (Shape(8, 8, 64), "mismatch", "the errors are of inputs rounded to tf32"),
     "buggy.tf32_k_tail_dropped": (Shape(5, 6, 13), "mismatch", "lacks exactly the terms k >= 8"),
     # Hopper (hopper.cuh): the emulator holds wgmma, the async proxy and mbarriers to the PTX ISA's rules
-    "buggy.wgmma_no_wait": (Shape(70, 130, 72), "mismatch", "the kernel read a wgmma's accumulators before the "
+    "buggy.wgmma_no_wait": (Shape(70, 130, 72), "race", "the kernel read a wgmma's accumulators before the "
                                                             "wgmma.wait_group that completes it"),
     "buggy.wgmma_no_proxy_fence": (Shape(70, 130, 72), "fault", "wrote with an ordinary store and has not fenced "
                                                                 "since: a fence.proxy.async"),

@@ -208,7 +208,7 @@ def test_a_header_included_with_angle_brackets_from_an_include_folder_is_rewritt
                       "__global__ void k(float* A, float* B, float* C) { C[threadIdx.x] = add_ptx(A[threadIdx.x], "
                       "B[0]); }\n"})
     (spec,) = collect([tmp_path]).specs
-    np.testing.assert_array_equal(_run_copy(emu, emu.compile(Build(spec, "float32"))), np.arange(32) + 1)
+    np.testing.assert_array_equal(_run_copy(emu, emu.compile(Build(spec, F32))), np.arange(32) + 1)
 
 
 @needs.nvcc

@@ -18,7 +18,7 @@ import mmcheck.runner
 from mmcheck.cli import main
 from mmcheck.grade import CSV_HEADER, entries, read_assignment
 
-from . import needs
+from . import needs, specs
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "docs" / "examples" / "grading"
@@ -237,37 +237,9 @@ def test_an_error_of_mmcheck_s_own_is_a_row_of_its_own_and_exits_3(tmp_path, mon
     assert (verdict, check) == ("error", "internal") and "mmcheck's own error" in detail
 
 
-TIMED = """/* mmcheck
-[[kernel]]
-name = "fast.good"
-entry = "good"
-op = "mm"
-dtypes = ["float32"]
-params = ["A", "B", "C", "M", "N", "K"]
-block = [16, 16]
-grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
-bench = ["64x64x64"]
-
-[[kernel]]
-name = "fast.late"
-entry = "wrong_from_2_18_macs"
-op = "mm"
-dtypes = ["float32"]
-params = ["A", "B", "C", "M", "N", "K"]
-block = [16, 16]
-grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
-bench = ["64x64x64"]
-
-[[kernel]]
-name = "fast.wrong"
-entry = "drops_last_k"
-op = "mm"
-dtypes = ["float32"]
-params = ["A", "B", "C", "M", "N", "K"]
-block = [16, 16]
-grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
-*/
-"""
+FAST_GOOD = specs.table("fast.good", "good", extra='bench = ["64x64x64"]')
+TIMED = specs.spec_block(FAST_GOOD, specs.table("fast.late", "wrong_from_2_18_macs", extra='bench = ["64x64x64"]'),
+                         specs.table("fast.wrong", "drops_last_k"))
 
 
 def test_a_backend_that_times_kernels_adds_the_benchmark_columns(tmp_path, monkeypatch, capsys):
@@ -298,7 +270,7 @@ def test_a_backend_that_times_kernels_adds_the_benchmark_columns(tmp_path, monke
 def test_ctrl_c_keeps_the_rows_that_finished(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(ROOT))
-    (tmp_path / "assignment.cu").write_text(TIMED.split("\n\n[[kernel]]")[0] + "\n*/\n")  # fast.good alone
+    (tmp_path / "assignment.cu").write_text(specs.spec_block(FAST_GOOD))
     for name in ("first.cu", "second.cu"):
         (tmp_path / name).write_text("__global__ void good(float *A, float *B, float *C, int M, int N, int K) {}\n")
     checked = mmcheck.check.check

@@ -20,17 +20,10 @@ from mmcheck.backends import get_backend
 from mmcheck.backends.base import BackendOptions
 from mmcheck.errors import BackendUnavailable
 
+from . import specs
+
 ROOT = Path(__file__).parents[1]
-_SPEC = """/* mmcheck
-[[kernel]]
-name = "{name}"
-entry = "mm"
-op = "mm"
-dtypes = ["float32"]
-params = ["A", "B", "C", "M", "N", "K"]
-block = [16, 16]
-grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
-*/
+_SPEC = specs.text("{name}", "mm") + """\
 __global__ void mm(const float* A, const float* B, float* C, int M, int N, int K) {{
     int r = blockIdx.y * blockDim.y + threadIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;
     {hang}

@@ -14,24 +14,14 @@ from mmcheck.report import json_document, kernel_list, table
 from mmcheck.shapes import THRESHOLDS, Shape, launch_domain, launch_limits, shapes_for, threshold_shapes
 from mmcheck.spec import parse_specs
 
-from . import needs
+from . import needs, specs
 
 F32 = precision("float32")
 
 pytest_plugins = ["pytester"]
 
 # The textbook kernel: one thread per element of C, 16 x 16 blocks, rows along gridDim.y.
-NAIVE = """/* mmcheck
-[[kernel]]
-name = "user.naive"
-entry = "mm"
-op = "mm"
-dtypes = ["float32"]
-params = ["A", "B", "C", "M", "N", "K"]
-block = [16, 16]
-grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
-EXTRA
-*/
+NAIVE = specs.text("user.naive", "mm", extra="EXTRA") + """\
 __global__ void mm(const float* A, const float* B, float* C, int M, int N, int K) {
     int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
     if (row < M && col < N) {

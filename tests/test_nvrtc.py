@@ -24,8 +24,9 @@ from mmcheck.dtypes import precision
 from mmcheck.errors import CompileError, SandboxViolation, Unsupported
 from mmcheck.prepare import plan
 from mmcheck.shapes import shapes_for
-from mmcheck.spec import KernelSpec, collect, load_specs, parse_specs
+from mmcheck.spec import KernelSpec, collect, load_specs
 
+from . import specs
 from .run_once import RunOnce, made_ahead
 
 F32 = precision("float32")
@@ -66,22 +67,9 @@ def test_zoo_kernel_compiles(spec: KernelSpec, dtype: str, zoo_builds):
         assert compiled.log == "", f"{build}: NVRTC warned:\n{compiled.log}"
 
 
-HEADER = """/* mmcheck
-[[kernel]]
-name = "t.k"
-entry = "k"
-{template}op = "mm"
-dtypes = ["float32"]
-params = ["A", "B", "C", "M:int"]
-block = [32]
-grid = [1]
-*/
-"""
-
-
 def _build(body: str, path: str = "cuda_src/user file.cu", template: bool = False) -> Build:
-    text = HEADER.format(template='template = "T"\n' if template else "") + body
-    (spec,) = parse_specs(text, path)
+    spec = specs.spec("t.k", "k", path, body, template="T" if template else None, params=("A", "B", "C", "M:int"),
+                      block=(32,), grid=(1,))
     return Build(spec, F32, ("float",) if template else ())
 
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from . import needs
+from . import needs, specs
 
 pytest_plugins = ["pytester"]
 
@@ -142,18 +142,7 @@ def test_a_file_named_alone_lists_no_other_file_without_a_spec(pytester, this_mm
 
 
 # A kernel of the fake backend (tests/fake_backend.py) whose launch raises an exception of the launching code's own.
-OWN = """/* mmcheck
-[[kernel]]
-name = "user.{name}"
-entry = "packs_its_arguments_badly"
-op = "mm"
-dtypes = ["float32"]
-params = ["A", "B", "C", "M", "N", "K"]
-block = [16, 16]
-grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
-expect = "{expect}"
-*/
-"""
+OWN = specs.text("user.{name}", "packs_its_arguments_badly", extra='expect = "{expect}"')
 
 
 def test_an_error_of_mmchecks_own_errs_the_test_and_is_no_verdict_on_the_kernel(pytester, this_mmcheck):

@@ -2,7 +2,6 @@
 values, a zeroed output for kernels that add into it, and stated tolerances: judged on the fake backend (the
 zoo's kernels of these kinds run on the emulator in test_correctness.py)."""
 
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +12,8 @@ from mmcheck.dtypes import precision
 from mmcheck.errors import SpecError
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
-from mmcheck.spec import parse_specs
 
+from . import specs
 from .fake_backend import FakeBackend, _payload
 from .needs import whole_sandbox
 
@@ -72,21 +71,8 @@ def exits(A, B):
 
 def _spec(tmp_path, entry, params=("A", "B", "C", "M", "N", "K"), extra="", reference="ref.py:product"):
     (tmp_path / "ref.py").write_text(REFERENCE)
-    text = textwrap.dedent(f"""\
-        /* mmcheck
-        [[kernel]]
-        name = "fake.{entry}"
-        entry = "{entry}"
-        template = "T"
-        op = "mm"
-        dtypes = ["float32", "float64"]
-        params = {list(params)!r}
-        block = [16, 16]
-        grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
-        reference = "{reference}"
-        """) + extra + "*/\n"
-    (spec,) = parse_specs(text.replace("'", '"'), tmp_path / "k.cu")
-    return spec
+    return specs.spec(f"fake.{entry}", entry, tmp_path / "k.cu", template="T", dtypes=("float32", "float64"),
+                      params=params, extra=f'reference = "{reference}"\n{extra}')
 
 
 ROWSUM = ("A", "B", "C", "rowsum", "D", "M", "N", "K")

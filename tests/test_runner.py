@@ -416,3 +416,20 @@ def test_a_failure_that_a_size_of_1_hides_is_reported_at_a_shape_that_tells(runn
     # No such shape among the later ones: the smallest failing shape, as found.
     result = runner.sweep(spec_for("drops_last_k"), I32, shapes[:3])
     assert (result.case.shape, result.shapes_tried) == (Shape(1, 1, 1), 1)
+
+
+class _Printing(FakeBackend):
+    """A backend whose every launch prints the kernel's name, as a kernel's printf would."""
+
+    def launch(self, kernel, *args, **keys):
+        self.printed = f"the kernel printed: {kernel.spec.entry}"
+        super().launch(kernel, *args, **keys)
+
+
+def test_what_a_launch_printed_goes_with_that_launchs_failure_alone():
+    runner = Runner(_Printing(), seed=1)
+    assert run(runner, "good").ok
+    wrong = run(runner, "drops_last_k")
+    assert wrong.check == "mismatch" and wrong.message.endswith("\nthe kernel printed: drops_last_k")
+    unknown = run(runner, "not_a_kernel")  # fails before any launch: what the earlier one printed is not its own
+    assert unknown.outcome == "error" and "printed" not in unknown.message

@@ -17,6 +17,8 @@ from mmcheck.options import Settings
 from mmcheck.shapes import Shape
 from mmcheck.spec import collect, parse_specs
 
+from . import specs
+
 F32 = precision("float32")
 
 
@@ -76,16 +78,7 @@ def test_the_emulator_measures_address_sanitizer_s_slowdown_once(tmp_path, monke
         backend.close()
 
 
-HANG = """/* mmcheck
-[[kernel]]
-name = "hang"
-entry = "k"
-op = "mm"
-dtypes = ["float32"]
-params = ["A", "B", "C"]
-block = [1]
-grid = [1]
-*/
+HANG = specs.text("hang", "k", params=("A", "B", "C"), block=(1,), grid=(1,)) + """\
 extern "C" __global__ void k(const float* A, const float* B, float* C) {
     volatile int spin = 1;
     while (spin) {}

@@ -15,6 +15,8 @@ from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
 from mmcheck.spec import load_specs
 
+from . import specs
+
 F32 = precision("float32")
 
 KERNELS = {s.name: s for s in load_specs(Path(__file__).parent / "kernels" / "survival.cu")}
@@ -54,16 +56,7 @@ def test_after_a_hang_the_kernels_other_shapes_fail_at_once_naming_it(runner):
     assert "8x8x8: not run, as the case 4x4x4 hung" in later.message, later.message
 
 
-NULL_WRITE = """/* mmcheck
-[[kernel]]
-name = "survival.null"
-entry = "mm_null"
-op = "mm"
-dtypes = ["float32"]
-params = ["A", "B", "C", "M", "N", "K"]
-block = [16, 16]
-grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
-*/
+NULL_WRITE = specs.text("survival.null", "mm_null") + """\
 __global__ void mm_null(const float* A, const float* B, float* C, int M, int N, int K) {
     // Null for every shape, made from M so that the compiler cannot see it (for a null it sees, g++ drops the
     // write or plants a trap).
@@ -113,16 +106,7 @@ def test_a_file_whose_static_constructor_crashes_is_that_files_error(tmp_path):
     # A device object the kernel reads, built when the file is loaded: a dynamic initialization, which nvcc
     # refuses and the emulator's front end does not yet (test_emu_parity.py's expected failure), so that the
     # file is loaded at all.
-    text = """/* mmcheck
-[[kernel]]
-name = "mine.scaled"
-entry = "mm_scaled"
-op = "mm"
-dtypes = ["float32"]
-params = ["A", "B", "C", "M", "N", "K"]
-block = [16, 16]
-grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
-*/
+    text = specs.text("mine.scaled", "mm_scaled") + """\
 struct Scale { float v; __device__ Scale() : v(1.0f) { __builtin_trap(); } };
 __device__ Scale scale;
 __global__ void mm_scaled(const float* A, const float* B, float* C, int M, int N, int K) {

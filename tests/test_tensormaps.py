@@ -22,6 +22,7 @@ from mmcheck.shapes import Shape, satisfies, shapes_for
 from mmcheck.spec import parse_specs
 from mmcheck.tensormaps import Interleave, OutOfBounds, Passing, Swizzle
 
+from . import specs
 from .fake_backend import FakeBackend
 from .needs import gxx
 
@@ -225,11 +226,8 @@ def test_a_process_backend_sends_a_maps_target_and_makes_the_map_over_its_upload
 
 
 def _spec_here():
-    text = ('/* mmcheck\n[[kernel]]\nname = "t.k"\nentry = "k"\nop = "mm"\ndtypes = ["float32"]\n'
-            'params = ["tmA", "B", "C", "M", "N", "K"]\nblock = [16]\ngrid = [1]\n'
-            '[kernel.tensormaps.tmA]\noperand = "A"\nbox = [4, 4]\n*/\n')
-    (spec,) = parse_specs(text, "k.cu")
-    return spec
+    return specs.spec("t.k", "k", params=("tmA", "B", "C", "M", "N", "K"), block=(16,), grid=(1,),
+                      extra='[kernel.tensormaps.tmA]\noperand = "A"\nbox = [4, 4]')
 
 
 # --- on the emulator ---------------------------------------------------------------------------------------------

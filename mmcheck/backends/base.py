@@ -15,7 +15,7 @@ where its buffers cross between processes.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 import numpy as np
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ..witness import Renewal
 
 __all__ = ["Backend", "BackendOptions", "Capabilities", "Kernel", "DeviceBuffer", "Pointers", "TensorMapArg", "Arg",
-           "Dim3", "NO_CLUSTER", "Device",
+           "reached", "moved", "Dim3", "NO_CLUSTER", "Device",
            "Timing", "BackendClass", "Times", "Reloads", "Launched", "Submits", "DownloadsInto", "HostMemory", "clock",
            "compute_capability", "reloader"]
 
@@ -61,7 +61,9 @@ class Capabilities:
     start as the compiled image sets them; benchmarks time only such a load, so nothing the checks left in a
     module reaches a timing.  ``large``: shapes past 2**31 elements run in reasonable time.  ``isolated``: it
     runs in a worker process of its own (process.py), its faults being able to poison the process that runs it
-    (a CUDA context after an illegal address).
+    (a CUDA context after an illegal address).  ``async_rules``: it holds a kernel to the PTX ISA's asynchronous
+    rules (an accumulator read before wgmma's wait, generic-proxy stores that the async proxy reads unfenced), which
+    a GPU's results need not show: ptxas repairs some, and a race may go unseen.
     """
 
     gpu: bool = False
@@ -70,6 +72,7 @@ class Capabilities:
     fresh: bool = False
     large: bool = False
     isolated: bool = False
+    async_rules: bool = False
 
 
 @dataclass(frozen=True)
@@ -188,6 +191,25 @@ class TensorMapArg:
 Arg = DeviceBuffer | TensorMapArg | np.generic
 
 
+def reached(args: Sequence[Arg]) -> list[DeviceBuffer]:
+    """Every buffer a launch reaches, in the order backends keep them: its buffer arguments, then the targets of
+    its tables of pointers and tensor maps that are not arguments themselves, each once (by identity: two buffers
+    of one size compare equal)."""
+    buffers = [a for a in args if isinstance(a, DeviceBuffer)]
+    targets = [b.points.target for b in buffers if b.points] + [a.target for a in args if isinstance(a, TensorMapArg)]
+    for t in targets:
+        if not any(b is t for b in buffers):
+            buffers.append(t)
+    return buffers
+
+
+def moved(args: Sequence[Arg], to: dict[int, DeviceBuffer]) -> tuple[Arg, ...]:
+    """``args`` with each buffer they reach (by identity, base.reached's) replaced by its counterpart in ``to``: a
+    tensor map then lies over its target's counterpart, and is made anew by the backend that launches it."""
+    return tuple(to[id(a)] if isinstance(a, DeviceBuffer) else
+                 replace(a, target=to[id(a.target)]) if isinstance(a, TensorMapArg) else a for a in args)
+
+
 @dataclass(frozen=True)
 class Device:
     """Where benchmarks ran, and what its peaks are computed from (clocks in MHz, the maximum SM clock and
@@ -225,8 +247,8 @@ class Timing:
 class Backend(Protocol):
     name: str
     capabilities: Capabilities
-    # What the last launch printed (a kernel's printf, capped: printed_words), for its failure report alone; ""
-    # where it printed nothing.  The runner clears it before each case.
+    # What the last launch printed (a kernel's printf, capped: printed_words), set by each launch ("" where it
+    # printed nothing): the runner adds it to that launch's failure.
     printed: str
 
     def compile(self, build: Build) -> Kernel:

@@ -3,10 +3,9 @@
 A message is pickled (protocol 5) through a pipe.  An array of ``SHARED_FROM`` bytes or more leaves the pickle
 out of band: it is copied into a memfd (unless it lies in one already: below), whose descriptor travels over
 a Unix socket beside the pipe, ahead of its message, and the receiver maps it and gets an array over that
-mapping, without another copy.  Through the pipe, pickled, one GiB took 25 s to go to a worker and back on a
-2-core machine; in shared memory, 1.3 s (copying in and out included).  Below ``SHARED_FROM`` a descriptor
-saves nothing: the array stays in the pickle.  Where there is no memfd (not Linux), or one cannot be made now,
-every array stays in the pickle.
+mapping, without another copy, many times faster than through the pipe (docs/performance.md).  Below
+``SHARED_FROM`` a descriptor saves nothing: the array stays in the pickle.  Where there is no memfd (not
+Linux), or one cannot be made now, every array stays in the pickle.
 
 An array made by ``shared_empty`` lies in a memfd from the start: its own descriptor travels, without the copy.
 The receiver maps every array copy-on-write, so that nothing it writes reaches the sender's memory.
@@ -29,8 +28,8 @@ import numpy as np
 __all__ = ["Channel", "SHARED_FROM", "ends", "shared_empty", "made_shared"]
 
 SHARED_FROM = 1 << 20
-# The sender's mapping has its pages made up front, not one fault at a time as the copy reaches them: the copy
-# of one GiB took 0.8 s instead of 1.9 s on a 2-core machine.
+# The sender's mapping has its pages made up front, which copies faster than a fault at a time as the copy
+# reaches them (docs/performance.md).
 _FILLED = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
 # Descriptors one message may carry (the kernel's SCM_MAX_FD); no mmcheck message holds nearly as many arrays.
 _MAX_FDS = 253

@@ -36,7 +36,7 @@ from ..timer import Measurement, Method, measure
 from ..witness import Renewal
 from . import cublas, sanitizer, witness_gpu
 from .base import (NO_CLUSTER, Arg, BackendOptions, Capabilities, Device, DeviceBuffer, Dim3, Kernel, Pointers,
-                   TensorMapArg, Timing)
+                   TensorMapArg, Timing, reached)
 from .compilers import explain_load_error, get_compiler
 from .cubin import Compiled, arch
 from .events import HOLD_KERNEL, HOLD_SOURCE, Event, EventClock, Hold, L2Flush, Nvml
@@ -114,7 +114,7 @@ class GpuBackend(ABC):
         processes run under (sanitizer.py, through process.py).  A GPU usually runs a tiled kernel that lacks a
         __syncthreads correctly, so racecheck is what sees the race; it and synccheck have nothing to look at in
         a kernel without shared memory.  Under --sanitize every case runs every tool; otherwise racecheck is costly
-        (50 ms to a second a launch), run once per kernel x dtype (or tile class) and on failures' reruns.  Where
+        (docs/performance.md), run once per kernel x dtype (or tile class) and on failures' reruns.  Where
         compute-sanitizer is not installed (a machine with the driver and wheels alone) there is no race detector
         here: the device's order alone, and the emulator is where races are looked for."""
         tools = sanitizer.TOOLS if shared else sanitizer.TOOLS[:1]
@@ -228,9 +228,8 @@ class GpuBackend(ABC):
 
     def time(self, kernel: Kernel, args: Sequence[Arg], grid: Dim3, block: Dim3, smem: int,
              method: Method, renewal: Renewal, cluster: Dim3 = NO_CLUSTER) -> Timing:
-        buffers = [a for a in args if isinstance(a, DeviceBuffer)]
         self.launch(kernel, args, grid, block, smem, "device", cluster)
-        first = tuple(self.download(b) for b in buffers)
+        first = tuple(self.download(b) for b in reached(args))
         self._fetched.clear()  # the timed launches change the buffers
         witness, slots = witness_gpu.witness(renewal, args, method.batch)
         enqueues = [self._prepared(kernel.handle, slot, grid, block, smem, cluster) for slot in slots]

@@ -35,7 +35,7 @@ from ..dtypes import Precision
 from ..errors import InternalError, KernelFault, KernelTimeout, LaunchError, MmcheckError
 from . import channel, registry
 from .base import (NO_CLUSTER, PRINT_CAP, Arg, BackendOptions, Device, DeviceBuffer, Dim3, DownloadsInto, Kernel,
-                   Pointers, TensorMapArg, Timing, printed_words)
+                   Pointers, TensorMapArg, Timing, printed_words, reached)
 
 if TYPE_CHECKING:
     from ..timer import Measurement, Method
@@ -383,10 +383,7 @@ def _transport(args: Sequence[Arg]) -> tuple[list[DeviceBuffer], list[_Sent], li
     """A launch's buffers (then the targets of its tables of pointers and tensor maps that are not arguments
     themselves), what the worker uploads for each, and the argument list with each buffer replaced by its position
     (not by equality: two buffers of one size compare equal), a tensor map by its target's and its encoding."""
-    buffers = [a for a in args if isinstance(a, DeviceBuffer)]
-    targets = [b.points.target for b in buffers if b.points] + [a.target for a in args if isinstance(a, TensorMapArg)]
-    buffers += [t for i, t in enumerate(targets)
-                if not any(b is t for b in buffers) and not any(u is t for u in targets[:i])]
+    buffers = reached(args)
     slot = {id(b): i for i, b in enumerate(buffers)}
     packed: list[object] = [("buffer", slot[id(a)]) if isinstance(a, DeviceBuffer) else
                             ("tensormap", slot[id(a.target)], a.encoding, a.passed) if isinstance(a, TensorMapArg)
@@ -459,7 +456,10 @@ def _serve(inner: str, link: channel.Channel) -> None:
             elif method == "name":
                 value = backend.name
             elif method == "compile":
-                k = kernel(*args)
+                # Compiled again whenever asked (a runner asks once per build), as the file or a header may have
+                # changed since (mmcheck watch); its later launches run this compile.
+                (build,) = args
+                k = kernels[build.key] = backend.compile(build)
                 value = (k.symbol, k.schedules, k.params, k.costly, k.fingerprint)
             elif method == "launch":
                 build, hosts, packed, grid, block, smem, cluster, schedule, addresses = args

@@ -25,14 +25,10 @@ __all__ = ["TOOLS", "SLOWDOWN", "PRINT_LIMIT", "REPORTING_LAUNCHES", "REPORTED_H
 TOOLS = ("memcheck", "racecheck", "synccheck")
 # A kernel runs many times slower under a tool (racecheck tracks every shared-memory access).
 SLOWDOWN = 10
-# A tool goes silent after enough errors in one process.  memcheck and synccheck stop at --print-limit
-# errors (they report every thread of a bad access, so the limit is kept low); racecheck, given no print
-# limit (0), still went silent after about 160 launches with a report on an H200, while a race seen on ten
-# launches under a limit of 20 was silent on the eleventh.  So a tool's worker is replaced after this many
-# launches with a report, or, for racecheck, this many hazards reported (160 launches of a missing barrier's
-# 1728 hazards would come to about 2**18: the cap may be one of hazards); racecheck's reports are a few lines
-# each, and replacing its worker after every one made a smallest-shape search take 87 s instead of 6, after
-# every ten a test of 200 racy launches spend most of its minute starting workers.
+# A tool goes silent after enough errors in one process (memcheck and synccheck at --print-limit, kept low as they
+# report every thread of a bad access; racecheck even with none): its worker is replaced after this many launches
+# with a report (racecheck's after many: its reports are short, and a new worker is slow to start) or this many
+# hazards (docs/performance.md).
 PRINT_LIMIT = {"memcheck": 20, "synccheck": 20, "racecheck": 0}
 REPORTING_LAUNCHES = {"memcheck": 1, "synccheck": 1, "racecheck": 50}
 REPORTED_HAZARDS = 2**16

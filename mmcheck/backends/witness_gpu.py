@@ -25,7 +25,7 @@ import numpy as np
 from ..dtypes import DType
 from ..errors import Unsupported
 from ..witness import Renewal, Witness
-from .base import Arg, DeviceBuffer
+from .base import Arg, DeviceBuffer, moved, reached
 
 __all__ = ["witness"]
 
@@ -111,14 +111,15 @@ extern "C" __global__ void mmcheck_draw(char* out, long long lines, long long le
 
 def witness(renewal: Renewal, args: Sequence[Arg], slots: int) -> tuple[Witness, list[tuple[Arg, ...]]]:
     """The witness of a launch with arguments ``args``, and the arguments of each of its ``slots`` launches in
-    a row: the first the given buffers, the others copies of them (guard bands and padding included).
+    a row: the first the given buffers, the others copies of them (guard bands and padding included), each buffer
+    the launch reaches (base.reached), its tensor maps' targets too.
     Unsupported, saying why, where CuPy is missing or the copies would not fit."""
     try:
         import cupy
     except ImportError as e:
         raise Unsupported(f"benchmarks draw each timed launch's inputs and verify its result on the GPU with CuPy "
                           f"({e}); pip install 'mmcheck-cuda[bench]'") from None
-    buffers = [a for a in args if isinstance(a, DeviceBuffer)]
+    buffers = reached(args)
     given = [_view(cupy, b) for b in buffers]
     extra = (slots - 1) * sum(v.nbytes for v in given)
     free, _ = cupy.cuda.runtime.memGetInfo()
@@ -133,8 +134,7 @@ def witness(renewal: Renewal, args: Sequence[Arg], slots: int) -> tuple[Witness,
     for _ in range(slots - 1):
         copies = [v.copy() for v in given]
         views.append(copies)
-        handles = iter(copies)
-        arguments.append(tuple(_like(a, next(handles)) if isinstance(a, DeviceBuffer) else a for a in args))
+        arguments.append(moved(args, {id(b): _like(b, c) for b, c in zip(buffers, copies)}))
     return Witness(renewal, views, _draw, cupy, host=cupy.asnumpy), arguments
 
 

@@ -26,7 +26,7 @@ from functools import cached_property
 import numpy as np
 
 from .. import data
-from ..backends.base import Backend, Device, Timing, clock, reloader
+from ..backends.base import Backend, Device, Timing, clock, reached, reloader
 from ..dtypes import DType, Precision
 from ..errors import KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory, Unsupported
 from ..extras import Buffer, Fill as Filled
@@ -208,11 +208,18 @@ def _epilogue_bytes(spec: KernelSpec, p: Precision, shape: Shape, env: dict[str,
 def _verify(prepared: Prepared, timing: Timing) -> None:
     """The first launch's result, judged as a correctness case would be, and the buffers around it and the
     inputs after it (the timed launches' are the witness's)."""
-    names = [q.name for q in prepared.spec.params if q.is_buffer]  # the backend's order: the arguments'
+    names = _reached(prepared)
     # An operand the kernel is not given (a grouped GEMM's B, beside its groups' own) stays as it was laid.
     first = {**prepared.hosts, **dict(zip(names, timing.first))}
     check_buffers(prepared, first)
     judge(prepared, prepared.result(first), "device", ("device",), [], _no_rerun)
+
+
+def _reached(prepared: Prepared) -> list[str]:
+    """The names of the buffers the launch reaches, in the backend's order (base.reached): its buffer arguments,
+    then what its tensor maps copy."""
+    named = {id(b): name for name, b in prepared.buffers.items()}
+    return [named[id(b)] for b in reached(prepared.args)]
 
 
 def _renewal(prepared: Prepared) -> Renewal:
@@ -221,12 +228,9 @@ def _renewal(prepared: Prepared) -> Renewal:
     out) and the spec's own buffers by theirs; the epilogue and the scalars it reads, the sizes, and the
     spec's reference function and tolerance."""
     spec, trial, p = prepared.spec, prepared.trial, prepared.dtype
-    op, names = spec.operation, [q.name for q in spec.params if q.is_buffer]
+    op, names = spec.operation, _reached(prepared)
     if tables := [b.name for b in spec.buffers if b.points]:
         raise Unsupported(f"{spec.name}: not timed: the witness does not yet lay tables of pointers ({tables[0]})")
-    if spec.tensormaps:
-        raise Unsupported(f"{spec.name}: not timed: the witness does not yet renew what tensor maps copy "
-                          f"({spec.tensormaps[0].name})")
 
     def operand(o: Operand) -> Held:
         fill = (Fill.CONSTANT if spec.zeroed and o.role != INPUT  # zeros, as the launcher leaves them

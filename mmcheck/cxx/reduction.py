@@ -33,6 +33,9 @@ _IDENTIFIER = re.compile(rb"[A-Za-z_]\w*")
 _BLANK = b" \t\r\n"
 _DROPPED = re.compile(rb"\0+")  # a run of bytes that nothing keeps
 _SPACES = bytes(32 if b != 10 else 10 for b in range(256))  # every byte a space but a newline
+# nvcc takes `__shared__ alignas(128)`, but clang takes an alignas only first in a declaration, and __shared__ is a
+# specifier in the parse (parse.h): the two are swapped in place, so that every other byte keeps its offset.
+_SHARED_ALIGNAS = re.compile(r"\b((?:(?:extern|static)\s+)*__shared__)(\s+)(alignas\s*\((?:[^()]|\([^()]*\))*\))")
 
 
 def serve(request: dict[str, Any]) -> dict[str, Any]:
@@ -41,7 +44,8 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
     DeviceCode's fields, with what nvcc would reject in it where all of it parsed (device_rules.py)."""
     setup, path, source, instance = Setup.from_json(request["setup"]), request["path"], request["source"], \
         request["instance"]
-    parsed = source + (f"\nvoid* mmcheck_instance = (void*)&{instance};\n" if instance else "")
+    parsed = _SHARED_ALIGNAS.sub(lambda m: m[3] + m[2] + m[1], source) + (
+        f"\nvoid* mmcheck_instance = (void*)&{instance};\n" if instance else "")
     args = arguments(setup, request["folder"], request["macros"], request["include"])
     try:
         tu = parse(path, [(path, parsed)], args)

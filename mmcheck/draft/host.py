@@ -50,8 +50,9 @@ class Site:
     # The same with the launcher's template parameters that the kernel takes as they are written as the kernel's
     # (``cdiv(N, BN)`` rather than ``cdiv(N, 64)``); None where there are none, or the values read differently.
     named: tuple[list[str], list[str], str] | None = None
-    call: Any = None              # the launch's call of the kernel, its arguments read in ``context``
+    arguments: list[Any] = field(default_factory=list)  # the kernel's arguments, read in ``context``
     context: Context = field(default_factory=Context)
+    cluster: list[str] = field(default_factory=list)  # the cluster a launch attribute gives (x, y, z), if one does
 
 
 

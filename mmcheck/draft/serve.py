@@ -8,8 +8,10 @@ is a square problem.  A table of pointers (``ptr_A``, groups.py) holds its opera
 group each, and the integer arrays read at a group's index are the groups' own sizes.  The kernel's indexing gives
 what names do not: K is the bound of the loop whose variable indexes both inputs, an operand is column-major where
 its leading dimension multiplies its column, and a loop over K that stops at ``K / 16`` needs K to be a multiple of
-16.  The file's host code gives the launch (launches.py): each
-``<<<grid, block, smem>>>`` of the kernel, followed up through the host functions that reach it (their arguments and
+16.  A ``CUtensorMap`` parameter is a tensor map (maps.py): the operand it copies, its box and swizzle read off
+the ``cuTensorMapEncodeTiled`` that host code builds it with, else off the kernel's copies (device.py), and so
+is the cluster.  The file's host code gives the launch (launches.py): each ``<<<grid, block, smem>>>`` or
+``cudaLaunchKernelEx`` of the kernel, followed up through the host functions that reach it (their arguments and
 template arguments bound at each call), its ``dim3`` sizes and template arguments translated to spec expressions
 (``(N + 15) / 16`` is ``cdiv(N, 16)``, a ``constexpr`` or ``#define`` its value).  Where the launches differ (a
 launcher that picks the tile by size), each value is chosen by the ``if`` that picks its launch, as a ``let``
@@ -32,9 +34,11 @@ from ..epilogue import INDICES
 from ..expr import SHAPE_NAMES
 from ..ops import OPS
 from ..spec import RESERVED
+from ..tensormaps import Passing
 from . import Draft
 from .access import uses
-from .cursors import call_arguments, expressions, ident, pointee, unqualified
+from .cursors import expressions, ident, pointee, unqualified
+from .device import Device
 from .element import Elements
 from .epilogue import Unreadable, epilogue
 from .extras import Extra, Table, buffer, element_of, group_sizes, pointer_table, scalar
@@ -42,6 +46,7 @@ from .groups import compared, is_table, per_group
 from .host import Reader, Site, Unread
 from .indexing import Indexing
 from .launches import Launches
+from .maps import Encodings, cluster, map_table, named, order, passing, required
 from .names import BATCH, GROUPS, LEADING, OUTPUTS, operand_named, size_named, stripped
 from .source import File
 from .text import choose_field, conjuncts, label, names_used, rounded_down, spec_name, tidy, toml_list, unique
@@ -58,7 +63,7 @@ _INTEGER_SUFFIX = {"INT": "", "UINT": ":unsigned", "ULONG": ":size_t", "ULONGLON
 # The parameters a size multiplies in an index: the sizes and the leading dimensions.
 _STRIDES = (*SHAPE_NAMES, "lda", "ldb", "ldc")
 # The keys of the spec's buffer and scalar tables, whose TODOs are in those tables.
-_TABLES = ("buffers.", "scalars.")
+_TABLES = ("buffers.", "scalars.", "tensormaps.")
 
 
 def serve(request: dict[str, Any]) -> dict[str, Any]:
@@ -90,6 +95,11 @@ class _Drafting:
         self.points: dict[int, str] = {}  # the tables of pointers among the parameters: each one's operand
         self.grouped: dict[int, int] = {}  # the arrays of the groups' own sizes: how many entries a group has
         self.sized: dict[int, str] = {}  # those whose names say which size they hold: M, N, K, lda, ldb, ldc
+        self.encodings = Encodings(file, self.launches, self.reader)
+        self.device = Device(kernel, file.folder)
+        # The tensor maps among the parameters: each one's name in params, operand and passing.
+        self.maps: dict[int, tuple[str, str, Passing]] = {}
+        self.map_elements: dict[str, str] = {}  # the C type of the elements of each operand a map copies
 
     def todo(self, key: str, message: str) -> None:
         """Say what the spec's ``key`` lacks (once, however many launches lack it)."""
@@ -100,7 +110,8 @@ class _Drafting:
 
     def signature(self) -> tuple[str, list[str | None], list[str], list[str]]:
         """The op, each parameter's spec name (None: none), the params list and the requires it implies."""
-        pointers = [(i, p) for i, p in enumerate(self.parameters) if pointee(p.type) is not None]
+        pointers = [(i, p) for i, p in enumerate(self.parameters)
+                    if pointee(p.type) is not None and passing(p.type) is None]
         self.used = uses(self.kernel, [p for _, p in pointers], self.file.folder)
         roles: list[str | None] = [None] * len(self.parameters)
         lowered = [p.spelling.lower() for p in self.parameters]
@@ -115,7 +126,9 @@ class _Drafting:
         blas = len(scalars) == 2
         batched = any(BATCH.fullmatch(p.spelling) and self._integer(p) is not None for p in self.parameters)
         op = ("gemv" if vector else "gemm") if blas else ("mv" if vector else "bmm" if batched else "mm")
-        self._operands([(i, p) for i, p in pointers if not (vector and is_table(p.type))], roles, OPS[op].names)
+        mapped = self._mapped(OPS[op].names)
+        self._operands([(i, p) for i, p in pointers if not (vector and is_table(p.type))], roles, OPS[op].names,
+                       {operand for operand, _ in mapped.values()})
         if self.points:  # operands reached through tables of pointers: a group each, the op's batch
             op = "gemm" if blas else "bmm"
         operation = OPS[op]
@@ -172,15 +185,16 @@ class _Drafting:
                  *(label(t.spelling) for t in self.template_parameters)}
         for i, p in enumerate(self.parameters):
             role = roles[i]
+            if i in mapped:
+                self.maps[i] = (self._unique(p.spelling or f"p{i}", taken), *mapped[i])
+                params.append(self.maps[i][0])
+                continue
             if role is None:
                 if pointee(p.type) is None and self._ctype(p) is None:
                     self.todo("params", f"parameter {p.spelling!r} ({p.type.spelling}) has no mmcheck meaning")
                     continue
                 # Beyond the op's parameters: a buffer or a scalar of the spec's own, under a name no other takes.
-                name = p.spelling or f"p{i}"
-                while name in taken:
-                    name += "_"
-                taken.add(name)
+                name = self._unique(p.spelling or f"p{i}", taken)
                 self.extras.append(Extra(i, name, p, self.points.get(i), self.grouped.get(i, 0)))
                 params.append(name)
                 continue
@@ -192,10 +206,40 @@ class _Drafting:
                 params.append(role + (self._integer(p) or ""))
         return op, roles, params, requires
 
-    def _operands(self, pointers: list[tuple[int, Any]], roles: list[str | None], names: Sequence[str]) -> None:
-        """Each pointer's operand (a table of pointers' first, in ``points``): by its name, else the ``const`` ones
-        the inputs in order and the other the output, else by place."""
-        free = list(names)
+    @staticmethod
+    def _unique(name: str, taken: set[str]) -> str:
+        """``name``, or with ``_`` added until no other name of the spec's takes it (then taken)."""
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        return name
+
+    def _mapped(self, names: Sequence[str]) -> dict[int, tuple[str, Passing]]:
+        """The tensor maps among the parameters, each with the operand of ``names`` it copies (the one its data
+        pointer's name says, else its own name, else the first that none of those takes) and its passing."""
+        passed = {i: how for i, p in enumerate(self.parameters) if (how := passing(p.type)) is not None}
+        free, found = list(names), dict[int, str]()
+        for i in passed:
+            said = {operand_named(d) for d in self.encodings.data(i)} - {None}
+            letter = said.pop() if len(said) == 1 else named(self.parameters[i].spelling)
+            operand = next((n for n in free if n.lower() == letter), None)
+            if operand is not None:
+                found[i] = operand
+                free.remove(operand)
+        for i in (i for i in passed if i not in found):
+            if not free:
+                self.todo("params", f"tensor map {self.parameters[i].spelling!r} copies none of the op's operands "
+                                    "that no other parameter is")
+                continue
+            found[i] = free.pop(0)
+        return {i: (operand, passed[i]) for i, operand in found.items()}
+
+    def _operands(self, pointers: list[tuple[int, Any]], roles: list[str | None], names: Sequence[str],
+                  mapped: set[str]) -> None:
+        """Each pointer's operand (a table of pointers' first, in ``points``) among the op's ``names`` that no
+        tensor map copies (``mapped``): by its name, else the ``const`` ones the inputs in order and the other the
+        output, else by place."""
+        free = [n for n in names if n not in mapped]
         pointers = sorted(pointers, key=lambda found: not is_table(found[1].type))
         for i, p in pointers:
             spelled = stripped(p.spelling) if is_table(p.type) else p.spelling
@@ -313,13 +357,14 @@ class _Drafting:
         batched = "batch" in OPS[op].free(tuple(r for r in roles if r))
         values = self._values(sites, requires, batched)
         roles = self._roles  # a table of pointers as its operand, from here on
+        maps, orders = self._tensormaps(op, sites, batched)
         lines["dtypes"] = toml_list(self._dtypes(sites, roles))
         template = values.pop("template")
         if template:
             lines["template"] = toml_list(template)
         if values["let"]:
             lines["let"] = "{" + ", ".join(f"{k} = {json.dumps(v)}" for k, v in values["let"].items()) + "}"
-        read = self.indexing.layouts(roles)
+        read = self.indexing.layouts(roles) | orders
         layouts = {o: read.get(o, "row") for o in OPS[op].names if o in ("A", "B", "C")}
         tables, epilogue, varying = self._extras(op, roles, sites, layouts.get("C") == "col")
         dropped = {e.name for e in self.extras} - {t.name for t in tables}  # no buffer or scalar after all
@@ -330,6 +375,10 @@ class _Drafting:
             lines["layout"] = "{" + ", ".join(f'{o} = "{order}"' for o, order in layouts.items()) + "}"
         lines["block"] = toml_list(values["block"])
         lines["grid"] = toml_list(values["grid"])
+        found = cluster(sites, required(self.file, self.launches, self.reader, self.todo),
+                        self.file.cluster_dims.get(ident(self.kernel)), self.device.cluster(), self.todo)
+        if found is not None:
+            lines["cluster"] = toml_list(found)
         if values["smem"] != "0":
             lines["smem"] = json.dumps(values["smem"])
         if values["requires"]:
@@ -341,7 +390,7 @@ class _Drafting:
         rows: list[tuple[str, str | None, str]] = [(key, f"{key} = {value}", "") for key, value in lines.items()]
         # A TODO of a key the spec leaves out (a let not written, an epilogue not read) after the kernel's keys.
         rows += [(key, None, "") for key in self.todos if key not in lines and not key.startswith(_TABLES)]
-        for table in tables:
+        for table in [*tables, *maps]:
             rows += [("", "", ""), ("", table.header, ""), *table.lines]
         text, todos, notes = ["/* mmcheck", "[[kernel]]"], [], []
         for key, row, note in rows:  # each TODO above its key's line, each note beside it
@@ -384,8 +433,8 @@ class _Drafting:
                                                              "op's operands: name its target (points = \"A\"), "
                                                              "which gives it its type")
                 dtype, itemsize = self._buffer_dtype(extra, sites, used[key].written)
-                allocations = [self.reader.allocated(call_arguments(s.call)[extra.place], s.context, self.file.calls)
-                               for s in sites if len(call_arguments(s.call)) > extra.place]
+                allocations = [self.reader.allocated(s.arguments[extra.place], s.context, self.file.calls)
+                               for s in sites if len(s.arguments) > extra.place]
                 table = buffer(extra, used[key], elements, element, dtype, itemsize, allocations, self.todo)
                 if table.role == "input" and table.shape is not None:
                     buffers[extra.name] = len(table.shape)
@@ -425,9 +474,26 @@ class _Drafting:
                                       "result (as in epilogue = \"relu(acc + bias[n])\")")
             return tables, None, varying
 
+    def _tensormaps(self, op: str, sites: list[Site], batched: bool) -> tuple[list[Table], dict[str, str]]:
+        """The tables of the kernel's tensor maps, and the order of each operand they copy."""
+        tables, orders = [], {}
+        for place, (name, operand, passed) in self.maps.items():
+            encoded = [self.encodings.read(s, place) for s in sites]
+            copies = self.device.copies(self.parameters[place])
+            element = next((e.element for e in encoded if e is not None and e.element), None)
+            if element is not None:
+                self.map_elements.setdefault(operand, element)
+            tables.append(map_table(name, operand, passed, encoded, copies, self.todo))
+            found = order(OPS[op], operand, batched, encoded, copies)
+            if found is None:
+                self.todo("layout", f"neither an encode of {name} nor the kernel's copies through it show which of "
+                                    f"{operand}'s dimensions is innermost: row-major is a guess")
+            orders[operand] = found or "row"
+        return tables, orders
+
     def _scalar_value(self, site: Site, extra: Extra) -> str | None:
         """What a launch passes a scalar parameter, as a spec value; None where it has no spec form."""
-        arguments = call_arguments(site.call)
+        arguments = site.arguments
         if len(arguments) <= extra.place:
             return None
         try:
@@ -439,6 +505,10 @@ class _Drafting:
         """The dtypes, from what A (or x) and C (or y) point to, each launch's template arguments binding a
         type parameter."""
         inputs, output = self._operand_elements(roles)
+        if inputs is None and output:
+            self.todo("dtypes", "nothing in the file says the inputs' type (a pointer to A or B, the encode of a "
+                                "tensor map, a tensor-core instruction): C's is a guess")
+            inputs = output
         found: list[str] = []
         for bound in self._bound(sites):
             pair = [self._spelled(t, bound) for t in (inputs, output)]
@@ -454,9 +524,12 @@ class _Drafting:
         return found
 
     def _operand_elements(self, roles: list[str | None]) -> tuple[str | None, str | None]:
-        """The C spellings of what A (or x) and C (or y) point to."""
-        elements = {r: self._element(p) for p, r in zip(self.parameters, roles) if r in ("A", "x", "C", "y")}
-        return elements.get("A", elements.get("x")), elements.get("C", elements.get("y"))
+        """The C spellings of the elements of A (or x), and of C (or y): what their pointers point to, what their
+        maps copy; where a map copies A, B's (the inputs'), else the type the kernel's tensor cores multiply."""
+        elements = self.map_elements | {r: self._element(p) for p, r in zip(self.parameters, roles)
+                                        if r in ("A", "x", "B", "C", "y")}
+        inputs = next((elements[o] for o in ("A", "x", "B") if o in elements), None) or self.device.inputs()
+        return inputs, elements.get("C", elements.get("y"))
 
     def _bound(self, sites: list[Site]) -> list[dict[str, str]]:
         """Per launch (one where there is none), the C types its template arguments give the kernel's type

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..cxx.front import arguments, is_kernel, parse
+from ..cxx.front import arguments, constant, is_kernel, parse
 from ..cxx.setup import Setup
 from .cursors import callee, is_call, ident
 
@@ -17,7 +17,35 @@ __all__ = ["LAUNCHED", "File"]
 
 _LAUNCH = re.compile(r"<<<(.*?)>>>", re.S)
 LAUNCHED = "mmcheck_launch"
-_DECLARATION = f"template <class... A> void {LAUNCHED}(A&&...);\n"
+# Besides the launch as a call: what host code launches with where the emulator's headers, which never compile
+# host code, do not declare it: cudaLaunchKernelEx, its configuration and attributes, the function attributes of a
+# cluster (CUDA's names; a statement that names what is not declared is not in the parse).
+_DECLARATION = f"""template <class... A> void {LAUNCHED}(A&&...);
+enum cudaLaunchAttributeID {{
+    cudaLaunchAttributeIgnore, cudaLaunchAttributeAccessPolicyWindow, cudaLaunchAttributeCooperative,
+    cudaLaunchAttributeSynchronizationPolicy, cudaLaunchAttributeClusterDimension,
+    cudaLaunchAttributeClusterSchedulingPolicyPreference, cudaLaunchAttributeProgrammaticStreamSerialization,
+    cudaLaunchAttributeProgrammaticEvent, cudaLaunchAttributePriority
+}};
+union cudaLaunchAttributeValue {{
+    struct {{ unsigned x, y, z; }} clusterDim;
+    int clusterSchedulingPolicyPreference, programmaticStreamSerializationAllowed, priority, cooperative;
+}};
+struct cudaLaunchAttribute {{ cudaLaunchAttributeID id; cudaLaunchAttributeValue val; }};
+struct cudaLaunchConfig_t {{
+    dim3 gridDim, blockDim;
+    size_t dynamicSmemBytes;
+    cudaStream_t stream;
+    cudaLaunchAttribute *attrs;
+    unsigned numAttrs;
+}};
+template <class... E, class... A> cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t*, void (*)(E...), A&&...);
+constexpr cudaFuncAttribute cudaFuncAttributeClusterDimMustBeSet = cudaFuncAttribute(10),
+    cudaFuncAttributeRequiredClusterWidth = cudaFuncAttribute(11),
+    cudaFuncAttributeRequiredClusterHeight = cudaFuncAttribute(12),
+    cudaFuncAttributeRequiredClusterDepth = cudaFuncAttribute(13),
+    cudaFuncAttributeNonPortableClusterSizeAllowed = cudaFuncAttribute(14);
+"""
 
 
 def _as_calls(text: str) -> str:
@@ -61,7 +89,7 @@ class File:
         tu = parse(str(path), [(str(path), _as_calls(source)), (declarations, _DECLARATION)],
                    [*arguments(setup, folder, ()), "-include", declarations])
 
-        self.ck = cindex.CursorKind
+        self.ck = ck = cindex.CursorKind
         self.name = tu.spelling
         self.folder = path.resolve().parent
         functions: dict[tuple[str, int, str], Any] = {}
@@ -69,6 +97,22 @@ class File:
         self.kernels = {f.spelling: f for f in functions.values() if is_kernel(f)}
         self.hosts = [f for f in functions.values() if not is_kernel(f)]
         self.statements = {ident(f): list(self._statements(self._body(f), ())) for f in self.hosts}
+        # The arguments of the __cluster_dims__ a kernel is declared with (which the parse defines away): each a
+        # number, a macro's or a constant's where it names one, else as written.
+        self.cluster_dims: dict[tuple[str, int, str], list[str]] = {}
+        top = [c for c in tu.cursor.get_children()
+               if c.location.file is not None and Path(c.location.file.name).resolve().parent == self.folder]
+        values = {c.spelling: " ".join(t.spelling for t in list(c.get_tokens())[1:]) for c in top
+                  if c.kind == ck.MACRO_DEFINITION}
+        values |= {c.spelling: str(v) for c in top if c.kind == ck.VAR_DECL and (v := constant(c)) is not None}
+        for c in top:
+            if c.kind != ck.MACRO_INSTANTIATION or c.spelling != "__cluster_dims__":
+                continue
+            for kernel in self.kernels.values():
+                same = kernel.location.file is not None and kernel.location.file.name == c.location.file.name
+                if same and kernel.extent.start.offset <= c.location.offset < kernel.location.offset:
+                    inside = " ".join(t.spelling for t in c.get_tokens()).partition("(")[2].rpartition(")")[0]
+                    self.cluster_dims[ident(kernel)] = [values.get(a.strip(), a.strip()) for a in inside.split(",")]
 
     def _collect(self, parent: Any, found: dict[tuple[str, int, str], Any]) -> None:
         ck = self.ck

@@ -108,6 +108,35 @@ def test_a_batch_gives_each_launch_buffers_of_its_own_and_verifies_them():
     assert outcome.record is None and "is wrong" in outcome.failure
 
 
+# The fake's kernels read through a tensor map as through its target: the witness lays and verifies what the maps
+# copy, slot by slot, as it does a buffer argument.
+MAPS = """
+[kernel.tensormaps.map_A]
+operand = "A"
+box = [16, 16]
+[kernel.tensormaps.map_B]
+operand = "B"
+box = [16, 16]
+"""
+
+
+@pytest.mark.parametrize("entry, finding", [
+    ("good", None),
+    ("computes_first_launch_only", "of the timing, on inputs drawn afresh, is wrong"),
+    ("serves_by_shape", "of the timing, on inputs drawn afresh, is wrong"),
+])
+@pytest.mark.parametrize("method", [METHOD, Method.seed002(warmups=2, batch=4, repeats=3)], ids=["cold", "batch"])
+def test_what_tensor_maps_copy_is_drawn_afresh_for_every_timed_launch(entry, finding, method):
+    spec = spec_for(entry, ("float32",), params=("map_A", "map_B", "C", "M", "N", "K"), extra=MAPS)
+    backend = FakeTimingBackend()
+    outcome = Bench(Runner(backend, seed=1), method).run(spec, F32, Shape(128, 64, 64))
+    if finding is None:
+        assert outcome.record is not None, outcome.failure
+        assert outcome.record.extra["distinct_inputs"] and outcome.record.extra["verified_launches"] >= 3
+    else:
+        assert outcome.record is None and finding in outcome.failure, outcome.failure
+
+
 # --- the sampler and the witness, one at a time ---------------------------------------------------------
 
 class _Log:

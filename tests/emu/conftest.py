@@ -19,33 +19,20 @@ from mmcheck.compile import Build, unit_source
 from mmcheck.dtypes import precision
 from mmcheck.ops import Shape
 from mmcheck.prepare import plan
-from mmcheck.spec import KernelSpec, load_specs, parse_specs
+from mmcheck.spec import KernelSpec, load_specs
 
+from tests import specs
 from tests.run_once import shared_folder
 
 KERNELS = Path(__file__).parent / "kernels"
-
-_HEADER = """/* mmcheck
-[[kernel]]
-name = "emu.{name}"
-entry = "{entry}"
-{template}op = "mm"
-dtypes = {dtypes}
-params = {params}
-block = [32]
-grid = [1]
-*/
-"""
-
 
 def make_spec(body: str, *, entry: str = "k", params: Sequence[str] = ("A", "B", "C"),
               dtypes: Sequence[str] = ("float32",), template: str | None = None,
               path: str = "inline.cu") -> KernelSpec:
     """A spec for ``body`` (the kernel file minus its spec block); the block and grid in it are unused,
     since the tests launch with explicit geometry."""
-    header = _HEADER.format(name=entry.replace("::", "."), entry=entry, dtypes=list(dtypes), params=list(params),
-                            template=f'template = "{template}"\n' if template else "").replace("'", '"')
-    return parse_specs(header + body, path)[0]
+    return specs.spec(f"emu.{entry.replace('::', '.')}", entry, path, body, template=template, dtypes=dtypes,
+                      params=params, block=(32,), grid=(1,))
 
 
 def run(backend: EmuBackend, kernel: Kernel, args: Sequence[np.ndarray | np.generic], grid: int | tuple,

@@ -19,6 +19,7 @@ from mmcheck.errors import BackendUnavailable, CompileError, Unsupported
 from mmcheck.runner import Runner
 from mmcheck.shapes import shapes_for
 from mmcheck.spec import load_specs
+from tests import specs
 
 F32 = precision("float32")
 
@@ -282,8 +283,8 @@ def test_a_change_in_an_included_file_is_not_hidden_by_the_cache(compiled, emu, 
 
     (tmp_path / "scale.h").write_text("#define SCALE 2\n")
     kernel_file = tmp_path / "k.cu"
-    kernel_file.write_text('/* mmcheck\n[[kernel]]\nname = "inc.k"\nentry = "k"\nop = "mm"\ndtypes = ["float32"]\n'
-                           'params = ["A", "B", "C"]\nblock = [32]\ngrid = [1]\n*/\n#include "scale.h"\n'
+    kernel_file.write_text(specs.text("inc.k", "k", params=("A", "B", "C"), block=(32,), grid=(1,))
+                           + '#include "scale.h"\n'
                            'extern "C" __global__ void k(const float* A, const float* B, float* C) '
                            '{ C[threadIdx.x] = A[threadIdx.x] * SCALE; }\n')
     a = np.arange(32, dtype=np.float32)

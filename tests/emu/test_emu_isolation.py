@@ -22,18 +22,9 @@ from mmcheck.backends.emu import EmuBackend
 from mmcheck.cli import main
 from mmcheck.errors import InternalError
 from mmcheck.spec import load_specs
+from tests import specs
 
-_SPEC = """/* mmcheck
-[[kernel]]
-name = "{name}"
-entry = "mm"
-op = "mm"
-dtypes = ["float32"]
-params = ["A", "B", "C", "M", "N", "K"]
-block = [16, 16]
-grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
-*/
-"""
+_SPEC = specs.text("{name}", "mm")
 
 _KERNEL = """
 __global__ void mm(const float* A, const float* B, float* C, int M, int N, int K) {

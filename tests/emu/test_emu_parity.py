@@ -19,24 +19,13 @@ from mmcheck.dtypes import precision
 from mmcheck.errors import CompileError
 from mmcheck.spec import parse_specs
 
-from tests import needs
+from tests import needs, specs
 
 F32 = precision("float32")
 
 pytestmark = pytest.mark.skipif(not device_code.device_code_available(),
                                 reason="the device code is read as nvcc reads it by libclang (pip install libclang)")
 
-_SPEC = """/* mmcheck
-[[kernel]]
-name = "parity.k"
-entry = "k"
-{template}op = "mm"
-dtypes = ["float32"]
-params = ["A", "B", "C"]
-block = [32]
-grid = [1]
-*/
-"""
 _KERNEL = "__global__ void k(const float* A, const float* B, float* C) {{\n    {body}\n}}\n"
 # What the emulator lacks of nvcc's front end: the C and C++ libraries' host functions are not judged (nvcc gives
 # device code std::'s math, which the emulator's parse cannot tell from the rest), nor is the initializer of a
@@ -191,7 +180,8 @@ def _spec(tmp_path, before: str, body: str, files: dict[str, str], template: boo
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     kernel = body if body.startswith(("template", "__global__")) else _KERNEL.format(body=body)
-    text = _SPEC.format(template='template = "T"\n' if template else "") + textwrap.dedent(before) + "\n" + kernel
+    text = specs.text("parity.k", "k", template="T" if template else None, params=("A", "B", "C"), block=(32,),
+                      grid=(1,)) + textwrap.dedent(before) + "\n" + kernel
     (tmp_path / "k.cu").write_text(text)
     (spec,) = parse_specs(text, tmp_path / "k.cu")
     return Build(spec, F32, ("float",) if template else ())

@@ -527,7 +527,7 @@ def test_wgmma_gemms_pass_and_a_wrong_swizzle_a_missing_wait_and_a_missing_proxy
         ("emu.wgmma_gemm_n128", "bfloat16->float32", "pass", None),
         ("emu.wgmma_gemm_n256", "bfloat16->float32", "pass", None),
         ("emu.wgmma_gemm_swizzle_64b", "bfloat16->float32", "fail", "mismatch"),
-        ("emu.wgmma_gemm_no_wait", "bfloat16->float32", "fail", "mismatch"),
+        ("emu.wgmma_gemm_no_wait", "bfloat16->float32", "fail", "race"),
         ("emu.wgmma_gemm_no_proxy_fence", "bfloat16->float32", "fail", "fault")]
 
 

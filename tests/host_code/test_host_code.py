@@ -29,9 +29,9 @@ from mmcheck.dtypes import precision
 from mmcheck.errors import Unsupported
 from mmcheck.prepare import plan
 from mmcheck.shapes import shapes_for
-from mmcheck.spec import KernelSpec, load_specs, parse_specs
+from mmcheck.spec import KernelSpec, load_specs
 
-from tests import needs
+from tests import needs, specs
 from tests.run_once import shared_folder
 
 F32 = precision("float32")
@@ -96,11 +96,8 @@ def emu(tmp_path_factory):
 
 def _one_kernel(body: str, path: Path) -> KernelSpec:
     """A spec for the kernel k(A, B, C) of a file holding ``body``."""
-    text = ('/* mmcheck\n[[kernel]]\nname = "one"\nentry = "k"\nop = "mm"\ndtypes = ["float32"]\n'
-            'params = ["A", "B", "C"]\nblock = [1]\ngrid = [1]\n*/\n' + body)
-    path.write_text(text)
-    (spec,) = parse_specs(text, path)
-    return spec
+    path.write_text(specs.text("one", "k", params=("A", "B", "C"), block=(1,), grid=(1,)) + body)
+    return load_specs(path)[0]
 
 
 def _line(spec: KernelSpec, text: str) -> int:
@@ -223,11 +220,9 @@ __device__ inline float twice(float x) { return 2 * x + BIAS; }
 @pytest.fixture
 def reach(tmp_path) -> KernelSpec:
     (tmp_path / "helper.cuh").write_text(HELPER)
-    text = ('/* mmcheck\n[[kernel]]\nname = "reach"\nentry = "kern"\ntemplate = "T"\nop = "mm"\n'
-            'dtypes = ["float32"]\nparams = ["A", "B", "C", "M"]\nblock = [64]\ngrid = [1]\n*/\n' + REACH)
-    (tmp_path / "reach.cu").write_text(text)
-    (spec,) = parse_specs(text, tmp_path / "reach.cu")
-    return spec
+    (tmp_path / "reach.cu").write_text(specs.text("reach", "kern", template="T", params=("A", "B", "C", "M"),
+                                                  block=(64,), grid=(1,)) + REACH)
+    return load_specs(tmp_path / "reach.cu")[0]
 
 
 @needs_libclang
@@ -322,7 +317,7 @@ def test_a_header_that_no_kernel_code_needs_costs_nothing(emu, run_copy, tmp_pat
                        tmp_path / "k.cu")
     if not device_code.device_code_available():
         pytest.skip("without libclang the whole file is compiled, and its headers must be there")
-    np.testing.assert_array_equal(run_copy(emu.compile(Build(spec, "float32"))), np.arange(8) + 1)
+    np.testing.assert_array_equal(run_copy(emu.compile(Build(spec, F32))), np.arange(8) + 1)
 
 
 @needs_libclang
@@ -337,6 +332,19 @@ def test_a_kernel_in_an_extern_c_block_keeps_the_block(emu, run_copy, tmp_path):
 
 
 @needs_libclang
+def test_shared_memory_aligned_by_alignas_is_device_code_as_nvcc_takes_it(emu, run_copy, tmp_path):
+    """``__shared__ alignas(128)`` (Hopper tutorials' spelling) keeps the kernel's device code found, so that host
+    code of launch APIs the emulator lacks never reaches its compiler."""
+    spec = _one_kernel("__global__ void k(float* A, float* B, float* C) {\n"
+                       "    __shared__ alignas(128) float tile[8];\n    tile[threadIdx.x] = A[threadIdx.x];\n"
+                       "    __syncthreads();\n    C[threadIdx.x] = tile[threadIdx.x] + B[0];\n}\n"
+                       "int main() { cudaLaunchKernelEx(nullptr, k, nullptr, nullptr, nullptr); }\n", tmp_path / "k.cu")
+    source = device_code.device_code(Build(spec, F32)).source
+    assert "alignas(128) __shared__ float tile[8];" in source and "cudaLaunchKernelEx" not in source
+    np.testing.assert_array_equal(run_copy(emu.compile(Build(spec, F32))), np.arange(8) + 1)
+
+
+@needs_libclang
 def test_a_module_found_in_the_cache_needs_no_parse(emu, run_copy, tmp_path, monkeypatch):
     spec = _one_kernel("void host();\n__global__ void k(float* A, float* B, float* C) {\n"
                        "    C[threadIdx.x] = A[threadIdx.x] + B[0];\n}\n", tmp_path / "k.cu")
@@ -346,7 +354,7 @@ def test_a_module_found_in_the_cache_needs_no_parse(emu, run_copy, tmp_path, mon
         raise AssertionError("parsed again")
 
     monkeypatch.setattr(device_code, "_reduce", no_parse)
-    np.testing.assert_array_equal(run_copy(emu.compile(Build(spec, "float32"))), np.arange(8) + 1)
+    np.testing.assert_array_equal(run_copy(emu.compile(Build(spec, F32))), np.arange(8) + 1)
 
 
 # --- without libclang: the whole file, against the runtime stubs -------------------------------------------

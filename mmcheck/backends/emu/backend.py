@@ -44,11 +44,9 @@ _UNSUPPORTED_ENTRY = "mmemu_rv_asm"
 # What a child that makes a forbidden call with signals blocked did, which the system kills rather than traps.
 _SIGNALS_BLOCKED = ("made a system call that the sandbox forbids, with signals blocked, so that which one is not "
                     "known (blocked)")
-# AddressSanitizer's slowdown is measured on this kernel (16x16 shared-memory tiles) at this size (M, N, K),
-# about 0.05 s a launch on the plain build, where starting a launch's process counts for little.  Of each
-# build's launches the fastest counts, since others' work on the machine only ever slows one down.  Measured
-# so on 2026-11-25 (g++ 12, x86-64, two cores that others' work kept busy): 0.043 s plain, 0.141 s sanitized;
-# four such measurements gave 3.0x to 3.6x, so a factor of 4 (two of naive loops without barriers: 1.2x-1.4x).
+# AddressSanitizer's slowdown is measured on this kernel at a size (M, N, K) where starting a launch's process
+# counts for little, the fastest of each build's launches counting, since others' work on the machine only ever
+# slows one down (docs/performance.md).
 _CALIBRATION = Path(__file__).resolve().parent / "calibrate.cu"
 _CALIBRATION_SHAPE = (128, 128, 512)
 _CALIBRATION_LAUNCHES = 5
@@ -145,7 +143,7 @@ class EmuBackend:
     # --sanitize builds it with AddressSanitizer and UndefinedBehaviorSanitizer's bounds check.  Each launch runs
     # in a process of its own already (worker.py); shapes past 2**31 elements would take hours; and a CPU that
     # runs a block's threads one after another has no clock that says anything about a GPU.
-    capabilities = Capabilities(sanitizers=("asan", "ubsan"))
+    capabilities = Capabilities(sanitizers=("asan", "ubsan"), async_rules=True)
 
     def __init__(self, options: BackendOptions = BackendOptions()) -> None:
         self.options = options
