@@ -98,6 +98,13 @@ CASES = {
     "buggy.tma_expect_more": (Shape(70, 130, 72), "barrier", "25600 bytes expected (expect_tx), 24576 arrived"),
     "buggy.tma_swizzle_none": (Shape(70, 130, 72), "mismatch", "differ"),
     "buggy.tma_wrong_parity": (Shape(70, 130, 72), "barrier", "deadlock: no thread can proceed"),
+    # the cluster step (hopper_cluster.cuh): the blocks of a cluster run one ahead of the other
+    "buggy.cluster_multicast_own_block": (Shape(70, 130, 72), "barrier", "16384 bytes of its transactions: 49152 "
+                                                                          "bytes expected (expect_tx), 32768 arrived"),
+    "buggy.cluster_free_own_block": (Shape(130, 130, 320), "fault", "was written (by an asynchronous copy) between "
+                                                                     "its issue and the wgmma.wait_group"),
+    "buggy.cluster_no_exit_sync": (Shape(70, 130, 72), "fault", "which had exited: a block's shared memory is its "
+                                                                "cluster's only until the block exits"),
 }
 # Where the GPU shows the same bug differently.  Its races are seen by racecheck, which names the source
 # lines.  Threads that have returned count as arrived at a barrier on sm_70 and later, so an early return

@@ -96,6 +96,7 @@ RIGHT_PAST_2_31 = {
     "hopper.wgmma_copies",         # offsets in size_t
     "hopper.wgmma_tma",            # TMA's 64-bit strides and int coordinates, C's offsets in size_t
     "hopper.wgmma_pipelined",
+    "hopper.wgmma_multicast",
 }
 
 

@@ -141,6 +141,78 @@ def test_a_bulk_copy_into_another_blocks_tile_completes_on_its_mbarrier(build, e
         np.testing.assert_array_equal(emu.download(out), want, err_msg=schedule)
 
 
-@pytest.mark.parametrize("body", [MULTICAST, REMOTE], ids=["multicast", "remote"])
+PIPELINE = CLUSTER + r"""
+// A two-stage pipeline shared by the two blocks of a cluster, as fast.cu's multicast kernel shares B: at each of 8
+// steps, block r's producer (thread 0) multicasts its 16 floats of A's 32-float row into its half of the stage in
+// both blocks, each block's full mbarrier expecting both halves; each block's consumer (thread 32) copies the stage
+// to C and frees it on the empty mbarrier of both blocks, since both producers write into it (OWN_ONLY: only its
+// own block's, whose producer then refills the other block's stage, which that block may not have read yet).
+#ifdef OWN_ONLY
+constexpr int kFreers = 1;
+#else
+constexpr int kFreers = 2;
+#endif
+extern "C" __global__ void k(const float* A, const int* B, float* C) {
+    __shared__ alignas(128) float stage[2][32];
+    __shared__ uint64_t full[2], empty[2];
+    const unsigned rank = cluster_rank();
+    if (threadIdx.x == 0)
+        for (int s = 0; s < 2; ++s) {
+            init_barrier(&full[s], 1);
+            init_barrier(&empty[s], kFreers);
+        }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    cluster_sync();
+    for (int step = 0; step < 8; ++step) {
+        const int s = step % 2;
+        if (threadIdx.x == 0) {
+            if (step >= 2) wait(&empty[s], (step / 2 - 1) & 1);
+            expect_bytes(&full[s], sizeof stage[s]);
+            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+                         "[%0], [%1], 64, [%2], %3;"
+                         :: "r"(smem(&stage[s][16 * rank])), "l"(A + 32 * step + 16 * rank), "r"(smem(&full[s])),
+                            "h"((uint16_t)3) : "memory");
+        } else if (threadIdx.x == 32) {
+            wait(&full[s], (step / 2) & 1);
+            for (int i = 0; i < 32; ++i) C[(blockIdx.x * 8 + step) * 32 + i] = stage[s][i];
+#ifdef OWN_ONLY
+            arrive(&empty[s]);
+#else
+            for (unsigned r = 0; r < 2; ++r)
+                asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" :: "r"(remote(&empty[s], r)) : "memory");
+#endif
+        }
+    }
+    cluster_sync();
+}
+"""
+
+
+def pipeline(emu, kernel, schedule):
+    """PIPELINE's C for two clusters, and what it should be: each block's every step, the row of A."""
+    a = np.arange(8 * 32, dtype=np.float32)
+    out = emu.upload(np.zeros(2 * 2 * 8 * 32, np.float32), 0)
+    emu.launch(kernel, [emu.upload(a, 0), emu.upload(np.zeros(1, np.int32), 0), out], (4, 1, 1), (64, 1, 1), 0,
+               schedule, cluster=(2, 1, 1))
+    return emu.download(out), np.tile(a, 4)
+
+
+def test_stages_freed_to_both_producers_carry_every_step_to_both_blocks(build, emu):
+    kernel = build(PIPELINE, **SPEC)
+    for schedule in SCHEDULES:
+        got, want = pipeline(emu, kernel, schedule)
+        np.testing.assert_array_equal(got, want, err_msg=schedule)
+
+
+def test_a_block_runs_ahead_of_the_other_so_a_stage_freed_to_one_producer_is_overwritten(spec_of, compiled, emu):
+    """The blocks' rendezvous complete in the schedule's order of their ranks, the first as far as the other lets it:
+    its producer refills the stage before the other block has read it."""
+    kernel = compiled(emu, spec_of(PIPELINE, **SPEC), "float32", {"OWN_ONLY": "1"})
+    got, want = pipeline(emu, kernel, "forward")
+    wrong = got.reshape(4, 8, 32) != want.reshape(4, 8, 32)
+    assert wrong[1::2].any() and not wrong[0::2].any()  # the second block of each cluster, which lags, reads late
+
+
+@pytest.mark.parametrize("body", [MULTICAST, REMOTE, PIPELINE], ids=["multicast", "remote", "pipeline"])
 def test_each_kernel_is_valid_cuda_for_sm_90a(nvcc, spec_of, tmp_path, body):
     assert not nvcc(spec_of(body, **SPEC), "float32", tmp_path, arch="sm_90a")

@@ -468,7 +468,7 @@ BROKEN = {
     "operand written before the wait": (
         STAGED + "mma(d, da, db);\n    commit();\n    tile[threadIdx.x] = make_uint4(1, 2, 3, 4);\n    wait<0>();",
         r"wgmma\.mma_async at line {mma}: the shared memory it reads \(A, at shared address 0x[0-9a-f]+\) was written "
-        r"between its issue and the wgmma\.wait_group at line \d+ that completes it: a race"),
+        r"\(by thread \(\d+,0,0\)\) between its issue and the wgmma\.wait_group at line \d+ that completes it: a race"),
     "no fence.proxy.async": (
         "stage(tile, A, false);\n    fence();\n    mma(d, da, db);\n    commit();\n    wait<0>();",
         r"wgmma\.mma_async\.sync\.aligned\.m64n8k16\.f32\.bf16\.bf16 at line {mma}: the async proxy reads shared "

@@ -308,12 +308,14 @@ void read_operands(const Context& c, Wgmma& op) {
 void check_unchanged(const Context& c, const Wgmma& op) {
     for (const Chunk& chunk : op.read) {
         const auto* p = static_cast<const unsigned char*>(mmemu_shared_pointer(chunk.address, 16, c.op(), c.line));
-        for (uint32_t i = 0; i < 16; ++i)
-            if (p[i] != chunk.bytes[i])
-                mmemu_violation("wgmma.mma_async at line %d: the shared memory it reads (%s, at shared address 0x%x) "
-                                "was written between its issue and the wgmma.wait_group at line %d that completes it: "
-                                "a race, since a wgmma reads its operands at any time until then", op.line,
-                                chunk.of_a ? "A" : "B", chunk.address + i, c.line);
+        for (uint32_t i = 0; i < 16; ++i) {
+            if (p[i] == chunk.bytes[i]) continue;
+            mmemu_rt::proxy_look();
+            mmemu_violation("wgmma.mma_async at line %d: the shared memory it reads (%s, at shared address 0x%x) "
+                            "was written (by %s) between its issue and the wgmma.wait_group at line %d that completes "
+                            "it: a race, since a wgmma reads its operands at any time until then", op.line,
+                            chunk.of_a ? "A" : "B", chunk.address + i, mmemu_rt::proxy_writer(p + i).text, c.line);
+        }
     }
 }
 

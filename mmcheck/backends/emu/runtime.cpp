@@ -190,6 +190,9 @@ struct Engine {
     unsigned block_threads;                           // of a block; its blocks' threads follow each other
     std::vector<Thread> threads;
     std::vector<Block> blocks;  // the cluster's, by rank
+    // The ranks in the order in which their rendezvous complete: a block's only where the blocks before it have none
+    // that can, so that it runs ahead of the others as far as they let it, as a faster multiprocessor would.
+    std::vector<unsigned> precedence;
     mmemu_cluster_info cluster;  // where the running block is (mmemu_cluster_now)
     uint64_t cluster_phase;      // the cluster barrier's phase, from 1
     unsigned cluster_arrivals;   // the threads that have arrived in it
@@ -440,12 +443,22 @@ unsigned warp_lanes(unsigned warp) {  // the lanes of a block's warp that exist 
     return n >= 32 ? ~0u : (1u << n) - 1;
 }
 
-// Whether f(base, lanes) is true for some warp of the cluster, each asked: its first thread, and its lanes that exist.
+// The threads of block b.
+Thread* first_of(unsigned b) { return E.threads.data() + size_t(b) * E.block_threads; }
+
+// Whether f(base, lanes) is true for some warp of block b, each asked: its first thread, and its lanes that exist.
+template <class F>
+bool any_warp(unsigned b, F f) {
+    bool progress = false;
+    for (unsigned w = 0; w * 32 < E.block_threads; ++w) progress |= f(b * E.block_threads + w * 32, warp_lanes(w));
+    return progress;
+}
+
+// The same for some warp of the cluster.
 template <class F>
 bool any_warp(F f) {
     bool progress = false;
-    for (unsigned b = 0; b < E.blocks.size(); ++b)
-        for (unsigned w = 0; w * 32 < E.block_threads; ++w) progress |= f(b * E.block_threads + w * 32, warp_lanes(w));
+    for (unsigned b = 0; b < E.blocks.size(); ++b) progress |= any_warp(b, f);
     return progress;
 }
 
@@ -482,12 +495,12 @@ void complete_warp_op(unsigned base, unsigned group, int kind) {
         if (group >> l & 1) release(E.threads[base + l], results[l]);
 }
 
-// Completes every warp operation that every live lane of its mask has arrived at.  CUDA's rule: each lane
-// that is named in the mask and has not exited must call the same operation with the same mask; a lane
+// Completes every warp operation of block b that every live lane of its mask has arrived at.  CUDA's rule: each
+// lane that is named in the mask and has not exited must call the same operation with the same mask; a lane
 // that has exited takes no part (reading its value gives the poison, see shuffle).  A live lane that waits
 // elsewhere keeps the operation from completing, so fail_deadlock reports it.  Returns whether any completed.
-bool complete_warp_ops() {
-    return E.waiting[kWarp] && any_warp([](unsigned base, unsigned lanes) {
+bool complete_warp_ops(unsigned b) {
+    return E.waiting[kWarp] && any_warp(b, [](unsigned base, unsigned lanes) {
         bool progress = false;
         for (unsigned l = 0; l < 32; ++l) {
             const Thread& t = E.threads[base + l];
@@ -508,8 +521,8 @@ bool complete_warp_ops() {
 }
 
 // __activemask(): the lanes of a warp parked at the same __activemask() call are the converged ones.
-bool complete_activemasks() {
-    return E.waiting[kActiveMask] && any_warp([](unsigned base, unsigned lanes) {
+bool complete_activemasks(unsigned b) {
+    return E.waiting[kActiveMask] && any_warp(b, [](unsigned base, unsigned lanes) {
         bool progress = false;
         for (unsigned l = 0; l < 32 && (lanes >> l & 1); ++l) {
             int site = E.threads[base + l].site;
@@ -528,8 +541,8 @@ bool complete_activemasks() {
 // Gathers: one completes when all 32 lanes of a warp wait at the same one.  A warp whose lanes all wait
 // at gathers, or have exited, can never complete one otherwise: that violates the operation's
 // precondition (a partial warp was refused when its first lane arrived).
-bool complete_gathers() {
-    return E.waiting[kGather] && any_warp([](unsigned base, unsigned lanes) {
+bool complete_gathers(unsigned b) {
+    return E.waiting[kGather] && any_warp(b, [](unsigned base, unsigned lanes) {
         if (lanes != ~0u) return false;
         const Thread* first = nullptr;
         unsigned same = 0, other = 0, gone = 0;
@@ -566,12 +579,12 @@ bool complete_gathers() {
     });
 }
 
-// Polls: a thread waiting on a condition goes on once it holds.
-bool complete_polls() {
+// Polls of block b: a thread waiting on a condition goes on once it holds.
+bool complete_polls(unsigned b) {
     bool progress = false;
-    for (Thread& th : E.threads) {
-        if (th.state == kPoll && th.ready(th.ready_arg)) {
-            release(th, 1);
+    for (Thread* th = first_of(b); th != first_of(b) + E.block_threads; ++th) {
+        if (th->state == kPoll && th->ready(th->ready_arg)) {
+            release(*th, 1);
             progress = true;
         }
     }
@@ -590,9 +603,6 @@ bool time_out_polls() {
     E.timed_out_at = E.progress;
     return released;
 }
-
-// The threads of block b.
-Thread* first_of(unsigned b) { return E.threads.data() + size_t(b) * E.block_threads; }
 
 // An example thread of [begin, end) in `state` (and at `site`, if not -1), for messages.
 const Thread* example(const Thread* begin, const Thread* end, State state, int site) {
@@ -756,7 +766,8 @@ void thread_exited(Thread& t) {
 // Called when no thread is ready: complete whatever rendezvous can complete, or report why none can.
 // Asynchronous copies land only here, one at a time, as late as they may; a try_wait times out only after them.
 void resolve() {
-    if (complete_warp_ops() || complete_activemasks() || complete_gathers() || complete_polls()) return;
+    for (unsigned b : E.precedence)
+        if (complete_warp_ops(b) || complete_activemasks(b) || complete_gathers(b) || complete_polls(b)) return;
     for (unsigned b = 0; b < E.blocks.size() && E.waiting[kBarrier]; ++b) {
         unsigned waiting = 0;
         for (const Thread* t = first_of(b); t != first_of(b) + E.block_threads; ++t) waiting += t->state == kBarrier;
@@ -775,6 +786,11 @@ void run_cluster_fibers() {
     E.progress = E.timed_out_at = 0;
     mmemu_rt::async_cluster_start();
     mmemu_rt::proxy_cluster_start();
+    E.precedence.assign(E.blocks.size(), 0);
+    if (E.blocks.size() > 1) {  // the ranks in the schedule's order (drawn only here, so lone blocks run as before)
+        Order order(E.blocks.size(), E.launch->schedule, splitmix(E.rng));
+        for (unsigned i = 0; i < E.blocks.size(); ++i) E.precedence[i] = unsigned(order[i]);
+    }
     for (unsigned t = 0; t < E.nthreads; ++t) {
         Thread& th = E.threads[t];
         th.state = kReady;

@@ -81,6 +81,9 @@ void proxy_fence();  // fence.proxy.async by the running thread
 // attributed, then each piece checked.
 void proxy_look();
 void proxy_check(const void* pointer, size_t size, const char* op, int line);
+// Who last wrote the byte at p, as of the last look: "thread (x,y,z)" for an ordinary store, "an asynchronous copy"
+// where the async proxy (TMA, a bulk copy) wrote it since, and "" where the proxy does not watch the kernel.
+Name proxy_writer(const void* p);
 
 }  // namespace mmemu_rt
 

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -233,6 +234,16 @@ void proxy_check(const void* pointer, size_t size, const char* op, int line) {
                         "the barrier that orders them before this read) is missing", op, line, i,
                         thread_name(writer - 1).text);
     }
+}
+
+Name proxy_writer(const void* p) {
+    Name name{""};
+    if (!P.active) return name;
+    size_t at;
+    unsigned writer = home_of(p, at).writer[at];
+    if (writer) return thread_name(writer - 1);
+    snprintf(name.text, sizeof name.text, "an asynchronous copy");
+    return name;
 }
 
 }  // namespace mmemu_rt
