@@ -21,13 +21,14 @@ from .errors import MmcheckError
 if TYPE_CHECKING:
     from .backends.compilers import Compiler
     from .compile import Build
+    from .dtypes import Precision
     from .options import Settings
     from .spec import KernelSpec
 
 __all__ = ["Ahead", "builds", "start"]
 
 
-def builds(settings: Settings, pairs: Iterable[tuple[KernelSpec, str]]) -> Iterator[Build]:
+def builds(settings: Settings, pairs: Iterable[tuple[KernelSpec, Precision]]) -> Iterator[Build]:
     """The builds the kernel x dtype pairs' shapes need, each once, in the pairs' order."""
     from .check import shapes, unreachable
     from .prepare import plan
@@ -79,7 +80,7 @@ def _compile(compiler: Compiler, build: Build, arch: str) -> None:
         pass  # the worker that needs it compiles it again, and says what is wrong
 
 
-def start(settings: Settings, pairs: Sequence[tuple[KernelSpec, str]], cc: tuple[int, int]) -> Ahead | None:
+def start(settings: Settings, pairs: Sequence[tuple[KernelSpec, Precision]], cc: tuple[int, int]) -> Ahead | None:
     """Compiling ahead for a device of compute capability ``cc`` with the settings' compiler, if it can
     compile for it; None otherwise."""
     from .backends.compilers import get_compiler

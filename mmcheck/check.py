@@ -13,13 +13,14 @@ from pathlib import Path
 
 from . import backends
 from .backends.base import Backend
+from .dtypes import Precision
 from .ops import Shape
 from .options import FILE_BUDGETS, Settings
 from .results import Outcome, Result
 from .runner import Runner
 from .shapes import (LARGE, large_shapes, largest_buffer, launch_domain, launch_limits, outside_launch_domain,
                      satisfies, shapes_for)
-from .spec import KernelSpec
+from .spec import Check, Expect, KernelSpec
 from .verdicts import Verdicts
 
 __all__ = ["runner", "open_runner", "unreachable", "check", "shapes"]
@@ -40,7 +41,7 @@ def open_runner(settings: Settings) -> Runner:
 def unreachable(settings: Settings, spec: KernelSpec) -> str | None:
     """Why this run cannot catch a known-bad kernel, if it cannot: nothing but a sanitizer sees some bugs (a
     read whose value is never used), so without one the kernel is skipped, saying so."""
-    if spec.expect == "fail" and set(spec.catch) == {"sanitizer"} and not settings.sanitize:
+    if spec.expect is Expect.FAIL and set(spec.catch) == {Check.SANITIZER} and not settings.sanitize:
         return f"{spec.name}: only a sanitizer can catch it; run with --sanitize (pytest: --mmcheck-sanitize)"
     if spec.large and not settings.large:
         return (f"{spec.name}: only shapes past 2**31 elements show its bug; run with --large (pytest: "
@@ -48,7 +49,7 @@ def unreachable(settings: Settings, spec: KernelSpec) -> str | None:
     return None
 
 
-def check(settings: Settings, runner: Runner, spec: KernelSpec, dtype: str) -> Result:
+def check(settings: Settings, runner: Runner, spec: KernelSpec, dtype: Precision) -> Result:
     """One kernel x dtype: its shapes (the generated ones, or --shape: the replay of one reported case)
     smallest first, up to the first that does not pass; with its launch domain and the seconds it took."""
     start = time.perf_counter()
@@ -58,7 +59,7 @@ def check(settings: Settings, runner: Runner, spec: KernelSpec, dtype: str) -> R
     return dataclasses.replace(result, seconds=seconds)
 
 
-def _file_out_of_time(settings: Settings, runner: Runner, spec: KernelSpec, dtype: str) -> Result | None:
+def _file_out_of_time(settings: Settings, runner: Runner, spec: KernelSpec, dtype: Precision) -> Result | None:
     """An error, where the file's earlier checks in this process took its whole time budget: its other kernels
     are not blamed for that, nor run."""
     spent, budget = runner.spent(spec.path), settings.file_seconds()
@@ -69,7 +70,7 @@ def _file_out_of_time(settings: Settings, runner: Runner, spec: KernelSpec, dtyp
                   f"time budget of {budget:g} s ({FILE_BUDGETS} times --time-budget)", shapes_tried=0)
 
 
-def _check(settings: Settings, runner: Runner, spec: KernelSpec, dtype: str) -> Result:
+def _check(settings: Settings, runner: Runner, spec: KernelSpec, dtype: Precision) -> Result:
     if reason := unreachable(settings, spec):
         return Result(runner.case(spec, dtype, None), Outcome.SKIP, reason, shapes_tried=0)
     strict = settings.strict_launch or spec.strict_launch
@@ -91,7 +92,7 @@ def _check(settings: Settings, runner: Runner, spec: KernelSpec, dtype: str) -> 
     return dataclasses.replace(runner.sweep(spec, dtype, asked, settings.check_seconds()), domain=domain)
 
 
-def shapes(settings: Settings, spec: KernelSpec, dtype: str, extra: Iterable[Shape] = ()) -> list[Shape]:
+def shapes(settings: Settings, spec: KernelSpec, dtype: Precision, extra: Iterable[Shape] = ()) -> list[Shape]:
     """The generated shapes of a kernel x dtype (and ``extra``), smallest first, within its launch domain
     unless a refused launch fails it (--strict-launch, or its spec's strict_launch); with ``large``, the large
     mode's after them."""

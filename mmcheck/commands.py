@@ -18,7 +18,7 @@ from .defaults import SRC
 from .errors import BackendUnavailable, MmcheckError, SpecError, Unsupported
 from .options import Settings
 from .results import Outcome
-from .spec import NO_SPEC, Catalog, collect, kernel_file
+from .spec import NO_SPEC, Catalog, Expect, collect, kernel_file
 
 if TYPE_CHECKING:
     import argparse
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from . import grade as grading
     from .backends.base import Capabilities
     from .bench.benchmark import Timed
+    from .dtypes import Precision
     from .results import Result
     from .runner import Runner
     from .spec import KernelSpec
@@ -86,7 +87,7 @@ def _run_of(args: argparse.Namespace) -> tuple[Catalog, tuple[str, ...], Setting
     return (*found, _settings(args))
 
 
-def _unmatched(named: Sequence[tuple[KernelSpec, str]], dtypes: Sequence[str], targets: Sequence[str],
+def _unmatched(named: Sequence[tuple[KernelSpec, Precision]], dtypes: Sequence[str], targets: Sequence[str],
                what: str) -> str:
     """Why no kernel is to run: none of the targets' kernels (``named``, each with a dtype it declares) is of
     a dtype --dtype asks for, and which dtypes they have; or none matches the targets at all."""
@@ -97,7 +98,7 @@ def _unmatched(named: Sequence[tuple[KernelSpec, str]], dtypes: Sequence[str], t
     return f"no {what} matches {where}"
 
 
-def _none(catalog: Catalog, named: Sequence[tuple[KernelSpec, str]], dtypes: Sequence[str],
+def _none(catalog: Catalog, named: Sequence[tuple[KernelSpec, Precision]], dtypes: Sequence[str],
           targets: Sequence[str]) -> int:
     """A run with no kernel to run (_unmatched says why), and where the targets hold .cu files without a spec
     alone, the command that writes one: a usage error."""
@@ -345,10 +346,10 @@ def bench(args: argparse.Namespace) -> int:
     if (found := _run_of(args)) is None:
         return EXIT_USAGE
     catalog, globs, settings = found
-    runs = [(s, d, shape) for s, d in catalog.select(globs, settings.dtype) if s.expect == "pass"
+    runs = [(s, d, shape) for s, d in catalog.select(globs, settings.dtype) if s.expect is Expect.PASS
             for shape in bench_shapes(s, d, settings.bench_sizes)]
     if not runs:
-        correct = [(s, d) for s, d in catalog.select(globs) if s.expect == "pass"]
+        correct = [(s, d) for s, d in catalog.select(globs) if s.expect is Expect.PASS]
         print(f"mmcheck: {_unmatched(correct, settings.dtype, args.targets, 'correct kernel')}", file=sys.stderr)
         return EXIT_USAGE
     for e in catalog.errors:

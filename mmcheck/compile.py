@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import declared, reading
-from .dtypes import precision
+from .dtypes import Precision
 from .errors import CompileError
 from .expr import BOOLEANS
 from .spec import KernelSpec, Verbatim
@@ -43,7 +43,7 @@ class Build:
     and macros evaluated for a shape."""
 
     spec: KernelSpec
-    dtype: str
+    dtype: Precision
     template: tuple[str, ...] = ()
     defines: tuple[tuple[str, str], ...] = ()
 
@@ -183,8 +183,7 @@ def find_symbol(symbols: Iterable[str], build: Build) -> str:
 def _argument(build: Build, text: str) -> str:
     """A regular expression for one template argument in a mangled name: a type's code (or a substitution
     of an earlier one), or an integer literal of any integer type (``Li32E``, ``Lj32E``, ``Lin5E``, ``Lb1E``)."""
-    p = precision(build.dtype)
-    for d in (p.inputs, p.output):
+    for d in (build.dtype.inputs, build.dtype.output):
         if text == d.ctype:
             return f"(?:{re.escape(d.mangled)}|S[0-9A-Z]*_)"
     value = BOOLEANS[text] if text in BOOLEANS else int(text)

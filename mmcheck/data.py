@@ -32,12 +32,12 @@ import ml_dtypes
 import numpy as np
 
 from . import devices
-from .dtypes import DType, Precision, precision
+from .dtypes import DType, Precision
 from .epilogue import EpilogueError
 from .errors import SpecError
 from .expr import ExprError
 from .extras import Buffer, Fill
-from .ops import Op, Shape
+from .ops import Op, Order, Shape
 from .spec import KernelSpec
 
 __all__ = ["Trial", "trials", "benchmark_trial", "granule", "Operands", "draw", "blocks", "make_operands",
@@ -75,10 +75,9 @@ class Trial:
         return ", ".join(parts)
 
 
-def trials(spec: KernelSpec, dtype: str) -> list[Trial]:
+def trials(spec: KernelSpec, p: Precision) -> list[Trial]:
     """The first pattern with every (alpha, beta) pair and, where the kernel takes leading dimensions, once
     more with them padded; every other pattern with the last pair (the most general), padded."""
-    p = precision(dtype)
     first, *rest = p.inputs.patterns
     pairs = list(itertools.product(*spec.scalars(p))) if spec.operation.scalars else [(None, None)]
     out = [Trial(first, a, b) for a, b in pairs]
@@ -89,17 +88,17 @@ def trials(spec: KernelSpec, dtype: str) -> list[Trial]:
     return out + [Trial(pattern, alpha, beta, padded=padded) for pattern in rest]
 
 
-def benchmark_trial(op: Op, dtype: str, accumulator: DType) -> Trial:
+def benchmark_trial(op: Op, p: Precision, accumulator: DType) -> Trial:
     """The inputs a benchmark times: random and never all zero (Gaussian floats; small integers for integer
     dtypes, whose products then fit), alpha != 1 and beta = 1, so that C is read and stays bounded however
     many launches accumulate into it.  Where the accumulator is a half type, whose rounding bound says
     nothing over thousands of terms, the entries are -1, 0 and 1 and alpha = 1, beta = 0, so that every
     sum stays exact and the timed result is checked bit for bit."""
-    d = precision(dtype).inputs
+    d = p.inputs
     if accumulator.is_half:
         return Trial("signs", 1, 0) if op.scalars else Trial("signs")
     pattern = "ints" if d.is_integer else "normal"
-    return Trial(pattern, precision(dtype).output.alphas[-1], 1) if op.scalars else Trial(pattern)
+    return Trial(pattern, p.output.alphas[-1], 1) if op.scalars else Trial(pattern)
 
 
 def granule(*scalars: float | None) -> float:
@@ -175,13 +174,13 @@ def blocks(batch: int, m: int, n: int, k: int, limit: int) -> list[tuple[slice, 
             for s in range(batch) for i in range(0, m, rows) for j in range(0, n, cols)]
 
 
-def make_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed: int) -> Operands:
+def make_operands(spec: KernelSpec, shape: Shape, p: Precision, trial: Trial, seed: int) -> Operands:
     """The inputs drawn in the op's order, then the output: drawn too where the op reads it, else poison;
     then the spec's own buffers (extras.py), each of its declared shape, from a stream of their own."""
-    made = _op_operands(spec, shape, dtype, trial, seed)
+    made = _op_operands(spec, shape, p, trial, seed)
     if not spec.buffers:
         return made
-    p, env = precision(dtype), spec.env(shape, precision(dtype))
+    env = spec.env(shape, p)
     names = {**env, **{s.name: s.at(env) for s in spec.named_scalars}}
     for b in spec.buffers:
         if b.scales and (why := b.misfit(b.dims(env), made[b.scales].shape)):
@@ -242,9 +241,8 @@ def _map_padding(spec: KernelSpec, p: Precision) -> int:
     return wider
 
 
-def _op_operands(spec: KernelSpec, shape: Shape, dtype: str, trial: Trial, seed: int) -> Operands:
+def _op_operands(spec: KernelSpec, shape: Shape, p: Precision, trial: Trial, seed: int) -> Operands:
     """The op's own operands of make_operands."""
-    p = precision(dtype)
     op, out = spec.operation, spec.operation.output
     rng = np.random.default_rng(seed)
 
@@ -303,18 +301,18 @@ class Layout:
     ``ld`` elements long, batches one after another with ``extra`` elements between one's matrix and the
     next (a batch stride longer than the matrix)."""
 
-    order: str
+    order: Order
     ld: int
     extra: int = 0
 
     @classmethod
-    def of(cls, order: str, rows: int, cols: int, padding: int = 0, extra: int = 0) -> Layout:
-        return cls(order, (cols if order == "row" else rows) + padding, extra)
+    def of(cls, order: Order, rows: int, cols: int, padding: int = 0, extra: int = 0) -> Layout:
+        return cls(order, order.lines(rows, cols)[1] + padding, extra)
 
     def lines(self, dims: tuple[int, int, int]) -> tuple[int, int]:
         """(lines, length): the matrix's rows and row length where row-major, else its columns and theirs."""
         _, rows, cols = dims
-        return (rows, cols) if self.order == "row" else (cols, rows)
+        return self.order.lines(rows, cols)
 
     def stride(self, dims: tuple[int, int, int]) -> int:
         """Elements from one batch's first element to the next's."""
@@ -331,7 +329,7 @@ def image(x: np.ndarray, layout: Layout, guard: int, d: DType, place: int,
     its guard pattern on each side.  Written in one pass into one array, made by ``empty``, a piece at a time
     on every core: past 2**31 elements every copy costs seconds, and so does a fresh array's first touch of
     its pages.  A packed type's image is its bytes (``pack``)."""
-    major = x if layout.order == "row" else x.transpose(0, 2, 1)
+    major = layout.order.lines_of(x)
     batch, lines, length = major.shape
     size = layout.size(x.shape)
     out = (empty if d.packed == 1 else np.empty)(size + 2 * guard, d.numpy)
@@ -367,7 +365,7 @@ def from_buffer(flat: np.ndarray, dims: tuple[int, int, int], layout: Layout) ->
     batch, rows, cols = dims
     lines, length = layout.lines(dims)
     matrices = flat.reshape(batch, layout.stride(dims))[:, :lines * layout.ld].reshape(batch, lines, layout.ld)
-    return matrices[:, :, :length] if layout.order == "row" else matrices[:, :, :length].transpose(0, 2, 1)
+    return layout.order.lines_of(matrices[:, :, :length])
 
 
 def padding_mask(dims: tuple[int, int, int], layout: Layout) -> np.ndarray:

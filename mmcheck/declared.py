@@ -13,7 +13,6 @@ import difflib
 import re
 from collections.abc import Iterable
 
-from .dtypes import precision
 from .extras import Role
 from .spec import KernelSpec, Param
 
@@ -80,7 +79,7 @@ def _closing_parentheses(code: str) -> dict[int, int]:
 def expected(spec: KernelSpec) -> str:
     """The kernel the spec asks for, as C++ declares it, in its first dtype (a template's parameters aside):
     ``__global__ void sgemm(int M, ..., const float* A, ...)``."""
-    p = precision(spec.dtypes[0])
+    p = spec.dtypes[0]
     op = spec.operation
     written = {o.name: (o.dtype(p), o in op.inputs) for o in op.operands}
     written.update({b.name: (b.d(p), b.role is Role.INPUT) for b in spec.buffers})
@@ -89,7 +88,7 @@ def expected(spec: KernelSpec) -> str:
         if q.is_buffer:
             d, read_only = written[q.name]
             return f"{'const ' if read_only else ''}{d.ctype}* {q.name}"
-        if q.kind in ("scalar", "value"):
+        if q.is_scalar:
             return f"{q.ctype or p.output.ctype} {q.name}"
         return f"{q.ctype or 'int'} {q.name}"
 

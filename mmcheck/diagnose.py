@@ -15,8 +15,8 @@ import numpy as np
 
 from .compare import tolerance
 from .data import C_OFFSET_FLOAT, IN_FLIGHT, Layout, Operands, bits, filled, granule, marker_source
-from .dtypes import DTYPES
-from .ops import Op, Operand
+from .dtypes import DTYPES, DType
+from .ops import Op, Operand, Order
 
 __all__ = ["Evidence", "Exact", "diagnose", "tile_map"]
 
@@ -45,12 +45,12 @@ class Evidence:
     want: np.ndarray
     bad: np.ndarray
     unwritten: np.ndarray
-    dtype: str
+    dtype: DType
     exact: bool
     tiles: tuple[int, ...] = ()
     layouts: Mapping[str, Layout] = field(default_factory=dict)
-    accumulator: str | None = None  # the type the kernel promises to accumulate in (None: ``dtype``)
-    inputs: str | None = None  # the inputs' dtype (None: ``dtype``)
+    accumulator: DType | None = None  # the type the kernel promises to accumulate in (None: ``dtype``)
+    inputs: DType | None = None  # the inputs' dtype (None: ``dtype``)
     params: frozenset[str] = frozenset()  # the names of what the kernel is handed (its spec's params)
 
     @property
@@ -80,7 +80,7 @@ class Evidence:
         return self.op.accumulates and not self.operands.output_is_input
 
     def layout(self, operand: Operand) -> Layout:
-        return self.layouts.get(operand.name) or Layout.of("row", *self.operands[operand.name].shape[1:])
+        return self.layouts.get(operand.name) or Layout.of(Order.ROW, *self.operands[operand.name].shape[1:])
 
 
     def product(self, x: np.ndarray) -> np.ndarray:
@@ -290,10 +290,6 @@ def _stale_tile_padding(e: Evidence) -> str | None:
     return None
 
 
-_MAJOR = {"row": "row-major", "col": "column-major"}
-_OTHER = {"row": "col", "col": "row"}
-
-
 def _layouts(e: Evidence) -> str | None:
     """The result of a kernel that takes an operand (or several) in the other memory order than its spec
     says: an input read in it (the reference recomputed with that input misread) or the output written in it
@@ -304,8 +300,8 @@ def _layouts(e: Evidence) -> str | None:
         for chosen in itertools.combinations(matrices, count):
             if not _misread_result(e, chosen):
                 continue
-            said = "; ".join(f"{o.name} is {'written' if o is out else 'read'} {_MAJOR[_OTHER[e.layout(o).order]]}, "
-                             f"but its spec says {_MAJOR[e.layout(o).order]}" for o in chosen)
+            said = "; ".join(f"{o.name} is {'written' if o is out else 'read'} {e.layout(o).order.other.line}-major, "
+                             f"but its spec says {e.layout(o).order.line}-major" for o in chosen)
             if chosen == (out,):
                 return Exact(f"the result is stored transposed: C[j][i] was written where C[i][j] belongs ({said})")
             return Exact(f"{said}: the result is exactly that")
@@ -318,7 +314,7 @@ def _misread_result(e: Evidence, chosen: tuple[Operand, ...]) -> bool:
     writes the output's as long as the matrix's (a leading dimension of the other order would leave some
     elements unwritten)."""
     out = e.op.output
-    got = _misread(e.got, e.layout(out), _length(e.got, _OTHER[e.layout(out).order])) if out in chosen else e.got
+    got = _misread(e.got, e.layout(out), _length(e.got, e.layout(out).order.other)) if out in chosen else e.got
     if got is None:
         return False
     inputs = [o for o in chosen if o is not out]
@@ -339,13 +335,13 @@ def _readings(e: Evidence, operand: Operand) -> list[np.ndarray]:
     """The input ``operand`` as a kernel that takes it in the other order reads it: its rows (columns) as far
     apart as the leading dimension it is given, or as the matrix's own."""
     value, layout = e.operands[operand.name], e.layout(operand)
-    lds = dict.fromkeys((layout.ld, _length(value, _OTHER[layout.order])))
+    lds = dict.fromkeys((layout.ld, _length(value, layout.order.other)))
     return [x for ld in lds if (x := _misread(value, layout, ld)) is not None]
 
 
-def _length(x: np.ndarray, order: str) -> int:
-    """The length of a row (``order`` "row") or a column of the (batch, rows, cols) ``x``."""
-    return x.shape[2] if order == "row" else x.shape[1]
+def _length(x: np.ndarray, order: Order) -> int:
+    """The length of a line of the (batch, rows, cols) ``x`` in ``order``: a row's, or a column's."""
+    return order.lines(*x.shape[1:])[1]
 
 
 def _misread(x: np.ndarray, layout: Layout, ld: int) -> np.ndarray | None:
@@ -353,24 +349,24 @@ def _misread(x: np.ndarray, layout: Layout, ld: int) -> np.ndarray | None:
     (or columns) ``ld`` elements apart: what a kernel that takes the other order sees of an input, or leaves
     of an output it writes; None where that reads a padding cell or past the matrix."""
     batch, rows, cols = x.shape
-    stored = x if layout.order == "row" else x.transpose(0, 2, 1)
+    stored = layout.order.lines_of(x)
     memory = np.zeros((batch, stored.shape[1], layout.ld), x.dtype)
     memory[:, :, :stored.shape[2]] = stored
     held = np.zeros(memory.shape[1:], bool)
     held[:, :stored.shape[2]] = True
-    other = _OTHER[layout.order]
-    lines, length = (rows, cols) if other == "row" else (cols, rows)
+    other = layout.order.other
+    lines, length = other.lines(rows, cols)
     at = np.arange(lines)[:, None] * ld + np.arange(length)
     if at.max() >= held.size or not held.reshape(-1)[at].all():
         return None
     read = memory.reshape(batch, -1)[:, at]
-    return read if other == "row" else read.transpose(0, 2, 1)
+    return other.lines_of(read)
 
 
 def _same(e: Evidence, got: np.ndarray, want: np.ndarray) -> bool:
     """``got`` is ``want``: bit for bit in the output's type for exact data, else to a relative 1e-5."""
     if e.exact:
-        kind = DTYPES[e.dtype].numpy
+        kind = e.dtype.numpy
         with np.errstate(invalid="ignore", over="ignore"):
             return np.array_equal(got.astype(kind), want.astype(kind))
     return np.allclose(got, want, rtol=1e-5, atol=1e-6, equal_nan=False)
@@ -412,7 +408,7 @@ def _handed_result(e: Evidence, handed: dict[str, int]) -> bool:
     memory[at[inside]], wrote[at[inside]] = result[inside], True
     mine = _places(e, out, _true_sizes(e)).ravel()
     written = ~e.unwritten.ravel()
-    kind = DTYPES[e.dtype].numpy
+    kind = e.dtype.numpy
     with np.errstate(invalid="ignore", over="ignore"):
         got, want = e.got.ravel()[written].astype(kind), memory[mine][written].astype(kind)
     told = (e.bad.ravel()[written] & np.isfinite(got.astype(np.float64))).sum()
@@ -439,7 +435,8 @@ def _places(e: Evidence, operand: Operand, sizes: dict[str, int]) -> np.ndarray:
     stride = (layout.stride((e.got.shape[0], *e.operands[operand.name].shape[1:]))
               if operand.stride in e.params or sizes == _true_sizes(e) else Layout(own.order, ld).stride(dims))
     b, i, j = np.meshgrid(*(np.arange(n) for n in dims), indexing="ij")
-    return b * stride + (i * ld + j if layout.order == "row" else j * ld + i)
+    line, at = layout.order.lines(i, j)
+    return b * stride + line * ld + at
 
 
 def _read_as(e: Evidence, operand: Operand, handed: dict[str, int]) -> np.ndarray | None:
@@ -447,7 +444,7 @@ def _read_as(e: Evidence, operand: Operand, handed: dict[str, int]) -> np.ndarra
     a read off the matrix finds its guard band's pattern, and its padding's between rows; None where its values
     are not in the type its memory holds."""
     value = e.operands[operand.name]
-    d = DTYPES[e.dtype if operand is e.op.output else e.inputs or e.dtype]
+    d = e.dtype if operand is e.op.output else e.inputs or e.dtype
     place = e.op.place(operand)
     if value.dtype != d.numpy or d.packed > 1:
         return None
@@ -502,15 +499,15 @@ def _precision(e: Evidence) -> str | None:
     """Errors that a coarser type explains: whole numbers (an integer accumulator), or errors within the
     rounding bound of a float type coarser than the accumulator the kernel promises (the tightest such type
     is named)."""
-    out = DTYPES[e.dtype]
+    out = e.dtype
     if e.exact or out.is_integer:
         return None
-    acc = DTYPES[e.accumulator or e.dtype]
+    acc = e.accumulator or e.dtype
     bad = e.bad & ~e.unwritten
     got = e.got.astype(np.float64)
     if np.all(got[bad] == np.round(got[bad])) and not np.all(e.want == np.round(e.want)):
         return f"every wrong result is a whole number: an integer accumulator (or conversion) in a {out.name} kernel"
-    inputs, n = DTYPES[e.inputs or e.dtype], e.a.shape[2] + 3
+    inputs, n = e.inputs or e.dtype, e.a.shape[2] + 3
     # Inputs stored as the kernel's are but computed with fewer bits (float32 as tf32), then coarser accumulators.
     for d in DTYPES.values():
         if d.numpy == inputs.numpy and d.conversion_error > inputs.conversion_error and np.all(
@@ -546,7 +543,7 @@ def _scalars(e: Evidence) -> str | None:
     if alpha != 1:
         readings.append((ab + (beta * c if beta else 0), f"alpha is ignored: the wrong elements are exactly "
                                                           f"A @ B{' + beta * C' if beta else ''} (alpha = {alpha:g})"))
-    kind = DTYPES[e.dtype].numpy
+    kind = e.dtype.numpy
     with np.errstate(invalid="ignore", over="ignore"):
         got = e.got[bad].astype(kind)
         for value, text in readings:
@@ -558,16 +555,16 @@ def _scalars(e: Evidence) -> str | None:
 # --- what they look like ---------------------------------------------------------------------------
 
 def _nan(e: Evidence) -> str | None:
-    if DTYPES[e.dtype].is_integer:
+    if e.dtype.is_integer:
         return None
     nan = np.isnan(e.got) & ~e.unwritten & np.isfinite(e.want)
     if not nan.any():
         return None
     says = f"{int(nan.sum())} results are NaN although the inputs are finite: "
-    if e.dtype in IN_FLIGHT and (bits(e.got[nan], DTYPES[e.dtype]) == IN_FLIGHT[e.dtype]).any():
+    if (flight := IN_FLIGHT.get(e.dtype.name)) is not None and (bits(e.got[nan], e.dtype) == flight).any():
         return says + (f"the kernel read a wgmma's accumulators before the wgmma.wait_group that completes it (the "
-                       f"emulator's NaN {IN_FLIGHT[e.dtype]:#x} stands in them from the wgmma's issue until then)")
-    guards, pads = (sorted({int(r) for r in found} - {-1}) for found in marker_source(e.got[nan], DTYPES[e.dtype]))
+                       f"emulator's NaN {flight:#x} stands in them from the wgmma's issue until then)")
+    guards, pads = (sorted({int(r) for r in found} - {-1}) for found in marker_source(e.got[nan], e.dtype))
     operands = e.op.operands
     if guards:
         read = " and ".join(operands[r].name for r in guards)
@@ -587,7 +584,7 @@ def _nan(e: Evidence) -> str | None:
 def _not_whole(e: Evidence) -> str | None:
     """With whole-number inputs every partial sum is whole (times alpha and beta, a multiple of the granule):
     a finer fraction can only come from memory that holds no input value."""
-    if not e.exact or DTYPES[e.dtype].is_integer:
+    if not e.exact or e.dtype.is_integer:
         return None
     unit = granule(e.alpha, e.beta, C_OFFSET_FLOAT if e.c is not None else None)
     got = e.got[e.bad & ~e.unwritten].astype(np.float64) / unit
@@ -604,7 +601,7 @@ def _wraps_narrower(e: Evidence) -> str | None:
     """Integer results off by whole multiples of 2^16 (or 2^8): partial sums kept in a narrower integer, which
     wraps modulo its range."""
     bad = e.bad & ~e.unwritten
-    if not DTYPES[e.dtype].is_integer or not bad.any():
+    if not e.dtype.is_integer or not bad.any():
         return None
     off = e.got[bad].astype(np.int64) - e.want[bad].astype(np.int64)
     for bits in (16, 8):

@@ -243,15 +243,30 @@ def holds(name: str, value: float) -> bool:
     return value == int(value) and info.min <= value <= info.max
 
 
-@dataclass(frozen=True)
-class Precision:
+class Precision(str):
     """What a ``dtypes`` item of a spec means: A and B (or x) hold ``inputs``, C (or y), alpha and beta hold
     ``output``.  ``"float32"`` is float32 throughout; ``"float16->float32"`` is the tensor-core contract,
-    half inputs and a float32 result."""
+    half inputs and a float32 result.
 
-    name: str
+    A precision is its name, the text the spec writes (a ``str``), with its types: resolved once, where a spec or
+    an option names it, and carried from there, it is written wherever its name was (reports, JSON, test ids,
+    seeds) as the name itself.
+    """
+
     inputs: DType
     output: DType
+
+    def __new__(cls, name: str, inputs: DType, output: DType) -> Precision:
+        made = super().__new__(cls, name)
+        made.inputs, made.output = inputs, output
+        return made
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return precision, (str(self),)  # a worker process's precision is its own table's
+
+    @property
+    def name(self) -> str:
+        return str(self)
 
     @property
     def default_accumulator(self) -> DType:

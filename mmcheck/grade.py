@@ -32,12 +32,13 @@ from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from . import reading
 from .declared import definitions, expected, missing
+from .dtypes import Precision
 from .errors import SpecError, visible
 from .publish import atomic_write
 from .report import grid
 from .results import Case, Outcome, Result
 from .sandbox import PRIVATE_COPY
-from .spec import KernelSpec, find_sources, load_specs, opener, parse_kernels
+from .spec import Expect, KernelSpec, find_sources, load_specs, opener, parse_kernels
 
 if TYPE_CHECKING:
     from .bench.benchmark import Timed
@@ -105,7 +106,7 @@ def read_assignment(path: Path | str) -> list[KernelSpec]:
     specs = load_specs(path)
     # Its expect, catch and large describe the file's own kernel (a reference, or a known-bad starter); a
     # submission is to be correct.
-    return [dataclasses.replace(s, expect="pass", catch=(), large=False) for s in specs]
+    return [dataclasses.replace(s, expect=Expect.PASS, catch=(), large=False) for s in specs]
 
 
 def entries(assignment: Sequence[KernelSpec], submission: str) -> list[Entry]:
@@ -144,7 +145,7 @@ def entries(assignment: Sequence[KernelSpec], submission: str) -> list[Entry]:
 
 
 @contextmanager
-def private(pairs: Sequence[tuple[Entry, str]]) -> Iterator[list[tuple[Entry, str]]]:
+def private(pairs: Sequence[tuple[Entry, Precision]]) -> Iterator[list[tuple[Entry, Precision]]]:
     """The entries x dtypes ``pairs``, each entry to be checked from a private copy of its submission (one per
     submission), removed with everything in it afterwards: the folder that holds every submission is not what
     one's compile and run read, so none can include, read or change another's files.  An entry whose
@@ -217,7 +218,7 @@ def _write_private(path: Path, data: bytes) -> None:
         f.write(data)
 
 
-def rows(pairs: Sequence[tuple[Entry, str]], results: Sequence[Result], seed: int) -> list[Row]:
+def rows(pairs: Sequence[tuple[Entry, Precision]], results: Sequence[Result], seed: int) -> list[Row]:
     """The rows of the entries x dtypes ``pairs``, in their order: an entry's problem, or its result among
     ``results`` (a pair whose check did not finish, after Ctrl-C, has none)."""
     # A result is its submission's by the file it checked (each submission's own).
@@ -288,7 +289,7 @@ def _own_spec_note(assignment: Sequence[KernelSpec], texts: dict[Path, str]) -> 
 
 def _ruled(spec: KernelSpec, path: Path, text: str) -> KernelSpec:
     """The spec as the assignment's rules would read it in file ``path``: for comparing what two specs ask."""
-    return dataclasses.replace(spec, path=path, source=text, expect="pass", catch=(), large=False, about="")
+    return dataclasses.replace(spec, path=path, source=text, expect=Expect.PASS, catch=(), large=False, about="")
 
 
 # --- what came of it ----------------------------------------------------------------------------------------

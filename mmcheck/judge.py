@@ -18,7 +18,7 @@ from .compare import compare, tolerance
 from .data import Operands, Trial
 from .diagnose import Evidence, Exact, diagnose, tile_map
 from .freivalds import freivalds
-from .dtypes import DType, precision
+from .dtypes import DType
 from .errors import SpecError, Unsupported
 from .extras import Buffer, Role
 from .referee import ReferenceFailure, results
@@ -26,6 +26,7 @@ from .ops import Operand
 from .prepare import Prepared
 from .reference import magnitude, reference
 from .results import Caught
+from .spec import Check
 from .shapes import LARGE, tiles
 
 __all__ = ["Rerun", "check_buffers", "judge"]
@@ -45,7 +46,7 @@ class Rerun(Protocol):
 
 def check_buffers(prepared: Prepared, after: dict[str, np.ndarray]) -> None:
     """The output's guard bands and padding hold their patterns, and the inputs are unchanged."""
-    op, p = prepared.spec.operation, precision(prepared.dtype)
+    op, p = prepared.spec.operation, prepared.dtype
     out = op.output
     _check_guards(out.name, after[out.name], prepared.guard, p.output, p.output.guards[op.place(out)],
                   prepared.layouts[out.name])
@@ -72,9 +73,9 @@ def _compare_buffer(prepared: Prepared, name: str, got: np.ndarray, d: DType) ->
     unwritten = _unwritten(prepared.operands[name], got, want, d)
     if unwritten.any():
         first = ", ".join(str(int(i)) for i in np.argwhere(unwritten)[0])
-        raise Caught("unwritten", f"{int(unwritten.sum())} of {got.size} elements of {name} were left as they were "
-                                  f"before the launch (first at {name}[{first}])", mismatch)
-    raise Caught("mismatch", mismatch.describe(name), mismatch)
+        raise Caught(Check.UNWRITTEN, f"{int(unwritten.sum())} of {got.size} elements of {name} were left as they "
+                                      f"were before the launch (first at {name}[{first}])", mismatch)
+    raise Caught(Check.MISMATCH, mismatch.describe(name), mismatch)
 
 
 def _check_guards(name: str, padded: np.ndarray, guard: int, d: DType, pattern: int,
@@ -85,11 +86,11 @@ def _check_guards(name: str, padded: np.ndarray, guard: int, d: DType, pattern: 
     hit_before = np.flatnonzero(~data.same_bits(before, pattern, d))
     hit_after = np.flatnonzero(~data.same_bits(after, pattern, d))
     if hit_after.size:
-        raise Caught("guard", f"wrote {hit_after.size} element(s) past the end of {name} "
-                              f"(first at offset +{hit_after[0]} after its last element){_lines(hit_after, layout)}")
+        raise Caught(Check.GUARD, f"wrote {hit_after.size} element(s) past the end of {name} (first at offset "
+                                  f"+{hit_after[0]} after its last element){_lines(hit_after, layout)}")
     if hit_before.size:
-        raise Caught("guard", f"wrote {hit_before.size} element(s) before the start of {name} "
-                              f"(nearest at offset -{guard - hit_before[-1]})")
+        raise Caught(Check.GUARD, f"wrote {hit_before.size} element(s) before the start of {name} "
+                                  f"(nearest at offset -{guard - hit_before[-1]})")
 
 
 def _lines(hit: np.ndarray, layout: data.Layout | None) -> str:
@@ -97,7 +98,7 @@ def _lines(hit: np.ndarray, layout: data.Layout | None) -> str:
     (columns) of it laid on from its end: ": one row more (20 elements)"."""
     if layout is None or layout.ld < 2 or hit[0] != 0 or hit[-1] + 1 != hit.size or hit.size % layout.ld:
         return ""
-    lines, what = hit.size // layout.ld, "row" if layout.order == "row" else "column"
+    lines, what = hit.size // layout.ld, layout.order.line
     if lines == 1:
         return f": one {what} more ({layout.ld} elements)"
     return f": {lines} {what}s more ({layout.ld} elements each)"
@@ -108,7 +109,7 @@ def _check_padding(prepared: Prepared, out: Operand, image: np.ndarray) -> None:
     belong to nobody: writing them is out of bounds."""
     if out.leading not in prepared.trial.padded and out.stride not in prepared.trial.padded:
         return
-    d = precision(prepared.dtype).output
+    d = prepared.dtype.output
     layout = prepared.layouts[out.name]
     payload = data.unpad(image, prepared.guard)[1]
     mask = data.padding_mask(prepared.dims(out), layout)
@@ -118,13 +119,13 @@ def _check_padding(prepared: Prepared, out: Operand, image: np.ndarray) -> None:
     name, ld, dims = out.name, out.leading, prepared.dims(out)
     lines = layout.lines(dims)[0] * layout.ld
     if hit[0] % layout.stride(dims) >= lines:  # past a batch's matrix, before the next one's
-        raise Caught("guard", f"wrote {hit.size} element(s) into the padding of {name} between batches (the "
-                              f"cells past each batch's matrix when {out.stride} = {layout.stride(dims)}; first at "
-                              f"buffer offset {hit[0]}): a batch offset that uses the matrix's size instead of "
-                              f"{out.stride}?")
-    raise Caught("guard", f"wrote {hit.size} element(s) into the padding of {name} (the cells past each "
-                          f"{'row' if layout.order == 'row' else 'column'} when {ld} = {layout.ld}; first at "
-                          f"buffer offset {hit[0]}): an index that uses the matrix width instead of {ld}?")
+        raise Caught(Check.GUARD, f"wrote {hit.size} element(s) into the padding of {name} between batches (the "
+                                  f"cells past each batch's matrix when {out.stride} = {layout.stride(dims)}; first "
+                                  f"at buffer offset {hit[0]}): a batch offset that uses the matrix's size instead of "
+                                  f"{out.stride}?")
+    raise Caught(Check.GUARD, f"wrote {hit.size} element(s) into the padding of {name} (the cells past each "
+                              f"{layout.order.line} when {ld} = {layout.ld}; first at buffer offset {hit[0]}): an "
+                              f"index that uses the matrix width instead of {ld}?")
 
 
 def _check_unchanged(name: str, sent: np.ndarray, back: np.ndarray, guard: int, d: DType) -> None:
@@ -133,8 +134,8 @@ def _check_unchanged(name: str, sent: np.ndarray, back: np.ndarray, guard: int, 
         inside = changed[(changed >= guard) & (changed < sent.size - guard)]
         unit = "byte" if d.packed > 1 else "element"
         what = f"{inside.size} {unit}(s) of input {name}" if inside.size else f"the guard band of input {name}"
-        raise Caught("input", f"the kernel wrote into {what} (first at buffer offset "
-                              f"{int(changed[0]) - guard}); inputs must stay unchanged")
+        raise Caught(Check.INPUT, f"the kernel wrote into {what} (first at buffer offset "
+                                  f"{int(changed[0]) - guard}); inputs must stay unchanged")
 
 
 def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[str, ...],
@@ -144,7 +145,7 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
     right result.  Without ``explain`` a difference is told by what differs alone: no reruns, no diagnosis,
     no record (the verdict is the same; a race may be told as the mismatch it caused)."""
     spec, trial, ops = prepared.spec, prepared.trial, prepared.operands
-    op, out_type = spec.operation, precision(prepared.dtype).output
+    op, out_type = spec.operation, prepared.dtype.output
     if got.size >= LARGE:
         if spec.epilogue is not None or spec.reference is not None or _scales(prepared):
             what = (f"the epilogue {spec.epilogue.text!r}" if spec.epilogue is not None
@@ -164,30 +165,30 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
         count = int(unwritten.sum())
         how = ("left as its input value" if count == 1 else "left as their input values") if ops.output_is_input \
             else "never written"
-        check = "unwritten"
+        check = Check.UNWRITTEN
         were = "was" if count == 1 else "were"
         what = f"{count} of {got.size} elements of {out} {were} {how} (first at {out}[{first}])"
         if mismatch.count > unwritten.sum():
             what += f"; {mismatch.describe(out)}"
     else:
-        check, what = "mismatch", mismatch.describe(out)
+        check, what = Check.MISMATCH, mismatch.describe(out)
         if not np.any(got) and np.any(want):
             what += " (the result is all zeros)"
     if _in_flight(got, out_type):
-        check = "race"  # an accumulator read before its wgmma's wait_group: a race with the tensor cores
+        check = Check.RACE  # an accumulator read before its wgmma's wait_group: a race with the tensor cores
     if not explain:
         raise Caught(check, what, mismatch)
     lines = [what]
     race = _race(prepared, got, schedule, schedules, passed, rerun)
     if race:
-        check = "race"
+        check = Check.RACE
         lines.append(race)
     lines += filter(None, (_reads_c(prepared, rerun), _ignores_leading(prepared, rerun)))
-    evidence = Evidence(op, _scaled(prepared, ops), got, want, mismatch.mask | unwritten, unwritten, out_type.name,
+    evidence = Evidence(op, _scaled(prepared, ops), got, want, mismatch.mask | unwritten, unwritten, out_type,
                         exact=bound is None, tiles=tuple(tiles(spec)),
                         layouts=prepared.layouts,
-                        accumulator=spec.accumulator(precision(prepared.dtype)).name,
-                        inputs=precision(prepared.dtype).inputs.name, params=frozenset(q.name for q in spec.params))
+                        accumulator=spec.accumulator(prepared.dtype),
+                        inputs=prepared.dtype.inputs, params=frozenset(q.name for q in spec.params))
     said = diagnose(evidence)
     lines += [*said, tile_map(evidence)]
     record = Record(
@@ -217,7 +218,7 @@ def _judge_by_freivalds(prepared: Prepared, got: np.ndarray) -> None:
     """A C past 2**31 elements, whose full reference would not fit beside it: Freivalds' check in O(n^2)
     (freivalds.py), then the rows it names compared in full, to say which elements are wrong and how."""
     spec, ops = prepared.spec, prepared.operands
-    p = precision(prepared.dtype)
+    p = prepared.dtype
     found = freivalds(spec.operation, ops, got, spec.accumulator(p), p.output, seed=data.case_seed(
         0, spec.name, prepared.dtype, str(prepared.shape)), inputs=p.inputs.conversion_error)
     if found.passed:
@@ -242,7 +243,7 @@ def _judge_by_freivalds(prepared: Prepared, got: np.ndarray) -> None:
             if unwritten == mismatch.count else
             (f"{unwritten} of them left as they were; " if unwritten else "")
             + f"worst at {where}: got {mismatch.got!r}, expected {mismatch.want!r} (abs err {mismatch.abs_err:.3g})"))
-    raise Caught("unwritten" if unwritten else "mismatch", "\n".join(lines).replace("\n", "\n  "), mismatch)
+    raise Caught(Check.UNWRITTEN if unwritten else Check.MISMATCH, "\n".join(lines).replace("\n", "\n  "), mismatch)
 
 
 def _race(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[str, ...], passed: list[str],
@@ -254,12 +255,12 @@ def _race(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
                 "thread order (a race, e.g. a missing __syncthreads)")
     if not prepared.trial.exact:
         return None
-    d = precision(prepared.dtype).output
+    d = prepared.dtype.output
     for other in [x for x in schedules if x != schedule] or [schedule]:
         try:
             again = rerun(prepared.trial, other, prepared.operands, got)
         except Caught as c:
-            if c.check == "race":  # a race detector (compute-sanitizer's racecheck) saw it: that is the answer
+            if c.check is Check.RACE:  # a race detector (compute-sanitizer's racecheck) saw it: that is the answer
                 raise
             continue
         if not np.array_equal(data.bits(again, d), data.bits(got, d)):
@@ -300,10 +301,10 @@ def _ignores_leading(prepared: Prepared, rerun: Rerun) -> str | None:
             if ld == operand.stride:
                 return (f"wrong only when {ld} is padded: the kernel ignores {ld} and steps from one batch's "
                         f"{operand.name} to the next by the matrix's size, {operand.rows} * {operand.cols}?")
-            row_major = prepared.layouts[operand.name].order == "row"
-            minimal = operand.cols if row_major else operand.rows
+            order = prepared.layouts[operand.name].order
+            minimal = order.lines(operand.rows, operand.cols)[1]
             return (f"wrong only when {ld} is padded, right when {ld} = {minimal}: the kernel ignores {ld} and "
-                    f"takes the length of {operand.name}'s {'rows' if row_major else 'columns'} as {minimal}?")
+                    f"takes the length of {operand.name}'s {order.line}s as {minimal}?")
     return "wrong only when the leading dimensions are padded: the kernel ignores one of them"
 
 
@@ -321,7 +322,7 @@ def _expected(prepared: Prepared, ops: Operands) -> tuple[np.ndarray, np.ndarray
     data, within the bound of that accumulator's rounding and C's, and of the inputs' conversion to what the
     kernel computes with (tf32).  Scale factors (the spec's ``scales``) are applied to the inputs first, each
     a rounding more."""
-    spec, p = prepared.spec, precision(prepared.dtype)
+    spec, p = prepared.spec, prepared.dtype
     op, out, acc = spec.operation, p.output, spec.accumulator(p)
     if spec.reference is not None:
         return by_function(prepared, ops)[op.output.name]
@@ -371,7 +372,7 @@ def _through_epilogue(prepared: Prepared, ops: Operands, product: np.ndarray,
     exactly where the data are whole numbers (``whole``: the buffers' too) the accumulator holds at every step,
     else within the product's bound carried through the epilogue, the epilogue's own roundings and the
     output's."""
-    spec, p = prepared.spec, precision(prepared.dtype)
+    spec, p = prepared.spec, prepared.dtype
     op, out, acc, epilogue = spec.operation, p.output, spec.accumulator(p), spec.epilogue
     assert epilogue is not None
     values = {**{b.name: ops[b.name] for b in spec.buffers},
@@ -403,7 +404,7 @@ def by_function(prepared: Prepared, ops: Operands | None = None) -> dict[str, tu
     for held, results in _BY_FUNCTION:
         if held is ops:
             return results
-    spec, p = prepared.spec, precision(prepared.dtype)
+    spec, p = prepared.spec, prepared.dtype
     assert spec.reference is not None
     op, acc = spec.operation, spec.accumulator(p)
     outputs = {op.output.name: (op.output.dtype(p), ops[op.output.name].shape),

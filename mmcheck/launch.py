@@ -11,6 +11,7 @@ from .errors import BarrierError, KernelFault, KernelTimeout, LaunchError, Mmche
 from .judge import check_buffers
 from .prepare import Prepared
 from .results import Caught
+from .spec import Check
 
 __all__ = ["launch", "check_parameters"]
 
@@ -27,15 +28,15 @@ def launch(backend: Backend, prepared: Prepared, kernel: Kernel, schedule: str,
             check_parameters(kernel, prepared)
             backend.launch(kernel, prepared.args, plan.grid, plan.block, plan.smem, schedule, plan.cluster)
     except BarrierError as e:
-        raise Caught("barrier", str(e)) from None
+        raise Caught(Check.BARRIER, str(e)) from None
     except SanitizerError as e:
         # racecheck reports a race and synccheck a barrier error, whatever tool found them.
-        check = {"racecheck": "race", "synccheck": "barrier"}.get(e.tool, "sanitizer")
+        check = {"racecheck": Check.RACE, "synccheck": Check.BARRIER}.get(e.tool, Check.SANITIZER)
         raise Caught(check, f"the sanitizer reported: {e}") from None
     except KernelFault as e:
-        raise Caught("fault", f"the kernel crashed: {e}") from None
+        raise Caught(Check.FAULT, f"the kernel crashed: {e}") from None
     except KernelTimeout as e:
-        raise Caught("timeout", f"the kernel did not finish: {e}") from None
+        raise Caught(Check.TIMEOUT, f"the kernel did not finish: {e}") from None
     except LaunchError as e:
         raise MmcheckError(f"{spec.path}: kernel {spec.name!r}: launch refused for {prepared.dtype} "
                            f"{prepared.shape} (grid {plan.grid}, block {plan.block}, smem {plan.smem}): {e}") from None

@@ -21,20 +21,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from operator import itemgetter
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from .dtypes import DType, Precision
 
-__all__ = ["Shape", "bench_size", "Operand", "Op", "OPS", "SIZES", "SCALARS", "INPUT", "OUTPUT", "INOUT"]
+__all__ = ["Shape", "bench_size", "Order", "Operand", "Op", "OPS", "SIZES", "SCALARS", "INPUT", "OUTPUT", "INOUT"]
 
 SIZES = ("M", "N", "K", "batch")
 SCALARS = ("alpha", "beta")
 # An operand the kernel only reads, one it only writes, and one it reads (when beta != 0) and writes.
 INPUT, OUTPUT, INOUT = "input", "output", "in-out"
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, order=True)
@@ -73,6 +75,30 @@ def bench_size(text: str) -> int | Shape:
         raise ValueError(f"not a benchmark size: {text!r} (a square size is positive)")
     return int(text)
 
+
+class Order(StrEnum):
+    """How a matrix lies in memory, as a spec's ``layout`` says: a line (row, or column) after another."""
+
+    ROW = "row"  # row-major
+    COL = "col"  # column-major
+
+    @property
+    def line(self) -> str:
+        """What one line of the matrix is, in words: "row" or "column"."""
+        return "row" if self is Order.ROW else "column"
+
+    @property
+    def other(self) -> Order:
+        return Order.COL if self is Order.ROW else Order.ROW
+
+    def lines(self, rows: _T, cols: _T) -> tuple[_T, _T]:
+        """(lines, length): the matrix's rows and their length where it is row-major, else its columns and theirs."""
+        return (rows, cols) if self is Order.ROW else (cols, rows)
+
+    def lines_of(self, x: Any) -> Any:
+        """The (batch, rows, cols) array ``x`` as its lines, (batch, lines, length): a view, transposed where it is
+        column-major; lines turn back into the matrix the same way."""
+        return x if self is Order.ROW else x.transpose(0, 2, 1)
 
 
 @dataclass(frozen=True)

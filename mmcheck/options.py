@@ -1,13 +1,13 @@
 """Run settings, defined once and registered on both pytest's parser (plugin.py) and the CLI's (cli.py): each
-option's default is written once, in its row of the table (those the modules below share, in defaults.py),
-and Settings holds it where the option is not given (the parsers hold None)."""
+option is a field of Settings, its row of the table (OPTIONS) written beside it with its default (those the modules
+below share, in defaults.py), which Settings holds where the option is not given (the parsers hold None)."""
 
 from __future__ import annotations
 
 import argparse
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from .defaults import COMPILER, COMPILERS, SRC, TIMEOUT
@@ -54,7 +54,7 @@ def _one_of(name: str, allowed: Sequence[str], what: str) -> str:
 def _precision(name: str) -> str:
     from .dtypes import PRECISIONS
 
-    return _one_of(name, PRECISIONS, "a dtype mmcheck knows")
+    return _one_of(name, list(PRECISIONS), "a dtype mmcheck knows")
 
 
 def _method(name: str) -> str:
@@ -135,90 +135,75 @@ class Option:
         add_argument(prefix + self.name, **kwargs)
 
 
-OPTIONS = (
-    Option("src", f"directory or .cu file with kernels (repeatable; default: ./{SRC})", multiple=True),
-    Option("dtype", "only these dtypes, e.g. float32 or float16->float32 (repeatable)", type=_precision,
-           multiple=True),
-    Option("shape", "also (CLI: only) check this shape, MxNxK or MxNxKbBATCH (repeatable)", type=_shape,
-           multiple=True, commands=("check",)),
-    Option("seed", "base seed of the input data", type=int, default=0),
-    Option("backend", "where kernels run: gpu (cuda-core, else pycuda: the GPU through NVIDIA's cuda.core or "
-                      "through PyCUDA), emu (CPU emulator), auto (gpu if usable), or a backend class of your own as "
-                      "module:Class", type=_backend, default="auto"),
-    Option("compiler", "GPU: the compiler of the kernels: nvcc, nvrtc (the NVRTC wheel installed, e.g. "
-                       "nvidia-cuda-nvrtc-cu12), or auto (nvcc if on PATH, else nvrtc; default: %(default)s)",
-           default=COMPILER, choices=COMPILERS, commands=("check", "bench", "info", "grade")),
-    Option("budget", "largest problem, in multiply-adds, of the generated shapes", type=_multiply_adds,
-           default=DEFAULT_BUDGET, commands=("check", "grade")),
-    Option("timeout", "seconds a launch may run before it counts as hung (on the emulator, seconds of its CPU "
-                      "time) (default %(default)s)", type=_seconds,
-           default=TIMEOUT),
-    Option("time-budget", "seconds one kernel x dtype's whole check may take, its compiles aside, before it fails as "
-                          f"too slow (default: {BUDGET_TIMEOUTS} times --timeout, at least {MIN_TIME_BUDGET:g})",
-           type=_seconds, commands=("check", "grade")),
-    Option("results", "folder where failing cases are saved (.npz arrays; .png heat map with matplotlib), and "
-                      "the traceback of an error of mmcheck's own",
-           default="mmcheck-results", commands=("check", "grade")),
-    Option("sanitize", "run under compute-sanitizer (GPU) or AddressSanitizer (emulator)", type=None,
-           default=False, commands=("check", "grade")),
-    Option("require-sandbox", "stop where the sandbox around kernels and their compiles lacks a protection on this "
-                              "host (default: a note says which, once per run, and the run goes on)", type=None,
-           default=False),
-    Option("large", "GPU: also shapes with a buffer past 2**31 elements, where a 32-bit element offset wraps "
-                    "(minutes and tens of GiB of host memory per kernel; a shape that does not fit is skipped)",
-           type=None, default=False, commands=("check",)),
-    Option("strict-launch", "a launch the device refuses fails the kernel at any shape its requires admit (default: "
-                            "the device's limits bound its launch domain, stated beside its verdict, unless its "
-                            "requires bound the sizes past them)", type=None, default=False,
-           commands=("check", "grade")),
-    Option("recheck-races", "GPU: run the race detector on every launch it covers, also where an earlier run "
-                            "found the very same launch (compiled code, inputs, tool) clean", type=None,
-           default=False),
-    Option("barrier-warnings", "emulator: report barrier divergence as a warning, not an error", type=None,
-           default=False, commands=("check", "grade")),
-    Option("bench-sizes", "benchmark at these sizes: a square size n (the largest valid n x n x n up to it) or "
-                          "MxNxK[bB] (repeatable; default: the spec's bench, else 4096)", type=_bench_size,
-           multiple=True, commands=("bench", "grade")),
-    Option("bench-method", "how benchmarks are timed: cold-l2 (L2 flushed before each sample), warm-l2, or "
-                           "seed002 (10 warm-ups, then the mean of 100 back-to-back launches)",
-           default="cold-l2", type=_method, commands=("bench", "grade")),
-    Option("warm-l2", "benchmarks: do not flush the L2 cache between samples (same as --bench-method warm-l2)",
-           type=None, default=False, commands=("bench", "grade")),
-    Option("bench-max-time", "seconds one benchmark may take before it stops sampling (default %(default)s)",
-           type=_seconds, default=15.0, commands=("bench", "grade")),
-)
-
-
-def _default(dest: str) -> Any:
-    """What Settings holds where option ``dest`` is not given: its default in the table (none, for one given
-    several times)."""
-    (option,) = [o for o in OPTIONS if o.dest == dest]
-    return () if option.multiple else option.default
+def option(help: str, type: Callable[[str], Any] | None = str, default: Any = None,
+           choices: tuple[str, ...] | None = None, multiple: bool = False,
+           commands: tuple[str, ...] = ("check", "bench", "grade")) -> Any:
+    """A field of Settings that is an option: its row of the table (Option, named by the field), and what Settings
+    holds where it is not given (its default; none, for one given several times)."""
+    row = {"help": help, "type": type, "default": default, "choices": choices, "multiple": multiple,
+           "commands": commands}
+    return field(default=() if multiple else default, metadata={"option": row})
 
 
 @dataclass(frozen=True)
 class Settings:
-    src: tuple[str, ...] = _default("src")
-    dtype: tuple[str, ...] = _default("dtype")
-    shape: tuple[Shape, ...] = _default("shape")
-    seed: int = _default("seed")
-    backend: str = _default("backend")
-    compiler: str = _default("compiler")
-    budget: int = _default("budget")
-    timeout: float = _default("timeout")
-    time_budget: float | None = _default("time_budget")
-    results: str = _default("results")
-    sanitize: bool = _default("sanitize")
-    require_sandbox: bool = _default("require_sandbox")
-    large: bool = _default("large")
-    strict_launch: bool = _default("strict_launch")
-    recheck_races: bool = _default("recheck_races")
-    barrier_warnings: bool = _default("barrier_warnings")
-    bench_sizes: tuple[int | Shape, ...] = _default("bench_sizes")
-    bench_method: str = _default("bench_method")
-    warm_l2: bool = _default("warm_l2")
-    bench_max_time: float = _default("bench_max_time")
-    kernel: tuple[str, ...] = field(default=())  # name globs (pytest: --mmcheck-kernel; CLI: positional)
+    """The run settings, each field an option: its row of the table (``option``) beside its type, so that an option
+    is written once and every ``settings.x`` a module reads keeps its type (a class made from a table at run time
+    would be opaque to mypy)."""
+
+    src: tuple[str, ...] = option(f"directory or .cu file with kernels (repeatable; default: ./{SRC})",
+                                  multiple=True)
+    dtype: tuple[str, ...] = option("only these dtypes, e.g. float32 or float16->float32 (repeatable)",
+                                    type=_precision, multiple=True)
+    shape: tuple[Shape, ...] = option("also (CLI: only) check this shape, MxNxK or MxNxKbBATCH (repeatable)",
+                                      type=_shape, multiple=True, commands=("check",))
+    seed: int = option("base seed of the input data", type=int, default=0)
+    backend: str = option("where kernels run: gpu (cuda-core, else pycuda: the GPU through NVIDIA's cuda.core or "
+                          "through PyCUDA), emu (CPU emulator), auto (gpu if usable), or a backend class of your own "
+                          "as module:Class", type=_backend, default="auto")
+    compiler: str = option("GPU: the compiler of the kernels: nvcc, nvrtc (the NVRTC wheel installed, e.g. "
+                           "nvidia-cuda-nvrtc-cu12), or auto (nvcc if on PATH, else nvrtc; default: %(default)s)",
+                           default=COMPILER, choices=COMPILERS, commands=("check", "bench", "info", "grade"))
+    budget: int = option("largest problem, in multiply-adds, of the generated shapes", type=_multiply_adds,
+                         default=DEFAULT_BUDGET, commands=("check", "grade"))
+    timeout: float = option("seconds a launch may run before it counts as hung (on the emulator, seconds of its CPU "
+                            "time) (default %(default)s)", type=_seconds,
+                            default=TIMEOUT)
+    time_budget: float | None = option(
+        "seconds one kernel x dtype's whole check may take, its compiles aside, before it fails as too slow "
+        f"(default: {BUDGET_TIMEOUTS} times --timeout, at least {MIN_TIME_BUDGET:g})", type=_seconds,
+        commands=("check", "grade"))
+    results: str = option("folder where failing cases are saved (.npz arrays; .png heat map with matplotlib), and "
+                          "the traceback of an error of mmcheck's own", default="mmcheck-results",
+                          commands=("check", "grade"))
+    sanitize: bool = option("run under compute-sanitizer (GPU) or AddressSanitizer (emulator)", type=None,
+                            default=False, commands=("check", "grade"))
+    require_sandbox: bool = option("stop where the sandbox around kernels and their compiles lacks a protection on "
+                                   "this host (default: a note says which, once per run, and the run goes on)",
+                                   type=None, default=False)
+    large: bool = option("GPU: also shapes with a buffer past 2**31 elements, where a 32-bit element offset wraps "
+                         "(minutes and tens of GiB of host memory per kernel; a shape that does not fit is skipped)",
+                         type=None, default=False, commands=("check",))
+    strict_launch: bool = option("a launch the device refuses fails the kernel at any shape its requires admit "
+                                 "(default: the device's limits bound its launch domain, stated beside its verdict, "
+                                 "unless its requires bound the sizes past them)", type=None, default=False,
+                                 commands=("check", "grade"))
+    recheck_races: bool = option("GPU: run the race detector on every launch it covers, also where an earlier run "
+                                 "found the very same launch (compiled code, inputs, tool) clean", type=None,
+                                 default=False)
+    barrier_warnings: bool = option("emulator: report barrier divergence as a warning, not an error", type=None,
+                                    default=False, commands=("check", "grade"))
+    bench_sizes: tuple[int | Shape, ...] = option(
+        "benchmark at these sizes: a square size n (the largest valid n x n x n up to it) or MxNxK[bB] (repeatable; "
+        "default: the spec's bench, else 4096)", type=_bench_size, multiple=True, commands=("bench", "grade"))
+    bench_method: str = option("how benchmarks are timed: cold-l2 (L2 flushed before each sample), warm-l2, or "
+                               "seed002 (10 warm-ups, then the mean of 100 back-to-back launches)",
+                               default="cold-l2", type=_method, commands=("bench", "grade"))
+    warm_l2: bool = option("benchmarks: do not flush the L2 cache between samples (same as --bench-method warm-l2)",
+                           type=None, default=False, commands=("bench", "grade"))
+    bench_max_time: float = option("seconds one benchmark may take before it stops sampling (default %(default)s)",
+                                   type=_seconds, default=15.0, commands=("bench", "grade"))
+    kernel: tuple[str, ...] = ()  # name globs (pytest: --mmcheck-kernel; CLI: positional)
 
     @classmethod
     def read(cls, get: Callable[[str], Any], **extra: Any) -> Settings:
@@ -249,3 +234,7 @@ class Settings:
 
         return BackendOptions(sanitize=self.sanitize, timeout=self.timeout,
                               strict_barriers=not self.barrier_warnings, compiler=self.compiler)
+
+
+OPTIONS = tuple(Option(f.name.replace("_", "-"), **f.metadata["option"]) for f in fields(Settings)
+                if "option" in f.metadata)

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
-from .dtypes import holds, precision
+from .dtypes import Precision, holds
 from .extras import Buffer, Scalar
 from .ops import SIZES, Op
 from .tensormaps import TensorMap
 
-__all__ = ["CTYPES", "Param", "parse_params", "parse_scalar_values"]
+__all__ = ["CTYPES", "ParamKind", "Param", "parse_params", "parse_scalar_values"]
 
 # A scalar parameter's C type -> the numpy dtype mmcheck packs it as.
 # The C types a size or scalar parameter may be given, and the dtype of each (a dtype of DTYPES, or numpy's).
@@ -24,6 +25,19 @@ CTYPES = {"int": "int32", "unsigned": "uint32", "size_t": "uint64", "long": "int
 _INTEGER_CTYPES = ("int", "unsigned", "size_t", "long")
 
 
+class ParamKind(StrEnum):
+    """What a kernel parameter is."""
+
+    BUFFER = "buffer"        # one of the op's operands
+    SIZE = "size"            # M, N, K or batch
+    LEADING = "leading"      # an operand's leading dimension
+    STRIDE = "stride"        # an operand's batch stride
+    SCALAR = "scalar"        # alpha or beta
+    EXTRA = "extra"          # a buffer of the spec's ``buffers``
+    VALUE = "value"          # a scalar of the spec's ``scalars``
+    TENSORMAP = "tensormap"  # a tensor map of the spec's ``tensormaps``
+
+
 @dataclass(frozen=True)
 class Param:
     """One kernel parameter: a device buffer (``ctype`` None: a pointer to its dtype), a size, a leading
@@ -31,12 +45,16 @@ class Param:
 
     name: str
     ctype: str | None = None
-    kind: str = "buffer"  # buffer, size, leading, stride, scalar; extra (a buffer of ``buffers``), value (of
-    #                       ``scalars``), tensormap (of ``tensormaps``)
+    kind: ParamKind = ParamKind.BUFFER
 
     @property
     def is_buffer(self) -> bool:
-        return self.kind in ("buffer", "extra")
+        return self.kind in (ParamKind.BUFFER, ParamKind.EXTRA)
+
+    @property
+    def is_scalar(self) -> bool:
+        """A number passed by value: alpha, beta or a scalar of the spec's own."""
+        return self.kind in (ParamKind.SCALAR, ParamKind.VALUE)
 
 
 def parse_params(value: Any, op: Op, fail: Any, buffers: Sequence[Buffer] = (), named_scalars: Sequence[Scalar] = (),
@@ -62,18 +80,19 @@ def parse_params(value: Any, op: Op, fail: Any, buffers: Sequence[Buffer] = (), 
             ctype = ctype or "int"
             if ctype not in _INTEGER_CTYPES:
                 raise fail("params", f"size {name} has type {ctype!r}; use one of {', '.join(_INTEGER_CTYPES)}")
-            params.append(Param(name, ctype, "size" if name in SIZES else "leading" if name in leading else "stride"))
+            params.append(Param(name, ctype, ParamKind.SIZE if name in SIZES else ParamKind.LEADING if name in leading
+                                else ParamKind.STRIDE))
         elif name in op.scalars:
             if ctype and ctype not in CTYPES:
                 raise fail("params", f"scalar {name} has type {ctype!r}; use one of {', '.join(CTYPES)}")
-            params.append(Param(name, ctype or None, "scalar"))
+            params.append(Param(name, ctype or None, ParamKind.SCALAR))
         elif name in declared:
             if ctype:
                 raise fail("params", f"{name} takes its type from its entry in buffers, scalars or tensormaps, not "
                                      f"here")
             scalar = typed.get(name)
-            params.append(Param(name, scalar.ctype, "value") if scalar else
-                          Param(name, None, "tensormap" if name in maps else "extra"))
+            params.append(Param(name, scalar.ctype, ParamKind.VALUE) if scalar else
+                          Param(name, None, ParamKind.TENSORMAP if name in maps else ParamKind.EXTRA))
         else:
             extra = [*op.scalars, *leading, *strides]
             raise fail("params", f"unknown parameter {name!r} for op {op.name!r} (buffers {', '.join(op.names)}; "
@@ -96,8 +115,8 @@ def parse_params(value: Any, op: Op, fail: Any, buffers: Sequence[Buffer] = (), 
     return tuple(params)
 
 
-def parse_scalar_values(table: Mapping[str, Any], key: str, op: Op, dtypes: Sequence[str], params: Sequence[Param],
-            fail: Any) -> tuple[float, ...]:
+def parse_scalar_values(table: Mapping[str, Any], key: str, op: Op, dtypes: Sequence[Precision],
+                        params: Sequence[Param], fail: Any) -> tuple[float, ...]:
     if key not in table:
         return ()
     if key not in op.scalars:
@@ -108,7 +127,7 @@ def parse_scalar_values(table: Mapping[str, Any], key: str, op: Op, dtypes: Sequ
         raise fail(key, "must be a non-empty list of numbers")
     # The output's dtype holds the scalar, and so must the C type the kernel takes it as, where it names one.
     ctypes = [CTYPES[p.ctype] for p in params if p.name == key and p.ctype]
-    for holder in (*(precision(d).output.name for d in dtypes), *ctypes):
+    for holder in (*(p.output.name for p in dtypes), *ctypes):
         bad = next((v for v in value if not holds(holder, v)), None)
         if bad is not None:
             raise fail(key, f"{bad!r} is not a value {holder} can hold (an integer type holds whole-number "

@@ -57,6 +57,7 @@ from .options import OPTIONS, Settings
 if TYPE_CHECKING:
     from hypothesis import settings as HypothesisSettings
 
+    from .dtypes import Precision
     from .results import Result
     from .runner import Runner
     from .spec import Catalog, KernelSpec
@@ -283,7 +284,7 @@ class KernelItem(pytest.Item):
     """One kernel x dtype of a kernel file.  A known-bad kernel (expect = "fail") is a strict xfail, as in
     the parametrized tests."""
 
-    def __init__(self, *, spec: KernelSpec, dtype: str, **kwargs: Any) -> None:
+    def __init__(self, *, spec: KernelSpec, dtype: Precision, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.spec, self.dtype = spec, dtype
         for mark in _marks(spec, _settings(self.config)):
@@ -446,18 +447,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def _parametrize_benchmarks(metafunc: pytest.Metafunc, settings: Settings, catalog: Catalog) -> None:
-    from .dtypes import precision
     from .shapes import bench_shapes
+    from .spec import Expect
 
-    pairs = [(s, d) for s, d in catalog.select(settings.kernel, settings.dtype) if s.expect == "pass"]
+    pairs = [(s, d) for s, d in catalog.select(settings.kernel, settings.dtype) if s.expect is Expect.PASS]
     runs = [(s, d, shape) for s, d in pairs for shape in bench_shapes(s, d, settings.bench_sizes)]
 
-    def marks(op: str, dtype: str, shape: object) -> list:
+    def marks(op: str, dtype: Precision, shape: object) -> list:
         # pytest-benchmark groups one problem's kernels, and times them with the replayed GPU samples.
         return [pytest.mark.benchmark(timer=REPLAY, group=f"{op} {dtype} {shape}")]
 
     if "problem" in metafunc.fixturenames:
-        problems = dict.fromkeys((s.op, d, shape) for s, d, shape in runs if precision(d).inputs.blas)
+        problems = dict.fromkeys((s.op, d, shape) for s, d, shape in runs if d.inputs.blas)
         metafunc.parametrize("problem", [pytest.param(p, id=f"cublas-{p[0]}-{p[1]}-{p[2]}", marks=marks(*p))
                                          for p in problems])
     else:
@@ -500,7 +501,9 @@ def _short(path: Path, root: Path) -> str:
 
 
 def _marks(spec: KernelSpec, settings: Settings) -> list:
-    if spec.expect != "fail":
+    from .spec import Expect
+
+    if spec.expect is not Expect.FAIL:
         return []
     from .check import unreachable
 
@@ -550,6 +553,7 @@ def _judge(result: Result, runner: Runner, settings: Settings) -> None:
     from .artifacts import save_failure
     from .report import reproduce, verdict
     from .results import Outcome
+    from .spec import Expect
 
     __tracebackhide__ = True
     spec = result.case.spec
@@ -563,7 +567,7 @@ def _judge(result: Result, runner: Runner, settings: Settings) -> None:
         pytest.fail(result.message, pytrace=False)
     if result.outcome == Outcome.INTERNAL:
         raise InternalError(f"{result.message}\n  reproduce: {command()}")
-    if spec.expect == "fail":
+    if spec.expect is Expect.FAIL:
         if result.caught:
             raise KernelCaught(f"{verdict(result)}:\n{result.message}")
         if result.outcome == Outcome.FAIL:

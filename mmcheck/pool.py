@@ -41,6 +41,7 @@ from .errors import BackendUnavailable
 if TYPE_CHECKING:
     from multiprocessing.sharedctypes import Synchronized
     from .bench.benchmark import Bench, Timed
+    from .dtypes import Precision
     from .options import Settings
     from .results import Result
     from .runner import Runner
@@ -231,7 +232,7 @@ class Check:
 
     settings: Settings
     spec: KernelSpec
-    dtype: str
+    dtype: Precision
 
     def __call__(self) -> Result:
         from .check import check
@@ -252,7 +253,7 @@ class Baseline:
 
     settings: Settings
     op: str
-    dtype: str
+    dtype: Precision
     shape: Shape
 
     def __call__(self) -> tuple[Timed, Measurement | str]:
@@ -273,7 +274,7 @@ class Benchmark:
 
     settings: Settings
     spec: KernelSpec
-    dtype: str
+    dtype: Precision
     shape: Shape
     library: Measurement | str
 

@@ -17,10 +17,11 @@ from .backends.base import (MAX_BLOCK, MAX_DYNAMIC_SMEM, MAX_GRID, MAX_THREADS, 
                             DeviceBuffer, Dim3, HostMemory, Pointers, TensorMapArg)
 from .compile import Build
 from .data import Layout, Operands, Trial
-from .dtypes import DTYPES, Precision, precision
+from .dtypes import DTYPES, Precision
 from .errors import MmcheckError
 from .expr import Expr, ExprError
-from .ops import Operand, Shape
+from .ops import Operand, Order, Shape
+from .params import ParamKind
 from .spec import CTYPES, KernelSpec, Verbatim, sizeof
 from .tensormaps import TensorMap, axes
 
@@ -93,12 +94,11 @@ def _product(exprs: Iterable[Expr]) -> str:
                       for e in exprs)
 
 
-def plan(spec: KernelSpec, dtype: str, shape: Shape) -> Plan:
-    p = precision(dtype)
+def plan(spec: KernelSpec, p: Precision, shape: Shape) -> Plan:
     size = sizeof(p)
 
     def fail(key: str, message: str) -> MmcheckError:
-        return MmcheckError(f"{spec.path}: kernel {spec.name!r}: key {key!r}: {message} (for {dtype} {shape})")
+        return MmcheckError(f"{spec.path}: kernel {spec.name!r}: key {key!r}: {message} (for {p} {shape})")
 
     try:
         env = spec.env(shape, p)
@@ -121,7 +121,7 @@ def plan(spec: KernelSpec, dtype: str, shape: Shape) -> Plan:
     template = tuple(types[t] if isinstance(t, str) else t.text if isinstance(t, Verbatim) else
                      t.literal(value("template", t)) for t in spec.template or ())
     defines = tuple((k, str(value("defines", v))) for k, v in spec.defines)
-    return Plan(Build(spec, dtype, template, defines), env, dims(spec.grid, "grid"), dims(spec.block, "block"),
+    return Plan(Build(spec, p, template, defines), env, dims(spec.grid, "grid"), dims(spec.block, "block"),
                 value("smem", spec.smem), dims(spec.cluster, "cluster") if spec.cluster else NO_CLUSTER)
 
 
@@ -131,7 +131,7 @@ class Prepared:
     device buffers, each operand's layout and the argument list; by operand name."""
 
     spec: KernelSpec
-    dtype: str
+    dtype: Precision
     shape: Shape
     trial: Trial
     plan: Plan
@@ -156,12 +156,11 @@ class Prepared:
         return self.logical(out, images[out.name])
 
 
-def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial: Trial, launch: Plan,
+def prepare(backend: Backend, spec: KernelSpec, p: Precision, shape: Shape, trial: Trial, launch: Plan,
             operands: Operands, guards: bool = True) -> Prepared:
     """Lay the operands out in memory (each row or column major, as the spec says; leading dimensions padded
     if the trial says so), surround each buffer with guard bands (``guards``; off under a sanitizer, which
     needs exact-size allocations to see an out-of-bounds access) and upload them."""
-    p = precision(dtype)
     op = spec.operation
     layouts = data.layouts(spec, shape, trial, p)
     # The spec's own buffers lie row-major, as (batch, rows, cols) with the dimensions they lack set to 1.
@@ -169,7 +168,7 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
     for b in spec.buffers:
         held = operands[b.name]
         logical[b.name] = held.reshape((1,) * (3 - held.ndim) + held.shape)
-        layouts[b.name] = Layout.of("row", *logical[b.name].shape[1:])
+        layouts[b.name] = Layout.of(Order.ROW, *logical[b.name].shape[1:])
     largest = max(layouts[name].size(x.shape) for name, x in logical.items())
     types = {**{o.name: o.dtype(p) for o in op.operands}, **{b.name: b.d(p) for b in spec.buffers}}
     guard = data.guard_width(largest, min(d.bits for d in types.values())) if guards else 0
@@ -194,17 +193,17 @@ def prepare(backend: Backend, spec: KernelSpec, dtype: str, shape: Shape, trial:
     for q in spec.params:
         if q.is_buffer:
             args.append(buffers[q.name])
-        elif q.kind == "tensormap":
+        elif q.kind is ParamKind.TENSORMAP:
             args.append(_tensor_map(spec, maps[q.name], shape, launch, p, layouts, operands, buffers))
-        elif q.kind in ("scalar", "value"):
+        elif q.is_scalar:
             kind = _scalar_dtype(CTYPES[q.ctype]) if q.ctype else p.output.numpy
             value = kind.type(scalars[q.name])
             # A type numpy does not know (bfloat16) is passed as its bits: the kernel reads the same bytes.
             args.append(value.view(np.dtype(f"uint{8 * kind.itemsize}")) if kind.kind == "V" else value)
         else:
             ctype = CTYPES[q.ctype or "int"]  # a size is an int unless the spec says otherwise
-            args.append(np.dtype(ctype).type(lds[q.name] if q.kind in ("leading", "stride") else launch.env[q.name]))
-    return Prepared(spec, dtype, shape, trial, launch, operands, layouts, guard, hosts, buffers, tuple(args))
+            args.append(np.dtype(ctype).type(launch.env[q.name] if q.kind is ParamKind.SIZE else lds[q.name]))
+    return Prepared(spec, p, shape, trial, launch, operands, layouts, guard, hosts, buffers, tuple(args))
 
 
 def _tensor_map(spec: KernelSpec, m: TensorMap, shape: Shape, launch: Plan, p: Precision, layouts: dict[str, Layout],
@@ -216,7 +215,7 @@ def _tensor_map(spec: KernelSpec, m: TensorMap, shape: Shape, launch: Plan, p: P
     if operand is not None:
         layout, sizes = layouts[operand.name], shape.env()
         names = axes(operand.rows, operand.cols, layout.order, spec.batched)
-        steps = {operand.rows if layout.order == "row" else operand.cols: layout.ld,
+        steps = {layout.order.lines(operand.rows, operand.cols)[0]: layout.ld,
                  "batch": layout.stride((shape.batch, *operand.dims(shape)))}
         d, dims, strides = operand.dtype(p), [sizes[n] for n in names], [steps[n] for n in names[1:]]
     else:
@@ -239,9 +238,8 @@ def _scalar_dtype(name: str) -> np.dtype:
     return DTYPES[name].numpy if name in DTYPES else np.dtype(name)
 
 
-def host_bytes(spec: KernelSpec, dtype: str, shape: Shape) -> int:
+def host_bytes(spec: KernelSpec, p: Precision, shape: Shape) -> int:
     """About how much host memory a case of this shape holds at its peak (see _HOST_COPIES)."""
-    p = precision(dtype)
     return _HOST_COPIES * sum(o.dtype(p).itemsize * o.dtype(p).units(o.elements(shape))
                               for o in spec.operation.operands)
 

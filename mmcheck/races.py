@@ -28,12 +28,13 @@ from .launch import check_parameters
 from .prepare import Plan, Prepared, plan
 from .results import Case, Caught, Result, outcome_of
 from .shapes import covering_shape, smallest_of_class, tile_class
+from .spec import Check
 from .verdicts import Verdict, Verdicts, launch_digest
 
 __all__ = ["Races", "Earlier", "Place", "Left", "DETECTED", "what"]
 
 # What a race detector's launch can fail with: what it reports, and a race that the result shows.
-DETECTED = ("race", "barrier", "sanitizer")
+DETECTED = (Check.RACE, Check.BARRIER, Check.SANITIZER)
 
 # Checks a trial under schedules (the runner's): (case, kernel, plan, trial, schedules, race class).
 CheckTrial = Callable[[Case, Kernel, Plan, Trial, tuple[str, ...], tuple], None]

@@ -16,7 +16,7 @@ from .errors import SpecError, visible
 from .publish import atomic_write
 from .results import Case, Outcome, Result
 from .shapes import launch_domain, launch_limits
-from .spec import KernelSpec
+from .spec import Check, Expect, KernelSpec
 
 if TYPE_CHECKING:
     from .backends.base import Capabilities
@@ -47,12 +47,12 @@ def verdict(r: Result) -> str:
     INTERNAL ERROR (mmcheck's own, no verdict on the kernel)."""
     if r.caught:
         return f"caught ({r.check})"
-    if r.case.spec.expect == "fail" and r.outcome == Outcome.PASS:
+    if r.case.spec.expect is Expect.FAIL and r.outcome == Outcome.PASS:
         return "MISSED (a known-bad kernel passed)"
     if r.spec_error:
         return "broken spec"
     if r.outcome == Outcome.FAIL:
-        named = ", not a check its spec names" if r.case.spec.expect == "fail" else ""
+        named = ", not a check its spec names" if r.case.spec.expect is Expect.FAIL else ""
         return f"{WORDS[r.outcome]} ({r.check}{named})"
     return WORDS[r.outcome]
 
@@ -70,7 +70,7 @@ def _detail(r: Result) -> str:
     if r.outcome == Outcome.PASS:
         return "; ".join([f"up to {r.case.shape}", *filter(None, (r.message, r.domain))])
     m = r.mismatch
-    if m is not None and r.check == "mismatch" and math.isfinite(m.abs_err):
+    if m is not None and r.check is Check.MISMATCH and math.isfinite(m.abs_err):
         return f"{r.case.shape}: worst abs err {m.abs_err:.3g}"
     # Of the case the finding was made in (its context), the shape alone says it here.  A NaN's cause is the
     # diagnosis on the finding's next line.
@@ -85,7 +85,7 @@ def summary(results: Sequence[Result], broken_specs: int = 0, unchecked: int = 0
     """One line of counts (the kernels whose specs could not be used among them, said before the table, and the
     ``unchecked`` kernel x dtype a Ctrl-C left), and one line per skipped kernel x dtype saying why (a skip is
     never silent)."""
-    counts = {"passed": sum(r.ok and r.case.spec.expect == "pass" for r in results),
+    counts = {"passed": sum(r.ok and r.case.spec.expect is Expect.PASS for r in results),
               "known-bad caught": sum(r.caught for r in results),
               "wrong": sum(not r.as_expected and r.outcome in (Outcome.PASS, Outcome.FAIL) for r in results),
               "errors": sum(r.outcome == Outcome.ERROR and not r.spec_error for r in results),
@@ -118,7 +118,7 @@ def kernel_list(specs: Sequence[KernelSpec], errors: Sequence[SpecError], plain:
         out.append(str(path))
         for s in (s for s in specs if s.path == path):
             out.append(_wrap(", ".join(s.dtypes), f"  {s.name:<{name - 2}}  {s.op:<{op}}  "))
-            about = ("[known bad] " if s.expect == "fail" else "") + s.about
+            about = ("[known bad] " if s.expect is Expect.FAIL else "") + s.about
             out += [_wrap(text, "      ", "        ") for text in (about, *_shapes(s)) if text]
     out += [_wrap(str(e), "ERROR ", "  ") for e in errors]
     if plain:

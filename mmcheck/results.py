@@ -16,11 +16,12 @@ from pathlib import Path
 
 from .artifacts import Record, save_traceback
 from .compare import Mismatch
+from .dtypes import Precision
 from .errors import (CompileError, InternalError, MmcheckError, OutOfMemory, SandboxViolation, SpecError, Unsupported,
                      visible)
 from .interrupt import wrapped_stop
 from .ops import Shape
-from .spec import KernelSpec
+from .spec import Check, Expect, KernelSpec
 
 __all__ = ["Outcome", "Case", "Result", "Caught", "outcome_of", "compile_errors_told_once", "told_before"]
 
@@ -38,7 +39,7 @@ class Outcome(StrEnum):
 @dataclass(frozen=True)
 class Case:
     spec: KernelSpec
-    dtype: str
+    dtype: Precision
     shape: Shape | None  # None only in the result of a sweep that had no shape to try
     seed: int = 0
 
@@ -61,7 +62,7 @@ class Result:
     case: Case
     outcome: Outcome
     message: str = ""
-    check: str | None = None
+    check: Check | None = None
     mismatch: Mismatch | None = field(default=None, repr=False)
     shapes_tried: int = 1
     record: Record | None = field(default=None, repr=False, compare=False)
@@ -78,7 +79,7 @@ class Result:
         object.__setattr__(self, "message", visible(self.message))
 
     @classmethod
-    def told(cls, case: Case, outcome: Outcome, context: str, finding: str, check: str | None = None) -> Result:
+    def told(cls, case: Case, outcome: Outcome, context: str, finding: str, check: Check | None = None) -> Result:
         """The result whose message is ``finding`` in ``context``."""
         return cls(case, outcome, f"{context}: {finding}", check=check, context=context)
 
@@ -95,21 +96,21 @@ class Result:
     def caught(self) -> bool:
         """A known-bad kernel was caught by one of the checks its spec names (any check, if it names none)."""
         spec = self.case.spec
-        return (spec.expect == "fail" and self.outcome is Outcome.FAIL
+        return (spec.expect is Expect.FAIL and self.outcome is Outcome.FAIL
                 and (not spec.catch or self.check in spec.catch))
 
     @property
     def as_expected(self) -> bool:
         """The outcome is what the spec's ``expect`` promises: a correct kernel passes, a known-bad one is
         caught by a check its spec names."""
-        return self.caught if self.case.spec.expect == "fail" else self.ok
+        return self.caught if self.case.spec.expect is Expect.FAIL else self.ok
 
 
 class Caught(Exception):
-    """A check failed (``check`` in spec.CATCHES); ``finding`` says what was seen, and the message says it in
+    """A check failed (``check``); ``finding`` says what was seen, and the message says it in
     ``context`` (the case, which the runner adds on the way up), where there is one."""
 
-    def __init__(self, check: str, finding: str, mismatch: Mismatch | None = None, record: Record | None = None,
+    def __init__(self, check: Check, finding: str, mismatch: Mismatch | None = None, record: Record | None = None,
                  context: str = "", exact: bool = False) -> None:
         """``exact``: the finding says exactly what is wrong (diagnose.Exact)."""
         super().__init__(f"{context}: {finding}" if context else finding)
@@ -125,7 +126,7 @@ def outcome_of(case: Case, e: Exception, results: Path) -> Result:
         return Result(case, Outcome.FAIL, str(e), check=e.check, mismatch=e.mismatch, record=e.record,
                       context=e.context, exact=e.exact)
     if isinstance(e, SandboxViolation):  # the kernel's attempt, blocked: a failure of the kernel's own
-        return Result(case, Outcome.FAIL, str(e), check="sandbox")
+        return Result(case, Outcome.FAIL, str(e), check=Check.SANDBOX)
     if isinstance(e, Unsupported):
         where = "" if str(e).startswith(str(case.spec.path)) else f"{case.spec.path}: "
         return Result(case, Outcome.SKIP, f"{where}{e}")

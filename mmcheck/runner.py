@@ -20,6 +20,7 @@ from . import data
 from .backends.base import Backend, Kernel, Launched
 from .compile import Build, asynchronous, missing_entry
 from .data import Operands, Trial
+from .dtypes import Precision
 from .errors import CompileError, MmcheckError, SandboxViolation, Unsupported
 from .judge import Rerun, judge
 from .launch import launch
@@ -27,7 +28,7 @@ from .prepare import Plan, Prepared, host_bytes, host_memory, plan, prepare
 from .races import DETECTED, Earlier, Left, Place, Races, what
 from .results import Case, Caught, Outcome, Result, outcome_of, told_before
 from .shapes import LARGE, LARGE_BUDGET, Shape, covering_shape, largest_buffer, tiles
-from .spec import KernelSpec
+from .spec import Check, KernelSpec
 from .verdicts import Verdicts
 
 __all__ = ["Runner", "FAR"]
@@ -124,7 +125,7 @@ class Runner:
         """Count ``seconds`` more of checking kernel file ``path``."""
         self._file_seconds[path] = self.spent(path) + seconds
 
-    def case(self, spec: KernelSpec, dtype: str, shape: Shape | None) -> Case:
+    def case(self, spec: KernelSpec, dtype: Precision, shape: Shape | None) -> Case:
         return Case(spec, dtype, shape, self.seed)
 
     def run(self, case: Case) -> Result:
@@ -145,7 +146,8 @@ class Runner:
         assert result is not None, "a sweep of one case has its result"
         return result
 
-    def sweep(self, spec: KernelSpec, dtype: str, shapes: Iterable[Shape], seconds: float | None = None) -> Result:
+    def sweep(self, spec: KernelSpec, dtype: Precision, shapes: Iterable[Shape],
+              seconds: float | None = None) -> Result:
         """Run shapes in order until one does not pass; that result (with the smallest failing shape, if
         ``shapes`` is sorted by size), or the last pass.  ``seconds``: the time the whole sweep may take, its
         compiles aside; past it no launch starts, and the result is a failure of check timeout that says how
@@ -154,7 +156,7 @@ class Runner:
         shapes = list(shapes)
         try:
             result, tried = self._sweep((self.case(spec, dtype, shape) for shape in shapes), explain=True)
-            if result is not None and result.check == "mismatch" and not result.exact:
+            if result is not None and result.check is Check.MISMATCH and not result.exact:
                 result, tried = self._telling(result, shapes[tried:], tried)
         finally:
             self._budget = None
@@ -206,7 +208,7 @@ class Runner:
         key = (case.spec.path, case.spec.name, case.dtype)
         if hung := self._hung.get(key):
             return Result.told(case, Outcome.FAIL, case.label, f"not run, as the case {hung.case.shape} hung: "
-                               f"{hung.finding.splitlines()[0]}", check="timeout")
+                               f"{hung.finding.splitlines()[0]}", check=Check.TIMEOUT)
         try:
             result = self._run(case, turn)
         except (Earlier, _OutOfTime):
@@ -227,11 +229,11 @@ class Runner:
         shapes = f"{passed} shape{'s' if passed != 1 else ''}"
         return Result.told(case, Outcome.FAIL, case.label, f"the check ran out of its time budget of {seconds:g} s "
                            f"(its compiles aside; --time-budget, pytest: --mmcheck-time-budget) at this shape, after "
-                           f"{shapes} passed: the kernel is too slow to check", check="timeout")
+                           f"{shapes} passed: the kernel is too slow to check", check=Check.TIMEOUT)
 
     def _noted(self, result: Result) -> Result:
         """The result, a hang remembered for its kernel x dtype."""
-        if result.check == "timeout":
+        if result.check is Check.TIMEOUT:
             self._hung[(result.case.spec.path, result.case.spec.name, result.case.dtype)] = result
         return result
 
@@ -242,7 +244,7 @@ class Runner:
         try:
             launched = plan(case.spec, case.dtype, case.shape)
             if refusal := launched.refused():
-                raise Caught("launch", f"{refusal} (a shape its spec admits, so the kernel must launch there)",
+                raise Caught(Check.LAUNCH, f"{refusal} (a shape its spec admits, so the kernel must launch there)",
                              context=case.label)
             kernel = self.compile(launched.build)
             if broken := self._rules_broken(case):
@@ -261,7 +263,7 @@ class Runner:
                 self._check(case, kernel, launched, trial, schedules if i == 0 else schedules[:1], (), turn)
         except (Caught, MmcheckError) as e:
             failed = outcome_of(case, e, self.results)
-            if failed.check == "timeout" and (told := self._hang_told(case)):
+            if failed.check is Check.TIMEOUT and (told := self._hang_told(case)):
                 failed = dataclasses.replace(failed, message=f"{failed.message}\n{told}")
             return failed
         return Result(case, Outcome.PASS, kernel.unchecked)
@@ -280,7 +282,7 @@ class Runner:
             assert shape is not None, "a case to run has a shape"
             if shape.macs <= _EMULATED_MACS and (emulator := self._emulated()):
                 found = emulator.run(self.case(case.spec, case.dtype, shape))
-                if found.check in ("race", "fault", "barrier", "timeout"):
+                if found.check in (Check.RACE, Check.FAULT, Check.BARRIER, Check.TIMEOUT):
                     self._rules[key] = found
         if (found := self._rules[key]) is None:
             return None
@@ -310,7 +312,7 @@ class Runner:
         if not self.backend.capabilities.gpu or case.shape.macs > _EMULATED_MACS or not (emulator := self._emulated()):
             return None
         found = emulator.run(case)
-        if found.ok or found.check not in ("timeout", "barrier", "fault"):
+        if found.ok or found.check not in (Check.TIMEOUT, Check.BARRIER, Check.FAULT):
             return None
         return f"  on the emulator, the same case: {found.message}"
 

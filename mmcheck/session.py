@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .ahead import Ahead
     from .backends.base import Capabilities
     from .bench.benchmark import Bench, Timed
+    from .dtypes import Precision
     from .options import Settings
     from .pool import Pool
     from .progress import Progress
@@ -144,7 +145,7 @@ class Here:
         self.close()
 
 
-def _checks(settings: Settings, here: Here, pool: Pool[Result] | None, pairs: Sequence[tuple[KernelSpec, str]],
+def _checks(settings: Settings, here: Here, pool: Pool[Result] | None, pairs: Sequence[tuple[KernelSpec, Precision]],
             labels: Sequence[str], said: Said[Result], order: Sequence[int] | None = None) -> list[Result]:
     """Each kernel x dtype checked, as ``check.check`` checks it: by the pool's workers where there is a pool
     (the runner here closed: each worker opens its own), each job for whichever is free, started in ``order``;
@@ -160,7 +161,7 @@ def _checks(settings: Settings, here: Here, pool: Pool[Result] | None, pairs: Se
                 CHECKS, said)
 
 
-def grade_checks(here: Here, jobs: int | str, pairs: Sequence[tuple[KernelSpec, str]], labels: Sequence[str],
+def grade_checks(here: Here, jobs: int | str, pairs: Sequence[tuple[KernelSpec, Precision]], labels: Sequence[str],
                  said: Said[Result]) -> list[Result]:
     """A grade's kernel x dtype checked, by -j's workers or one after another by the runner ``here``, whose
     backend's name the workers open (``here.settings``)."""
@@ -171,7 +172,7 @@ def grade_checks(here: Here, jobs: int | str, pairs: Sequence[tuple[KernelSpec, 
     return _checks(here.settings, here, Pool(count, gpu=found.gpu) if count > 1 else None, pairs, labels, said)
 
 
-def _label(spec: KernelSpec, dtype: str) -> str:
+def _label(spec: KernelSpec, dtype: Precision) -> str:
     """A kernel x dtype's name: its progress line's, and its cost's (costs.py)."""
     return f"{spec.name} {dtype}"
 
@@ -182,7 +183,7 @@ def _costs_name(backend: str, gpu: bool) -> str:
     return "gpu" if gpu else backend
 
 
-def _order(kept: str, count: int, pairs: Sequence[tuple[KernelSpec, str]]) -> Sequence[int]:
+def _order(kept: str, count: int, pairs: Sequence[tuple[KernelSpec, Precision]]) -> Sequence[int]:
     """The order the jobs start in: the longest first (by the costs kept under ``kept``, costs.py) where several
     workers (``count``) share them."""
     from . import costs
@@ -201,7 +202,7 @@ def _remember_costs(kept: str, results: Sequence[Result]) -> None:
 
 
 def _started_pool(jobs: int | str, settings: Settings, declared: Capabilities,
-                  pairs: Sequence[tuple[KernelSpec, str]]) -> Pool[Result] | None:
+                  pairs: Sequence[tuple[KernelSpec, Precision]]) -> Pool[Result] | None:
     """The pool of -j's workers, started before this process looks for the backend (``declared``: what the
     backend the settings name declares) where its size does not depend on which backend that is: the workers
     start meanwhile.  None where there is to be no pool, or its size waits for the backend (-j auto with
@@ -233,7 +234,7 @@ class Checking:
     --large cannot run on the backend found (having stopped all it started), and a Ctrl-C meanwhile stops all
     it started too; what the sandbox lacks is said first."""
 
-    def __init__(self, settings: Settings, jobs: int | str, pairs: Sequence[tuple[KernelSpec, str]]) -> None:
+    def __init__(self, settings: Settings, jobs: int | str, pairs: Sequence[tuple[KernelSpec, Precision]]) -> None:
         from . import ahead
 
         declared = capabilities(settings.backend)
@@ -323,7 +324,7 @@ class Rechecking:
         self.backend, self.found = backend.name, backend.capabilities
         self.settings = _own(settings, backend.name)
 
-    def check(self, pairs: Sequence[tuple[KernelSpec, str]]) -> list[Result]:
+    def check(self, pairs: Sequence[tuple[KernelSpec, Precision]]) -> list[Result]:
         """Each kernel x dtype checked, one after another, as ``check.check`` checks it; a Ctrl-C is raised."""
         from .check import check, runner
 
@@ -351,8 +352,9 @@ class Benchmarking:
             self.here.close()
             raise
 
-    def run(self, jobs: int | str, problems: Sequence[tuple[str, str, Shape]],
-            runs: Sequence[tuple[KernelSpec, str, Shape]], labels: Sequence[str], said: Said[Timed]) -> list[Timed]:
+    def run(self, jobs: int | str, problems: Sequence[tuple[str, Precision, Shape]],
+            runs: Sequence[tuple[KernelSpec, Precision, Shape]], labels: Sequence[str],
+            said: Said[Timed]) -> list[Timed]:
         """cuBLAS on every problem, then every run, timed: by -j's workers, each on a GPU of its own, or one after
         another here.  The outcomes in ``labels``' order (the problems', then the runs'); after a Ctrl-C, those
         that finished."""
@@ -370,8 +372,8 @@ class Benchmarking:
             return each(list(zip(labels, timings)), "benchmarks", said)
 
 
-def _spread_benchmarks(pool: Pool[Any], settings: Settings, problems: Sequence[tuple[str, str, Shape]],
-                       runs: Sequence[tuple[KernelSpec, str, Shape]], labels: Sequence[str],
+def _spread_benchmarks(pool: Pool[Any], settings: Settings, problems: Sequence[tuple[str, Precision, Shape]],
+                       runs: Sequence[tuple[KernelSpec, Precision, Shape]], labels: Sequence[str],
                        said: Said[Timed]) -> list[Timed]:
     """The benchmarks by the pool's workers, each on a GPU of its own: cuBLAS on every problem first, then every
     kernel, whose worker adopts the cuBLAS measurement of its problem, so cuBLAS is timed once per problem.  The
@@ -389,14 +391,14 @@ def _spread_benchmarks(pool: Pool[Any], settings: Settings, problems: Sequence[t
     return [timed for timed, _ in baselines] + kernels
 
 
-def benchmarked(bench: Bench, items: Sequence[tuple[str, KernelSpec, str]], sizes: Sequence[int | Shape],
+def benchmarked(bench: Bench, items: Sequence[tuple[str, KernelSpec, Precision]], sizes: Sequence[int | Shape],
                 said: Said[Timed]) -> list[Timed]:
     """Each kernel x dtype of ``items`` (label, spec, dtype) timed here at the first of its benchmark shapes for
     ``sizes`` (--bench-sizes; default: the spec's bench, else 4096); those that finished, after a Ctrl-C."""
     from .bench.benchmark import Timed
     from .shapes import bench_shapes
 
-    def timed(spec: KernelSpec, dtype: str) -> Timed:
+    def timed(spec: KernelSpec, dtype: Precision) -> Timed:
         shapes = bench_shapes(spec, dtype, sizes)
         return bench.run(spec, dtype, shapes[0]) if shapes else Timed(skip="no benchmark size satisfies its requires")
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
-from .dtypes import precision
+from .dtypes import Precision
 from .errors import MmcheckError
 from .expr import SHAPE_NAMES, Expr, ExprError
 from .ops import Shape, bench_size
@@ -51,16 +51,15 @@ class Domain:
                        and (self.hi is None or v <= self.hi)})
 
 
-def satisfies(spec: KernelSpec, shape: Shape, dtype: str) -> bool:
+def satisfies(spec: KernelSpec, shape: Shape, dtype: Precision) -> bool:
     """Whether ``shape`` meets every ``requires`` of ``spec`` for ``dtype``, the conditions of its tensor maps and
     cluster, and the op's fixed sizes."""
     env = shape.env()
     if any(env[n] != 1 for n in ("N", "batch") if n not in spec.free):
         return False
-    p = precision(dtype)
     try:
-        env = spec.env(shape, p)
-        return all(r.eval(env, sizeof=sizeof(p)) for r in (*spec.requires, *spec.conditions))
+        env = spec.env(shape, dtype)
+        return all(r.eval(env, sizeof=sizeof(dtype)) for r in (*spec.requires, *spec.conditions))
     except ExprError:
         return False
 
@@ -137,7 +136,7 @@ def tile_class(spec: KernelSpec, shape: Shape) -> tuple[int, ...]:
     return tuple(min(_SPANS.get(n, 2), -(-sizes[n] // _unit(n, tile))) for n in spec.free)
 
 
-def smallest_of_class(spec: KernelSpec, dtype: str, shape: Shape) -> Shape:
+def smallest_of_class(spec: KernelSpec, dtype: Precision, shape: Shape) -> Shape:
     """The fewest blocks and tiles that show the races of ``shape``'s tile class: along each size one element
     past the tiles before the last (a race detector's cost grows with the blocks it runs); ``shape`` itself
     where ``requires`` admit no smaller shape of its class."""
@@ -145,7 +144,7 @@ def smallest_of_class(spec: KernelSpec, dtype: str, shape: Shape) -> Shape:
     return small if small is not None and small.macs <= shape.macs else shape
 
 
-def covering_shape(spec: KernelSpec, dtype: str) -> Shape | None:
+def covering_shape(spec: KernelSpec, dtype: Precision) -> Shape | None:
     """The smallest shape of the widest tile class, which holds every kind of block in one launch: along M
     and N a first block that is whole and a last one that is partial, along K three tiles (the last
     partial), two batch entries; None where ``requires`` admit no such shape at about that cost, or where
@@ -158,7 +157,7 @@ def covering_shape(spec: KernelSpec, dtype: str) -> Shape | None:
     return shape if shape is not None and shape.macs <= min(2 * ideal, _COVERING_MACS) else None
 
 
-def _smallest_spanning(spec: KernelSpec, dtype: str, span: tuple[int, ...]) -> Shape | None:
+def _smallest_spanning(spec: KernelSpec, dtype: Precision, span: tuple[int, ...]) -> Shape | None:
     """The smallest shape of tile class ``span`` that meets ``requires``, where the simple constraints lead
     to one."""
     tile = max(tiles(spec), default=16)
@@ -205,7 +204,7 @@ def _assemble(spec: KernelSpec, choice: dict[str, int]) -> Shape:
     return Shape(size["M"], size["N"], size["K"], size["batch"])
 
 
-def edge_shapes(spec: KernelSpec, dtype: str, strict_launch: bool = False) -> list[Shape]:
+def edge_shapes(spec: KernelSpec, dtype: Precision, strict_launch: bool = False) -> list[Shape]:
     """Deterministic edge cases: small sizes and primes, tile-1/tile/tile+1, unequal M, N, K, and
     batches (1, odd, many tiny matrices); and the thin shapes past size thresholds."""
     doms = domains(spec)
@@ -233,7 +232,7 @@ def edge_shapes(spec: KernelSpec, dtype: str, strict_launch: bool = False) -> li
     return _finish(spec, dtype, doms, choices) + threshold_shapes(spec, dtype, strict_launch)
 
 
-def threshold_shapes(spec: KernelSpec, dtype: str, strict_launch: bool = False) -> list[Shape]:
+def threshold_shapes(spec: KernelSpec, dtype: Precision, strict_launch: bool = False) -> list[Shape]:
     """Thin shapes past each size threshold (THRESHOLDS), one free size at a time, the others at their
     smallest; the spec's ``requires`` still rules.  Where a size outgrows the device's launch limits
     (launch_limits), a threshold past the kernel's launch domain is moved to the domain's edge; where the
@@ -272,7 +271,7 @@ class LaunchLimit:
         return self.bound if self.bound == sizes else f"{self.bound} ({sizes})"
 
 
-def launch_limits(spec: KernelSpec, dtype: str) -> tuple[LaunchLimit, ...]:
+def launch_limits(spec: KernelSpec, dtype: Precision) -> tuple[LaunchLimit, ...]:
     """Each group of sizes' launch limit below _SIZE_CAP, where it has one within the spec's ``requires``."""
     doms = domains(spec)
     smallest = [_at_least(d, 1) for d in doms]
@@ -286,7 +285,7 @@ def launch_domain(limits: Iterable[LaunchLimit], strict_launch: bool = False) ->
     return f"launches only while {' and '.join(edges)}" if edges else ""
 
 
-def outside_launch_domain(spec: KernelSpec, dtype: str, shape: Shape, strict_launch: bool = False) -> str | None:
+def outside_launch_domain(spec: KernelSpec, dtype: Precision, shape: Shape, strict_launch: bool = False) -> str | None:
     """Why ``shape`` is outside the kernel's launch domain (the device refuses its launch, and neither the
     spec nor the user promised launches there), or None where it is inside, or its refusal is a failure."""
     from .prepare import plan
@@ -303,7 +302,8 @@ def outside_launch_domain(spec: KernelSpec, dtype: str, shape: Shape, strict_lau
     return f"{refusal}: outside the kernel's launch domain"
 
 
-def _launch_limit(spec: KernelSpec, dtype: str, doms: list[Domain], sizes: list[int], g: int) -> LaunchLimit | None:
+def _launch_limit(spec: KernelSpec, dtype: Precision, doms: list[Domain], sizes: list[int],
+                  g: int) -> LaunchLimit | None:
     """Group ``g``'s launch limit (the others at ``sizes``): the smallest value whose launch a device refuses
     (a grid dimension past 65535, say) and the largest below it, or None if there is none below _SIZE_CAP."""
     from .prepare import Refusal, plan
@@ -343,7 +343,7 @@ _LARGE_SIDE = 32769  # the shorter side of a large buffer: both sides past 2**15
 LARGE_BUDGET = 1 << 38
 
 
-def large_shapes(spec: KernelSpec, dtype: str) -> list[Shape]:
+def large_shapes(spec: KernelSpec, dtype: Precision) -> list[Shape]:
     """For each operand whose two sides are free (A, B, C), and for a batched op the batch of its first input
     (A), the thinnest shape that puts it past 2**31 elements, smallest first; the spec's ``requires`` still
     rules (a side it bounds takes its largest value and the other side the rest)."""
@@ -408,7 +408,7 @@ def _at_least(domain: Domain, value: int) -> int:
     return first if domain.hi is None or first <= domain.hi else 0
 
 
-def random_shapes(spec: KernelSpec, dtype: str, seed: int, count: int, max_dim: int = 160) -> list[Shape]:
+def random_shapes(spec: KernelSpec, dtype: Precision, seed: int, count: int, max_dim: int = 160) -> list[Shape]:
     """``count`` seeded random shapes, each size a multiple of its group's modulus up to ``max_dim``."""
     doms = domains(spec)
     rng = random.Random(f"{spec.name}:{seed}")
@@ -424,7 +424,7 @@ def random_shapes(spec: KernelSpec, dtype: str, seed: int, count: int, max_dim: 
     return _finish(spec, dtype, doms, choices)[:count]
 
 
-def _finish(spec: KernelSpec, dtype: str, doms: list[Domain], choices: list[list[int]]) -> list[Shape]:
+def _finish(spec: KernelSpec, dtype: Precision, doms: list[Domain], choices: list[list[int]]) -> list[Shape]:
     shapes = []
     for row in choices:
         if 0 in row:
@@ -435,7 +435,7 @@ def _finish(spec: KernelSpec, dtype: str, doms: list[Domain], choices: list[list
     return shapes
 
 
-def shapes_for(spec: KernelSpec, dtype: str, seed: int = 0, budget: int = DEFAULT_BUDGET, random_count: int = 4,
+def shapes_for(spec: KernelSpec, dtype: Precision, seed: int = 0, budget: int = DEFAULT_BUDGET, random_count: int = 4,
                extra: Iterable[Shape] = (), strict_launch: bool = False) -> list[Shape]:
     """Edge cases plus random shapes, smallest first, cheap enough for the default run, within the kernel's
     launch domain (all of them, with ``strict_launch``).
@@ -452,7 +452,7 @@ def shapes_for(spec: KernelSpec, dtype: str, seed: int = 0, budget: int = DEFAUL
     return sorted((s for s in shapes if s.macs <= limit), key=lambda s: (s.macs, s.M, s.N, s.K, s.batch))
 
 
-def shape_strategy(spec: KernelSpec, dtype: str, max_dim: int = 160,
+def shape_strategy(spec: KernelSpec, dtype: Precision, max_dim: int = 160,
                    budget: int = DEFAULT_BUDGET) -> SearchStrategy[Shape]:
     """Hypothesis strategy over valid shapes of at most ``budget`` multiply-adds (or the smallest valid
     multiple, if that is larger); shrinking moves towards the smallest multiples."""
@@ -475,7 +475,7 @@ def shape_strategy(spec: KernelSpec, dtype: str, max_dim: int = 160,
     return st.one_of(st.sampled_from(edges), drawn) if edges else drawn
 
 
-def bench_shapes(spec: KernelSpec, dtype: str, sizes: Iterable[int | Shape] = ()) -> list[Shape]:
+def bench_shapes(spec: KernelSpec, dtype: Precision, sizes: Iterable[int | Shape] = ()) -> list[Shape]:
     """The shapes a kernel is benchmarked at: ``sizes`` if given, else its spec's ``bench``, else
     BENCH_SIZES.  A square size n is the largest valid problem with every free side equal and at most n
     (N is 1 for a matrix-vector op; batch 1); a shape is taken as it is if the kernel admits it."""
@@ -487,7 +487,7 @@ def bench_shapes(spec: KernelSpec, dtype: str, sizes: Iterable[int | Shape] = ()
     return found
 
 
-def _largest_square(spec: KernelSpec, dtype: str, n: int) -> Shape | None:
+def _largest_square(spec: KernelSpec, dtype: Precision, n: int) -> Shape | None:
     sides = [name for name in ("M", "N", "K") if name in spec.free]
     for side in range(n, 0, -1):
         shape = _assemble(spec, {name: side for name in sides})

@@ -15,12 +15,13 @@ import re
 import tomllib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from . import reading
-from .dtypes import DTYPES, PRECISIONS, DType, Precision, precision
+from .dtypes import DTYPES, PRECISIONS, DType, Precision
 from .errors import SpecError
 from . import extras, tensormaps
 from .epilogue import Epilogue, EpilogueError
@@ -28,15 +29,16 @@ from .expr import BOOLEANS, SHAPE_NAMES, Expr, ExprError
 from .extras import Buffer, Role, Scalar
 from .pyref import PyReference, Tolerance, parse_reference, parse_tolerance
 from .opener import BLOCK, NO_SPEC, OPENER, Opener, opener
-from .ops import OPS, SCALARS, Op, Operand, Shape
-from .params import CTYPES, Param, parse_params, parse_scalar_values
+from .ops import OPS, SCALARS, Op, Operand, Order, Shape
+from .params import CTYPES, Param, ParamKind, parse_params, parse_scalar_values
 from .template_args import IDENTIFIER, TYPE_ARGS, Verbatim, parse_template
 from .tensormaps import TensorMap
 
 __all__ = [
     "CTYPES",
     "sizeof",
-    "CATCHES",
+    "Check",
+    "Expect",
     "TYPE_ARGS",
     "Verbatim",
     "RESERVED",
@@ -54,11 +56,6 @@ __all__ = [
     "collect",
 ]
 
-LAYOUTS = ("row", "col")
-EXPECTS = ("pass", "fail")
-# The checks that can catch a known-bad kernel; ``catch`` in a spec names those expected to.
-CATCHES = ("mismatch", "unwritten", "guard", "input", "race", "fault", "timeout", "barrier", "sanitizer", "launch",
-           "sandbox")
 # A kernel's name, qualified by the namespaces it is declared in where it is (fast.cu's M1::matmulKernel1).
 _ENTRY = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*\Z")
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
@@ -70,12 +67,35 @@ RESERVED = {*SHAPE_NAMES, *TYPE_ARGS, *BOOLEANS, "cdiv", "min", "max", "sizeof",
             "else"}
 
 
+class Check(StrEnum):
+    """The checks that can catch a wrong kernel, by the word a spec's ``catch``, the reports and JSON write."""
+
+    MISMATCH = "mismatch"    # the result differs from the reference
+    UNWRITTEN = "unwritten"  # elements of the result were left as they were
+    GUARD = "guard"          # a write past a buffer's end, before its start, or into its padding
+    INPUT = "input"          # a write into an input
+    RACE = "race"            # the result depends on thread order, or a race detector saw one
+    FAULT = "fault"          # the kernel crashed
+    TIMEOUT = "timeout"      # the kernel did not finish
+    BARRIER = "barrier"      # threads of a block met different barriers, or never met
+    SANITIZER = "sanitizer"  # another error compute-sanitizer (or AddressSanitizer) reported
+    LAUNCH = "launch"        # a launch a device refuses, at a shape the spec admits
+    SANDBOX = "sandbox"      # the kernel's code tried what the sandbox forbids
+
+
+class Expect(StrEnum):
+    """What a spec's ``expect`` promises of its kernel."""
+
+    PASS = "pass"  # a correct kernel: it passes every check
+    FAIL = "fail"  # a known-bad one: a check catches it (one its ``catch`` names, where it names any)
+
+
 @dataclass(frozen=True)
 class KernelSpec:
     name: str
     entry: str
     op: str
-    dtypes: tuple[str, ...]
+    dtypes: tuple[Precision, ...]
     params: tuple[Param, ...]
     block: tuple[Expr, ...]
     grid: tuple[Expr, ...]
@@ -85,10 +105,10 @@ class KernelSpec:
     requires: tuple[Expr, ...] = ()
     defines: tuple[tuple[str, Expr], ...] = ()
     smem: Expr = Expr("0")
-    layouts: tuple[tuple[str, str], ...] = ()       # (operand, "row" or "col"), each operand of the op
-    expect: str = "pass"
+    layouts: tuple[tuple[str, Order], ...] = ()     # each operand of the op, and its order
+    expect: Expect = Expect.PASS
     about: str = ""
-    catch: tuple[str, ...] = ()
+    catch: tuple[Check, ...] = ()
     let: tuple[tuple[str, Expr], ...] = ()          # in an order that evaluates each after what it uses
     alpha: tuple[float, ...] = ()                   # empty: the dtype's defaults
     beta: tuple[float, ...] = ()
@@ -156,9 +176,9 @@ class KernelSpec:
         names = {p.name for p in self.params}
         return tuple(o for o in self.operation.operands if o.stride in names)
 
-    def layout(self, operand: str) -> str:
-        """How ``operand`` lies in memory: "row" (row-major, the default) or "col" (column-major)."""
-        return dict(self.layouts).get(operand, "row")
+    def layout(self, operand: str) -> Order:
+        """How ``operand`` lies in memory: row-major (the default) or column-major."""
+        return dict(self.layouts).get(operand, Order.ROW)
 
     @property
     def batched(self) -> bool:
@@ -168,16 +188,13 @@ class KernelSpec:
     @property
     def sizes(self) -> frozenset[str]:
         """Shape names the kernel depends on, through its params or any expression (``let`` included)."""
-        names = {p.name for p in self.params if p.kind == "size"}
+        names = {p.name for p in self.params if p.kind is ParamKind.SIZE}
         lets = dict(self.let)
         for e in (*self.block, *self.grid, *self.requires, self.smem, *(v for _, v in self.defines),
                   *(t for t in self.template or () if isinstance(t, Expr)), *lets.values(), *self.cluster,
                   *(b for m in self.tensormaps for b in m.box)):
             names |= e.names - lets.keys()
         return frozenset(names)
-
-    def precisions(self) -> tuple[Precision, ...]:
-        return tuple(precision(d) for d in self.dtypes)
 
     def accumulator(self, p: Precision) -> DType:
         """The type the kernel promises to accumulate in: ``accumulate``, else float32 for half inputs, else
@@ -315,7 +332,7 @@ class Catalog:
     files: list[Path] = field(default_factory=list)
     plain: list[Path] = field(default_factory=list)  # .cu files with no spec, found in folders: not kernel files
 
-    def select(self, names: Sequence[str] = (), dtypes: Sequence[str] = ()) -> list[tuple[KernelSpec, str]]:
+    def select(self, names: Sequence[str] = (), dtypes: Sequence[str] = ()) -> list[tuple[KernelSpec, Precision]]:
         """(spec, dtype) pairs whose name matches one of the globs ``names`` (all if empty), restricted to
         ``dtypes`` (all declared if empty)."""
         return [(s, d) for s in self.specs if not names or any(fnmatch.fnmatchcase(s.name, g) for g in names)
@@ -435,7 +452,7 @@ class _Table:
         return value
 
 
-def _dtypes(t: _Table) -> tuple[str, ...]:
+def _dtypes(t: _Table) -> tuple[Precision, ...]:
     dtypes = t.table["dtypes"]
     if not isinstance(dtypes, list) or not dtypes or not all(d in PRECISIONS for d in dtypes):
         raise t.fail("dtypes", f"must be a non-empty list drawn from {', '.join(PRECISIONS)}, not {dtypes!r}")
@@ -443,16 +460,16 @@ def _dtypes(t: _Table) -> tuple[str, ...]:
         raise t.fail("dtypes", "lists a dtype twice")
     if len(dtypes) > 1 and not any(a in TYPE_ARGS for a in t.got["template"] or ()):
         raise t.fail("dtypes", "several dtypes need a template parameter for the type (set 'template')")
-    return tuple(dtypes)
+    return tuple(PRECISIONS[d] for d in dtypes)
 
 
 def _buffers(t: _Table) -> tuple[Buffer, ...]:
     op, dtypes = t.op, t.got["dtypes"]
     buffers = extras.parse_buffers(t.table.get("buffers", {}), t.names, frozenset(s.name for s in t.got["scalars"]),
                                    partial(t.fail, "buffers"), tuple(o.name for o in op.inputs), op.names)
-    if any(b.scales for b in buffers) and any(precision(d).output.is_integer for d in dtypes):
+    if any(b.scales for b in buffers) and any(p.output.is_integer for p in dtypes):
         raise t.fail("buffers", "scale factors need a float result: an integer one has no rounding to compare within")
-    for b, d in ((b, b.d(precision(d))) for b in buffers for d in dtypes):
+    for b, d in ((b, b.d(p)) for b in buffers for p in dtypes):
         if d.packed > 1:
             raise t.fail("buffers", f"buffer {b.name!r} would hold {d.name}, two elements a byte, which the spec's "
                                     f"own buffers do not: give it a dtype of 8 bits or more")
@@ -504,16 +521,16 @@ def _defines(t: _Table) -> tuple[tuple[str, Expr], ...]:
     return tuple((k, t.expr("defines", v)) for k, v in defines.items())
 
 
-def _catch(t: _Table) -> tuple[str, ...]:
+def _catch(t: _Table) -> tuple[Check, ...]:
     catch = t.table.get("catch", [])
-    if not isinstance(catch, list) or not all(c in CATCHES for c in catch):
-        raise t.fail("catch", f"must be a list drawn from {', '.join(CATCHES)}, not {catch!r}")
-    return tuple(catch)
+    if not isinstance(catch, list) or not all(c in tuple(Check) for c in catch):
+        raise t.fail("catch", f"must be a list drawn from {', '.join(Check)}, not {catch!r}")
+    return tuple(map(Check, catch))
 
 
-def _expect(t: _Table) -> str:
-    expect = t.string("expect", choices=EXPECTS) if "expect" in t.table else "pass"
-    if t.got["catch"] and expect != "fail":
+def _expect(t: _Table) -> Expect:
+    expect = Expect(t.string("expect", choices=tuple(Expect))) if "expect" in t.table else Expect.PASS
+    if t.got["catch"] and expect is not Expect.FAIL:
         raise t.fail("catch", "only a kernel with expect = \"fail\" can name the checks that catch it")
     return expect
 
@@ -566,8 +583,8 @@ _READERS: dict[str, Callable[[_Table], Any]] = {
     "accumulate": _accumulate,
     "strict_beta": lambda t: t.flag("strict_beta", t.op.accumulates, f"op {t.got['op']!r} has no beta"),
     "strict_launch": lambda t: t.flag("strict_launch"),
-    "large": lambda t: t.flag("large", t.got["expect"] == "fail", "only a known-bad kernel (expect = \"fail\") can "
-                              "say that only the large mode shows it"),
+    "large": lambda t: t.flag("large", t.got["expect"] is Expect.FAIL, "only a known-bad kernel (expect = \"fail\") "
+                              "can say that only the large mode shows it"),
     "block": lambda t: t.exprs("block", 1, 3),
     "grid": lambda t: t.exprs("grid", 1, 3),
     "requires": lambda t: t.exprs("requires", 0, 64) if "requires" in t.table else (),
@@ -588,11 +605,11 @@ def _check_packing(spec: KernelSpec, fail: Any) -> None:
     rows' length, or its columns' if it is column-major; a vector's length) must be even, and ``requires``
     must say so, so that no shape is drawn where a byte would hold the end of one row and the start of the
     next."""
-    for p in spec.precisions():
+    for p in spec.dtypes:
         if p.inputs.packed == 1:
             continue
         for o in spec.operation.inputs:
-            along, across = (o.cols, o.rows) if spec.layout(o.name) == "row" else (o.rows, o.cols)
+            across, along = spec.layout(o.name).lines(o.rows, o.cols)
             run = across if along == "1" else along
             if math.lcm(1, *(r.multiple_of(run) for r in spec.requires)) % 2:
                 raise fail("requires", f"{p.name} packs two elements of {o.name} a byte, in memory order: {run} "
@@ -608,7 +625,7 @@ def _check_constants(spec: KernelSpec, fail: Any) -> None:
              *(("let", e) for _, e in spec.let), *(("cluster", e) for e in spec.cluster),
              *(("template", e) for e in spec.template or () if isinstance(e, Expr))]
     for key, e in keyed:
-        for p in spec.precisions() if not e.names else ():
+        for p in spec.dtypes if not e.names else ():
             try:
                 e.eval({}, sizeof=sizeof(p))
             except ExprError as error:
@@ -657,11 +674,11 @@ def _include(value: Any, fail: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _layouts(value: Any, op: Op, fail: Any) -> tuple[tuple[str, str], ...]:
+def _layouts(value: Any, op: Op, fail: Any) -> tuple[tuple[str, Order], ...]:
     """Each operand's memory order: one for all (``layout = "col"``), or by operand (``layout = {A = "row",
     B = "col"}``, the operands it leaves out row-major)."""
-    orders = ", ".join(map(repr, LAYOUTS))
-    if isinstance(value, str) and value in LAYOUTS:
+    orders = ", ".join(repr(o.value) for o in Order)
+    if isinstance(value, str) and value in tuple(Order):
         value = dict.fromkeys(op.names, value)
     if not isinstance(value, dict):
         raise fail("layout", f"must be one of {orders} (every operand), or a table of operand = order like "
@@ -669,8 +686,8 @@ def _layouts(value: Any, op: Op, fail: Any) -> tuple[tuple[str, str], ...]:
     for name, order in value.items():
         if name not in op.names:
             raise fail("layout", f"unknown operand {name!r} for op {op.name!r} (operands {', '.join(op.names)})")
-        if order not in LAYOUTS:
+        if order not in tuple(Order):
             raise fail("layout", f"{name} must be one of {orders}, not {order!r}")
-    return tuple((name, value.get(name, "row")) for name in op.names)
+    return tuple((name, Order(value.get(name, Order.ROW))) for name in op.names)
 
 

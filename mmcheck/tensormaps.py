@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from .dtypes import DType, Precision
 from .expr import Expr, ExprError
 from .extras import Buffer, choice
-from .ops import INPUT, Op
+from .ops import INPUT, Op, Order
 
 __all__ = ["Swizzle", "Interleave", "OutOfBounds", "Passing", "TensorMap", "Encoding", "MAP_BYTES", "MAP_ALIGN",
            "PORTABLE_CLUSTER", "MAX_CLUSTER", "NO_CLUSTER", "axes", "refusal", "parse_tensormaps", "conditions"]
@@ -142,11 +142,11 @@ class TensorMap:
                         self.element_strides or (1,) * len(box), self.interleave, self.swizzle, self.fill)
 
 
-def axes(rows: str, cols: str, order: str, batched: bool) -> tuple[str, ...]:
+def axes(rows: str, cols: str, order: Order, batched: bool) -> tuple[str, ...]:
     """An operand's dimensions in a tensor map, innermost first, by the names of the sizes that give them: a
     row-major operand's columns, then its rows (a column-major one's rows first), its batch last where it is
     batched; a vector's dimension of 1 ("1") is none."""
-    inner, outer = (cols, rows) if order == "row" else (rows, cols)
+    outer, inner = order.lines(rows, cols)
     return tuple(n for n in (inner, outer) if n != "1") + (("batch",) if batched else ())
 
 
@@ -239,8 +239,9 @@ class Declares(Protocol):
     def buffers(self) -> tuple[Buffer, ...]: ...
     @property
     def batched(self) -> bool: ...
-    def layout(self, operand: str) -> str: ...
-    def precisions(self) -> tuple[Precision, ...]: ...
+    def layout(self, operand: str) -> Order: ...
+    @property
+    def dtypes(self) -> tuple[Precision, ...]: ...
 
 
 def conditions(spec: Declares, names: frozenset[str], fail: Callable[[str, str], Exception]) -> tuple[Expr, ...]:
@@ -249,7 +250,7 @@ def conditions(spec: Declares, names: frozenset[str], fail: Callable[[str, str],
     found = [*_cluster(spec, lambda m: fail("cluster", m))]
     for m in spec.tensormaps:
         dims, types, sizeof = _target(spec, m.operand)
-        for p, d in zip(spec.precisions(), types):
+        for p, d in zip(spec.dtypes, types):
             if d.tensor_map is None:
                 raise fail("tensormaps", f"tensor map {m.name!r}: TMA has no element type for {m.operand}'s {d.name} "
                                          f"elements" + (", two a byte" if d.packed > 1 else ""))
@@ -269,9 +270,9 @@ def _target(spec: Declares, name: str) -> tuple[tuple[str, ...], tuple[DType, ..
     operand = next((o for o in spec.operation.operands if o.name == name), None)
     if operand is not None:
         return (axes(operand.rows, operand.cols, spec.layout(name), spec.batched),
-                tuple(operand.dtype(p) for p in spec.precisions()), "T" if operand.role == INPUT else "TC")
+                tuple(operand.dtype(p) for p in spec.dtypes), "T" if operand.role == INPUT else "TC")
     buffer = next(b for b in spec.buffers if b.name == name)
-    return (tuple(e.text for e in reversed(buffer.shape)), tuple(buffer.d(p) for p in spec.precisions()),
+    return (tuple(e.text for e in reversed(buffer.shape)), tuple(buffer.d(p) for p in spec.dtypes),
             {"input": "T", "output": "TC"}.get(buffer.dtype))
 
 

@@ -80,7 +80,7 @@ from .ops import OPS, Op
 from .pyref import PyReference, Tolerance, arguments, expected
 from .referee import ReferenceFailure, results
 
-__all__ = ["Check", "Draw", "Fill", "Held", "Renewal", "SPREAD", "Witness", "numpy_draw"]
+__all__ = ["Draw", "Fill", "Held", "Renewal", "SPREAD", "Verified", "Witness", "numpy_draw"]
 
 # How many times the declared accumulator's root-mean-square rounding error the result's may be.
 SPREAD = 4.0
@@ -106,7 +106,7 @@ class Fill(enum.Enum):
         return self not in (Fill.POISON, Fill.UNSET)
 
 
-class Check(enum.Enum):
+class Verified(enum.Enum):
     """What is verified of a buffer once a launch has finished, beside its guard bands and padding: that it
     holds what was laid (an input), the result (the op's output, a buffer the reference function gives), or
     nothing more (a workspace)."""
@@ -131,9 +131,9 @@ class Held:
     dims: tuple[int, int, int]
     layout: Layout
     guard: int
-    dtype: str
+    dtype: DType
     fill: Fill
-    check: Check
+    check: Verified
     constant: float = 0.0
     rank: int = 3
     initializer: Initializer | None = None
@@ -141,20 +141,14 @@ class Held:
     block: tuple[int, int] = (1, 1)
 
     @property
-    def d(self) -> DType:
-        return DTYPES[self.dtype]
-
-    @property
     def lines(self) -> int:
         """Rows of its memory order (rows if row-major, else columns), all batches."""
-        batch, rows, cols = self.dims
-        return batch * (rows if self.layout.order == "row" else cols)
+        return self.dims[0] * self.layout.lines(self.dims)[0]
 
     @property
     def length(self) -> int:
         """Elements of each line that hold the matrix (the rest, up to ``ld``, are padding)."""
-        _, rows, cols = self.dims
-        return cols if self.layout.order == "row" else rows
+        return self.layout.lines(self.dims)[1]
 
 
 @dataclass(frozen=True)
@@ -169,7 +163,7 @@ class Renewal:
     pattern: str
     alpha: float | None
     beta: float | None
-    accumulator: str
+    accumulator: DType
     k: int
     held: tuple[Held, ...]
     epilogue: Epilogue | None = None
@@ -204,7 +198,7 @@ class Renewal:
         if held.name != self.operation.output.name or held.fill is not Fill.DRAWN or \
                 self.pattern not in ("ints", "signs"):
             return 0.0
-        return data.C_OFFSET_INTEGER if held.d.is_integer else data.C_OFFSET_FLOAT
+        return data.C_OFFSET_INTEGER if held.dtype.is_integer else data.C_OFFSET_FLOAT
 
 
 class Draw(Protocol):
@@ -240,14 +234,14 @@ class Witness:
 
     def verify(self, slot: int, launch: int) -> None:
         r, xp = self.renewal, self.xp
-        sent = {h.name: self._sent(slot, h) for h in r.held if h.fill.laid and h.check is not Check.FREE}
+        sent = {h.name: self._sent(slot, h) for h in r.held if h.fill.laid and h.check is not Verified.FREE}
         for h in r.held:
             self._memory_intact(slot, h, sent.get(h.name), launch)
         if r.reference is not None:
             self._by_function(slot, launch, sent)
             return
         op, out = r.operation, r.output
-        inputs = r.named(op.inputs[0].name).d
+        inputs = r.named(op.inputs[0].name).dtype
         logical = {name: self._logical(r.named(name), body) for name, body in sent.items()}
         a, b = op.factors(logical)
         scale_a, scale_b = op.factors(self._factors(logical))
@@ -259,11 +253,11 @@ class Witness:
             origin = (s.start or 0, i.start or 0, j.start or 0)
             a64 = inputs.widen(a[s, i], xp).astype(xp.float64) * (scale_a[s, i] if scale_a is not None else 1)
             b64 = inputs.widen(b[s, :, j], xp).astype(xp.float64) * (scale_b[s, :, j] if scale_b is not None else 1)
-            c64 = out.d.widen(c0[s, i, j], xp).astype(xp.float64) if c0 is not None else None
+            c64 = out.dtype.widen(c0[s, i, j], xp).astype(xp.float64) if c0 is not None else None
             product = op.reference(a64, b64, c64, r.alpha, r.beta, xp=xp)
             want, bound = self._expected(product, op.magnitude(a64, b64, c64, r.alpha, r.beta, xp=xp), values,
                                          origin)
-            got = out.d.widen(got_bits[s, i, j], xp)
+            got = out.dtype.widen(got_bits[s, i, j], xp)
             self._compare(got, want, bound, origin, launch, out)
             if not r.exact and r.tolerance is None:
                 errors += float(xp.sum((got - want) ** 2))
@@ -281,17 +275,17 @@ class Witness:
         """What ``h`` holds before a launch in ``slot``, written into ``out``, a (lines, length) array of bits."""
         r, xp = self.renewal, self.xp
         if h.fill is Fill.DRAWN:
-            self.draw(self._stream(slot, h), r.pattern, h.d, r.offset(h), out)
+            self.draw(self._stream(slot, h), r.pattern, h.dtype, r.offset(h), out)
         elif not h.fill.laid:
-            out[...] = h.d.poison if h.fill is Fill.POISON else h.d.unset
+            out[...] = h.dtype.poison if h.fill is Fill.POISON else h.dtype.unset
         elif h.fill is Fill.EXPRESSION:
             assert h.initializer is not None
             names = {**dict(r.sizes), **dict(r.scalars)}
-            out[...] = h.d.narrow(h.initializer.values(h.dims, names, xp).reshape(out.shape), xp)  # lies row-major
+            out[...] = h.dtype.narrow(h.initializer.values(h.dims, names, xp).reshape(out.shape), xp)  # lies row-major
         else:
             values = (xp.full((1, 1), h.constant, dtype=xp.float64) if h.fill is Fill.CONSTANT  # broadcast
                       else xp.arange(out.size, dtype=xp.float64).reshape(out.shape))
-            out[...] = h.d.narrow(values, xp)
+            out[...] = h.dtype.narrow(values, xp)
 
     def _body(self, view: Any, h: Held) -> Any:
         """The cells of a buffer that hold the matrix, as (lines, length) of its memory order."""
@@ -300,16 +294,13 @@ class Witness:
 
     def _sent(self, slot: int, h: Held) -> Any:
         """What the buffer held before the launch, laid again into memory allocated now."""
-        out = self.xp.empty((h.lines, h.length), dtype=h.d.uint)
+        out = self.xp.empty((h.lines, h.length), dtype=h.dtype.uint)
         self._lay(slot, h, out)
         return out
 
     def _logical(self, h: Held, body: Any) -> Any:
         """The (batch, rows, cols) matrix of bit patterns in a (lines, length) body."""
-        batch, rows, cols = h.dims
-        if h.layout.order == "row":
-            return body.reshape(batch, rows, cols)
-        return body.reshape(batch, cols, rows).transpose(0, 2, 1)
+        return h.layout.order.lines_of(body.reshape(h.dims[0], *h.layout.lines(h.dims)))
 
     def _factors(self, logical: dict[str, Any]) -> dict[str, Any]:
         """Each input's scale factors (the spec's ``scales`` buffers), one per element of it, by the input's
@@ -318,7 +309,7 @@ class Witness:
         factors: dict[str, Any] = {o.name: None for o in r.operation.inputs}
         for h in r.held:
             if h.scales:
-                wide = h.d.widen(logical[h.name], self.xp)
+                wide = h.dtype.widen(logical[h.name], self.xp)
                 factors[h.scales] = spread(wide, h.block, r.named(h.scales).dims)
         return factors
 
@@ -329,7 +320,7 @@ class Witness:
         if r.epilogue is None:
             return {}
         held = {name: r.named(name) for name in r.epilogue.buffers}
-        return {**{name: h.d.widen(logical[name], self.xp).astype(self.xp.float64).reshape(h.dims[3 - h.rank:])
+        return {**{name: h.dtype.widen(logical[name], self.xp).astype(self.xp.float64).reshape(h.dims[3 - h.rank:])
                    for name, h in held.items()}, **dict(r.scalars)}
 
     # -- the checks -----------------------------------------------------------------------------------------
@@ -337,8 +328,8 @@ class Witness:
     def _memory_intact(self, slot: int, h: Held, sent: Any, launch: int) -> None:
         """An input as it was laid; every buffer's guard bands and padding as they were laid."""
         xp, view = self.xp, self.views[slot][h.index]
-        d = h.d
-        if h.check is Check.KEPT:
+        d = h.dtype
+        if h.check is Verified.KEPT:
             changed = int(xp.count_nonzero(self._body(view, h) != sent))
             if changed:
                 raise Unverified(f"launch {launch} of the timing changed its input {h.name}: {changed} of "
@@ -358,15 +349,15 @@ class Witness:
     @property
     def _converted(self) -> float:
         """How far an input may move as the kernel converts it to what it computes with (tf32: DType's)."""
-        return max((h.d.conversion_error for h in self.renewal.held if h.check is Check.KEPT), default=0.0)
+        return max((h.dtype.conversion_error for h in self.renewal.held if h.check is Verified.KEPT), default=0.0)
 
     def _expected(self, product: Any, size: Any, values: dict[str, Any], origin: Origin) -> tuple[Any, Any]:
         """The reference of a piece of the output and the bound to compare with (None: exactly, where the data
         are whole numbers whose every sum the accumulator holds, and whatever the epilogue makes of them too;
         the spec's stated tolerance in place of a derived bound), from the op's ``product`` and its magnitude
         ``size``; as judge.py has them for the first launch."""
-        r, xp, out = self.renewal, self.xp, self.renewal.output.d
-        acc, e, stated = DTYPES[r.accumulator], r.epilogue, r.tolerance
+        r, xp, out = self.renewal, self.xp, self.renewal.output.dtype
+        acc, e, stated = r.accumulator, r.epilogue, r.tolerance
         n = r.k + r.roundings
         if e is None:
             if out.is_integer or (stated is None and self._fits(size)):
@@ -381,13 +372,13 @@ class Witness:
     def _fits(self, size: Any) -> bool:
         """Whole-number data whose every partial sum, of magnitude up to ``size``, the accumulator holds."""
         r = self.renewal
-        return r.exact and float(size.max()) <= DTYPES[r.accumulator].exact_integers * data.granule(
+        return r.exact and float(size.max()) <= r.accumulator.exact_integers * data.granule(
             r.alpha, r.beta, r.offset(r.output) or None)
 
     def _compare(self, got: Any, want: Any, bound: Any, origin: Origin, launch: int, h: Held) -> None:
         """Every element of a piece of the buffer ``h`` (the op's output, or a buffer the reference function
         gives): exactly (``bound`` None), else within ``bound``."""
-        xp, out = self.xp, h.d
+        xp, out = self.xp, h.dtype
         if bound is None:
             exact = (want.astype(xp.int64).astype(out.numpy).astype(xp.int64) if out.is_integer
                      else out.widen(out.narrow(want, xp), xp))
@@ -414,18 +405,18 @@ class Witness:
         arrays = {}
         for h in r.held:
             before = sent[h.name] if h.name in sent else self._sent(slot, h)
-            arrays[h.name] = h.d.widen(self.host(self._logical(h, before)), np).reshape(h.dims[3 - h.rank:])
+            arrays[h.name] = h.dtype.widen(self.host(self._logical(h, before)), np).reshape(h.dims[3 - h.rank:])
         scalars = {"alpha": r.alpha, "beta": r.beta, **dict(r.scalars)}
-        given = [h for h in r.held if h.check is Check.RESULT]
+        given = [h for h in r.held if h.check is Verified.RESULT]
         shapes = {h.name: h.dims for h in given}
         wants = self._called(arrays, scalars, shapes, launch, magnitudes=False)
         sizes = None if r.tolerance is not None else self._called(arrays, scalars, shapes, launch, magnitudes=True)
         for h in given:
             size = None if sizes is None else sizes[h.name]
-            want, bound = expected(wants[h.name], size, h.d, DTYPES[r.accumulator], r.k + r.operation.roundings,
+            want, bound = expected(wants[h.name], size, h.dtype, r.accumulator, r.k + r.operation.roundings,
                                    r.tolerance, size is not None and self._fits(size), self._converted)
-            got = h.d.widen(self._logical(h, self._body(self.views[slot][h.index], h)), xp)
-            self._compare(got, xp.asarray(want.astype(np.int64 if h.d.is_integer else np.float64)),
+            got = h.dtype.widen(self._logical(h, self._body(self.views[slot][h.index], h)), xp)
+            self._compare(got, xp.asarray(want.astype(np.int64 if h.dtype.is_integer else np.float64)),
                           None if bound is None else xp.asarray(bound), (0, 0, 0), launch, h)
 
     def _called(self, arrays: dict[str, np.ndarray], scalars: dict[str, float | None],
@@ -446,7 +437,7 @@ class Witness:
         kernel's accumulator's and the float64 reference's: without an epilogue, sum_ij V_ij from the squares
         of A's columns and B's rows, without forming V; through one, element by element."""
         r, xp = self.renewal, self.xp
-        acc, out, e = DTYPES[r.accumulator], self.renewal.output.d, r.epilogue
+        acc, out, e = r.accumulator, self.renewal.output.dtype, r.epilogue
         ref = DTYPES["float64"].unit_roundoff
         alpha = 1.0 if r.alpha is None else r.alpha
         n = r.k + r.roundings

@@ -432,12 +432,11 @@ class FakeTimingBackend(FakeBackend):
     def time_library(self, op, dtype, m, n, k, batch, alpha, beta, method):
         """The routine a GPU would time (cublas.choose; ``torch``: PyTorch there), on the fake clock."""
         from mmcheck.backends.cublas import choose
-        from mmcheck.dtypes import precision
         from mmcheck.errors import Unsupported
         from mmcheck.ops import OPS
         from mmcheck.timer import measure
 
-        chosen = choose(OPS[op], precision(dtype), m, n, k, batch, beta, self.torch)
+        chosen = choose(OPS[op], dtype, m, n, k, batch, beta, self.torch)
         if isinstance(chosen, str):
             raise Unsupported(chosen)
         self.baselines.append(chosen)

@@ -9,11 +9,13 @@ import pytest
 
 from mmcheck.ahead import Ahead, builds, start
 from mmcheck.backends.cubin import Compiled, CubinCache
+from mmcheck.dtypes import precision
 from mmcheck.errors import CompileError
 from mmcheck.options import Settings
 from mmcheck.spec import parse_specs
 
 ZOO = Path(__file__).resolve().parent.parent / "cuda_src"
+F32, F64 = (precision(d) for d in ("float32", "float64"))
 
 SGEMM = """/* mmcheck
 [[kernel]]
@@ -33,7 +35,7 @@ requires = ["cdiv(M, TILE) <= 65535"]
 
 def test_the_builds_of_every_shape_each_once_in_the_pairs_order():
     (spec,) = parse_specs(SGEMM, "mine.cu")
-    found = [(b.dtype, b.template) for b in builds(Settings(), [(spec, "float64"), (spec, "float32")])]
+    found = [(b.dtype, b.template) for b in builds(Settings(), [(spec, F64), (spec, F32)])]
     assert sorted(found[:2]) == [("float64", ("double", "16")), ("float64", ("double", "32"))]
     assert sorted(found[2:]) == [("float32", ("float", "16")), ("float32", ("float", "32"))]
 
@@ -55,7 +57,7 @@ def test_ahead_compiles_each_build_once_and_leaves_failures_to_the_workers():
     (spec,) = parse_specs(SGEMM, "mine.cu")
     (bad,) = parse_specs(SGEMM.replace("mine.sgemm", "bad"), "bad.cu")
     compiler = Recording()
-    ahead = Ahead(compiler, "sm_90", builds(Settings(), [(bad, "float32"), (spec, "float32")]))
+    ahead = Ahead(compiler, "sm_90", builds(Settings(), [(bad, F32), (spec, F32)]))
     deadline = time.monotonic() + 30
     while len(compiler.asked) < 4 and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -94,10 +96,10 @@ def test_nvrtc_compiles_ahead_on_threads_into_the_cache_the_workers_read(tmp_pat
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # where the compiles write and the worker reads
     (spec,) = [s for s in load_specs(ZOO / "blas_sgemm.cu") if s.name == "blas.sgemm_tiled"]
     settings = Settings(compiler="nvrtc")
-    wanted = list(builds(settings, [(spec, "float32")]))
+    wanted = list(builds(settings, [(spec, F32)]))
     assert len(wanted) == 2  # TILE 16 and 32
     before = locale.setlocale(locale.LC_ALL)
-    ahead = start(settings, [(spec, "float32")], (9, 0))
+    ahead = start(settings, [(spec, F32)], (9, 0))
     deadline = time.monotonic() + 120
     while len(list(tmp_path.glob("mmcheck/nvrtc/*.cubin"))) < len(wanted) and time.monotonic() < deadline:
         time.sleep(0.05)

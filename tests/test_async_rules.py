@@ -9,6 +9,7 @@ import dataclasses
 from pathlib import Path
 
 from mmcheck.compile import asynchronous
+from mmcheck.dtypes import precision
 from mmcheck.results import Case
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
@@ -16,6 +17,8 @@ from mmcheck.spec import parse_specs
 
 from .fake_backend import FakeGpuBackend, spec_for
 from .needs import gxx
+
+BF16_F32 = precision("bfloat16->float32")
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,20 +47,19 @@ def test_what_uses_the_asynchronous_machinery_is_known_from_its_code_and_spec():
 def test_a_missing_wgmma_wait_fails_on_a_gpu_whose_results_are_right():
     spec = _spec("cuda_src/buggy/hopper.cu", "buggy.wgmma_no_wait")
     runner = Runner(RightGpu(), seed=0)
-    result = runner.run(Case(spec, "bfloat16->float32", Shape(64, 128, 64), 0))
+    result = runner.run(Case(spec, BF16_F32, Shape(64, 128, 64), 0))
     assert not result.ok and result.check == "race", result.message
     assert "asynchronous rules" in result.message and "on the emulator" in result.message
     assert "wgmma" in result.message  # the emulator's finding names the instruction
-    again = runner.run(Case(spec, "bfloat16->float32", Shape(1, 1, 8), 0))  # told once per kernel x dtype
+    again = runner.run(Case(spec, BF16_F32, Shape(1, 1, 8), 0))  # told once per kernel x dtype
     assert again.check == "race" and runner._emulator is not None and len(runner._rules) == 1
 
 
 @gxx
 def test_a_right_hopper_kernel_passes_on_that_gpu_and_a_plain_one_never_starts_the_emulator():
     runner = Runner(RightGpu(), seed=0)
-    good = runner.run(Case(_spec("cuda_src/hopper_wgmma.cu", "hopper.wgmma_copies"), "bfloat16->float32",
-                           Shape(64, 128, 64), 0))
+    good = runner.run(Case(_spec("cuda_src/hopper_wgmma.cu", "hopper.wgmma_copies"), BF16_F32, Shape(64, 128, 64), 0))
     assert good.ok, good.message
     plain = Runner(FakeGpuBackend(), seed=0)
-    assert plain.run(Case(spec_for("good", ("float32",)), "float32", Shape(8, 8, 8), 0)).ok
+    assert plain.run(Case(spec_for("good", ("float32",)), precision("float32"), Shape(8, 8, 8), 0)).ok
     assert plain._emulator is None

@@ -18,6 +18,7 @@ import pytest
 
 from mmcheck.bench.benchmark import Bench, Timed
 from mmcheck.cli import main
+from mmcheck.dtypes import precision
 from mmcheck.session import bench_workers as _bench_workers
 from mmcheck.options import Settings
 from mmcheck.pool import Baseline, Benchmark
@@ -28,6 +29,8 @@ from mmcheck.timer import Method
 from . import specs
 from .fake_backend import FakeTimingBackend, spec_for
 from .test_cli import _progress, nvml_of
+
+F32, F64, I32 = (precision(d) for d in ("float32", "float64", "int32"))
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -160,21 +163,21 @@ def test_the_jobs_and_their_outcomes_pickle():
     bench = Bench(Runner(FakeTimingBackend(), seed=1), METHOD)
     shape, spec, settings = Shape(64, 32, 16), spec_for("good"), Settings(backend="tests.fake_backend:"
                                                                                   "FakeTimingBackend")
-    measured = bench.library("mm", "float32", shape)
-    outcomes = [(bench.baseline("mm", "float32", shape), measured), bench.run(spec, "float32", shape),
+    measured = bench.library("mm", F32, shape)
+    outcomes = [(bench.baseline("mm", F32, shape), measured), bench.run(spec, F32, shape),
                 Timed(skip="why")]
     assert pickle.loads(pickle.dumps(outcomes)) == outcomes and outcomes[1].record is not None
-    jobs = [Baseline(settings, "mm", "float32", shape), Benchmark(settings, spec, "float32", shape, measured),
-            Benchmark(settings, spec, "int32", shape, "cuBLAS has no int32 GEMM to compare with")]
+    jobs = [Baseline(settings, "mm", F32, shape), Benchmark(settings, spec, F32, shape, measured),
+            Benchmark(settings, spec, I32, shape, "cuBLAS has no int32 GEMM to compare with")]
     assert pickle.loads(pickle.dumps(jobs)) == jobs
 
 
 def test_a_lost_job_names_what_it_was_and_why():
     settings, shape = Settings(), Shape(64, 64, 64)
     why = "its worker process died while running it"
-    assert Benchmark(settings, spec_for("good"), "float32", shape, "none").lost(why) == Timed(
+    assert Benchmark(settings, spec_for("good"), F32, shape, "none").lost(why) == Timed(
         failure="fake.good float32 64x64x64: its worker process died while running it")
-    assert Baseline(settings, "mm", "float64", shape).lost(why) == (
+    assert Baseline(settings, "mm", F64, shape).lost(why) == (
         Timed(failure="cuBLAS mm float64 64x64x64: its worker process died while running it"),
         "cuBLAS was not timed: its worker process died while running it")
 

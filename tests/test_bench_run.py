@@ -10,12 +10,15 @@ import pytest
 
 from mmcheck.bench.benchmark import Bench
 from mmcheck.bench.records import EXTRA_KEYS, load
+from mmcheck.dtypes import precision
 from mmcheck.timer import Method
 from mmcheck.errors import Unsupported
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
 
 from .fake_backend import FakeBackend, FakeTimingBackend, spec_for
+
+F32, F64, I32 = (precision(d) for d in ("float32", "float64", "int32"))
 
 pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,7 +31,7 @@ def bench():
 
 
 def test_a_benchmark_record_has_every_number(bench):
-    outcome = bench.run(spec_for("good"), "float32", Shape(64, 32, 16))
+    outcome = bench.run(spec_for("good"), F32, Shape(64, 32, 16))
     assert outcome.failure is None and outcome.skip is None
     extra = outcome.record.extra
     assert set(extra) == set(EXTRA_KEYS)
@@ -43,18 +46,18 @@ def test_a_benchmark_record_has_every_number(bench):
 
 
 def test_a_fast_wrong_kernel_is_a_failure_not_a_number(bench):
-    outcome = bench.run(spec_for("drops_last_k"), "float32", Shape(16, 16, 16))
+    outcome = bench.run(spec_for("drops_last_k"), F32, Shape(16, 16, 16))
     assert outcome.record is None and "not timed, its result is wrong" in outcome.failure
 
 
 def test_int32_has_no_cublas_baseline_and_says_so(bench):
-    extra = bench.run(spec_for("good"), "int32", Shape(16, 16, 16)).record.extra
+    extra = bench.run(spec_for("good"), I32, Shape(16, 16, 16)).record.extra
     assert extra["cublas_pct"] is None and "no int32" in extra["cublas_note"] and extra["verified"] == "exact"
-    assert bench.baseline("mm", "int32", Shape(16, 16, 16)).skip
+    assert bench.baseline("mm", I32, Shape(16, 16, 16)).skip
 
 
 def test_the_baseline_row_is_cublas(bench):
-    record = bench.baseline("mm", "float64", Shape(32, 32, 32)).record
+    record = bench.baseline("mm", F64, Shape(32, 32, 32)).record
     assert record.kernel == "cublas" and record.extra["cublas_pct"] == pytest.approx(100)
 
 

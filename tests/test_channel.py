@@ -11,11 +11,14 @@ import pytest
 from mmcheck.backends import channel
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.process import ProcessBackend
+from mmcheck.dtypes import precision
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
 
 from .fake_backend import spec_for
 from .test_isolation import FAKE
+
+F32 = precision("float32")
 
 BIG = channel.SHARED_FROM // 4  # float32 elements of an array just at the threshold
 
@@ -112,7 +115,7 @@ def test_a_worker_judged_on_buffers_carried_in_shared_memory(entry, outcome, che
     buffers carried in the pickle."""
     backend = ProcessBackend(FAKE, BackendOptions(timeout=20))
     try:
-        result = Runner(backend, seed=2).run(Runner(backend).case(spec_for(entry, ("float32",)), "float32",
+        result = Runner(backend, seed=2).run(Runner(backend).case(spec_for(entry, ("float32",)), F32,
                                                                    Shape(600, 600, 2)))
     finally:
         backend.close()

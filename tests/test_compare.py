@@ -3,7 +3,7 @@ import pytest
 
 from mmcheck.compare import compare, tolerance
 from mmcheck.data import Operands, Trial, make_operands
-from mmcheck.dtypes import DTYPES
+from mmcheck.dtypes import DTYPES, precision
 from mmcheck.ops import OPS
 from mmcheck.reference import magnitude, reference
 from mmcheck.shapes import Shape
@@ -16,7 +16,7 @@ GEMM = spec_for("good", op="gemm", params=("M", "N", "K", "alpha", "A", "B", "be
 
 
 def operands(spec, shape, dtype, pattern, seed, alpha=None, beta=None):
-    return make_operands(spec, shape, dtype, Trial(pattern, alpha, beta), seed)
+    return make_operands(spec, shape, precision(dtype), Trial(pattern, alpha, beta), seed)
 
 
 def test_int32_reference_wraps_like_32_bit_arithmetic():

@@ -12,8 +12,11 @@ from mmcheck.backends.compilers import driver_rule, explain_load_error, get_comp
 from mmcheck.backends.cubin import arch, arch_rule
 from mmcheck.backends.nvrtc import Toolkit, Wheel, bindings_rule, choose_headers, classify_failure
 from mmcheck.cli import _parser
+from mmcheck.dtypes import precision
 from mmcheck.errors import BackendUnavailable
 from mmcheck.options import Settings
+
+F32 = precision("float32")
 
 pytest_plugins = ["pytester"]
 
@@ -229,7 +232,7 @@ def test_the_reproduce_line_names_the_compiler_where_it_matters(backend, compile
     from mmcheck.spec import load_specs
 
     spec = load_specs(Path(__file__).resolve().parent.parent / "cuda_src" / "seed001_blog.cu")[0]
-    line = reproduce(Case(spec, "float32", Shape(1, 2, 3), 4), backend, capabilities(backend), compiler)
+    line = reproduce(Case(spec, F32, Shape(1, 2, 3), 4), backend, capabilities(backend), compiler)
     assert line == f"mmcheck check {spec.name} --dtype float32 --shape {Shape(1, 2, 3)} --seed 4 {tail}"
 
 
@@ -247,9 +250,9 @@ def test_the_reproduce_line_gives_the_folder_the_run_was_given_where_the_file_li
     spec = load_specs(Path(__file__).resolve().parent.parent / "cuda_src" / "seed001_blog.cu")[0]
     alone = dataclasses.replace(spec, path=tmp_path / "kern" / "k.cu")
     given = dataclasses.replace(alone, root=tmp_path)
-    case = Case(alone, "float32", Shape(1, 2, 3), 4)
+    case = Case(alone, F32, Shape(1, 2, 3), 4)
     assert f"--src {tmp_path / 'kern' / 'k.cu'} " in reproduce(case, "emu", capabilities("emu"))
-    case = Case(given, "float32", Shape(1, 2, 3), 4)
+    case = Case(given, F32, Shape(1, 2, 3), 4)
     assert f"mmcheck check {spec.name} --src {tmp_path} --dtype" in reproduce(case, "emu", capabilities("emu"))
 
 

@@ -23,6 +23,7 @@ from mmcheck.backends.compilers import Nvcc
 from mmcheck.backends.events import HOLD_KERNEL, HOLD_SOURCE
 from mmcheck.backends.gpu import driver_arguments
 from mmcheck.bench.benchmark import Bench
+from mmcheck.dtypes import precision
 from mmcheck.timer import Method
 from mmcheck import defaults
 from mmcheck.compile import Build, function_symbols
@@ -34,6 +35,8 @@ from mmcheck.shapes import Shape
 from mmcheck.spec import collect, load_specs, parse_specs
 
 from . import needs
+
+F32 = precision("float32")
 
 HERE = Path(__file__).resolve().parent
 SURVIVAL = {s.name: s for s in load_specs(HERE / "kernels" / "survival.cu")}
@@ -160,7 +163,7 @@ def test_cuda_core_hands_the_driver_exactly_those_bytes():
 def test_nvcc_gives_a_cubin_without_pycuda(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "pycuda", None)  # any import of PyCUDA fails
     nvcc = Nvcc(str(tmp_path))
-    build = Build(SURVIVAL["survival.good"], "float32")
+    build = Build(SURVIVAL["survival.good"], F32)
     compiled = nvcc.compile(build, "sm_90")
     assert compiled.cubin.startswith(b"\x7fELF") and compiled.symbol == "_Z7mm_goodPKfS0_Pfiii"
     assert compiled.symbol in function_symbols(compiled.cubin) and compiled.log == ""
@@ -172,12 +175,12 @@ def test_nvcc_gives_a_cubin_without_pycuda(monkeypatch, tmp_path):
 def test_what_nvcc_says_is_kept_and_a_failure_is_a_compile_error_naming_the_file(tmp_path):
     text = SURVIVAL["survival.good"].source.replace("float acc = 0;", "float acc = 0; int unused;")
     (spec,) = [s for s in parse_specs(text, tmp_path / "k.cu") if s.name == "survival.good"]
-    said = Nvcc(str(tmp_path)).compile(Build(spec, "float32"), "sm_90").log
+    said = Nvcc(str(tmp_path)).compile(Build(spec, F32), "sm_90").log
     assert "unused" in said and "never referenced" in said, said
     (broken,) = [s for s in parse_specs(text.replace("int unused;", "undeclared();"), tmp_path / "k.cu")
                  if s.name == "survival.good"]
     with pytest.raises(CompileError, match=r"(?s)k\.cu: nvcc failed for survival\.good .*undeclared"):
-        Nvcc(str(tmp_path)).compile(Build(broken, "float32"), "sm_90")
+        Nvcc(str(tmp_path)).compile(Build(broken, F32), "sm_90")
 
 
 @needs.nvcc
@@ -213,7 +216,7 @@ def _multiply(backend, name: str, m: int, n: int, k: int) -> tuple[np.ndarray, n
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal((m, k), np.float32), rng.standard_normal((k, n), np.float32)
     buffers = [backend.upload(x.ravel(), 0) for x in (a, b, np.zeros(m * n, np.float32))]
-    kernel = backend.compile(Build(SURVIVAL[name], "float32"))
+    kernel = backend.compile(Build(SURVIVAL[name], F32))
     backend.launch(kernel, [*buffers, np.int32(m), np.int32(n), np.int32(k)], (-(-n // 16), -(-m // 16), 1),
                    (16, 16, 1), 0, "device")
     return backend.download(buffers[2]).reshape(m, n), a @ b
@@ -228,9 +231,9 @@ def test_gpu_stands_for_cuda_core_where_it_is_usable():
 
 
 def test_correct_kernels_pass(runner):
-    assert runner.run(runner.case(SURVIVAL["survival.good"], "float32", Shape(33, 9, 17))).ok
+    assert runner.run(runner.case(SURVIVAL["survival.good"], F32, Shape(33, 9, 17))).ok
     # shared memory: racecheck runs too, in a worker under compute-sanitizer
-    result = runner.run(runner.case(ZOO["blas.sgemm_tiled"], "float32", Shape(40, 36, 20)))
+    result = runner.run(runner.case(ZOO["blas.sgemm_tiled"], F32, Shape(40, 36, 20)))
     assert result.ok, result.message
 
 
@@ -264,7 +267,7 @@ def test_a_hang_is_a_kernel_timeout_and_the_backend_goes_on(backend):
 
 def test_the_parameters_sizes_are_read_from_the_loaded_kernel(backend):
     # const float* A, const float* B, float* C, int M, int N, int K
-    assert backend.compile(Build(SURVIVAL["survival.good"], "float32")).params == (8, 8, 8, 4, 4, 4)
+    assert backend.compile(Build(SURVIVAL["survival.good"], F32)).params == (8, 8, 8, 4, 4, 4)
 
 
 @pytest.mark.slow(8)
@@ -273,7 +276,7 @@ def test_a_benchmark_is_timed_verified_and_compared_with_cublas(backend):
     # timed launch may wait that long behind other processes' kernels.
     runner = Runner(_opened(backend.name, timeout=defaults.TIMEOUT), seed=0)
     method = Method.cold_l2(max_time=2.0, min_time=0.05)
-    outcome = Bench(runner, method).run(SURVIVAL["survival.good"], "float32", Shape(256, 256, 256))
+    outcome = Bench(runner, method).run(SURVIVAL["survival.good"], F32, Shape(256, 256, 256))
     assert outcome.record is not None, outcome.failure or outcome.skip
     samples, extra = outcome.record.stats["data"], outcome.record.extra
     assert len(samples) >= method.min_samples and all(1e-6 < s < 1e-2 for s in samples), samples
@@ -312,9 +315,9 @@ def test_from_wheels_alone_nvrtc_compiles_and_the_clock_holds():
     backend = _opened("cuda-core", compiler="nvrtc")
     try:
         runner = Runner(backend, seed=0)
-        assert runner.run(runner.case(SURVIVAL["survival.good"], "float32", Shape(33, 9, 17))).ok
+        assert runner.run(runner.case(SURVIVAL["survival.good"], F32, Shape(33, 9, 17))).ok
         outcome = Bench(runner, Method.warm_l2(max_time=1.0, min_time=0.02)).run(
-            SURVIVAL["survival.good"], "float32", Shape(64, 64, 64))
+            SURVIVAL["survival.good"], F32, Shape(64, 64, 64))
         assert outcome.record is not None, outcome.failure or outcome.skip
     finally:
         backend.close()

@@ -8,11 +8,14 @@ import pytest
 
 from mmcheck import data
 from mmcheck.data import Trial, make_operands, trials
-from mmcheck.dtypes import DTYPES
+from mmcheck.dtypes import DTYPES, precision
+from mmcheck.ops import Order
 from mmcheck.prepare import plan, prepare
 from mmcheck.shapes import Shape
 
 from .fake_backend import FakeBackend, spec_for
+
+F32 = precision("float32")
 
 GEMM_PARAMS = ("M", "N", "K", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc")
 ORDERS = list(itertools.product(("row", "col"), repeat=3))
@@ -24,15 +27,15 @@ def gemm(orders):
 
 
 def prepared(spec, shape, trial):
-    operands = make_operands(spec, shape, "float32", trial, seed=5)
-    return prepare(FakeBackend(), spec, "float32", shape, trial, plan(spec, "float32", shape), operands)
+    operands = make_operands(spec, shape, F32, trial, seed=5)
+    return prepare(FakeBackend(), spec, F32, shape, trial, plan(spec, F32, shape), operands)
 
 
 @pytest.mark.parametrize("orders", ORDERS, ids=["".join(o[0] for o in orders) for orders in ORDERS])
 @pytest.mark.parametrize("padded", [False, True])
 def test_each_operand_lies_in_its_own_order_and_reads_back(orders, padded):
     spec, shape = gemm(orders), Shape(5, 6, 7, 1)
-    trial = next(t for t in trials(spec, "float32") if bool(t.padded) == padded)
+    trial = next(t for t in trials(spec, F32) if bool(t.padded) == padded)
     ready = prepared(spec, shape, trial)
     lengths = {"row": {"A": 7, "B": 6, "C": 6}, "col": {"A": 5, "B": 7, "C": 5}}  # a row's or a column's
     padding = {"A": 8, "B": 16, "C": 24}
@@ -56,8 +59,8 @@ def test_a_vector_ops_matrix_takes_its_own_order_and_its_vectors_have_one():
     spec = spec_for("good", dtypes=("float32",), op="mv", params=("A", "lda", "x", "y", "M", "K"),
                     extra='layout = {A = "col"}')
     ready = prepared(spec, Shape(5, 1, 7), Trial("ints", padded=("lda",)))
-    assert ready.layouts["A"] == data.Layout("col", 5 + 8)
-    assert ready.layouts["x"] == data.Layout("row", 1) and ready.layouts["y"] == data.Layout("row", 1)
+    assert ready.layouts["A"] == data.Layout(Order.COL, 5 + 8)
+    assert ready.layouts["x"] == data.Layout(Order.ROW, 1) and ready.layouts["y"] == data.Layout(Order.ROW, 1)
     for operand in spec.operation.operands:
         assert np.array_equal(ready.logical(operand, ready.hosts[operand.name]), ready.operands[operand.name],
                               equal_nan=True)

@@ -5,6 +5,7 @@ import pytest
 
 from mmcheck.compile import Build, find_symbol, missing_entry
 from mmcheck.declared import kernel_names, missing
+from mmcheck.dtypes import precision
 from mmcheck.errors import CompileError
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
@@ -12,6 +13,8 @@ from mmcheck.spec import parse_specs
 
 from . import specs
 from .fake_backend import FakeBackend
+
+F32 = precision("float32")
 
 SPEC = specs.text("k.mm", "{entry}")
 KERNELS = """namespace ns {
@@ -48,7 +51,7 @@ NVRTC_MEMBER = '__nv_name_map(2): error: namespace "ns" has no member "matmull"'
 
 def _build(entry: str, body: str = KERNELS) -> Build:
     (spec,) = parse_specs(SPEC.format(entry=entry) + body, "k.cu")
-    return Build(spec, "float32")
+    return Build(spec, F32)
 
 
 def test_the_kernels_a_file_declares_are_read_from_its_text():
@@ -100,8 +103,8 @@ class _Nvrtc(FakeBackend):
 def test_the_runner_says_it_plainly_for_every_backend_and_once():
     runner = Runner(_Nvrtc(), seed=1)
     spec = _build("matmull").spec
-    first = runner.run(runner.case(spec, "float32", Shape(1, 1, 1)))
-    again = runner.run(runner.case(spec, "float32", Shape(2, 2, 2)))
+    first = runner.run(runner.case(spec, F32, Shape(1, 1, 1)))
+    again = runner.run(runner.case(spec, F32, Shape(2, 2, 2)))
     assert first.outcome == again.outcome == "error" and first.compile_error
     assert first.message == ("k.cu: no kernel matmull in the file (the nearest it defines: matmul, tiled_matmul); "
                              + EXPECTED.format("matmull"))

@@ -5,36 +5,39 @@ import pytest
 
 from mmcheck.data import Layout, Trial, make_operands
 from mmcheck.diagnose import Evidence, diagnose, tile_map
-from mmcheck.ops import OPS
+from mmcheck.dtypes import precision
+from mmcheck.ops import OPS, Order
 from mmcheck.reference import reference
 from mmcheck.shapes import Shape
 
 from .fake_backend import spec_for
 
+F32, F64 = (precision(d) for d in ("float32", "float64"))
+
 BMM = spec_for("good", op="bmm", params=("A", "B", "C", "M", "N", "K", "batch"))
 GEMM = spec_for("good", op="gemm", params=("M", "N", "K", "alpha", "A", "B", "beta", "C"))
 
 
-def evidence(shape, got_from, dtype="float32", pattern="ints", unwritten=None, tiles=(16,), layouts=None):
+def evidence(shape, got_from, dtype=F32, pattern="ints", unwritten=None, tiles=(16,), layouts=None):
     ops = make_operands(BMM, shape, dtype, Trial(pattern), seed=11)
     want = reference(OPS["bmm"], ops)
-    got = got_from(ops["A"].astype(np.float64), ops["B"].astype(np.float64), want).astype(dtype)
+    got = got_from(ops["A"].astype(np.float64), ops["B"].astype(np.float64), want).astype(dtype.output.numpy)
     unwritten = np.zeros(want.shape, bool) if unwritten is None else unwritten
     got[unwritten] = np.nan
     bad = (got != want) | unwritten
-    laid = {name: Layout.of((layouts or {}).get(name, "row"), *x.shape[1:]) for name, x in ops.values.items()}
-    return Evidence(OPS["bmm"], ops, got, want, bad, unwritten, dtype, pattern != "normal", tiles, laid,
+    laid = {name: Layout.of(Order((layouts or {}).get(name, "row")), *x.shape[1:]) for name, x in ops.values.items()}
+    return Evidence(OPS["bmm"], ops, got, want, bad, unwritten, dtype.output, pattern != "normal", tiles, laid,
                     params=frozenset(q.name for q in BMM.params))
 
 
-def gemm_evidence(got_from, alpha=-1.5, beta=2.0, dtype="float32"):
+def gemm_evidence(got_from, alpha=-1.5, beta=2.0, dtype=F32):
     ops = make_operands(GEMM, Shape(5, 6, 7), dtype, Trial("ints", alpha, beta), seed=3)
     want = reference(OPS["gemm"], ops)
     a, b, c = (ops[x].astype(np.float64) for x in "ABC")
-    got = got_from(a, b, c).astype(dtype)
+    got = got_from(a, b, c).astype(dtype.output.numpy)
     none = np.zeros(want.shape, bool)
     assert (ops.alpha, ops.beta) == (alpha, beta) and ops.output_is_input
-    return Evidence(OPS["gemm"], ops, got, want, got != want, none, dtype, True, (16,),
+    return Evidence(OPS["gemm"], ops, got, want, got != want, none, dtype.output, True, (16,),
                     params=frozenset(q.name for q in GEMM.params))
 
 
@@ -192,12 +195,12 @@ def test_a_columns_index_without_its_blocks_offset():
 def test_float_accumulator_in_a_double_kernel():
     def got(a, b, w):
         return (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float64)
-    says(evidence(Shape(6, 6, 100), got, "float64", "normal"),
+    says(evidence(Shape(6, 6, 100), got, F64, "normal"),
          "the errors are of float32 size: the accumulator is float32 (or a float32 intermediate), not the float64")
 
 
 def test_integer_accumulator_in_a_float_kernel():
-    says(evidence(Shape(6, 6, 30), lambda a, b, w: np.trunc(w), "float32", "normal"), "integer accumulator")
+    says(evidence(Shape(6, 6, 30), lambda a, b, w: np.trunc(w), F32, "normal"), "integer accumulator")
 
 
 def test_nan_from_a_guard_read():
@@ -272,7 +275,7 @@ def test_a_boundary_region_is_seen_even_where_an_element_is_right_by_chance():
 def _handed(shape, order, tiles=(16,)):
     """A right row-major kernel handed the sizes (M, N, K) as ``order`` names them (``"NMK"``: N as M, M as N),
     each read off an input finding its NaN guard band: its result as it lies in C."""
-    ops = make_operands(BMM, shape, "float32", Trial("ints"), seed=11)
+    ops = make_operands(BMM, shape, F32, Trial("ints"), seed=11)
     true = {"M": shape.M, "N": shape.N, "K": shape.K}
     m, n, k = (true[s] for s in order)
     a, b = ops["A"].ravel().astype(np.float64), ops["B"].ravel().astype(np.float64)
@@ -284,9 +287,9 @@ def _handed(shape, order, tiles=(16,)):
                                         (b[p * n + j] if p * n + j < b.size else np.nan) for p in range(k))
     want = reference(OPS["bmm"], ops)
     got = memory.reshape(want.shape).astype(np.float32)
-    laid = {name: Layout.of("row", *x.shape[1:]) for name, x in ops.values.items()}
-    return Evidence(OPS["bmm"], ops, got, want, got != want, np.zeros(want.shape, bool), "float32", True, tiles, laid,
-                    params=frozenset(q.name for q in BMM.params))
+    laid = {name: Layout.of(Order.ROW, *x.shape[1:]) for name, x in ops.values.items()}
+    return Evidence(OPS["bmm"], ops, got, want, got != want, np.zeros(want.shape, bool), F32.output, True, tiles,
+                    laid, params=frozenset(q.name for q in BMM.params))
 
 
 def test_sizes_handed_in_another_order_are_said_alone():

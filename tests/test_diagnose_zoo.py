@@ -6,10 +6,13 @@ from pathlib import Path
 import pytest
 
 from mmcheck.backends import get_backend, sanitizer
+from mmcheck.dtypes import precision
 from mmcheck.errors import BackendUnavailable
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
 from mmcheck.spec import collect
+
+F32 = precision("float32")
 
 ZOO = {s.name: s for s in collect([Path(__file__).resolve().parent.parent / "cuda_src"]).specs}
 
@@ -151,7 +154,7 @@ def test_the_diagnosis_names_the_bug(runner, name):
 def test_a_loop_to_k_minus_1_drops_the_last_term_not_the_first(runner, shape, words):
     """At K = 1 the term a loop ``k < K - 1`` drops is the first as well as the last: the diagnosis says the
     only term, and at a larger K the last."""
-    result = runner.run(runner.case(ZOO["buggy.drops_last_k"], "float32", shape))
+    result = runner.run(runner.case(ZOO["buggy.drops_last_k"], F32, shape))
     assert result.check == "mismatch" and words in result.message, result.message
     assert "first" not in result.message, result.message
 
@@ -164,7 +167,7 @@ def test_a_race_is_caught_on_every_run_not_only_the_first(runner):
         pytest.skip("compute-sanitizer is not installed: the GPU has no race detector here")
     spec, shape = ZOO["buggy.missing_first_sync"], Shape(1, 1, 2)
     runs = 200 if runner.backend.name != "emu" else 12
-    checks = [runner.run(runner.case(spec, "float32", shape)).check for _ in range(runs)]
+    checks = [runner.run(runner.case(spec, F32, shape)).check for _ in range(runs)]
     assert checks == ["race"] * runs, [(i, c) for i, c in enumerate(checks) if c != "race"][:5]
 
 

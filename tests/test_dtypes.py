@@ -26,6 +26,8 @@ from mmcheck.shapes import Shape, shapes_for
 
 from .fake_backend import FakeBackend, _payload, spec_for
 
+E4M3_F32, I4_I32 = (precision(d) for d in ("float8_e4m3->float32", "int4->int32"))
+
 NARROW = ["tf32", "int8->int32", "int4->int32", "float8_e4m3->float32", "float8_e5m2->float32",
           "float8_e4m3->float16", "float8_e5m2->bfloat16", "float4_e2m1->float32"]
 
@@ -101,9 +103,9 @@ def test_a_packed_operand_is_uploaded_as_its_bytes_with_guard_bands_counted_in_b
                     params=("M", "N", "K", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc"),
                     extra=f'layout = {{B = "{b_order}"}}\nrequires = ["K % 2 == 0", "N % 2 == 0"]')
     shape = Shape(3, 4, 6)
-    trial = next(t for t in trials(spec, "int4->int32") if t.padded)
-    ops = make_operands(spec, shape, "int4->int32", trial, seed=1)
-    ready = prepare(FakeBackend(), spec, "int4->int32", shape, trial, plan(spec, "int4->int32", shape), ops)
+    trial = next(t for t in trials(spec, I4_I32) if t.padded)
+    ops = make_operands(spec, shape, I4_I32, trial, seed=1)
+    ready = prepare(FakeBackend(), spec, I4_I32, shape, trial, plan(spec, I4_I32, shape), ops)
     a, layout = ready.hosts["A"], ready.layouts["A"]
     assert a.dtype == np.uint8 and ready.guard % 512 == 0 and ready.buffers["A"].offset == ready.guard // 2
     assert a.size == (layout.size((1, 3, 6)) + 2 * ready.guard) // 2
@@ -136,7 +138,7 @@ def test_the_vector_of_mv_packs_along_its_length():
                  extra='layout = "col"\nrequires = ["M % 2 == 0"]')
     spec = spec_for("good", dtypes=("int4->int32",), op="mv", params=("A", "x", "y", "M", "K"),
                     extra='requires = ["K % 2 == 0"]')
-    assert all(s.K % 2 == 0 for s in shapes_for(spec, "int4->int32"))
+    assert all(s.K % 2 == 0 for s in shapes_for(spec, I4_I32))
 
 
 def test_multiple_of_reads_the_top_level_conjuncts_only():
@@ -226,7 +228,7 @@ def test_per_block_scales_are_applied_by_the_reference_before_the_product(monkey
         monkeypatch.setattr(fake_backend, function.__name__, function, raising=False)
     runner = Runner(FakeBackend(), seed=3)
     for shape in (Shape(5, 17, 13), Shape(16, 8, 32)):
-        result = runner.run(runner.case(_scaled_spec(entry), "float8_e4m3->float32", shape))
+        result = runner.run(runner.case(_scaled_spec(entry), E4M3_F32, shape))
         assert result.outcome.value == outcome, result.message
     assert outcome == "pass" or result.check == "mismatch"
 
@@ -235,7 +237,7 @@ def test_a_scale_buffer_of_the_wrong_shape_is_an_error_of_the_spec_s_buffers_bef
     spec = _scaled_spec("never_launched", BLOCK_SCALES.replace('["M", "cdiv(K, 4)"]', '["M", "K // 4"]'))
     with pytest.raises(SpecError, match=r"key 'buffers': buffer 'sa' scales A in blocks of \[1, 4\]: its shape must "
                                         r"be \[5, 4\] \(or \[1, 5, 4\]\), not \[5, 3\] \(at 5x17x13\)"):
-        make_operands(spec, Shape(5, 17, 13), "float8_e4m3->float32", Trial("ints"), seed=1)
+        make_operands(spec, Shape(5, 17, 13), E4M3_F32, Trial("ints"), seed=1)
 
 
 @pytest.mark.parametrize("change, why", [

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from mmcheck.data import Trial, make_operands
+from mmcheck.dtypes import precision
 from mmcheck.epilogue import Epilogue, EpilogueError
 from mmcheck.errors import SpecError
 from mmcheck.extras import Fill, Role
@@ -12,6 +13,8 @@ from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
 
 from .fake_backend import FakeBackend, _payload, spec_for
+
+F32, F64 = (precision(d) for d in ("float32", "float64"))
 
 BIAS = {"bias": 1}
 
@@ -111,9 +114,9 @@ def test_the_buffers_hold_their_initial_values_drawn_apart_from_the_operands():
                          '[kernel.buffers.half]\nshape = [1]\ninit = 0.5\n',
                  params=("A", "B", "C", "bias", "work", "ramp", "half", "M", "N", "K"))
     shape = Shape(3, 5, 4)
-    ops = make_operands(spec, shape, "float32", Trial("ints"), seed=7)
+    ops = make_operands(spec, shape, F32, Trial("ints"), seed=7)
     plain = make_operands(_spec(epilogue="acc", buffers="", params=("A", "B", "C", "M", "N", "K")), shape,
-                          "float32", Trial("ints"), seed=7)
+                          F32, Trial("ints"), seed=7)
     assert np.array_equal(ops["A"], plain["A"]) and np.array_equal(ops["B"], plain["B"])  # the op's own, unchanged
     assert ops["bias"].shape == (5,) and np.all(np.abs(ops["bias"]) <= 8) and np.all(ops["bias"] % 1 == 0)
     assert np.all(ops["work"] == 0) and ops["work"].shape == (3, 5)
@@ -141,7 +144,7 @@ def writes_bias(a, b, c, bias, m, n, k, schedule):
 
 @pytest.mark.parametrize("entry, outcome, check", [
     ("bias_relu", "pass", None), ("relu_then_bias", "fail", "mismatch"), ("writes_bias", "fail", "input")])
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", [F32, F64])
 def test_an_epilogue_kernel_is_judged_through_its_epilogue(monkeypatch, entry, outcome, check, dtype):
     from tests import fake_backend
 

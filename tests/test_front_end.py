@@ -19,6 +19,7 @@ from mmcheck.backends.emu import EmuBackend
 from mmcheck.cli import main
 from mmcheck.compile import Build, function_symbols, instance_symbol, local_includes, unit_source, verbatim_failure
 from mmcheck.cxx import client
+from mmcheck.dtypes import Precision, precision
 from mmcheck.errors import CompileError, SpecError
 from mmcheck.prepare import plan
 from mmcheck.shapes import Shape, shapes_for
@@ -26,6 +27,8 @@ from mmcheck.spec import Verbatim, collect, parse_specs
 
 from tests import needs
 from tests.run_once import shared_folder
+
+F16, F32 = (precision(d) for d in ("float16", "float32"))
 
 pytest_plugins = ["pytester"]
 
@@ -59,7 +62,7 @@ def _write(folder: Path, files: dict[str, str]) -> None:
         (folder / name).write_text(textwrap.dedent(text))
 
 
-def _build(spec, dtype: str = "float32") -> Build:
+def _build(spec, dtype: Precision = F32) -> Build:
     return plan(spec, dtype, shapes_for(spec, dtype)[0]).build
 
 
@@ -141,7 +144,7 @@ def test_the_include_folders_come_after_the_files_own_on_every_compilers_include
     _write(tmp_path, {"a/h.h": "", "b/h.h": "",
                       "x.cu": _spec_text('include = ["b", "a"]') + "__global__ void k(float* A, float* B, float* C) {}\n"})
     (spec,) = collect([tmp_path]).specs
-    assert [o for o in common_options(Build(spec, "float32")) if o.startswith("-I")] == [
+    assert [o for o in common_options(Build(spec, F32)) if o.startswith("-I")] == [
         f"-I{tmp_path}", f"-I{tmp_path}/b", f"-I{tmp_path}/a"]
 
 
@@ -173,7 +176,7 @@ def test_the_headers_of_include_folders_are_what_the_cache_keys_on(hgemm):
 
 @needs_libclang
 def test_the_device_code_is_found_with_the_include_folders_headers(hgemm):
-    code = device_code.device_code(_build(hgemm["mine.hgemm"], "float16"))
+    code = device_code.device_code(_build(hgemm["mine.hgemm"], F16))
     assert code.error is None and code.missing == ()
     assert "mma_naive_hgemm_launch" not in code.source and '#include "common.h"' in code.source
 
@@ -205,7 +208,7 @@ def test_a_header_included_with_angle_brackets_from_an_include_folder_is_rewritt
                       "__global__ void k(float* A, float* B, float* C) { C[threadIdx.x] = add_ptx(A[threadIdx.x], "
                       "B[0]); }\n"})
     (spec,) = collect([tmp_path]).specs
-    np.testing.assert_array_equal(_run_copy(emu, emu.compile(Build(spec, "float32"))), np.arange(32) + 1)
+    np.testing.assert_array_equal(_run_copy(emu, emu.compile(Build(spec, F32))), np.arange(32) + 1)
 
 
 @needs.nvcc
@@ -217,7 +220,7 @@ def test_nvcc_finds_the_include_folders_and_the_instance_named_by_cpp(hgemm, who
         monkeypatch.setattr(client, "available", lambda: False)
     nvcc = Nvcc(str(tmp_path))
     for name, store in (("mine.hgemm", 0), ("mine.hgemm_staged", 1)):
-        compiled = nvcc.compile(_build(hgemm[name], "float16"), "sm_90")
+        compiled = nvcc.compile(_build(hgemm[name], F16), "sm_90")
         kernels = [s for s in function_symbols(compiled.cubin) if "mma_naive_hgemm" in s]
         assert len(kernels) == (2 if whole else 1)
         assert compiled.symbol == f"_Z15mma_naive_hgemmIN3mma5ShapeILi16ELi8ELi16EEELNS0_5StoreE{store}EEvPK6__halfS6_PS4_mmm"
@@ -230,7 +233,7 @@ def test_a_template_argument_written_as_cpp_is_instantiated_as_written():
                        'cute::Int<(64 > 32 ? 64 : 32)>> "}]') + "__global__ void k() {}\n")
     (spec,) = parse_specs(text, "x.cu")
     assert spec.template[1] == Verbatim("Layout::RowMajor") and spec.template[3].text.startswith("cute::Shape<")
-    build = plan(spec, "float32", Shape(4, 4, 4)).build
+    build = plan(spec, F32, Shape(4, 4, 4)).build
     assert build.instance == "k<float, Layout::RowMajor, 32, cute::Shape<cute::_128, cute::Int<(64 > 32 ? 64 : 32)>>>"
     assert build.verbatim == (spec.template[1], spec.template[3])
     assert unit_source(build).endswith(f"__device__ void* mmcheck_instance = (void*)&{build.instance};\n")
@@ -283,7 +286,7 @@ def _scaled(tmp_path: Path, scale: str, width: str = "tiles::Width<1>") -> Build
     text = _spec_text(f'template = [{{cxx = "{scale}"}}, {{cxx = "{width}"}}]') + SCALED
     (tmp_path / "x.cu").write_text(text)
     (spec,) = parse_specs(text, tmp_path / "x.cu")
-    return plan(spec, "float32", Shape(1, 1, 1)).build
+    return plan(spec, F32, Shape(1, 1, 1)).build
 
 
 @pytest.mark.parametrize("whole", [False, True], ids=["device-code", "whole-file"])
@@ -304,8 +307,8 @@ def test_the_instances_address_names_its_symbol_in_a_module(emu, tmp_path):
     text = _spec_text("") + "__global__ void k(float* A, float* B, float* C) {}\n"
     (tmp_path / "plain.cu").write_text(text)
     (plain,) = parse_specs(text, tmp_path / "plain.cu")
-    emu.compile(Build(plain, "float32"))  # no template: no variable, so no answer
-    assert instance_symbol(emu._toolchain.build_kernel(Build(plain, "float32")).read_bytes()) is None
+    emu.compile(Build(plain, F32))  # no template: no variable, so no answer
+    assert instance_symbol(emu._toolchain.build_kernel(Build(plain, F32)).read_bytes()) is None
 
 
 @pytest.mark.parametrize("scale, width, named", [
@@ -365,7 +368,7 @@ def test_nvcc_finds_the_instance_named_by_cpp_among_the_launchers(tmp_path, monk
 
 def test_nvrtc_finds_the_include_folders_and_names_the_instance_by_its_lowered_name(hgemm, nvrtc):
     for name, store in (("mine.hgemm", 0), ("mine.hgemm_staged", 1)):
-        compiled = nvrtc.compile(_build(hgemm[name], "float16"), "sm_90")
+        compiled = nvrtc.compile(_build(hgemm[name], F16), "sm_90")
         assert compiled.symbol == f"_Z15mma_naive_hgemmIN3mma5ShapeILi16ELi8ELi16EEELNS0_5StoreE{store}EEvPK6__halfS6_PS4_mmm"
         assert compiled.symbol in function_symbols(compiled.cubin)
 

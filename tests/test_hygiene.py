@@ -12,11 +12,14 @@ import pytest
 
 from mmcheck.artifacts import Record, save_failure
 from mmcheck.compile import Build, macro_flags, unit_source
+from mmcheck.dtypes import precision
 from mmcheck.errors import SpecError
 from mmcheck.report import write_json
 from mmcheck.spec import parse_specs
 
 from .test_spec import spec_text
+
+F32 = precision("float32")
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mmcheck"
 
@@ -46,7 +49,7 @@ def test_defines_reach_the_compiler_as_evaluated_integers_only():
 def test_a_hostile_path_cannot_break_out_of_the_line_directive(tmp_path):
     path = tmp_path / 'a"b\\c\nd.cu'
     (spec,) = parse_specs(spec_text(), path)
-    line = unit_source(Build(spec, "float32", ("float",))).splitlines()[0]
+    line = unit_source(Build(spec, F32, ("float",))).splitlines()[0]
     assert line.startswith('#line 1 "') and line.count('"') - line.count('\\"') == 2 and "\n" not in line
 
 
@@ -54,7 +57,7 @@ def test_a_hostile_path_cannot_break_out_of_the_line_directive(tmp_path):
 def test_the_line_directive_names_the_users_file_in_compiler_errors(tmp_path):
     (spec,) = parse_specs(spec_text().replace("{}", "{ undeclared_name; }"), "cuda_src/user file.cu")
     unit = tmp_path / "unit.cpp"
-    unit.write_text("#define __global__\n" + unit_source(Build(spec, "float32", ("float",))))
+    unit.write_text("#define __global__\n" + unit_source(Build(spec, F32, ("float",))))
     result = subprocess.run(["g++", "-fsyntax-only", "-include", "cstddef", str(unit)], capture_output=True,
                             text=True, encoding="utf-8")
     assert re.search(r"cuda_src/user file\.cu:\d+:\d+: error: .undeclared_name", result.stderr), result.stderr
@@ -115,7 +118,7 @@ def test_the_kernel_is_found_among_the_function_symbols(template, symbols, want)
     from mmcheck.compile import find_symbol
 
     (spec,) = parse_specs(spec_text(), "k.cu")
-    assert find_symbol(symbols, Build(spec, "float32", template)) == want
+    assert find_symbol(symbols, Build(spec, F32, template)) == want
 
 
 @pytest.mark.parametrize("template, symbols, want", [
@@ -130,7 +133,7 @@ def test_a_kernel_in_a_namespace_is_found_by_its_qualified_entry(template, symbo
 
     (spec,) = parse_specs(spec_text().replace('entry = "mm_kernel"', 'entry = "M1::mm_kernel"'), "k.cu")
     assert spec.entry == "M1::mm_kernel"
-    assert find_symbol(symbols, Build(spec, "float32", template)) == want
+    assert find_symbol(symbols, Build(spec, F32, template)) == want
 
 
 def test_an_overloaded_kernel_is_an_error_that_lists_the_candidates():
@@ -139,7 +142,7 @@ def test_an_overloaded_kernel_is_an_error_that_lists_the_candidates():
 
     (spec,) = parse_specs(spec_text(), "k.cu")
     with pytest.raises(CompileError, match=r"several kernels match.*_Z9mm_kernelPdi, _Z9mm_kernelPfi"):
-        find_symbol(["_Z9mm_kernelPfi", "_Z9mm_kernelPdi"], Build(spec, "float32"))
+        find_symbol(["_Z9mm_kernelPfi", "_Z9mm_kernelPdi"], Build(spec, F32))
 
 
 def test_a_heat_map_is_drawn_with_the_plot_extra(tmp_path):

@@ -8,6 +8,7 @@ import pytest
 from mmcheck.backends import get_backend, process
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.process import ProcessBackend
+from mmcheck.dtypes import precision
 from mmcheck.errors import BackendUnavailable, SanitizerError
 from mmcheck.prepare import plan
 from mmcheck.runner import Runner
@@ -19,6 +20,8 @@ from mmcheck.spec import parse_specs
 
 from .fake_backend import spec_for
 from .needs import gxx
+
+F32 = precision("float32")
 
 FAKE = "tests.fake_backend:FakeBackend"
 
@@ -36,7 +39,7 @@ def runner():
 
 def test_a_crash_between_two_good_kernels_costs_one_case(runner):
     shape = Shape(5, 6, 7)
-    results = [runner.run(runner.case(spec_for(entry, ("float32",)), "float32", shape))
+    results = [runner.run(runner.case(spec_for(entry, ("float32",)), F32, shape))
                for entry in ("good", "kills_its_process", "good")]
     assert [r.outcome for r in results] == ["pass", "fail", "pass"]
     assert results[1].check == "fault" and "worker process died (exit status 3)" in results[1].message
@@ -44,9 +47,9 @@ def test_a_crash_between_two_good_kernels_costs_one_case(runner):
 
 def test_a_hang_is_stopped_and_the_run_goes_on(runner):
     shape = Shape(3, 3, 3)
-    hung = runner.run(runner.case(spec_for("never_returns", ("float32",)), "float32", shape))
+    hung = runner.run(runner.case(spec_for("never_returns", ("float32",)), F32, shape))
     assert hung.outcome == "fail" and hung.check == "timeout" and "no answer after 3 s" in hung.message
-    assert runner.run(runner.case(spec_for("good", ("float32",)), "float32", shape)).ok
+    assert runner.run(runner.case(spec_for("good", ("float32",)), F32, shape)).ok
 
 
 HANGS_ON_A_BARRIER = """/* mmcheck
@@ -73,7 +76,7 @@ def test_a_gpus_hang_is_told_by_what_the_emulator_sees_of_the_same_case(tmp_path
     (spec,) = parse_specs(HANGS_ON_A_BARRIER, tmp_path / "k.cu")
     backend = ProcessBackend(FAKE.replace("FakeBackend", "FakeGpuBackend"), BackendOptions(timeout=2))
     try:
-        hung = Runner(backend, seed=5).run(Case(spec, "float32", Shape(3, 3, 3), 5))
+        hung = Runner(backend, seed=5).run(Case(spec, F32, Shape(3, 3, 3), 5))
     finally:
         backend.close()
     assert hung.check == "timeout" and "no answer after 3 s" in hung.message
@@ -124,7 +127,7 @@ def test_a_schedule_named_after_a_tool_runs_in_a_worker_under_it_which_is_asked_
     backend = ProcessBackend(FAKE.replace("FakeBackend", "FakeAddressedBackend"), BackendOptions(timeout=2), tools)
     try:
         shape = Shape(5, 6, 7)
-        launched = plan(spec_for("tells_its_tool", ("float32",)), "float32", shape)
+        launched = plan(spec_for("tells_its_tool", ("float32",)), F32, shape)
         kernel = backend.compile(launched.build)
         args = [*(backend.upload(np.ones(size, np.float32), 0) for size in (5 * 7, 7 * 6, 5 * 6)),
                 np.int32(5), np.int32(6), np.int32(7)]
@@ -183,12 +186,12 @@ def test_a_costly_launch_left_running_in_the_worker_is_judged_as_one_run_in_turn
     backend = ProcessBackend(FAKE.replace("FakeBackend", "FakeCostlyBackend"), BackendOptions(timeout=2))
     try:
         runner = Runner(backend, seed=5)
-        result = runner.sweep(spec, "float32", SWEEP)
+        result = runner.sweep(spec, F32, SWEEP)
         assert (result.outcome, result.check, result.case.shape, result.shapes_tried) == verdict
         if result.check == "race":
             in_process = Runner(get_backend(FAKE.replace("FakeBackend", "FakeCostlyBackend"), isolated=False), seed=5)
-            assert result.message == in_process.sweep(spec, "float32", SWEEP).message
-        assert runner.sweep(spec_for("good", ("float32",)), "float32", SWEEP).ok  # in a healthy worker
+            assert result.message == in_process.sweep(spec, F32, SWEEP).message
+        assert runner.sweep(spec_for("good", ("float32",)), F32, SWEEP).ok  # in a healthy worker
     finally:
         backend.close()
 
@@ -198,9 +201,9 @@ def test_the_worker_says_what_it_compiled_so_that_a_clean_race_check_is_kept(tmp
     try:
         kept = Verdicts(tmp_path)
         spec = spec_for("good", ("float32",))
-        assert Runner(backend, seed=5, verdicts=kept).sweep(spec, "float32", SWEEP).ok
+        assert Runner(backend, seed=5, verdicts=kept).sweep(spec, F32, SWEEP).ok
         (digest,) = [f.name for f in tmp_path.iterdir()]
-        kernel = backend.compile(plan(spec, "float32", Shape(17, 17, 33)).build)
+        kernel = backend.compile(plan(spec, F32, Shape(17, 17, 33)).build)
         assert "fake toolchain" in kernel.fingerprint and kept.get(digest).clean
     finally:
         backend.close()
@@ -211,7 +214,7 @@ def test_an_exception_in_the_worker_is_mmchecks_own_error_not_a_crash_of_the_ker
     error; the worker goes on."""
     own = Runner(runner.backend, seed=5, results=tmp_path)
     worker = runner.backend._workers[None].process.pid
-    bug, after = [own.run(own.case(spec_for(entry, ("float32",)), "float32", Shape(5, 6, 7)))
+    bug, after = [own.run(own.case(spec_for(entry, ("float32",)), F32, Shape(5, 6, 7)))
                   for entry in ("packs_its_arguments_badly", "good")]
     assert (bug.outcome, bug.check) == ("internal", None)
     trace = tmp_path / "internal-fake.packs_its_arguments_badly-float32-5x6x7-seed5.txt"
@@ -232,7 +235,7 @@ def test_what_a_kernel_prints_is_told_with_its_control_characters_escaped(runner
     from mmcheck.backends.base import printed_words
     from mmcheck.results import Outcome, Result
 
-    case = runner.case(spec_for("prints_and_drops_last_k", ("float32",)), "float32", Shape(4, 4, 4))
+    case = runner.case(spec_for("prints_and_drops_last_k", ("float32",)), F32, Shape(4, 4, 4))
     told = Result(case, Outcome.FAIL, printed_words(22, b"\x1b[1A\x1b[2K\rk float32: ok\n"))
     assert told.message == "the kernel printed 22 bytes:\n\\x1b[1A\\x1b[2K\\x0dk float32: ok"
 
@@ -241,8 +244,8 @@ def test_what_a_kernel_prints_goes_with_its_failure_capped_never_to_mmchecks_out
     """On a GPU the driver writes a kernel's printf to its process's standard output: the worker's, which is a
     file of its own, taken after each launch."""
     shape = Shape(4, 4, 4)
-    wrong = runner.run(runner.case(spec_for("prints_and_drops_last_k", ("float32",)), "float32", shape))
-    right = runner.run(runner.case(spec_for("prints_and_is_right", ("float32",)), "float32", shape))
+    wrong = runner.run(runner.case(spec_for("prints_and_drops_last_k", ("float32",)), F32, shape))
+    right = runner.run(runner.case(spec_for("prints_and_is_right", ("float32",)), F32, shape))
     assert (wrong.outcome, right.outcome) == ("fail", "pass")
     total = sum(len(b"debug line %d of the kernel\n" % i) for i in range(100_000))
     kept = wrong.message.split(f"the kernel printed {total} bytes, ", 1)[1]

@@ -10,9 +10,9 @@ from mmcheck import check as checking
 from mmcheck.backends import get_backend
 from mmcheck import data, devices
 from mmcheck.data import Operands
-from mmcheck.dtypes import DTYPES
+from mmcheck.dtypes import DTYPES, precision
 from mmcheck.errors import BackendUnavailable
-from mmcheck.ops import OPS
+from mmcheck.ops import OPS, Order
 from mmcheck.options import Settings
 from mmcheck.reference import reference
 from mmcheck.runner import Runner
@@ -20,6 +20,8 @@ from mmcheck.shapes import LARGE, LARGE_BUDGET, Shape, large_shapes, largest_buf
 from mmcheck.spec import SpecError, collect, parse_specs
 from tests.fake_backend import FakeBackend, spec_for
 from tests.test_shapes import make
+
+F32 = precision("float32")
 
 ZOO = {s.name: s for s in collect([Path(__file__).resolve().parent.parent / "cuda_src"]).specs}
 
@@ -34,7 +36,7 @@ def _runner(name: str) -> Runner:
 @pytest.mark.parametrize("op", ["mm", "bmm", "mv"])
 def test_each_buffer_gets_a_thin_shape_just_past_two_to_the_31_elements(op):
     spec = make(op)
-    shapes = large_shapes(spec, "float32")
+    shapes = large_shapes(spec, F32)
     roles = {"mm": 3, "bmm": 4, "mv": 1}[op]  # A, B and C; the batch of A; a vector has only A
     assert len(shapes) == roles, shapes
     for shape in shapes:
@@ -46,13 +48,13 @@ def test_each_buffer_gets_a_thin_shape_just_past_two_to_the_31_elements(op):
 
 def test_requires_still_rule_the_large_shapes():
     spec = make(requires=["K <= 1024", "M % 16 == 0"])
-    for shape in large_shapes(spec, "float32"):
+    for shape in large_shapes(spec, F32):
         assert shape.K <= 1024 and shape.M % 16 == 0 and largest_buffer(spec, shape) >= LARGE, shape
 
 
 def test_a_large_shape_is_skipped_on_the_emulator_saying_why():
     runner, spec = _runner("emu"), ZOO["blas.sgemm_naive"]
-    result = runner.run(runner.case(spec, "float32", large_shapes(spec, "float32")[0]))
+    result = runner.run(runner.case(spec, F32, large_shapes(spec, F32)[0]))
     assert result.outcome == "skip" and "emu backend cannot run shapes past 2**31 elements" in result.message, result
 
 
@@ -107,11 +109,11 @@ def test_c_is_settled_in_pieces_as_it_is_whole(monkeypatch):
     of -(4 j + 1) / 3 makes C = j + 1/4 its own result)."""
     spec, shape, whole_blocks = ZOO["blas.sgemm_naive"], Shape(67, 61, 1), data.blocks
     moved = 0
-    for trial in [*data.trials(spec, "float32"), data.Trial("ints", -1.5, -1.0)]:
-        whole = data.make_operands(spec, shape, "float32", trial, 11)
+    for trial in [*data.trials(spec, F32), data.Trial("ints", -1.5, -1.0)]:
+        whole = data.make_operands(spec, shape, F32, trial, 11)
         monkeypatch.setattr(data, "blocks", lambda batch, m, n, k, limit: whole_blocks(batch, m, n, k, 64))
         assert len(data.blocks(1, 67, 61, 1, 0)) == 34 * 2  # 2 rows by 32 columns
-        pieces = data.make_operands(spec, shape, "float32", trial, 11)
+        pieces = data.make_operands(spec, shape, F32, trial, 11)
         monkeypatch.undo()
         assert whole["C"].tobytes() == pieces["C"].tobytes(), trial
         if whole.output_is_input:  # C as drawn, after A and B, from the case's stream
@@ -122,7 +124,7 @@ def test_c_is_settled_in_pieces_as_it_is_whole(monkeypatch):
     assert 0 < moved < 67 * 61, moved
 
 
-@pytest.mark.parametrize("order, padding", [("row", 0), ("row", 8), ("col", 16)])
+@pytest.mark.parametrize("order, padding", [(Order.ROW, 0), (Order.ROW, 8), (Order.COL, 16)])
 def test_an_image_written_in_pieces_is_the_image_written_whole(monkeypatch, order, padding):
     d, x = DTYPES["float32"], np.arange(2 * 37 * 23, dtype=np.float32).reshape(2, 37, 23)
     layout = data.Layout.of(order, 37, 23, padding)
@@ -159,8 +161,8 @@ def test_large_mode_on_the_gpu(request, name, expect, past):
     if not request.config.getoption("mmcheck_large"):
         pytest.skip("the large mode's own test: run with --mmcheck-large on a GPU")
     spec, runner = ZOO[name], _runner("gpu")
-    shape = next(s for s in large_shapes(spec, "float32") if spec.operation.operands[past].elements(s) >= LARGE)
-    result = runner.run(runner.case(spec, "float32", shape))
+    shape = next(s for s in large_shapes(spec, F32) if spec.operation.operands[past].elements(s) >= LARGE)
+    result = runner.run(runner.case(spec, F32, shape))
     assert result.outcome == expect, result.message
     if expect == "fail":
         assert result.check in spec.catch, result.message
@@ -176,7 +178,7 @@ def test_a_c_past_two_to_the_31_elements_is_judged_by_freivalds(monkeypatch, ent
     a C of 17 x 33 stands for one past 2**31 elements."""
     monkeypatch.setattr("mmcheck.judge.LARGE", 100)
     runner = Runner(FakeBackend(), seed=1)
-    result = runner.run(runner.case(spec_for(entry), "float32", Shape(17, 33, 5)))
+    result = runner.run(runner.case(spec_for(entry), F32, Shape(17, 33, 5)))
     assert result.check == check, result.message
     if words:
         assert "Freivalds' check, 20 random" in result.message and words in result.message, result.message
@@ -187,9 +189,9 @@ def test_a_kernel_whose_requires_keep_its_buffers_small_says_so_under_the_large_
 
     bounded = 'requires = ["M * K < 2**31", "K * N < 2**31", "M * N < 2**31", "cdiv(M, 16) <= 65535"]'
     spec = spec_for("good", ("float32",), extra=bounded)
-    assert large_shapes(spec, "float32") == []
+    assert large_shapes(spec, F32) == []
     runner = Runner(FakeBackend(), seed=1)
-    large, plain = (checking.check(Settings(large=flag), runner, spec, "float32") for flag in (True, False))
+    large, plain = (checking.check(Settings(large=flag), runner, spec, F32) for flag in (True, False))
     assert large.ok and large.message == "no shape past 2**31 elements: its requires rule them out"
     assert "; no shape past 2**31 elements" in table([large])
     assert plain.ok and plain.message == ""

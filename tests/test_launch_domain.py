@@ -6,6 +6,7 @@ import pytest
 
 from mmcheck import check as checking
 from mmcheck.backends import capabilities
+from mmcheck.dtypes import precision
 from mmcheck.errors import SpecError
 from mmcheck.options import Settings
 from mmcheck.prepare import plan
@@ -14,6 +15,8 @@ from mmcheck.shapes import THRESHOLDS, Shape, launch_domain, launch_limits, shap
 from mmcheck.spec import parse_specs
 
 from . import needs, specs
+
+F32 = precision("float32")
 
 pytest_plugins = ["pytester"]
 
@@ -42,10 +45,10 @@ def spec_of(text, extra=""):
 
 def test_the_domain_is_the_largest_size_the_device_launches_in_the_specs_terms():
     spec = spec_of(NAIVE)
-    (limit,) = launch_limits(spec, "float32")
+    (limit,) = launch_limits(spec, F32)
     assert (limit.names, limit.last, limit.refused, limit.promised) == (("M",), EDGE.M, PAST.M, False)
-    assert plan(spec, "float32", EDGE).refused() is None
-    assert str(plan(spec, "float32", PAST).refused()) == (
+    assert plan(spec, F32, EDGE).refused() is None
+    assert str(plan(spec, F32, PAST).refused()) == (
         "the launch configuration outgrows the device: gridDim.y = cdiv(M, 16) = 65536 exceeds 65535 at M = 1048561, "
         "N = 1, K = 1")
     assert launch_domain([limit]) == "launches only while cdiv(M, 16) <= 65535 (M <= 1048560)"
@@ -54,26 +57,26 @@ def test_the_domain_is_the_largest_size_the_device_launches_in_the_specs_terms()
 
 def test_shapes_past_the_domain_are_not_run_and_the_thresholds_within_it_are():
     spec = spec_of(NAIVE)
-    shapes = shapes_for(spec, "float32")
+    shapes = shapes_for(spec, F32)
     assert PAST not in shapes and {Shape(t, 1, 1) for t in THRESHOLDS} <= set(shapes)
-    assert PAST in shapes_for(spec, "float32", strict_launch=True)
+    assert PAST in shapes_for(spec, F32, strict_launch=True)
 
 
 def test_a_threshold_past_the_domain_moves_to_its_edge():
     spec = spec_of(ROWS)
-    thin = threshold_shapes(spec, "float32")
+    thin = threshold_shapes(spec, F32)
     assert Shape(65535, 1, 1) in thin and not [s for s in thin if s.M > 65535]
     assert Shape(32769, 1, 1) in thin  # the thresholds within the domain stay as they are
-    assert Shape(65536, 1, 1) in threshold_shapes(spec, "float32", strict_launch=True)
+    assert Shape(65536, 1, 1) in threshold_shapes(spec, F32, strict_launch=True)
 
 
 def test_requires_that_bound_the_size_past_the_limit_promise_the_launch():
     spec = spec_of(NAIVE, 'requires = ["M <= 2000000"]')
-    (limit,) = launch_limits(spec, "float32")
+    (limit,) = launch_limits(spec, F32)
     assert limit.promised and launch_domain([limit]) == ""
-    assert PAST in shapes_for(spec, "float32")
+    assert PAST in shapes_for(spec, F32)
     # Bounded below the limit, the requires rule the refused launch out: no domain to state.
-    assert launch_limits(spec_of(NAIVE, 'requires = ["M <= 1000000"]'), "float32") == ()
+    assert launch_limits(spec_of(NAIVE, 'requires = ["M <= 1000000"]'), F32) == ()
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +89,7 @@ def emu():
 @needs.gxx
 def test_a_correct_textbook_kernel_passes_with_its_domain_stated(emu):
     spec = spec_of(NAIVE)
-    result = checking.check(Settings(backend="emu"), emu, spec, "float32")
+    result = checking.check(Settings(backend="emu"), emu, spec, F32)
     assert result.outcome == "pass", result.message
     assert result.domain == "launches only while cdiv(M, 16) <= 65535 (M <= 1048560)"
     assert "; launches only while cdiv(M, 16) <= 65535 (M <= 1048560)" in table([result])
@@ -100,7 +103,7 @@ def test_a_correct_textbook_kernel_passes_with_its_domain_stated(emu):
 def test_a_refused_launch_fails_where_it_was_promised_or_asked_for(emu, how):
     extra = {"spec key": "strict_launch = true", "requires": 'requires = ["M <= 2000000"]'}.get(how, "")
     settings = Settings(backend="emu", strict_launch=how == "option")
-    result = checking.check(settings, emu, spec_of(NAIVE, extra), "float32")
+    result = checking.check(settings, emu, spec_of(NAIVE, extra), F32)
     assert (result.outcome, result.check, result.case.shape) == ("fail", "launch", PAST)
     assert "gridDim.y = cdiv(M, 16) = 65536 exceeds 65535 at M = 1048561" in result.message
     assert "a shape its spec admits" in result.message
@@ -108,7 +111,7 @@ def test_a_refused_launch_fails_where_it_was_promised_or_asked_for(emu, how):
 
 @needs.gxx
 def test_a_shape_asked_for_past_the_domain_is_a_skip_saying_why(emu):
-    result = checking.check(Settings(backend="emu", shape=(PAST,)), emu, spec_of(NAIVE), "float32")
+    result = checking.check(Settings(backend="emu", shape=(PAST,)), emu, spec_of(NAIVE), F32)
     assert result.outcome == "skip"
     assert "outside the kernel's launch domain" in result.message and "gridDim.y = cdiv(M, 16)" in result.message
 

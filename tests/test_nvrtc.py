@@ -20,6 +20,7 @@ from mmcheck.backends import device_code
 from mmcheck.backends.nvrtc import Nvrtc, probe
 from mmcheck.compile import Build, find_symbol, function_symbols
 from mmcheck.cxx import client
+from mmcheck.dtypes import precision
 from mmcheck.errors import CompileError, SandboxViolation, Unsupported
 from mmcheck.prepare import plan
 from mmcheck.shapes import shapes_for
@@ -27,6 +28,8 @@ from mmcheck.spec import KernelSpec, collect, load_specs
 
 from . import specs
 from .run_once import RunOnce, made_ahead
+
+F32 = precision("float32")
 
 ZOO = Path(__file__).resolve().parent.parent / "cuda_src"
 # As a run reads them (collect): each kernel's headers may come from anywhere under cuda_src/.
@@ -67,7 +70,7 @@ def test_zoo_kernel_compiles(spec: KernelSpec, dtype: str, zoo_builds):
 def _build(body: str, path: str = "cuda_src/user file.cu", template: bool = False) -> Build:
     spec = specs.spec("t.k", "k", path, body, template="T" if template else None, params=("A", "B", "C", "M:int"),
                       block=(32,), grid=(1,))
-    return Build(spec, "float32", ("float",) if template else ())
+    return Build(spec, F32, ("float",) if template else ())
 
 
 def _line(build: Build, marker: str) -> int:
@@ -175,7 +178,7 @@ def test_a_file_whose_host_code_needs_what_is_not_here_compiles_to_its_device_co
     if not device_code.device_code_available():
         pytest.skip("the device code is found by libclang (pip install libclang)")
     (spec,) = load_specs(Path(__file__).resolve().parent / "host_code" / name)
-    for build in _builds(spec, "float32"):
+    for build in _builds(spec, F32):
         compiled = nvrtc.compile(build, ARCH)
         assert compiled.symbol in function_symbols(compiled.cubin) and compiled.log == "", build
 

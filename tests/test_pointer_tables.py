@@ -12,12 +12,15 @@ from mmcheck.backends import get_backend
 from mmcheck.backends.base import DeviceBuffer, Pointers
 from mmcheck.backends.process import _transport, _uploaded
 from mmcheck.data import Trial, make_operands
+from mmcheck.dtypes import precision
 from mmcheck.errors import SpecError
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
 from mmcheck.spec import parse_specs
 
 from .needs import gxx
+
+F32 = precision("float32")
 
 
 def _spec(tmp_path, source="", params='["tables", "A", "B", "C", "M", "N", "K", "batch"]', table=None):
@@ -54,8 +57,8 @@ def test_entries_become_addresses_and_back_and_a_rewritten_entry_shows():
 def test_a_table_points_at_the_start_of_each_matrix_of_its_target_as_it_is_laid_out(tmp_path):
     spec = _spec(tmp_path, params='["tables", "A", "B", "C", "M", "N", "K", "lda", "batch"]')
     shape = Shape(3, 4, 5, 2)
-    assert make_operands(spec, shape, "float32", Trial("ints"), 1)["tables"].tolist() == [0, 15]
-    padded = make_operands(spec, shape, "float32", Trial("ints", padded=("lda",)), 1)["tables"]
+    assert make_operands(spec, shape, F32, Trial("ints"), 1)["tables"].tolist() == [0, 15]
+    padded = make_operands(spec, shape, F32, Trial("ints", padded=("lda",)), 1)["tables"]
     assert padded.tolist() == [0, 3 * (5 + 8)]  # lda padded by 8 (ops.py)
 
 
@@ -75,7 +78,7 @@ def test_a_malformed_table_is_a_spec_error_naming_the_rule(tmp_path, table, why)
 def test_a_table_longer_than_its_target_has_matrices_is_a_spec_error(tmp_path):
     spec = _spec(tmp_path, table='points = "A"\nshape = ["batch + 1"]\n')
     with pytest.raises(SpecError, match="points at the start of each matrix of A, which holds 2 .* not 3"):
-        make_operands(spec, Shape(3, 4, 5, 2), "float32", Trial("ints"), 1)
+        make_operands(spec, Shape(3, 4, 5, 2), F32, Trial("ints"), 1)
 
 
 def test_an_operand_reached_through_a_table_need_not_be_a_parameter(tmp_path):
@@ -139,7 +142,7 @@ def test_on_the_emulator_a_kernel_reads_through_a_table_and_may_not_rewrite_it(t
     source = POINTER_KERNELS.replace("float acc = 0.f;", "float acc = 0.f;\n    " + change)
     spec = _spec(tmp_path, source)
     runner = Runner(get_backend("emu"), seed=2)
-    results = [runner.run(runner.case(spec, "float32", shape)) for shape in shapes]
+    results = [runner.run(runner.case(spec, F32, shape)) for shape in shapes]
     assert {r.outcome.value for r in results} == {outcome}, [r.message for r in results]
     assert all(said in r.message for r in results)
 
@@ -149,6 +152,6 @@ def test_on_the_emulator_a_table_passed_where_no_pointers_are_taken_is_refused_n
     spec = _spec(tmp_path, POINTER_KERNELS.replace("const float *const *tables", "const float *tables")
                  .replace("const float *a = tables[g];", "const float *a = tables;"))
     runner = Runner(get_backend("emu"), seed=2)
-    result = runner.run(runner.case(spec, "float32", Shape(5, 6, 7, 3)))
+    result = runner.run(runner.case(spec, F32, Shape(5, 6, 7, 3)))
     assert result.outcome.value == "error" and "parameter 1 (tables)" in result.message
     assert "but the buffer holds pointers" in result.message

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from mmcheck.data import Trial, make_operands
+from mmcheck.dtypes import precision
 from mmcheck.errors import SpecError
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
@@ -15,6 +16,8 @@ from mmcheck.shapes import Shape
 from . import specs
 from .fake_backend import FakeBackend, _payload
 from .needs import whole_sandbox
+
+F32, F64 = (precision(d) for d in ("float32", "float64"))
 
 REFERENCE = """
 import numpy as np
@@ -126,13 +129,13 @@ def runner(monkeypatch):
     return Runner(FakeBackend(), seed=5)
 
 
-def _outcome(runner, spec, dtype="float32", shapes=(Shape(16, 16, 16), Shape(33, 17, 40))):
+def _outcome(runner, spec, dtype=F32, shapes=(Shape(16, 16, 16), Shape(33, 17, 40))):
     results = [runner.run(runner.case(spec, dtype, shape)) for shape in shapes]
     failed = [r for r in results if r.outcome.value != "pass"]
     return (failed[0].outcome.value, failed[0].check, failed[0].message) if failed else ("pass", None, "")
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", [F32, F64])
 @pytest.mark.parametrize("entry, want", [
     ("gemm_rowsum", ("pass", None, "")),
     ("rowsum_off_by_a_row", ("fail", "mismatch", "rowsum")),
@@ -147,7 +150,7 @@ def test_outputs_and_inout_buffers_are_judged_by_the_reference_function(runner, 
 
 def test_an_output_buffer_holds_the_poison_and_an_inout_its_initial_value(tmp_path):
     spec = _spec(tmp_path, "gemm_rowsum", ROWSUM, ROWSUM_BUFFERS, "ref.py:gemm_rowsum")
-    ops = make_operands(spec, Shape(4, 5, 6), "float32", Trial("ints"), seed=1)
+    ops = make_operands(spec, Shape(4, 5, 6), F32, Trial("ints"), seed=1)
     assert np.all(np.isnan(ops["D"])) and ops["D"].shape == (4, 5)
     assert np.all(ops["rowsum"] % 1 == 0) and np.any(ops["rowsum"] != 0)
 
@@ -159,11 +162,11 @@ def test_a_kernel_adding_into_a_zeroed_output_passes_and_fails_without_the_decla
 
 
 def test_a_stated_tolerance_replaces_the_derived_bound(runner, tmp_path):
-    assert _outcome(runner, _spec(tmp_path, "nearly"), "float64")[:2] == ("fail", "mismatch")
+    assert _outcome(runner, _spec(tmp_path, "nearly"), F64)[:2] == ("fail", "mismatch")
     loose = _spec(tmp_path, "nearly", extra="tolerance = {rel = 1e-3}\n")
-    assert _outcome(runner, loose, "float64")[0] == "pass"
+    assert _outcome(runner, loose, F64)[0] == "pass"
     exact = _spec(tmp_path, "adds_into_c", extra='init = {C = "zeros"}\ntolerance = "exact"\n')
-    assert _outcome(runner, exact, "float64")[0] == "pass"
+    assert _outcome(runner, exact, F64)[0] == "pass"
 
 
 @pytest.mark.parametrize("reference, why", [
@@ -174,14 +177,14 @@ def test_a_stated_tolerance_replaces_the_derived_bound(runner, tmp_path):
 ])
 def test_a_reference_that_fails_is_an_error_of_the_spec_never_a_verdict(runner, tmp_path, reference, why):
     spec = _spec(tmp_path, "nearly", reference=reference)
-    result = runner.run(runner.case(spec, "float32", Shape(16, 16, 16)))
+    result = runner.run(runner.case(spec, F32, Shape(16, 16, 16)))
     assert result.outcome.value == "error", result.message
     assert "key 'reference'" in result.message and "k.cu" in result.message
     assert __import__("re").search(why, result.message), result.message
 
 
 def test_what_a_reference_prints_does_not_disturb_its_answers(runner, tmp_path):
-    assert _outcome(runner, _spec(tmp_path, "nearly", reference="ref.py:chatty"), "float64")[:2] == ("fail", "mismatch")
+    assert _outcome(runner, _spec(tmp_path, "nearly", reference="ref.py:chatty"), F64)[:2] == ("fail", "mismatch")
 
 
 def test_the_reference_runs_whatever_mmcheck_python_would_find_by_name(runner, tmp_path, monkeypatch):
@@ -199,7 +202,7 @@ def test_the_reference_runs_whatever_mmcheck_python_would_find_by_name(runner, t
 def test_a_hostile_reference_is_held_by_the_sandbox_and_costs_its_kernel_one_error(runner, tmp_path, reference):
     """A kernel file may come from anyone, its reference function too: it runs where kernel code runs."""
     spec = _spec(tmp_path, "nearly", reference=f"ref.py:{reference}")
-    result = runner.run(runner.case(spec, "float32", Shape(16, 16, 16)))
+    result = runner.run(runner.case(spec, F32, Shape(16, 16, 16)))
     assert result.outcome.value == "error", result.message
     assert "key 'reference'" in result.message and f"ref.py:{reference}" in result.message
     assert not Path("/tmp/mmcheck-reference-wrote-here").exists()
@@ -231,7 +234,7 @@ dtype = "int32"
 init = "i * N"
 """
     spec = _spec(tmp_path, "gemm", ("A", "B", "C", "ramp", "offsets", "M", "N", "K"), extra)
-    ops = make_operands(spec, Shape(3, 4, 2), "float32", Trial("ints"), seed=1)
+    ops = make_operands(spec, Shape(3, 4, 2), F32, Trial("ints"), seed=1)
     m, n = np.meshgrid(np.arange(3), np.arange(4), indexing="ij")
     assert np.array_equal(ops["ramp"], (m * 7 + n) % 5 - 2)
     assert ops["offsets"].dtype == np.int32 and ops["offsets"].tolist() == [[0, 4, 8]]
@@ -241,4 +244,4 @@ def test_an_initial_value_an_integer_buffer_cannot_hold_is_a_spec_error(tmp_path
     extra = '[kernel.buffers.half]\nshape = ["N"]\ndtype = "int32"\ninit = "n / 2"\n'
     spec = _spec(tmp_path, "gemm", ("A", "B", "C", "half", "M", "N", "K"), extra)
     with pytest.raises(SpecError, match="not a whole number for its int32 elements"):
-        make_operands(spec, Shape(3, 4, 2), "float32", Trial("ints"), seed=1)
+        make_operands(spec, Shape(3, 4, 2), F32, Trial("ints"), seed=1)

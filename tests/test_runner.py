@@ -7,7 +7,8 @@ import pytest
 
 from mmcheck import check as checking
 from mmcheck.artifacts import save_failure
-from mmcheck.dtypes import DTYPES
+from mmcheck.dtypes import DTYPES, precision
+from mmcheck.ops import Order
 from mmcheck.prepare import plan
 from mmcheck.report import reproduce
 from mmcheck.runner import Runner
@@ -17,6 +18,8 @@ from mmcheck.verdicts import Verdicts
 
 from .fake_backend import FakeBackend, FakeSubmittingBackend, spec_for
 
+F32, F64, I32 = (precision(d) for d in ("float32", "float64", "int32"))
+
 SHAPE = Shape(17, 33, 5)
 
 
@@ -25,11 +28,11 @@ def runner():
     return Runner(FakeBackend(), seed=1234)
 
 
-def run(runner, entry, dtype="float32", shape=SHAPE, extra=""):
+def run(runner, entry, dtype=F32, shape=SHAPE, extra=""):
     return runner.run(runner.case(spec_for(entry, extra=extra), dtype, shape))
 
 
-@pytest.mark.parametrize("dtype", ["int32", "float32", "float64"])
+@pytest.mark.parametrize("dtype", [I32, F32, F64])
 def test_a_correct_kernel_passes(runner, dtype):
     result = run(runner, "good", dtype)
     assert result.outcome == "pass", result.message
@@ -50,7 +53,7 @@ def test_each_defect_is_caught_by_its_check(runner, entry, check, words):
     assert words in result.message
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", [F32, F64])
 def test_a_read_past_an_input_is_traced_to_that_input(runner, dtype):
     result = run(runner, "reads_past_a", dtype)
     assert result.check == "mismatch"
@@ -80,7 +83,7 @@ def test_a_result_tells_its_finding_apart_from_the_case_it_was_found_in(runner, 
     """The table shows the failing shape beside the finding, without reading the message apart."""
     from mmcheck.report import table
 
-    result = Runner(runner.backend, seed=1234, results=tmp_path).run(runner.case(spec_for(entry), "float32", SHAPE))
+    result = Runner(runner.backend, seed=1234, results=tmp_path).run(runner.case(spec_for(entry), F32, SHAPE))
     assert result.context == context and result.message == f"{context}: {result.finding}"
     assert result.finding.startswith(("the kernel crashed", "does not fit", "mmcheck's own error")), result.finding
     (row,) = table([result]).splitlines()[1:]
@@ -88,12 +91,12 @@ def test_a_result_tells_its_finding_apart_from_the_case_it_was_found_in(runner, 
 
 
 def test_exact_patterns_catch_a_single_dropped_term_at_large_k(runner):
-    result = run(runner, "drops_last_k", "float32", Shape(1, 1, 4096))
+    result = run(runner, "drops_last_k", F32, Shape(1, 1, 4096))
     assert result.check == "mismatch" and result.mismatch.bound is None
 
 
 def test_a_float_accumulator_in_a_double_kernel_is_caught_by_gaussian_data(runner):
-    result = run(runner, "float_accumulator", "float64", Shape(8, 8, 64))
+    result = run(runner, "float_accumulator", F64, Shape(8, 8, 64))
     assert result.check == "mismatch" and "inputs normal" in result.message
     assert result.mismatch.bound is not None and result.mismatch.abs_err > 100 * result.mismatch.bound
 
@@ -101,7 +104,7 @@ def test_a_float_accumulator_in_a_double_kernel_is_caught_by_gaussian_data(runne
 def test_compile_errors_are_reported_and_compiled_once(runner):
     first = run(runner, "no_such_kernel")
     second = run(runner, "no_such_kernel", shape=Shape(2, 2, 2))
-    other_dtype = run(runner, "no_such_kernel", dtype="float64")
+    other_dtype = run(runner, "no_such_kernel", dtype=F64)
     assert first.outcome == second.outcome == other_dtype.outcome == "error"
     assert "cuda_src/fake.cu:3: error" in first.message
     assert "first failure" in second.message and "first failure" in other_dtype.message
@@ -110,10 +113,10 @@ def test_compile_errors_are_reported_and_compiled_once(runner):
 
 def test_sweep_stops_at_the_smallest_failing_shape(runner):
     shapes = [Shape(1, 1, 1), Shape(2, 2, 1), Shape(3, 3, 2), Shape(4, 4, 4)]
-    result = runner.sweep(spec_for("drops_last_k"), "int32", shapes)
+    result = runner.sweep(spec_for("drops_last_k"), I32, shapes)
     # K == 1 drops the only term: caught at the first shape.
     assert result.case.shape == Shape(1, 1, 1) and result.shapes_tried == 1
-    assert runner.sweep(spec_for("good"), "int32", shapes).shapes_tried == 4
+    assert runner.sweep(spec_for("good"), I32, shapes).shapes_tried == 4
 
 
 def test_plan_evaluates_grid_block_defines_and_smem():
@@ -131,7 +134,7 @@ grid = ["cdiv(N, 128)", "cdiv(M, 16)", "batch"]
 defines = {DIM = "N", TILE = 16}
 smem = "16 * 17 * sizeof(T)"
 */""", "k.cu")
-    p = plan(spec, "float64", Shape(33, 129, 7, 3))
+    p = plan(spec, F64, Shape(33, 129, 7, 3))
     assert p.grid == (2, 3, 3) and p.block == (16, 8, 1)
     assert dict(p.build.defines) == {"DIM": "129", "TILE": "16"} and p.smem == 16 * 17 * 8
 
@@ -142,7 +145,7 @@ def test_guard_bands_hold_a_nan_that_arithmetic_cannot_make():
     for dtype in ("float32", "float64"):
         d = DTYPES[dtype]
         for role in (0, 1, 2):
-            padded = data.image(np.zeros((1, 1, 4), dtype), data.Layout.of("row", 1, 4), 8, d, role)
+            padded = data.image(np.zeros((1, 1, 4), dtype), data.Layout.of(Order.ROW, 1, 4), 8, d, role)
             guard = padded[:1]
             assert np.isnan(guard[0])
             with np.errstate(invalid="ignore"):
@@ -154,7 +157,7 @@ def test_guard_bands_hold_a_nan_that_arithmetic_cannot_make():
 
 
 def test_a_sweep_with_no_shape_is_an_error_not_a_crash(runner):
-    result = runner.sweep(spec_for("good"), "float32", [])
+    result = runner.sweep(spec_for("good"), F32, [])
     assert result.outcome == "error" and "no shape within the budget" in result.message
     assert result.case.shape is None and result.shapes_tried == 0
 
@@ -203,7 +206,7 @@ def test_where_requires_admit_no_shape_with_every_kind_of_block_each_tile_class_
 def test_a_race_left_running_is_the_verdict_before_a_later_failure_is_rerun():
     backend = FakeSubmittingBackend(costly=("reverse",))
     spec = spec_for("racy_past_one_tile_of_n_wrong_from_m40")  # racy on 17x17x33, wrong from M = 40
-    result = Runner(backend).sweep(spec, "float32", [Shape(5, 5, 5), Shape(40, 3, 3)])
+    result = Runner(backend).sweep(spec, F32, [Shape(5, 5, 5), Shape(40, 3, 3)])
     assert (result.check, result.case.shape, result.shapes_tried) == ("race", Shape(17, 17, 33), 1)
     # 40x3x3's wrong result was not rerun under the costly schedule: the race before it was the verdict
     assert backend.events.count("submit reverse") == 1 and "launch reverse" not in backend.events
@@ -212,7 +215,7 @@ def test_a_race_left_running_is_the_verdict_before_a_later_failure_is_rerun():
 def test_a_costly_launch_counts_only_what_the_detector_sees_and_leaves_a_wrong_result_to_the_smallest_shape():
     backend = FakeBackend(schedules=("forward", "reverse"), costly=("reverse",))
     # wrong on every shape and schedule alike: the costly launch on 17x17x33 is wrong too, but no race
-    result = Runner(backend).sweep(spec_for("drops_last_k"), "float32", [Shape(3, 2, 5), Shape(17, 17, 33)])
+    result = Runner(backend).sweep(spec_for("drops_last_k"), F32, [Shape(3, 2, 5), Shape(17, 17, 33)])
     assert (result.check, result.case.shape, result.shapes_tried) == ("mismatch", Shape(3, 2, 5), 1)
 
 
@@ -228,9 +231,9 @@ def test_a_costly_launch_counts_only_what_the_detector_sees_and_leaves_a_wrong_r
 def test_costly_launches_left_running_give_the_verdict_of_launches_run_in_turn(shapes, first, found):
     # K <= 16: each tile class has a costly launch of its own (see above)
     spec = spec_for("racy_past_one_tile_of_n_wrong_from_m40", extra='requires = ["K <= 16"]')
-    one_by_one = Runner(FakeBackend(costly=("reverse",)), seed=3).sweep(spec, "float32", shapes)
+    one_by_one = Runner(FakeBackend(costly=("reverse",)), seed=3).sweep(spec, F32, shapes)
     backend = FakeSubmittingBackend(costly=("reverse",))
-    beside = Runner(backend, seed=3).sweep(spec, "float32", shapes)
+    beside = Runner(backend, seed=3).sweep(spec, F32, shapes)
     assert (beside.case, beside.outcome, beside.check, beside.message, beside.shapes_tried) == \
         (one_by_one.case, one_by_one.outcome, one_by_one.check, one_by_one.message, one_by_one.shapes_tried)
     assert beside.case.shape == found and beside.shapes_tried == first
@@ -245,7 +248,7 @@ def test_a_verdict_is_the_runs_without_the_reruns_that_explain_it(entry, shape):
     for judged in ("run", "verdict"):
         backend = FakeBackend(schedules=("forward", "reverse"), costly=("reverse",))
         runner = Runner(backend, seed=1)
-        runs.append((getattr(runner, judged)(runner.case(spec_for(entry), "float32", shape)), backend.launched))
+        runs.append((getattr(runner, judged)(runner.case(spec_for(entry), F32, shape)), backend.launched))
     (explained, explained_launches), (verdict, verdict_launches) = runs
     assert verdict.outcome == explained.outcome and verdict.case == explained.case
     if entry == "drops_last_k":  # the cheap schedule's mismatch, told in one line: no rerun, no record
@@ -268,7 +271,7 @@ def test_a_race_checks_verdict_is_kept_across_runs_and_a_report_is_told_again_as
             launches, messages = [], []
             for _ in range(2):  # two runs, each a runner of its own (a process of its own)
                 backend = backend_type(costly=("reverse",), fingerprint="toolchain 1")
-                result = Runner(backend, verdicts=kept).sweep(spec_for(entry), "float32", SHAPES)
+                result = Runner(backend, verdicts=kept).sweep(spec_for(entry), F32, SHAPES)
                 assert (result.check or result.outcome) == verdict
                 launches.append(backend.launched.count("reverse"))
                 messages.append(result.message)
@@ -295,7 +298,7 @@ def test_a_race_checks_verdict_is_kept_across_runs_and_a_report_is_told_again_as
 def test_a_kept_verdict_holds_for_the_very_same_launch_only(tmp_path, change):
     def reverse_launches(fingerprint="toolchain 1", seed=0, verdicts=Verdicts(tmp_path)):
         backend = FakeBackend(costly=("reverse",), fingerprint=fingerprint)
-        assert Runner(backend, seed=seed, verdicts=verdicts).sweep(spec_for("good"), "float32", SHAPES).ok
+        assert Runner(backend, seed=seed, verdicts=verdicts).sweep(spec_for("good"), F32, SHAPES).ok
         return backend.launched.count("reverse")
 
     assert reverse_launches() == 1
@@ -322,7 +325,7 @@ def test_an_exception_of_mmchecks_own_is_an_internal_error_of_the_case_and_the_s
 
     monkeypatch.setattr(mmcheck.judge, "diagnose", broken)
     runner = Runner(FakeBackend(), seed=3, results=tmp_path / "results")
-    result = runner.sweep(spec_for("drops_last_k", expect="fail"), "float32", [Shape(1, 1, 1), SHAPE])
+    result = runner.sweep(spec_for("drops_last_k", expect="fail"), F32, [Shape(1, 1, 1), SHAPE])
     assert (result.outcome, result.check, result.case.shape, result.shapes_tried) == ("internal", None,
                                                                                       Shape(1, 1, 1), 1)
     trace = tmp_path / "results" / "internal-fake.drops_last_k-float32-1x1x1-seed3.txt"
@@ -351,7 +354,7 @@ def test_a_ctrl_c_that_python_wrapped_as_an_import_made_a_class_ends_the_sweep_a
     monkeypatch.setattr(mmcheck.judge, "diagnose", imports_a_module)
     runner = Runner(FakeBackend(), seed=3, results=tmp_path / "results")
     with pytest.raises(KeyboardInterrupt):
-        runner.sweep(spec_for("drops_last_k", expect="fail"), "float32", [Shape(1, 1, 1), SHAPE])
+        runner.sweep(spec_for("drops_last_k", expect="fail"), F32, [Shape(1, 1, 1), SHAPE])
     assert not (tmp_path / "results").exists()  # no traceback saved as mmcheck's own
 
 
@@ -365,7 +368,7 @@ def test_an_exception_in_a_costly_launch_judged_later_is_an_internal_error_of_it
 
     monkeypatch.setattr(fake_backend, "breaks_under_reverse", breaks_under_reverse, raising=False)
     runner = Runner(FakeSubmittingBackend(costly=("reverse",)), results=tmp_path)
-    result = runner.sweep(spec_for("breaks_under_reverse"), "float32", [Shape(1, 1, 1), Shape(5, 5, 5)])
+    result = runner.sweep(spec_for("breaks_under_reverse"), F32, [Shape(1, 1, 1), Shape(5, 5, 5)])
     assert (result.outcome, result.shapes_tried) == ("internal", 1), result.message
     assert "mmcheck's own error, not the kernel's: ValueError: no such schedule" in result.message
     assert len(list(tmp_path.glob("internal-fake.breaks_under_reverse-float32-*.txt"))) == 1
@@ -382,7 +385,7 @@ def test_what_a_backend_could_not_look_for_is_said_beside_a_pass():
         def compile(self, build):
             return dataclasses.replace(super().compile(build), unchecked="races were not looked for: no detector")
 
-    result = Runner(NoDetector(), seed=1).run(Runner(NoDetector()).case(spec_for("good"), "float32", SHAPE))
+    result = Runner(NoDetector(), seed=1).run(Runner(NoDetector()).case(spec_for("good"), F32, SHAPE))
     assert result.outcome == "pass" and result.message == "races were not looked for: no detector"
     assert "up to 17x33x5; races were not looked for: no detector" in table([result])
     assert run(Runner(FakeBackend(), seed=1), "good").message == ""
@@ -393,10 +396,10 @@ def test_a_files_later_kernels_are_not_checked_once_its_checks_took_its_time_bud
     which its later kernel x dtype are an error that names the budget, not a failure of theirs."""
     settings = Settings(time_budget=2.0)
     spec = spec_for("good")
-    assert checking.check(settings, runner, spec, "float32").outcome == "pass"
+    assert checking.check(settings, runner, spec, F32).outcome == "pass"
     assert 0 < runner.spent(spec.path) < settings.file_seconds() == 8.0
     runner.spend(spec.path, 8.0)
-    late = checking.check(settings, runner, spec, "float64")
+    late = checking.check(settings, runner, spec, F64)
     assert (late.outcome, late.shapes_tried) == ("error", 0), late.message
     assert "not checked: the file's checks took " in late.message and "time budget of 8 s" in late.message
     assert runner.spent(spec.path.with_name("another.cu")) == 0.0  # each file has a budget of its own
@@ -406,12 +409,12 @@ def test_a_failure_that_a_size_of_1_hides_is_reported_at_a_shape_that_tells(runn
     """At K = 1 the only term is the first and the last: the sweep goes on to its first later shape whose K is
     past the tiles and neither a multiple of one nor one past one, and reports that, where it says exactly why."""
     shapes = [Shape(1, 1, 1), Shape(2, 2, 2), Shape(16, 16, 33), Shape(5, 6, 37), Shape(9, 9, 40)]
-    result = runner.sweep(spec_for("drops_last_k"), "int32", shapes)
+    result = runner.sweep(spec_for("drops_last_k"), I32, shapes)
     assert (result.case.shape, result.shapes_tried, result.check) == (Shape(5, 6, 37), 2, "mismatch")
     assert "the last k term is dropped" in result.message
     assert "the smallest failing shape is 1x1x1, where the errors do not tell their cause exactly" in result.message
     # No such shape among the later ones: the smallest failing shape, as found.
-    result = runner.sweep(spec_for("drops_last_k"), "int32", shapes[:3])
+    result = runner.sweep(spec_for("drops_last_k"), I32, shapes[:3])
     assert (result.case.shape, result.shapes_tried) == (Shape(1, 1, 1), 1)
 
 

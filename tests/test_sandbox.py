@@ -20,8 +20,11 @@ import pytest
 from mmcheck import sandbox
 from mmcheck.cli import main
 from mmcheck.compile import cache_root
+from mmcheck.dtypes import precision
 
 from . import needs
+
+F32 = precision("float32")
 
 pytest_plugins = ["pytester"]
 
@@ -175,7 +178,7 @@ def test_nvcc_compiles_in_the_sandbox(tmp_path):
     shutil.copy(HOSTILE / "include_outside.cu", tmp_path)
     (spec,) = load_specs(tmp_path / "include_outside.cu")
     with pytest.raises(SandboxViolation, match="the file tried to include /etc/passwd, which is outside") as caught:
-        Nvcc(str(tmp_path / "cache")).compile(Build(spec, "float32"), "sm_90")
+        Nvcc(str(tmp_path / "cache")).compile(Build(spec, F32), "sm_90")
     assert PASSWD not in str(caught.value)
 
 

@@ -23,10 +23,13 @@ from mmcheck import publish, sandbox
 from mmcheck.backends.emu.toolchain import Toolchain
 from mmcheck.cli import main
 from mmcheck.compile import Build
+from mmcheck.dtypes import precision
 from mmcheck.errors import BackendUnavailable
 from mmcheck.spec import load_specs
 
 from . import needs
+
+F32 = precision("float32")
 
 HOSTILE = Path(__file__).parent / "hostile" / "cache"
 PLAIN = HOSTILE.parent / "plain.cu"  # the plain kernel beside them
@@ -121,7 +124,7 @@ def module_built(xdg, tmp_path) -> tuple[Toolchain, Build, Path]:
     shutil.copy(PLAIN, tmp_path)
     (spec,) = load_specs(tmp_path / "plain.cu")
     toolchain = Toolchain(False, None)
-    build = Build(spec, "float32")
+    build = Build(spec, F32)
     return toolchain, build, toolchain.build_kernel(build)
 
 

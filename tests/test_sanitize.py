@@ -11,12 +11,15 @@ from mmcheck import check as checking
 from mmcheck.backends import get_backend, sanitizer
 from mmcheck.backends.base import BackendOptions
 from mmcheck.compile import Build
+from mmcheck.dtypes import precision
 from mmcheck.errors import BackendUnavailable, KernelTimeout
 from mmcheck.options import Settings
 from mmcheck.shapes import Shape
 from mmcheck.spec import collect, parse_specs
 
 from . import specs
+
+F32 = precision("float32")
 
 
 
@@ -39,7 +42,7 @@ def sanitized(request):
 
 
 def test_the_unused_out_of_bounds_read_is_caught(sanitized, unused_read):
-    result = sanitized.run(sanitized.case(unused_read, "float32", Shape(32, 48, 64)))
+    result = sanitized.run(sanitized.case(unused_read, F32, Shape(32, 48, 64)))
     assert result.outcome == "fail" and result.check == "sanitizer", result.message
     # The report is mapped back to the kernel, dtype, shape, the source line of the read and the buffer.
     assert "buggy.oob_read_unused float32 32x48x64" in result.message, result.message
@@ -50,7 +53,7 @@ def test_the_unused_out_of_bounds_read_is_caught(sanitized, unused_read):
 def test_without_a_sanitizer_the_read_is_invisible(sanitized, unused_read):
     """The reason the sanitizer is needed: unsanitized, the same case passes."""
     plain = checking.runner(Settings(), get_backend(sanitized.backend.name))
-    assert plain.run(plain.case(unused_read, "float32", Shape(32, 48, 64))).ok
+    assert plain.run(plain.case(unused_read, F32, Shape(32, 48, 64))).ok
 
 
 def emulator(cache: Path | None, timeout: float = 10, sanitize: bool = True):
@@ -87,7 +90,7 @@ def test_a_sanitized_emulator_launch_has_the_timeout_times_the_slowdown():
     backend = emulator(None, timeout=0.3)
     backend.slowdown = 3  # as if measured
     try:
-        kernel = backend.compile(Build(parse_specs(HANG, "hang.cu")[0], "float32"))
+        kernel = backend.compile(Build(parse_specs(HANG, "hang.cu")[0], F32))
         buffers = [backend.upload(np.zeros(4, np.float32), 0) for _ in range(3)]
         start = time.monotonic()
         with pytest.raises(KernelTimeout, match=r"hang \(float32\): did not finish within 0.9 s of CPU time: the 0.3 s limit "

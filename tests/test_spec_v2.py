@@ -8,12 +8,15 @@ import pytest
 
 from mmcheck.backends import get_backend
 from mmcheck.data import trials
+from mmcheck.dtypes import precision
 from mmcheck.errors import BackendUnavailable, SpecError
 from mmcheck.expr import Expr
 from mmcheck.prepare import plan
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape, shapes_for
 from mmcheck.spec import parse_specs
+
+F32, F64 = (precision(d) for d in ("float32", "float64"))
 
 GEMM = """/* mmcheck
 [[kernel]]
@@ -52,7 +55,7 @@ def spec(text=GEMM, **changes):
 
 def test_template_arguments_and_launch_come_from_let_per_shape():
     s = spec()
-    small, large = plan(s, "float32", Shape(17, 64, 5)), plan(s, "float32", Shape(64, 64, 5))
+    small, large = plan(s, F32, Shape(17, 64, 5)), plan(s, F32, Shape(64, 64, 5))
     assert small.build.template == ("16",) and small.block == (16, 16, 1) and small.grid == (4, 2, 1)
     assert large.build.template == ("32",) and large.block == (32, 32, 1)
     assert large.build.instance == "sgemm<32>" and large.env["HALF"] == 16
@@ -60,34 +63,34 @@ def test_template_arguments_and_launch_come_from_let_per_shape():
 
 def test_types_and_integers_mix_in_a_template_list():
     s = spec(template='["T", "TC", "TILE", 4]', dtypes='["float32", "float64"]')
-    assert plan(s, "float64", Shape(8, 8, 8)).build.template == ("double", "double", "16", "4")
+    assert plan(s, F64, Shape(8, 8, 8)).build.template == ("double", "double", "16", "4")
 
 
 def test_v1_template_string_still_means_the_type():
     s = spec(template='"scalar_t"', let=None, block="[16, 16]", grid='["cdiv(N, 16)", "cdiv(M, 16)"]', requires=None)
-    assert s.template == ("T",) and plan(s, "float32", Shape(1, 1, 1)).build.template == ("float",)
+    assert s.template == ("T",) and plan(s, F32, Shape(1, 1, 1)).build.template == ("float",)
 
 
 def test_default_alpha_and_beta_cover_one_and_not_one_zero_and_not_zero_and_negative():
     s = spec()
-    pairs = {(t.alpha, t.beta) for t in trials(s, "float32")}
+    pairs = {(t.alpha, t.beta) for t in trials(s, F32)}
     alphas, betas = {a for a, _ in pairs}, {b for _, b in pairs}
     assert 1 in alphas and any(a != 1 for a in alphas) and 0 in betas and any(b != 0 for b in betas)
     assert any(v < 0 for v in alphas | betas)
-    assert {(t.alpha, t.beta) for t in trials(spec(alpha="[2.0]", beta="[0.5, 1.0]"), "float32")} == {
+    assert {(t.alpha, t.beta) for t in trials(spec(alpha="[2.0]", beta="[0.5, 1.0]"), F32)} == {
         (2.0, 0.5), (2.0, 1.0)}
 
 
 def test_leading_dimensions_add_padded_trials():
     s = spec(params='["M", "N", "K", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc"]')
     assert [o.name for o in s.leading] == ["A", "B", "C"]
-    assert any(t.padded == ("lda", "ldb", "ldc") for t in trials(s, "float32"))
-    assert not any(t.padded for t in trials(spec(), "float32"))
+    assert any(t.padded == ("lda", "ldb", "ldc") for t in trials(s, F32))
+    assert not any(t.padded for t in trials(spec(), F32))
 
 
 def test_requires_may_use_sizeof_and_let():
     s = spec(requires='["K * sizeof(T) <= 64", "TILE == 16"]')
-    shapes = shapes_for(s, "float32")
+    shapes = shapes_for(s, F32)
     assert shapes and all(sh.K <= 16 and not (sh.M >= 64 and sh.N >= 64) for sh in shapes)
 
 
@@ -134,9 +137,9 @@ def runner(request):
 
 def test_a_cublas_style_kernel_passes_on_every_shape_and_both_tile_sizes(runner):
     s = spec()
-    shapes = shapes_for(s, "float32")
-    assert {plan(s, "float32", sh).build.template for sh in shapes} == {("16",), ("32",)}
-    result = runner.sweep(s, "float32", shapes)
+    shapes = shapes_for(s, F32)
+    assert {plan(s, F32, sh).build.template for sh in shapes} == {("16",), ("32",)}
+    result = runner.sweep(s, F32, shapes)
     assert result.outcome == "pass", result.message
 
 
@@ -167,22 +170,22 @@ __global__ void scaled(int M, int N, int K, float alpha, const float *A, const f
 
 def test_a_bool_template_parameter_takes_true_and_false(runner):
     s = spec(FLAGS)
-    assert plan(s, "float32", Shape(4, 8, 4)).build.instance == "scaled<false, true>"
-    assert plan(s, "float32", Shape(4, 7, 4)).build.instance == "scaled<false, false>"
-    result = runner.sweep(s, "float32", shapes_for(s, "float32"))
+    assert plan(s, F32, Shape(4, 8, 4)).build.instance == "scaled<false, true>"
+    assert plan(s, F32, Shape(4, 7, 4)).build.instance == "scaled<false, false>"
+    result = runner.sweep(s, F32, shapes_for(s, F32))
     assert result.outcome == "pass", result.message
 
 
 def test_a_template_list_that_does_not_match_the_kernel_is_a_compile_error(runner):
     s = spec(template='["TILE", 4]', name='"mine.template_mismatch"')
-    result = runner.run(runner.case(s, "float32", Shape(4, 4, 4)))
+    result = runner.run(runner.case(s, F32, Shape(4, 4, 4)))
     assert result.outcome == "error" and "mine.cu" in result.message, result.message
     assert "sgemm<16, 4>" in result.message, result.message
 
 
 def test_params_that_do_not_match_the_kernel_are_a_spec_error_naming_both(runner):
     s = spec(params='["M", "N", "K", "alpha", "A", "B", "beta", "C", "lda"]', name='"mine.params_mismatch"')
-    result = runner.run(runner.case(s, "float32", Shape(4, 4, 4)))
+    result = runner.run(runner.case(s, F32, Shape(4, 4, 4)))
     assert result.outcome == "error", result.message
     if runner.backend.name != "emu" and not hasattr(importlib.import_module("cuda.bindings.driver"),
                                                      "cuFuncGetParamInfo"):  # the GPU backends import it
@@ -198,7 +201,7 @@ def test_an_overloaded_kernel_is_an_error_that_lists_the_candidates(runner):
     text = text.replace("TILE", "16")
     text = text.replace('let = {16 = "32 if M >= 64 and N >= 64 else 16", HALF = "16 // 2"}\n', "")
     text += "__global__ void sgemm(int M, double *C) {}\n"
-    result = runner.run(runner.case(spec(text, name='"mine.twice"'), "float32", Shape(4, 4, 4)))
+    result = runner.run(runner.case(spec(text, name='"mine.twice"'), F32, Shape(4, 4, 4)))
     assert result.outcome == "error" and "mine.cu" in result.message, result.message
     # the emulator's compiler names the candidates' signatures; on the GPU they are mangled symbols, where nvcc
     # compiled the file; NVRTC stops at the name it is asked to find, saying it is overloaded

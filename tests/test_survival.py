@@ -9,12 +9,15 @@ import pytest
 
 from mmcheck.backends import get_backend
 from mmcheck.backends.base import BackendOptions
+from mmcheck.dtypes import precision
 from mmcheck.errors import BackendUnavailable
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
 from mmcheck.spec import load_specs
 
 from . import specs
+
+F32 = precision("float32")
 
 KERNELS = {s.name: s for s in load_specs(Path(__file__).parent / "kernels" / "survival.cu")}
 
@@ -31,23 +34,23 @@ def runner(request):
 @pytest.mark.slow(7)
 def test_a_crash_between_two_good_kernels_costs_one_case(runner):
     names = ["survival.good", "survival.crash", "survival.good"]
-    results = [runner.run(runner.case(KERNELS[n], "float32", Shape(20, 18, 7))) for n in names]
+    results = [runner.run(runner.case(KERNELS[n], F32, Shape(20, 18, 7))) for n in names]
     assert [r.outcome for r in results] == ["pass", "fail", "pass"], [r.message for r in results]
     assert results[1].check == "fault" and "crashed" in results[1].message
 
 
 @pytest.mark.slow(5)
 def test_a_hang_costs_one_case(runner):
-    hung = runner.run(runner.case(KERNELS["survival.hang"], "float32", Shape(4, 4, 4)))
+    hung = runner.run(runner.case(KERNELS["survival.hang"], F32, Shape(4, 4, 4)))
     assert hung.outcome == "fail" and hung.check == "timeout", hung.message
-    assert runner.run(runner.case(KERNELS["survival.good"], "float32", Shape(33, 9, 17))).ok
+    assert runner.run(runner.case(KERNELS["survival.good"], F32, Shape(33, 9, 17))).ok
 
 
 @pytest.mark.slow(8)
 def test_after_a_hang_the_kernels_other_shapes_fail_at_once_naming_it(runner):
-    runner.run(runner.case(KERNELS["survival.hang"], "float32", Shape(4, 4, 4)))
+    runner.run(runner.case(KERNELS["survival.hang"], F32, Shape(4, 4, 4)))
     start = time.monotonic()
-    later = runner.run(runner.case(KERNELS["survival.hang"], "float32", Shape(8, 8, 8)))
+    later = runner.run(runner.case(KERNELS["survival.hang"], F32, Shape(8, 8, 8)))
     assert time.monotonic() - start < 1  # not another timeout
     assert later.outcome == "fail" and later.check == "timeout"
     assert "8x8x8: not run, as the case 4x4x4 hung" in later.message, later.message
@@ -66,7 +69,7 @@ __global__ void mm_null(const float* A, const float* B, float* C, int M, int N, 
 def test_a_kernel_that_writes_through_a_null_pointer_is_a_fault_not_an_error_of_mmchecks(runner, tmp_path):
     (tmp_path / "null.cu").write_text(NULL_WRITE)
     (spec,) = load_specs(tmp_path / "null.cu")
-    result = Runner(runner.backend, results=tmp_path).run(runner.case(spec, "float32", Shape(4, 4, 4)))
+    result = Runner(runner.backend, results=tmp_path).run(runner.case(spec, F32, Shape(4, 4, 4)))
     assert (result.outcome, result.check) == ("fail", "fault"), result.message
     assert "the kernel crashed" in result.message and "mmcheck's own" not in result.message
     if runner.backend.name == "emu":
@@ -83,12 +86,12 @@ def test_an_emulator_worker_that_dies_between_cases_is_replaced(tmp_path):
         pytest.skip(f"emu backend: {e}")
     runner = Runner(backend, results=tmp_path)
     try:
-        assert runner.run(runner.case(KERNELS["survival.good"], "float32", Shape(4, 4, 4))).ok
+        assert runner.run(runner.case(KERNELS["survival.good"], F32, Shape(4, 4, 4))).ok
         (worker,) = [m.worker for m in backend._modules.values()]
         os.kill(worker.pid, signal.SIGKILL)
         while worker.alive:  # gone before the next case (one that is killed while it runs is that case's error)
             time.sleep(0.01)
-        result = runner.run(runner.case(KERNELS["survival.good"], "float32", Shape(5, 4, 4)))
+        result = runner.run(runner.case(KERNELS["survival.good"], F32, Shape(5, 4, 4)))
     finally:
         backend.close()
     assert result.ok, result.message
@@ -124,7 +127,7 @@ __global__ void mm_scaled(const float* A, const float* B, float* C, int M, int N
         pytest.skip(f"emu backend: {e}")
     runner = Runner(backend, results=tmp_path)
     try:
-        result = runner.run(runner.case(spec, "float32", Shape(4, 4, 4)))
+        result = runner.run(runner.case(spec, F32, Shape(4, 4, 4)))
     finally:
         backend.close()
     assert result.outcome == "error", result.message

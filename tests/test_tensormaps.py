@@ -14,6 +14,7 @@ from mmcheck.backends.base import DeviceBuffer, TensorMapArg
 from mmcheck.backends.emu.tensormap import LAYOUT, MAGIC, object_bytes
 from mmcheck.backends.process import _transport, _uploaded
 from mmcheck.data import Trial, make_operands
+from mmcheck.dtypes import precision
 from mmcheck.errors import LaunchError, MmcheckError, SpecError
 from mmcheck.prepare import plan, prepare
 from mmcheck.report import kernel_list
@@ -24,6 +25,8 @@ from mmcheck.tensormaps import Interleave, OutOfBounds, Passing, Swizzle
 from . import specs
 from .fake_backend import FakeBackend
 from .needs import gxx
+
+F16, F32, I8_I32 = (precision(d) for d in ("float16", "float32", "int8->int32"))
 
 
 def _spec(tmp_path, maps='[kernel.tensormaps.tmA]\noperand = "A"\nbox = [16, 16]\n', source="", **keys):
@@ -56,18 +59,18 @@ def test_a_cluster_is_three_expressions_and_each_that_the_sizes_decide_is_a_cond
     assert [e.text for e in spec.cluster] == ["2", "CY"]
     assert [c.text for c in spec.conditions] == ["(cdiv(N, 16)) % 2 == 0", "(cdiv(M, 16)) % CY == 0", "2 * CY <= 16",
                                                  "K % 4 == 0"]
-    assert not satisfies(spec, Shape(16, 16, 16), "float32")  # one tile of N: no pair of blocks
-    assert satisfies(spec, Shape(16, 32, 16), "float32") and not satisfies(spec, Shape(80, 32, 16), "float32")
+    assert not satisfies(spec, Shape(16, 16, 16), F32)  # one tile of N: no pair of blocks
+    assert satisfies(spec, Shape(16, 32, 16), F32) and not satisfies(spec, Shape(80, 32, 16), F32)
 
 
 def test_the_sizes_a_map_needs_are_never_generated_and_the_list_says_so(tmp_path):
     spec = _spec(tmp_path, dtypes='["float16"]', layout='{A = "col"}')
     assert [c.text for c in spec.conditions] == ["M % 8 == 0"]  # a column of A is M halves: 16 bytes' multiples
-    assert all(s.M % 8 == 0 for s in shapes_for(spec, "float16", seed=1))
+    assert all(s.M % 8 == 0 for s in shapes_for(spec, F16, seed=1))
     assert "shapes: M % 8 == 0" in kernel_list([spec], []).replace("\xa0", " ")
     mixed = _spec(tmp_path, dtypes='["float16", "float32"]', template='["T"]')
     assert [c.text for c in mixed.conditions] == ["K * sizeof(T) % 16 == 0"]
-    assert satisfies(mixed, Shape(3, 5, 4), "float32") and not satisfies(mixed, Shape(3, 5, 4), "float16")
+    assert satisfies(mixed, Shape(3, 5, 4), F32) and not satisfies(mixed, Shape(3, 5, 4), F16)
 
 
 @pytest.mark.parametrize("maps, keys, why", [
@@ -130,7 +133,7 @@ def test_a_box_the_sizes_decide_is_judged_at_each_shape_naming_the_rule(tmp_path
 
 # --- the encoding, as each trial lays the target out ---------------------------------------------------------------
 
-def _prepared(spec, shape, trial, dtype="float32"):
+def _prepared(spec, shape, trial, dtype=F32):
     operands = make_operands(spec, shape, dtype, trial, 1)
     return prepare(FakeBackend(), spec, dtype, shape, trial, plan(spec, dtype, shape), operands)
 
@@ -170,7 +173,7 @@ def test_a_vectors_map_has_its_one_dimension(tmp_path):
 
 def test_a_padded_leading_dimension_of_one_byte_elements_stays_a_whole_number_of_16_bytes(tmp_path):
     spec = _spec(tmp_path, dtypes='["int8->int32"]', params='["tmA", "B", "C", "M", "N", "K", "lda", "ldb"]')
-    prepared = _prepared(spec, Shape(4, 4, 32), Trial("ints", padded=("lda", "ldb")), "int8->int32")
+    prepared = _prepared(spec, Shape(4, 4, 32), Trial("ints", padded=("lda", "ldb")), I8_I32)
     assert _map(prepared).encoding.strides == (32 + 16,)  # A's 8 elements doubled: 16 bytes
     assert prepared.layouts["B"].ld == 4 + 32            # and B's with it, still apart from A's
 
@@ -252,8 +255,8 @@ def test_on_the_emulator_a_kernel_reads_its_maps_by_value_and_by_pointer(tmp_pat
     emu, shape = get_backend("emu"), Shape(8, 16, 12)
     try:
         trial = Trial("ints")
-        prepared = prepare(emu, spec, "float32", shape, trial, plan(spec, "float32", shape),
-                           make_operands(spec, shape, "float32", trial, 1))
+        prepared = prepare(emu, spec, F32, shape, trial, plan(spec, F32, shape),
+                           make_operands(spec, shape, F32, trial, 1))
         kernel = emu.compile(prepared.plan.build)
         emu.launch(kernel, prepared.args, (1, 1, 1), (32, 1, 1), 0, "forward")
         out = emu.download(prepared.buffers["C"]).view(np.uint8)[prepared.guard * 4:][:256].tobytes()

@@ -15,6 +15,7 @@ from mmcheck.backends.compilers import Nvcc
 from mmcheck.backends.cubin import arch
 from mmcheck.backends.gpu import encode
 from mmcheck.compile import Build, function_symbols
+from mmcheck.dtypes import precision
 from mmcheck.errors import BackendUnavailable, LaunchError
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
@@ -22,6 +23,8 @@ from mmcheck.spec import load_specs, parse_specs
 from mmcheck.tensormaps import Encoding, Interleave, OutOfBounds, Passing, Swizzle
 
 from . import needs
+
+F32 = precision("float32")
 
 TMA = Path(__file__).resolve().parent / "tma" / "tma_gemm.cu"
 KERNELS = {s.name: s for s in load_specs(TMA)}
@@ -49,7 +52,7 @@ __global__ void __launch_bounds__(128, 1) k(const float *A, const float *B, floa
 @needs.nvcc
 def test_hopper_instructions_compile_for_the_architecture_a_compute_capability_9_0_gets(tmp_path):
     (spec,) = parse_specs(HOPPER, tmp_path / "h.cu")
-    compiled = Nvcc(str(tmp_path)).compile(Build(spec, "float32"), arch((9, 0)))
+    compiled = Nvcc(str(tmp_path)).compile(Build(spec, F32), arch((9, 0)))
     assert arch((9, 0)) == "sm_90a" and compiled.symbol in function_symbols(compiled.cubin)
 
 
@@ -75,7 +78,7 @@ def test_a_kernel_that_loads_by_tma_through_the_map_mmcheck_made_passes(backend,
     runner = Runner(backend, seed=3)
     spec = KERNELS[name]
     for shape in SHAPES:
-        result = runner.run(runner.case(spec, "float32", shape))
+        result = runner.run(runner.case(spec, F32, shape))
         assert result.ok, f"{shape}: {result.message}"
 
 
@@ -83,7 +86,7 @@ def test_a_kernel_that_copies_the_wrong_tile_is_caught(backend, tmp_path):
     text = TMA.read_text().replace('"r"(static_cast<int>(blockIdx.y * 16))', '"r"(static_cast<int>(blockIdx.x * 16))')
     spec = next(s for s in parse_specs(text, tmp_path / "tma_gemm.cu") if s.name == "tma.gemm_value")
     runner = Runner(backend, seed=3)
-    result = runner.run(runner.case(spec, "float32", Shape(40, 16, 16)))
+    result = runner.run(runner.case(spec, F32, Shape(40, 16, 16)))
     assert result.outcome.value == "fail" and result.check == "mismatch", result.message
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..compile import Build
 from ..defaults import COMPILER, TIMEOUT
+from ..dtypes import Precision
 from ..errors import MmcheckError
 from ..spec import KernelSpec
 from ..tensormaps import MAP_ALIGN, NO_CLUSTER, Encoding, Passing
@@ -103,7 +104,7 @@ class Kernel:
     """
 
     spec: KernelSpec
-    dtype: str
+    dtype: Precision
     symbol: str
     schedules: tuple[str, ...]
     handle: Any = field(repr=False, compare=False)
@@ -288,7 +289,7 @@ class Times(Protocol):
         launches verified once finished (errors.Unverified where one is wrong)."""
         ...
 
-    def time_library(self, op: str, dtype: str, m: int, n: int, k: int, batch: int, alpha: float | None,
+    def time_library(self, op: str, dtype: Precision, m: int, n: int, k: int, batch: int, alpha: float | None,
                      beta: float | None, method: Method) -> Measurement:
         """Time the vendor library (cuBLAS) on the same problem, inputs of its own; Unsupported, saying
         why, where there is none (int32 GEMM) or it is not installed."""

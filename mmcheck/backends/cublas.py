@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from .. import data
-from ..dtypes import DType, Precision, precision
+from ..dtypes import DType, Precision
 from ..errors import Unsupported
 from ..ops import OPS, Op
 
@@ -99,12 +99,11 @@ def choose(op: Op, p: Precision, m: int, n: int, k: int, batch: int, beta: float
     return Baseline(Route.SCALED_MM)
 
 
-def prepare(op: str, dtype: str, m: int, n: int, k: int, batch: int, alpha: float | None,
+def prepare(op: str, p: Precision, m: int, n: int, k: int, batch: int, alpha: float | None,
             beta: float | None) -> Call:
     """The library routine for this problem, on random inputs of its own, called once (the library's workspace
     is made outside the timing); Unsupported, saying why, where there is none, the library refuses the
     problem, or CuPy (or PyTorch, for FP8) is missing."""
-    p = precision(dtype)
     chosen = choose(OPS[op], p, m, n, k, batch, beta, importlib.util.find_spec("torch") is not None)
     if isinstance(chosen, str):
         raise Unsupported(chosen)
@@ -115,7 +114,7 @@ def prepare(op: str, dtype: str, m: int, n: int, k: int, batch: int, alpha: floa
     try:
         call.enqueue()
     except refusal as e:
-        raise Unsupported(f"{chosen.route.value} refuses {dtype} {op} {m}x{n}x{k}: {e}") from None
+        raise Unsupported(f"{chosen.route.value} refuses {p} {op} {m}x{n}x{k}: {e}") from None
     return call
 
 

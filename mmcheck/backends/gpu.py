@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..compile import Build, cache_key
+from ..dtypes import Precision
 from ..errors import (BackendUnavailable, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError,
                       OutOfMemory, Unsupported, Unverified)
 from ..tensormaps import PORTABLE_CLUSTER, Passing
@@ -247,7 +248,7 @@ class GpuBackend(ABC):
         return Timing(first, measurement, refused, self._registers(kernel.handle), self._static_smem(kernel.handle),
                       occupancy)
 
-    def time_library(self, op: str, dtype: str, m: int, n: int, k: int, batch: int, alpha: float | None,
+    def time_library(self, op: str, dtype: Precision, m: int, n: int, k: int, batch: int, alpha: float | None,
                      beta: float | None, method: Method) -> Measurement:
         call = cublas.prepare(op, dtype, m, n, k, batch, alpha, beta)  # called once: its workspace made
         self._synchronize()

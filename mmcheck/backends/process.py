@@ -31,6 +31,7 @@ import numpy as np
 from .. import children, interrupt
 from ..compile import Build
 from ..devices import THREAD_COUNTS
+from ..dtypes import Precision
 from ..errors import InternalError, KernelFault, KernelTimeout, LaunchError, MmcheckError
 from . import channel, registry
 from .base import (NO_CLUSTER, PRINT_CAP, Arg, BackendOptions, Device, DeviceBuffer, Dim3, DownloadsInto, Kernel,
@@ -285,7 +286,7 @@ class ProcessBackend:
         return self._call(None, "time", kernel.handle, hosts, packed, grid, block, smem, method, renewal, cluster,
                           timeout=method.max_time * 2 + self.options.timeout + verifying + _START_TIMEOUT)
 
-    def time_library(self, op: str, dtype: str, m: int, n: int, k: int, batch: int, alpha: float | None,
+    def time_library(self, op: str, dtype: Precision, m: int, n: int, k: int, batch: int, alpha: float | None,
                      beta: float | None, method: Method) -> Measurement:
         return self._call(None, "time_library", op, dtype, m, n, k, batch, alpha, beta, method,
                           timeout=method.max_time * 2 + _START_TIMEOUT)

@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import data
 from ..backends.base import Backend, Device, Timing, clock, reached, reloader
-from ..dtypes import DType, precision
+from ..dtypes import DType, Precision
 from ..errors import KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory, Unsupported
 from ..extras import Buffer, Fill as Filled
 from ..judge import check_buffers, judge
@@ -37,9 +37,9 @@ from ..prepare import Prepared, plan
 from ..results import Case
 from ..runner import Runner
 from ..shapes import Shape
-from ..spec import KernelSpec
+from ..spec import Check, KernelSpec
 from ..timer import Measurement, Method
-from ..witness import Check, Fill, Held, Renewal
+from ..witness import Fill, Held, Renewal, Verified
 from . import floor, peak, records
 from .floor import Floor
 from .records import BenchRecord
@@ -81,13 +81,13 @@ class Bench:
     def device(self) -> Device:
         return self.clock.device()
 
-    def run(self, spec: KernelSpec, dtype: str, shape: Shape) -> Timed:
+    def run(self, spec: KernelSpec, dtype: Precision, shape: Shape) -> Timed:
         """Benchmark ``spec`` for ``dtype`` at ``shape``."""
         case = self.runner.case(spec, dtype, shape)
         try:
             launch = plan(spec, dtype, shape)
             kernel = self.runner.compile(launch.build)
-            trial = data.benchmark_trial(spec.operation, dtype, spec.accumulator(precision(dtype)))
+            trial = data.benchmark_trial(spec.operation, dtype, spec.accumulator(dtype))
             operands = data.make_operands(spec, shape, dtype, trial,
                                           data.case_seed(case.seed, spec.name, dtype, str(shape), "bench"))
             prepared = self.runner.prepare(case, launch, trial, operands)
@@ -116,7 +116,7 @@ class Bench:
                      smem_static=timing.smem_static, smem_dynamic=launch.smem, occupancy=timing.occupancy)
         return Timed(record=records.record(measurement.samples, extra, options=self.method.options()))
 
-    def baseline(self, op: str, dtype: str, shape: Shape) -> Timed:
+    def baseline(self, op: str, dtype: Precision, shape: Shape) -> Timed:
         """cuBLAS alone on the problem that benchmarks of ``op`` and ``dtype`` run (its row in the tables)."""
         library = self.library(op, dtype, shape)
         if isinstance(library, str):
@@ -129,12 +129,12 @@ class Bench:
         extra = self._extra("cublas", "cuBLAS", op, dtype, shape, library, library, lowest, nbytes)
         return Timed(record=records.record(library.samples, extra, options=self.method.options()))
 
-    def library(self, op: str, dtype: str, shape: Shape) -> Measurement | str:
+    def library(self, op: str, dtype: Precision, shape: Shape) -> Measurement | str:
         """cuBLAS's measurement on this problem, with the benchmark's alpha and beta (timed once), or why
         there is none."""
         key = (op, dtype, shape)
         if key not in self._library:
-            trial = data.benchmark_trial(OPS[op], dtype, precision(dtype).default_accumulator)
+            trial = data.benchmark_trial(OPS[op], dtype, dtype.default_accumulator)
             try:
                 self._library[key] = self.clock.time_library(op, dtype, shape.M, shape.N, shape.K, shape.batch,
                                                              trial.alpha, trial.beta, self.method)
@@ -142,12 +142,12 @@ class Bench:
                 self._library[key] = str(e)
         return self._library[key]
 
-    def adopt(self, op: str, dtype: str, shape: Shape, library: Measurement | str) -> None:
+    def adopt(self, op: str, dtype: Precision, shape: Shape, library: Measurement | str) -> None:
         """cuBLAS's measurement on this problem (or why there is none), taken by another Bench on a GPU of the
         same model: kept as if timed here, so a sweep spread over several GPUs times cuBLAS once per problem."""
         self._library[(op, dtype, shape)] = library
 
-    def _credible_baseline(self, op: str, dtype: str, shape: Shape) -> Measurement | str:
+    def _credible_baseline(self, op: str, dtype: Precision, shape: Shape) -> Measurement | str:
         """cuBLAS's measurement on this problem, or why there is none, or why it is not credible."""
         library = self.library(op, dtype, shape)
         if isinstance(library, str):
@@ -155,12 +155,12 @@ class Bench:
         refused = self._floor(op, dtype, shape, library, _bytes(op, dtype, shape)).refusal(_median(library))
         return f"cuBLAS's time is {refused}" if refused else library
 
-    def _floor(self, op: str, dtype: str, shape: Shape, measurement: Measurement, nbytes: int) -> Floor:
+    def _floor(self, op: str, dtype: Precision, shape: Shape, measurement: Measurement, nbytes: int) -> Floor:
         """The least time the device can do ``op`` at ``shape``, moving ``nbytes``, in, at the clocks read while
         it was timed."""
         return floor.floor(self.device, dtype, OPS[op].flops(shape), nbytes, measurement.sm_clocks)
 
-    def _extra(self, kernel: str, file: str, op: str, dtype: str, shape: Shape, measurement: Measurement,
+    def _extra(self, kernel: str, file: str, op: str, dtype: Precision, shape: Shape, measurement: Measurement,
                library: Measurement | str, lowest: Floor, nbytes: int) -> dict:
         """The extra_info of a record (records.EXTRA_KEYS) for ``measurement`` of ``kernel``, which moves
         ``nbytes`` at the least."""
@@ -170,7 +170,7 @@ class Bench:
         peak_gbps = (peak.peak_bandwidth_gbs(device.memory_clock_mhz, device.bus_width_bits)
                      if device.memory_clock_mhz and device.bus_width_bits else None)
         return {
-            "kernel": kernel, "file": file, "op": op, "dtype": dtype, "M": shape.M, "N": shape.N,
+            "kernel": kernel, "file": file, "op": op, "dtype": dtype.name, "M": shape.M, "N": shape.N,
             "K": shape.K, "batch": shape.batch, "backend": self.backend.name,
             "device": device.name, "cc": f"{device.cc[0]}.{device.cc[1]}", "driver": device.driver,
             "cuda": device.cuda,
@@ -188,19 +188,19 @@ def _median(measurement: Measurement) -> float:
     return float(np.median(measurement.samples))
 
 
-def _bytes(op: str, dtype: str, shape: Shape) -> int:
+def _bytes(op: str, p: Precision, shape: Shape) -> int:
     """The fewest bytes one launch of ``op`` must move with the benchmarks' beta (C is read where it is not 0)."""
-    operation, p = OPS[op], precision(dtype)
-    reads_c = bool(data.benchmark_trial(operation, dtype, p.default_accumulator).beta)
+    operation = OPS[op]
+    reads_c = bool(data.benchmark_trial(operation, p, p.default_accumulator).beta)
     return operation.bytes(shape, p.inputs.itemsize, p.output.itemsize, reads_c)
 
 
-def _epilogue_bytes(spec: KernelSpec, dtype: str, shape: Shape, env: dict[str, int]) -> int:
+def _epilogue_bytes(spec: KernelSpec, p: Precision, shape: Shape, env: dict[str, int]) -> int:
     """The fewest bytes of the spec's buffers its epilogue makes one launch read (Epilogue.reads), at the sizes
     ``env``."""
     if spec.epilogue is None:
         return 0
-    p, reads = precision(dtype), spec.epilogue.reads(shape.batch, shape.M, shape.N)
+    reads = spec.epilogue.reads(shape.batch, shape.M, shape.N)
     return sum(min(reads[b.name], math.prod(b.dims(env))) * b.d(p).itemsize
                for b in spec.buffers if b.name in reads)
 
@@ -227,7 +227,7 @@ def _renewal(prepared: Prepared) -> Renewal:
     op's operands by their roles (an output the spec zeroes as zeros, an operand the kernel is not given left
     out) and the spec's own buffers by theirs; the epilogue and the scalars it reads, the sizes, and the
     spec's reference function and tolerance."""
-    spec, trial, p = prepared.spec, prepared.trial, precision(prepared.dtype)
+    spec, trial, p = prepared.spec, prepared.trial, prepared.dtype
     op, names = spec.operation, _reached(prepared)
     if tables := [b.name for b in spec.buffers if b.points]:
         raise Unsupported(f"{spec.name}: not timed: the witness does not yet lay tables of pointers ({tables[0]})")
@@ -237,19 +237,19 @@ def _renewal(prepared: Prepared) -> Renewal:
                 else Fill.DRAWN if o.role == INPUT or prepared.operands.output_is_input
                 else Fill.UNSET if op.accumulates else Fill.POISON)
         return Held(names.index(o.name), op.place(o), o.name, prepared.dims(o), prepared.layouts[o.name],
-                    prepared.guard, o.dtype(p).name, fill, Check.KEPT if o.role == INPUT else Check.RESULT)
+                    prepared.guard, o.dtype(p), fill, Verified.KEPT if o.role == INPUT else Verified.RESULT)
 
     def extra(b: Buffer) -> Held:
         d, declared = b.d(p), prepared.operands[b.name].shape
         batch, rows, cols = (1, 1, *declared)[-3:]  # as prepare lays it out: the dimensions it lacks set to 1
         fill, constant = _laid(b, d) if b.role.filled else (Fill.POISON, 0.0)
-        check = Check.KEPT if b.role.kept else Check.RESULT if b.role.compared else Check.FREE
+        check = Verified.KEPT if b.role.kept else Verified.RESULT if b.role.compared else Verified.FREE
         return Held(names.index(b.name), b.role.place, b.name, (batch, rows, cols), prepared.layouts[b.name],
-                    prepared.guard, d.name, fill, check, constant, len(declared), b.initializer, b.scales, b.block)
+                    prepared.guard, d, fill, check, constant, len(declared), b.initializer, b.scales, b.block)
 
     held = (*(operand(o) for o in op.operands if o.name in names), *map(extra, spec.buffers))
     env = prepared.plan.env
-    return Renewal(op.name, trial.pattern, trial.alpha, trial.beta, spec.accumulator(p).name, prepared.shape.K, held,
+    return Renewal(op.name, trial.pattern, trial.alpha, trial.beta, spec.accumulator(p), prepared.shape.K, held,
                    spec.epilogue, tuple((s.name, s.at(env)) for s in spec.named_scalars), tuple(env.items()),
                    spec.reference, spec.tolerance, spec.batched)
 
@@ -273,7 +273,7 @@ def _no_draw(d: DType, dims: tuple[int, ...]) -> np.ndarray:
 
 def _no_rerun(*args: object, **kwargs: object) -> np.ndarray:
     """A benchmark judges one launch; the reruns that explain a failure are the correctness run's job."""
-    raise Caught("mismatch", "not rerun")
+    raise Caught(Check.MISMATCH, "not rerun")
 
 
 def _label(case: Case) -> str:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ..backends.base import Device
+from ..dtypes import Precision
 from . import peak
 
 __all__ = ["Bound", "Floor", "Limit", "floor", "si"]
@@ -97,7 +98,7 @@ def si(value: float, unit: str) -> str:
     return f"{value / scale:.3g} {prefix}{unit}"
 
 
-def _compute(device: Device, dtype: str, flops: float, clock_mhz: float) -> Limit | str:
+def _compute(device: Device, dtype: Precision, flops: float, clock_mhz: float) -> Limit | str:
     """The compute bound, or why there is none."""
     cc = f"{device.cc[0]}.{device.cc[1]}"
     lane = peak.dtype_lane(device.cc, dtype)
@@ -122,7 +123,7 @@ def _memory(device: Device, nbytes: float) -> Limit | str:
                  f"x {device.bus_width_bits} bits)")
 
 
-def floor(device: Device, dtype: str, flops: float, nbytes: float, sm_clocks: Sequence[float] = ()) -> Floor:
+def floor(device: Device, dtype: Precision, flops: float, nbytes: float, sm_clocks: Sequence[float] = ()) -> Floor:
     """The floor of one launch of ``flops`` and ``nbytes`` in ``dtype`` on ``device``, whose SM clock was read
     as ``sm_clocks`` while it ran (the highest of them and the device's own maximum counts)."""
     clock_mhz = max([device.clock_mhz, *sm_clocks])

@@ -60,7 +60,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..dtypes import precision
+from ..dtypes import Precision
 
 __all__ = ["Lanes", "LANES", "dtype_lane", "dtype_peak_gflops", "lanes_per_sm", "peak_bandwidth_gbs", "peak_gflops"]
 
@@ -104,17 +104,17 @@ def peak_gflops(cc: tuple[int, int], sms: int, clock_mhz: float, lane: str) -> f
     return None if per_sm is None else sms * per_sm * 2 * clock_mhz / 1e3
 
 
-def dtype_lane(cc: tuple[int, int], dtype: str) -> str | None:
+def dtype_lane(cc: tuple[int, int], dtype: Precision) -> str | None:
     """The lanes ``dtype`` is computed fastest on at its own precision (the dtype table's ``peak``, by the
     inputs' type): tensor cores for float16, bfloat16, tf32, int8 and fp8 inputs, the better of SIMT lanes and
     tensor cores for float64 (A100 and H100 have FP64 tensor cores, which cuBLAS's DGEMM uses), SIMT lanes for
     float32 (TF32 tensor cores round the inputs, so they are not float32's peak) and int32; None where the table
     has none."""
-    known = [(per_sm, lane) for lane in precision(dtype).inputs.peak if (per_sm := lanes_per_sm(cc, lane))]
+    known = [(per_sm, lane) for lane in dtype.inputs.peak if (per_sm := lanes_per_sm(cc, lane))]
     return max(known)[1] if known else None
 
 
-def dtype_peak_gflops(cc: tuple[int, int], sms: int, clock_mhz: float, dtype: str) -> float | None:
+def dtype_peak_gflops(cc: tuple[int, int], sms: int, clock_mhz: float, dtype: Precision) -> float | None:
     """The highest rate the device computes ``dtype`` at its own precision, what "% of peak" is against (the
     lanes of ``dtype_lane``); None where unknown."""
     lane = dtype_lane(cc, dtype)

@@ -28,7 +28,7 @@ from typing import Any
 from ..cxx.front import constant
 from ..dtypes import DTYPES
 from ..expr import Expr, ExprError
-from ..ops import Op
+from ..ops import Op, Order
 from ..tensormaps import Interleave, OutOfBounds, Passing, Swizzle, axes
 from .cursors import (CASTS, bare, call_arguments, callee, conversion, expressions, ident, is_call, operation, pointee,
                       unqualified)
@@ -361,7 +361,7 @@ def order(operation: Op, operand: str, batched: bool, encoded: Sequence[Encoded 
     target = next(o for o in operation.operands if o.name == operand)
     for e in encoded:
         orders = [o for o in ("row", "col") if e is not None and e.dims is not None
-                  and _same(e.dims, axes(target.rows, target.cols, o, batched))]
+                  and _same(e.dims, axes(target.rows, target.cols, Order(o), batched))]
         if len(orders) == 1:
             return orders[0]
     if copies.along_k is None or "K" not in (target.rows, target.cols):

@@ -78,18 +78,19 @@ def test_no_baseline_says_why(p, op, kwargs, why):
 def test_without_cupy_the_baseline_says_what_to_install_and_the_choice_still_speaks_first(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy raises ImportError, as where it is missing
     with pytest.raises(Unsupported, match=r"the cuBLAS baseline needs CuPy .*mmcheck-cuda\[bench\]"):
-        prepare("gemm", "float32", 64, 64, 64, 1, -1.5, 1.0)
+        prepare("gemm", precision("float32"), 64, 64, 64, 1, -1.5, 1.0)
     with pytest.raises(Unsupported, match="cuBLAS has no int32 GEMM"):
-        prepare("mm", "int32", 64, 64, 64, 1, None, None)
+        prepare("mm", precision("int32"), 64, 64, 64, 1, None, None)
 
 
 def test_a_benchmark_records_the_choice_and_its_reason():
     backend = FakeTimingBackend()
     bench = Bench(Runner(backend, seed=1), Method.cold_l2(min_time=0.0, max_time=0.05))
-    half = bench.run(spec_for("good", ("float16->float32",)), "float16->float32", Shape(64, 32, 16))
+    half_spec, int_spec = spec_for("good", ("float16->float32",)), spec_for("good", ("int32",))
+    half = bench.run(half_spec, half_spec.dtypes[0], Shape(64, 32, 16))
     assert half.record is not None and half.record.extra["cublas_median_s"], half.failure
     assert backend.baselines == [Baseline(Route.GEMM_EX, COMPUTE_32F)]
-    integer = bench.run(spec_for("good", ("int32",)), "int32", Shape(64, 32, 16))
+    integer = bench.run(int_spec, int_spec.dtypes[0], Shape(64, 32, 16))
     assert integer.record.extra["cublas_note"] == "cuBLAS has no int32 GEMM to compare with"
 
 
@@ -101,7 +102,7 @@ def test_the_new_precisions_are_compared_with_their_tensor_cores_on_an_h100(p):
     assert lanes_per_sm((9, 0), lane) == {"tf32": 1024, "int8->int32": 4096}.get(p, 4096)
 
 
-@pytest.mark.parametrize("p", PRECISIONS)
+@pytest.mark.parametrize("p", PRECISIONS.values())
 def test_every_precision_of_the_table_has_a_compute_peak_on_an_h100(p):
     """The floor's compute bound and the tables' % of peak need it: a dtype entry without ``peak`` lanes H100
     and H200 have would leave its kernels with neither."""

@@ -15,11 +15,11 @@ from mmcheck.data import Layout
 from mmcheck.dtypes import DTYPES
 from mmcheck.epilogue import Epilogue
 from mmcheck.errors import Unverified
-from mmcheck.ops import OPS
+from mmcheck.ops import OPS, Order
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
 from mmcheck.timer import Method
-from mmcheck.witness import Check, Fill, Held, Renewal, Witness, numpy_draw
+from mmcheck.witness import Fill, Held, Renewal, Verified, Witness, numpy_draw
 
 from tests import fake_backend
 from tests.fake_backend import FakeTimingBackend, _payload, keeps_state, spec_for
@@ -134,7 +134,7 @@ def _bench(entry, shape=SHAPE, epilogue=EPILOGUE, extra=BIAS, params=PARAMS, dty
            backend_class=FakeTimingBackend):
     backend = backend_class()
     spec = spec_for(entry, (dtype,), params=params, extra=f'epilogue = "{epilogue}"\n{extra}' if epilogue else extra)
-    return Bench(Runner(backend, seed=1), METHOD).run(spec, dtype, shape), backend
+    return Bench(Runner(backend, seed=1), METHOD).run(spec, spec.dtypes[0], shape), backend
 
 
 def test_an_epilogue_kernel_is_timed_on_inputs_and_a_bias_of_its_own_for_every_launch(monkeypatch):
@@ -217,21 +217,22 @@ def test_the_floor_counts_the_bytes_the_epilogue_reads():
 # --- the witness, one buffer at a time ---------------------------------------------------------------------
 
 def _spec_buffer(index, name, n, fill, check, constant=0.0, guard=8):
-    return Held(index, 0 if check is Check.KEPT else 2, name, (1, 1, n), Layout("row", n), guard, "float32", fill,
-                check, constant, rank=1)
+    return Held(index, 0 if check is Verified.KEPT else 2, name, (1, 1, n), Layout(Order.ROW, n), guard,
+                DTYPES["float32"], fill, check, constant, rank=1)
 
 
 def test_the_witness_lays_each_spec_buffer_afresh_and_verifies_through_the_epilogue():
     m, n, k, guard = 4, 3, 5, 8
     d = DTYPES["float32"]
-    operands = [Held(i, i, name, (1, r, c), Layout("row", c), guard, "float32", fill, check)
-                for i, (name, r, c, fill, check) in enumerate((("A", m, k, Fill.DRAWN, Check.KEPT),
-                                                               ("B", k, n, Fill.DRAWN, Check.KEPT),
-                                                               ("C", m, n, Fill.POISON, Check.RESULT)))]
-    extras = [_spec_buffer(3, "bias", n, Fill.DRAWN, Check.KEPT), _spec_buffer(4, "ramp", n, Fill.INDEX, Check.KEPT),
-              _spec_buffer(5, "work", 7, Fill.CONSTANT, Check.FREE, constant=0.0)]
+    operands = [Held(i, i, name, (1, r, c), Layout(Order.ROW, c), guard, d, fill, check)
+                for i, (name, r, c, fill, check) in enumerate((("A", m, k, Fill.DRAWN, Verified.KEPT),
+                                                               ("B", k, n, Fill.DRAWN, Verified.KEPT),
+                                                               ("C", m, n, Fill.POISON, Verified.RESULT)))]
+    extras = [_spec_buffer(3, "bias", n, Fill.DRAWN, Verified.KEPT),
+              _spec_buffer(4, "ramp", n, Fill.INDEX, Verified.KEPT),
+              _spec_buffer(5, "work", 7, Fill.CONSTANT, Verified.FREE, constant=0.0)]
     epilogue = Epilogue("relu(acc * s + bias[n]) + ramp[n]", {"bias": 1, "ramp": 1}, frozenset({"s"}))
-    renewal = Renewal("mm", "normal", None, None, "float32", k, (*operands, *extras), epilogue, (("s", 3.0),))
+    renewal = Renewal("mm", "normal", None, None, d, k, (*operands, *extras), epilogue, (("s", 3.0),))
     views = [[data.image(np.zeros(h.dims, np.float32), h.layout, guard, d, h.place).view(np.uint32)
               for h in renewal.held]]
     witness = Witness(renewal, views, numpy_draw, np)

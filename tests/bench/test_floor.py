@@ -13,6 +13,7 @@ from mmcheck.bench.benchmark import Bench
 from mmcheck.bench.floor import Bound, floor, si
 from mmcheck.bench.records import load
 from mmcheck.cli import main
+from mmcheck.dtypes import precision
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
 from mmcheck.timer import Method
@@ -20,6 +21,8 @@ from mmcheck.timer import Method
 from ..fake_backend import (FakeImpossibleBackend, FakeImpossibleLibraryBackend, FakeTimingBackend,
                             FakeUnknownDeviceBackend, spec_for)
 from ..test_bench_run import KERNEL, TESTS  # user.good: float32 and int32, at 64 and 32x48x16
+
+BF16, F16_F32, F32, F64 = (precision(d) for d in ("bfloat16", "float16->float32", "float32", "float64"))
 
 pytest_plugins = ["pytester"]
 
@@ -32,37 +35,37 @@ SGEMM = dict(flops=2 * N**3, nbytes=4 * N * N * 4)  # A, B read, C read and writ
 
 
 def test_a_large_gemm_is_bound_by_the_float32_peak():
-    lowest = floor(H200, "float32", **SGEMM)
+    lowest = floor(H200, F32, **SGEMM)
     assert lowest.binding.bound is Bound.COMPUTE
     assert lowest.seconds == pytest.approx(2 * N**3 / (132 * 128 * 2 * 1980e6))  # 2.05 ms
     assert lowest.info()["floor_bound"] == "compute" and lowest.info()["floor_s"] == lowest.seconds
 
 
 def test_an_honest_time_passes():
-    assert floor(H200, "float32", **SGEMM).refusal(2.66e-3) is None  # cuBLAS's on an H100: 77 % of the peak
+    assert floor(H200, F32, **SGEMM).refusal(2.66e-3) is None  # cuBLAS's on an H100: 77 % of the peak
 
 
 def test_a_time_under_the_floor_is_refused_naming_the_bound_and_its_figures():
-    said = floor(H200, "float32", **SGEMM).refusal(0.8e-6)
+    said = floor(H200, F32, **SGEMM).refusal(0.8e-6)
     assert said == ("not credible: 800 ns for 137 Gflop is 172 PFLOP/s, past NVIDIA H200's float32 peak of "
                     "66.9 TFLOP/s (132 SMs x 128 fp32 multiply-adds per clock x 2 at 1980 MHz, compute "
                     "capability 9.0): no launch takes less than 2.05 ms")
 
 
 def test_the_peak_is_at_the_highest_clock_seen():
-    assert floor(H200, "float32", **SGEMM, sm_clocks=[1980, 2100]).seconds == pytest.approx(
-        floor(H200, "float32", **SGEMM).seconds * 1980 / 2100)
+    assert floor(H200, F32, **SGEMM, sm_clocks=[1980, 2100]).seconds == pytest.approx(
+        floor(H200, F32, **SGEMM).seconds * 1980 / 2100)
 
 
 def test_each_dtype_is_held_to_its_own_peak():
-    half = floor(H200, "float16->float32", flops=2 * N**3, nbytes=0)
+    half = floor(H200, F16_F32, flops=2 * N**3, nbytes=0)
     assert "fp16_tensor" in half.note() and half.seconds == pytest.approx(2 * N**3 / (132 * 2048 * 2 * 1980e6))
-    assert "fp64_tensor" in floor(H200, "float64", flops=2 * N**3, nbytes=0).note()  # the better of the two
+    assert "fp64_tensor" in floor(H200, F64, flops=2 * N**3, nbytes=0).note()  # the better of the two
 
 
 def test_a_matrix_vector_product_is_bound_by_the_bytes_past_the_l2():
     nbytes = (N * N + N + 2 * N) * 4
-    lowest = floor(H200, "float32", flops=2 * N * N, nbytes=nbytes)
+    lowest = floor(H200, F32, flops=2 * N * N, nbytes=nbytes)
     assert lowest.binding.bound is Bound.MEMORY
     assert lowest.seconds == pytest.approx((nbytes - (60 << 20)) / (2 * 3201e6 * 6144 / 8))
     said = lowest.refusal(1e-7)
@@ -71,12 +74,12 @@ def test_a_matrix_vector_product_is_bound_by_the_bytes_past_the_l2():
 
 
 def test_what_fits_in_the_l2_has_no_memory_bound():
-    assert floor(H200, "float32", flops=0, nbytes=1 << 20).seconds == 0
+    assert floor(H200, F32, flops=0, nbytes=1 << 20).seconds == 0
 
 
 def test_an_unknown_peak_is_said_and_nothing_is_refused():
     unknown = Device(**{**H200.__dict__, "cc": (11, 7), "memory_clock_mhz": None})
-    lowest = floor(unknown, "float32", **SGEMM)
+    lowest = floor(unknown, F32, **SGEMM)
     assert lowest.seconds is None and lowest.refusal(1e-9) is None and lowest.info()["floor_bound"] is None
     assert lowest.note() == ("compute: unknown, peak.py has no float32 peak for compute capability 11.7; "
                              "memory: unknown, the device reports no memory clock or bus width")
@@ -84,7 +87,7 @@ def test_an_unknown_peak_is_said_and_nothing_is_refused():
 
 def test_a_dtype_without_lanes_keeps_the_memory_bound():
     volta = Device(**{**H200.__dict__, "cc": (7, 0)})  # no bf16 tensor cores
-    lowest = floor(volta, "bfloat16", flops=2 * N**3, nbytes=2 * N * N * 100)
+    lowest = floor(volta, BF16, flops=2 * N**3, nbytes=2 * N * N * 100)
     assert lowest.binding.bound is Bound.MEMORY and "no bfloat16 peak for compute capability 7.0" in lowest.note()
 
 
@@ -106,7 +109,7 @@ def test_every_honest_figure_the_zoo_recorded_on_an_h100_is_above_its_floor():
     closest = 0.0
     for r in found:
         e = r.extra
-        lowest = floor(H100, e["dtype"], flops=e["gflops"] * 1e9 * r.median, nbytes=e["bytes"],
+        lowest = floor(H100, precision(e["dtype"]), flops=e["gflops"] * 1e9 * r.median, nbytes=e["bytes"],
                        sm_clocks=[e["sm_clock_mhz"]])
         assert lowest.refusal(r.median) is None, (r.name, lowest.note())
         closest = max(closest, lowest.seconds / r.median)
@@ -126,7 +129,7 @@ def _bench(backend):
 
 
 def test_an_honest_benchmark_records_its_floor():
-    outcome = _bench(FakeTimingBackend).run(spec_for("good"), "float32", SHAPE)
+    outcome = _bench(FakeTimingBackend).run(spec_for("good"), F32, SHAPE)
     extra = outcome.record.extra
     assert extra["floor_bound"] == "compute"
     assert extra["floor_s"] == pytest.approx(2 * 64 * 32 * 16 / (132 * 128 * 2 * 1980e6))
@@ -136,23 +139,23 @@ def test_an_honest_benchmark_records_its_floor():
 
 
 def test_a_benchmark_under_the_floor_is_a_failure_not_a_number():
-    outcome = _bench(FakeImpossibleBackend).run(spec_for("good"), "float32", SHAPE)
+    outcome = _bench(FakeImpossibleBackend).run(spec_for("good"), F32, SHAPE)
     assert outcome.record is None and outcome.failure.startswith(
         "fake.good float32 64x32x16: not credible: 32.8 ps for 65.5 kflop is 2 PFLOP/s, past Fake H100's float32 "
         "peak of 66.9 TFLOP/s (132 SMs x 128 fp32 multiply-adds per clock x 2 at 1980 MHz")
 
 
 def test_on_a_device_of_unknown_peak_the_benchmark_says_so_and_is_not_refused():
-    extra = _bench(FakeUnknownDeviceBackend).run(spec_for("good"), "float32", SHAPE).record.extra
+    extra = _bench(FakeUnknownDeviceBackend).run(spec_for("good"), F32, SHAPE).record.extra
     assert extra["peak_gflops"] is None and extra["floor_bound"] == "memory" and extra["floor_s"] == 0
     assert "compute: unknown, peak.py has no float32 peak for compute capability 11.7" in extra["floor_note"]
 
 
 def test_cublas_under_the_floor_is_refused_and_no_kernel_is_compared_with_it():
     bench = _bench(FakeImpossibleLibraryBackend)
-    refused = bench.baseline("mm", "float32", SHAPE)
+    refused = bench.baseline("mm", F32, SHAPE)
     assert refused.record is None and refused.failure.startswith("cuBLAS mm float32 64x32x16: not credible: ")
-    extra = bench.run(spec_for("good"), "float32", SHAPE).record.extra
+    extra = bench.run(spec_for("good"), F32, SHAPE).record.extra
     assert extra["cublas_pct"] is None and extra["cublas_note"].startswith("cuBLAS's time is not credible: ")
 
 

@@ -18,15 +18,19 @@ from mmcheck.backends.process import ProcessBackend
 from mmcheck.bench.benchmark import Bench
 from mmcheck.compile import Build
 from mmcheck.data import Layout
+from mmcheck.dtypes import DTYPES, precision
 from mmcheck.errors import BackendUnavailable, Unsupported
+from mmcheck.ops import Order
 from mmcheck.prepare import plan
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
 from mmcheck.spec import load_specs
 from mmcheck.timer import Method
-from mmcheck.witness import Check, Fill, Held, Renewal
+from mmcheck.witness import Fill, Held, Renewal, Verified
 
 from ..fake_backend import FakeTimingBackend, spec_for
+
+F32 = precision("float32")
 
 METHOD = Method.cold_l2(min_time=0.0, max_time=0.05)
 SHAPE = Shape(64, 32, 16)
@@ -36,10 +40,10 @@ def test_the_timing_runs_a_fresh_load_and_leaves_the_checks_module_alone():
     backend = FakeTimingBackend()
     runner = Runner(backend, seed=1)
     spec = spec_for("good", ("float32",))
-    assert runner.run(runner.case(spec, "float32", SHAPE)).ok
+    assert runner.run(runner.case(spec, F32, SHAPE)).ok
     (checked,) = backend.modules
     launched_by_checks = checked.launches
-    outcome = Bench(runner, METHOD).run(spec, "float32", SHAPE)
+    outcome = Bench(runner, METHOD).run(spec, F32, SHAPE)
     assert outcome.record is not None, outcome.failure
     timed = backend.modules[-1]
     assert timed is not checked and timed.code is checked.code
@@ -56,10 +60,10 @@ def test_a_cheat_that_remembers_results_in_a_module_global_finds_none_when_timed
     backend = FakeTimingBackend()
     runner = Runner(backend, seed=1)
     spec = spec_for("serves_what_it_remembers", ("float32",))
-    assert runner.run(runner.case(spec, "float32", SHAPE)).ok
+    assert runner.run(runner.case(spec, F32, SHAPE)).ok
     bench = Bench(runner, METHOD)
     for _ in range(2):
-        assert bench.run(spec, "float32", SHAPE).record is not None
+        assert bench.run(spec, F32, SHAPE).record is not None
     checked, *timed = backend.modules
     assert len(timed) == 2 and timed[0] is not timed[1]
     for module in timed:
@@ -79,10 +83,10 @@ def test_a_backend_with_a_clock_but_no_fresh_loads_times_nothing():
 def _renewal(shape):
     """The witness's view of _buffers' launch: no guard bands, row-major, float32 inputs drawn afresh."""
     m, n, k = shape.M, shape.N, shape.K
-    held = tuple(Held(i, i, name, (1, rows, cols), Layout("row", cols), 0, "float32",
-                      *((Fill.DRAWN, Check.KEPT) if name != "C" else (Fill.POISON, Check.RESULT)))
+    held = tuple(Held(i, i, name, (1, rows, cols), Layout(Order.ROW, cols), 0, DTYPES["float32"],
+                      *((Fill.DRAWN, Verified.KEPT) if name != "C" else (Fill.POISON, Verified.RESULT)))
                  for i, (name, rows, cols) in enumerate((("A", m, k), ("B", k, n), ("C", m, n))))
-    return Renewal("mm", "normal", None, None, "float32", k, held)
+    return Renewal("mm", "normal", None, None, DTYPES["float32"], k, held)
 
 
 def _buffers(backend, shape):
@@ -97,7 +101,7 @@ def test_the_worker_loads_a_fresh_kernel_of_its_own_whose_globals_start_anew():
     fresh load, in a launch and in a timing, while the checks' module counts on."""
     backend = ProcessBackend("tests.fake_backend:FakeTimingBackend", BackendOptions(timeout=10))
     try:
-        launch = plan(spec_for("counts_its_launches", ("float32",)), "float32", SHAPE)
+        launch = plan(spec_for("counts_its_launches", ("float32",)), F32, SHAPE)
         checked = backend.compile(launch.build)
         args = _buffers(backend, SHAPE)
 
@@ -137,7 +141,7 @@ def products_in_c(module: str, name: str) -> None:
     buffers = [backend.upload(x.ravel(), 0) for x in (a, b, np.zeros(LARGE * LARGE, np.float32))]
     args = [*map(np.int32, [LARGE] * 3), np.float32(1), buffers[0], buffers[1], np.float32(1), buffers[2]]
     (spec,) = load_specs(CHEAT)
-    first = backend.compile(Build(spec, "float32"))
+    first = backend.compile(Build(spec, F32))
     product = a.astype(np.float64) @ b
 
     def launched(kernel) -> int:

@@ -10,15 +10,18 @@ import pytest
 from mmcheck import data
 from mmcheck.bench.benchmark import Bench
 from mmcheck.data import Layout
-from mmcheck.dtypes import DTYPES
+from mmcheck.dtypes import DTYPES, precision
 from mmcheck.errors import Unverified
+from mmcheck.ops import Order
 from mmcheck.runner import Runner
 from mmcheck.shapes import Shape
 from mmcheck.timer import Method, measure
-from mmcheck.witness import Check, Fill, Held, Renewal, Witness, numpy_draw
+from mmcheck.witness import Fill, Held, Renewal, Verified, Witness, numpy_draw
 
 from ..fake_backend import FakeTimingBackend, spec_for
 from .fake_clock import FakeClock, jitter
+
+F32 = precision("float32")
 
 METHOD = Method.cold_l2(min_time=0.0, max_time=0.05)
 SHAPE = Shape(64, 32, 16)
@@ -27,7 +30,8 @@ DEEP = Shape(32, 32, 4096)  # K where a narrower type still passes the per-eleme
 
 def _bench(entry, dtype="float32", shape=SHAPE, method=METHOD):
     backend = FakeTimingBackend()
-    outcome = Bench(Runner(backend, seed=1), method).run(spec_for(entry, (dtype,)), dtype, shape)
+    spec = spec_for(entry, (dtype,))
+    outcome = Bench(Runner(backend, seed=1), method).run(spec, spec.dtypes[0], shape)
     return outcome, backend
 
 
@@ -55,7 +59,7 @@ def test_every_timed_launch_gets_inputs_of_its_own():
         original(kernel, args, *rest)
 
     backend.launch = launch
-    assert Bench(runner, METHOD).run(spec, "float32", SHAPE).record is not None
+    assert Bench(runner, METHOD).run(spec, F32, SHAPE).record is not None
     inputs = {(a.tobytes(), b.tobytes()) for a, b in seen}
     assert len(inputs) == len(seen) >= 12  # the judged launch, the warm-up and every sample: all different
 
@@ -125,7 +129,7 @@ box = [16, 16]
 def test_what_tensor_maps_copy_is_drawn_afresh_for_every_timed_launch(entry, finding, method):
     spec = spec_for(entry, ("float32",), params=("map_A", "map_B", "C", "M", "N", "K"), extra=MAPS)
     backend = FakeTimingBackend()
-    outcome = Bench(Runner(backend, seed=1), method).run(spec, "float32", Shape(128, 64, 64))
+    outcome = Bench(Runner(backend, seed=1), method).run(spec, F32, Shape(128, 64, 64))
     if finding is None:
         assert outcome.record is not None, outcome.failure
         assert outcome.record.extra["distinct_inputs"] and outcome.record.extra["verified_launches"] >= 3
@@ -174,18 +178,18 @@ def test_about_verify_rate_times_log_samples_are_verified():
     assert 0.6 * expected < np.mean(counts) < 1.4 * expected
 
 
-def _held(order="row", pad=0, fill=Fill.DRAWN, name="A", place=0, dims=(2, 5, 3), guard=8, dtype="float32"):
+def _held(order=Order.ROW, pad=0, fill=Fill.DRAWN, name="A", place=0, dims=(2, 5, 3), guard=8, dtype=DTYPES["float32"]):
     _, rows, cols = dims
-    check = Check.KEPT if fill is Fill.DRAWN else Check.RESULT
+    check = Verified.KEPT if fill is Fill.DRAWN else Verified.RESULT
     return Held(place, place, name, dims, Layout.of(order, rows, cols, pad), guard, dtype, fill, check)
 
 
-@pytest.mark.parametrize("order", ["row", "col"])
+@pytest.mark.parametrize("order", list(Order))
 def test_the_witness_reads_a_buffer_as_the_checks_lay_it_out(order):
     a = _held(order, pad=2)
     b = _held(order, name="B", place=1, dims=(2, 3, 4))
     c = _held(order, name="C", place=2, dims=(2, 5, 4), fill=Fill.POISON)
-    renewal = Renewal("bmm", "normal", None, None, "float32", 3, (a, b, c))
+    renewal = Renewal("bmm", "normal", None, None, DTYPES["float32"], 3, (a, b, c))
     d = DTYPES["float32"]
     views = [[data.image(np.zeros(h.dims, np.float32), h.layout, h.guard, d, h.place).view(np.uint32)
               for h in (a, b, c)]]

@@ -3,6 +3,7 @@
 import pytest
 
 from mmcheck.bench.peak import LANES, dtype_peak_gflops, peak_bandwidth_gbs, peak_gflops
+from mmcheck.dtypes import precision
 
 # (GPU, cc, SMs, clock MHz the datasheet's figure is at, lanes, datasheet dense TFLOP/s)
 DATASHEETS = [
@@ -66,8 +67,9 @@ def test_unknown_combinations_have_no_peak():
 
 
 def test_mixed_dtypes_use_their_input_type():
-    assert dtype_peak_gflops((9, 0), 132, 1830, "float16->float32") == dtype_peak_gflops((9, 0), 132, 1830, "float16")
-    assert dtype_peak_gflops((8, 0), 108, 1410, "bfloat16->float32") / 1e3 == pytest.approx(312, rel=0.01)
+    half, half_to_float = precision("float16"), precision("float16->float32")
+    assert dtype_peak_gflops((9, 0), 132, 1830, half_to_float) == dtype_peak_gflops((9, 0), 132, 1830, half)
+    assert dtype_peak_gflops((8, 0), 108, 1410, precision("bfloat16->float32")) / 1e3 == pytest.approx(312, rel=0.01)
 
 
 @pytest.mark.parametrize("gpu, mhz, bits, gbs", [
@@ -84,4 +86,4 @@ def test_ddr_bandwidth_from_the_memory_clock_and_bus(gpu, mhz, bits, gbs):
                                            ("float16->float32", 1070.3), ("int32", 33.45)])
 def test_a_dtype_is_compared_with_the_best_rate_at_its_own_precision(dtype, tflops):
     """H100 at 1980 MHz: float64 has FP64 tensor cores (cuBLAS's DGEMM uses them); float32 is not TF32."""
-    assert dtype_peak_gflops((9, 0), 132, 1980, dtype) / 1e3 == pytest.approx(tflops, rel=0.001)
+    assert dtype_peak_gflops((9, 0), 132, 1980, precision(dtype)) / 1e3 == pytest.approx(tflops, rel=0.001)

@@ -97,7 +97,7 @@ def nvcc_complaints(spec: KernelSpec, dtype: str, folder: Path, arch: str = "sm_
     """What nvcc says of ``spec``'s kernel file, instantiated for ``dtype`` as mmcheck instantiates it, compiled
     for ``arch`` (``sm_90a``: the architecture-specific features, wgmma's) to a cubin in ``folder``: its errors and
     warnings, empty where it has none."""
-    (folder / "k.cu").write_text(unit_source(plan(spec, dtype, Shape(64, 64, 64)).build))
+    (folder / "k.cu").write_text(unit_source(plan(spec, precision(dtype), Shape(64, 64, 64)).build))
     number = arch.removeprefix("sm_")  # -gencode, since nvcc 13.0's -arch=sm_90a also runs a plain sm_90 pass
     done = subprocess.run(["nvcc", f"-gencode=arch=compute_{number},code=sm_{number}", "-cubin", "-o", "k.cubin",
                            "k.cu"], cwd=folder, capture_output=True, text=True)
@@ -135,7 +135,7 @@ def compile_on(backend: Backend, spec: KernelSpec, dtype: str, defines: dict[str
     """Compile ``spec`` for ``dtype`` on ``backend``, its type template arguments standing for the dtype."""
     p = precision(dtype)
     template = tuple({"T": p.inputs.ctype, "TC": p.output.ctype}[t] for t in spec.template or ())
-    return backend.compile(Build(spec, dtype, template, tuple(sorted((defines or {}).items()))))
+    return backend.compile(Build(spec, p, template, tuple(sorted((defines or {}).items()))))
 
 
 @pytest.fixture(scope="session")

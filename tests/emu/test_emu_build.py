@@ -14,11 +14,14 @@ from mmcheck.backends import get_backend
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.device_code import device_code_available
 from mmcheck.backends.emu import EmuBackend
+from mmcheck.dtypes import precision
 from mmcheck.errors import BackendUnavailable, CompileError, Unsupported
 from mmcheck.runner import Runner
 from mmcheck.shapes import shapes_for
 from mmcheck.spec import load_specs
 from tests import specs
+
+F32 = precision("float32")
 
 COPY = "(const float* A, const float* B, float* C) { C[threadIdx.x] = A[threadIdx.x] * 2; }"
 
@@ -118,14 +121,14 @@ INLINE_ASM = load_specs(Path(__file__).parent / "kernels" / "inline_asm.cu")
 def test_inline_assembly_that_no_launch_reaches_costs_nothing(emu):
     """An unused macro and the file's other kernel hold PTX: the plain kernel is checked as any other."""
     spec = next(s for s in INLINE_ASM if s.name == "emu.asm_unreached")
-    result = Runner(emu, seed=1).sweep(spec, "float32", shapes_for(spec, "float32"))
+    result = Runner(emu, seed=1).sweep(spec, F32, shapes_for(spec, F32))
     assert result.outcome == "pass", result.message
 
 
 def test_a_kernel_that_runs_inline_assembly_is_a_skip_naming_the_line(emu):
     spec = next(s for s in INLINE_ASM if s.name == "emu.asm_reached")
     line = spec.source.count("\n", 0, spec.source.index("ld.global.nc")) + 1
-    result = Runner(emu, seed=1).sweep(spec, "float32", shapes_for(spec, "float32"))
+    result = Runner(emu, seed=1).sweep(spec, F32, shapes_for(spec, F32))
     assert result.outcome == "skip" and result.shapes_tried == 1, result.message
     assert re.search(r"the emulator cannot run inline assembly \(`ld\.global\.nc\.f32 %0, \[%1\];`\) at "
                      rf"\S*inline_asm\.cu:{line}$", result.message), result.message
@@ -313,7 +316,7 @@ def test_inline_ptx_in_a_header_of_the_kernels_folder_is_emulated(tmp_path):
     settings = Settings(backend="emu", budget=1 << 12)
     runner = check.open_runner(settings)
     try:
-        result = check.check(settings, runner, load_specs(source)[0], "float32")
+        result = check.check(settings, runner, load_specs(source)[0], F32)
     finally:
         runner.backend.close()
     assert result.outcome == "pass", result.message

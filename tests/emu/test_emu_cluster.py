@@ -425,7 +425,8 @@ def test_addresssanitizer_bounds_each_blocks_dynamic_shared_memory(spec_of, comp
     *(pytest.param(BROKEN, {"CASE": str(case)}, id=f"broken-{case}") for case in range(1, 7)),
 ])
 def test_the_kernels_compile_for_sm_90a(nvcc, spec_of, tmp_path, body, defines):
-    source = unit_source(plan(spec_of(body), "float32", Shape(64, 64, 64)).build)
+    spec = spec_of(body)
+    source = unit_source(plan(spec, spec.dtypes[0], Shape(64, 64, 64)).build)
     (tmp_path / "k.cu").write_text("".join(f"#define {name} {value}\n" for name, value in defines.items()) + source)
     done = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-o", "k.cubin", "k.cu"],
                           cwd=tmp_path, capture_output=True, text=True)

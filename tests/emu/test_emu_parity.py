@@ -15,10 +15,13 @@ import pytest
 
 from mmcheck.backends import device_code
 from mmcheck.compile import Build, include_options, unit_source
+from mmcheck.dtypes import precision
 from mmcheck.errors import CompileError
 from mmcheck.spec import parse_specs
 
 from tests import needs, specs
+
+F32 = precision("float32")
 
 pytestmark = pytest.mark.skipif(not device_code.device_code_available(),
                                 reason="the device code is read as nvcc reads it by libclang (pip install libclang)")
@@ -181,7 +184,7 @@ def _spec(tmp_path, before: str, body: str, files: dict[str, str], template: boo
                       grid=(1,)) + textwrap.dedent(before) + "\n" + kernel
     (tmp_path / "k.cu").write_text(text)
     (spec,) = parse_specs(text, tmp_path / "k.cu")
-    return Build(spec, "float32", ("float",) if template else ())
+    return Build(spec, F32, ("float",) if template else ())
 
 
 @pytest.mark.parametrize("before, body, files, template, compiles", CASES)

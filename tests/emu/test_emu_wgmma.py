@@ -13,9 +13,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from mmcheck.dtypes import precision
 from mmcheck.errors import KernelFault
 from mmcheck.ops import Shape
 from mmcheck.runner import Runner
+
+BF16_F32 = precision("bfloat16->float32")
 
 WARPGROUP = 128
 TILE = 40960  # bytes of the raw kernel's shared tile, where A's and B's images lie
@@ -530,7 +533,7 @@ def test_wgmma_gemms_pass_and_a_wrong_swizzle_a_missing_wait_and_a_missing_proxy
 
 def test_accumulators_stored_before_their_wait_are_named_in_the_diagnosis(emu, file_specs):
     spec = next(s for s in file_specs("wgmma_gemm.cu") if s.name == "emu.wgmma_gemm_no_wait")
-    result = Runner(emu, seed=1).sweep(spec, "bfloat16->float32", [Shape(130, 70, 100)])
+    result = Runner(emu, seed=1).sweep(spec, BF16_F32, [Shape(130, 70, 100)])
     assert result.outcome == "fail" and "the kernel read a wgmma's accumulators before the wgmma.wait_group that " \
         "completes it (the emulator's NaN 0x7fdead01 stands in them" in result.message, result.message
 

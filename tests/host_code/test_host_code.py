@@ -25,6 +25,7 @@ from mmcheck.backends.emu import EmuBackend
 from mmcheck.cli import main
 from mmcheck.compile import Build, function_symbols
 from mmcheck.cxx import client
+from mmcheck.dtypes import precision
 from mmcheck.errors import Unsupported
 from mmcheck.prepare import plan
 from mmcheck.shapes import shapes_for
@@ -32,6 +33,8 @@ from mmcheck.spec import KernelSpec, load_specs
 
 from tests import needs, specs
 from tests.run_once import shared_folder
+
+F32 = precision("float32")
 
 HERE = Path(__file__).resolve().parent
 GOOD = ["torch_sgemm.cu", "torch_matvec.cu", "samples_matmul.cu", "barrier_fp8.cu"]
@@ -72,7 +75,7 @@ def folder(tmp_path_factory) -> Path:
 
 
 def _build(spec: KernelSpec) -> Build:
-    return plan(spec, "float32", shapes_for(spec, "float32")[0]).build
+    return plan(spec, F32, shapes_for(spec, F32)[0]).build
 
 
 def _check(path: Path, tmp_path: Path, status: int = 0) -> dict:
@@ -224,7 +227,7 @@ def reach(tmp_path) -> KernelSpec:
 
 @needs_libclang
 def test_what_the_kernel_reaches_is_kept_and_nothing_else(reach):
-    code = device_code.device_code(Build(reach, "float32", ("float",)))
+    code = device_code.device_code(Build(reach, F32, ("float",)))
     assert code.error is None and code.missing == ((reach.source.splitlines().index("#include <not_here/anywhere.h>")
                                                     + 1, "not_here/anywhere.h"),)
     kept = [line.strip() for line in code.source.splitlines() if line.strip()]
@@ -245,7 +248,7 @@ def test_what_the_kernel_reaches_is_kept_and_nothing_else(reach):
 
 @needs_libclang
 def test_the_kernels_device_code_runs_on_the_emulator(reach, emu):
-    kernel = emu.compile(Build(reach, "float32", ("float",)))
+    kernel = emu.compile(Build(reach, F32, ("float",)))
     a, b = np.arange(64, dtype=np.float32), np.full(64, 2, np.float32)
     buffers = [emu.upload(x, 0) for x in (a, b, np.zeros(64, np.float32))]
     emu.launch(kernel, [*buffers, np.int32(5)], (1, 1, 1), (64, 1, 1), 0, "forward")
@@ -266,7 +269,7 @@ def test_the_kernels_device_code_runs_on_the_emulator(reach, emu):
 def test_a_header_the_device_code_needs_and_lacks_is_a_skip_naming_it(body, use, message, emu, tmp_path):
     spec = _one_kernel(body, tmp_path / "k.cu")
     with pytest.raises(Unsupported) as error:
-        emu.compile(Build(spec, "float32"))
+        emu.compile(Build(spec, F32))
     used = f"{spec.path}:{_line(spec, use)}: use of undeclared identifier '{use.split(':')[0]}'"
     assert str(error.value) == (f"{spec.path}:{_line(spec, '#include')}: {message}, which the kernel's device code "
                                 f"needs ({used})")
@@ -300,7 +303,7 @@ TORCH_LAUNCHER = "torch::Tensor run(torch::Tensor a) { return a; }\n"
 def test_a_skip_for_what_the_device_code_lacks_names_the_header_that_declares_it(body, use, message, emu, tmp_path):
     spec = _one_kernel(TORCH_INCLUDES + body + TORCH_LAUNCHER, tmp_path / "k.cu")
     with pytest.raises(Unsupported) as error:
-        emu.compile(Build(spec, "float32"))
+        emu.compile(Build(spec, F32))
     lines = {name: _line(spec, f"#include <{header}>") if f"<{header}>" in spec.source else 0
              for name, header in (("torch", "torch/extension.h"), ("aten", "ATen/cuda/CUDAContext.h"),
                                   ("cute", "cute/tensor.hpp"))}
@@ -314,16 +317,16 @@ def test_a_header_that_no_kernel_code_needs_costs_nothing(emu, run_copy, tmp_pat
                        tmp_path / "k.cu")
     if not device_code.device_code_available():
         pytest.skip("without libclang the whole file is compiled, and its headers must be there")
-    np.testing.assert_array_equal(run_copy(emu.compile(Build(spec, "float32"))), np.arange(8) + 1)
+    np.testing.assert_array_equal(run_copy(emu.compile(Build(spec, F32))), np.arange(8) + 1)
 
 
 @needs_libclang
 def test_a_kernel_in_an_extern_c_block_keeps_the_block(emu, run_copy, tmp_path):
     spec = _one_kernel('extern "C" {\nvoid host(float* x);\n__global__ void k(float* A, float* B, float* C) {\n'
                        '    C[threadIdx.x] = A[threadIdx.x] + B[0];\n}\n}\n', tmp_path / "k.cu")
-    source = device_code.device_code(Build(spec, "float32")).source
+    source = device_code.device_code(Build(spec, F32)).source
     assert 'extern "C" {' in source and "void host" not in source
-    kernel = emu.compile(Build(spec, "float32"))
+    kernel = emu.compile(Build(spec, F32))
     assert kernel.symbol == "k"
     np.testing.assert_array_equal(run_copy(kernel), np.arange(8) + 1)
 
@@ -336,22 +339,22 @@ def test_shared_memory_aligned_by_alignas_is_device_code_as_nvcc_takes_it(emu, r
                        "    __shared__ alignas(128) float tile[8];\n    tile[threadIdx.x] = A[threadIdx.x];\n"
                        "    __syncthreads();\n    C[threadIdx.x] = tile[threadIdx.x] + B[0];\n}\n"
                        "int main() { cudaLaunchKernelEx(nullptr, k, nullptr, nullptr, nullptr); }\n", tmp_path / "k.cu")
-    source = device_code.device_code(Build(spec, "float32")).source
+    source = device_code.device_code(Build(spec, F32)).source
     assert "alignas(128) __shared__ float tile[8];" in source and "cudaLaunchKernelEx" not in source
-    np.testing.assert_array_equal(run_copy(emu.compile(Build(spec, "float32"))), np.arange(8) + 1)
+    np.testing.assert_array_equal(run_copy(emu.compile(Build(spec, F32))), np.arange(8) + 1)
 
 
 @needs_libclang
 def test_a_module_found_in_the_cache_needs_no_parse(emu, run_copy, tmp_path, monkeypatch):
     spec = _one_kernel("void host();\n__global__ void k(float* A, float* B, float* C) {\n"
                        "    C[threadIdx.x] = A[threadIdx.x] + B[0];\n}\n", tmp_path / "k.cu")
-    emu.compile(Build(spec, "float32"))
+    emu.compile(Build(spec, F32))
 
     def no_parse(*args):
         raise AssertionError("parsed again")
 
     monkeypatch.setattr(device_code, "_reduce", no_parse)
-    np.testing.assert_array_equal(run_copy(emu.compile(Build(spec, "float32"))), np.arange(8) + 1)
+    np.testing.assert_array_equal(run_copy(emu.compile(Build(spec, F32))), np.arange(8) + 1)
 
 
 # --- without libclang: the whole file, against the runtime stubs -------------------------------------------
@@ -378,7 +381,7 @@ def test_without_libclang_a_header_that_is_not_found_says_where_to_put_it(no_lib
     spec = _one_kernel("#include <tiles/tile.h>\n__global__ void k(float* A, float* B, float* C) { C[0] = 1; }\n",
                        tmp_path / "k.cu")
     with pytest.raises(Unsupported) as error:
-        emu.compile(Build(spec, "float32"))
+        emu.compile(Build(spec, F32))
     assert str(error.value) == (f"{spec.path}:{_line(spec, '#include')}: <tiles/tile.h> is not found (install it, put "
                                 "its folder on CPLUS_INCLUDE_PATH, or name its folder in the spec's include); if only "
                                 "host code needs it, pip install libclang: the emulator then compiles the kernel's "
@@ -396,12 +399,12 @@ void to_e4m3(const float* in, __nv_fp8_e4m3* out, int n);
 
 def test_a_kernel_using_8_bit_floats_runs_and_one_using_the_mx_scale_type_is_a_skip(emu, run_copy, tmp_path):
     """e4m3 rounds 0.3 + i to nearest with 4 significant bits; e8m0, the MX scale type, is declared only."""
-    got = run_copy(emu.compile(Build(_one_kernel(FP8, tmp_path / "k.cu"), "float32")))
+    got = run_copy(emu.compile(Build(_one_kernel(FP8, tmp_path / "k.cu"), F32)))
     np.testing.assert_array_equal(got, np.array([0.3125, 1.25, 2.25, 3.25, 4.5, 5.5, 6.5, 7.5]) + 1)
     mx = _one_kernel(FP8.replace("__nv_fp8_e4m3 q", "__nv_fp8_e8m0 q"), tmp_path / "mx.cu")
     with pytest.raises(Unsupported, match=r"the emulator has no __nv_fp8_e8m0 \(of the 8-bit floats, it has e4m3 "
                                           r"and e5m2, not the e8m0 of MX scale factors\)"):
-        emu.compile(Build(mx, "float32"))
+        emu.compile(Build(mx, F32))
 
 
 # --- the GPU's compilers -----------------------------------------------------------------------------------

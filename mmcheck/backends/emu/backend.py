@@ -301,7 +301,7 @@ def _calibration(backend: EmuBackend) -> Callable[[], float]:
     runs it and returns the seconds it took."""
     spec = load_specs(_CALIBRATION)[0]
     m, n, k = _CALIBRATION_SHAPE
-    kernel = backend.compile(Build(spec, "float32"))
+    kernel = backend.compile(Build(spec, spec.dtypes[0]))
     data = [backend.upload(np.ones(size, np.float32), 0) for size in (m * k, k * n, m * n)]
     args: list[Arg] = [*data, np.int32(m), np.int32(n), np.int32(k)]
 
