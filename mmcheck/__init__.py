@@ -12,8 +12,9 @@ from typing import Any
 __all__ = ["Case", "KernelSpec", "MmcheckError", "Result", "Runner", "Shape", "SpecError", "collect", "load_specs"]
 __version__ = "0.1.0"
 
-_WHERE = {"Case": "runner", "Result": "runner", "Runner": "runner", "Shape": "shapes", "KernelSpec": "spec",
-          "collect": "spec", "load_specs": "spec", "MmcheckError": "errors", "SpecError": "errors"}
+_WHERE = {"Case": "run.runner", "Result": "run.runner", "Runner": "run.runner", "Shape": "cases.shapes",
+          "KernelSpec": "describe.spec", "collect": "describe.spec", "load_specs": "describe.spec",
+          "MmcheckError": "errors", "SpecError": "errors"}
 
 
 def __getattr__(name: str) -> Any:

@@ -16,10 +16,10 @@ def main() -> int:
     if held is not None:
         signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
     try:
-        from .children import end_on_sigterm
+        from .toolchain.children import end_on_sigterm
 
         end_on_sigterm()  # SIGTERM (a `timeout`, a CI runner) ends the run as Ctrl-C does, compilers and all
-        from .cli import main as command
+        from .front.cli import main as command
 
         return command(sys.argv[1:], held=held)  # which handles Ctrl-C from where it can
     finally:

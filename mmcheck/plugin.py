@@ -48,19 +48,19 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from . import sandbox
-from .defaults import SRC
-from .devices import pin_gpu, share_cores, visible_gpus
+from .toolchain import sandbox
+from .front.defaults import SRC
+from .toolchain.devices import pin_gpu, share_cores, visible_gpus
 from .errors import BackendUnavailable, InternalError, Unsupported
-from .options import OPTIONS, Settings
+from .front.options import OPTIONS, Settings
 
 if TYPE_CHECKING:
     from hypothesis import settings as HypothesisSettings
 
-    from .dtypes import Precision
-    from .results import Result
-    from .runner import Runner
-    from .spec import Catalog, KernelSpec
+    from .describe.dtypes import Precision
+    from .judging.results import Result
+    from .run.runner import Runner
+    from .describe.spec import Catalog, KernelSpec
 
 __all__ = ["KernelCaught"]
 
@@ -183,7 +183,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def _catalog(config: pytest.Config) -> Catalog:
     """The kernels of --mmcheck-src (or the default folder), read when a test first asks for them."""
     if _CATALOG not in config.stash:
-        from .spec import collect
+        from .describe.spec import collect
 
         config.stash[_CATALOG] = collect(_settings(config).src)
     return config.stash[_CATALOG]
@@ -194,7 +194,7 @@ def _runner(config: pytest.Config) -> Runner:
     reason, where no backend is usable."""
     if _RUNNER not in config.stash:
         from .backends import get_backend
-        from .check import runner as settings_runner
+        from .run.check import runner as settings_runner
 
         settings = _settings(config)
         if workers := os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
@@ -222,7 +222,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     (spec.collect)."""
     if file_path.suffix != ".cu":
         return None
-    from .spec import kernel_file
+    from .describe.spec import kernel_file
 
     if kernel_file(file_path) or parent.session.isinitpath(file_path):
         return KernelFile.from_parent(parent, path=file_path)
@@ -240,7 +240,7 @@ def pytest_report_collectionfinish(config: pytest.Config, start_path: Path) -> l
         return []
     if not plain:
         return _unsaid(config)  # and nothing imported: a session without .cu files stays light
-    from .report import not_kernel_files
+    from .reporting.report import not_kernel_files
 
     return [*_unsaid(config), f"mmcheck: {not_kernel_files([_short(p, start_path) for p in plain])}"]
 
@@ -250,7 +250,7 @@ class KernelFile(pytest.File):
     select), or one failing test naming the file and the cause where its spec cannot be used."""
 
     def collect(self):
-        from .spec import collect
+        from .describe.spec import collect
 
         settings = _settings(self.config)
         catalog = collect([self.path], roots=(*settings.src, *_given_folders(self.config)))
@@ -291,7 +291,7 @@ class KernelItem(pytest.Item):
             self.add_marker(mark)
 
     def runtest(self) -> None:
-        from .check import check
+        from .run.check import check
 
         runner, settings = _runner(self.config), _settings(self.config)
         result = check(settings, runner, self.spec, self.dtype)
@@ -401,8 +401,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
     if getattr(report, "mmcheck_internal", False):
-        from .report import WORDS
-        from .results import Outcome
+        from .reporting.report import WORDS
+        from .judging.results import Outcome
 
         return "error", "E", WORDS[Outcome.INTERNAL]
     return None
@@ -436,7 +436,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     expect = marker.kwargs.get("expect", "pass")
     pairs = [(s, d) for s, d in catalog.select(settings.kernel, settings.dtype) if s.expect == expect]
     if "shape" in names:
-        from .check import shapes
+        from .run.check import shapes
 
         params = [pytest.param(s, d, shape, id=f"{s.name}-{d}-{shape}") for s, d in pairs
                   for shape in shapes(settings, s, d, extra=settings.shape)]
@@ -447,8 +447,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def _parametrize_benchmarks(metafunc: pytest.Metafunc, settings: Settings, catalog: Catalog) -> None:
-    from .shapes import bench_shapes
-    from .spec import Expect
+    from .cases.shapes import bench_shapes
+    from .describe.spec import Expect
 
     pairs = [(s, d) for s, d in catalog.select(settings.kernel, settings.dtype) if s.expect is Expect.PASS]
     runs = [(s, d, shape) for s, d in pairs for shape in bench_shapes(s, d, settings.bench_sizes)]
@@ -501,11 +501,11 @@ def _short(path: Path, root: Path) -> str:
 
 
 def _marks(spec: KernelSpec, settings: Settings) -> list:
-    from .spec import Expect
+    from .describe.spec import Expect
 
     if spec.expect is not Expect.FAIL:
         return []
-    from .check import unreachable
+    from .run.check import unreachable
 
     if reason := unreachable(settings, spec):
         return [pytest.mark.skip(reason=reason)]
@@ -550,10 +550,10 @@ def _judge(result: Result, runner: Runner, settings: Settings) -> None:
     """Pass, skip, or fail with mmcheck's message (an unexpected failure's arrays are saved to the results
     folder); a known-bad kernel caught by a check its spec names raises KernelCaught, its strict xfail.  An
     error of mmcheck's own raises InternalError: the test errs (pytest_report_teststatus), judging no kernel."""
-    from .artifacts import save_failure
-    from .report import reproduce, verdict
-    from .results import Outcome
-    from .spec import Expect
+    from .judging.artifacts import save_failure
+    from .reporting.report import reproduce, verdict
+    from .judging.results import Outcome
+    from .describe.spec import Expect
 
     __tracebackhide__ = True
     spec = result.case.spec

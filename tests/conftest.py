@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck.devices import blas_threads, share_cores
+from mmcheck.toolchain.devices import blas_threads, share_cores
 
 from .run_once import shared_folder
 

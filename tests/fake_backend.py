@@ -409,8 +409,8 @@ class FakeTimingBackend(FakeBackend):
 
         from mmcheck.backends.base import Timing
         from mmcheck.errors import Unverified
-        from mmcheck.timer import measure
-        from mmcheck.witness import Witness, numpy_draw
+        from mmcheck.timing.timer import measure
+        from mmcheck.timing.witness import Witness, numpy_draw
 
         self.launch(kernel, args, grid, block, smem, "forward")
         buffers = reached(args)
@@ -433,8 +433,8 @@ class FakeTimingBackend(FakeBackend):
         """The routine a GPU would time (cublas.choose; ``torch``: PyTorch there), on the fake clock."""
         from mmcheck.backends.cublas import choose
         from mmcheck.errors import Unsupported
-        from mmcheck.ops import OPS
-        from mmcheck.timer import measure
+        from mmcheck.describe.ops import OPS
+        from mmcheck.timing.timer import measure
 
         chosen = choose(OPS[op], dtype, m, n, k, batch, beta, self.torch)
         if isinstance(chosen, str):

@@ -9,7 +9,7 @@ nvcc = pytest.mark.skipif(not shutil.which("nvcc"), reason="needs nvcc on PATH")
 
 
 def _sandbox_gaps() -> list[str]:
-    from mmcheck import sandbox
+    from mmcheck.toolchain import sandbox
 
     return sandbox.missing()
 

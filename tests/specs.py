@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from mmcheck.spec import KernelSpec, parse_specs
+from mmcheck.describe.spec import KernelSpec, parse_specs
 
 MM_PARAMS = ("A", "B", "C", "M", "N", "K")
 TILES = (16, 16)

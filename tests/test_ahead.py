@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck.ahead import Ahead, builds, start
+from mmcheck.front.ahead import Ahead, builds, start
 from mmcheck.backends.cubin import Compiled, CubinCache
-from mmcheck.dtypes import precision
+from mmcheck.describe.dtypes import precision
 from mmcheck.errors import CompileError
-from mmcheck.options import Settings
-from mmcheck.spec import parse_specs
+from mmcheck.front.options import Settings
+from mmcheck.describe.spec import parse_specs
 
 ZOO = Path(__file__).resolve().parent.parent / "cuda_src"
 F32, F64 = (precision(d) for d in ("float32", "float64"))
@@ -87,7 +87,7 @@ def test_nvrtc_compiles_ahead_on_threads_into_the_cache_the_workers_read(tmp_pat
     threads that compile ahead leave the caller's alone, and what they made is what a worker's compile finds."""
     from mmcheck.backends.nvrtc import Nvrtc
     from mmcheck.errors import BackendUnavailable
-    from mmcheck.spec import load_specs
+    from mmcheck.describe.spec import load_specs
 
     try:
         Nvrtc()
@@ -122,7 +122,7 @@ def test_a_cached_cubin_tells_what_the_compiler_said_as_the_compile_did(tmp_path
 
 
 def test_a_damaged_cubin_is_not_used(tmp_path, monkeypatch):
-    from mmcheck import publish
+    from mmcheck.toolchain import publish
 
     monkeypatch.setattr(publish, "_noted", [])
     cache = CubinCache(tmp_path)

@@ -8,12 +8,12 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from mmcheck.compile import asynchronous
-from mmcheck.dtypes import precision
-from mmcheck.results import Case
-from mmcheck.runner import Runner
-from mmcheck.shapes import Shape
-from mmcheck.spec import parse_specs
+from mmcheck.toolchain.compile import asynchronous
+from mmcheck.describe.dtypes import precision
+from mmcheck.judging.results import Case
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import Shape
+from mmcheck.describe.spec import parse_specs
 
 from .fake_backend import FakeGpuBackend, spec_for
 from .needs import gxx

@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 
 from mmcheck.bench.benchmark import Bench, Timed
-from mmcheck.cli import main
-from mmcheck.dtypes import precision
-from mmcheck.session import bench_workers as _bench_workers
-from mmcheck.options import Settings
-from mmcheck.pool import Baseline, Benchmark
-from mmcheck.runner import Runner
-from mmcheck.shapes import Shape
-from mmcheck.timer import Method
+from mmcheck.front.cli import main
+from mmcheck.describe.dtypes import precision
+from mmcheck.front.session import bench_workers as _bench_workers
+from mmcheck.front.options import Settings
+from mmcheck.front.pool import Baseline, Benchmark
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import Shape
+from mmcheck.timing.timer import Method
 
 from . import specs
 from .fake_backend import FakeTimingBackend, spec_for

@@ -10,11 +10,11 @@ import pytest
 
 from mmcheck.bench.benchmark import Bench
 from mmcheck.bench.records import EXTRA_KEYS, load
-from mmcheck.dtypes import precision
-from mmcheck.timer import Method
+from mmcheck.describe.dtypes import precision
+from mmcheck.timing.timer import Method
 from mmcheck.errors import Unsupported
-from mmcheck.runner import Runner
-from mmcheck.shapes import Shape
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import Shape
 
 from .fake_backend import FakeBackend, FakeTimingBackend, spec_for
 
@@ -115,7 +115,7 @@ def test_pytest_benchmark_only_writes_its_json_with_the_gpu_samples_and_mmchecks
 
 
 def test_mmcheck_bench_writes_json_that_report_reads_and_plots(tmp_path, monkeypatch, capsys):
-    from mmcheck.cli import main
+    from mmcheck.front.cli import main
 
     (tmp_path / "k.cu").write_text(KERNEL)
     monkeypatch.chdir(tmp_path)
@@ -137,7 +137,7 @@ def test_mmcheck_bench_writes_json_that_report_reads_and_plots(tmp_path, monkeyp
 
 
 def test_on_a_backend_without_a_clock_nothing_is_timed_and_bench_says_why_once(tmp_path, monkeypatch, capsys):
-    from mmcheck.cli import main
+    from mmcheck.front.cli import main
 
     (tmp_path / "k.cu").write_text(KERNEL)
     monkeypatch.syspath_prepend(str(ROOT))

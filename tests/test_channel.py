@@ -11,9 +11,9 @@ import pytest
 from mmcheck.backends import channel
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.process import ProcessBackend
-from mmcheck.dtypes import precision
-from mmcheck.runner import Runner
-from mmcheck.shapes import Shape
+from mmcheck.describe.dtypes import precision
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import Shape
 
 from .fake_backend import spec_for
 from .test_isolation import FAKE

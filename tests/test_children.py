@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from mmcheck import children, interrupt
+from mmcheck.toolchain import children, interrupt
 
 SLEEP = [sys.executable, "-c", "import sys, time; time.sleep(float(sys.argv[1])); print(sys.argv[2])"]
 

@@ -16,12 +16,12 @@ from types import SimpleNamespace
 import pytest
 
 import mmcheck
-import mmcheck.ahead
+import mmcheck.front.ahead
 import mmcheck.backends
-from mmcheck import costs
+from mmcheck.front import costs
 from mmcheck.backends.base import Capabilities
-from mmcheck.cli import main
-from mmcheck.session import workers as _workers
+from mmcheck.front.cli import main
+from mmcheck.front.session import workers as _workers
 from mmcheck.errors import CompileError
 
 from .fake_backend import FakeBackend, FakeTimingBackend
@@ -216,9 +216,9 @@ def test_an_error_of_mmchecks_own_exits_3_saying_whose_it_is_and_a_failing_kerne
 
 
 def test_ctrl_c_keeps_what_finished_and_marks_the_json_incomplete(kernels, tmp_path, monkeypatch, capsys):
-    import mmcheck.check
+    import mmcheck.run.check
 
-    check, calls = mmcheck.check.check, []
+    check, calls = mmcheck.run.check.check, []
 
     def interrupted_on_the_third(settings, runner, spec, dtype):
         calls.append(spec.name)
@@ -226,7 +226,7 @@ def test_ctrl_c_keeps_what_finished_and_marks_the_json_incomplete(kernels, tmp_p
             raise KeyboardInterrupt
         return check(settings, runner, spec, dtype)
 
-    monkeypatch.setattr(mmcheck.check, "check", interrupted_on_the_third)
+    monkeypatch.setattr(mmcheck.run.check, "check", interrupted_on_the_third)
     out = tmp_path / "r.json"
     assert main(["check", str(kernels), "--json", str(out)]) == 130
     captured = capsys.readouterr()
@@ -244,12 +244,12 @@ def test_a_ctrl_c_while_the_command_loads_is_said_in_a_line_with_the_json_of_no_
 
     class SigintOnLoad:  # a Ctrl-C just as the command line's module starts to load
         def find_spec(self, name, path=None, target=None):
-            if name == "mmcheck.cli":
+            if name == "mmcheck.front.cli":
                 os.kill(os.getpid(), signal.SIGINT)
             return None
 
-    monkeypatch.delitem(sys.modules, "mmcheck.cli")  # loaded again, and afterwards the one loaded before
-    monkeypatch.delattr(mmcheck, "cli")
+    monkeypatch.delitem(sys.modules, "mmcheck.front.cli")  # loaded again, and afterwards the one loaded before
+    monkeypatch.delattr(mmcheck.front, "cli")
     monkeypatch.setattr(sys, "meta_path", [SigintOnLoad(), *sys.meta_path])
     out = tmp_path / "r.json"
     monkeypatch.setattr(sys, "argv", ["mmcheck", "check", str(kernels), "--json", str(out)])
@@ -265,7 +265,7 @@ def test_started_with_ctrl_c_ignored_the_command_leaves_it_ignored(monkeypatch):
     inherits that), as Python itself does."""
 
     seen = []
-    cli = importlib.import_module("mmcheck.cli")  # the one __main__ imports
+    cli = importlib.import_module("mmcheck.front.cli")  # the one __main__ imports
     monkeypatch.setattr(cli, "_main", lambda args: seen.append(signal.getsignal(signal.SIGINT)) or 0)
     monkeypatch.setattr(sys, "argv", ["mmcheck", "list"])
     assert _started_with(signal.SIG_IGN) == 0
@@ -441,7 +441,7 @@ def test_ctrl_c_stops_the_workers_keeps_what_finished_and_prints_no_traceback(ke
     # As at a terminal: SIGINT reaches the whole process group, and Python makes it a KeyboardInterrupt (a test
     # runner may have left SIGINT ignored, which Python would keep).
     script = ("import signal, sys\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
-              "from mmcheck.cli import main\nsys.exit(main(sys.argv[1:]))")
+              "from mmcheck.front.cli import main\nsys.exit(main(sys.argv[1:]))")
     process = subprocess.Popen(
         [sys.executable, "-c", script, "check", str(kernel_files), "--backend", "tests.test_cli:SlowBackend",
          "-j", "2", "--json", str(out)], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -516,7 +516,7 @@ def test_jobs_on_pycuda_without_pycuda_are_a_usage_error_with_the_reason(kernel_
 ])
 def test_nvml_tells_the_gpus_shared_compute_capability_before_cuda_starts(monkeypatch, capabilities, environ,
                                                                           found):
-    from mmcheck.devices import shared_capability
+    from mmcheck.toolchain.devices import shared_capability
 
     monkeypatch.setitem(sys.modules, "pynvml", nvml_of(*capabilities))
     assert shared_capability(environ) == found
@@ -553,7 +553,7 @@ def test_compiling_ahead_starts_before_the_backend_opens_where_nvml_tells_the_de
     monkeypatch.setitem(sys.modules, "pynvml", nvml_of(nvml) if nvml else None)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(mmcheck.backends, "get_backend", opened)
-    monkeypatch.setattr(mmcheck.ahead, "start", start)
+    monkeypatch.setattr(mmcheck.front.ahead, "start", start)
     assert main(["check", str(kernel_files)]) == 0
     if nvml == device:  # the guess holds: what started before the backend opened goes on to the end
         assert events == [("compiling", "auto", (9, 0)), "opened", ("stopped", (9, 0))]
@@ -578,7 +578,7 @@ def test_one_process_compiles_ahead_too_once_it_knows_the_device(kernel_files, m
 
     monkeypatch.setitem(sys.modules, "pynvml", None)  # no NVML: the device is known once the backend opens
     monkeypatch.setattr(mmcheck.backends, "get_backend", lambda name, options: backend(options))
-    monkeypatch.setattr(mmcheck.ahead, "start", start)
+    monkeypatch.setattr(mmcheck.front.ahead, "start", start)
     assert main(["check", str(kernel_files)]) == 0
     pairs = [("k.bad", "int32"), ("k.bad", "float32"), ("k.good", "int32"), ("k.good", "float32")]
     assert started == ([(pairs, cc), "stopped"] if cc else [])

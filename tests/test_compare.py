@@ -1,12 +1,12 @@
 import numpy as np
 import pytest
 
-from mmcheck.compare import compare, tolerance
-from mmcheck.data import Operands, Trial, make_operands
-from mmcheck.dtypes import DTYPES, precision
-from mmcheck.ops import OPS
-from mmcheck.reference import magnitude, reference
-from mmcheck.shapes import Shape
+from mmcheck.judging.compare import compare, tolerance
+from mmcheck.cases.data import Operands, Trial, make_operands
+from mmcheck.describe.dtypes import DTYPES, precision
+from mmcheck.describe.ops import OPS
+from mmcheck.cases.reference import magnitude, reference
+from mmcheck.cases.shapes import Shape
 
 from .fake_backend import spec_for
 

@@ -11,10 +11,10 @@ import pytest
 from mmcheck.backends.compilers import driver_rule, explain_load_error, get_compiler, resolve
 from mmcheck.backends.cubin import arch, arch_rule
 from mmcheck.backends.nvrtc import Toolkit, Wheel, bindings_rule, choose_headers, classify_failure
-from mmcheck.cli import _parser
-from mmcheck.dtypes import precision
+from mmcheck.front.cli import _parser
+from mmcheck.describe.dtypes import precision
 from mmcheck.errors import BackendUnavailable
-from mmcheck.options import Settings
+from mmcheck.front.options import Settings
 
 F32 = precision("float32")
 
@@ -226,10 +226,10 @@ def test_the_pytest_option_reaches_the_backend_options(pytester):
                                                       ("emu", "nvrtc", "--backend emu")])
 def test_the_reproduce_line_names_the_compiler_where_it_matters(backend, compiler, tail):
     from mmcheck.backends import capabilities
-    from mmcheck.report import reproduce
-    from mmcheck.results import Case
-    from mmcheck.shapes import Shape
-    from mmcheck.spec import load_specs
+    from mmcheck.reporting.report import reproduce
+    from mmcheck.judging.results import Case
+    from mmcheck.cases.shapes import Shape
+    from mmcheck.describe.spec import load_specs
 
     spec = load_specs(Path(__file__).resolve().parent.parent / "cuda_src" / "seed001_blog.cu")[0]
     line = reproduce(Case(spec, F32, Shape(1, 2, 3), 4), backend, capabilities(backend), compiler)
@@ -242,10 +242,10 @@ def test_the_reproduce_line_gives_the_folder_the_run_was_given_where_the_file_li
     import dataclasses
 
     from mmcheck.backends import capabilities
-    from mmcheck.report import reproduce
-    from mmcheck.results import Case
-    from mmcheck.shapes import Shape
-    from mmcheck.spec import load_specs
+    from mmcheck.reporting.report import reproduce
+    from mmcheck.judging.results import Case
+    from mmcheck.cases.shapes import Shape
+    from mmcheck.describe.spec import load_specs
 
     spec = load_specs(Path(__file__).resolve().parent.parent / "cuda_src" / "seed001_blog.cu")[0]
     alone = dataclasses.replace(spec, path=tmp_path / "kern" / "k.cu")

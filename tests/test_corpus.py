@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck import check as checking
-from mmcheck.spec import collect
+from mmcheck.run import check as checking
+from mmcheck.describe.spec import collect
 
 from .test_zoo_specs import ARCH
 

@@ -5,9 +5,9 @@ from hypothesis import find, given, settings
 from hypothesis.errors import NoSuchExample
 from hypothesis import strategies as st
 
-from mmcheck import check as checking
-from mmcheck.shapes import shape_strategy, shapes_for, threshold_shapes
-from mmcheck.spec import load_specs
+from mmcheck.run import check as checking
+from mmcheck.cases.shapes import shape_strategy, shapes_for, threshold_shapes
+from mmcheck.describe.spec import load_specs
 
 
 def test_spec(source, mmcheck_catalog, mmcheck_settings):

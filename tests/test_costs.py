@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from mmcheck import costs
-from mmcheck.cli import main
-from mmcheck.session import each as _each
+from mmcheck.front import costs
+from mmcheck.front.cli import main
+from mmcheck.front.session import each as _each
 
 from .test_cli import kernel_files  # noqa: F401  (a fixture)
 

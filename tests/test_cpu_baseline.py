@@ -1,4 +1,4 @@
-"""The chapter's CPU algorithms (mmcheck.cpu_baseline) against numpy, and how their library is built."""
+"""The chapter's CPU algorithms (mmcheck.timing.cpu_baseline) against numpy, and how their library is built."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import shutil
 import numpy as np
 import pytest
 
-from mmcheck import cpu_baseline
-from mmcheck.compile import cache_root
-from mmcheck.compare import tolerance
-from mmcheck.dtypes import DTYPES
+from mmcheck.timing import cpu_baseline
+from mmcheck.toolchain.compile import cache_root
+from mmcheck.judging.compare import tolerance
+from mmcheck.describe.dtypes import DTYPES
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="the CPU baselines need a C compiler (cc)")
 

@@ -23,16 +23,16 @@ from mmcheck.backends.compilers import Nvcc
 from mmcheck.backends.events import HOLD_KERNEL, HOLD_SOURCE
 from mmcheck.backends.gpu import driver_arguments
 from mmcheck.bench.benchmark import Bench
-from mmcheck.dtypes import precision
-from mmcheck.timer import Method
-from mmcheck import defaults
-from mmcheck.compile import Build, function_symbols
+from mmcheck.describe.dtypes import precision
+from mmcheck.timing.timer import Method
+from mmcheck.front import defaults
+from mmcheck.toolchain.compile import Build, function_symbols
 from mmcheck.errors import BackendUnavailable, CompileError, KernelFault, KernelTimeout
-from mmcheck.options import OPTIONS
+from mmcheck.front.options import OPTIONS
 from mmcheck.backends import sanitizer
-from mmcheck.runner import Runner
-from mmcheck.shapes import Shape
-from mmcheck.spec import collect, load_specs, parse_specs
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import Shape
+from mmcheck.describe.spec import collect, load_specs, parse_specs
 
 from . import needs
 

@@ -6,12 +6,12 @@ import itertools
 import numpy as np
 import pytest
 
-from mmcheck import data
-from mmcheck.data import Trial, make_operands, trials
-from mmcheck.dtypes import DTYPES, precision
-from mmcheck.ops import Order
-from mmcheck.prepare import plan, prepare
-from mmcheck.shapes import Shape
+from mmcheck.cases import data
+from mmcheck.cases.data import Trial, make_operands, trials
+from mmcheck.describe.dtypes import DTYPES, precision
+from mmcheck.describe.ops import Order
+from mmcheck.cases.prepare import plan, prepare
+from mmcheck.cases.shapes import Shape
 
 from .fake_backend import FakeBackend, spec_for
 

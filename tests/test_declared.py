@@ -3,13 +3,13 @@ finds it (g++ for the emulator, nvcc, NVRTC), and never where the file does defi
 
 import pytest
 
-from mmcheck.compile import Build, find_symbol, missing_entry
-from mmcheck.declared import kernel_names, missing
-from mmcheck.dtypes import precision
+from mmcheck.toolchain.compile import Build, find_symbol, missing_entry
+from mmcheck.describe.declared import kernel_names, missing
+from mmcheck.describe.dtypes import precision
 from mmcheck.errors import CompileError
-from mmcheck.runner import Runner
-from mmcheck.shapes import Shape
-from mmcheck.spec import parse_specs
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import Shape
+from mmcheck.describe.spec import parse_specs
 
 from . import specs
 from .fake_backend import FakeBackend

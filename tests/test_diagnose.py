@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from mmcheck.data import Layout, Trial, make_operands
-from mmcheck.diagnose import Evidence, diagnose, tile_map
-from mmcheck.dtypes import precision
-from mmcheck.ops import OPS, Order
-from mmcheck.reference import reference
-from mmcheck.shapes import Shape
+from mmcheck.cases.data import Layout, Trial, make_operands
+from mmcheck.judging.diagnose import Evidence, diagnose, tile_map
+from mmcheck.describe.dtypes import precision
+from mmcheck.describe.ops import OPS, Order
+from mmcheck.cases.reference import reference
+from mmcheck.cases.shapes import Shape
 
 from .fake_backend import spec_for
 

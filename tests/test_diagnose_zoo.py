@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 
 from mmcheck.backends import get_backend, sanitizer
-from mmcheck.dtypes import precision
+from mmcheck.describe.dtypes import precision
 from mmcheck.errors import BackendUnavailable
-from mmcheck.runner import Runner
-from mmcheck.shapes import Shape
-from mmcheck.spec import collect
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import Shape
+from mmcheck.describe.spec import collect
 
 F32 = precision("float32")
 

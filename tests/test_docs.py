@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 
 from mmcheck.bench.tables import COMPARISON_HEADER, TABLE_HEADER
-from mmcheck.cli import _parser
-from mmcheck.spec import parse_specs
+from mmcheck.front.cli import _parser
+from mmcheck.describe.spec import parse_specs
 
 from .run_once import RunOnce
 
@@ -108,7 +108,7 @@ def run(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     argv = [path for word in shlex.split(command)
             for path in (sorted(str(p.relative_to(cwd)) for p in cwd.glob(word)) if "*" in word else [word])]
     if argv[0] == "mmcheck":
-        argv = [sys.executable, "-m", "mmcheck.cli", *argv[1:]]
+        argv = [sys.executable, "-m", "mmcheck.front.cli", *argv[1:]]
         if argv[3] in ("check", "bench", "grade") and "--backend" not in argv:
             argv += ["--backend", "emu"]
     elif argv[:3] == ["python3", "-m", "pytest"]:
@@ -224,7 +224,7 @@ def columns(line: str) -> tuple[str, ...]:
 
 @pytest.fixture(scope="module")
 def info_output(once: RunOnce) -> str:
-    return once("mmcheck info", lambda: subprocess.run([sys.executable, "-m", "mmcheck.cli", "info"], cwd=ROOT,
+    return once("mmcheck info", lambda: subprocess.run([sys.executable, "-m", "mmcheck.front.cli", "info"], cwd=ROOT,
                                                        capture_output=True, text=True, timeout=120).stdout)
 
 
@@ -273,8 +273,17 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_the_source_layout_names_every_module_of_the_package():
+    """Every folder of the package is named, and every module of the top and of each folder with a heading of
+    its own (a stage of the pipeline) by its path."""
     layout = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
-    unnamed = [p.name for p in sorted((ROOT / "mmcheck").glob("*.py")) if f"`mmcheck/{p.name}`" not in layout]
+    folders = [p.parent for p in sorted((ROOT / "mmcheck").glob("*/__init__.py"))]
+    unnamed = [f"{p.relative_to(ROOT)}/" for p in folders if f"`{p.relative_to(ROOT)}/`" not in layout]
+    headed = [p for p in folders if f"## `{p.relative_to(ROOT)}/`" in layout]
+    assert len(headed) >= 8, "the stages' folders have headings of their own"
+    modules = [*(ROOT / "mmcheck").glob("*.py"), *(p for folder in headed for p in folder.glob("*.py"))]
+    unnamed += [str(p.relative_to(ROOT)) for p in sorted(modules)
+                if p.name != "__init__.py" or p.parent.name == "mmcheck"
+                if f"`{p.relative_to(ROOT)}`" not in layout]
     assert not unnamed, f"docs/layout.md does not name {unnamed}"
 
 
@@ -338,7 +347,7 @@ def test_the_cli_synopsis_names_every_option_of_each_command():
 
 
 def test_the_spec_pages_list_of_every_key_names_every_key():
-    from mmcheck.spec import _KEYS
+    from mmcheck.describe.spec import _KEYS
 
     text = (DOCS / "spec.md").read_text(encoding="utf-8")
     listed = text[text.index("Every key, with its meaning"):text.index("## The ops")]

@@ -9,7 +9,7 @@ import weakref
 
 import pytest
 
-from mmcheck import interrupt
+from mmcheck.toolchain import interrupt
 
 
 def drop(error: BaseException) -> None:

@@ -10,19 +10,19 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from mmcheck import data
-from mmcheck.cli import main
-from mmcheck.compare import compare, tolerance
-from mmcheck.data import Trial, make_operands, trials
-from mmcheck.dtypes import DTYPES, PRECISIONS, precision
+from mmcheck.cases import data
+from mmcheck.front.cli import main
+from mmcheck.judging.compare import compare, tolerance
+from mmcheck.cases.data import Trial, make_operands, trials
+from mmcheck.describe.dtypes import DTYPES, PRECISIONS, precision
 from mmcheck.errors import SpecError
-from mmcheck.extras import Buffer, Fill, Role
-from mmcheck.expr import Expr
-from mmcheck.ops import OPS
-from mmcheck.prepare import plan, prepare
-from mmcheck.reference import magnitude, reference
-from mmcheck.runner import Runner
-from mmcheck.shapes import Shape, shapes_for
+from mmcheck.describe.extras import Buffer, Fill, Role
+from mmcheck.describe.expr import Expr
+from mmcheck.describe.ops import OPS
+from mmcheck.cases.prepare import plan, prepare
+from mmcheck.cases.reference import magnitude, reference
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import Shape, shapes_for
 
 from .fake_backend import FakeBackend, _payload, spec_for
 

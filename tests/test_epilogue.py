@@ -4,13 +4,13 @@ on the fake backend (the zoo's epilogue kernels run on the emulator in test_corr
 import numpy as np
 import pytest
 
-from mmcheck.data import Trial, make_operands
-from mmcheck.dtypes import precision
-from mmcheck.epilogue import Epilogue, EpilogueError
+from mmcheck.cases.data import Trial, make_operands
+from mmcheck.describe.dtypes import precision
+from mmcheck.describe.epilogue import Epilogue, EpilogueError
 from mmcheck.errors import SpecError
-from mmcheck.extras import Fill, Role
-from mmcheck.runner import Runner
-from mmcheck.shapes import Shape
+from mmcheck.describe.extras import Fill, Role
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import Shape
 
 from .fake_backend import FakeBackend, _payload, spec_for
 

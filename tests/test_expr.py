@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from mmcheck.expr import Expr, ExprError
+from mmcheck.describe.expr import Expr, ExprError
 
 
 @pytest.mark.parametrize("text, env, want", [

@@ -4,12 +4,12 @@ import time
 import numpy as np
 import pytest
 
-from mmcheck import devices
-from mmcheck.compare import tolerance
-from mmcheck.data import Operands
-from mmcheck.dtypes import DTYPES, precision
-from mmcheck.freivalds import SIGMAS, _residuals, _tolerances, freivalds
-from mmcheck.ops import OPS
+from mmcheck.toolchain import devices
+from mmcheck.judging.compare import tolerance
+from mmcheck.cases.data import Operands
+from mmcheck.describe.dtypes import DTYPES, precision
+from mmcheck.judging.freivalds import SIGMAS, _residuals, _tolerances, freivalds
+from mmcheck.describe.ops import OPS
 
 F32, F64 = DTYPES["float32"], DTYPES["float64"]
 SCALARS = {"mm": (None, None), "bmm": (None, None), "gemm": (-1.5, 2.0)}

@@ -16,14 +16,15 @@ from mmcheck.backends import device_code
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.compilers import Nvcc
 from mmcheck.backends.emu import EmuBackend
-from mmcheck.cli import main
-from mmcheck.compile import Build, function_symbols, instance_symbol, local_includes, unit_source, verbatim_failure
+from mmcheck.front.cli import main
+from mmcheck.toolchain.compile import (Build, function_symbols, instance_symbol, local_includes, unit_source,
+                                      verbatim_failure)
 from mmcheck.cxx import client
-from mmcheck.dtypes import Precision, precision
+from mmcheck.describe.dtypes import Precision, precision
 from mmcheck.errors import CompileError, SpecError
-from mmcheck.prepare import plan
-from mmcheck.shapes import Shape, shapes_for
-from mmcheck.spec import Verbatim, collect, parse_specs
+from mmcheck.cases.prepare import plan
+from mmcheck.cases.shapes import Shape, shapes_for
+from mmcheck.describe.spec import Verbatim, collect, parse_specs
 
 from tests import needs
 from tests.run_once import shared_folder

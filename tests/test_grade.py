@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-import mmcheck.check
-import mmcheck.runner
-from mmcheck.cli import main
-from mmcheck.grade import CSV_HEADER, entries, read_assignment
+import mmcheck.run.check
+import mmcheck.run.runner
+from mmcheck.front.cli import main
+from mmcheck.front.grade import CSV_HEADER, entries, read_assignment
 
 from . import needs, specs
 
@@ -229,7 +229,7 @@ def test_an_error_of_mmcheck_s_own_is_a_row_of_its_own_and_exits_3(tmp_path, mon
     def broken_plan(*args):
         raise RuntimeError("a bug in mmcheck")
 
-    monkeypatch.setattr(mmcheck.runner, "plan", broken_plan)
+    monkeypatch.setattr(mmcheck.run.runner, "plan", broken_plan)
     assert main(["grade", str(EXAMPLE / "assignment.cu"), str(EXAMPLE / "submissions" / "bob.cu"), "--backend", "emu",
                  "--csv", "grades.csv"]) == 3
     capsys.readouterr()
@@ -273,14 +273,14 @@ def test_ctrl_c_keeps_the_rows_that_finished(tmp_path, monkeypatch, capsys):
     (tmp_path / "assignment.cu").write_text(specs.spec_block(FAST_GOOD))
     for name in ("first.cu", "second.cu"):
         (tmp_path / name).write_text("__global__ void good(float *A, float *B, float *C, int M, int N, int K) {}\n")
-    checked = mmcheck.check.check
+    checked = mmcheck.run.check.check
 
     def interrupted(settings, runner, spec, dtype):
         if spec.path.name == "second.cu":
             raise KeyboardInterrupt
         return checked(settings, runner, spec, dtype)
 
-    monkeypatch.setattr(mmcheck.check, "check", interrupted)
+    monkeypatch.setattr(mmcheck.run.check, "check", interrupted)
     assert main(["grade", "assignment.cu", "first.cu", "second.cu", "--backend", "tests.fake_backend:FakeBackend",
                  "--csv", "grades.csv", "--json", "grades.json"]) == 130
     assert "interrupted; 1 of 2 kernel x dtype finished" in capsys.readouterr().err
@@ -289,7 +289,7 @@ def test_ctrl_c_keeps_the_rows_that_finished(tmp_path, monkeypatch, capsys):
 
 
 def test_a_submissions_name_cannot_run_in_a_spreadsheet_or_move_the_terminals_cursor(tmp_path, monkeypatch):
-    from mmcheck.grade import print_csv, rows, table
+    from mmcheck.front.grade import print_csv, rows, table
 
     assignment = read_assignment(EXAMPLE / "assignment.cu")
     monkeypatch.chdir(tmp_path)  # mmcheck grade ../assignment.cu *, in the submissions' folder

@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mmcheck.artifacts import Record, save_failure
-from mmcheck.compile import Build, macro_flags, unit_source
-from mmcheck.dtypes import precision
+from mmcheck.judging.artifacts import Record, save_failure
+from mmcheck.toolchain.compile import Build, macro_flags, unit_source
+from mmcheck.describe.dtypes import precision
 from mmcheck.errors import SpecError
-from mmcheck.report import write_json
-from mmcheck.spec import parse_specs
+from mmcheck.reporting.report import write_json
+from mmcheck.describe.spec import parse_specs
 
 from .test_spec import spec_text
 
@@ -115,7 +115,7 @@ def test_saved_arrays_load_back_with_their_metadata(tmp_path):
      "_Z9mm_kernelIfEvPKT_S2_PS0_mmm"),
 ])
 def test_the_kernel_is_found_among_the_function_symbols(template, symbols, want):
-    from mmcheck.compile import find_symbol
+    from mmcheck.toolchain.compile import find_symbol
 
     (spec,) = parse_specs(spec_text(), "k.cu")
     assert find_symbol(symbols, Build(spec, F32, template)) == want
@@ -129,7 +129,7 @@ def test_the_kernel_is_found_among_the_function_symbols(template, symbols, want)
     ((), ["mm_kernel"], "mm_kernel"),  # extern "C" in a namespace: its name alone
 ])
 def test_a_kernel_in_a_namespace_is_found_by_its_qualified_entry(template, symbols, want):
-    from mmcheck.compile import find_symbol
+    from mmcheck.toolchain.compile import find_symbol
 
     (spec,) = parse_specs(spec_text().replace('entry = "mm_kernel"', 'entry = "M1::mm_kernel"'), "k.cu")
     assert spec.entry == "M1::mm_kernel"
@@ -137,7 +137,7 @@ def test_a_kernel_in_a_namespace_is_found_by_its_qualified_entry(template, symbo
 
 
 def test_an_overloaded_kernel_is_an_error_that_lists_the_candidates():
-    from mmcheck.compile import find_symbol
+    from mmcheck.toolchain.compile import find_symbol
     from mmcheck.errors import CompileError
 
     (spec,) = parse_specs(spec_text(), "k.cu")
@@ -171,7 +171,7 @@ def test_the_heat_map_names_only_the_kinds_it_draws(case, legend, colour_bar):
     pytest.importorskip("matplotlib", reason="the heat map needs the plot extra (matplotlib)")
     import matplotlib.pyplot as plt
 
-    from mmcheck.artifacts import heat_map_figure
+    from mmcheck.judging.artifacts import heat_map_figure
 
     want = np.arange(12.0).reshape(1, 3, 4)
     got, never = want.copy(), np.zeros(want.shape, bool)
@@ -199,7 +199,7 @@ def test_the_heat_maps_axes_are_marked_at_whole_indices_only(rows, cols):
     pytest.importorskip("matplotlib", reason="the heat map needs the plot extra (matplotlib)")
     import matplotlib.pyplot as plt
 
-    from mmcheck.artifacts import heat_map_figure
+    from mmcheck.judging.artifacts import heat_map_figure
 
     want = np.ones((1, rows, cols))
     got, wrong = want + 100, np.ones(want.shape, bool)

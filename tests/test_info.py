@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from mmcheck import info
+from mmcheck.front import info
 from mmcheck.backends.nvrtc import nvrtc_wheels
-from mmcheck.cli import main
+from mmcheck.front.cli import main
 
 
 @pytest.fixture(scope="module")

@@ -11,13 +11,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from mmcheck.cli import main
+from mmcheck.front.cli import main
 from mmcheck.draft import draft
 from mmcheck.draft.maps import named
 from mmcheck.draft.names import operand_named, stripped
-from mmcheck.dtypes import precision
+from mmcheck.describe.dtypes import precision
 from mmcheck.errors import SpecError
-from mmcheck.spec import parse_specs
+from mmcheck.describe.spec import parse_specs
 
 from . import needs
 

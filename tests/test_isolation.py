@@ -8,15 +8,15 @@ import pytest
 from mmcheck.backends import get_backend, process
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.process import ProcessBackend
-from mmcheck.dtypes import precision
+from mmcheck.describe.dtypes import precision
 from mmcheck.errors import BackendUnavailable, SanitizerError
-from mmcheck.prepare import plan
-from mmcheck.runner import Runner
-from mmcheck.shapes import Shape
-from mmcheck.verdicts import Verdicts
+from mmcheck.cases.prepare import plan
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import Shape
+from mmcheck.run.verdicts import Verdicts
 
-from mmcheck.results import Case
-from mmcheck.spec import parse_specs
+from mmcheck.judging.results import Case
+from mmcheck.describe.spec import parse_specs
 
 from .fake_backend import spec_for
 from .needs import gxx
@@ -147,7 +147,7 @@ def test_a_schedule_named_after_a_tool_runs_in_a_worker_under_it_which_is_asked_
 def test_the_worker_starts_no_blas_threads(monkeypatch):
     """The child does no linear algebra on the CPU: its BLAS is told one thread, whatever the user chose for
     mmcheck's own (a thread per core would only spin as numpy loads)."""
-    from mmcheck.devices import THREAD_COUNTS
+    from mmcheck.toolchain.devices import THREAD_COUNTS
 
     monkeypatch.setenv("OMP_NUM_THREADS", "8")
     backend = ProcessBackend(FAKE, BackendOptions(timeout=2))
@@ -233,7 +233,7 @@ def test_what_a_kernel_prints_is_told_with_its_control_characters_escaped(runner
     """Shown in a terminal, a failing kernel's printf could otherwise move the cursor and write "ok" over its
     own verdict: a result's message has them written out, whatever its words come from."""
     from mmcheck.backends.base import printed_words
-    from mmcheck.results import Outcome, Result
+    from mmcheck.judging.results import Outcome, Result
 
     case = runner.case(spec_for("prints_and_drops_last_k", ("float32",)), F32, Shape(4, 4, 4))
     told = Result(case, Outcome.FAIL, printed_words(22, b"\x1b[1A\x1b[2K\rk float32: ok\n"))

@@ -6,18 +6,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mmcheck import check as checking
+from mmcheck.run import check as checking
 from mmcheck.backends import get_backend
-from mmcheck import data, devices
-from mmcheck.data import Operands
-from mmcheck.dtypes import DTYPES, precision
+from mmcheck.cases import data
+from mmcheck.toolchain import devices
+from mmcheck.cases.data import Operands
+from mmcheck.describe.dtypes import DTYPES, precision
 from mmcheck.errors import BackendUnavailable
-from mmcheck.ops import OPS, Order
-from mmcheck.options import Settings
-from mmcheck.reference import reference
-from mmcheck.runner import Runner
-from mmcheck.shapes import LARGE, LARGE_BUDGET, Shape, large_shapes, largest_buffer
-from mmcheck.spec import SpecError, collect, parse_specs
+from mmcheck.describe.ops import OPS, Order
+from mmcheck.front.options import Settings
+from mmcheck.cases.reference import reference
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import LARGE, LARGE_BUDGET, Shape, large_shapes, largest_buffer
+from mmcheck.describe.spec import SpecError, collect, parse_specs
 from tests.fake_backend import FakeBackend, spec_for
 from tests.test_shapes import make
 
@@ -78,7 +79,7 @@ def test_the_reference_in_pieces_is_the_whole_reference(monkeypatch):
         a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((batch, m, k), (batch, k, n), (batch, m, n)))
         ops = Operands({"A": a, "B": b, "C": c}, 1.5, 0.5, True)
         whole = reference(OPS["gemm"], ops)
-        monkeypatch.setattr("mmcheck.reference._PIECE", 500)
+        monkeypatch.setattr("mmcheck.cases.reference._PIECE", 500)
         np.testing.assert_allclose(reference(OPS["gemm"], ops), whole, rtol=1e-14, atol=1e-13)
         monkeypatch.undo()
 
@@ -176,7 +177,7 @@ def test_large_mode_on_the_gpu(request, name, expect, past):
 def test_a_c_past_two_to_the_31_elements_is_judged_by_freivalds(monkeypatch, entry, check, words):
     """Freivalds' check names the wrong rows, and those rows compared in full say how they are wrong; here
     a C of 17 x 33 stands for one past 2**31 elements."""
-    monkeypatch.setattr("mmcheck.judge.LARGE", 100)
+    monkeypatch.setattr("mmcheck.judging.judge.LARGE", 100)
     runner = Runner(FakeBackend(), seed=1)
     result = runner.run(runner.case(spec_for(entry), F32, Shape(17, 33, 5)))
     assert result.check == check, result.message
@@ -185,7 +186,7 @@ def test_a_c_past_two_to_the_31_elements_is_judged_by_freivalds(monkeypatch, ent
 
 
 def test_a_kernel_whose_requires_keep_its_buffers_small_says_so_under_the_large_mode():
-    from mmcheck.report import table
+    from mmcheck.reporting.report import table
 
     bounded = 'requires = ["M * K < 2**31", "K * N < 2**31", "M * N < 2**31", "cdiv(M, 16) <= 65535"]'
     spec = spec_for("good", ("float32",), extra=bounded)

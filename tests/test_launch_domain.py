@@ -4,15 +4,15 @@ fails the kernel only where its spec promises that size (its requires bound it) 
 
 import pytest
 
-from mmcheck import check as checking
+from mmcheck.run import check as checking
 from mmcheck.backends import capabilities
-from mmcheck.dtypes import precision
+from mmcheck.describe.dtypes import precision
 from mmcheck.errors import SpecError
-from mmcheck.options import Settings
-from mmcheck.prepare import plan
-from mmcheck.report import json_document, kernel_list, table
-from mmcheck.shapes import THRESHOLDS, Shape, launch_domain, launch_limits, shapes_for, threshold_shapes
-from mmcheck.spec import parse_specs
+from mmcheck.front.options import Settings
+from mmcheck.cases.prepare import plan
+from mmcheck.reporting.report import json_document, kernel_list, table
+from mmcheck.cases.shapes import THRESHOLDS, Shape, launch_domain, launch_limits, shapes_for, threshold_shapes
+from mmcheck.describe.spec import parse_specs
 
 from . import needs, specs
 

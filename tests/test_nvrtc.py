@@ -15,16 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck import sandbox
+from mmcheck.toolchain import sandbox
 from mmcheck.backends import device_code
 from mmcheck.backends.nvrtc import Nvrtc, probe
-from mmcheck.compile import Build, find_symbol, function_symbols
+from mmcheck.toolchain.compile import Build, find_symbol, function_symbols
 from mmcheck.cxx import client
-from mmcheck.dtypes import precision
+from mmcheck.describe.dtypes import precision
 from mmcheck.errors import CompileError, SandboxViolation, Unsupported
-from mmcheck.prepare import plan
-from mmcheck.shapes import shapes_for
-from mmcheck.spec import KernelSpec, collect, load_specs
+from mmcheck.cases.prepare import plan
+from mmcheck.cases.shapes import shapes_for
+from mmcheck.describe.spec import KernelSpec, collect, load_specs
 
 from . import specs
 from .run_once import RunOnce, made_ahead

@@ -153,7 +153,7 @@ def test_an_error_of_mmchecks_own_errs_the_test_and_is_no_verdict_on_the_kernel(
         (kernels / f"{name}.cu").write_text(OWN.format(name=name, expect=expect))
     pytester.makepyfile(test_kernels="""
         import pytest
-        from mmcheck.shapes import Shape
+        from mmcheck.cases.shapes import Shape
 
         @pytest.mark.mmcheck(expect="pass")
         def test_kernel(runner, judge, kernel, dtype):
@@ -234,7 +234,7 @@ def test_registering_the_plugin_imports_nothing_heavy_and_reads_no_kernels(pytes
         import sys
 
         def pytest_sessionfinish(session):
-            heavy = [m for m in ("numpy", "mmcheck.spec", "mmcheck.runner") if m in sys.modules]
+            heavy = [m for m in ("numpy", "mmcheck.describe.spec", "mmcheck.run.runner") if m in sys.modules]
             (session.config.rootpath / "heavy.txt").write_text(" ".join(heavy))
     """)
     pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
@@ -310,7 +310,7 @@ class FakeNvml:
 @pytest.mark.parametrize("user_set", [False, True])
 def test_an_xdist_workers_blas_takes_its_share_of_the_cores_from_its_first_kernel_test(pytester, monkeypatch,
                                                                                        user_set):
-    from mmcheck.devices import THREAD_COUNTS
+    from mmcheck.toolchain.devices import THREAD_COUNTS
 
     for name in THREAD_COUNTS:
         monkeypatch.delenv(name, raising=False)
@@ -343,7 +343,7 @@ def test_an_xdist_workers_blas_takes_its_share_of_the_cores_from_its_first_kerne
             assert blas() == {int(os.environ.get("OPENBLAS_NUM_THREADS", 0)) or len(os.sched_getaffinity(0))}
 
         def test_one_that_runs_kernels(runner):
-            from mmcheck.devices import cores
+            from mmcheck.toolchain.devices import cores
 
             assert cores() == max(1, len(os.sched_getaffinity(0)) // 2)  # mmcheck's own threads, whatever BLAS's
             assert blas() == {int(os.environ.get("OPENBLAS_NUM_THREADS", 0)) or len(os.sched_getaffinity(0)) // 2}

@@ -11,12 +11,12 @@ import pytest
 from mmcheck.backends import get_backend
 from mmcheck.backends.base import DeviceBuffer, Pointers
 from mmcheck.backends.process import _transport, _uploaded
-from mmcheck.data import Trial, make_operands
-from mmcheck.dtypes import precision
+from mmcheck.cases.data import Trial, make_operands
+from mmcheck.describe.dtypes import precision
 from mmcheck.errors import SpecError
-from mmcheck.runner import Runner
-from mmcheck.shapes import Shape
-from mmcheck.spec import parse_specs
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import Shape
+from mmcheck.describe.spec import parse_specs
 
 from .needs import gxx
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck.options import Settings
-from mmcheck.pool import Check, Pool
-from mmcheck.spec import collect
+from mmcheck.front.options import Settings
+from mmcheck.front.pool import Check, Pool
+from mmcheck.describe.spec import collect
 
 from .fake_backend import FakeBackend
 from .test_cli import KERNEL
@@ -71,7 +71,7 @@ def _blas_threads() -> list[int]:
 
 
 def _blas_variables() -> list[str | None]:
-    from mmcheck.devices import THREAD_COUNTS
+    from mmcheck.toolchain.devices import THREAD_COUNTS
 
     return [os.environ.get(name) for name in THREAD_COUNTS]
 
@@ -79,7 +79,7 @@ def _blas_variables() -> list[str | None]:
 def test_workers_share_the_cores_out_among_their_blas_threads(monkeypatch):
     import numpy  # noqa: F401  (loads its BLAS, for threadpoolctl to find)
 
-    from mmcheck.devices import THREAD_COUNTS
+    from mmcheck.toolchain.devices import THREAD_COUNTS
 
     for name in THREAD_COUNTS:  # spawned workers inherit them; set, they are the user's choice
         monkeypatch.delenv(name, raising=False)
@@ -101,7 +101,7 @@ def test_workers_share_the_cores_out_among_their_blas_threads(monkeypatch):
 def test_a_blas_thread_count_the_user_chose_goes_to_the_workers(monkeypatch):
     import numpy  # noqa: F401
 
-    from mmcheck.devices import THREAD_COUNTS
+    from mmcheck.toolchain.devices import THREAD_COUNTS
 
     for name in THREAD_COUNTS:
         monkeypatch.delenv(name, raising=False)

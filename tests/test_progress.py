@@ -2,7 +2,7 @@
 
 import io
 
-from mmcheck.progress import Progress
+from mmcheck.reporting.progress import Progress
 
 
 class Terminal(io.StringIO):

@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mmcheck.data import Trial, make_operands
-from mmcheck.dtypes import precision
+from mmcheck.cases.data import Trial, make_operands
+from mmcheck.describe.dtypes import precision
 from mmcheck.errors import SpecError
-from mmcheck.runner import Runner
-from mmcheck.shapes import Shape
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import Shape
 
 from . import specs
 from .fake_backend import FakeBackend, _payload

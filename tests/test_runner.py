@@ -5,16 +5,16 @@ import json
 import numpy as np
 import pytest
 
-from mmcheck import check as checking
-from mmcheck.artifacts import save_failure
-from mmcheck.dtypes import DTYPES, precision
-from mmcheck.ops import Order
-from mmcheck.prepare import plan
-from mmcheck.report import reproduce
-from mmcheck.runner import Runner
-from mmcheck.options import Settings
-from mmcheck.shapes import Shape
-from mmcheck.verdicts import Verdicts
+from mmcheck.run import check as checking
+from mmcheck.judging.artifacts import save_failure
+from mmcheck.describe.dtypes import DTYPES, precision
+from mmcheck.describe.ops import Order
+from mmcheck.cases.prepare import plan
+from mmcheck.reporting.report import reproduce
+from mmcheck.run.runner import Runner
+from mmcheck.front.options import Settings
+from mmcheck.cases.shapes import Shape
+from mmcheck.run.verdicts import Verdicts
 
 from .fake_backend import FakeBackend, FakeSubmittingBackend, spec_for
 
@@ -81,7 +81,7 @@ def test_a_failure_message_says_what_where_and_how_to_reproduce(runner):
 ])
 def test_a_result_tells_its_finding_apart_from_the_case_it_was_found_in(runner, tmp_path, entry, context):
     """The table shows the failing shape beside the finding, without reading the message apart."""
-    from mmcheck.report import table
+    from mmcheck.reporting.report import table
 
     result = Runner(runner.backend, seed=1234, results=tmp_path).run(runner.case(spec_for(entry), F32, SHAPE))
     assert result.context == context and result.message == f"{context}: {result.finding}"
@@ -120,7 +120,7 @@ def test_sweep_stops_at_the_smallest_failing_shape(runner):
 
 
 def test_plan_evaluates_grid_block_defines_and_smem():
-    from mmcheck.spec import parse_specs
+    from mmcheck.describe.spec import parse_specs
 
     (spec,) = parse_specs("""/* mmcheck
 [[kernel]]
@@ -140,7 +140,7 @@ smem = "16 * 17 * sizeof(T)"
 
 
 def test_guard_bands_hold_a_nan_that_arithmetic_cannot_make():
-    from mmcheck import data
+    from mmcheck.cases import data
 
     for dtype in ("float32", "float64"):
         d = DTYPES[dtype]
@@ -318,12 +318,12 @@ def test_the_settings_keep_verdicts_in_the_user_cache_unless_told_to_recheck(tmp
 def test_an_exception_of_mmchecks_own_is_an_internal_error_of_the_case_and_the_sweep_goes_on(tmp_path, monkeypatch):
     """Not a failure of the kernel, nor a traceback that ends the run: the case's result says whose error it
     is, where its traceback is and asks for a bug report."""
-    import mmcheck.judge
+    import mmcheck.judging.judge
 
     def broken(evidence):
         raise KeyError("tiles")
 
-    monkeypatch.setattr(mmcheck.judge, "diagnose", broken)
+    monkeypatch.setattr(mmcheck.judging.judge, "diagnose", broken)
     runner = Runner(FakeBackend(), seed=3, results=tmp_path / "results")
     result = runner.sweep(spec_for("drops_last_k", expect="fail"), F32, [Shape(1, 1, 1), SHAPE])
     assert (result.outcome, result.check, result.case.shape, result.shapes_tried) == ("internal", None,
@@ -341,7 +341,7 @@ def test_an_exception_of_mmchecks_own_is_an_internal_error_of_the_case_and_the_s
 def test_a_ctrl_c_that_python_wrapped_as_an_import_made_a_class_ends_the_sweep_as_a_ctrl_c(tmp_path, monkeypatch):
     """Python 3.11 turns a KeyboardInterrupt raised in a descriptor's __set_name__ (a dataclass's field, as a
     module imported late is run) into RuntimeError: it is the user's Ctrl-C, not mmcheck's own error."""
-    import mmcheck.judge
+    import mmcheck.judging.judge
 
     class ItsField:
         def __set_name__(self, owner, name):
@@ -351,7 +351,7 @@ def test_a_ctrl_c_that_python_wrapped_as_an_import_made_a_class_ends_the_sweep_a
         class Made:
             field = ItsField()
 
-    monkeypatch.setattr(mmcheck.judge, "diagnose", imports_a_module)
+    monkeypatch.setattr(mmcheck.judging.judge, "diagnose", imports_a_module)
     runner = Runner(FakeBackend(), seed=3, results=tmp_path / "results")
     with pytest.raises(KeyboardInterrupt):
         runner.sweep(spec_for("drops_last_k", expect="fail"), F32, [Shape(1, 1, 1), SHAPE])
@@ -379,7 +379,7 @@ def test_what_a_backend_could_not_look_for_is_said_beside_a_pass():
     says that races were not looked for, lest it be read as covering them."""
     import dataclasses
 
-    from mmcheck.report import table
+    from mmcheck.reporting.report import table
 
     class NoDetector(FakeBackend):
         def compile(self, build):

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck import sandbox
-from mmcheck.cli import main
-from mmcheck.compile import cache_root
-from mmcheck.dtypes import precision
+from mmcheck.toolchain import sandbox
+from mmcheck.front.cli import main
+from mmcheck.toolchain.compile import cache_root
+from mmcheck.describe.dtypes import precision
 
 from . import needs
 
@@ -171,9 +171,9 @@ def test_a_header_a_projects_kernels_share_is_read_where_the_run_is_given_the_pr
 @needs.whole_sandbox
 def test_nvcc_compiles_in_the_sandbox(tmp_path):
     from mmcheck.backends.compilers import Nvcc
-    from mmcheck.compile import Build
+    from mmcheck.toolchain.compile import Build
     from mmcheck.errors import SandboxViolation
-    from mmcheck.spec import load_specs
+    from mmcheck.describe.spec import load_specs
 
     shutil.copy(HOSTILE / "include_outside.cu", tmp_path)
     (spec,) = load_specs(tmp_path / "include_outside.cu")

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck import children, sandbox
-from mmcheck.cli import main
+from mmcheck.toolchain import children, sandbox
+from mmcheck.front.cli import main
 from mmcheck.errors import SandboxUnavailable
 
 from . import needs

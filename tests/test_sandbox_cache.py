@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck import publish, sandbox
+from mmcheck.toolchain import publish, sandbox
 from mmcheck.backends.emu.toolchain import Toolchain
-from mmcheck.cli import main
-from mmcheck.compile import Build
-from mmcheck.dtypes import precision
+from mmcheck.front.cli import main
+from mmcheck.toolchain.compile import Build
+from mmcheck.describe.dtypes import precision
 from mmcheck.errors import BackendUnavailable
-from mmcheck.spec import load_specs
+from mmcheck.describe.spec import load_specs
 
 from . import needs
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck import children, sandbox
-from mmcheck.cli import main
+from mmcheck.toolchain import children, sandbox
+from mmcheck.front.cli import main
 
 from . import needs
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck.cli import main
-from mmcheck.grade import entries, private, read_assignment
-from mmcheck.options import Settings
+from mmcheck.front.cli import main
+from mmcheck.front.grade import entries, private, read_assignment
+from mmcheck.front.options import Settings
 
 from . import needs
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck.cli import main
+from mmcheck.front.cli import main
 from mmcheck.cxx import client
 
 from . import needs

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck.cli import main
+from mmcheck.front.cli import main
 from mmcheck.errors import CompileError, SandboxUnavailable, SandboxViolation
-from mmcheck.sandbox import PRIVATE_COPY, compile_refusal
+from mmcheck.toolchain.sandbox import PRIVATE_COPY, compile_refusal
 
 from . import needs
 

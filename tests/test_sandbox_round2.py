@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck.cli import main
+from mmcheck.front.cli import main
 
 from . import needs
 

@@ -23,9 +23,9 @@ from types import SimpleNamespace
 import pytest
 
 from mmcheck.backends.emu import backend, worker as w
-from mmcheck.cli import main
+from mmcheck.front.cli import main
 from mmcheck.errors import InternalError, MmcheckError, SandboxUnavailable, Unsupported
-from mmcheck.spec import load_specs
+from mmcheck.describe.spec import load_specs
 
 from . import needs
 

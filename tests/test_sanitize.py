@@ -7,15 +7,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mmcheck import check as checking
+from mmcheck.run import check as checking
 from mmcheck.backends import get_backend, sanitizer
 from mmcheck.backends.base import BackendOptions
-from mmcheck.compile import Build
-from mmcheck.dtypes import precision
+from mmcheck.toolchain.compile import Build
+from mmcheck.describe.dtypes import precision
 from mmcheck.errors import BackendUnavailable, KernelTimeout
-from mmcheck.options import Settings
-from mmcheck.shapes import Shape
-from mmcheck.spec import collect, parse_specs
+from mmcheck.front.options import Settings
+from mmcheck.cases.shapes import Shape
+from mmcheck.describe.spec import collect, parse_specs
 
 from . import specs
 

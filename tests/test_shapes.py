@@ -2,10 +2,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mmcheck.dtypes import precision
-from mmcheck.shapes import (THRESHOLDS, Shape, covering_shape, domains, satisfies, shape_strategy, shapes_for,
+from mmcheck.describe.dtypes import precision
+from mmcheck.cases.shapes import (THRESHOLDS, Shape, covering_shape, domains, satisfies, shape_strategy, shapes_for,
                             smallest_of_class, threshold_shapes, tile_class, tiles)
-from mmcheck.spec import parse_specs
+from mmcheck.describe.spec import parse_specs
 
 F32 = precision("float32")
 

@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest
 
 from mmcheck.errors import SpecError
-from mmcheck import spec
-from mmcheck.spec import collect, parse_specs
+from mmcheck.describe import spec
+from mmcheck.describe.spec import collect, parse_specs
 
 GOOD = """
 /* mmcheck
@@ -292,7 +292,7 @@ def test_a_file_past_what_mmcheck_reads_is_an_error_with_its_size_and_a_fifo_is_
                                                                                                 monkeypatch):
     import os
 
-    from mmcheck import reading
+    from mmcheck.describe import reading
 
     monkeypatch.setattr(reading, "MAX_BYTES", len(GOOD) + 100)
     (tmp_path / "good.cu").write_text(GOOD)
@@ -311,8 +311,8 @@ def test_a_file_past_what_mmcheck_reads_is_an_error_with_its_size_and_a_fifo_is_
 
 def test_a_header_past_what_mmcheck_reads_is_the_kernels_compile_error_naming_the_header(tmp_path: Path,
                                                                                         monkeypatch):
-    from mmcheck import reading
-    from mmcheck.compile import local_includes
+    from mmcheck.describe import reading
+    from mmcheck.toolchain.compile import local_includes
     from mmcheck.errors import CompileError
 
     (tmp_path / "k.cu").write_text(GOOD + '#include "tables.cuh"\n')
@@ -346,7 +346,7 @@ def test_a_kernel_file_linked_to_a_file_outside_its_folder_is_an_error_and_a_lin
 
 
 def test_without_proc_a_link_out_of_its_folder_is_told_by_its_path(tmp_path: Path, monkeypatch):
-    from mmcheck import reading
+    from mmcheck.describe import reading
 
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "k.cu").write_text(GOOD)
@@ -361,7 +361,7 @@ def test_without_proc_a_link_out_of_its_folder_is_told_by_its_path(tmp_path: Pat
 
 
 def test_a_files_name_is_told_with_its_control_characters_written_out(tmp_path: Path):
-    from mmcheck.report import not_kernel_files
+    from mmcheck.reporting.report import not_kernel_files
 
     (tmp_path / "broken\x1b[31m.cu").write_text("/* mmcheck\n[[kernel]]\n*/\n")
     (tmp_path / "helper\x1b[2J.cu").write_text("// a helper\n")

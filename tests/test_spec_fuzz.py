@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from mmcheck.errors import MmcheckError
-from mmcheck.shapes import launch_limits, shapes_for
-from mmcheck.spec import parse_kernels
+from mmcheck.cases.shapes import launch_limits, shapes_for
+from mmcheck.describe.spec import parse_kernels
 
 ROOT = Path(__file__).parent.parent
 MUTATIONS = 3000

@@ -7,14 +7,14 @@ import shutil
 import pytest
 
 from mmcheck.backends import get_backend
-from mmcheck.data import trials
-from mmcheck.dtypes import precision
+from mmcheck.cases.data import trials
+from mmcheck.describe.dtypes import precision
 from mmcheck.errors import BackendUnavailable, SpecError
-from mmcheck.expr import Expr
-from mmcheck.prepare import plan
-from mmcheck.runner import Runner
-from mmcheck.shapes import Shape, shapes_for
-from mmcheck.spec import parse_specs
+from mmcheck.describe.expr import Expr
+from mmcheck.cases.prepare import plan
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import Shape, shapes_for
+from mmcheck.describe.spec import parse_specs
 
 F32, F64 = (precision(d) for d in ("float32", "float64"))
 

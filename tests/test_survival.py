@@ -9,11 +9,11 @@ import pytest
 
 from mmcheck.backends import get_backend
 from mmcheck.backends.base import BackendOptions
-from mmcheck.dtypes import precision
+from mmcheck.describe.dtypes import precision
 from mmcheck.errors import BackendUnavailable
-from mmcheck.runner import Runner
-from mmcheck.shapes import Shape
-from mmcheck.spec import load_specs
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import Shape
+from mmcheck.describe.spec import load_specs
 
 from . import specs
 
@@ -101,7 +101,7 @@ def test_an_emulator_worker_that_dies_between_cases_is_replaced(tmp_path):
 def test_a_file_whose_static_constructor_crashes_is_that_files_error(tmp_path):
     """Loading a kernel file runs its static constructors (in a sandboxed child of the emulator's worker): a
     crash there is the file's, told as an error naming it, and no error of mmcheck's own."""
-    from mmcheck.spec import parse_specs
+    from mmcheck.describe.spec import parse_specs
 
     # A device object the kernel reads, built when the file is loaded: a dynamic initialization, which nvcc
     # refuses and the emulator's front end does not yet (test_emu_parity.py's expected failure), so that the

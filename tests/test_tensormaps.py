@@ -13,14 +13,14 @@ from mmcheck.backends import get_backend
 from mmcheck.backends.base import DeviceBuffer, TensorMapArg
 from mmcheck.backends.emu.tensormap import LAYOUT, MAGIC, object_bytes
 from mmcheck.backends.process import _transport, _uploaded
-from mmcheck.data import Trial, make_operands
-from mmcheck.dtypes import precision
+from mmcheck.cases.data import Trial, make_operands
+from mmcheck.describe.dtypes import precision
 from mmcheck.errors import LaunchError, MmcheckError, SpecError
-from mmcheck.prepare import plan, prepare
-from mmcheck.report import kernel_list
-from mmcheck.shapes import Shape, satisfies, shapes_for
-from mmcheck.spec import parse_specs
-from mmcheck.tensormaps import Interleave, OutOfBounds, Passing, Swizzle
+from mmcheck.cases.prepare import plan, prepare
+from mmcheck.reporting.report import kernel_list
+from mmcheck.cases.shapes import Shape, satisfies, shapes_for
+from mmcheck.describe.spec import parse_specs
+from mmcheck.describe.tensormaps import Interleave, OutOfBounds, Passing, Swizzle
 
 from . import specs
 from .fake_backend import FakeBackend

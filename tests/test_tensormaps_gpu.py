@@ -14,13 +14,13 @@ from mmcheck.backends.base import BackendOptions, DeviceBuffer, TensorMapArg
 from mmcheck.backends.compilers import Nvcc
 from mmcheck.backends.cubin import arch
 from mmcheck.backends.gpu import encode
-from mmcheck.compile import Build, function_symbols
-from mmcheck.dtypes import precision
+from mmcheck.toolchain.compile import Build, function_symbols
+from mmcheck.describe.dtypes import precision
 from mmcheck.errors import BackendUnavailable, LaunchError
-from mmcheck.runner import Runner
-from mmcheck.shapes import Shape
-from mmcheck.spec import load_specs, parse_specs
-from mmcheck.tensormaps import Encoding, Interleave, OutOfBounds, Passing, Swizzle
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import Shape
+from mmcheck.describe.spec import load_specs, parse_specs
+from mmcheck.describe.tensormaps import Encoding, Interleave, OutOfBounds, Passing, Swizzle
 
 from . import needs
 

@@ -19,13 +19,13 @@ import pytest
 from mmcheck.backends import get_backend
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.process import ProcessBackend
-from mmcheck.check import check, runner
+from mmcheck.run.check import check, runner
 from mmcheck.errors import BackendUnavailable
-from mmcheck.ops import Shape
-from mmcheck.options import Settings
-from mmcheck.results import Outcome
-from mmcheck.spec import collect
-from mmcheck.watch import Watcher
+from mmcheck.describe.ops import Shape
+from mmcheck.front.options import Settings
+from mmcheck.judging.results import Outcome
+from mmcheck.describe.spec import collect
+from mmcheck.front.watch import Watcher
 
 from .test_interrupt import _SPEC, _left
 
@@ -116,7 +116,7 @@ def test_a_kernel_file_added_is_checked_and_one_removed_is_gone(tmp_path):
 # --- the command -------------------------------------------------------------------------------------------------
 
 def test_a_target_not_there_or_without_a_spec_is_a_usage_error_and_help_says_its_codes(tmp_path, capsys):
-    from mmcheck.cli import main
+    from mmcheck.front.cli import main
 
     plain = tmp_path / "plain.cu"
     plain.write_text("__device__ int one();\n")

@@ -15,11 +15,11 @@ import pytest
 
 from mmcheck.backends.compilers import Nvcc
 from mmcheck.backends.cubin import arch
-from mmcheck.compile import Build
+from mmcheck.toolchain.compile import Build
 from mmcheck.errors import BackendUnavailable
-from mmcheck.prepare import plan
-from mmcheck.shapes import LARGE, large_shapes, largest_buffer, satisfies, shapes_for
-from mmcheck.spec import KernelSpec, collect, find_sources, load_specs
+from mmcheck.cases.prepare import plan
+from mmcheck.cases.shapes import LARGE, large_shapes, largest_buffer, satisfies, shapes_for
+from mmcheck.describe.spec import KernelSpec, collect, find_sources, load_specs
 
 from .run_once import RunOnce, made_ahead
 

@@ -20,16 +20,16 @@ from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 
-from ..compile import Build
-from ..defaults import COMPILER, TIMEOUT
-from ..dtypes import Precision
+from ..toolchain.compile import Build
+from ..front.defaults import COMPILER, TIMEOUT
+from ..describe.dtypes import Precision
 from ..errors import MmcheckError
-from ..spec import KernelSpec
-from ..tensormaps import MAP_ALIGN, NO_CLUSTER, Encoding, Passing
+from ..describe.spec import KernelSpec
+from ..describe.tensormaps import MAP_ALIGN, NO_CLUSTER, Encoding, Passing
 
 if TYPE_CHECKING:
-    from ..timer import Measurement, Method
-    from ..witness import Renewal
+    from ..timing.timer import Measurement, Method
+    from ..timing.witness import Renewal
 
 __all__ = ["Backend", "BackendOptions", "Capabilities", "Kernel", "DeviceBuffer", "Pointers", "TensorMapArg", "Arg",
            "reached", "moved", "Dim3", "NO_CLUSTER", "Device",

@@ -37,10 +37,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from .. import children, sandbox
-from ..compile import Build, cache_key, cache_root, kernel_symbol, unit_source, verbatim_failure
-from ..dependencies import Reads, compile_reads
-from ..defaults import COMPILERS
+from ..toolchain import children, sandbox
+from ..toolchain.compile import Build, cache_key, cache_root, kernel_symbol, unit_source, verbatim_failure
+from ..toolchain.dependencies import Reads, compile_reads
+from ..front.defaults import COMPILERS
 from ..errors import BackendUnavailable, CompileError, visible
 from .cubin import Compiled, CubinCache, common_options
 from .device_code import compile_first, fingerprint, sources

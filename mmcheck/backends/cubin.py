@@ -9,9 +9,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..compile import Build, cache_key, include_options, macro_flags
-from ..dependencies import Reads, record, recorded
-from ..publish import made_once, private_folder, publish_sealed, sealed_bytes
+from ..toolchain.compile import Build, cache_key, include_options, macro_flags
+from ..toolchain.dependencies import Reads, record, recorded
+from ..toolchain.publish import made_once, private_folder, publish_sealed, sealed_bytes
 
 __all__ = ["Compiled", "CubinCache", "common_options", "sm", "arch", "arch_rule"]
 

@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import data
-from ..dtypes import DType, Precision
+from ..cases import data
+from ..describe.dtypes import DType, Precision
 from ..errors import Unsupported
-from ..ops import OPS, Op
+from ..describe.ops import OPS, Op
 
 __all__ = ["Baseline", "Call", "Route", "choose", "prepare"]
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from ..compile import Build, cache_key, local_includes, macro_flags
+from ..toolchain.compile import Build, cache_key, local_includes, macro_flags
 from ..cxx import client
 from ..errors import CompileError, MmcheckError, SandboxViolation
 

@@ -27,13 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from ..compile import Build, cache_key
-from ..dtypes import Precision
+from ..toolchain.compile import Build, cache_key
+from ..describe.dtypes import Precision
 from ..errors import (BackendUnavailable, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError,
                       OutOfMemory, Unsupported, Unverified)
-from ..tensormaps import PORTABLE_CLUSTER, Passing
-from ..timer import Measurement, Method, measure
-from ..witness import Renewal
+from ..describe.tensormaps import PORTABLE_CLUSTER, Passing
+from ..timing.timer import Measurement, Method, measure
+from ..timing.witness import Renewal
 from . import cublas, sanitizer, witness_gpu
 from .base import (NO_CLUSTER, Arg, BackendOptions, Capabilities, Device, DeviceBuffer, Dim3, Kernel, Pointers,
                    TensorMapArg, Timing, reached)

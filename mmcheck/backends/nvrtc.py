@@ -56,9 +56,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import children, sandbox
-from ..compile import Build, cache_key, cache_root, unit_source, verbatim_failure
-from ..dependencies import folder_reads
+from ..toolchain import children, sandbox
+from ..toolchain.compile import Build, cache_key, cache_root, unit_source, verbatim_failure
+from ..toolchain.dependencies import folder_reads
 from ..errors import BackendUnavailable, CompileError, Unsupported, visible
 from .cubin import Compiled, CubinCache, arch_rule, common_options
 from .device_code import compile_first, fingerprint, sources

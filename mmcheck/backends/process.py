@@ -28,18 +28,18 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 import numpy as np
 
-from .. import children, interrupt
-from ..compile import Build
-from ..devices import THREAD_COUNTS
-from ..dtypes import Precision
+from ..toolchain import children, interrupt
+from ..toolchain.compile import Build
+from ..toolchain.devices import THREAD_COUNTS
+from ..describe.dtypes import Precision
 from ..errors import InternalError, KernelFault, KernelTimeout, LaunchError, MmcheckError
 from . import channel, registry
 from .base import (NO_CLUSTER, PRINT_CAP, Arg, BackendOptions, Device, DeviceBuffer, Dim3, DownloadsInto, Kernel,
                    Pointers, TensorMapArg, Timing, printed_words, reached)
 
 if TYPE_CHECKING:
-    from ..timer import Measurement, Method
-    from ..witness import Renewal
+    from ..timing.timer import Measurement, Method
+    from ..timing.witness import Renewal
 
 __all__ = ["ProcessBackend", "Tools", "Watch"]
 

@@ -22,9 +22,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from ..dtypes import DType
+from ..describe.dtypes import DType
 from ..errors import Unsupported
-from ..witness import Renewal, Witness
+from ..timing.witness import Renewal, Witness
 from .base import Arg, DeviceBuffer, moved, reached
 
 __all__ = ["witness"]

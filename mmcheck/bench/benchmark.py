@@ -25,21 +25,21 @@ from functools import cached_property
 
 import numpy as np
 
-from .. import data
+from ..cases import data
 from ..backends.base import Backend, Device, Timing, clock, reached, reloader
-from ..dtypes import DType, Precision
+from ..describe.dtypes import DType, Precision
 from ..errors import KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory, Unsupported
-from ..extras import Buffer, Fill as Filled
-from ..judge import check_buffers, judge
-from ..results import Caught
-from ..ops import INPUT, OPS, Operand
-from ..prepare import Prepared, plan
-from ..results import Case
-from ..runner import Runner
-from ..shapes import Shape
-from ..spec import Check, KernelSpec
-from ..timer import Measurement, Method
-from ..witness import Fill, Held, Renewal, Verified
+from ..describe.extras import Buffer, Fill as Filled
+from ..judging.judge import check_buffers, judge
+from ..judging.results import Caught
+from ..describe.ops import INPUT, OPS, Operand
+from ..cases.prepare import Prepared, plan
+from ..judging.results import Case
+from ..run.runner import Runner
+from ..cases.shapes import Shape
+from ..describe.spec import Check, KernelSpec
+from ..timing.timer import Measurement, Method
+from ..timing.witness import Fill, Held, Renewal, Verified
 from . import floor, peak, records
 from .floor import Floor
 from .records import BenchRecord

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ..backends.base import Device
-from ..dtypes import Precision
+from ..describe.dtypes import Precision
 from . import peak
 
 __all__ = ["Bound", "Floor", "Limit", "floor", "si"]

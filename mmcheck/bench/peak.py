@@ -50,7 +50,7 @@ Memory bandwidth: the driver's memory clock (``cudaDeviceProp``'s memory clock r
 clock, 2 transfers per cycle: GB/s = 2 x clock x bus width / 8 (H100 SXM: 2619 MHz, 5120 bits -> 3352 GB/s,
 the datasheet's 3.35 TB/s).
 
-Which peak a dtype is compared with is the dtype table's ``peak`` (mmcheck/dtypes.py), by the inputs' type:
+Which peak a dtype is compared with is the dtype table's ``peak`` (mmcheck/describe/dtypes.py), by the inputs' type:
 float16 and bfloat16 kernels, mixed ones (``"float16->float32"``) too, with the tensor-core peak, since that
 is what cuBLAS reaches for them, and so tf32, int8 and fp8 with theirs; float64 with the better of SIMT lanes
 and FP64 tensor cores; int32 and float32 with the SIMT lanes.
@@ -60,7 +60,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..dtypes import Precision
+from ..describe.dtypes import Precision
 
 __all__ = ["Lanes", "LANES", "dtype_lane", "dtype_peak_gflops", "lanes_per_sm", "peak_bandwidth_gbs", "peak_gflops"]
 

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..publish import atomic_write
+from ..toolchain.publish import atomic_write
 from .records import BenchRecord, dtype_rank
 from .tables import _sig as sig
 

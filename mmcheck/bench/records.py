@@ -44,9 +44,9 @@ from typing import Any, BinaryIO
 from pytest_benchmark.stats import normalize_stats
 from pytest_benchmark.utils import get_commit_info, safe_dumps
 
-from ..publish import atomic_write
-from ..stats import stats as _stats
-from ..timer import Measurement, Method, throttled
+from ..toolchain.publish import atomic_write
+from ..timing.stats import stats as _stats
+from ..timing.timer import Measurement, Method, throttled
 
 __all__ = ["DTYPE_ORDER", "EXTRA_KEYS", "LATER_KEYS", "BenchRecord", "dtype_rank", "document", "extra_info", "load",
            "record", "throughput_info", "timing_info", "write"]

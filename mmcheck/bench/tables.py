@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..timer import Method
+from ..timing.timer import Method
 from .records import BenchRecord, dtype_rank
 
 __all__ = ["comparison", "table"]

@@ -23,7 +23,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .. import children, sandbox
+from ..toolchain import children, sandbox
 from ..errors import CompileError, MmcheckError
 from .setup import Setup
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import reading
+from ..describe import reading
 from ..cxx import client
 from ..errors import MmcheckError, SpecError
-from ..spec import opener
+from ..describe.spec import opener
 
 __all__ = ["Draft", "kernels", "draft", "write", "refuse_a_second"]
 

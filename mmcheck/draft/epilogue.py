@@ -1,4 +1,4 @@
-"""What a kernel does to the product before it stores it to C, read as mmcheck's epilogue (mmcheck/epilogue.py):
+"""What a kernel does to the product before it stores it to C, read as mmcheck's epilogue (describe/epilogue.py):
 the value each store to C writes, its local variables followed to the one value each is given, in the
 epilogue's words.  The product is the local variable the kernel accumulates (``acc += ...``, ``acc = acc + ...``)
 or fills by a call given A or B; ``alpha * acc + beta * C[i]``, where the op has alpha and beta, is the epilogue's
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..cxx.front import number
-from ..epilogue import Epilogue, EpilogueError
+from ..describe.epilogue import Epilogue, EpilogueError
 from .access import ASSIGNMENTS, Store
 from .cursors import (CASTS, LOADS, bare, call_arguments, callee, conversion, expressions, ident, operation, refers,
                       source_text)

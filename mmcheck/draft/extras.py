@@ -1,5 +1,5 @@
 """The kernel's parameters beyond its op's operands, sizes and scalars, drafted as a spec declares them
-(mmcheck/extras.py): each pointer a buffer, each other parameter a typed scalar.
+(mmcheck/describe/extras.py): each pointer a buffer, each other parameter a typed scalar.
 
 A buffer's role is what the kernel does with it (access.py): only read, ``input``; written at C's own element
 (``D[row * N + col] = ...``), a result: ``output``, or ``inout`` where the kernel reads it too; written elsewhere
@@ -21,9 +21,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..dtypes import DTYPES
-from ..expr import Expr, ExprError
-from ..spec import CTYPES
+from ..describe.dtypes import DTYPES
+from ..describe.expr import Expr, ExprError
+from ..describe.spec import CTYPES
 from .access import Uses
 from .cursors import pointee
 from .element import Elements

@@ -1,4 +1,4 @@
-"""A kernel's tensor maps and cluster, drafted as a spec declares them (mmcheck/tensormaps.py).
+"""A kernel's tensor maps and cluster, drafted as a spec declares them (mmcheck/describe/tensormaps.py).
 
 A parameter of type ``CUtensorMap`` (``const __grid_constant__``, by value) or ``CUtensorMap*`` (by pointer) is a
 tensor map.  What each launch passes it is followed back through host code to the ``cuTensorMapEncodeTiled`` that
@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cxx.front import constant
-from ..dtypes import DTYPES
-from ..expr import Expr, ExprError
-from ..ops import Op, Order
-from ..tensormaps import Interleave, OutOfBounds, Passing, Swizzle, axes
+from ..describe.dtypes import DTYPES
+from ..describe.expr import Expr, ExprError
+from ..describe.ops import Op, Order
+from ..describe.tensormaps import Interleave, OutOfBounds, Passing, Swizzle, axes
 from .cursors import (CASTS, bare, call_arguments, callee, conversion, expressions, ident, is_call, operation, pointee,
                       unqualified)
 from .device import Copies

@@ -29,12 +29,12 @@ from typing import Any
 
 from ..cxx.front import constant
 from ..cxx.setup import Setup
-from ..dtypes import DTYPES, PRECISIONS
-from ..epilogue import INDICES
-from ..expr import SHAPE_NAMES
-from ..ops import OPS
-from ..spec import RESERVED
-from ..tensormaps import Passing
+from ..describe.dtypes import DTYPES, PRECISIONS
+from ..describe.epilogue import INDICES
+from ..describe.expr import SHAPE_NAMES
+from ..describe.ops import OPS
+from ..describe.spec import RESERVED
+from ..describe.tensormaps import Passing
 from . import Draft
 from .access import uses
 from .cursors import expressions, ident, pointee, unqualified

@@ -9,8 +9,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..expr import SHAPE_NAMES, Expr, ExprError
-from ..spec import RESERVED
+from ..describe.expr import SHAPE_NAMES, Expr, ExprError
+from ..describe.spec import RESERVED
 
 __all__ = ["unique", "choose_field", "tidy", "conjuncts", "label", "rounded_down", "names_used", "spec_name",
            "toml_list"]

@@ -14,12 +14,12 @@ import pytest
 from mmcheck.backends.cublas import Baseline, Route, choose, prepare
 from mmcheck.bench.benchmark import Bench
 from mmcheck.bench.peak import dtype_lane, lanes_per_sm
-from mmcheck.dtypes import DTYPES, PRECISIONS, Precision, precision
+from mmcheck.describe.dtypes import DTYPES, PRECISIONS, Precision, precision
 from mmcheck.errors import Unsupported
-from mmcheck.ops import OPS
-from mmcheck.runner import Runner
-from mmcheck.shapes import Shape
-from mmcheck.timer import Method
+from mmcheck.describe.ops import OPS
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import Shape
+from mmcheck.timing.timer import Method
 
 from ..fake_backend import FakeTimingBackend, spec_for
 
@@ -132,7 +132,7 @@ def _gpu():
 def test_on_a_gpu_the_new_precisions_are_timed_or_refused_as_chosen(name):
     assert name in PRECISIONS, f"{name} is expected of the dtype table, which lacks it"
     _gpu()
-    from mmcheck.data import benchmark_trial
+    from mmcheck.cases.data import benchmark_trial
 
     timed, refused = EXPECTED[name]
     needs_torch = precision(name).inputs.blas == "lt" and importlib.util.find_spec("torch") is None

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from mmcheck.backends import witness_gpu
-from mmcheck.dtypes import DTYPES
+from mmcheck.describe.dtypes import DTYPES
 
 from ..needs import gxx
 

@@ -9,17 +9,17 @@ import pickle
 import numpy as np
 import pytest
 
-from mmcheck import data
+from mmcheck.cases import data
 from mmcheck.bench.benchmark import Bench
-from mmcheck.data import Layout
-from mmcheck.dtypes import DTYPES
-from mmcheck.epilogue import Epilogue
+from mmcheck.cases.data import Layout
+from mmcheck.describe.dtypes import DTYPES
+from mmcheck.describe.epilogue import Epilogue
 from mmcheck.errors import Unverified
-from mmcheck.ops import OPS, Order
-from mmcheck.runner import Runner
-from mmcheck.shapes import Shape
-from mmcheck.timer import Method
-from mmcheck.witness import Fill, Held, Renewal, Verified, Witness, numpy_draw
+from mmcheck.describe.ops import OPS, Order
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import Shape
+from mmcheck.timing.timer import Method
+from mmcheck.timing.witness import Fill, Held, Renewal, Verified, Witness, numpy_draw
 
 from tests import fake_backend
 from tests.fake_backend import FakeTimingBackend, _payload, keeps_state, spec_for

@@ -12,11 +12,11 @@ from mmcheck.backends.base import Device
 from mmcheck.bench.benchmark import Bench
 from mmcheck.bench.floor import Bound, floor, si
 from mmcheck.bench.records import load
-from mmcheck.cli import main
-from mmcheck.dtypes import precision
-from mmcheck.runner import Runner
-from mmcheck.shapes import Shape
-from mmcheck.timer import Method
+from mmcheck.front.cli import main
+from mmcheck.describe.dtypes import precision
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import Shape
+from mmcheck.timing.timer import Method
 
 from ..fake_backend import (FakeImpossibleBackend, FakeImpossibleLibraryBackend, FakeTimingBackend,
                             FakeUnknownDeviceBackend, spec_for)

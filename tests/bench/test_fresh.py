@@ -16,17 +16,17 @@ import pytest
 from mmcheck.backends.base import BackendOptions, Capabilities
 from mmcheck.backends.process import ProcessBackend
 from mmcheck.bench.benchmark import Bench
-from mmcheck.compile import Build
-from mmcheck.data import Layout
-from mmcheck.dtypes import DTYPES, precision
+from mmcheck.toolchain.compile import Build
+from mmcheck.cases.data import Layout
+from mmcheck.describe.dtypes import DTYPES, precision
 from mmcheck.errors import BackendUnavailable, Unsupported
-from mmcheck.ops import Order
-from mmcheck.prepare import plan
-from mmcheck.runner import Runner
-from mmcheck.shapes import Shape
-from mmcheck.spec import load_specs
-from mmcheck.timer import Method
-from mmcheck.witness import Fill, Held, Renewal, Verified
+from mmcheck.describe.ops import Order
+from mmcheck.cases.prepare import plan
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import Shape
+from mmcheck.describe.spec import load_specs
+from mmcheck.timing.timer import Method
+from mmcheck.timing.witness import Fill, Held, Renewal, Verified
 
 from ..fake_backend import FakeTimingBackend, spec_for
 

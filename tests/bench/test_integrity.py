@@ -7,16 +7,16 @@ import random
 import numpy as np
 import pytest
 
-from mmcheck import data
+from mmcheck.cases import data
 from mmcheck.bench.benchmark import Bench
-from mmcheck.data import Layout
-from mmcheck.dtypes import DTYPES, precision
+from mmcheck.cases.data import Layout
+from mmcheck.describe.dtypes import DTYPES, precision
 from mmcheck.errors import Unverified
-from mmcheck.ops import Order
-from mmcheck.runner import Runner
-from mmcheck.shapes import Shape
-from mmcheck.timer import Method, measure
-from mmcheck.witness import Fill, Held, Renewal, Verified, Witness, numpy_draw
+from mmcheck.describe.ops import Order
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import Shape
+from mmcheck.timing.timer import Method, measure
+from mmcheck.timing.witness import Fill, Held, Renewal, Verified, Witness, numpy_draw
 
 from ..fake_backend import FakeTimingBackend, spec_for
 from .fake_clock import FakeClock, jitter

@@ -3,7 +3,7 @@
 import pytest
 
 from mmcheck.bench.peak import LANES, dtype_peak_gflops, peak_bandwidth_gbs, peak_gflops
-from mmcheck.dtypes import precision
+from mmcheck.describe.dtypes import precision
 
 # (GPU, cc, SMs, clock MHz the datasheet's figure is at, lanes, datasheet dense TFLOP/s)
 DATASHEETS = [

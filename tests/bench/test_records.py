@@ -11,7 +11,7 @@ import pytest
 
 from mmcheck.bench.records import (EXTRA_KEYS, BenchRecord, document, extra_info, load, record,
                                    throughput_info, timing_info, write)
-from mmcheck.timer import Method, measure
+from mmcheck.timing.timer import Method, measure
 
 from .fake_clock import FakeClock, jitter
 
@@ -200,7 +200,7 @@ def test_pytest_benchmark_compare_reads_our_file(tmp_path, monkeypatch, capsys):
 
 
 def test_report_of_a_folder_skips_the_json_files_that_are_not_benchmarks_saying_so_once(tmp_path, capsys):
-    from mmcheck.cli import main
+    from mmcheck.front.cli import main
 
     write(tmp_path / "run.json", document([record([1e-3], sample_extra())], {}, commit_info=COMMIT))
     (tmp_path / "check.json").write_text('{"ok": true, "complete": true, "results": []}')

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from mmcheck.bench.benchmark import Bench
-from mmcheck.runner import Runner
-from mmcheck.shapes import Shape
-from mmcheck.spec import parse_specs
-from mmcheck.timer import Method
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import Shape
+from mmcheck.describe.spec import parse_specs
+from mmcheck.timing.timer import Method
 
 from tests import fake_backend
 from tests.fake_backend import FakeTimingBackend, _payload, keeps_state, spec_for

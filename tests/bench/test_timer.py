@@ -5,8 +5,8 @@ from dataclasses import replace
 
 import pytest
 
-from mmcheck.stats import Running, noise, summary
-from mmcheck.timer import METHODS, Method, measure, throttled
+from mmcheck.timing.stats import Running, noise, summary
+from mmcheck.timing.timer import METHODS, Method, measure, throttled
 
 from .fake_clock import FakeClock, bimodal, jitter
 

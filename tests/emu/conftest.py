@@ -14,12 +14,12 @@ import pytest
 
 from mmcheck.backends.base import Backend, BackendOptions, Kernel
 from mmcheck.backends.emu import EmuBackend
-from mmcheck.cli import main
-from mmcheck.compile import Build, unit_source
-from mmcheck.dtypes import precision
-from mmcheck.ops import Shape
-from mmcheck.prepare import plan
-from mmcheck.spec import KernelSpec, load_specs
+from mmcheck.front.cli import main
+from mmcheck.toolchain.compile import Build, unit_source
+from mmcheck.describe.dtypes import precision
+from mmcheck.describe.ops import Shape
+from mmcheck.cases.prepare import plan
+from mmcheck.describe.spec import KernelSpec, load_specs
 
 from tests import specs
 from tests.run_once import shared_folder

@@ -9,16 +9,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mmcheck import children
+from mmcheck.toolchain import children
 from mmcheck.backends import get_backend
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.device_code import device_code_available
 from mmcheck.backends.emu import EmuBackend
-from mmcheck.dtypes import precision
+from mmcheck.describe.dtypes import precision
 from mmcheck.errors import BackendUnavailable, CompileError, Unsupported
-from mmcheck.runner import Runner
-from mmcheck.shapes import shapes_for
-from mmcheck.spec import load_specs
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import shapes_for
+from mmcheck.describe.spec import load_specs
 from tests import specs
 
 F32 = precision("float32")
@@ -279,7 +279,7 @@ def test_the_cache_follows_xdg_cache_home(tmp_path, monkeypatch):
 
 def test_a_change_in_an_included_file_is_not_hidden_by_the_cache(compiled, emu, tmp_path, run_kernel):
     """The cache key covers the files a kernel includes with quotes, not only the kernel file."""
-    from mmcheck.spec import load_specs
+    from mmcheck.describe.spec import load_specs
 
     (tmp_path / "scale.h").write_text("#define SCALE 2\n")
     kernel_file = tmp_path / "k.cu"
@@ -297,9 +297,9 @@ def test_a_change_in_an_included_file_is_not_hidden_by_the_cache(compiled, emu, 
 
 def test_inline_ptx_in_a_header_of_the_kernels_folder_is_emulated(tmp_path):
     """Tutorials keep their PTX helpers in a header beside the kernel: the emulator reaches them there too."""
-    from mmcheck import check
-    from mmcheck.options import Settings
-    from mmcheck.spec import load_specs
+    from mmcheck.run import check
+    from mmcheck.front.options import Settings
+    from mmcheck.describe.spec import load_specs
 
     (tmp_path / "ptx_helpers.cuh").write_text(
         "#pragma once\n__device__ __forceinline__ unsigned copy_bits(unsigned x) {\n"

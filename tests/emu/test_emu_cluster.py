@@ -11,10 +11,10 @@ import subprocess
 import numpy as np
 import pytest
 
-from mmcheck.compile import unit_source
+from mmcheck.toolchain.compile import unit_source
 from mmcheck.errors import BarrierError, KernelFault, LaunchError, SanitizerError
-from mmcheck.ops import Shape
-from mmcheck.prepare import plan
+from mmcheck.describe.ops import Shape
+from mmcheck.cases.prepare import plan
 
 SCHEDULES = ("forward", "reverse", "shuffle")
 

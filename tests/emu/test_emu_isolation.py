@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mmcheck import publish, sandbox
+from mmcheck.toolchain import publish, sandbox
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.emu import EmuBackend
-from mmcheck.cli import main
+from mmcheck.front.cli import main
 from mmcheck.errors import InternalError
-from mmcheck.spec import load_specs
+from mmcheck.describe.spec import load_specs
 from tests import specs
 
 _SPEC = specs.text("{name}", "mm")
@@ -197,7 +197,7 @@ static __device__ void spawn(bool leave) {{
 
 
 def _run_cli(folder: Path, *extra: str) -> subprocess.CompletedProcess:
-    code = "import sys; from mmcheck.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from mmcheck.front.cli import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.run([sys.executable, "-c", code, "check", "--src", str(folder), "--backend", "emu",
                            "--results", str(folder / "res"), "--shape", "20x18x7", *extra],
                           capture_output=True, text=True, cwd=Path(__file__).parents[2], timeout=120)

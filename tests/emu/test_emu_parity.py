@@ -14,10 +14,10 @@ import textwrap
 import pytest
 
 from mmcheck.backends import device_code
-from mmcheck.compile import Build, include_options, unit_source
-from mmcheck.dtypes import precision
+from mmcheck.toolchain.compile import Build, include_options, unit_source
+from mmcheck.describe.dtypes import precision
 from mmcheck.errors import CompileError
-from mmcheck.spec import parse_specs
+from mmcheck.describe.spec import parse_specs
 
 from tests import needs, specs
 

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from mmcheck import interrupt
+from mmcheck.toolchain import interrupt
 
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.emu import EmuBackend

@@ -13,10 +13,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from mmcheck.dtypes import precision
+from mmcheck.describe.dtypes import precision
 from mmcheck.errors import KernelFault
-from mmcheck.ops import Shape
-from mmcheck.runner import Runner
+from mmcheck.describe.ops import Shape
+from mmcheck.run.runner import Runner
 
 BF16_F32 = precision("bfloat16->float32")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mmcheck.cli import main
+from mmcheck.front.cli import main
 from mmcheck.errors import KernelFault
 
 ml_dtypes = pytest.importorskip("ml_dtypes")

@@ -22,14 +22,14 @@ from mmcheck.backends import compilers, device_code
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.compilers import Nvcc
 from mmcheck.backends.emu import EmuBackend
-from mmcheck.cli import main
-from mmcheck.compile import Build, function_symbols
+from mmcheck.front.cli import main
+from mmcheck.toolchain.compile import Build, function_symbols
 from mmcheck.cxx import client
-from mmcheck.dtypes import precision
+from mmcheck.describe.dtypes import precision
 from mmcheck.errors import Unsupported
-from mmcheck.prepare import plan
-from mmcheck.shapes import shapes_for
-from mmcheck.spec import KernelSpec, load_specs
+from mmcheck.cases.prepare import plan
+from mmcheck.cases.shapes import shapes_for
+from mmcheck.describe.spec import KernelSpec, load_specs
 
 from tests import needs, specs
 from tests.run_once import shared_folder

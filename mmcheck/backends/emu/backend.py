@@ -18,13 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ...compile import Build, cache_key, kernel_symbol
-from ... import sandbox
+from ...toolchain.compile import Build, cache_key, kernel_symbol
+from ...toolchain import sandbox
 from ...errors import (BarrierError, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory,
                        SandboxUnavailable, SandboxViolation, SanitizerError, Unsupported)
-from ...publish import atomic_write
-from ...spec import KernelSpec, load_specs
-from ...tensormaps import MAP_ALIGN, MAP_BYTES, Passing
+from ...toolchain.publish import atomic_write
+from ...describe.spec import KernelSpec, load_specs
+from ...describe.tensormaps import MAP_ALIGN, MAP_BYTES, Passing
 from ..base import (MAX_BLOCK, MAX_DYNAMIC_SMEM, MAX_GRID, MAX_THREADS, NO_CLUSTER, Arg, BackendOptions, Capabilities,
                     DeviceBuffer, Dim3, Kernel, Pointers, TensorMapArg, printed_words)
 from . import worker as w

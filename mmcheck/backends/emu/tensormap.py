@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import struct
 
-from ...tensormaps import MAP_BYTES, Encoding
+from ...describe.tensormaps import MAP_BYTES, Encoding
 
 __all__ = ["LAYOUT", "MAGIC", "object_bytes"]
 

@@ -11,11 +11,11 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from ... import children, sandbox
-from ...compile import INSTANCE, Build, cache_key, cache_root, include_options, macro_flags
-from ...dependencies import Reads, compile_reads, record, recorded
+from ...toolchain import children, sandbox
+from ...toolchain.compile import INSTANCE, Build, cache_key, cache_root, include_options, macro_flags
+from ...toolchain.dependencies import Reads, compile_reads, record, recorded
 from ...errors import BackendUnavailable
-from ...publish import intact, made_once, private_folder, publish_sealed, publish_sealed_folder
+from ...toolchain.publish import intact, made_once, private_folder, publish_sealed, publish_sealed_folder
 from ..device_code import compile_first, fingerprint
 from .unit import check_supported, compile_failure, compile_sources, compile_unit
 

@@ -13,10 +13,11 @@ import functools
 import re
 from pathlib import Path
 
-from ... import reading, sandbox
-from ...compile import INCLUDE, Build, c_string, find_header, unit_source, verbatim_failure
+from ...describe import reading
+from ...toolchain import sandbox
+from ...toolchain.compile import INCLUDE, Build, c_string, find_header, unit_source, verbatim_failure
 from ...errors import CompileError, MmcheckError, Unsupported
-from ...spec import KernelSpec
+from ...describe.spec import KernelSpec
 from ..device_code import device_code, host_library, needed_header, sources, undeclared
 
 __all__ = ["compile_sources", "compile_unit", "check_supported", "compile_failure", "cluster_dims"]

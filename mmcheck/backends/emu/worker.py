@@ -15,7 +15,7 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
-from ... import children, interrupt, sandbox
+from ...toolchain import children, interrupt, sandbox
 from ...errors import InternalError
 
 __all__ = ["Worker", "WorkerError", "DiedHandling", "Refused", "NotLoaded", "ParamInfo", "Value", "LaunchResult",

@@ -1,0 +1,1 @@
+"""A kernel timed: the method, its statistics, its witness, and the CPU baseline."""
