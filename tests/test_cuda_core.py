@@ -116,7 +116,7 @@ def test_every_gpu_backend_declares_itself_so_and_the_alias_with_them():
     gpu = {capabilities(name) for name in ("gpu", "auto", *ALIASES["gpu"])}
     assert gpu == {Capabilities(gpu=True, sanitizers=("memcheck", "racecheck", "synccheck"), times=True, fresh=True,
                                 large=True, isolated=True)}
-    assert capabilities("emu") == Capabilities(sanitizers=("asan", "ubsan"))
+    assert capabilities("emu") == Capabilities(sanitizers=("asan", "ubsan"), async_rules=True)
     (option,) = [o for o in OPTIONS if o.dest == "backend"]
     assert all(option.type(name) == name for name in (*BACKENDS, *ALIASES))
 
