@@ -14,6 +14,7 @@ where its buffers cross between processes.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from ..witness import Renewal
 
 __all__ = ["Backend", "BackendOptions", "Capabilities", "Kernel", "DeviceBuffer", "Pointers", "TensorMapArg", "Arg",
-           "Dim3", "NO_CLUSTER", "Device",
+           "Dim3", "NO_CLUSTER", "Device", "Binding",
            "Timing", "BackendClass", "Times", "Reloads", "Launched", "Submits", "DownloadsInto", "HostMemory", "clock",
            "compute_capability", "reloader"]
 
@@ -69,6 +70,30 @@ class Capabilities:
     fresh: bool = False
     large: bool = False
     isolated: bool = False
+
+
+@dataclass(frozen=True)
+class Binding:
+    """The Python package a backend reaches its device through (a class attribute ``binding``), named as its
+    users know it, with the command that installs it: where it is missing the backend is unavailable, which is
+    told from the package's place alone, before a worker process is started to open the backend."""
+
+    module: str
+    name: str
+    install: str
+
+    def missing(self) -> str | None:
+        """Why the backend cannot open here, where its package is not installed; None where it is."""
+        try:
+            if importlib.util.find_spec(self.module) is not None:
+                return None
+            return self.absent(ModuleNotFoundError(f"No module named {self.module!r}"))
+        except ImportError as e:  # its parent package is missing too
+            return self.absent(e)
+
+    def absent(self, e: ImportError) -> str:
+        """The words for an import of the package that failed with ``e``."""
+        return f"{self.name} is not installed ({e}); {self.install}"
 
 
 @dataclass(frozen=True)
