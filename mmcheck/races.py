@@ -1,6 +1,7 @@
 """The costly schedules (a race detector such as compute-sanitizer's racecheck): which launches cover which
 cases, the launches left running beside the cheap ones and judged in order, and the verdicts kept across
-runs.  The runner hands in what it needs done (check a trial, launch a prepared case) as callbacks.
+runs; and which cases run the cheap thread orders past the first (the emulator's), once per tile class as the
+detector runs.  The runner hands in what it needs done (check a trial, launch a prepared case) as callbacks.
 
 A race is between the threads of one block, so what matters is which kinds of block a launch holds (whole or
 partial, first or last, how many tiles of K) and the compiled instance and block size.  The widest tile class
@@ -60,6 +61,8 @@ class Races:
         # its verdict).
         self.later: list[tuple[int, Case, tuple, Callable[[], None]]] = []
         self.position = 0  # the sweep's current case
+        # The instances x tile classes whose cases passed under every cheap schedule (ordered).
+        self.ordered: set[tuple] = set()
 
     def race(self, case: Case, kernel: Kernel, launch: Plan, trial: Trial, check: CheckTrial) -> Result | None:
         """The costly schedules where the case's races have not been looked for yet, with the first trial,
@@ -89,6 +92,19 @@ class Races:
             return failed
         self.raced[key] = None
         return None
+
+    def orders(self, case: Case, launch: Plan) -> bool:
+        """Whether ``case`` runs its first trial under every cheap schedule, not the first alone: the orders a
+        backend runs a block's threads in (the emulator's reverse and shuffle), where a race shows as a result
+        that changes with the order.  Once per instance and tile class, as a race detector runs (a race is
+        between the threads of one block): until a case of it passes under them all."""
+        assert case.shape is not None, "a case to run has a shape"
+        return (*_instance(case, launch), *tile_class(case.spec, case.shape)) not in self.ordered
+
+    def passed(self, case: Case, launch: Plan) -> None:
+        """``case`` passed under every cheap schedule: its instance and tile class need them no more."""
+        assert case.shape is not None, "a case to run has a shape"
+        self.ordered.add((*_instance(case, launch), *tile_class(case.spec, case.shape)))
 
     def start(self, kernel: Kernel, prepared: Prepared, schedule: str, what: str,
               judged: Callable[[Launched], None], case: Case, race_class: tuple) -> bool:
