@@ -7,7 +7,8 @@ a GPU), ``sanitizers`` (what --sanitize runs there), ``times`` (a clock worth re
 base.Times too), ``fresh`` (it loads a kernel afresh for a timing: base.Reloads), ``large`` (shapes past 2**31 elements) and ``isolated`` (it runs in a worker process of its
 own, process.py, under the compute-sanitizer tools among its sanitizers, sanitizer.py).  mmcheck decides by
 these, never by a backend's name.  A class that reaches its device through a Python package declares it too
-(``binding = base.Binding(...)``): where it is missing, the backend is unavailable without a worker started.  A class of one's own needs no line: ``--backend module:Class``.
+(``binding = base.Binding(...)``): where it is missing, the backend is unavailable without a worker started.
+A class of one's own needs no line: ``--backend module:Class``.
 
 Backends are imported only when asked for, so that importing mmcheck (or loading its pytest plugin) never
 touches numpy, a CUDA binding or a compiler."""
