@@ -132,7 +132,7 @@ class Launched:
 
     result: LaunchResult
     placed: list[tuple[int, int]]
-    read: list[bytearray]
+    read: list[memoryview]
 
 
 class Worker:
@@ -254,10 +254,10 @@ class Worker:
         texts, at = _texts(reply, at + _RESULT.size, 4)
         output_bytes, count = struct.unpack_from("<QI", reply, at)
         at += 12
-        read = []
+        read, view = [], memoryview(reply)  # views of the reply, not copies: the buffers can be large
         for _ in range(count):
             (n,) = struct.unpack_from("<Q", reply, at)
-            read.append(reply[at + 8:at + 8 + n])
+            read.append(view[at + 8:at + 8 + n])
             at += 8 + n
         state, entered, bx, by, bz, tx, ty, tz, in_kernel, signo, code, is_write, addr, size, wait, buf, off = head
         message, warnings, stderr, output = texts
