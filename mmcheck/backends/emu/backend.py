@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import io
 import math
 import os
 import platform
@@ -19,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ...compile import Build, cache_key, kernel_symbol
+from ...elf import UNDEFINED, Elf
 from ... import sandbox
 from ...errors import (BarrierError, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory,
                        SandboxUnavailable, SandboxViolation, SanitizerError, Unsupported)
@@ -116,8 +116,11 @@ class _Buffer:
             return None
         if self.points:
             _, table, offset = self.points
-            return memoryview(table.addresses(np.frombuffer(self.read(), np.int64), offset, base)).cast("B"), base
-        return memoryview(self.data if self.worker is None else self.read()).cast("B"), base
+            return table.addresses(np.frombuffer(self.read(), np.int64), offset, base).data.cast("B"), base
+        if self.worker is None:
+            assert self.data is not None, "a buffer is held here until it is placed in a worker"
+            return self.data.data, base
+        return memoryview(self.read()), base
 
     def place(self, worker: w.Worker) -> int:
         """Its id in ``worker``, moved there first where it is elsewhere (a table: where its target moved)."""
@@ -299,13 +302,7 @@ class EmuBackend:
 def _imports(binary: bytes) -> frozenset[str]:
     """The names a module's dynamic symbol table imports (those it leaves undefined): what it calls of the
     emulator's runtime, read here, outside any process the module's code runs in."""
-    from elftools.elf.elffile import ELFFile
-    from elftools.elf.sections import SymbolTableSection
-
-    table = ELFFile(io.BytesIO(binary)).get_section_by_name(".dynsym")
-    if not isinstance(table, SymbolTableSection):
-        return frozenset()
-    return frozenset(s.name for s in table.iter_symbols() if s.name and s["st_shndx"] == "SHN_UNDEF")
+    return frozenset(s.name for s in Elf(binary).symbols(".dynsym") if s.name and s.section == UNDEFINED)
 
 
 def _corroborated(result: w.LaunchResult, module: _Module) -> w.LaunchResult:
