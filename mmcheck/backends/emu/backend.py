@@ -125,13 +125,17 @@ class _Buffer:
     def place(self, worker: w.Worker) -> int:
         """Its id in ``worker``, moved there first where it is elsewhere (a table: where its target moved)."""
         if due := self.due(worker):
-            data, base = due
-            try:
-                new, address = worker.alloc(data)
-            except w.NoMemory as e:
-                raise OutOfMemory(f"the emulator cannot hold {data.nbytes} bytes: {e}") from None
-            self.settle(worker, new, address, base)
+            self.put(worker, *due)
         return self.id
+
+    def put(self, worker: w.Worker, data: memoryview, base: int) -> int:
+        """Placed in ``worker`` by a request of its own, as ``due`` says: its id there."""
+        try:
+            new, address = worker.alloc(data)
+        except w.NoMemory as e:
+            raise OutOfMemory(f"the emulator cannot hold {data.nbytes} bytes: {e}") from None
+        self.settle(worker, new, address, base)
+        return new
 
     def settle(self, worker: w.Worker, new: int, address: int, base: int) -> None:
         """Placed in ``worker`` as buffer ``new`` at ``address`` (a table: over its target at ``base``)."""
@@ -422,11 +426,13 @@ class _Request:
         named = next((w.Held(i, fresh=True) for i, (other, _, _) in enumerate(self.fresh) if other is handle), None)
         if named is None:
             due = handle.due(self.worker)
-            if due and self.bytes + due[0].nbytes <= _CARRIED:
+            if due is None:
+                named = w.Held(handle.id)
+            elif self.bytes + due[0].nbytes <= _CARRIED:
                 self.fresh.append((handle, *due))
                 named = w.Held(len(self.fresh) - 1, fresh=True)
             else:
-                named = w.Held(handle.place(self.worker))
+                named = w.Held(handle.put(self.worker, *due))
         back = sum(other.nbytes for other, _ in self.reads)
         if read and back + handle.nbytes <= _CARRIED and all(other is not handle for other, _ in self.reads):
             self.reads.append((handle, named))
@@ -459,7 +465,7 @@ def _pack_args(label: str, spec: KernelSpec, params: tuple[w.ParamInfo, ...], ar
                 request.held(arg.points.target.handle)
         elif isinstance(arg, TensorMapArg):
             target: _Buffer = arg.target.handle
-            target.place(worker=request.worker)  # the map holds its address
+            target.place(request.worker)  # the map holds its address
             request.held(target)
             made = object_bytes(arg.encoding, arg.address(target.address))
             if arg.passed is Passing.VALUE:
