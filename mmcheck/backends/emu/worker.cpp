@@ -22,9 +22,10 @@
 // child may add (0: no limit); PROTECT: letters of the protections to apply, l (Landlock) and s
 // (seccomp); READ: what a child may read besides the module and the kernel's folder.
 //
-// Frames, both ways: u32 length, then that many bytes.  A request starts with an op byte; a reply with
-// 0 (ok), 1 (refused, followed by a message) or 2 (refused for want of memory, likewise).  All integers little-endian.  A launch is one request: the
-// buffers freed since the last, those it places, the launch, and the buffers it reads back (launch()).  wire
+// Frames, both ways: u32 length, then that many bytes.  A request starts with an op byte; a reply with 0 (ok),
+// 1 (refused, followed by a message) or 2 (refused for want of memory, likewise).  All integers little-endian.
+// A launch is one request: the buffers freed since the last, those it places, the launch, and the buffers it
+// reads back (launch()).  wire
 #include "mmemu.h"
 #include "../../sandbox.h"
 
@@ -206,7 +207,9 @@ Buffer& buffer(uint32_t id) {
 }
 
 // The address too: a table of pointers into this buffer holds it (backend.py, base.Pointers).
-Writer& placed(Writer& w, uint32_t id) { return w.put(id).put(uint64_t(reinterpret_cast<uintptr_t>(buffer(id).data))); }
+Writer& placed(Writer& w, uint32_t id) {
+    return w.put(id).put(uint64_t(reinterpret_cast<uintptr_t>(buffer(id).data)));
+}
 
 std::string alloc(Reader& in) {
     Writer w;
