@@ -61,7 +61,7 @@ class Races:
         # its verdict).
         self.later: list[tuple[int, Case, tuple, Callable[[], None]]] = []
         self.position = 0  # the sweep's current case
-        # The instances x tile classes whose cases passed under every cheap schedule (ordered).
+        # The instances x tile classes of which a case passed under the per_class schedules (orders).
         self.ordered: set[tuple] = set()
 
     def race(self, case: Case, kernel: Kernel, launch: Plan, trial: Trial, check: CheckTrial) -> Result | None:
@@ -93,18 +93,20 @@ class Races:
         self.raced[key] = None
         return None
 
-    def orders(self, case: Case, launch: Plan) -> bool:
-        """Whether ``case`` runs its first trial under every cheap schedule, not the first alone: the orders a
-        backend runs a block's threads in (the emulator's reverse and shuffle), where a race shows as a result
-        that changes with the order.  Once per instance and tile class, as a race detector runs (a race is
-        between the threads of one block): until a case of it passes under them all."""
-        assert case.shape is not None, "a case to run has a shape"
-        return (*_instance(case, launch), *tile_class(case.spec, case.shape)) not in self.ordered
+    def orders(self, case: Case, kernel: Kernel, launch: Plan, schedules: tuple[str, ...]) -> tuple[str, ...]:
+        """Of the cheap ``schedules``, those ``case``'s first trial runs under: the kernel's ``per_class`` ones
+        (thread orders, where a race shows as a result that changes with the order) once per instance and tile
+        class, as a race detector runs (a race is between the threads of one block): until a case of it passes
+        under them all."""
+        if (*_instance(case, launch), *_class(case)) not in self.ordered:
+            return schedules
+        return tuple(s for s in schedules if s not in kernel.per_class)
 
-    def passed(self, case: Case, launch: Plan) -> None:
-        """``case`` passed under every cheap schedule: its instance and tile class need them no more."""
-        assert case.shape is not None, "a case to run has a shape"
-        self.ordered.add((*_instance(case, launch), *tile_class(case.spec, case.shape)))
+    def passed(self, case: Case, kernel: Kernel, launch: Plan, ran: tuple[str, ...]) -> None:
+        """``case`` passed under the schedules ``ran``: where they hold its ``per_class`` ones, its instance and
+        tile class need them no more."""
+        if kernel.per_class and set(kernel.per_class) <= set(ran):
+            self.ordered.add((*_instance(case, launch), *_class(case)))
 
     def start(self, kernel: Kernel, prepared: Prepared, schedule: str, what: str,
               judged: Callable[[Launched], None], case: Case, race_class: tuple) -> bool:
@@ -229,6 +231,11 @@ def _judge_costly(judged: Callable[[Launched], None], started: Launched) -> None
     judged(started)
     if isinstance(started, _Keeping):
         started.passed()
+
+
+def _class(case: Case) -> tuple[int, ...]:
+    assert case.shape is not None, "a case to run has a shape"
+    return tile_class(case.spec, case.shape)
 
 
 def _instance(case: Case, launch: Plan) -> tuple:

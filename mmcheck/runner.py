@@ -245,12 +245,11 @@ class Runner:
                 trials, schedules = trials[:1], schedules[:1]
             elif kernel.costly and (raced := self.races.race(case, kernel, launched, trials[0], self._check)):
                 return raced
-            ordered = len(schedules) > 1 and self.races.orders(case, launched)
+            first = self.races.orders(case, kernel, launched, schedules)
             for i, trial in enumerate(trials):
                 # Thread order does not depend on the data: the extra schedules run with the first trial.
-                self._check(case, kernel, launched, trial, schedules if i == 0 and ordered else schedules[:1])
-            if ordered:
-                self.races.passed(case, launched)
+                self._check(case, kernel, launched, trial, first if i == 0 else schedules[:1])
+            self.races.passed(case, kernel, launched, first)
         except (Caught, MmcheckError) as e:
             failed = outcome_of(case, e, self.results)
             # What the kernel printed goes with its failure alone.

@@ -115,7 +115,10 @@ class Kernel:
     checks every one, so a race that one order hides is exposed by another.  ``costly`` names the
     schedules that cost far more than a launch (a race detector): the runner runs them once per kernel x
     dtype on a shape that holds every kind of block (else once per tile class, on its smallest shape) and on
-    a failure's reruns, not on every case.  ``params`` are the byte sizes of the kernel's parameters as
+    a failure's reruns, not on every case.  ``per_class`` names cheap schedules that need not run on every
+    case either: thread orders (the emulator's reverse and shuffle), where a race shows as a result that
+    changes with the order, run on the first case of each tile class to pass, judged as any cheap schedule
+    is; each case runs the others.  ``params`` are the byte sizes of the kernel's parameters as
     compiled (None where the backend cannot tell).  ``fingerprint`` is a digest of the compiled code, the
     device and the tools that run the costly schedules: the same fingerprint, the same kernel in the same
     hands, so that a race detector's verdict on a launch can be kept across runs (verdicts.py); None
@@ -133,6 +136,7 @@ class Kernel:
     costly: tuple[str, ...] = ()
     fingerprint: str | None = None
     unchecked: str = ""
+    per_class: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -233,9 +233,10 @@ class ProcessBackend:
             worker.close()
 
     def compile(self, build: Build) -> Kernel:
-        symbol, schedules, params, costly, fingerprint = self._worker(self._first).call(
+        symbol, schedules, params, costly, fingerprint, per_class = self._worker(self._first).call(
             "compile", build, timeout=_COMPILE_TIMEOUT)
-        return Kernel(build.spec, build.dtype, symbol, schedules, build, params, costly, fingerprint)
+        return Kernel(build.spec, build.dtype, symbol, schedules, build, params, costly, fingerprint,
+                      per_class=per_class)
 
     def fresh(self, kernel: Kernel) -> Kernel:
         """A handle the worker loads afresh when it first reaches it: no round trip of its own."""
@@ -459,7 +460,7 @@ def _serve(inner: str, link: channel.Channel) -> None:
                 value = backend.name
             elif method == "compile":
                 k = kernel(*args)
-                value = (k.symbol, k.schedules, k.params, k.costly, k.fingerprint)
+                value = (k.symbol, k.schedules, k.params, k.costly, k.fingerprint, k.per_class)
             elif method == "launch":
                 build, hosts, packed, grid, block, smem, cluster, schedule, addresses = args
                 k = kernel(build)

@@ -210,7 +210,7 @@ class EmuBackend:
             self._modules[path] = module
         schedules = tuple(w.SCHEDULES) if module.fibers else ("forward",)
         return Kernel(spec=spec, dtype=build.dtype, symbol=symbol, schedules=schedules, handle=module,
-                      params=tuple(q.size for q in module.params))
+                      params=tuple(q.size for q in module.params), per_class=schedules[1:])
 
     def _worker(self, module: _Module) -> w.Worker:
         """The worker that has ``module`` loaded: a new one where it has none or its own has gone (a module's
