@@ -17,8 +17,10 @@ def main() -> int:
         signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
     try:
         from .toolchain.children import end_on_sigterm
+        from .toolchain.devices import quiet_blas
 
         end_on_sigterm()  # SIGTERM (a `timeout`, a CI runner) ends the run as Ctrl-C does, compilers and all
+        quiet_blas()  # before numpy loads
         from .front.cli import main as command
 
         return command(sys.argv[1:], held=held)  # which handles Ctrl-C from where it can

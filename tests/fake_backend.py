@@ -234,10 +234,10 @@ class FakeBackend:
     printed = ""
 
     def __init__(self, options: BackendOptions = BackendOptions(), schedules=("forward", "reverse"), costly=(),
-                 fingerprint=None):
+                 fingerprint=None, per_class=()):
         """``fingerprint``: the toolchain's, to which each kernel's adds its function and build (None: the
         backend cannot tell, as a backend of one's own may not)."""
-        self.schedules, self.costly, self.fingerprint = schedules, costly, fingerprint
+        self.schedules, self.costly, self.fingerprint, self.per_class = schedules, costly, fingerprint, per_class
         self.compiles = 0
         self.launched: list[str] = []  # the schedule of every launch
         self.modules: list[_Module] = []  # every module loaded, in order
@@ -252,7 +252,8 @@ class FakeBackend:
         if function is None:
             raise CompileError(f"{spec.path}:3: error: '{spec.entry}' was not declared")
         return Kernel(spec, build.dtype, spec.entry, self.schedules, self._module(function), costly=self.costly,
-                      fingerprint=self.fingerprint and repr((self.fingerprint, spec.entry, build.key)))
+                      fingerprint=self.fingerprint and repr((self.fingerprint, spec.entry, build.key)),
+                      per_class=self.per_class)
 
     def _module(self, code):
         self.modules.append(_Module(code))

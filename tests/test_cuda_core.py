@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from mmcheck.backends import ALIASES, BACKENDS, capabilities, get_backend
-from mmcheck.backends.base import BackendOptions, Capabilities, DeviceBuffer
+from mmcheck.backends import process
+from mmcheck.backends.base import BackendOptions, Binding, Capabilities, DeviceBuffer
 from mmcheck.backends.compilers import Nvcc
 from mmcheck.backends.events import HOLD_KERNEL, HOLD_SOURCE
 from mmcheck.backends.gpu import driver_arguments
@@ -76,6 +77,16 @@ class Unusable:
         raise BackendUnavailable("no device here")
 
 
+class Unbound:
+    """A backend in a worker process of its own, whose binding is not installed anywhere."""
+
+    capabilities = Capabilities(isolated=True)
+    binding = Binding("mmcheck_no_such_binding.driver", "NoSuchBinding", "pip install no-such-binding")
+
+    def __init__(self, options: BackendOptions) -> None:
+        raise AssertionError("opened, although its binding is missing")
+
+
 @pytest.fixture
 def registry(monkeypatch):
     """Put fakes (classes of this module, by name) in the registry's place of real backends."""
@@ -108,6 +119,20 @@ def test_auto_goes_through_both_gpu_backends_to_the_emulator(registry):
     assert get_backend("auto", isolated=False).name == "emu"
     registry(pycuda="PyCudaFake")
     assert get_backend("auto", isolated=False).name == "pycuda"
+
+
+def test_a_missing_binding_is_told_without_starting_a_worker(registry, monkeypatch):
+    """A backend whose binding is not installed is unavailable at once, in its own words: `auto` goes on to the
+    emulator without a worker process started (and waited for) to find that out."""
+    def started(*args: object) -> None:
+        raise AssertionError("a worker was started for a backend whose binding is missing")
+
+    monkeypatch.setattr(process, "ProcessBackend", started)
+    registry(cuda_core="Unbound", pycuda="Unbound", emu="EmuFake")
+    assert get_backend("auto").name == "emu"
+    with pytest.raises(BackendUnavailable, match=r"cuda-core: NoSuchBinding is not installed \(No module named "
+                                                 r"'mmcheck_no_such_binding'\); pip install no-such-binding"):
+        get_backend("gpu")
 
 
 def test_every_gpu_backend_declares_itself_so_and_the_alias_with_them():

@@ -33,8 +33,8 @@ def test_every_data_file_of_the_package_is_installed(setup_cfg):
 
 
 # The module each requirement is imported as, where it differs from its name.
-MODULES = {"pyelftools": "elftools", "nvidia-ml-py": "pynvml", "cupy-cuda13x": "cupy", "cuda-bindings": "cuda.bindings",
-           "cuda-core": "cuda.core", "libclang": "clang",
+MODULES = {"nvidia-ml-py": "pynvml", "cupy-cuda13x": "cupy", "cuda-bindings": "cuda.bindings", "cuda-core": "cuda.core",
+           "libclang": "clang",
            "pytest-benchmark": "pytest_benchmark", "ml_dtypes": "ml_dtypes",
            "pytest-timeout": None, "pytest-xdist": None, "tox": None, "ruff": None, "mypy": None,
            "mkdocs-material": None}

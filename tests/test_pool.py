@@ -113,6 +113,33 @@ def test_a_blas_thread_count_the_user_chose_goes_to_the_workers(monkeypatch):
     assert os.environ["OPENBLAS_NUM_THREADS"] == "2" and "OMP_NUM_THREADS" not in os.environ
 
 
+_QUIET = """
+import os, sys, types
+seen = {}
+cli = types.ModuleType("mmcheck.front.cli")  # the command, as the entry point runs it, without its modules
+cli.main = lambda argv, held: seen.update(numpy="numpy" in sys.modules,
+                                         spin=os.environ.get("OPENBLAS_THREAD_TIMEOUT")) or 0
+sys.modules["mmcheck.front.cli"] = cli
+from mmcheck.__main__ import main
+main()
+print(seen["numpy"], seen["spin"])
+"""
+
+
+@pytest.mark.parametrize("chosen, spin", [(None, "4"), ("20", "20")])
+def test_the_command_has_blas_threads_sleep_at_once_unless_the_user_chose(chosen, spin):
+    """numpy's import starts OpenBLAS's threads, one per core, which spun a tenth of a second each before they
+    slept: the command tells them to sleep at once before numpy loads, a choice of the user's aside."""
+    import subprocess
+    import sys
+
+    environ = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_THREAD_TIMEOUT", "GOTO_THREAD_TIMEOUT")}
+    if chosen:
+        environ["OPENBLAS_THREAD_TIMEOUT"] = chosen
+    done = subprocess.run([sys.executable, "-c", _QUIET], env=environ, capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["False", spin], done.stderr
+
+
 def _ignores_sigint() -> bool:
     import signal
 

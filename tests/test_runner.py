@@ -203,6 +203,24 @@ def test_where_requires_admit_no_shape_with_every_kind_of_block_each_tile_class_
     assert backend.launched == ["reverse", "forward"]
 
 
+def test_the_orders_a_backend_runs_per_class_run_once_per_tile_class_on_its_first_shape():
+    """A backend's per-class schedules (the emulator's reverse and shuffled thread orders) show a race as a result
+    that changes with the order: like a race detector, they run once per instance and tile class, on its first
+    shape that passes; its other shapes run under the other schedules."""
+    backend = FakeBackend(schedules=("forward", "reverse"), per_class=("reverse",))
+    runner = Runner(backend)
+    # tile 16: 1x1x1, 5x5x5 and 13x13x13 are one class, 17x17x5 and 20x30x9 another, 17x17x33 a third
+    shapes = [Shape(1, 1, 1), Shape(5, 5, 5), Shape(13, 13, 13), Shape(17, 17, 5), Shape(20, 30, 9), Shape(17, 17, 33)]
+    assert runner.sweep(spec_for("good"), "float32", shapes).ok
+    assert backend.launched.count("reverse") == 3 and len(backend.launched) == 3 + 2 * len(shapes)
+    racy = runner.sweep(spec_for("racy"), "float32", shapes)
+    assert racy.check == "race" and racy.case.shape == Shape(1, 1, 1), racy.message
+    # A cheap schedule not declared per class (a sanitizer's tool, under --sanitize) runs on every case.
+    every = FakeBackend(schedules=("forward", "reverse"))
+    assert Runner(every).sweep(spec_for("good"), "float32", shapes).ok
+    assert every.launched.count("reverse") == len(shapes)
+
+
 def test_a_race_left_running_is_the_verdict_before_a_later_failure_is_rerun():
     backend = FakeSubmittingBackend(costly=("reverse",))
     spec = spec_for("racy_past_one_tile_of_n_wrong_from_m40")  # racy on 17x17x33, wrong from M = 40

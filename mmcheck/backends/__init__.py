@@ -6,7 +6,9 @@ declares what it can do in a class attribute, ``capabilities = Capabilities(...)
 a GPU), ``sanitizers`` (what --sanitize runs there), ``times`` (a clock worth reporting: it implements
 base.Times too), ``fresh`` (it loads a kernel afresh for a timing: base.Reloads), ``large`` (shapes past 2**31 elements) and ``isolated`` (it runs in a worker process of its
 own, process.py, under the compute-sanitizer tools among its sanitizers, sanitizer.py).  mmcheck decides by
-these, never by a backend's name.  A class of one's own needs no line: ``--backend module:Class``.
+these, never by a backend's name.  A class that reaches its device through a Python package declares it too
+(``binding = base.Binding(...)``): where it is missing, the backend is unavailable without a worker started.
+A class of one's own needs no line: ``--backend module:Class``.
 
 Backends are imported only when asked for, so that importing mmcheck (or loading its pytest plugin) never
 touches numpy, a CUDA binding or a compiler."""
@@ -44,6 +46,9 @@ def get_backend(name: str = "auto", options: BackendOptions | None = None, isola
     if options.sanitize and not cls.capabilities.sanitizers:
         raise BackendUnavailable(f"{name} backend has no sanitizer for --sanitize to run")
     if isolated and cls.capabilities.isolated:
+        # A binding that is not installed is told here, not by a worker started to find it (half a second).
+        if (binding := getattr(cls, "binding", None)) and (missing := binding.missing()):
+            raise BackendUnavailable(missing)
         from .process import ProcessBackend
         from .sanitizer import hosting
 

@@ -14,6 +14,7 @@ where its buffers cross between processes.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from ..timing.witness import Renewal
 
 __all__ = ["Backend", "BackendOptions", "Capabilities", "Kernel", "DeviceBuffer", "Pointers", "TensorMapArg", "Arg",
-           "reached", "moved", "Dim3", "NO_CLUSTER", "Device",
+           "reached", "moved", "Dim3", "NO_CLUSTER", "Device", "Binding",
            "Timing", "BackendClass", "Times", "Reloads", "Launched", "Submits", "DownloadsInto", "HostMemory", "clock",
            "compute_capability", "reloader"]
 
@@ -76,6 +77,30 @@ class Capabilities:
 
 
 @dataclass(frozen=True)
+class Binding:
+    """The Python package a backend reaches its device through (a class attribute ``binding``), named as its
+    users know it, with the command that installs it: where it is missing the backend is unavailable, which is
+    told from the package's place alone, before a worker process is started to open the backend."""
+
+    module: str
+    name: str
+    install: str
+
+    def missing(self) -> str | None:
+        """Why the backend cannot open here, where its package is not installed; None where it is."""
+        try:
+            if importlib.util.find_spec(self.module) is not None:
+                return None
+            return self.absent(ModuleNotFoundError(f"No module named {self.module!r}"))
+        except ImportError as e:  # its parent package is missing too
+            return self.absent(e)
+
+    def absent(self, e: ImportError) -> str:
+        """The words for an import of the package that failed with ``e``."""
+        return f"{self.name} is not installed ({e}); {self.install}"
+
+
+@dataclass(frozen=True)
 class BackendOptions:
     """Settings a user chooses for a run; each backend reads those that apply to it."""
 
@@ -94,7 +119,10 @@ class Kernel:
     checks every one, so a race that one order hides is exposed by another.  ``costly`` names the
     schedules that cost far more than a launch (a race detector): the runner runs them once per kernel x
     dtype on a shape that holds every kind of block (else once per tile class, on its smallest shape) and on
-    a failure's reruns, not on every case.  ``params`` are the byte sizes of the kernel's parameters as
+    a failure's reruns, not on every case.  ``per_class`` names cheap schedules that need not run on every
+    case either: thread orders (the emulator's reverse and shuffle), where a race shows as a result that
+    changes with the order, run on the first case of each tile class to pass, judged as any cheap schedule
+    is; each case runs the others.  ``params`` are the byte sizes of the kernel's parameters as
     compiled (None where the backend cannot tell).  ``fingerprint`` is a digest of the compiled code, the
     device and the tools that run the costly schedules: the same fingerprint, the same kernel in the same
     hands, so that a race detector's verdict on a launch can be kept across runs (verdicts.py); None
@@ -112,6 +140,7 @@ class Kernel:
     costly: tuple[str, ...] = ()
     fingerprint: str | None = None
     unchecked: str = ""
+    per_class: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

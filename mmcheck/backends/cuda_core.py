@@ -22,7 +22,7 @@ from typing import Any, Self
 import numpy as np
 
 from ..errors import BackendUnavailable
-from .base import BackendOptions, Dim3
+from .base import BackendOptions, Binding, Dim3
 from .compilers import Nvcc
 from .cubin import Compiled
 from .events import Event
@@ -33,12 +33,13 @@ __all__ = ["CudaCoreBackend"]
 
 class CudaCoreBackend(GpuBackend):
     name = "cuda-core"
+    binding = Binding("cuda.core", "cuda.core", "pip install 'mmcheck-cuda[gpu]'")
 
     def __init__(self, options: BackendOptions = BackendOptions()) -> None:
         try:
             from cuda.core import LEGACY_DEFAULT_STREAM, Device
         except ImportError as e:
-            raise BackendUnavailable(f"cuda.core is not installed ({e}); pip install 'mmcheck-cuda[gpu]'") from None
+            raise BackendUnavailable(self.binding.absent(e)) from None
         try:
             gpu = Device()  # device 0, as PyCUDA's primary context takes it, unless a context is current
             wait_by_sleeping()

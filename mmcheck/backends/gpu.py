@@ -35,8 +35,8 @@ from ..describe.tensormaps import PORTABLE_CLUSTER, Passing
 from ..timing.timer import Measurement, Method, measure
 from ..timing.witness import Renewal
 from . import cublas, sanitizer, witness_gpu
-from .base import (NO_CLUSTER, Arg, BackendOptions, Capabilities, Device, DeviceBuffer, Dim3, Kernel, Pointers,
-                   TensorMapArg, Timing, reached)
+from .base import (NO_CLUSTER, Arg, BackendOptions, Binding, Capabilities, Device, DeviceBuffer, Dim3, Kernel,
+                   Pointers, TensorMapArg, Timing, reached)
 from .compilers import explain_load_error, get_compiler
 from .cubin import Compiled, arch
 from .events import HOLD_KERNEL, HOLD_SOURCE, Event, EventClock, Hold, L2Flush, Nvml
@@ -52,12 +52,13 @@ STAGED = 4 * 2**20  # bytes: buffers up to this size are copied through page-loc
 
 
 class GpuBackend(ABC):
-    """A GPU backend, less its binding of CUDA: a subclass opens the device, sets ``_error`` to what its
-    binding raises when a CUDA call fails, calls ``__init__`` with the device's compute capability, and
-    implements the primitives below.  Device memory is whatever ``_allocate`` gives that ``int()`` turns into
-    its address."""
+    """A GPU backend, less its binding of CUDA: a subclass declares its ``binding``, opens the device, sets
+    ``_error`` to what its binding raises when a CUDA call fails, calls ``__init__`` with the device's compute
+    capability, and implements the primitives below.  Device memory is whatever ``_allocate`` gives that
+    ``int()`` turns into its address."""
 
     name: str
+    binding: Binding
     # A fault can leave the CUDA context unusable, and a hung kernel cannot be stopped from its own process: the
     # backend runs in a worker process, under compute-sanitizer's tools where they are asked for.
     capabilities = Capabilities(gpu=True, sanitizers=sanitizer.TOOLS, times=True, fresh=True, large=True,

@@ -234,9 +234,10 @@ class ProcessBackend:
             worker.close()
 
     def compile(self, build: Build) -> Kernel:
-        symbol, schedules, params, costly, fingerprint = self._worker(self._first).call(
+        symbol, schedules, params, costly, fingerprint, per_class = self._worker(self._first).call(
             "compile", build, timeout=_COMPILE_TIMEOUT)
-        return Kernel(build.spec, build.dtype, symbol, schedules, build, params, costly, fingerprint)
+        return Kernel(build.spec, build.dtype, symbol, schedules, build, params, costly, fingerprint,
+                      per_class=per_class)
 
     def fresh(self, kernel: Kernel) -> Kernel:
         """A handle the worker loads afresh when it first reaches it: no round trip of its own."""
@@ -460,7 +461,7 @@ def _serve(inner: str, link: channel.Channel) -> None:
                 # changed since (mmcheck watch); its later launches run this compile.
                 (build,) = args
                 k = kernels[build.key] = backend.compile(build)
-                value = (k.symbol, k.schedules, k.params, k.costly, k.fingerprint)
+                value = (k.symbol, k.schedules, k.params, k.costly, k.fingerprint, k.per_class)
             elif method == "launch":
                 build, hosts, packed, grid, block, smem, cluster, schedule, addresses = args
                 k = kernel(build)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BackendUnavailable, Unsupported
-from .base import BackendOptions, Dim3
+from .base import BackendOptions, Binding, Dim3
 from .cubin import Compiled
 from .events import Event
 from .gpu import DEFAULT_DYNAMIC_SMEM, GpuBackend, wait_by_sleeping
@@ -24,12 +24,13 @@ __all__ = ["PyCudaBackend"]
 
 class PyCudaBackend(GpuBackend):
     name = "pycuda"
+    binding = Binding("pycuda", "PyCUDA", "pip install 'mmcheck-cuda[cuda]'")
 
     def __init__(self, options: BackendOptions = BackendOptions()) -> None:
         try:
             import pycuda.driver as cuda
         except ImportError as e:
-            raise BackendUnavailable(f"PyCUDA is not installed ({e}); pip install 'mmcheck-cuda[cuda]'") from None
+            raise BackendUnavailable(self.binding.absent(e)) from None
         try:
             cuda.init()
             if cuda.Device.count() == 0:

@@ -1,6 +1,7 @@
 """The costly schedules (a race detector such as compute-sanitizer's racecheck): which launches cover which
 cases, the launches left running beside the cheap ones and judged in order, and the verdicts kept across
-runs.  The runner hands in what it needs done (check a trial, launch a prepared case) as callbacks.
+runs; and which cases run the cheap thread orders past the first (the emulator's), once per tile class as the
+detector runs.  The runner hands in what it needs done (check a trial, launch a prepared case) as callbacks.
 
 A race is between the threads of one block, so what matters is which kinds of block a launch holds (whole or
 partial, first or last, how many tiles of K) and the compiled instance and block size.  The widest tile class
@@ -72,6 +73,8 @@ class Races:
         # What the costly launches covered: a kernel x dtype's instance, or one tile class of it.  None where
         # they passed (or still run), else the race, which every later case it covers shares.
         self.raced: dict[tuple, Result | None] = {}
+        # The instances x tile classes of which a case passed under the per_class schedules (orders).
+        self.ordered: set[tuple] = set()
 
     def race(self, case: Case, kernel: Kernel, launch: Plan, trial: Trial, check: CheckTrial) -> Result | None:
         """The costly schedules where the case's races have not been looked for yet, with the first trial,
@@ -101,6 +104,21 @@ class Races:
             return failed
         self.raced[key] = None
         return None
+
+    def orders(self, case: Case, kernel: Kernel, launch: Plan, schedules: tuple[str, ...]) -> tuple[str, ...]:
+        """Of the cheap ``schedules``, those ``case``'s first trial runs under: the kernel's ``per_class`` ones
+        (thread orders, where a race shows as a result that changes with the order) once per instance and tile
+        class, as a race detector runs (a race is between the threads of one block): until a case of it passes
+        under them all."""
+        if (*_instance(case, launch), *_class(case)) not in self.ordered:
+            return schedules
+        return tuple(s for s in schedules if s not in kernel.per_class)
+
+    def passed(self, case: Case, kernel: Kernel, launch: Plan, ran: tuple[str, ...]) -> None:
+        """``case`` passed under the schedules ``ran``: where they hold its ``per_class`` ones, its instance and
+        tile class need them no more."""
+        if kernel.per_class and set(kernel.per_class) <= set(ran):
+            self.ordered.add((*_instance(case, launch), *_class(case)))
 
     def start(self, kernel: Kernel, prepared: Prepared, schedule: str, what: str,
               judged: Callable[[Launched], None], place: Place, left: Left) -> bool:
@@ -226,6 +244,11 @@ def _judge_costly(judged: Callable[[Launched], None], started: Launched) -> None
     judged(started)
     if isinstance(started, _Keeping):
         started.passed()
+
+
+def _class(case: Case) -> tuple[int, ...]:
+    assert case.shape is not None, "a case to run has a shape"
+    return tile_class(case.spec, case.shape)
 
 
 def _instance(case: Case, launch: Plan) -> tuple:

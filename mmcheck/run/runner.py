@@ -258,9 +258,11 @@ class Runner:
             elif kernel.costly and (raced := self.races.race(case, kernel, launched, trials[0],
                                                              partial(self._check, turn=turn))):
                 return raced
+            first = self.races.orders(case, kernel, launched, schedules)
             for i, trial in enumerate(trials):
                 # Thread order does not depend on the data: the extra schedules run with the first trial.
-                self._check(case, kernel, launched, trial, schedules if i == 0 else schedules[:1], (), turn)
+                self._check(case, kernel, launched, trial, first if i == 0 else schedules[:1], (), turn)
+            self.races.passed(case, kernel, launched, first)
         except (Caught, MmcheckError) as e:
             failed = outcome_of(case, e, self.results)
             if failed.check is Check.TIMEOUT and (told := self._hang_told(case)):

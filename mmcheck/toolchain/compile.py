@@ -13,7 +13,6 @@ symbol is the one its relocation names (``instance_symbol``).
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -25,6 +24,7 @@ from ..describe.dtypes import Precision
 from ..errors import CompileError
 from ..describe.expr import BOOLEANS
 from ..describe.spec import KernelSpec, Verbatim
+from .elf import FUNCTION, OBJECT, Elf
 
 __all__ = ["Build", "unit_source", "function_symbols", "find_symbol", "kernel_symbol", "instance_symbol",
            "verbatim_failure", "missing_entry", "cache_key", "cache_root", "macro_flags", "c_string", "local_includes",
@@ -93,14 +93,7 @@ def c_string(text: str) -> str:
 
 def function_symbols(binary: bytes) -> list[str]:
     """The names of the function symbols of an ELF binary (a cubin, or the emulator's shared library)."""
-    from elftools.elf.elffile import ELFFile
-    from elftools.elf.sections import SymbolTableSection
-
-    elf = ELFFile(io.BytesIO(binary))
-    table = elf.get_section_by_name(".symtab")
-    if not isinstance(table, SymbolTableSection):
-        return []
-    return [s.name for s in table.iter_symbols() if s.name and s["st_info"]["type"] == "STT_FUNC"]
+    return [s.name for s in Elf(binary).symbols(".symtab") if s.name and s.type == FUNCTION]
 
 
 def kernel_symbol(binary: bytes, build: Build) -> str:
@@ -121,32 +114,19 @@ def instance_symbol(binary: bytes) -> str | None:
     kernel; in a shared library, the dynamic relocation at its address, naming the kernel or (a hidden one, as
     the emulator's are) giving its address, which the function symbol there has.  None where there is no such
     variable or relocation."""
-    from elftools.elf.elffile import ELFFile
-    from elftools.elf.relocation import RelocationSection
-    from elftools.elf.sections import SymbolTableSection
-
-    elf = ELFFile(io.BytesIO(binary))
-    table = elf.get_section_by_name(".symtab")
-    if not isinstance(table, SymbolTableSection):
-        return None
-    variable = next((s for s in table.iter_symbols() if s.name == INSTANCE and s["st_info"]["type"] == "STT_OBJECT"),
-                    None)
+    elf = Elf(binary)
+    table = elf.symbols(".symtab")
+    variable = next((s for s in table if s.name == INSTANCE and s.type == OBJECT), None)
     if variable is None:
         return None
-    shared = elf["e_type"] == "ET_DYN"  # a module's dynamic relocations apply at addresses, not within a section
-    applies = 0 if shared else variable["st_shndx"]
-    for section in elf.iter_sections():
-        if not isinstance(section, RelocationSection) or section["sh_info"] != applies:
-            continue
-        for relocation in section.iter_relocations():
-            if relocation["r_offset"] != variable["st_value"]:
-                continue
-            if relocation["r_info_sym"]:
-                return elf.get_section(section["sh_link"]).get_symbol(relocation["r_info_sym"]).name
-            address = relocation["r_addend"] if relocation.is_RELA() else None
-            return next((s.name for s in table.iter_symbols() if s["st_info"]["type"] == "STT_FUNC"
-                         and s["st_value"] == address and s.name), None)
-    return None
+    # A module's dynamic relocations apply at addresses, not within a section.
+    found = elf.relocation(0 if elf.shared else variable.section, variable.value)
+    if found is None:
+        return None
+    named, address = found
+    if named is not None:
+        return named.name
+    return next((s.name for s in table if s.type == FUNCTION and s.value == address and s.name), None)
 
 
 def find_symbol(symbols: Iterable[str], build: Build) -> str:

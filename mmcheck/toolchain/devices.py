@@ -10,11 +10,13 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-__all__ = ["across_cores", "blas_threads", "cores", "gpu_count", "pin_gpu", "share_cores", "shared_capability",
-           "visible_gpus"]
+__all__ = ["across_cores", "blas_threads", "cores", "gpu_count", "pin_gpu", "quiet_blas", "share_cores",
+           "shared_capability", "visible_gpus"]
 
 # Where one is set, the user chose BLAS's thread count.
 THREAD_COUNTS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+# Where one is set, the user chose how long OpenBLAS's idle threads spin (2**n CPU cycles) before they sleep.
+SPIN = ("OPENBLAS_THREAD_TIMEOUT", "GOTO_THREAD_TIMEOUT")
 # The processes sharing this machine's cores, as share_cores was told.
 _sharing = 1
 T = TypeVar("T")
@@ -104,6 +106,15 @@ def blas_threads(workers: int, environ: Mapping[str, str] = os.environ) -> dict[
     if any(name in environ for name in THREAD_COUNTS):
         return {}
     return dict.fromkeys(THREAD_COUNTS, str(_share(workers)))
+
+
+def quiet_blas(environ: MutableMapping[str, str] = os.environ) -> None:
+    """OpenBLAS's idle threads sleep at once (after 2**4 cycles, its least) rather than spin for 2**28 cycles:
+    numpy's import starts a thread per core, and each spun against the run's own work (the emulator's worker,
+    on two cores: a fifth of a check's CPU time); a product large enough to need them wakes them.  Set before
+    numpy loads; a spin the user chose is left alone."""
+    if not any(name in environ for name in SPIN):
+        environ[SPIN[0]] = "4"
 
 
 def share_cores(workers: int, environ: Mapping[str, str] = os.environ) -> None:

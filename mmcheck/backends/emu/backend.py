@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import io
 import math
 import os
 import platform
@@ -19,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ...toolchain.compile import Build, cache_key, kernel_symbol
+from ...toolchain.elf import UNDEFINED, Elf
 from ...toolchain import sandbox
 from ...errors import (BarrierError, CompileError, KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory,
                        SandboxUnavailable, SandboxViolation, SanitizerError, Unsupported)
@@ -56,6 +56,9 @@ _CALIBRATION_LIMIT = 60.0  # seconds; a calibration launch is no user's kernel, 
 _WORKERS_KEPT = 4
 # The most blocks a cluster may have: sm_90's most (more than 8 needs the non-portable opt-in there).
 _MAX_CLUSTER_BLOCKS = 16
+# The bytes of buffers a launch's request carries each way, placed and read back: a buffer past them travels in
+# a request of its own, as a request's length is 32 bits.
+_CARRIED = 1 << 30
 
 
 class _Module:
@@ -75,13 +78,16 @@ class _Buffer:
     """DeviceBuffer.handle: a buffer's bytes, held here until a launch needs them in its module's worker, and
     from then in that worker (moved to another's where a kernel of another file takes it); freed in the
     worker when the last DeviceBuffer that holds it goes away.  A table of pointers (``points``) is placed
-    after its target, in the same worker, as the addresses its offsets name there."""
+    after its target, in the same worker, as the addresses its offsets name there.  What a launch left in its
+    buffers comes back with the launch, and is read from that copy until the worker's next launch."""
 
     def __init__(self, data: np.ndarray, points: tuple[_Buffer, Pointers, int] | None = None) -> None:
         self.data: np.ndarray | None = data
+        self.nbytes = data.nbytes
         self.points = points  # the target's handle, the table, and its guard band in elements
         self._home: list = [None, 0, 0]  # the worker that holds it, its id and its address there
         self._base = 0  # for a table: the address of its target when it was placed
+        self._left: tuple[w.Worker, int, memoryview] | None = None  # its worker, a launch of it, what it left
         weakref.finalize(self, _free, self._home).atexit = False
 
     @property
@@ -97,33 +103,56 @@ class _Buffer:
         """The address of its first byte in its worker's launches (once placed)."""
         return self._home[2]
 
-    def place(self, worker: w.Worker) -> int:
-        """Its id in ``worker``, moved there first where it is elsewhere (a table: where its target moved)."""
+    def due(self, worker: w.Worker) -> tuple[memoryview, int] | None:
+        """None where it lies in ``worker`` as it is; else the bytes to place there, and for a table the
+        address of its target, placed there first, which its entries hold."""
         base = self._base
         if self.points:
             self.points[0].place(worker)
             base = self.points[0].address
         if self.worker is worker and base == self._base:
-            return self.id
-        data = self.read()
+            return None
         if self.points:
             _, table, offset = self.points
-            data = bytearray(table.addresses(np.frombuffer(data, np.int64), offset, base).tobytes())
+            return table.addresses(np.frombuffer(self.read(), np.int64), offset, base).data.cast("B"), base
+        if self.worker is None:
+            assert self.data is not None, "a buffer is held here until it is placed in a worker"
+            return self.data.data, base
+        return memoryview(self.read()), base
+
+    def place(self, worker: w.Worker) -> int:
+        """Its id in ``worker``, moved there first where it is elsewhere (a table: where its target moved)."""
+        if due := self.due(worker):
+            self.put(worker, *due)
+        return self.id
+
+    def put(self, worker: w.Worker, data: memoryview, base: int) -> int:
+        """Placed in ``worker`` by a request of its own, as ``due`` says: its id there."""
         try:
-            new, address = worker.alloc(memoryview(data))
-        except w.Refused as e:  # the one reason the worker refuses an allocation: no memory for it
-            raise OutOfMemory(f"the emulator cannot hold {len(data)} bytes: {e}") from None
+            new, address = worker.alloc(data)
+        except w.NoMemory as e:
+            raise OutOfMemory(f"the emulator cannot hold {data.nbytes} bytes: {e}") from None
+        self.settle(worker, new, address, base)
+        return new
+
+    def settle(self, worker: w.Worker, new: int, address: int, base: int) -> None:
+        """Placed in ``worker`` as buffer ``new`` at ``address`` (a table: over its target at ``base``)."""
         _free(self._home)
         self._home[:] = [worker, new, address]
-        self.data, self._base = None, base
-        return new
+        self.data, self._base, self._left = None, base, None
+
+    def left(self, worker: w.Worker, data: memoryview) -> None:
+        """What the launch just made in ``worker`` left in it."""
+        self._left = (worker, worker.launches, data)
 
     def read(self) -> bytearray:
         """Its bytes (a table's entries as offsets)."""
         if self.worker is None:
             assert self.data is not None, "a buffer is held here until it is placed in a worker"
             return bytearray(self.data)
-        held = self.worker.read(self.id)
+        worker = self.worker
+        left = self._left
+        held = bytearray(left[2]) if left and left[:2] == (worker, worker.launches) else worker.read(self.id)
         if not self.points:
             return held
         _, table, offset = self.points
@@ -179,7 +208,7 @@ class EmuBackend:
             self._modules[path] = module
         schedules = tuple(w.SCHEDULES) if module.fibers else ("forward",)
         return Kernel(spec=spec, dtype=build.dtype, symbol=symbol, schedules=schedules, handle=module,
-                      params=tuple(q.size for q in module.params))
+                      params=tuple(q.size for q in module.params), per_class=schedules[1:])
 
     def _worker(self, module: _Module) -> w.Worker:
         """The worker that has ``module`` loaded: a new one where it has none or its own has gone (a module's
@@ -248,13 +277,22 @@ class EmuBackend:
         label = f"{kernel.spec.name} ({kernel.dtype})"
         _check_config(label, kernel, grid, block, smem, schedule, cluster)
         worker = self._worker(module)
-        copies: list[_Buffer] = []  # the tensor maps passed by pointer, held until the launch is over
-        packed = _pack_args(label, kernel.spec, module.params, args, worker, copies)
+        request = _Request(worker)
+        packed = _pack_args(label, kernel.spec, module.params, args, request)
         timeout_ms = min(max(1, round(limit * 1000)), 2**31 - 1)
         self.printed = ""
         explicit = tuple(cluster) != (1, 1, 1) or module.cluster_dims is not None
-        result = worker.launch(module.id, grid, block, cluster, explicit, smem, w.SCHEDULES[schedule], module.fibers,
-                               self.options.strict_barriers, _SEED, timeout_ms, packed)
+        try:
+            launched = worker.launch(module.id, grid, block, cluster, explicit, smem, w.SCHEDULES[schedule],
+                                     module.fibers, self.options.strict_barriers, _SEED, timeout_ms, packed,
+                                     [data for _, data, _ in request.fresh], [held for _, held in request.reads])
+        except w.NoMemory as e:
+            raise OutOfMemory(f"the emulator cannot hold the launch's {request.bytes} new bytes: {e}") from None
+        for (handle, _, base), (new, address) in zip(request.fresh, launched.placed):
+            handle.settle(worker, new, address, base)
+        for (handle, _), data in zip(request.reads, launched.read):
+            handle.left(worker, data)
+        result = launched.result
         self.printed = printed_words(result.output_bytes, result.output.encode())
         result = _corroborated(result, module)
         for line in result.warnings.splitlines():
@@ -266,13 +304,7 @@ class EmuBackend:
 def _imports(binary: bytes) -> frozenset[str]:
     """The names a module's dynamic symbol table imports (those it leaves undefined): what it calls of the
     emulator's runtime, read here, outside any process the module's code runs in."""
-    from elftools.elf.elffile import ELFFile
-    from elftools.elf.sections import SymbolTableSection
-
-    table = ELFFile(io.BytesIO(binary)).get_section_by_name(".dynsym")
-    if not isinstance(table, SymbolTableSection):
-        return frozenset()
-    return frozenset(s.name for s in table.iter_symbols() if s.name and s["st_shndx"] == "SHN_UNDEF")
+    return frozenset(s.name for s in Elf(binary).symbols(".dynsym") if s.name and s.section == UNDEFINED)
 
 
 def _corroborated(result: w.LaunchResult, module: _Module) -> w.LaunchResult:
@@ -375,31 +407,69 @@ _KIND_NAMES = {"i": "signed integer", "u": "unsigned integer", "f": "floating-po
                "s": "struct"}
 
 
+class _Request:
+    """A launch's buffers as its one request to ``worker`` names them: those it places first (each handle, its
+    bytes and, for a table, the address of its target) and those it reads back after the launch (each handle,
+    and how the request names it)."""
+
+    def __init__(self, worker: w.Worker) -> None:
+        self.worker = worker
+        self.fresh: list[tuple[_Buffer, memoryview, int]] = []
+        self.reads: list[tuple[_Buffer, w.Held]] = []
+
+    def held(self, handle: _Buffer, read: bool = True) -> w.Held:
+        """How the request names ``handle``: held by the worker already, or placed by the request; ``read``:
+        read back after the launch as well.  A buffer past the bytes left to carry is placed now, and read
+        when it is downloaded."""
+        named = next((w.Held(i, fresh=True) for i, (other, _, _) in enumerate(self.fresh) if other is handle), None)
+        if named is None:
+            due = handle.due(self.worker)
+            if due is None:
+                named = w.Held(handle.id)
+            elif self.bytes + due[0].nbytes <= _CARRIED:
+                self.fresh.append((handle, *due))
+                named = w.Held(len(self.fresh) - 1, fresh=True)
+            else:
+                named = w.Held(handle.put(self.worker, *due))
+        back = sum(other.nbytes for other, _ in self.reads)
+        if read and back + handle.nbytes <= _CARRIED and all(other is not handle for other, _ in self.reads):
+            self.reads.append((handle, named))
+        return named
+
+    @property
+    def bytes(self) -> int:
+        """The bytes of the buffers it places."""
+        return sum(data.nbytes for _, data, _ in self.fresh)
+
+
 def _pack_args(label: str, spec: KernelSpec, params: tuple[w.ParamInfo, ...], args: Sequence[Arg],
-               worker: w.Worker, copies: list[_Buffer]) -> list[tuple[int, int] | bytes | w.Value]:
-    """The argument list for ``worker``, its buffers placed there, after checking each argument against the
-    parameter's C++ type: a mismatch that the GPU would silently misread (an int32 for a size_t) is refused
-    here.  A tensor map is the emulator's object (tensormap.py) over its target's place in the worker: its bytes
-    by value, or a copy of them placed there (kept in ``copies``) by pointer."""
+               request: _Request) -> list[tuple[w.Held, int] | bytes | w.Value]:
+    """The argument list for ``request``'s worker, each buffer named as held there or placed by the request
+    (and read back after the launch), after checking each argument against the parameter's C++ type: a
+    mismatch that the GPU would silently misread (an int32 for a size_t) is refused here.  A tensor map is the
+    emulator's object (tensormap.py) over its target's place in the worker: its bytes by value, or a copy of
+    them placed by the request by pointer."""
     if len(args) != len(params):
         raise LaunchError(f"{label}: the kernel takes {len(params)} parameters, but {len(args)} arguments "
                           "were given")
-    packed: list[tuple[int, int] | bytes | w.Value] = []
+    packed: list[tuple[w.Held, int] | bytes | w.Value] = []
     for i, (arg, param) in enumerate(zip(args, params)):
         problem = _mismatch(arg, param)
         if problem:
             raise LaunchError(f"{label}: parameter {i + 1} ({_param_name(spec, i)}) {problem}")
         if isinstance(arg, DeviceBuffer):
-            packed.append((arg.handle.place(worker), arg.offset * arg.dtype.itemsize))
+            packed.append((request.held(arg.handle), arg.offset * arg.dtype.itemsize))
+            if arg.points:  # its target, placed already: the table holds its addresses
+                request.held(arg.points.target.handle)
         elif isinstance(arg, TensorMapArg):
             target: _Buffer = arg.target.handle
-            target.place(worker)
+            target.place(request.worker)  # the map holds its address
+            request.held(target)
             made = object_bytes(arg.encoding, arg.address(target.address))
             if arg.passed is Passing.VALUE:
                 packed.append(w.Value(made, MAP_ALIGN))
             else:
-                copies.append(_Buffer(np.frombuffer(made, np.uint8)))
-                packed.append((copies[-1].place(worker), 0))
+                packed.append((request.held(_Buffer(np.frombuffer(made, np.uint8)), read=False), 0))
         else:
             packed.append(arg.tobytes())
     return packed

@@ -57,7 +57,6 @@ class Toolchain:
         self.module_mode = self.mode + (["-fsanitize=bounds", "-fno-sanitize-recover=all"] if sanitize else [])
         self.cache = private_folder(Path(cache_dir) if cache_dir else cache_root("emu"))
         self.runtime = self._build_runtime()
-        self.prelude = self._build_prelude()
 
     @property
     def worker(self) -> Path:
@@ -123,20 +122,23 @@ class Toolchain:
         return compile_first(list(zip(sources, units)), lambda su: make(*su))
 
     def _shim(self, build: Build) -> Path:
-        """The shim a kernel unit is compiled against: the precompiled one, unless the kernel's folder, or one of
-        its include folders, has a header of the name of one the shim includes (the shim's text would include
-        that one)."""
+        """The shim a kernel unit is compiled against: the precompiled one (made, or checked, before each compile
+        that reads it: a run whose modules are all cached needs none), unless the kernel's folder, or one of its
+        include folders, has a header of the name of one the shim includes (the shim's text would include that
+        one)."""
         folders = (build.spec.folder, *build.spec.include_folders)
-        if self.prelude is None or any((f / name).exists() for f in folders for name in _shim_headers()):
+        if any((f / name).exists() for f in folders for name in _shim_headers()):
             return _HERE / "shim.h"
-        prelude = self._build_prelude()  # checked again before each compile that reads it
+        prelude = self.prelude
         return _HERE / "shim.h" if prelude is None else prelude / "shim.h"
 
-    def _build_prelude(self) -> Path | None:
-        """The shim, precompiled (a GCC header cache) with the flags of this mode's kernel units: its headers
-        are half of a kernel unit's compile.  GCC reads ``shim.h.gch`` beside ``shim.h`` in its place, and reads
-        the text instead where the cache does not hold for a unit (a macro of the unit's that the headers use).
-        None with another compiler (clang does not fall back so), or where it cannot be made."""
+    @property
+    def prelude(self) -> Path | None:
+        """The shim, precompiled (a GCC header cache) with the flags of this mode's kernel units, made or checked
+        as it is asked for: its headers are half of a kernel unit's compile.  GCC reads ``shim.h.gch`` beside
+        ``shim.h`` in its place, and reads the text instead where the cache does not hold for a unit (a macro of
+        the unit's that the headers use).  None with another compiler (clang does not fall back so), or where it
+        cannot be made."""
         if not any(w in self.version for w in ("g++", "GCC")):
             return None
         flags = [*_BASE, *self.module_mode, *_SEMANTICS, *_MODULE_CODE, "-isystem", str(_HERE / "include")]

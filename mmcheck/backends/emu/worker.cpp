@@ -22,8 +22,10 @@
 // child may add (0: no limit); PROTECT: letters of the protections to apply, l (Landlock) and s
 // (seccomp); READ: what a child may read besides the module and the kernel's folder.
 //
-// Frames, both ways: u32 length, then that many bytes.  A request starts with an op byte; a reply with
-// 0 (ok) or 1 (refused, followed by a message).  All integers little-endian.  wire
+// Frames, both ways: u32 length, then that many bytes.  A request starts with an op byte; a reply with 0 (ok),
+// 1 (refused, followed by a message) or 2 (refused for want of memory, likewise).  All integers little-endian.
+// A launch is one request: the buffers freed since the last, those it places, the launch, and the buffers it
+// reads back (launch()).  wire
 #include "mmemu.h"
 #include "../../sandbox.h"
 
@@ -83,6 +85,11 @@ mmsandbox::CallTable g_calls;    // the names of the calls a child may make, for
 
 struct Refused : std::runtime_error {
     using std::runtime_error::runtime_error;
+};
+
+// A refusal for want of memory: its reply says so (status 2), as the caller tells it apart.
+struct NoMemory : Refused {
+    using Refused::Refused;
 };
 
 class Reader {
@@ -170,12 +177,13 @@ size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 constexpr size_t kAlignment = 256;
 
-std::string alloc(Reader& in) {
+// A new buffer holding the request's next bytes (a u64 count, then the bytes): its id.
+uint32_t place(Reader& in) {
     size_t nbytes = in.get<uint64_t>();
     size_t body = round_up(std::max<size_t>(round_up(nbytes, kAlignment), 1), g_page);
     size_t map_size = body + 2 * g_page;
     void* p = mmap(nullptr, map_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw Refused("cannot map " + std::to_string(nbytes) + " bytes: " + strerror(errno));
+    if (p == MAP_FAILED) throw NoMemory("cannot map " + std::to_string(nbytes) + " bytes: " + strerror(errno));
     Buffer b{static_cast<char*>(p), map_size, nullptr, nbytes};
     mprotect(b.map, g_page, PROT_NONE);
     mprotect(b.map + g_page + body, g_page, PROT_NONE);
@@ -189,14 +197,23 @@ std::string alloc(Reader& in) {
     ASAN_POISON_MEMORY_REGION(b.data + nbytes, size_t(b.map + map_size - b.data - nbytes));
     uint32_t id = g_next_buffer++;
     g_buffers[id] = b;
-    // the address too: a table of pointers into this buffer holds it (backend.py, base.Pointers)
-    return Writer().put(id).put(uint64_t(reinterpret_cast<uintptr_t>(b.data))).out;
+    return id;
 }
 
 Buffer& buffer(uint32_t id) {
     auto it = g_buffers.find(id);
     if (it == g_buffers.end()) throw Refused("no buffer " + std::to_string(id));
     return it->second;
+}
+
+// The address too: a table of pointers into this buffer holds it (backend.py, base.Pointers).
+Writer& placed(Writer& w, uint32_t id) {
+    return w.put(id).put(uint64_t(reinterpret_cast<uintptr_t>(buffer(id).data)));
+}
+
+std::string alloc(Reader& in) {
+    Writer w;
+    return placed(w, place(in)).out;
 }
 
 std::string read_buffer(Reader& in) {
@@ -206,12 +223,20 @@ std::string read_buffer(Reader& in) {
     return w.out;
 }
 
-std::string free_buffer(Reader& in) {
-    uint32_t id = in.get<uint32_t>();
+void free_one(uint32_t id) {
     const Buffer& b = buffer(id);
     ASAN_UNPOISON_MEMORY_REGION(b.map, b.map_size);
     munmap(b.map, b.map_size);
     g_buffers.erase(id);
+}
+
+// Buffers freed: a u32 count, then their ids.
+void free_buffers(Reader& in) {
+    for (uint32_t n = in.get<uint32_t>(); n; --n) free_one(in.get<uint32_t>());
+}
+
+std::string free_request(Reader& in) {
+    free_buffers(in);
     return Writer().out;
 }
 
@@ -773,7 +798,16 @@ std::string load(Reader& in) {
 }
 
 // ---- launches -----------------------------------------------------------------------------------------
-std::string launch(Reader& in) {
+// A buffer as a launch names it: tag 0, one the worker held before (its id); tag 3, one the launch placed (its
+// position among them).
+uint32_t named(uint8_t tag, Reader& in, const std::vector<uint32_t>& fresh) {
+    uint32_t key = in.get<uint32_t>();
+    if (tag == 0) return key;
+    if (key >= fresh.size()) throw Refused("no new buffer " + std::to_string(key));
+    return fresh[key];
+}
+
+std::string launch_placed(Reader& in, const std::vector<uint32_t>& fresh) {
     uint32_t kernel = in.get<uint32_t>();
     if (kernel >= g_modules.size()) throw Refused("no kernel " + std::to_string(kernel));
     const Module& module = g_modules[kernel];
@@ -799,8 +833,8 @@ std::string launch(Reader& in) {
     for (uint32_t i = 0; i < nargs; ++i) {
         args[i] = &slots[i];
         uint8_t tag = in.get<uint8_t>();
-        if (tag == 0) {  // a buffer: id, byte offset of the kernel's pointer
-            const Buffer& b = buffer(in.get<uint32_t>());
+        if (tag == 0 || tag == 3) {  // a buffer (named), byte offset of the kernel's pointer
+            const Buffer& b = buffer(named(tag, in, fresh));
             slots[i] = reinterpret_cast<uint64_t>(b.data + in.get<uint64_t>());
         } else if (tag == 1) {  // a scalar: its bytes, zero-padded to 8
             slots[i] = in.get<uint64_t>();
@@ -818,6 +852,12 @@ std::string launch(Reader& in) {
         }
     }
     L.args = args.data();
+    std::vector<uint32_t> reads(in.get<uint32_t>());
+    for (uint32_t& id : reads) {
+        uint8_t tag = in.get<uint8_t>();
+        id = named(tag, in, fresh);
+        buffer(id);  // refused now, rather than after the launch
+    }
 
     Ended e = run_child(module, timeout_ms, [&] {
         L.kernel = load_module(module.path);
@@ -834,6 +874,8 @@ std::string launch(Reader& in) {
         }
     }
     Writer w;
+    w.put(uint32_t(fresh.size()));
+    for (uint32_t id : fresh) placed(w, id);
     w.put(uint8_t(e.timed_out ? MMEMU_TIMEOUT : s.state)).put(uint8_t(e.entered)).put(s.block).put(s.thread);
     w.put(int32_t(s.in_kernel)).put(int32_t(s.signo)).put(int32_t(s.code)).put(int32_t(s.is_write));
     w.put(uint64_t(s.addr)).put(uint32_t(s.access_size)).put(int32_t(e.wait_status));
@@ -842,7 +884,28 @@ std::string launch(Reader& in) {
     w.str(std::string(s.warnings, strnlen(s.warnings, sizeof s.warnings)));
     w.str(e.output.err);
     w.str(e.output.out).put(e.output.out_total);
+    w.put(uint32_t(reads.size()));
+    for (uint32_t id : reads) {
+        const Buffer& b = buffer(id);
+        w.put(uint64_t(b.nbytes)).out.append(b.data, b.nbytes);
+    }
     return w.out;
+}
+
+// The request: the buffers freed (a count, ids), those placed (a count, each as `place` takes it), the kernel, the
+// launch's dimensions and settings, its arguments, and the buffers read back after it (a count, each a tag and a
+// u32).  The reply: each placed buffer's id and address, the launch's result, and each buffer read back (a u64
+// count, then its bytes).  Placed buffers are freed again where the request is refused.
+std::string launch(Reader& in) {
+    free_buffers(in);
+    std::vector<uint32_t> fresh;
+    try {
+        for (uint32_t n = in.get<uint32_t>(); n; --n) fresh.push_back(place(in));
+        return launch_placed(in, fresh);
+    } catch (const Refused&) {
+        for (uint32_t id : fresh) free_one(id);
+        throw;
+    }
 }
 
 std::string dispatch(const std::string& request) {
@@ -850,7 +913,7 @@ std::string dispatch(const std::string& request) {
     switch (in.get<char>()) {
         case 'A': return alloc(in);
         case 'R': return read_buffer(in);
-        case 'F': return free_buffer(in);
+        case 'F': return free_request(in);
         case 'L': return load(in);
         case 'X': return launch(in);
         default: throw Refused("unknown request");
@@ -922,6 +985,8 @@ int main(int argc, char** argv) {
         if (!read_all(g_in, request.data(), n)) return 0;
         try {
             send(dispatch(request));
+        } catch (const NoMemory& e) {
+            send(std::string(1, '\2') + e.what());
         } catch (const Refused& e) {
             send(std::string(1, '\1') + e.what());
         }

@@ -18,9 +18,9 @@ from pathlib import Path
 from ...toolchain import children, interrupt, sandbox
 from ...errors import InternalError
 
-__all__ = ["Worker", "WorkerError", "DiedHandling", "Refused", "NotLoaded", "ParamInfo", "Value", "LaunchResult",
-           "SCHEDULES", "DONE", "FAULT", "SANITIZER", "BARRIER", "TRAP", "TIMEOUT", "PRECONDITION", "UNSUPPORTED",
-           "BLOCKED", "FORGED", "STACK_OVERFLOW", "PROCESS_STACK_OVERFLOW", "forged"]
+__all__ = ["Worker", "WorkerError", "DiedHandling", "Refused", "NoMemory", "NotLoaded", "ParamInfo", "Value", "Held",
+           "LaunchResult", "Launched", "SCHEDULES", "DONE", "FAULT", "SANITIZER", "BARRIER", "TRAP", "TIMEOUT",
+           "PRECONDITION", "UNSUPPORTED", "BLOCKED", "FORGED", "STACK_OVERFLOW", "PROCESS_STACK_OVERFLOW", "forged"]
 
 # mmemu.h: schedule codes, launch states, fault codes.
 SCHEDULES = {"forward": 0, "reverse": 1, "shuffle": 2}
@@ -48,8 +48,11 @@ class DiedHandling(WorkerError):
 
 
 class Refused(WorkerError):
-    """The worker refused a request (the message says why); the backend tells a refusal that is not its own
-    error (memory it cannot map) as such."""
+    """The worker refused a request (the message says why)."""
+
+
+class NoMemory(Refused):
+    """The worker refused a request for want of memory to map a buffer in: no error of the emulator's own."""
 
 
 class NotLoaded(Exception):
@@ -90,6 +93,18 @@ class Value:
 
 
 @dataclass(frozen=True)
+class Held:
+    """A buffer as a launch names it: one the worker holds (``key``: its id), or one the launch places first
+    (``fresh``; ``key``: its position among them)."""
+
+    key: int
+    fresh: bool = False
+
+    def packed(self) -> bytes:
+        return struct.pack("<BI", 3 if self.fresh else 0, self.key)
+
+
+@dataclass(frozen=True)
 class LaunchResult:
     state: int
     block: tuple[int, int, int]
@@ -108,6 +123,16 @@ class LaunchResult:
     stderr: str
     output: str        # what it wrote to stdout (printf), its first 64 KiB (worker.cpp's kOutputCap)
     output_bytes: int  # how many bytes that was in all
+
+
+@dataclass(frozen=True)
+class Launched:
+    """A launch's request answered: the child's ``result``, the buffers the launch placed (their ids and
+    addresses, in the order given) and the bytes of those it read back after the launch (likewise)."""
+
+    result: LaunchResult
+    placed: list[tuple[int, int]]
+    read: list[memoryview]
 
 
 class Worker:
@@ -143,6 +168,7 @@ class Worker:
         self._freed: list[int] = []  # buffers to free with the next request (free)
         self.pid = proc.pid
         self.held = 0
+        self.launches = 0  # launches requested: what a buffer held since the last may have changed
         self._proc = proc
         self._closer = weakref.finalize(self, _close, proc, self._pipes, scratch)
 
@@ -197,35 +223,59 @@ class Worker:
 
     def launch(self, kernel: int, grid: tuple[int, int, int], block: tuple[int, int, int],
                cluster: tuple[int, int, int], explicit: bool, smem: int, schedule: int, fibers: bool, strict: bool,
-               seed: int, timeout_ms: int, args: list[tuple[int, int] | bytes | Value]) -> LaunchResult:
-        """``cluster``: the cluster dims, which divide the grid's, and whether the launch gave them (``explicit``);
-        ``args``: (buffer, byte offset) for pointers, up to 8 bytes for scalars, a Value for a parameter of any
-        size (which the worker checks against the kernel's)."""
-        parts = [_LAUNCH.pack(kernel, *grid, *block, *cluster, smem, schedule, fibers, strict, explicit, seed,
-                              timeout_ms, len(args))]
+               seed: int, timeout_ms: int, args: list[tuple[Held, int] | bytes | Value], fresh: list[memoryview],
+               reads: list[Held]) -> Launched:
+        """One request: the buffers freed since the last, the ``fresh`` ones placed (their bytes), the launch, and
+        the buffers ``reads`` names read back after it.  ``cluster``: the cluster dims, which divide the grid's,
+        and whether the launch gave them (``explicit``); ``args``: (buffer, byte offset) for pointers, up to 8
+        bytes for scalars, a Value for a parameter of any size (which the worker checks against the kernel's)."""
+        self.launches += 1
+        parts: list[bytes | memoryview] = [self._frees()]
+        parts.append(struct.pack("<I", len(fresh)))
+        for data in fresh:
+            parts += [struct.pack("<Q", data.nbytes), data]
+        parts.append(_LAUNCH.pack(kernel, *grid, *block, *cluster, smem, schedule, fibers, strict, explicit, seed,
+                                  timeout_ms, len(args)))
         for arg in args:
             if isinstance(arg, Value):
                 parts.append(struct.pack("<BII", 2, arg.align, len(arg.data)) + arg.data)
             elif isinstance(arg, bytes):
                 parts.append(b"\1" + arg.ljust(8, b"\0"))
             else:
-                parts.append(struct.pack("<BIQ", 0, *arg))
-        reply = self._call(b"X", *parts)
-        head = _RESULT.unpack_from(reply)
-        texts, at = _texts(reply, _RESULT.size, 4)
-        (output_bytes,) = struct.unpack_from("<Q", reply, at)
+                held, offset = arg
+                parts.append(held.packed() + struct.pack("<Q", offset))
+        parts += [struct.pack("<I", len(reads)), *(held.packed() for held in reads)]
+        reply = self._request(b"X", *parts)
+        self.held += len(fresh)
+        (count,) = struct.unpack_from("<I", reply)
+        placed = [struct.unpack_from("<IQ", reply, 4 + 12 * i) for i in range(count)]
+        at = 4 + 12 * count
+        head = _RESULT.unpack_from(reply, at)
+        texts, at = _texts(reply, at + _RESULT.size, 4)
+        output_bytes, count = struct.unpack_from("<QI", reply, at)
+        at += 12
+        read, view = [], memoryview(reply)  # views of the reply, not copies: the buffers can be large
+        for _ in range(count):
+            (n,) = struct.unpack_from("<Q", reply, at)
+            read.append(view[at + 8:at + 8 + n])
+            at += 8 + n
         state, entered, bx, by, bz, tx, ty, tz, in_kernel, signo, code, is_write, addr, size, wait, buf, off = head
         message, warnings, stderr, output = texts
         result = LaunchResult(state, (bx, by, bz), (tx, ty, tz), bool(in_kernel), signo, code, is_write, addr,
                               size, wait, None if buf < 0 else buf, off, message, warnings, stderr, output,
                               output_bytes)
         why = _forged(state, bool(entered), code, signo)
-        return forged(result, why) if why else result
+        return Launched(forged(result, why) if why else result, placed, read)
+
+    def _frees(self) -> bytes:
+        """The buffers freed since the last request, as a request lists them (a count, then their ids)."""
+        freed, self._freed = self._freed, []
+        return struct.pack(f"<I{len(freed)}I", len(freed), *freed)
 
     def _call(self, op: bytes, *payload: bytes | memoryview) -> bytearray:
         """The buffers freed since the last request freed, then the request made."""
-        while self._freed:
-            self._request(b"F", struct.pack("<I", self._freed.pop()))
+        if self._freed:
+            self._request(b"F", self._frees())
         return self._request(op, *payload)
 
     def _request(self, op: bytes, *payload: bytes | memoryview) -> bytearray:
@@ -253,7 +303,7 @@ class Worker:
             self.close()
             raise
         if status != 0:
-            raise Refused(reply.decode(errors="replace"))
+            raise (NoMemory if status == 2 else Refused)(reply.decode(errors="replace"))
         return reply
 
 
