@@ -211,13 +211,13 @@ def test_the_orders_a_backend_runs_per_class_run_once_per_tile_class_on_its_firs
     runner = Runner(backend)
     # tile 16: 1x1x1, 5x5x5 and 13x13x13 are one class, 17x17x5 and 20x30x9 another, 17x17x33 a third
     shapes = [Shape(1, 1, 1), Shape(5, 5, 5), Shape(13, 13, 13), Shape(17, 17, 5), Shape(20, 30, 9), Shape(17, 17, 33)]
-    assert runner.sweep(spec_for("good"), "float32", shapes).ok
+    assert runner.sweep(spec_for("good"), F32, shapes).ok
     assert backend.launched.count("reverse") == 3 and len(backend.launched) == 3 + 2 * len(shapes)
-    racy = runner.sweep(spec_for("racy"), "float32", shapes)
+    racy = runner.sweep(spec_for("racy"), F32, shapes)
     assert racy.check == "race" and racy.case.shape == Shape(1, 1, 1), racy.message
     # A cheap schedule not declared per class (a sanitizer's tool, under --sanitize) runs on every case.
     every = FakeBackend(schedules=("forward", "reverse"))
-    assert Runner(every).sweep(spec_for("good"), "float32", shapes).ok
+    assert Runner(every).sweep(spec_for("good"), F32, shapes).ok
     assert every.launched.count("reverse") == len(shapes)
 
 
