@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from .toolchain import sandbox
-from .front.defaults import SRC
+from .defaults import SRC
 from .toolchain.devices import pin_gpu, share_cores, visible_gpus
 from .errors import BackendUnavailable, InternalError, Unsupported
 from .front.options import OPTIONS, Settings
@@ -194,7 +194,7 @@ def _runner(config: pytest.Config) -> Runner:
     reason, where no backend is usable."""
     if _RUNNER not in config.stash:
         from .backends import get_backend
-        from .run.check import runner as settings_runner
+        from .front.check import runner as settings_runner
 
         settings = _settings(config)
         if workers := os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
@@ -291,7 +291,7 @@ class KernelItem(pytest.Item):
             self.add_marker(mark)
 
     def runtest(self) -> None:
-        from .run.check import check
+        from .front.check import check
 
         runner, settings = _runner(self.config), _settings(self.config)
         result = check(settings, runner, self.spec, self.dtype)
@@ -436,7 +436,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     expect = marker.kwargs.get("expect", "pass")
     pairs = [(s, d) for s, d in catalog.select(settings.kernel, settings.dtype) if s.expect == expect]
     if "shape" in names:
-        from .run.check import shapes
+        from .front.check import shapes
 
         params = [pytest.param(s, d, shape, id=f"{s.name}-{d}-{shape}") for s, d in pairs
                   for shape in shapes(settings, s, d, extra=settings.shape)]
@@ -505,7 +505,7 @@ def _marks(spec: KernelSpec, settings: Settings) -> list:
 
     if spec.expect is not Expect.FAIL:
         return []
-    from .run.check import unreachable
+    from .front.check import unreachable
 
     if reason := unreachable(settings, spec):
         return [pytest.mark.skip(reason=reason)]

@@ -216,9 +216,9 @@ def test_an_error_of_mmchecks_own_exits_3_saying_whose_it_is_and_a_failing_kerne
 
 
 def test_ctrl_c_keeps_what_finished_and_marks_the_json_incomplete(kernels, tmp_path, monkeypatch, capsys):
-    import mmcheck.run.check
+    import mmcheck.front.check
 
-    check, calls = mmcheck.run.check.check, []
+    check, calls = mmcheck.front.check.check, []
 
     def interrupted_on_the_third(settings, runner, spec, dtype):
         calls.append(spec.name)
@@ -226,7 +226,7 @@ def test_ctrl_c_keeps_what_finished_and_marks_the_json_incomplete(kernels, tmp_p
             raise KeyboardInterrupt
         return check(settings, runner, spec, dtype)
 
-    monkeypatch.setattr(mmcheck.run.check, "check", interrupted_on_the_third)
+    monkeypatch.setattr(mmcheck.front.check, "check", interrupted_on_the_third)
     out = tmp_path / "r.json"
     assert main(["check", str(kernels), "--json", str(out)]) == 130
     captured = capsys.readouterr()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck.run import check as checking
+from mmcheck.front import check as checking
 from mmcheck.describe.spec import collect
 
 from .test_zoo_specs import ARCH

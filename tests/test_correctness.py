@@ -5,7 +5,7 @@ from hypothesis import find, given, settings
 from hypothesis.errors import NoSuchExample
 from hypothesis import strategies as st
 
-from mmcheck.run import check as checking
+from mmcheck.front import check as checking
 from mmcheck.cases.shapes import shape_strategy, shapes_for, threshold_shapes
 from mmcheck.describe.spec import load_specs
 

@@ -26,7 +26,7 @@ from mmcheck.backends.gpu import driver_arguments
 from mmcheck.bench.benchmark import Bench
 from mmcheck.describe.dtypes import precision
 from mmcheck.timing.timer import Method
-from mmcheck.front import defaults
+from mmcheck import defaults
 from mmcheck.toolchain.compile import Build, function_symbols
 from mmcheck.errors import BackendUnavailable, CompileError, KernelFault, KernelTimeout
 from mmcheck.front.options import OPTIONS

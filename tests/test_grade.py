@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import mmcheck.run.check
+import mmcheck.front.check
 import mmcheck.run.runner
 from mmcheck.front.cli import main
 from mmcheck.front.grade import CSV_HEADER, entries, read_assignment
@@ -273,14 +273,14 @@ def test_ctrl_c_keeps_the_rows_that_finished(tmp_path, monkeypatch, capsys):
     (tmp_path / "assignment.cu").write_text(specs.spec_block(FAST_GOOD))
     for name in ("first.cu", "second.cu"):
         (tmp_path / name).write_text("__global__ void good(float *A, float *B, float *C, int M, int N, int K) {}\n")
-    checked = mmcheck.run.check.check
+    checked = mmcheck.front.check.check
 
     def interrupted(settings, runner, spec, dtype):
         if spec.path.name == "second.cu":
             raise KeyboardInterrupt
         return checked(settings, runner, spec, dtype)
 
-    monkeypatch.setattr(mmcheck.run.check, "check", interrupted)
+    monkeypatch.setattr(mmcheck.front.check, "check", interrupted)
     assert main(["grade", "assignment.cu", "first.cu", "second.cu", "--backend", "tests.fake_backend:FakeBackend",
                  "--csv", "grades.csv", "--json", "grades.json"]) == 130
     assert "interrupted; 1 of 2 kernel x dtype finished" in capsys.readouterr().err

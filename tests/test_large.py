@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mmcheck.run import check as checking
+from mmcheck.front import check as checking
 from mmcheck.backends import get_backend
 from mmcheck.cases import data
 from mmcheck.toolchain import devices

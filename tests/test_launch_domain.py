@@ -4,7 +4,7 @@ fails the kernel only where its spec promises that size (its requires bound it) 
 
 import pytest
 
-from mmcheck.run import check as checking
+from mmcheck.front import check as checking
 from mmcheck.backends import capabilities
 from mmcheck.describe.dtypes import precision
 from mmcheck.errors import SpecError

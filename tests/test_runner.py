@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from mmcheck.run import check as checking
+from mmcheck.front import check as checking
 from mmcheck.judging.artifacts import save_failure
 from mmcheck.describe.dtypes import DTYPES, precision
 from mmcheck.describe.ops import Order

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mmcheck.run import check as checking
+from mmcheck.front import check as checking
 from mmcheck.backends import get_backend, sanitizer
 from mmcheck.backends.base import BackendOptions
 from mmcheck.toolchain.compile import Build

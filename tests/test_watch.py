@@ -19,7 +19,7 @@ import pytest
 from mmcheck.backends import get_backend
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.process import ProcessBackend
-from mmcheck.run.check import check, runner
+from mmcheck.front.check import check, runner
 from mmcheck.errors import BackendUnavailable
 from mmcheck.describe.ops import Shape
 from mmcheck.front.options import Settings

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 import numpy as np
 
 from ..toolchain.compile import Build
-from ..front.defaults import COMPILER, TIMEOUT
+from ..defaults import COMPILER, TIMEOUT
 from ..describe.dtypes import Precision
 from ..errors import MmcheckError
 from ..describe.spec import KernelSpec

@@ -40,7 +40,7 @@ from typing import Protocol
 from ..toolchain import children, sandbox
 from ..toolchain.compile import Build, cache_key, cache_root, kernel_symbol, unit_source, verbatim_failure
 from ..toolchain.dependencies import Reads, compile_reads
-from ..front.defaults import COMPILERS
+from ..defaults import COMPILERS
 from ..errors import BackendUnavailable, CompileError, visible
 from .cubin import Compiled, CubinCache, common_options
 from .device_code import compile_first, fingerprint, sources

@@ -21,7 +21,7 @@ from ..describe.dtypes import Precision
 from ..errors import MmcheckError
 from ..describe.expr import SHAPE_NAMES, Expr, ExprError
 from ..describe.ops import Shape, bench_size
-from ..front.options import DEFAULT_BUDGET
+from ..defaults import DEFAULT_BUDGET
 from ..describe.spec import KernelSpec, sizeof
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ __all__ = ["Ahead", "builds", "start"]
 
 def builds(settings: Settings, pairs: Iterable[tuple[KernelSpec, Precision]]) -> Iterator[Build]:
     """The builds the kernel x dtype pairs' shapes need, each once, in the pairs' order."""
-    from ..run.check import shapes, unreachable
+    from .check import shapes, unreachable
     from ..cases.prepare import plan
 
     seen: set[tuple] = set()

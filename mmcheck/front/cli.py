@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from . import commands
 from ..toolchain import interrupt
-from .defaults import SRC
+from ..defaults import SRC
 from .options import OPTIONS
 
 __all__ = ["main"]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from ..toolchain import children
 from . import session
 from ..backends import capabilities
-from .defaults import SRC
+from ..defaults import SRC
 from ..errors import BackendUnavailable, MmcheckError, SpecError, Unsupported
 from .options import Settings
 from ..judging.results import Outcome
@@ -275,7 +275,7 @@ def grade(args: argparse.Namespace) -> int:
     """Each submission's kernels checked as ``check`` checks them, one after another or by -j's workers, then,
     where the backend times kernels, those that passed benchmarked; the grade sheet (grade.py)."""
     from . import grade as grading
-    from ..run.check import open_runner
+    from .check import open_runner
     from ..reporting.report import write_json
 
     settings = _settings(args)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from .defaults import COMPILER, COMPILERS, SRC, TIMEOUT
+from ..defaults import COMPILER, COMPILERS, DEFAULT_BUDGET, SRC, TIMEOUT
 
 if TYPE_CHECKING:
     from ..backends.base import BackendOptions
@@ -18,11 +18,8 @@ if TYPE_CHECKING:
     from ..describe.ops import Shape
 
 
-__all__ = ["Option", "OPTIONS", "Settings", "DEFAULT_BUDGET", "FILE_BUDGETS"]
+__all__ = ["Option", "OPTIONS", "Settings", "FILE_BUDGETS"]
 
-# Multiply-adds per case in a default run: enough for several tiles in every dimension while the CPU
-# reference (and the emulator) stay in the milliseconds.
-DEFAULT_BUDGET = 1 << 20
 
 
 # A kernel x dtype's check may take this many launch timeouts in all, and at least MIN_TIME_BUDGET seconds: more

@@ -235,7 +235,7 @@ class Check:
     dtype: Precision
 
     def __call__(self) -> Result:
-        from ..run.check import check
+        from .check import check
 
         return check(self.settings, _worker.runner(self.settings), self.spec, self.dtype)
 
@@ -343,7 +343,7 @@ class _Worker:
         return self._bench
 
     def _open(self, settings: Settings) -> None:
-        from ..run.check import open_runner
+        from .check import open_runner
 
         self._runner, self._opened = open_runner(settings), settings
 

@@ -128,7 +128,7 @@ class Here:
     @property
     def runner(self) -> Runner:
         if self._runner is None:
-            from ..run.check import open_runner
+            from .check import open_runner
 
             self._runner = open_runner(self.settings)
         return self._runner
@@ -150,7 +150,7 @@ def _checks(settings: Settings, here: Here, pool: Pool[Result] | None, pairs: Se
     """Each kernel x dtype checked, as ``check.check`` checks it: by the pool's workers where there is a pool
     (the runner here closed: each worker opens its own), each job for whichever is free, started in ``order``;
     else one after another by the runner here."""
-    from ..run.check import check
+    from .check import check
     from .pool import Check
 
     if pool is not None:
@@ -326,7 +326,7 @@ class Rechecking:
 
     def check(self, pairs: Sequence[tuple[KernelSpec, Precision]]) -> list[Result]:
         """Each kernel x dtype checked, one after another, as ``check.check`` checks it; a Ctrl-C is raised."""
-        from ..run.check import check, runner
+        from .check import check, runner
 
         fresh = runner(self.settings, self.here.runner.backend)
         return [check(self.settings, fresh, s, d) for s, d in pairs]

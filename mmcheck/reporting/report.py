@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from ..front.defaults import COMPILER, SRC
+from ..defaults import COMPILER, SRC
 from ..errors import SpecError, visible
 from ..toolchain.publish import atomic_write
 from ..judging.results import Case, Outcome, Result

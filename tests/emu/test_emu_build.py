@@ -297,7 +297,7 @@ def test_a_change_in_an_included_file_is_not_hidden_by_the_cache(compiled, emu, 
 
 def test_inline_ptx_in_a_header_of_the_kernels_folder_is_emulated(tmp_path):
     """Tutorials keep their PTX helpers in a header beside the kernel: the emulator reaches them there too."""
-    from mmcheck.run import check
+    from mmcheck.front import check
     from mmcheck.front.options import Settings
     from mmcheck.describe.spec import load_specs
 

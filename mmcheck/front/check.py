@@ -15,13 +15,13 @@ from .. import backends
 from ..backends.base import Backend
 from ..describe.dtypes import Precision
 from ..describe.ops import Shape
-from ..front.options import FILE_BUDGETS, Settings
+from .options import FILE_BUDGETS, Settings
 from ..judging.results import Outcome, Result
-from .runner import Runner
+from ..run.runner import Runner
 from ..cases.shapes import (LARGE, large_shapes, largest_buffer, launch_domain, launch_limits, outside_launch_domain,
                      satisfies, shapes_for)
 from ..describe.spec import Check, Expect, KernelSpec
-from .verdicts import Verdicts
+from ..run.verdicts import Verdicts
 
 __all__ = ["runner", "open_runner", "unreachable", "check", "shapes"]
 
