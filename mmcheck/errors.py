@@ -20,6 +20,7 @@ __all__ = [
     "SandboxViolation",
     "SandboxUnavailable",
     "InternalError",
+    "WorkerDied",
     "visible",
 ]
 
@@ -127,3 +128,8 @@ class InternalError(MmcheckError):
 
     def __reduce__(self):  # keep ``trace`` across the process boundary
         return (type(self), (str(self), self.trace))
+
+
+class WorkerDied(InternalError):
+    """A GPU backend's worker process died.  Its kernels run on the device, whose faults come back to the worker
+    as CUDA errors, so the death is of host code (mmcheck's, a binding's or the driver's), not the kernel's doing."""

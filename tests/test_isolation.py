@@ -45,6 +45,21 @@ def test_a_crash_between_two_good_kernels_costs_one_case(runner):
     assert results[1].check == "fault" and "worker process died (exit status 3)" in results[1].message
 
 
+def test_a_gpu_workers_death_is_mmchecks_error_not_the_kernels(monkeypatch):
+    """A GPU's kernel faults come back to its worker as CUDA errors: a worker that dies has crashed in host code (a
+    wrong driver call does), which is no verdict on the kernel, and the next case runs in a fresh worker."""
+    backend = ProcessBackend(FAKE.replace("FakeBackend", "FakeGpuBackend"), BackendOptions(timeout=2))
+    runner = Runner(backend, seed=5)
+    try:
+        results = [runner.run(runner.case(spec_for(entry, ("float32",)), F32, Shape(5, 6, 7)))
+                   for entry in ("kills_its_process", "good")]
+    finally:
+        backend.close()
+    assert [r.outcome for r in results] == ["internal", "pass"], results
+    assert "mmcheck's own error, not the kernel's" in results[0].message
+    assert "worker process died (exit status 3) in host code" in results[0].message
+
+
 def test_a_hang_is_stopped_and_the_run_goes_on(runner):
     shape = Shape(3, 3, 3)
     hung = runner.run(runner.case(spec_for("never_returns", ("float32",)), F32, shape))

@@ -206,6 +206,15 @@ def test_an_allocation_in_a_report_is_named_as_the_kernel_s_buffer():
                          "(buffer A)"), said
 
 
+def test_the_end_of_a_host_process_that_crashed_is_no_report_on_the_kernel():
+    log = ("========= Error: process didn't terminate successfully\n=========     The application may have hit an error "
+           "when dereferencing Unified Memory from the host. Please rerun the application under cuda-gdb or a host "
+           "debugger to catch host side errors.\n========= Target application returned an error\n"
+           "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n")
+    assert sanitizer.read_log(log) == []
+    assert summary(MEMCHECK + log) == summary(MEMCHECK)  # what the tool found of the kernel before it is kept
+
+
 def test_the_same_error_by_many_threads_is_one_line():
     log = "".join(f"========= Invalid __global__ read of size 4 bytes\n=========     at k+0x10 in a.cu:42\n"
                   f"=========     by thread ({t},15,0) in block (0,0,0)\n" for t in range(16))

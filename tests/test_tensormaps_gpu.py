@@ -82,6 +82,18 @@ def test_a_kernel_that_loads_by_tma_through_the_map_mmcheck_made_passes(backend,
         assert result.ok, f"{shape}: {result.message}"
 
 
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_a_kernel_allowed_more_dynamic_shared_memory_than_the_default_launches(backend, name, tmp_path):
+    """Past 48 KiB of dynamic shared memory the function is first allowed it (cuFuncSetAttribute), as the
+    pipelined Hopper kernels need: with a map by value and in clusters, through cuLaunchKernelEx."""
+    text = TMA.read_text().replace('grid = ["cdiv(N, 16)", "cdiv(M, 16)"]',
+                                   'grid = ["cdiv(N, 16)", "cdiv(M, 16)"]\nsmem = 150000')
+    spec = next(s for s in parse_specs(text, tmp_path / "tma_gemm.cu") if s.name == name)
+    runner = Runner(backend, seed=3)
+    result = runner.run(runner.case(spec, F32, Shape(33, 64, 20)))
+    assert result.ok, result.message
+
+
 def test_a_kernel_that_copies_the_wrong_tile_is_caught(backend, tmp_path):
     text = TMA.read_text().replace('"r"(static_cast<int>(blockIdx.y * 16))', '"r"(static_cast<int>(blockIdx.x * 16))')
     spec = next(s for s in parse_specs(text, tmp_path / "tma_gemm.cu") if s.name == "tma.gemm_value")

@@ -445,10 +445,10 @@ def launch_ex(function: Any, arguments: Sequence[np.generic], grid: Dim3, block:
 
     attribute = driver.CUfunction_attribute
     if smem > DEFAULT_DYNAMIC_SMEM:
-        _driver(driver.cuFuncSetAttribute(attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem, function),
+        _driver(driver.cuFuncSetAttribute(function, attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
                 "cuFuncSetAttribute")
     if math.prod(cluster) > PORTABLE_CLUSTER:
-        _driver(driver.cuFuncSetAttribute(attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1, function),
+        _driver(driver.cuFuncSetAttribute(function, attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
                 "cuFuncSetAttribute")
     config = driver.CUlaunchConfig()
     config.gridDimX, config.gridDimY, config.gridDimZ = grid

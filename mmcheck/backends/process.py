@@ -19,6 +19,7 @@ import collections
 import dataclasses
 import itertools
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -32,7 +33,7 @@ from ..toolchain import children, interrupt
 from ..toolchain.compile import Build
 from ..toolchain.devices import THREAD_COUNTS
 from ..describe.dtypes import Precision
-from ..errors import InternalError, KernelFault, KernelTimeout, LaunchError, MmcheckError
+from ..errors import InternalError, KernelFault, KernelTimeout, LaunchError, MmcheckError, WorkerDied
 from . import channel, registry
 from .base import (NO_CLUSTER, PRINT_CAP, Arg, BackendOptions, Device, DeviceBuffer, Dim3, DownloadsInto, Kernel,
                    Pointers, TensorMapArg, Timing, printed_words, reached)
@@ -97,8 +98,9 @@ class Tools(Protocol):
 class _Worker:
     """One child process hosting the real backend, optionally under a tool that watches its launches."""
 
-    def __init__(self, inner: str, options: BackendOptions, watch: Watch | None) -> None:
+    def __init__(self, inner: str, options: BackendOptions, watch: Watch | None, on_device: bool) -> None:
         ours, theirs = channel.ends()
+        self.on_device = on_device
         command = [sys.executable, "-m", "mmcheck.backends.process", inner, *map(str, theirs)]
         self.watch = watch
         self.closed = False
@@ -186,8 +188,15 @@ class _Worker:
             answer.value = value
 
     def _died(self) -> NoReturn:
+        """The child's death raised: a fault of the kernel's where its code runs in the child; where it runs on a
+        GPU (``on_device``), whose faults the child reports as errors and lives on, one of the host's code."""
         code = self.process.wait(timeout=10)
-        raise KernelFault(f"the worker process died (exit status {code})") from None
+        if not self.on_device:
+            raise KernelFault(f"the worker process died (exit status {code})") from None
+        how = f"signal {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals() else \
+            f"exit status {code}"
+        raise WorkerDied(f"the GPU backend's worker process died ({how}) in host code: mmcheck's, its binding's or "
+                         "the CUDA driver's; a kernel's faults on the GPU come back as errors") from None
 
     def found(self, names: Sequence[str]) -> MmcheckError | None:
         """What the worker's tool found in the last launch (None: nothing, or no tool); ``names`` are the last
@@ -225,7 +234,8 @@ class ProcessBackend:
     def _worker(self, tool: str | None) -> _Worker:
         if tool not in self._workers or self._workers[tool].closed:
             options = dataclasses.replace(self.options, timeout=self._launch_timeout(tool))
-            self._workers[tool] = _Worker(self.inner, options, self.tools.watch(tool) if self.tools and tool else None)
+            watch = self.tools.watch(tool) if self.tools and tool else None
+            self._workers[tool] = _Worker(self.inner, options, watch, self.capabilities.gpu)
         return self._workers[tool]
 
     def _restart(self, tool: str | None) -> None:
@@ -299,7 +309,7 @@ class ProcessBackend:
         """A request to the tool's worker; a crash or hang replaces the worker before it is raised."""
         try:
             return self._worker(tool).call(method, *args, timeout=timeout)
-        except (KernelFault, KernelTimeout):
+        except (KernelFault, KernelTimeout, WorkerDied):
             self._restart(tool)
             raise
 
@@ -352,7 +362,7 @@ class _Launch:
             worker.launched = None
         try:
             results = worker.answer(self.answer)
-        except (KernelFault, KernelTimeout) as e:
+        except (KernelFault, KernelTimeout, WorkerDied) as e:
             self.backend.printed = worker.printed()
             found = worker.found(self.names)
             if self.backend._workers.get(tool) is worker:  # not replaced since, for some other reason
@@ -495,6 +505,10 @@ def _serve(inner: str, link: channel.Channel) -> None:
 
 
 if __name__ == "__main__":
+    import faulthandler
+
+    # A crash in host code prints where the worker was (a bug report's first line) before the parent tells of it.
+    faulthandler.enable()
     # The worker's own stdout stays free for the backend (and the tool it runs under); requests use the pipes.
     try:
         _serve(sys.argv[1], channel.Channel(*map(int, sys.argv[2:5])))

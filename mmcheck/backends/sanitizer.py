@@ -35,8 +35,12 @@ REPORTED_HAZARDS = 2**16
 # At most this many distinct errors are summarised; the rest are counted.
 _SHOWN = 3
 
+# Beside banners and summaries, what the tool says of the host process's own end (its crash is the worker's death,
+# told as such, never a report on the kernel).
 _NOISE = re.compile(r"(COMPUTE-SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|Saved host backtrace"
-                    r"|Host Frame|Target application returned)")
+                    r"|Host Frame|Target application returned|process didn't terminate successfully"
+                    r"|may have hit an error when dereferencing Unified Memory from the host"
+                    r"|under cuda-gdb or a host debugger)")
 _LOCATION = re.compile(r" in (\S+?:\d+)")  # a source location; "in block (0,0,0)" has no ":line"
 # A race's access: its code address (a function with its signature, spaces and all, and an offset; or a bare
 # address) and, with line info, its source location, up to the hazard count or the next access.
