@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import weakref
 
 import numpy as np
 
@@ -18,6 +19,31 @@ from mmcheck.errors import CompileError, KernelFault, KernelTimeout, OutOfMemory
 
 def _payload(buf: DeviceBuffer) -> np.ndarray:
     return buf.handle[buf.offset:buf.size - buf.offset]
+
+
+# The fake backend's memory: each buffer's array by its address, while it lives.
+_allocations: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def allocated(array: np.ndarray) -> np.ndarray:
+    """``array``, made a buffer's memory, which entries of tables of pointers may reach (``at``)."""
+    _allocations[array.ctypes.data] = array
+    return array
+
+
+def address(buf: DeviceBuffer) -> int:
+    """Where a fake buffer lies, its guard band included: its array's memory."""
+    return buf.handle.ctypes.data
+
+
+def at(pointer: int, dtype: np.dtype, count: int) -> np.ndarray:
+    """``count`` elements of ``dtype`` from ``pointer`` (an entry of a table of pointers), as a view of the
+    buffer they lie in; KernelFault, as a GPU's illegal address, where they lie in none."""
+    size = int(count) * dtype.itemsize
+    for start, array in list(_allocations.items()):
+        if start <= pointer and pointer + size <= start + array.nbytes:
+            return array.reshape(-1).view(np.uint8)[pointer - start:pointer - start + size].view(dtype)
+    raise KernelFault(f"illegal address {pointer:#x}: {size} bytes there lie in no buffer")
 
 
 def _mm(a, b, c, m, n, k, drop_last_k=False):
@@ -201,6 +227,20 @@ def sums_in_order(a, b, c, m, n, k, schedule):
     _payload(c)[:] = acc.reshape(-1).astype(c.dtype)
 
 
+def group_matrix(table, g, rows, cols, ld, dtype=np.dtype(np.float32)):
+    """Group ``g``'s ``rows`` x ``cols`` row-major matrix, its rows ``ld`` apart, where the ``g``-th entry of a
+    table of pointers points (a view: writing it writes there)."""
+    return at(int(_payload(table)[g]), dtype, rows * ld).reshape(rows, ld)[:, :cols]
+
+
+def through_tables(m_array, n_array, k_array, ptr_a, ptr_b, ptr_c, lda, ldb, ldc, schedule):
+    """Honest (cuda_src/blas_grouped.cu's pointer arrays): each group's sizes read from the size arrays, its
+    matrices reached through the tables' entries alone, as a GPU kernel reaches them."""
+    for g, (m, n, k) in enumerate(zip(_payload(m_array), _payload(n_array), _payload(k_array))):
+        product = group_matrix(ptr_a, g, m, k, lda).astype(np.float64) @ group_matrix(ptr_b, g, k, n, ldb)
+        group_matrix(ptr_c, g, m, n, ldc)[...] = product
+
+
 class _Module:
     """One load of a fake kernel, as a CUDA module is one: its own launch count and its own globals."""
 
@@ -260,10 +300,13 @@ class FakeBackend:
         return self.modules[-1]
 
     def upload(self, host, offset, points=None):
-        return DeviceBuffer(host.size, host.dtype, offset, host.copy(), points)
+        """A table of pointers holds the host addresses of its target's elements, as a GPU's holds device ones."""
+        image = host.copy() if points is None else points.addresses(host, offset, address(points.target))
+        return DeviceBuffer(host.size, host.dtype, offset, allocated(image), points)
 
     def download(self, buf):
-        return buf.handle.copy()
+        out = buf.handle.copy()
+        return out if buf.points is None else buf.points.offsets(out, buf.offset, address(buf.points.target))
 
     def launch(self, kernel, args, grid, block, smem, schedule, cluster=(1, 1, 1)):
         self.launched.append(schedule)
@@ -349,7 +392,8 @@ class FakeAddressedBackend(FakeBackend):
     """The fake backend, its buffers with addresses."""
 
     def upload(self, host, offset, points=None):
-        return DeviceBuffer(host.size, host.dtype, offset, host.copy().view(_Addressed), points)
+        buf = super().upload(host, offset, points)
+        return dataclasses.replace(buf, handle=buf.handle.view(_Addressed))
 
 
 class FakeCostlyBackend(FakeBackend):
@@ -416,8 +460,8 @@ class FakeTimingBackend(FakeBackend):
         self.launch(kernel, args, grid, block, smem, "forward")
         buffers = reached(args)
         first = tuple(self.download(b) for b in buffers)
-        slots = [tuple(args)] + [moved(args, {id(b): dataclasses.replace(b, handle=b.handle.copy()) for b in buffers})
-                                 for _ in range(method.batch - 1)]
+        slots = [tuple(args)] + [moved(args, {id(b): dataclasses.replace(b, handle=allocated(b.handle.copy()))
+                                              for b in buffers}) for _ in range(method.batch - 1)]
         views = [[b.handle.view(f"uint{8 * b.dtype.itemsize}") for b in reached(slot)] for slot in slots]
         seeds = random.Random(11)
         self.witness = Witness(renewal, views, numpy_draw, np, seeds=lambda: seeds.getrandbits(63))

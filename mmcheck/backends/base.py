@@ -24,6 +24,7 @@ import numpy as np
 from ..toolchain.compile import Build
 from ..defaults import COMPILER, TIMEOUT
 from ..describe.dtypes import Precision
+from ..describe.extras import addresses
 from ..errors import MmcheckError
 from ..describe.spec import KernelSpec
 from ..describe.tensormaps import MAP_ALIGN, NO_CLUSTER, Encoding, Passing
@@ -174,9 +175,8 @@ class Pointers:
         """A table's host ``image`` (its guard band ``offset`` elements wide) with the addresses its entries name."""
         out = np.array(image, dtype=np.int64)
         body = out[offset:offset + self.count]
-        step = np.uint64(self.target.dtype.itemsize)
-        start = np.uint64(base) + np.uint64(self.target.offset) * step
-        body[...] = (start + body.view(np.uint64) * step).view(np.int64)  # modulo 2**64, as the device's
+        step = self.target.dtype.itemsize
+        body[...] = addresses(body, base + self.target.offset * step, step).view(np.int64)
         return out
 
     def offsets(self, image: np.ndarray, offset: int, base: int) -> np.ndarray:
@@ -234,8 +234,13 @@ def reached(args: Sequence[Arg]) -> list[DeviceBuffer]:
 
 def moved(args: Sequence[Arg], to: dict[int, DeviceBuffer]) -> tuple[Arg, ...]:
     """``args`` with each buffer they reach (by identity, base.reached's) replaced by its counterpart in ``to``: a
-    tensor map then lies over its target's counterpart, and is made anew by the backend that launches it."""
-    return tuple(to[id(a)] if isinstance(a, DeviceBuffer) else
+    tensor map then lies over its target's counterpart, and is made anew by the backend that launches it; a table
+    of pointers points into its target's counterpart, whose addresses its entries are to hold (the witness lays
+    them before each launch)."""
+    def counterpart(b: DeviceBuffer) -> DeviceBuffer:
+        return replace(to[id(b)], points=replace(b.points, target=to[id(b.points.target)])) if b.points else to[id(b)]
+
+    return tuple(counterpart(a) if isinstance(a, DeviceBuffer) else
                  replace(a, target=to[id(a.target)]) if isinstance(a, TensorMapArg) else a for a in args)
 
 

@@ -1,5 +1,6 @@
-"""The witness (witness.py) on the GPU, with CuPy: views of a launch's buffers, buffers of their own for the
-other launches of a batch, and the generator as a kernel.
+"""The witness (witness.py) on the GPU, with CuPy: views of a launch's buffers and their device addresses (what
+its tables of pointers hold), buffers of their own for the other launches of a batch, and the generator as a
+kernel.
 
 CuPy works in the primary context and on the legacy default stream, as the GPU backends do, so what it queues
 is ordered with the kernel's launches: the inputs are drawn before a launch is queued, and a launch is verified
@@ -112,7 +113,8 @@ extern "C" __global__ void mmcheck_draw(char* out, long long lines, long long le
 def witness(renewal: Renewal, args: Sequence[Arg], slots: int) -> tuple[Witness, list[tuple[Arg, ...]]]:
     """The witness of a launch with arguments ``args``, and the arguments of each of its ``slots`` launches in
     a row: the first the given buffers, the others copies of them (guard bands and padding included), each buffer
-    the launch reaches (base.reached), its tensor maps' targets too.
+    the launch reaches (base.reached), its tensor maps' and tables of pointers' targets too (a copy of a table
+    points into its slot's copies, whose addresses the witness lays in it before each launch).
     Unsupported, saying why, where CuPy is missing or the copies would not fit."""
     try:
         import cupy
@@ -135,7 +137,7 @@ def witness(renewal: Renewal, args: Sequence[Arg], slots: int) -> tuple[Witness,
         copies = [v.copy() for v in given]
         views.append(copies)
         arguments.append(moved(args, {id(b): _like(b, c) for b, c in zip(buffers, copies)}))
-    return Witness(renewal, views, _draw, cupy, host=cupy.asnumpy), arguments
+    return Witness(renewal, views, _draw, cupy, host=cupy.asnumpy, address=_address), arguments
 
 
 def _view(cupy: Any, buf: DeviceBuffer) -> Any:
@@ -143,6 +145,11 @@ def _view(cupy: Any, buf: DeviceBuffer) -> Any:
     bits = np.dtype(f"uint{8 * buf.dtype.itemsize}")
     memory = cupy.cuda.UnownedMemory(int(buf.handle), buf.size * bits.itemsize, owner=None)
     return cupy.ndarray((buf.size,), dtype=bits, memptr=cupy.cuda.MemoryPointer(memory, 0))
+
+
+def _address(view: Any) -> int:
+    """The device address of a CuPy array's first element (what a table of pointers holds)."""
+    return int(view.data.ptr)
 
 
 def _like(buf: DeviceBuffer, copy: Any) -> DeviceBuffer:

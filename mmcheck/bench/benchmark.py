@@ -8,13 +8,14 @@ launched: what it kept in device globals during the checks does not reach its ti
 A fast wrong kernel is a failure, not a number: the first launch's output is judged, on the prepared inputs,
 as a check would judge it; then every timed launch gets inputs drawn afresh on the device, and launches chosen
 once they have finished, the last always, are verified there (witness.py), where no kernel can have seen what
-they are verified against.  A kernel's own buffers are laid afresh too, each as its spec fills it, an output
-it adds into zeroed as its launcher would (outside the timed region: the kernel's launch alone is timed), its
-scalars passed as prepared, and the verified launches are compared through its epilogue, or with its reference
-function's value, computed on the host for each launch verified.  An impossible number is a
-failure too: a median under the floor (floor.py), the least time the device can do the work in (the bytes
-its epilogue must read included), is refused as not credible, cuBLAS's included (its refusal says the figures
-behind the floor are wrong).
+they are verified against.  A kernel's own buffers are laid afresh too, each as its spec fills it (a table of
+pointers with the addresses of that launch's own operands, and verified unchanged after it), an output it adds
+into zeroed as its launcher would (outside the timed region: the kernel's launch alone is timed), its scalars
+passed as prepared, and the verified launches are compared through its epilogue, or with its reference
+function's value, computed on the host for each launch verified.  An impossible number is a failure too: a
+median under the floor (floor.py), the least time the device can do the work in (the bytes its epilogue must
+read included), is refused as not credible, cuBLAS's included (its refusal says the figures behind the floor
+are wrong).
 """
 
 from __future__ import annotations
@@ -225,12 +226,10 @@ def _reached(prepared: Prepared) -> list[str]:
 def _renewal(prepared: Prepared) -> Renewal:
     """What the witness of ``prepared``'s timing lays and verifies: each buffer as prepared laid it out, the
     op's operands by their roles (an output the spec zeroes as zeros, an operand the kernel is not given left
-    out) and the spec's own buffers by theirs; the epilogue and the scalars it reads, the sizes, and the
-    spec's reference function and tolerance."""
+    out) and the spec's own buffers by theirs (a table of pointers as the entries the spec lays, into its
+    target); the epilogue and the scalars it reads, the sizes, and the spec's reference function and tolerance."""
     spec, trial, p = prepared.spec, prepared.trial, prepared.dtype
     op, names = spec.operation, _reached(prepared)
-    if tables := [b.name for b in spec.buffers if b.points]:
-        raise Unsupported(f"{spec.name}: not timed: the witness does not yet lay tables of pointers ({tables[0]})")
 
     def operand(o: Operand) -> Held:
         fill = (Fill.CONSTANT if spec.zeroed and o.role != INPUT  # zeros, as the launcher leaves them
@@ -244,8 +243,11 @@ def _renewal(prepared: Prepared) -> Renewal:
         batch, rows, cols = (1, 1, *declared)[-3:]  # as prepare lays it out: the dimensions it lacks set to 1
         fill, constant = _laid(b, d) if b.role.filled else (Fill.POISON, 0.0)
         check = Verified.KEPT if b.role.kept else Verified.RESULT if b.role.compared else Verified.FREE
+        step = (data.table_stride(spec, b, prepared.shape, trial, p, prepared.operands) if b.fill is Filled.STARTS
+                else 1)
         return Held(names.index(b.name), b.role.place, b.name, (batch, rows, cols), prepared.layouts[b.name],
-                    prepared.guard, d, fill, check, constant, len(declared), b.initializer, b.scales, b.block)
+                    prepared.guard, d, fill, check, constant, len(declared), b.initializer, b.scales, b.block, step,
+                    b.points)
 
     held = (*(operand(o) for o in op.operands if o.name in names), *map(extra, spec.buffers))
     env = prepared.plan.env
@@ -254,14 +256,16 @@ def _renewal(prepared: Prepared) -> Renewal:
                    spec.reference, spec.tolerance, spec.batched)
 
 
-# How the witness lays a spec buffer of each fill that is not one value before each launch.
-_LAID = {Filled.RANDOM: Fill.DRAWN, Filled.INDEX: Fill.INDEX, Filled.EXPRESSION: Fill.EXPRESSION}
+# How the witness lays a spec buffer of each fill that is not one value before each launch (a table's starts: the
+# index of each entry times its target's stride, Held.step).
+_LAID = {Filled.RANDOM: Fill.DRAWN, Filled.INDEX: Fill.INDEX, Filled.STARTS: Fill.INDEX,
+         Filled.EXPRESSION: Fill.EXPRESSION}
 
 
 def _laid(b: Buffer, d: DType) -> tuple[Fill, float]:
     """How the witness lays a spec buffer before each launch, as the spec fills it: drawn afresh where its values
-    are random, else its flat index, its expression of the element's indices (Buffer.initializer), or its one
-    value (extras.Buffer.values's own)."""
+    are random, else its flat index (times a table's stride), its expression of the element's indices
+    (Buffer.initializer), or its one value (extras.Buffer.values's own)."""
     if b.fill in _LAID:
         return _LAID[b.fill], 0.0
     return Fill.CONSTANT, float(b.values((1,), d, _no_draw, {})[0])

@@ -42,7 +42,7 @@ from ..describe.spec import KernelSpec
 
 __all__ = ["Trial", "trials", "benchmark_trial", "granule", "Operands", "draw", "blocks", "make_operands",
            "case_seed", "guard_width", "Layout", "image", "pack", "padding_mask", "filled", "unpad", "from_buffer",
-           "IN_FLIGHT", "bits", "same_bits", "marker_source"]
+           "IN_FLIGHT", "bits", "same_bits", "marker_source", "table_stride"]
 
 # What whole-number C inputs are moved by (see make_operands); the float one is exact in every float type.
 C_OFFSET_FLOAT, C_OFFSET_INTEGER = 0.25, 1 << 20
@@ -193,14 +193,14 @@ def make_operands(spec: KernelSpec, shape: Shape, p: Precision, trial: Trial, se
             return filled(math.prod(dims), d.poison, d).reshape(dims)
         try:
             return b.values(dims, d, lambda d, dims: draw(rng, trial.pattern, d, dims), names,
-                            _stride(spec, b, shape, trial, p, made) if b.fill is Fill.STARTS else 0)
+                            table_stride(spec, b, shape, trial, p, made) if b.fill is Fill.STARTS else 0)
         except (ExprError, EpilogueError) as e:
             raise SpecError(spec.path, str(e), kernel=spec.name, key="buffers") from None
 
     return dataclasses.replace(made, values={**made.values, **{b.name: initial(b) for b in spec.buffers}})
 
 
-def _stride(spec: KernelSpec, table: Buffer, shape: Shape, trial: Trial, p: Precision, made: Operands) -> int:
+def table_stride(spec: KernelSpec, table: Buffer, shape: Shape, trial: Trial, p: Precision, made: Operands) -> int:
     """The storage elements from one matrix of a table of pointers' target to the next, as prepare lays it out
     (a spec buffer row-major, as (batch, rows, cols)); a table with more entries than the target has matrices
     is the spec's error."""

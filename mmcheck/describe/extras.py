@@ -32,7 +32,7 @@ from .dtypes import DTYPES, POINTER, DType, Precision
 from .epilogue import EpilogueError, Initializer
 from .expr import SHAPE_NAMES, Expr, ExprError
 
-__all__ = ["Buffer", "Fill", "Role", "Scalar", "parse_buffers", "parse_scalars", "spread", "choice"]
+__all__ = ["Buffer", "Fill", "Role", "Scalar", "addresses", "parse_buffers", "parse_scalars", "spread", "choice"]
 
 
 class Role(enum.Enum):
@@ -146,6 +146,13 @@ def spread(held: Any, block: tuple[int, int], dims: tuple[int, int, int]) -> Any
     of the operand (numpy's or CuPy's arrays alike)."""
     wide = held.astype(np.float64).reshape(-1, -(-dims[1] // block[0]), -(-dims[2] // block[1]))
     return wide.repeat(block[0], axis=1)[:, :dims[1]].repeat(block[1], axis=2)[:, :, :dims[2]]
+
+
+def addresses(entries: Any, start: int, itemsize: int, xp: Any = np) -> Any:
+    """A table of pointers' ``entries`` (offsets in elements of its target, as int64 or their uint64 bits) as
+    the addresses they name, as uint64: the target's element 0 at ``start``, each ``itemsize`` bytes; modulo
+    2**64, as the device computes them (numpy's or CuPy's arrays alike)."""
+    return entries.view(xp.uint64) * xp.uint64(itemsize) + xp.uint64(start)
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,11 @@ from it new inputs into every input buffer, and into the output its fresh input 
 the poison, or under ``strict_beta`` with beta == 0 the unset pattern).  The spec's own buffers (extras.py) are
 laid as the spec fills them: drawn afresh where their values are random, else the same zeros, ones, number,
 index or value of its expression of the element's indices every time (a workspace that must start zeroed is
-zeroed again), an output buffer the poison.  An output the spec declares zeroed (``init = {C = "zeros"}``:
-split-K's atomics add into it) is zeroed before every launch likewise.  All of it is laid before the sample,
+zeroed again), an output buffer the poison.  A table of pointers (a grouped GEMM's ``ptr_A[g]``) is laid as the
+addresses of the elements its entries name, as the spec lays them (each matrix's start, else its values), in the
+launch's own buffers: each launch of a batch reads its own fresh operands through tables of its own.  An output
+the spec declares zeroed (``init = {C = "zeros"}``: split-K's atomics add into it) is zeroed before every launch
+likewise.  All of it is laid before the sample,
 outside the timed region: zeroing the output is the launcher's work (a cudaMemset before the launch), not the
 kernel's, so it is not timed; a kernel that zeroes its output itself does it in its own launch, and is timed
 doing it.  A result kept from an earlier launch, by the buffer, the shape or a fingerprint of the inputs, is
@@ -18,7 +21,8 @@ then wrong.
 Once a sampled launch has finished, and only then, the witness draws its inputs again from the seed, into
 memory allocated now, and checks:
 
-- every input unchanged, bit for bit, the spec's input buffers too: a kernel that writes its inputs is refused;
+- every input unchanged, bit for bit, the spec's input buffers too: a kernel that writes its inputs is refused,
+  and one that points a table elsewhere (at a result it kept, at another launch's operands);
 - the guard bands and the padding of every buffer holding their patterns (all that is asked of a workspace);
 - every element of the output against the float64 reference, through the spec's epilogue where it has one
   (epilogue.py, with the spec's scalars): within the bound of the declared accumulator (compare.tolerance),
@@ -75,7 +79,7 @@ from ..cases.data import Layout
 from ..describe.dtypes import DTYPES, DType
 from ..describe.epilogue import Epilogue, Initializer, Origin
 from ..errors import MmcheckError, Unverified
-from ..describe.extras import spread
+from ..describe.extras import addresses, spread
 from ..describe.ops import OPS, Op
 from ..describe.pyref import PyReference, Tolerance, arguments, expected
 from ..cases.referee import ReferenceFailure, results
@@ -123,7 +127,9 @@ class Held:
     layout and guard band, its dtype, what it is filled with before each launch and what is verified of it
     after; ``constant`` is what Fill.CONSTANT lays, ``initializer`` what Fill.EXPRESSION does, ``rank`` how
     many of the dims the spec declares (a spec buffer of shape [N] is (1, 1, N) here); a buffer of scale
-    factors names the operand it ``scales``, a factor a ``block`` of it."""
+    factors names the operand it ``scales``, a factor a ``block`` of it; Fill.INDEX lays each element's flat
+    index times ``step``.  A table of pointers names the buffer it ``points`` into: what its fill lays are
+    offsets, in elements of that buffer, and the table holds the addresses they name."""
 
     index: int
     place: int
@@ -139,6 +145,8 @@ class Held:
     initializer: Initializer | None = None
     scales: str | None = None
     block: tuple[int, int] = (1, 1)
+    step: int = 1
+    points: str | None = None
 
     @property
     def lines(self) -> int:
@@ -216,13 +224,16 @@ def numpy_draw(seed: int, pattern: str, d: DType, offset: float, out: np.ndarray
 
 class Witness:
     """timer.Witness over an array module ``xp``: ``views[slot][i]`` is the whole of the launch's i-th buffer
-    in that slot (guard bands included), as an array of its dtype's bit patterns."""
+    in that slot (guard bands included), as an array of its dtype's bit patterns, which the kernel reaches at the
+    address ``address`` gives of it."""
 
     def __init__(self, renewal: Renewal, views: Sequence[Sequence[Any]], draw: Draw, xp: Any,
                  seeds: Callable[[], int] = lambda: secrets.randbits(63),
-                 host: Callable[[Any], np.ndarray] = np.asarray) -> None:
+                 host: Callable[[Any], np.ndarray] = np.asarray,
+                 address: Callable[[Any], int] = lambda view: view.ctypes.data) -> None:
         self.renewal, self.views, self.draw, self.xp, self.seeds = renewal, views, draw, xp, seeds
         self.host = host  # an array of ``xp`` copied into host memory (a reference function runs there)
+        self.address = address
         self.slots = len(views)
         self._seeds = [0] * self.slots
 
@@ -272,7 +283,16 @@ class Witness:
         return (self._seeds[slot] * len(self.renewal.held) + h.index) % (1 << 63)
 
     def _lay(self, slot: int, h: Held, out: Any) -> None:
-        """What ``h`` holds before a launch in ``slot``, written into ``out``, a (lines, length) array of bits."""
+        """What ``h`` holds before a launch in ``slot``, written into ``out``, a (lines, length) array of bits: a
+        table of pointers the addresses, in the slot's buffers, of the elements its entries name."""
+        self._fill(slot, h, out)
+        if h.points is not None:
+            target = self.renewal.named(h.points)
+            d, view = target.dtype, self.views[slot][target.index]
+            out[...] = addresses(out, self.address(view) + d.units(target.guard) * d.itemsize, d.itemsize, self.xp)
+
+    def _fill(self, slot: int, h: Held, out: Any) -> None:
+        """What ``h``'s fill lays into ``out`` (a table's entries: offsets, as a check holds them)."""
         r, xp = self.renewal, self.xp
         if h.fill is Fill.DRAWN:
             self.draw(self._stream(slot, h), r.pattern, h.dtype, r.offset(h), out)
@@ -284,7 +304,7 @@ class Witness:
             out[...] = h.dtype.narrow(h.initializer.values(h.dims, names, xp).reshape(out.shape), xp)  # lies row-major
         else:
             values = (xp.full((1, 1), h.constant, dtype=xp.float64) if h.fill is Fill.CONSTANT  # broadcast
-                      else xp.arange(out.size, dtype=xp.float64).reshape(out.shape))
+                      else xp.arange(out.size, dtype=xp.float64).reshape(out.shape) * h.step)
             out[...] = h.dtype.narrow(values, xp)
 
     def _body(self, view: Any, h: Held) -> Any:
@@ -292,10 +312,11 @@ class Witness:
         size = h.lines * h.layout.ld
         return view[h.guard:h.guard + size].reshape(h.lines, h.layout.ld)[:, :h.length]
 
-    def _sent(self, slot: int, h: Held) -> Any:
-        """What the buffer held before the launch, laid again into memory allocated now."""
+    def _sent(self, slot: int, h: Held, entries: bool = False) -> Any:
+        """What the buffer held before the launch, laid again into memory allocated now (a table's ``entries``:
+        its offsets rather than the addresses it held)."""
         out = self.xp.empty((h.lines, h.length), dtype=h.dtype.uint)
-        self._lay(slot, h, out)
+        (self._fill if entries else self._lay)(slot, h, out)
         return out
 
     def _logical(self, h: Held, body: Any) -> Any:
@@ -404,7 +425,9 @@ class Witness:
         r, xp = self.renewal, self.xp
         arrays = {}
         for h in r.held:
-            before = sent[h.name] if h.name in sent else self._sent(slot, h)
+            # A table is given as its offsets, as a check gives it: its addresses are this slot's alone.
+            before = self._sent(slot, h, entries=True) if h.points else sent[h.name] if h.name in sent else \
+                self._sent(slot, h)
             arrays[h.name] = h.dtype.widen(self.host(self._logical(h, before)), np).reshape(h.dims[3 - h.rank:])
         scalars = {"alpha": r.alpha, "beta": r.beta, **dict(r.scalars)}
         given = [h for h in r.held if h.check is Verified.RESULT]

@@ -1,7 +1,9 @@
 """Kernels whose spec says more than the op does: an output zeroed before each launch (split-K with atomics), a
 buffer of per-element initial values, a reference function of the spec's own with an output buffer beside C,
-a stated tolerance, scale factors per block of the inputs.  Each timed under the rules every kernel is, on the fake backend and clock, the zoo's own
-specs (cuda_src/) with a numpy kernel in their place; and their cheats refused."""
+a stated tolerance, scale factors per block of the inputs, operands reached through tables of pointers (whose
+entries the fake backend holds as host addresses, as a GPU holds device ones).  Each timed under the rules every
+kernel is, on the fake backend and clock, the zoo's own specs (cuda_src/) with a numpy kernel in their place;
+and their cheats refused.  On a GPU, the witness's tables of a batch each point into their own launch's copies."""
 
 import dataclasses
 import pickle
@@ -10,14 +12,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mmcheck.backends import witness_gpu
+from mmcheck.backends.base import BackendOptions, DeviceBuffer, Pointers
+from mmcheck.backends.process import ProcessBackend
 from mmcheck.bench.benchmark import Bench
+from mmcheck.cases.data import Layout
+from mmcheck.describe.dtypes import DTYPES, POINTER
+from mmcheck.describe.ops import Order
 from mmcheck.run.runner import Runner
 from mmcheck.cases.shapes import Shape
 from mmcheck.describe.spec import parse_specs
 from mmcheck.timing.timer import Method
+from mmcheck.timing.witness import Fill, Held, Renewal, Verified
 
 from tests import fake_backend
-from tests.fake_backend import FakeTimingBackend, _payload, keeps_state, spec_for
+from tests.fake_backend import FakeTimingBackend, _payload, group_matrix, keeps_state, spec_for, through_tables
 
 METHOD = Method.cold_l2(min_time=0.0, max_time=0.05)
 SHAPE = Shape(64, 32, 100)
@@ -169,8 +178,73 @@ def nearly(a, b, c, m, n, k, schedule):
     _payload(c)[:] = (np.matmul(*_matrices(a, b, m, n, k)) * (1 + 1e-4)).reshape(-1)
 
 
-KERNELS = (adds_slices, stores_slices, adds_once_per_module, groups_rows, groups_rows_by_shape, moves_offsets_when_timed,
-           bias_relu_aux, writes_aux_once, keeps_aux, nearly, block_scaled, scales_once)
+# --- a grouped GEMM through tables of pointers: ptr_A[g], ptr_B[g], ptr_C[g] and each group's sizes ------------------
+# (the honest kernel is fake_backend.through_tables, which a worker process finds there too)
+
+launched_with: list[dict] = []
+
+
+def through_tables_noted(m_array, n_array, k_array, ptr_a, ptr_b, ptr_c, lda, ldb, ldc, schedule):
+    """Honest; notes the sizes and the tables each launch finds."""
+    launched_with.append({b: _payload(x).tolist() for b, x in (("m", m_array), ("n", n_array), ("k", k_array),
+                                                                ("ptr_A", ptr_a), ("ptr_C", ptr_c))})
+    through_tables(m_array, n_array, k_array, ptr_a, ptr_b, ptr_c, lda, ldb, ldc, schedule)
+
+
+def _sizes(m_array, n_array, k_array):
+    return zip(_payload(m_array), _payload(n_array), _payload(k_array))
+
+
+@keeps_state
+def points_tables_at_what_it_kept(m_array, n_array, k_array, ptr_a, ptr_b, ptr_c, lda, ldb, ldc, schedule, module):
+    """A cheat: computes its first launch, keeping copies of its groups' operands and results, and from then on
+    points every table at those copies, the operands its result was computed from, and does nothing."""
+    if "kept" not in module:
+        through_tables(m_array, n_array, k_array, ptr_a, ptr_b, ptr_c, lda, ldb, ldc, schedule)
+        module["kept"] = {name: [group_matrix(table, g, *dims).copy() for g, dims in enumerate(
+            [(m, k, lda) for m, _, k in _sizes(m_array, n_array, k_array)] if name == "A" else
+            [(k, n, ldb) for _, n, k in _sizes(m_array, n_array, k_array)] if name == "B" else
+            [(m, n, ldc) for m, n, _ in _sizes(m_array, n_array, k_array)])]
+            for name, table in (("A", ptr_a), ("B", ptr_b), ("C", ptr_c))}
+        return
+    for name, table in (("A", ptr_a), ("B", ptr_b), ("C", ptr_c)):
+        _payload(table)[:] = [kept.ctypes.data for kept in module["kept"][name]]
+
+
+@keeps_state
+def skips_last_group_when_timed(m_array, n_array, k_array, ptr_a, ptr_b, ptr_c, lda, ldb, ldc, schedule, module):
+    """A cheat: right on its first launch, the judged one; from then on it leaves the last group undone."""
+    module["launches"] = module.get("launches", 0) + 1
+    for g, (m, n, k) in enumerate(_sizes(m_array, n_array, k_array)):
+        if module["launches"] == 1 or g < len(_payload(m_array)) - 1:
+            product = group_matrix(ptr_a, g, m, k, lda).astype(np.float64) @ group_matrix(ptr_b, g, k, n, ldb)
+            group_matrix(ptr_c, g, m, n, ldc)[...] = product
+
+
+@keeps_state
+def writes_a_when_timed(m_array, n_array, k_array, ptr_a, ptr_b, ptr_c, lda, ldb, ldc, schedule, module):
+    """A cheat: right, but from its second launch on it zeroes the first group's A through its table."""
+    module["launches"] = module.get("launches", 0) + 1
+    through_tables(m_array, n_array, k_array, ptr_a, ptr_b, ptr_c, lda, ldb, ldc, schedule)
+    if module["launches"] > 1:
+        m, _, k = next(iter(_sizes(m_array, n_array, k_array)))
+        group_matrix(ptr_a, 0, m, k, lda)[...] = 0
+
+
+@keeps_state
+def empties_groups_when_timed(m_array, n_array, k_array, ptr_a, ptr_b, ptr_c, lda, ldb, ldc, schedule, module):
+    """A cheat: right, but from its second launch on it writes zeros into the groups' rows, leaving the next
+    launch nothing to do."""
+    module["launches"] = module.get("launches", 0) + 1
+    through_tables(m_array, n_array, k_array, ptr_a, ptr_b, ptr_c, lda, ldb, ldc, schedule)
+    if module["launches"] > 1:
+        _payload(m_array)[:] = 0
+
+
+KERNELS = (adds_slices, stores_slices, adds_once_per_module, groups_rows, groups_rows_by_shape,
+           moves_offsets_when_timed, bias_relu_aux, writes_aux_once, keeps_aux, nearly, block_scaled, scales_once,
+           through_tables_noted, points_tables_at_what_it_kept, skips_last_group_when_timed, writes_a_when_timed,
+           empties_groups_when_timed)
 
 
 @pytest.fixture(autouse=True)
@@ -179,6 +253,7 @@ def kernels(monkeypatch):
         monkeypatch.setattr(fake_backend, function.__name__, function, raising=False)
     zeroed_at_launch.clear()
     offsets_at_launch.clear()
+    launched_with.clear()
 
 
 def test_split_k_into_a_zeroed_output_is_timed_with_c_zeroed_before_every_launch():
@@ -249,20 +324,99 @@ def test_a_stated_tolerance_bounds_the_timed_launches_as_it_bounds_the_first():
     assert outcome.record is None and "not timed, its result is wrong" in outcome.failure, outcome.failure
 
 
-def through_tables(m_array, n_array, k_array, ptr_a, ptr_b, ptr_c, lda, ldb, ldc, schedule):
-    """Honest (cuda_src/blas_grouped.cu's pointer arrays), on the fake backend, whose tables hold offsets: each
-    group's corner of its matrices, reached through its entries."""
-    def matrix(table, g, rows, cols, ld):
-        start = int(_payload(table)[g])
-        return _payload(table.points.target)[start:start + rows * ld].reshape(rows, ld)[:, :cols]
 
-    for g, (m, n, k) in enumerate(zip(_payload(m_array), _payload(n_array), _payload(k_array))):
-        product = matrix(ptr_a, g, m, k, lda).astype(np.float64) @ matrix(ptr_b, g, k, n, ldb)
-        matrix(ptr_c, g, m, n, ldc)[...] = product
+# --- a grouped GEMM through tables of pointers ----------------------------------------------------------------
+
+PTR_ARRAY = ("blas_grouped.cu", "blas.grouped_ptr_array")
+GROUPS = Shape(64, 32, 100, 3)
+# The spec's size arrays at GROUPS: (M (g + 1)) // batch, N - (N g) // batch, K - (K g) // (2 batch).
+SIZES = {"m": [21, 42, 64], "n": [32, 22, 11], "k": [100, 84, 67]}
 
 
-def test_a_kernel_with_tables_of_pointers_is_not_timed_saying_why(monkeypatch):
-    monkeypatch.setattr(fake_backend, "through_tables", through_tables, raising=False)
-    spec = _zoo("blas_grouped.cu", "blas.grouped_ptr_array", "through_tables")
-    outcome, _ = _bench(spec, Shape(64, 32, 100, 3))
-    assert outcome.record is None and outcome.skip and "does not yet lay tables of pointers (ptr_A)" in outcome.skip
+def test_a_grouped_gemm_through_tables_is_timed_each_launch_on_its_sizes_and_tables_laid_afresh(monkeypatch):
+    sent = []
+    original = FakeTimingBackend.time
+
+    def time(self, kernel, args, grid, block, smem, method, renewal, cluster):
+        sent.append(renewal)
+        return original(self, kernel, args, grid, block, smem, method, renewal, cluster)
+
+    monkeypatch.setattr(FakeTimingBackend, "time", time)
+    outcome, backend = _bench(_zoo(*PTR_ARRAY, "through_tables_noted"), GROUPS)
+    assert outcome.record is not None, outcome.failure
+    extra = outcome.record.extra
+    assert extra["distinct_inputs"] is True and extra["verified_launches"] >= 3
+    # the judged launch, the warm-up and every sample, each with the sizes the spec lays and A's tables
+    assert len(launched_with) == 2 + extra["samples"]
+    assert all({b: w[b] for b in SIZES} == SIZES for w in launched_with)
+    a, c = (backend.witness.renewal.named(name) for name in ("A", "C"))
+    view = backend.witness.views[0]
+    a_start, c_start = (view[h.index].ctypes.data + 4 * h.guard for h in (a, c))
+    starts = [g * 64 * 100 for g in range(3)], [g * 64 * 32 for g in range(3)]  # each group's matrix: M x K, M x N
+    assert all(w["ptr_A"] == [a_start + 4 * s for s in starts[0]] and w["ptr_C"] == [c_start + 4 * s for s in starts[1]]
+               for w in launched_with)
+    (renewal,) = sent
+    assert pickle.loads(pickle.dumps(renewal)) == renewal  # as it goes to a GPU backend's worker
+
+
+def test_each_launch_of_a_batch_reads_its_own_operands_through_tables_of_its_own():
+    batch = Method.warm_l2(batch=4, repeats=3, warmups=2)
+    outcome, backend = _bench(_zoo(*PTR_ARRAY, "through_tables_noted"), GROUPS, batch)
+    assert outcome.record is not None, outcome.failure
+    witness = backend.witness
+    a = witness.renewal.named("A")
+    own = [witness.views[slot][a.index].ctypes.data + 4 * a.guard for slot in range(4)]
+    timed = launched_with[1:]  # after the judged launch: 2 warm-ups, then 3 batches of 4, slot after slot
+    assert len(timed) == 2 + 4 * 3 and len(set(own)) == 4
+    assert [w["ptr_A"][0] for w in timed[2:]] == own * 3
+
+
+def test_a_grouped_gemm_through_tables_is_timed_through_a_worker_process():
+    backend = ProcessBackend("tests.fake_backend:FakeTimingBackend", BackendOptions(timeout=10))
+    try:
+        spec = _zoo(*PTR_ARRAY, "through_tables")
+        outcome = Bench(Runner(backend, seed=1), METHOD).run(spec, spec.dtypes[0], GROUPS)
+    finally:
+        backend.close()
+    assert outcome.record is not None, outcome.failure
+    assert outcome.record.extra["verified_launches"] >= 3
+
+
+@pytest.mark.parametrize("entry, finding", [
+    ("points_tables_at_what_it_kept", "launch 1 of the timing changed its input ptr_A: 3 of 3 elements differ"),
+    ("skips_last_group_when_timed", f"{FRESH}: 704 of 6144 elements of C differ"),  # the last group's 64 x 11
+    ("writes_a_when_timed", "launch 1 of the timing changed its input A: 2100 of 19200 elements differ"),
+    ("empties_groups_when_timed", "launch 1 of the timing changed its input m_array: 3 of 3 elements differ"),
+])
+def test_the_cheats_through_tables_are_refused(entry, finding):
+    outcome, _ = _bench(_zoo(*PTR_ARRAY, entry), GROUPS)
+    assert outcome.record is None and finding in outcome.failure, outcome.failure
+
+
+# --- on a GPU ---------------------------------------------------------------------------------------------------
+
+def test_on_a_gpu_each_launch_of_a_batch_has_a_table_into_its_own_copies():
+    """witness_gpu's buffers for a batch of two: the second launch's table points into its own copy of A, and
+    the witness lays in each table the device addresses of its own A's matrices before each launch."""
+    try:
+        import cupy
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # no CuPy, or no device: its own words why
+        pytest.skip(f"the witness lays tables on a GPU with CuPy: {e}")
+    guard, groups, m, k = 64, 3, 4, 8
+    a_memory = cupy.zeros(groups * m * k + 2 * guard, dtype=cupy.float32)
+    table_memory = cupy.zeros(groups + 2 * guard, dtype=cupy.int64)
+    a = DeviceBuffer(a_memory.size, np.dtype("float32"), guard, a_memory.data.ptr)
+    table = DeviceBuffer(table_memory.size, np.dtype("int64"), guard, table_memory.data.ptr, Pointers(a, groups))
+    held = (Held(0, 0, "ptr_A", (1, 1, groups), Layout(Order.ROW, groups), guard, POINTER, Fill.INDEX,
+                 Verified.KEPT, rank=1, step=m * k, points="A"),
+            Held(1, 0, "A", (groups, m, k), Layout(Order.ROW, k), guard, DTYPES["float32"], Fill.DRAWN,
+                 Verified.KEPT))
+    witness, slots = witness_gpu.witness(Renewal("bmm", "normal", None, None, DTYPES["float32"], k, held),
+                                         [table, np.int32(groups)], 2)
+    witness.renew()
+    for slot, args in enumerate(slots):
+        start = witness.views[slot][1].data.ptr + 4 * guard
+        assert args[0].points.target.handle == witness.views[slot][1].data.ptr
+        assert witness.views[slot][0][guard:guard + groups].get().tolist() == [start + 4 * m * k * g
+                                                                                 for g in range(groups)]
