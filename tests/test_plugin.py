@@ -281,8 +281,10 @@ def test_the_plugin_is_inert_until_mmcheck_is_in_play(pytester, monkeypatch, thi
         return result.outlines, json.loads((pytester.path / "seen.json").read_text())
 
     said, seen = session("test_plain.py")
-    assert seen["environ"]["CUDA_VISIBLE_DEVICES"] == "0,1" and seen["heavy"] == []
+    assert seen["environ"]["CUDA_VISIBLE_DEVICES"] == "0,1" and "mmcheck.backends" not in seen["heavy"]
     assert not [line for line in said if line.startswith("mmcheck")], said
+    # numpy may come with another plugin of the machine's (PyTorch's machines have them): what counts is that
+    # the session imports nothing the same session without mmcheck does not.
     assert seen == session("test_plain.py", "-p", "no:mmcheck")[1]
     note = "mmcheck: note: the sandbox cannot protect file access"
     for in_play in (["test_plain.py", "--mmcheck-backend", "gpu"], ["kernels", "--collect-only"],

@@ -140,12 +140,12 @@ def test_on_a_gpu_the_new_precisions_are_timed_or_refused_as_chosen(name):
         if case is None:
             continue
         op, shape = case
-        trial = benchmark_trial(OPS[op], name, precision(name).default_accumulator)
+        trial = benchmark_trial(OPS[op], precision(name), precision(name).default_accumulator)
         if works:
-            prepare(op, name, shape.M, shape.N, shape.K, shape.batch, trial.alpha, trial.beta).enqueue()
+            prepare(op, precision(name), shape.M, shape.N, shape.K, shape.batch, trial.alpha, trial.beta).enqueue()
         else:
             with pytest.raises(Unsupported) as refusal:
-                prepare(op, name, shape.M, shape.N, shape.K, shape.batch, trial.alpha, trial.beta)
+                prepare(op, precision(name), shape.M, shape.N, shape.K, shape.batch, trial.alpha, trial.beta)
             print(f"{name} {op} {shape}: {refusal.value}")
 
 
@@ -156,7 +156,7 @@ def test_on_a_gpu_each_baseline_computes_the_product_it_is_timed_on(name):
     _gpu()
     p, (m, n, k) = precision(name), (256, 128, 64)
     try:
-        call = prepare("mm", name, m, n, k, 1, None, None)
+        call = prepare("mm", p, m, n, k, 1, None, None)
     except Unsupported as e:  # PyTorch missing for FP8, or a GPU older than the call: its own words
         pytest.skip(str(e))
     out = call.enqueue()  # torch._scaled_mm returns its result; cuBLAS writes the third array

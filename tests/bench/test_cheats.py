@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from ..run_once import RunOnce
+
 CHEATS = Path(__file__).resolve().parent.parent / "cheats"
 REFUSED = {
     "first_launch_only": "on inputs drawn afresh, is wrong",
@@ -30,7 +32,12 @@ TIMED = ("honest", "fingerprint_cache")
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
-    """One ``mmcheck bench`` of every cheat at 4096 on the GPU: its output lines by kernel, and its records."""
+    """One ``mmcheck bench`` of every cheat at 4096 on the GPU, once per test run (each pytest-xdist worker would
+    otherwise time them all, side by side on one GPU): its output lines by kernel, and its records."""
+    return RunOnce(tmp_path_factory, "cheats")("sweep", lambda: _sweep(tmp_path_factory))
+
+
+def _sweep(tmp_path_factory):
     out = tmp_path_factory.mktemp("cheats") / "cheats.json"
     done = subprocess.run([sys.executable, "-m", "mmcheck", "bench", str(CHEATS), "--backend", "gpu",
                            "--bench-sizes", "4096", "--bench-max-time", "3", "--json", str(out)],
