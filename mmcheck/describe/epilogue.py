@@ -20,6 +20,9 @@ Thm. 3.1).  The output's rounding is the caller's, as it is without an epilogue.
 **What it reads.**  A benchmark's floor counts the bytes a launch cannot avoid moving, the epilogue's buffers
 among them: as many elements of each as its subscripts reach over the result (``reads``), never its whole
 declared shape, which may be larger than what is indexed.
+
+**Work.**  The same evaluator counts the floating-point operations of one launch where a spec declares them
+(``Work``): over whole arrays, the spec's buffers of sizes, summed.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Epilogue", "EpilogueError", "FUNCTIONS", "INDICES", "Initializer"]
+__all__ = ["Epilogue", "EpilogueError", "FUNCTIONS", "INDICES", "Initializer", "Work", "WORK_FUNCTIONS"]
 
 INDICES = ("b", "m", "n")
 FLAT = "i"  # an initializer's flat index
@@ -74,6 +77,10 @@ FUNCTIONS: dict[str, Callable[[Any], _Function]] = {
     "sigmoid": lambda xp: _Function(1, lambda x: 1 / (1 + xp.exp(-x)), lambda x: xp.minimum(1 + 0 * x, 1), 4,
                                     False),
 }
+# What a work count may call: a sum over a whole array, and the element-wise min and max.
+WORK_FUNCTIONS: dict[str, Callable[[Any], _Function]] = {
+    "sum": lambda xp: _Function(1, xp.sum, xp.sum, 0, True), "min": FUNCTIONS["min"], "max": FUNCTIONS["max"],
+}
 
 
 class Epilogue:
@@ -81,9 +88,11 @@ class Epilogue:
     lists the scalars it may name."""
 
     _what = "an epilogue"
-    _free = ("acc",)            # what the expression may name outside an index, besides scalars
+    _free: tuple[str, ...] = ("acc",)   # what the expression may name outside an index, besides scalars
     _required: str | None = "acc"   # the name it must use (None: none)
     _operators: tuple[type, ...] = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+    _functions: Mapping[str, Callable[[Any], _Function]] = FUNCTIONS   # what it may call
+    _indices: tuple[str, ...] = INDICES   # the element's indices, which it names inside a subscript
 
     def __init__(self, text: str, buffers: Mapping[str, int], scalars: frozenset[str] = frozenset()) -> None:
         self.text = text
@@ -103,14 +112,14 @@ class Epilogue:
         self.tree = tree
         self.buffers = frozenset(n.value.id for n in nodes if isinstance(n, ast.Subscript)
                                  and isinstance(n.value, ast.Name))
-        self.roundings = sum(isinstance(n, ast.BinOp) for n in nodes) + sum(
-            FUNCTIONS[n.func.id](np).roundings for n in nodes if isinstance(n, ast.Call))
-        self.integral = all(FUNCTIONS[n.func.id](np).integral for n in nodes if isinstance(n, ast.Call)) and not any(
+        calls = [self._functions[n.func.id](np) for n in nodes if isinstance(n, ast.Call)]  # type: ignore[attr-defined]
+        self.roundings = sum(isinstance(n, ast.BinOp) for n in nodes) + sum(f.roundings for f in calls)
+        self.integral = all(f.integral for f in calls) and not any(
             isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) for n in nodes) and all(
             float(n.value).is_integer() for n in nodes if isinstance(n, ast.Constant))
 
     def __repr__(self) -> str:
-        return f"Epilogue({self.text!r})"
+        return f"{type(self).__name__}({self.text!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         return type(self), (self.text, self._buffers, self._scalars)
@@ -125,11 +134,11 @@ class Epilogue:
         """The epilogue at every element of ``acc`` (batch, M, N), its buffers' values and scalars by name; ``xp``
         the array module (numpy, or CuPy on the GPU) and ``origin`` the batch, row and column of acc's first
         element, where acc is a piece of the result."""
-        return _Evaluation(acc, values, xp, False, origin).value(self.tree)
+        return _Evaluation(self, acc, values, xp, False, origin).value(self.tree)
 
     def magnitude(self, acc: Any, values: Mapping[str, Any], xp: Any = np, origin: Origin = (0, 0, 0)) -> Any:
         """The epilogue evaluated on magnitudes: a bound of every intermediate value's magnitude."""
-        return _Evaluation(xp.abs(acc), values, xp, True, origin).value(self.tree)
+        return _Evaluation(self, xp.abs(acc), values, xp, True, origin).value(self.tree)
 
     def bound(self, acc: Any, acc_bound: Any, values: Mapping[str, Any], u: float, xp: Any = np,
               origin: Origin = (0, 0, 0)) -> Any:
@@ -189,11 +198,11 @@ class Epilogue:
                 raise EpilogueError(f"an index must be a whole number in {self.text!r}")
         elif isinstance(node, ast.Name):
             allowed = INDICES if in_index else (*self._free, *self._scalars)
-            if node.id not in allowed and node.id not in INDICES:
+            if node.id not in allowed and node.id not in self._indices:
                 where = "an index" if in_index else self._what
-                known = ", ".join(sorted({*allowed, *INDICES, *self._buffers}))
+                known = ", ".join(sorted({*allowed, *self._indices, *self._buffers}))
                 raise EpilogueError(f"{node.id!r} is not a name {where} can use in {self.text!r} (it knows {known})")
-            if node.id in INDICES and not in_index and node.id not in self._free:
+            if node.id in self._indices and not in_index and node.id not in self._free:
                 raise EpilogueError(f"{node.id} is an index: use it inside a buffer's [...] in {self.text!r}")
         elif isinstance(node, ast.BinOp):
             allowed_ops = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod) if in_index else self._operators
@@ -208,14 +217,16 @@ class Epilogue:
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             self._check(node.operand, in_index)
         elif isinstance(node, ast.Call) and not in_index:
-            name = node.func.id if isinstance(node.func, ast.Name) else None
-            if name not in FUNCTIONS or node.keywords:
-                raise EpilogueError(f"only plain calls of {', '.join(FUNCTIONS)} are allowed in {self.text!r}")
-            if len(node.args) != FUNCTIONS[name](np).arity:
-                raise EpilogueError(f"{name} takes {FUNCTIONS[name](np).arity} argument(s), in {self.text!r}")
+            name = node.func.id if isinstance(node.func, ast.Name) else ""
+            if name not in self._functions or node.keywords:
+                raise EpilogueError(f"only plain calls of {', '.join(self._functions)} are allowed in {self.text!r}")
+            if len(node.args) != self._functions[name](np).arity:
+                raise EpilogueError(f"{name} takes {self._functions[name](np).arity} argument(s), in {self.text!r}")
             for argument in node.args:
                 self._check(argument, in_index)
         elif isinstance(node, ast.Subscript) and not in_index:
+            if not self._indices:
+                raise EpilogueError(f"{self._what} takes whole buffers, not their elements: sum(...), in {self.text!r}")
             if not isinstance(node.value, ast.Name) or node.value.id not in self._buffers:
                 listed = ", ".join(self._buffers) or "none"
                 raise EpilogueError(f"only the spec's input buffers ({listed}) can be indexed, in {self.text!r}")
@@ -250,19 +261,57 @@ class Initializer(Epilogue):
         """The values at every element of a (batch, rows, cols) buffer, in float64, ``names`` giving the
         sizes and scalars; ``xp`` the array module (numpy, or CuPy where a benchmark lays the buffer)."""
         zero = xp.zeros(dims)
-        return xp.broadcast_to(_Evaluation(zero, names, xp, False, (0, 0, 0)).value(self.tree),
+        return xp.broadcast_to(_Evaluation(self, zero, names, xp, False, (0, 0, 0)).value(self.tree),
                                dims).astype(xp.float64)
 
 
+class Work(Epilogue):
+    """The floating-point operations of one launch, as a spec declares them (``work = "2 * sum(m_array * n_array *
+    k_array)"``): an expression of the sizes, ``let`` names and buffers, each buffer a whole array, with
+    ``+ - * / // %``, ``sum`` over an array and ``min`` and ``max`` element by element; its value one number."""
+
+    _what = "a work count"
+    _free = ()
+    _required = None
+    _operators = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod)
+    _functions = WORK_FUNCTIONS
+    _indices = ()
+
+    def __init__(self, text: str, names: frozenset[str]) -> None:
+        super().__init__(text, {}, names)
+        calls = {id(n.func) for n in ast.walk(self.tree) if isinstance(n, ast.Call)}
+        self.names = frozenset(n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name) and id(n) not in calls)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Work, (self.text, self._scalars)
+
+    def flops(self, values: Mapping[str, Any]) -> float:
+        """Its value, ``values`` giving each name's: a size's or ``let``'s number, a buffer's array (float64, so
+        that no product wraps)."""
+        try:
+            with np.errstate(all="ignore"):  # an array's division by zero is told below, as a value not finite
+                value = _Evaluation(self, np.zeros((1, 1, 1)), values, np, False, (0, 0, 0)).value(self.tree)
+        except (ArithmeticError, ValueError) as e:  # a number's division by zero; arrays of shapes that differ
+            raise EpilogueError(f"{self.text!r} cannot be evaluated: {e}") from None
+        if np.ndim(value):
+            raise EpilogueError(f"{self.text!r} gives {np.size(value)} values, not one: sum them (sum(...))")
+        if not math.isfinite(value) or value < 0:
+            raise EpilogueError(f"{self.text!r} gives {float(value)}, not a count of operations")
+        return float(value)
+
+
 class _Evaluation:
-    """One evaluation of an epilogue's tree over (batch, M, N) arrays whose first element is at ``origin``; on
+    """One evaluation of ``owner``'s tree over (batch, M, N) arrays whose first element is at ``origin``; on
     ``magnitudes``, of its magnitudes."""
 
-    def __init__(self, acc: Any, values: Mapping[str, Any], xp: Any, magnitudes: bool, origin: Origin) -> None:
-        self.acc, self.values, self.xp, self.magnitudes, self.origin = acc, values, xp, magnitudes, origin
-        self.indices = _grid(acc.shape, origin, xp)
-        _, rows, cols = acc.shape
-        self.indices[FLAT] = (self.indices["b"] * rows + self.indices["m"]) * cols + self.indices["n"]
+    def __init__(self, owner: Epilogue, acc: Any, values: Mapping[str, Any], xp: Any, magnitudes: bool,
+                 origin: Origin) -> None:
+        self.owner, self.acc, self.values, self.xp, self.magnitudes, self.origin = (owner, acc, values, xp, magnitudes,
+                                                                                    origin)
+        self.indices = _grid(acc.shape, origin, xp) if owner._indices else {}  # a work count names none
+        if self.indices:
+            _, rows, cols = acc.shape
+            self.indices[FLAT] = (self.indices["b"] * rows + self.indices["m"]) * cols + self.indices["n"]
 
     def value(self, node: ast.expr) -> Any:
         xp = self.xp
@@ -273,7 +322,8 @@ class _Evaluation:
                 return self.acc
             if node.id in self.indices:  # an initializer's index, outside any subscript
                 return self.indices[node.id]
-            scalar = float(self.values[node.id])
+            named = self.values[node.id]
+            scalar = named if np.ndim(named) else float(named)  # a work count's buffer is a whole array
             return abs(scalar) if self.magnitudes else scalar
         if isinstance(node, ast.UnaryOp):
             inner = self.value(node.operand)
@@ -283,10 +333,11 @@ class _Evaluation:
             if self.magnitudes and isinstance(node.op, ast.Sub):
                 return left + right
             if self.magnitudes and isinstance(node.op, ast.Div):  # by data alone (see _check): its value's size
-                return left / xp.abs(_Evaluation(self.acc, self.values, xp, False, self.origin).value(node.right))
+                right = _Evaluation(self.owner, self.acc, self.values, xp, False, self.origin).value(node.right)
+                return left / xp.abs(right)
             return _ARITHMETIC[type(node.op)](left, right)
         if isinstance(node, ast.Call):
-            function = FUNCTIONS[node.func.id](xp)  # type: ignore[union-attr]
+            function = self.owner._functions[node.func.id](xp)  # type: ignore[union-attr]
             arguments = [self.value(a) for a in node.args]
             return (function.magnitude if self.magnitudes else function.value)(*arguments)
         assert isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)

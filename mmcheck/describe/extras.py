@@ -15,24 +15,26 @@ unwritten is seen.  An input buffer may hold scale factors of an input operand (
 buffer (``points = "A"``: a grouped GEMM's ptr_A[g]), an input whose entries the kernel sees as addresses and
 mmcheck holds as offsets in elements from the target's first one (backends.base.Pointers): by default the first
 element of each matrix of the target (``starts``), else a number or an expression per entry.  A scalar has a C
-type and a value, a number or an expression of the sizes.
+type and a value, a number or an expression of the sizes.  The spec's ``work`` counts one launch's operations
+over the sizes and its buffers of fixed integers (a grouped GEMM's sizes per group), as they are laid.
 """
 
 from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .dtypes import DTYPES, POINTER, DType, Precision
-from .epilogue import EpilogueError, Initializer
+from .epilogue import EpilogueError, Initializer, Work
 from .expr import SHAPE_NAMES, Expr, ExprError
 
-__all__ = ["Buffer", "Fill", "Role", "Scalar", "addresses", "parse_buffers", "parse_scalars", "spread", "choice"]
+__all__ = ["Buffer", "Fill", "Role", "Scalar", "addresses", "never_drawn", "parse_buffers", "parse_scalars",
+           "parse_work", "spread", "choice", "work_flops"]
 
 
 class Role(enum.Enum):
@@ -97,6 +99,13 @@ class Buffer:
         if self.points:
             return POINTER
         return {"input": p.inputs, "output": p.output}.get(self.dtype) or DTYPES[self.dtype]
+
+    @property
+    def fixed_integers(self) -> bool:
+        """Whether it is an input of integers its ``init`` lays, not drawn: sizes, offsets or indices that may set
+        what a launch does (a grouped GEMM's sizes per group), which a ``work`` count may use."""
+        return (self.role is Role.INPUT and not self.points and self.fill is not Fill.RANDOM and self.dtype in DTYPES
+                and DTYPES[self.dtype].is_integer)
 
     def dims(self, env: Mapping[str, int]) -> tuple[int, ...]:
         """Its shape at the sizes ``env``."""
@@ -222,6 +231,49 @@ def parse_buffers(table: Any, names: frozenset[str], scalars: frozenset[str], fa
             raise fail(f"buffer {b.name!r}: points must name one of the op's operands ({', '.join(operands)}) or a "
                        f"buffer that is not a table of pointers, not {b.points!r}")
     return tuple(out)
+
+
+def parse_work(text: Any, names: frozenset[str], buffers: tuple[Buffer, ...],
+               fail: Callable[[str], Exception]) -> Work:
+    """The spec's ``work``, the floating-point operations of one launch: an expression (epilogue.Work) of the sizes,
+    ``names`` (its ``let``) and its buffers of fixed integers (Buffer.fixed_integers)."""
+    if not isinstance(text, str):
+        raise fail(f"must be an expression of the operations of one launch, like "
+                   f"\"2 * sum(m_array * n_array * k_array)\", not {text!r}")
+    try:
+        work = Work(text, names | frozenset(SHAPE_NAMES) | frozenset(b.name for b in buffers))
+    except EpilogueError as e:
+        raise fail(str(e)) from None
+    for b in buffers:
+        if b.name in work.names and not b.fixed_integers:
+            raise fail(f"{text!r} names buffer {b.name!r}, which {_unfixed(b)}: a work count reads only inputs of "
+                       f"integers that their init lays")
+    return work
+
+
+def _unfixed(b: Buffer) -> str:
+    """Why buffer ``b``'s values cannot count a launch's work."""
+    if b.points:
+        return "is a table of pointers"
+    if b.role is not Role.INPUT:
+        return f"has role {b.role.value}, its values the kernel's to change"
+    if b.fill is Fill.RANDOM:
+        return "is drawn at random"
+    return f"holds {b.dtype} values, not integers"
+
+
+def work_flops(work: Work, buffers: Sequence[Buffer], env: Mapping[str, int], names: Mapping[str, float],
+               p: Precision) -> float:
+    """The operations of one launch that ``work`` counts at the sizes and ``let`` values ``env``, each buffer it
+    names as it is laid (``names``: what its init may use) under precision ``p``."""
+    held = {b.name: b.values(b.dims(env), b.d(p), never_drawn, names).astype(np.float64)
+            for b in buffers if b.name in work.names}
+    return work.flops({**env, **held})
+
+
+def never_drawn(d: DType, dims: tuple[int, ...]) -> np.ndarray:
+    """The draw given to Buffer.values where a buffer is known not to be random."""
+    raise AssertionError("a buffer that is not random is laid without drawing")
 
 
 def _pointing(name: str, entry: dict[str, Any], fail: Callable[[str], Exception]) -> str | None:

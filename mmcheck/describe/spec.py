@@ -24,7 +24,7 @@ from . import reading
 from .dtypes import DTYPES, PRECISIONS, DType, Precision
 from ..errors import SpecError
 from . import extras, tensormaps
-from .epilogue import Epilogue, EpilogueError
+from .epilogue import Epilogue, EpilogueError, Work
 from .expr import BOOLEANS, SHAPE_NAMES, Expr, ExprError
 from .extras import Buffer, Role, Scalar
 from .pyref import PyReference, Tolerance, parse_reference, parse_tolerance
@@ -128,6 +128,7 @@ class KernelSpec:
     tensormaps: tuple[TensorMap, ...] = ()          # TMA descriptors the kernel takes (tensormaps.py)
     cluster: tuple[Expr, ...] = ()                  # the launch's thread-block cluster; () for none
     conditions: tuple[Expr, ...] = ()               # what the tensor maps and the cluster need of the sizes
+    work: Work | None = None                        # the operations of one launch, where not the op's (extras.py)
 
     @property
     def folder(self) -> Path:
@@ -594,6 +595,8 @@ _READERS: dict[str, Callable[[_Table], Any]] = {
     "let": lambda t: tuple((k, t.expr("let", v)) for k, v in t.lets.items()),
     "include": lambda t: _include(t.table.get("include", []), t.fail),
     "cluster": lambda t: t.exprs("cluster", 1, 3) if "cluster" in t.table else (),
+    "work": lambda t: (extras.parse_work(t.table["work"], t.names, t.got["buffers"], partial(t.fail, "work"))
+                       if "work" in t.table else None),
 }
 _KEYS = frozenset(_READERS)
 # The KernelSpec field of each key whose name differs from it.
