@@ -3,7 +3,8 @@
 # G groups, group g holding rows offsets[g] to offsets[g + 1] - 1, and each group is multiplied by its own
 # K x N matrix, B_groups[g].  The groups differ in size, and some are empty at small M (offsets, drawn as
 # M * i^2 / G^2, is an input).  No built-in op says this: ref.py:grouped does, beside the file; the op's
-# A and C are A and C, and its B is left out.  Each block finds its rows' group by walking offsets.
+# A and C are A and C, and its B is left out.  Each block finds its rows' group by walking offsets.  Every row
+# lies in one group, so a launch does the op's work: `work` says so (else offsets leave the count an upper bound).
 
 [[kernel]]
 name = "blas.grouped_contiguous"
@@ -16,6 +17,7 @@ block = [16, 16]
 grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
 requires = ["M * K <= 2**31", "4 * K * N <= 2**31", "M * N <= 2**31"]
 reference = "ref.py:grouped"
+work = "2 * M * N * K"
 about = "C[rows of group g] = A[rows of g] @ B_groups[g], 4 groups of uneven sizes"
 
 [kernel.buffers.B_groups]
@@ -35,7 +37,7 @@ value = "G"
 # ptr_B[g] into ptr_C[g], each row-major within the leading dimension given (lda, ldb, ldc).  The op is bmm:
 # its batch is the groups, each group's matrices lie in one of A's, B's and C's, and each table points at the
 # start of one (its default); the sizes differ by group, and whatever a group does not cover of C stays as
-# it was, zeroed.  ref.py:grouped_ptr_array says it.
+# it was, zeroed.  ref.py:grouped_ptr_array says it, and `work` counts the groups' own products.
 
 [[kernel]]
 name = "blas.grouped_ptr_array"
@@ -48,6 +50,7 @@ grid = ["cdiv(N, 16)", "cdiv(M, 16)", "batch"]
 requires = ["M * K <= 2**31", "K * N <= 2**31", "M * N <= 2**31"]
 init = {C = "zeros"}
 reference = "ref.py:grouped_ptr_array"
+work = "2 * sum(m_array * n_array * k_array)"
 about = "C[g] = A[g] @ B[g] through pointer arrays, each group of its own size"
 
 [kernel.buffers.m_array]

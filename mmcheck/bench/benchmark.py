@@ -16,6 +16,11 @@ function's value, computed on the host for each launch verified.  An impossible 
 median under the floor (floor.py), the least time the device can do the work in (the bytes its epilogue must
 read included), is refused as not credible, cuBLAS's included (its refusal says the figures behind the floor
 are wrong).
+
+The work a kernel's launch is counted as doing (``Count``), behind its GFLOP/s, % of peak and the floor's compute
+bound, is its spec's ``work`` where it declares one, else the op's at the shape: an upper bound where its groups
+may have sizes of their own (tables of pointers, sizes in its buffers), which the floor then does not hold it to.
+cuBLAS is timed on the op's problem and counted so; a kernel's % of cuBLAS is the ratio of their rates.
 """
 
 from __future__ import annotations
@@ -29,7 +34,10 @@ import numpy as np
 from ..cases import data
 from ..backends.base import Backend, Device, Timing, clock, reached, reloader
 from ..describe.dtypes import DType, Precision
-from ..errors import KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory, Unsupported
+from ..errors import KernelFault, KernelTimeout, LaunchError, MmcheckError, OutOfMemory, SpecError, Unsupported
+from ..describe import extras
+from ..describe.epilogue import EpilogueError
+from ..describe.expr import ExprError
 from ..describe.extras import Buffer, Fill as Filled
 from ..judging.judge import check_buffers, judge
 from ..judging.results import Caught
@@ -43,9 +51,9 @@ from ..timing.timer import Measurement, Method
 from ..timing.witness import Fill, Held, Renewal, Verified
 from . import floor, peak, records
 from .floor import Floor
-from .records import BenchRecord
+from .records import BenchRecord, Counted
 
-__all__ = ["Timed", "Bench"]
+__all__ = ["Count", "Timed", "Bench"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,30 @@ class Timed:
     record: BenchRecord | None = None
     failure: str | None = None
     skip: str | None = None
+
+
+@dataclass(frozen=True)
+class Count:
+    """What one launch is counted as doing: ``flops``, counted as ``counted`` says, and ``nbytes``, the op's bytes
+    and what its epilogue reads; ``own``: the spec's tables of pointers or inputs of fixed integers (a grouped
+    GEMM's sizes per group) may set what a launch does, so that the op's bytes are no least traffic of it."""
+
+    flops: float
+    nbytes: int
+    counted: Counted = Counted.OP
+    own: bool = False
+
+    def floor(self, device: Device, dtype: Precision, measurement: Measurement) -> Floor:
+        """The least time the device can do this in, at the clocks read while ``measurement`` was taken; a bound
+        whose work is not known left out, saying why."""
+        flops = _UNCOUNTED if self.counted is Counted.UPPER_BOUND else self.flops
+        return floor.floor(device, dtype, flops, _UNMOVED if self.own else self.nbytes, measurement.sm_clocks)
+
+
+# Why the floor leaves a bound out for a spec whose buffers may set what a launch does.
+_OWN = "the spec's tables of pointers or inputs of fixed integers (a grouped GEMM's sizes) may set what a launch does"
+_UNCOUNTED = f"{_OWN}, and it declares no work: 2 M N K per batch may overstate a launch's"
+_UNMOVED = f"{_OWN}: the op's bytes at the shape may overstate what it moves"
 
 
 class Bench:
@@ -87,6 +119,7 @@ class Bench:
         case = self.runner.case(spec, dtype, shape)
         try:
             launch = plan(spec, dtype, shape)
+            count = _count(spec, dtype, shape, launch.env)
             kernel = self.runner.compile(launch.build)
             trial = data.benchmark_trial(spec.operation, dtype, spec.accumulator(dtype))
             operands = data.make_operands(spec, shape, dtype, trial,
@@ -104,13 +137,12 @@ class Bench:
         measurement = timing.measurement
         if measurement is None:
             return Timed(failure=f"{_label(case)}: not timed: {timing.refused}")
-        nbytes = _bytes(spec.op, dtype, shape) + _epilogue_bytes(spec, dtype, shape, launch.env)
-        lowest = self._floor(spec.op, dtype, shape, measurement, nbytes)
+        lowest = count.floor(self.device, dtype, measurement)
         refused = lowest.refusal(_median(measurement))
         if refused:
             return Timed(failure=f"{_label(case)}: {refused}")
         library = self._credible_baseline(spec.op, dtype, shape)
-        extra = self._extra(spec.name, str(spec.path), spec.op, dtype, shape, measurement, library, lowest, nbytes)
+        extra = self._extra(spec.name, str(spec.path), spec.op, dtype, shape, measurement, library, lowest, count)
         extra.update(verified="exact" if trial.exact else "bound", module="fresh",
                      verified_launches=1 + measurement.verified,
                      distinct_inputs=measurement.renewed == measurement.launches, registers=timing.registers,
@@ -122,12 +154,12 @@ class Bench:
         library = self.library(op, dtype, shape)
         if isinstance(library, str):
             return Timed(skip=f"cuBLAS {op} {dtype} {shape}: {library}")
-        nbytes = _bytes(op, dtype, shape)
-        lowest = self._floor(op, dtype, shape, library, nbytes)
+        count = _op_count(op, dtype, shape)
+        lowest = count.floor(self.device, dtype, library)
         refused = lowest.refusal(_median(library))
         if refused:
             return Timed(failure=f"cuBLAS {op} {dtype} {shape}: {refused}")
-        extra = self._extra("cublas", "cuBLAS", op, dtype, shape, library, library, lowest, nbytes)
+        extra = self._extra("cublas", "cuBLAS", op, dtype, shape, library, library, lowest, count)
         return Timed(record=records.record(library.samples, extra, options=self.method.options()))
 
     def library(self, op: str, dtype: Precision, shape: Shape) -> Measurement | str:
@@ -153,18 +185,13 @@ class Bench:
         library = self.library(op, dtype, shape)
         if isinstance(library, str):
             return library
-        refused = self._floor(op, dtype, shape, library, _bytes(op, dtype, shape)).refusal(_median(library))
+        refused = _op_count(op, dtype, shape).floor(self.device, dtype, library).refusal(_median(library))
         return f"cuBLAS's time is {refused}" if refused else library
 
-    def _floor(self, op: str, dtype: Precision, shape: Shape, measurement: Measurement, nbytes: int) -> Floor:
-        """The least time the device can do ``op`` at ``shape``, moving ``nbytes``, in, at the clocks read while
-        it was timed."""
-        return floor.floor(self.device, dtype, OPS[op].flops(shape), nbytes, measurement.sm_clocks)
-
     def _extra(self, kernel: str, file: str, op: str, dtype: Precision, shape: Shape, measurement: Measurement,
-               library: Measurement | str, lowest: Floor, nbytes: int) -> dict:
-        """The extra_info of a record (records.EXTRA_KEYS) for ``measurement`` of ``kernel``, which moves
-        ``nbytes`` at the least."""
+               library: Measurement | str, lowest: Floor, count: Count) -> dict:
+        """The extra_info of a record (records.EXTRA_KEYS) for ``measurement`` of ``kernel``, whose launch does what
+        ``count`` says; cuBLAS's ``library`` does the op's work at ``shape``."""
         device, operation = self.device, OPS[op]
         median = _median(measurement)
         peak_gflops = peak.dtype_peak_gflops(device.cc, device.sms, device.clock_mhz, dtype)
@@ -177,16 +204,37 @@ class Bench:
             "cuda": device.cuda,
             **records.timing_info(measurement, device.default_clock_mhz),
             **records.throughput_info(
-                flops=operation.flops(shape), nbytes=nbytes,
-                seconds=median, peak_gflops=peak_gflops, peak_gbps=peak_gbps,
+                flops=count.flops, nbytes=count.nbytes, seconds=median, peak_gflops=peak_gflops, peak_gbps=peak_gbps,
                 cublas_median_s=None if isinstance(library, str) else _median(library),
-                cublas_note=library if isinstance(library, str) else None),
+                cublas_note=library if isinstance(library, str) else None, work=count.counted,
+                cublas_flops=operation.flops(shape)),
             **lowest.info(),
         }
 
 
 def _median(measurement: Measurement) -> float:
     return float(np.median(measurement.samples))
+
+
+def _count(spec: KernelSpec, p: Precision, shape: Shape, env: dict[str, int]) -> Count:
+    """What one launch of ``spec``'s kernel at ``shape`` (its sizes and ``let`` values ``env``) is counted as doing:
+    its ``work`` where it declares one (SpecError, naming the key, where that cannot be evaluated here), else the
+    op's, an upper bound where its tables or fixed integers may set what a launch does."""
+    own = any(b.points or b.fixed_integers for b in spec.buffers)
+    nbytes = _bytes(spec.op, p, shape) + _epilogue_bytes(spec, p, shape, env)
+    if spec.work is None:
+        return Count(OPS[spec.op].flops(shape), nbytes, Counted.UPPER_BOUND if own else Counted.OP, own)
+    names = {**env, **{s.name: s.at(env) for s in spec.named_scalars}}
+    try:
+        flops = extras.work_flops(spec.work, spec.buffers, env, names, p)
+    except (ExprError, EpilogueError) as e:
+        raise SpecError(spec.path, f"at {shape}: {e}", kernel=spec.name, key="work") from None
+    return Count(flops, nbytes, Counted.DECLARED, own)
+
+
+def _op_count(op: str, p: Precision, shape: Shape) -> Count:
+    """What one launch of ``op`` at ``shape`` does, cuBLAS's."""
+    return Count(OPS[op].flops(shape), _bytes(op, p, shape))
 
 
 def _bytes(op: str, p: Precision, shape: Shape) -> int:
@@ -268,11 +316,7 @@ def _laid(b: Buffer, d: DType) -> tuple[Fill, float]:
     (Buffer.initializer), or its one value (extras.Buffer.values's own)."""
     if b.fill in _LAID:
         return _LAID[b.fill], 0.0
-    return Fill.CONSTANT, float(b.values((1,), d, _no_draw, {})[0])
-
-
-def _no_draw(d: DType, dims: tuple[int, ...]) -> np.ndarray:
-    raise AssertionError("a buffer that is not random is laid without drawing")
+    return Fill.CONSTANT, float(b.values((1,), d, extras.never_drawn, {})[0])
 
 
 def _no_rerun(*args: object, **kwargs: object) -> np.ndarray:

@@ -2,15 +2,18 @@
 
 Two bounds, and the floor is the larger:
 
-- compute: the floating-point work (2 M N K per batch) at the device's peak for the dtype (peak.py's table,
-  the lanes of ``dtype_lane``), at the highest SM clock the device reports or was seen running at;
+- compute: the floating-point work (the spec's declared ``work``, else the op's 2 M N K per batch) at the
+  device's peak for the dtype (peak.py's table, the lanes of ``dtype_lane``), at the highest SM clock the device
+  reports or was seen running at;
 - memory: the bytes the op must move (``ops.Op.bytes``: A and B read once, C written once and read where
   beta != 0; and what a kernel's epilogue reads of its own buffers, epilogue.Epilogue.reads), less what the L2
   cache may hold (a warm L2 serves it, and a written C may stay there after the launch), at the DRAM bandwidth
   of the device's memory clock and bus width.
 
 Both are physical limits, so an honest kernel is never under them; a bound the table or the device cannot
-give (an unknown architecture, a dtype without lanes, no memory figures) is said and left out, never guessed.
+give (an unknown architecture, a dtype without lanes, no memory figures), or whose work the caller cannot vouch
+for (a grouped GEMM's groups of sizes of their own do less than the op at the shape), is said and left out,
+never guessed.
 """
 
 from __future__ import annotations
@@ -123,9 +126,12 @@ def _memory(device: Device, nbytes: float) -> Limit | str:
                  f"x {device.bus_width_bits} bits)")
 
 
-def floor(device: Device, dtype: Precision, flops: float, nbytes: float, sm_clocks: Sequence[float] = ()) -> Floor:
+def floor(device: Device, dtype: Precision, flops: float | str, nbytes: float | str,
+          sm_clocks: Sequence[float] = ()) -> Floor:
     """The floor of one launch of ``flops`` and ``nbytes`` in ``dtype`` on ``device``, whose SM clock was read
-    as ``sm_clocks`` while it ran (the highest of them and the device's own maximum counts)."""
+    as ``sm_clocks`` while it ran (the highest of them and the device's own maximum counts); either given in
+    words is a bound left out, for the reason they give."""
     clock_mhz = max([device.clock_mhz, *sm_clocks])
-    found = (_compute(device, dtype, flops, clock_mhz), _memory(device, nbytes))
+    found = (f"compute: left out, {flops}" if isinstance(flops, str) else _compute(device, dtype, flops, clock_mhz),
+             f"memory: left out, {nbytes}" if isinstance(nbytes, str) else _memory(device, nbytes))
     return Floor(tuple(f for f in found if isinstance(f, Limit)), tuple(f for f in found if isinstance(f, str)))

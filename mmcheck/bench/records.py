@@ -15,9 +15,10 @@ extra_info keys, by subject:
 - how it was timed (``timing_info``): ``method``, ``samples``, ``noise`` (relative standard deviation),
   ``stop`` (noise | budget | samples | batch), ``gpu_time_s``, ``sm_clock_mhz`` (median reading),
   ``sm_clock_min_mhz``, ``default_clock_mhz``, ``throttled``;
-- how fast (``throughput_info``): ``gflops``, ``peak_gflops``, ``peak_pct``, ``bytes``, ``gbps``,
-  ``peak_gbps``, ``cublas_median_s``, ``cublas_pct`` (100 x cuBLAS's median / this median: above 100 is
-  faster than cuBLAS), ``cublas_note`` (why there is no cuBLAS figure, e.g. no int32 GEMM);
+- how fast (``throughput_info``): ``gflops``, ``peak_gflops``, ``peak_pct``, ``work`` (how the operations behind
+  them were counted: ``Counted``), ``bytes``, ``gbps``, ``peak_gbps``, ``cublas_median_s``, ``cublas_pct`` (100 x
+  this GFLOP/s / cuBLAS's on the op's problem, its median / this median where both count the op's work: above
+  100 is faster than cuBLAS), ``cublas_note`` (why there is no cuBLAS figure, e.g. no int32 GEMM);
 - the floor (bench/floor.py), the least time the device can do the work in: ``floor_s`` (None where no
   bound is known), ``floor_bound`` (``compute`` or ``memory``), ``floor_note`` (each bound's figures, and
   what is unknown); a time under it is refused, so no record holds one;
@@ -38,6 +39,7 @@ import statistics
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -48,13 +50,13 @@ from ..toolchain.publish import atomic_write
 from ..timing.stats import stats as _stats
 from ..timing.timer import Measurement, Method, throttled
 
-__all__ = ["DTYPE_ORDER", "EXTRA_KEYS", "LATER_KEYS", "BenchRecord", "dtype_rank", "document", "extra_info", "load",
-           "record", "throughput_info", "timing_info", "write"]
+__all__ = ["DTYPE_ORDER", "EXTRA_KEYS", "LATER_KEYS", "BenchRecord", "Counted", "dtype_rank", "document", "extra_info",
+           "load", "record", "throughput_info", "timing_info", "write"]
 
 EXTRA_KEYS: tuple[str, ...] = (
     "kernel", "file", "op", "dtype", "M", "N", "K", "batch",
     "method", "samples", "noise", "stop", "gpu_time_s",
-    "gflops", "peak_gflops", "peak_pct", "bytes", "gbps", "peak_gbps",
+    "gflops", "peak_gflops", "peak_pct", "work", "bytes", "gbps", "peak_gbps",
     "floor_s", "floor_bound", "floor_note",
     "cublas_median_s", "cublas_pct", "cublas_note",
     "registers", "smem_static", "smem_dynamic", "occupancy",
@@ -65,7 +67,7 @@ EXTRA_KEYS: tuple[str, ...] = (
 
 # Keys added after files were first written: a file without them reads them as None.
 LATER_KEYS: frozenset[str] = frozenset({"floor_s", "floor_bound", "floor_note", "module", "verified_launches",
-                                        "distinct_inputs"})
+                                        "distinct_inputs", "work"})
 _FIRST_KEYS = tuple(k for k in EXTRA_KEYS if k not in LATER_KEYS)
 
 Scalar = None | bool | int | float | str
@@ -107,22 +109,41 @@ def timing_info(measurement: Measurement, default_clock_mhz: float | None) -> di
     }
 
 
+class Counted(StrEnum):
+    """How the operations of one launch, behind a record's GFLOP/s, % of peak and its floor's compute bound, were
+    counted (its ``work``)."""
+
+    OP = "op"                     # the op's at the shape: 2 M N K per batch
+    DECLARED = "declared"         # the spec's own ``work``
+    UPPER_BOUND = "upper bound"   # the op's, where the spec's groups may have sizes of their own and do less
+
+
+# Why a kernel whose work is an upper bound has no % of cuBLAS.
+_UNCOUNTED = ("the kernel's groups may do less than cuBLAS's problem, and its spec declares no work to compare "
+              "rates by")
+
+
 def _percent(part: float | None, whole: float | None) -> float | None:
     return 100 * part / whole if part is not None and whole else None
 
 
 def throughput_info(*, flops: float, nbytes: float, seconds: float, peak_gflops: float | None,
-                    peak_gbps: float | None, cublas_median_s: float | None,
-                    cublas_note: str | None = None) -> dict[str, Scalar]:
-    """The extra_info keys that say how fast: ``flops`` and ``nbytes`` (the minimum DRAM traffic: the op's and
-    its epilogue's) of one launch that took ``seconds`` (the median)."""
+                    peak_gbps: float | None, cublas_median_s: float | None, cublas_note: str | None = None,
+                    work: Counted = Counted.OP, cublas_flops: float | None = None) -> dict[str, Scalar]:
+    """The extra_info keys that say how fast: ``flops``, counted as ``work`` says, and ``nbytes`` (the minimum DRAM
+    traffic: the op's and its epilogue's) of one launch that took ``seconds`` (the median).  cuBLAS did
+    ``cublas_flops`` (where not ``flops``: the op's problem, beside a kernel's declared work) in
+    ``cublas_median_s``: % of cuBLAS is the ratio of the rates, and none where ``flops`` is an upper bound."""
     gflops = flops / seconds / 1e9
     gbps = nbytes / seconds / 1e9
+    done = flops if cublas_flops is None else cublas_flops
+    cublas_gflops = None if cublas_median_s is None else done / cublas_median_s / 1e9
+    bounded = work is Counted.UPPER_BOUND and cublas_median_s is not None
     return {
-        "gflops": gflops, "peak_gflops": peak_gflops, "peak_pct": _percent(gflops, peak_gflops),
+        "gflops": gflops, "peak_gflops": peak_gflops, "peak_pct": _percent(gflops, peak_gflops), "work": work.value,
         "bytes": int(nbytes), "gbps": gbps, "peak_gbps": peak_gbps,
-        "cublas_median_s": cublas_median_s, "cublas_pct": _percent(cublas_median_s, seconds),
-        "cublas_note": cublas_note,
+        "cublas_median_s": cublas_median_s, "cublas_pct": None if bounded else _percent(gflops, cublas_gflops),
+        "cublas_note": _UNCOUNTED if bounded else cublas_note,
     }
 
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..timing.timer import Method
-from .records import BenchRecord, dtype_rank
+from .records import BenchRecord, Counted, dtype_rank
 
 __all__ = ["comparison", "table"]
 
@@ -64,15 +64,18 @@ def _flags(r: BenchRecord) -> str:
     noise = r.extra["noise"]
     flags = [("throttled", r.extra["throttled"] is True),
              ("noisy", noise is not None and noise > target),
-             ("unverified", r.kernel != BASELINE and not r.extra["verified"])]
+             ("unverified", r.kernel != BASELINE and not r.extra["verified"]),
+             ("upper bound", r.extra["work"] == Counted.UPPER_BOUND)]
     return ", ".join(word for word, on in flags if on)
 
 
 def _cublas_pct(r: BenchRecord, baseline: BenchRecord | None) -> float | None:
-    """The record's own figure, else the group's cuBLAS row's median over this one's."""
-    if r.extra["cublas_pct"] is not None:
+    """The record's own figure, else its GFLOP/s over the group's cuBLAS row's (their medians' ratio where both
+    count the op's work); none where its work is an upper bound."""
+    if r.extra["cublas_pct"] is not None or r.extra["work"] == Counted.UPPER_BOUND:
         return r.extra["cublas_pct"]
-    return 100 * baseline.median / r.median if baseline is not None and r.median else None
+    return 100 * r.extra["gflops"] / baseline.extra["gflops"] if baseline is not None and baseline.extra["gflops"] \
+        else None
 
 
 def _title(group: Sequence[BenchRecord]) -> str:
@@ -92,7 +95,8 @@ def table(records: Sequence[BenchRecord]) -> str:
     """One block per problem (dtype, op, shape), one row per kernel: median time, GFLOP/s, % of the
     device's peak, % of cuBLAS's speed (its own row first; where there is none, the title says why, from
     ``cublas_note``), samples, noise and flags (throttled; noisy: noise above the method's target;
-    unverified: the result was not checked against the reference in this run)."""
+    unverified: the result was not checked against the reference in this run; upper bound: its GFLOP/s and %
+    of peak count the op's work, which its groups of sizes of their own may not do)."""
     if not records:
         return "no benchmarks"
     groups = _groups(records)

@@ -131,7 +131,7 @@ def _bench(backend):
 def test_an_honest_benchmark_records_its_floor():
     outcome = _bench(FakeTimingBackend).run(spec_for("good"), F32, SHAPE)
     extra = outcome.record.extra
-    assert extra["floor_bound"] == "compute"
+    assert extra["floor_bound"] == "compute" and extra["work"] == "op"  # no tables or sizes of its own
     assert extra["floor_s"] == pytest.approx(2 * 64 * 32 * 16 / (132 * 128 * 2 * 1980e6))
     assert extra["floor_s"] < outcome.record.median
     assert extra["floor_note"].startswith("compute: 979 ps for 65.5 kflop at Fake H100's float32 peak of ")

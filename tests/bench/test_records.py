@@ -19,14 +19,14 @@ BRIEF_KEYS = """kernel, file, op, dtype, M, N, K, batch, method, samples, noise,
 peak_gflops, peak_pct, bytes, gbps, peak_gbps, cublas_median_s, cublas_pct, cublas_note, registers,
 smem_static, smem_dynamic, occupancy, device, cc, driver, cuda, sm_clock_mhz, sm_clock_min_mhz,
 default_clock_mhz, throttled, verified, backend, floor_s, floor_bound, floor_note, module, verified_launches,
-distinct_inputs"""
+distinct_inputs, work"""
 
 COMMIT = {"id": "0" * 40, "time": None, "author_time": None, "dirty": False, "project": "mmcheck", "branch": "x"}
 
 
 def test_the_extra_info_keys_are_exactly_the_agreed_ones():
     agreed = [k.strip() for k in BRIEF_KEYS.split(",")]
-    assert len(EXTRA_KEYS) == len(set(EXTRA_KEYS)) == len(agreed) == 42
+    assert len(EXTRA_KEYS) == len(set(EXTRA_KEYS)) == len(agreed) == 43
     assert set(EXTRA_KEYS) == set(agreed)
 
 
