@@ -15,7 +15,8 @@
 #                                                     group in m_indices; each group its own B and scales_b
 # The scale layouts are DeepGEMM's, transposed from what the spec's `scales` key describes (a factor per block of
 # the logical A (M x K) and B (K x N), row-major), so ref.py says what the kernels compute.  NUM_SMS is an H100's
-# or H200's count, where the launcher asks the device; the scheduler takes any grid.
+# or H200's count, where the launcher asks the device; the scheduler takes any grid.  Each declares the op's
+# work (`work`), which its integer buffers (grouped_layout, m_indices) would otherwise leave an upper bound.
 
 [[kernel]]
 name = "deep_gemm.gemm_fp8_fp8_bf16_nt"
@@ -31,6 +32,7 @@ grid = ["min(cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N), NUM_SMS)"]
 smem = "BLOCK_M * (BLOCK_N + 8) * 2 + STAGES * (BLOCK_M * 128 + BLOCK_N * 128 + BLOCK_M * 4) + K // 128 * 8"
 requires = ["N % 8 == 0", "K % 128 == 0"]
 reference = "ref.py:gemm_fp8_fp8_bf16_nt"
+work = "2 * M * N * K"
 about = "DeepGEMM's fp8 GEMM: per-token and 128x128 block scales promoted per 128 of K, mma.sync for WGMMA"
 
 [kernel.buffers.scales_a]
@@ -60,6 +62,7 @@ grid = ["min(M // 128 * cdiv(N, BLOCK_N), NUM_SMS)"]
 smem = "128 * (BLOCK_N + 8) * 2 + STAGES * (128 * 128 + BLOCK_N * 128 + 128 * 4) + K // 128 * 8"
 requires = ["M % 128 == 0", "N % 8 == 0", "K % 128 == 0"]
 reference = "ref.py:m_grouped_gemm_fp8_fp8_bf16_nt_contiguous"
+work = "2 * M * N * K"
 about = "the same kernel grouped: each 128 rows of A with the weights of its group (m_indices), MoE's layout"
 
 [kernel.buffers.B_groups]

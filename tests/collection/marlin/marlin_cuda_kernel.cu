@@ -15,6 +15,7 @@
 # The weights are a 4-bit buffer of the spec's (two to a byte, the first in the low nibble: a word's eight in
 # order) holding Marlin's layout; ref.py unpacks it.  Its words are no numbers whose magnitudes mean anything,
 # so the spec states the bound: an fp16 result's rounding (two for a per-column scale) and float accumulation.
+# Its work is the op's, declared (`work`): the weights' words are fixed integers, which could be sizes.
 
 [[kernel]]
 name = "marlin.marlin_g128"
@@ -29,6 +30,7 @@ grid = ["N // 128", "cdiv(M, 16 * THREAD_M_BLOCKS)"]
 smem = "4 * (16 * THREAD_M_BLOCKS * 128 * 2 + 8 * 128 * 8 + 128 * 2)"
 requires = ["N % 128 == 0", "K % 128 == 0"]
 reference = "ref.py:marlin_gemm"
+work = "2 * M * N * K"
 tolerance = {rel = 4e-3, abs = 0.05}
 about = "Marlin's fp16 x int4 GEMM: lop3 dequantization, groups of 128 scaled in fp16, 4 cp.async stages"
 
@@ -53,6 +55,7 @@ grid = ["N // 256", "cdiv(M, 16 * THREAD_M_BLOCKS)"]
 smem = "4 * (16 * THREAD_M_BLOCKS * 64 * 2 + 4 * 256 * 8)"
 requires = ["N % 256 == 0", "K % 64 == 0"]
 reference = "ref.py:marlin_gemm"
+work = "2 * M * N * K"
 tolerance = {rel = 4e-3, abs = 0.05}
 about = "the same with a scale per column, applied to the fp16 result; 256-column tiles, 64 of K a stage"
 
