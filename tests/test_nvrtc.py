@@ -171,6 +171,41 @@ __host__ __device__ void invalid(int M) {
     assert compiled.symbol == "_Z1kPKfS0_Pfi" and compiled.symbol in function_symbols(compiled.cubin)
 
 
+FIXED_WIDTH = """static_assert(sizeof(int8_t) == 1 && sizeof(int16_t) == 2 && sizeof(int32_t) == 4 && sizeof(int64_t) == 8, "");
+static_assert(sizeof(uint64_t) == 8 && sizeof(intptr_t) == sizeof(void*) && sizeof(uintptr_t) == sizeof(void*), "");
+static_assert(sizeof(int_least16_t) >= 2 && sizeof(int_fast32_t) >= 4 && sizeof(uintmax_t) == 8, "");
+static_assert(INT8_MIN == -128 && INT8_MAX == 127 && UINT8_MAX == 255 && INT16_MIN == -32768 && UINT16_MAX == 65535, "");
+static_assert(INT32_MIN == -2147483647 - 1 && INT32_MAX == 2147483647 && UINT32_MAX == 4294967295u, "");
+static_assert(INT64_MIN == -9223372036854775807 - 1 && UINT64_MAX == 18446744073709551615u, "");
+static_assert(INTPTR_MAX == INT64_MAX && UINTPTR_MAX == UINT64_MAX && SIZE_MAX == UINT64_MAX, "");
+static_assert(PTRDIFF_MIN == INT64_MIN && INT_LEAST8_MAX == 127 && UINT_FAST16_MAX >= 65535u, "");
+static_assert((UINT64_C(1) << 63) == 9223372036854775808u && INT32_C(-5) == -5, "");
+__global__ void k(const float* A, const float* B, float* C, int M) {
+    uint32_t n = uint32_t(M);
+    %s wide = n + uint64_t(0);
+    C[threadIdx.x] = A[threadIdx.x] + B[0] * float(wide);
+}
+"""
+
+
+@pytest.mark.parametrize("header, cuda, first", [
+    ("cstdint", None, False), ("stdint.h", None, False),
+    ("cstdint", "cooperative_groups.h", False), ("cstdint", "cooperative_groups.h", True),
+    ("cstdint", "cuda/barrier", False), ("stdint.h", "cuda/barrier", True),
+    ("stdint.h", "cuda_pipeline.h", False), ("cstdint", "cuda_pipeline.h", True)])
+def test_the_fixed_width_integers_are_there_as_cuda_headers_declare_them(nvrtc, header, cuda, first):
+    """<cstdint> and <stdint.h>, which NVRTC lacks, with their types and limits, beside CUDA headers that declare
+    the same names under NVRTC (CCCL's cuda/std/cstdint, cuda_pipeline.h), included before or after them: one
+    declaration does not contradict another, nor a limit's definition another's (no warning)."""
+    if cuda and not nvrtc.include:
+        pytest.skip(f"no CUDA headers for {nvrtc.library.label}: {nvrtc.headers}")
+    includes = [f"#include <{header}>"] + ([f"#include <{cuda}>"] if cuda else [])
+    body = "\n".join(includes[::-1] if first else includes) + "\n"
+    body += FIXED_WIDTH % ("std::uint64_t" if header == "cstdint" else "uint64_t")
+    compiled = nvrtc.compile(_build(body), ARCH)
+    assert compiled.symbol == "_Z1kPKfS0_Pfi" and compiled.log == ""
+
+
 @pytest.mark.parametrize("name", ["torch_sgemm.cu", "samples_matmul.cu", "barrier_fp8.cu"])
 def test_a_file_whose_host_code_needs_what_is_not_here_compiles_to_its_device_code(nvrtc, name):
     """A PyTorch extension, a CUDA sample with its helper header, <cuda/barrier> and <cuda_fp8.h> outside the
