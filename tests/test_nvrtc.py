@@ -1,4 +1,4 @@
-"""NVRTC for real, with no GPU needed: every zoo kernel compiles to an sm_90 cubin whose lowered name is
+"""NVRTC for real, with no GPU needed: every zoo kernel compiles to a Hopper cubin whose lowered name is
 among its function symbols (and is the symbol the nvcc path would find), compile errors name the user's
 file and line, host code is left out (the file's device code is compiled) or, where that cannot be had,
 reported as unsupported naming the construct, CUDA headers come from the NVRTC's own version, and cubins
@@ -17,6 +17,7 @@ import pytest
 
 from mmcheck.toolchain import sandbox
 from mmcheck.backends import device_code
+from mmcheck.backends.cubin import arch
 from mmcheck.backends.nvrtc import Nvrtc, probe
 from mmcheck.toolchain.compile import Build, find_symbol, function_symbols
 from mmcheck.cxx import client
@@ -37,6 +38,12 @@ KERNELS = [(s, d) for s in collect([ZOO]).specs for d in s.dtypes]
 ARCH = "sm_90"  # Hopper, the lent GPUs; every NVRTC from 11.8 to 13.x compiles for it
 
 
+def _zoo_arch(nvrtc: Nvrtc) -> str:
+    """The zoo's architecture, a Hopper run's (cubin.arch): sm_90a, whose wgmma and setmaxnreg the hopper_ kernels
+    use, from NVRTC 12 on (NVRTC 11.8 knows sm_90 alone)."""
+    return arch((9, 0)) if nvrtc.library.version >= (12, 0) else ARCH
+
+
 @pytest.fixture(scope="module")
 def zoo_builds(request, nvrtc, tmp_path_factory):
     """Every build of every zoo kernel this session collected, compiled once each per test run, the xdist
@@ -48,7 +55,8 @@ def zoo_builds(request, nvrtc, tmp_path_factory):
               if item.originalname == "test_zoo_kernel_compiles" and hasattr(item, "callspec")}
     compiler = Nvrtc()  # mmcheck's own cache (the fixture's is a folder of its own)
     builds = {kernel: _builds(spec, kernel[1]) for kernel, spec in wanted.items()}
-    jobs = [(repr(b.key), functools.partial(compiler.compile, b, ARCH)) for kernel in builds for b in builds[kernel]]
+    target = _zoo_arch(compiler)
+    jobs = [(repr(b.key), functools.partial(compiler.compile, b, target)) for kernel in builds for b in builds[kernel]]
     with made_ahead(RunOnce(tmp_path_factory, "zoo-nvrtc"), jobs) as compiled:
         yield lambda spec, dtype: [(b, compiled(repr(b.key))) for b in builds[spec.name, dtype]]
 
@@ -202,6 +210,26 @@ def test_the_fixed_width_integers_are_there_as_cuda_headers_declare_them(nvrtc, 
     includes = [f"#include <{header}>"] + ([f"#include <{cuda}>"] if cuda else [])
     body = "\n".join(includes[::-1] if first else includes) + "\n"
     body += FIXED_WIDTH % ("std::uint64_t" if header == "cstdint" else "uint64_t")
+    compiled = nvrtc.compile(_build(body), ARCH)
+    assert compiled.symbol == "_Z1kPKfS0_Pfi" and compiled.log == ""
+
+
+def test_cuda_h_gives_device_code_the_tensor_map_of_the_nvrtcs_version(nvrtc):
+    """CUDA's <cuda.h> declares the driver's host functions, which NVRTC refuses: a kernel that includes it for
+    CUtensorMap (TMA) gets mmcheck's, of the size and alignment that the NVRTC's CUDA version gives it, and the
+    <stdint.h> names that CUDA's brings."""
+    major, minor = nvrtc.library.version
+    if major < 12:
+        pytest.skip(f"{nvrtc.library.label}: CUtensorMap came with CUDA 12")
+    body = f"""#include <cuda.h>
+static_assert(sizeof(CUtensorMap) == 128 && alignof(CUtensorMap) == {128 if major >= 13 else 64}, "");
+static_assert(CUDA_VERSION == {major * 1000 + minor * 10} && CU_TENSOR_MAP_NUM_QWORDS == 16, "");
+__device__ float first_word(const CUtensorMap* map) {{ return float(map->opaque[0]); }}
+__global__ void k(const float* A, const float* B, float* C, int M) {{
+    uint32_t n = uint32_t(M);
+    C[threadIdx.x] = A[threadIdx.x] + B[0] * float(n);
+}}
+"""
     compiled = nvrtc.compile(_build(body), ARCH)
     assert compiled.symbol == "_Z1kPKfS0_Pfi" and compiled.log == ""
 
