@@ -68,11 +68,15 @@ def _builds(spec: KernelSpec, dtype: str) -> list[Build]:
 
 @pytest.mark.parametrize("spec, dtype", KERNELS, ids=[f"{s.name}-{d}" for s, d in KERNELS])
 def test_zoo_kernel_compiles(spec: KernelSpec, dtype: str, zoo_builds):
+    """As test_zoo_specs.py's with nvcc: no warning, but a known-bad kernel's ptxas info on what ptxas does about a
+    rule broken on purpose (a wgmma.wait_group it injects: C7517)."""
     for build, compiled in zoo_builds(spec, dtype):
         symbols = function_symbols(compiled.cubin)
         assert compiled.symbol in symbols, f"{build}: {compiled.symbol} not among {symbols}"
         assert find_symbol(symbols, build) == compiled.symbol, f"{build}: the nvcc path would find another kernel"
-        assert compiled.log == "", f"{build}: NVRTC warned:\n{compiled.log}"
+        said = [line for line in compiled.log.splitlines()
+                if not (spec.expect == "fail" and line.startswith("ptxas info"))]
+        assert not said, f"{build}: NVRTC warned:\n{compiled.log}"
 
 
 def _build(body: str, path: str = "cuda_src/user file.cu", template: bool = False) -> Build:
