@@ -195,6 +195,21 @@ def test_the_device_code_keeps_a_using_declaration_of_a_name_it_uses(tmp_path):
     assert "host_only" not in code.source
 
 
+@needs_libclang
+def test_the_device_code_keeps_noinline_as_written_beside_a_system_header_that_names_the_attribute(tmp_path):
+    """libstdc++'s <memory> spells GNU's attribute __noinline__, nvcc's keyword: the parse takes both, and the
+    compilers get the file's __noinline__ as written (the emulator's unit makes it the attribute: unit.py)."""
+    _write(tmp_path, {"x.cu": _spec_text("") + "#include <memory>\n"
+                      "__device__ __noinline__ float twice(float x) { return 2 * x; }\n"
+                      "__global__ void k(float* A, float* B, float* C) {\n"
+                      "    std::pointer_traits<float*>::element_type a = A[threadIdx.x];\n"
+                      "    C[threadIdx.x] = twice(a);\n}\n"})
+    (spec,) = collect([tmp_path]).specs
+    code = device_code.device_code(_build(spec))
+    assert code.error is None and "#include <memory>" in code.source
+    assert "__device__ __noinline__ float twice" in code.source
+
+
 def test_a_header_included_with_angle_brackets_from_an_include_folder_is_rewritten_too(emu, tmp_path):
     """``-I`` folders serve ``#include <...>`` as well: a header found there has its inline PTX made calls."""
     _write(tmp_path, {"lib/ptx/add.h": """\

@@ -24,8 +24,10 @@ the header and the wheel that has it.
 
 **Host code.**  NVRTC compiles device code only: a host function (``main``, a launcher), a host variable,
 or a header NVRTC does not have (``<iostream>``, ``cublas_v2.h``) makes it fail.  (The C library headers
-device code includes for ``assert``, ``printf`` or an ``abort`` on a host path are mmcheck's own, in
-``nvrtc_include/``: what device code may call of them, NVRTC declares itself.)  So NVRTC
+device code includes for ``assert``, ``printf``, an ``abort`` on a host path or ``uint32_t`` are mmcheck's own,
+in ``nvrtc_include/``: what device code may call of them, NVRTC declares itself, and ``<cstdint>``'s types are
+those NVRTC's CUDA headers declare, 64-bit ones ``long long``.  So is ``<cuda.h>``, found first: CUDA's declares
+the driver's host functions; mmcheck's gives device code the tensor map of the NVRTC's CUDA version.)  So NVRTC
 gets the file's device code (device_code.py: the entry kernel, what it reaches, and the includes that
 needs), with host code, ``main`` and the includes only they need left out.  Where that cannot be had
 (libclang is not installed, or the front end failed in the kernel's code) NVRTC gets the file as it is,
@@ -385,8 +387,15 @@ def _host_library_include(source: str) -> tuple[int, str] | None:
     return None
 
 
-# The C library headers device code includes (<cassert>, <cstdio>, <cstdlib>), for NVRTC, which has none.
-C_LIBRARY = Path(__file__).with_name("nvrtc_include")
+# mmcheck's headers for NVRTC: the C library's that device code includes (<cassert>, <cstdio>, <cstdlib>, <cstdint>),
+# which NVRTC lacks, and <cuda.h>, whose CUDA original NVRTC refuses; ahead of the CUDA headers, so it is the one found.
+STAND_INS = Path(__file__).with_name("nvrtc_include")
+
+
+@functools.cache
+def _stand_ins() -> str:
+    """A digest of the headers in STAND_INS, for the cache: a cubin depends on them as on the CUDA headers."""
+    return cache_key(*((p.name, p.read_bytes()) for p in sorted(STAND_INS.iterdir())))
 
 
 # --- the compiler -----------------------------------------------------------------------------------------
@@ -410,7 +419,7 @@ class Nvrtc:
         return arch_rule(f"{self.library.label} ({self.library.origin})", self.library.archs, cc)
 
     def options(self, build: Build, arch: str) -> list[str]:
-        folders = [*self.include, C_LIBRARY]
+        folders = [STAND_INS, *self.include]
         return [f"--gpu-architecture={arch}", *common_options(build), *(f"--include-path={d}" for d in folders)]
 
     def compile(self, build: Build, arch: str) -> Compiled:
@@ -420,7 +429,7 @@ class Nvrtc:
         # NVRTC says nothing of what it read: the cache adds every file of the kernel's folder, the one of the
         # user's it may read (dependencies.folder_reads).
         key = cache_key("nvrtc", unit_source(build, instantiate=False), expression, options, lib.version,
-                        lib.release, lib.path, self.headers, fingerprint())
+                        lib.release, lib.path, self.headers, _stand_ins(), fingerprint())
 
         def make() -> Compiled:
             # The file's device code first: what NVRTC can take of any file (compilers.py).
@@ -439,7 +448,7 @@ class Nvrtc:
         reads: list[str | Path] = [sys.prefix, sys.base_prefix, *site.getsitepackages(),
                                    Path(__file__).resolve().parents[1],
                                    *([Path(self.library.path).parent] if self.library.path else []), *self.include,
-                                   C_LIBRARY, build.spec.folder]
+                                   STAND_INS, build.spec.folder]
         with sandbox.scratch(children.scratch()) as folder:
             argv = sandbox.compile_command([sys.executable, "-m", "mmcheck.backends.nvrtc_child"], reads, folder)
             done = children.run(argv, input=request, env={**children.environment(), "PYTHONDONTWRITEBYTECODE": "1"},

@@ -14,6 +14,8 @@ from __future__ import annotations
 import base64
 import ctypes
 import json
+import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -21,6 +23,10 @@ from typing import Any
 from ..errors import CompileError
 
 __all__ = ["check", "compile_program"]
+
+# NVRTC opens its builtins library by name alone, which the 13.0 wheel's libnvrtc (no RUNPATH, unlike 13.1's) finds
+# only on the system's library path: loaded first from beside libnvrtc, it is the one NVRTC gets.
+_BUILTINS = re.compile(r"libnvrtc-builtins\.so\.\d+\.\d+")
 
 
 def check(result: Any, what: str) -> Any:
@@ -76,10 +82,20 @@ def _log(program: Any) -> str:
     return text.rstrip(b"\0").decode(errors="replace").strip()
 
 
+def _load(library: str) -> None:
+    """The libnvrtc file ``library`` loaded (before cuda-bindings looks for one, as nvrtc.load does), with the
+    builtins library beside it."""
+    folder = os.path.dirname(library)
+    for name in sorted(os.listdir(folder or ".")):
+        if _BUILTINS.fullmatch(name):
+            ctypes.CDLL(os.path.join(folder, name), mode=ctypes.RTLD_GLOBAL)
+    ctypes.CDLL(library, mode=ctypes.RTLD_GLOBAL)
+
+
 def main() -> int:
     request = json.load(sys.stdin)
-    if request["library"]:  # loaded before cuda-bindings looks for one, as nvrtc.load does
-        ctypes.CDLL(request["library"], mode=ctypes.RTLD_GLOBAL)
+    if request["library"]:
+        _load(request["library"])
     ok, log, cubin, symbol = compile_program(request["source"], request["name"], request["expression"],
                                              request["options"])
     json.dump({"ok": ok, "log": log, "symbol": symbol, "cubin": base64.b64encode(cubin).decode()}, sys.stdout)

@@ -147,6 +147,9 @@ CASES = [
          files={"log.h": "#pragma once\n#include <stdio.h>\n"}),
     case("printf-with-iostream", True, "#include <iostream>", 'if (threadIdx.x == 99) printf("%f\\n", A[0]);\n'
                                                                "    C[threadIdx.x] = A[threadIdx.x] + B[0];"),
+    case("noinline-with-memory", True, "#include <memory>\n__device__ __noinline__ float twice(float x) { return 2 * x; }",
+         "std::pointer_traits<const float*>::element_type a = A[threadIdx.x];\n"
+         "    C[threadIdx.x] = twice(a) + B[0];"),
     case("assert-with-cassert", True, "#include <cassert>",
          "assert(A[0] == A[0]);\n    C[threadIdx.x] = A[threadIdx.x] + B[0];"),
     case("unevaluated-host-calls", True, "float twice(float x) { return 2 * x; }",

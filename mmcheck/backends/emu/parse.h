@@ -22,3 +22,6 @@
 #define __grid_constant__ __attribute__((annotate("mmcheck-grid-constant")))
 #define __launch_bounds__(...) __attribute__((annotate("mmcheck-launch-bounds")))
 #define __shared__ thread_local __attribute__((annotate("mmcheck-shared"), aligned(MMEMU_SHARED_ALIGN)))
+// nvcc's __noinline__ (no macro of shim.h's): clang takes inline where the file qualifies a function with it, and
+// ignores it as an unknown attribute where a system header names GNU's (a repeated inline only warns).
+#define __noinline__ inline

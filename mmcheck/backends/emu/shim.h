@@ -36,7 +36,8 @@
 #define MMEMU_SHARED_ALIGN 128
 #define __shared__ thread_local __attribute__((aligned(MMEMU_SHARED_ALIGN)))
 #define __forceinline__ inline __attribute__((always_inline))
-#define __noinline__ __attribute__((noinline))
+// No __noinline__: system headers spell GNU's attribute with it (libstdc++'s <memory>), which a macro would break,
+// so the unit writes the file's own as that attribute (unit.py).
 #define __launch_bounds__(...)
 // The launch's cluster dims are the spec's (backend.py compares them with these where they are integers).
 #define __cluster_dims__(...)

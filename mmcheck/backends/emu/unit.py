@@ -94,6 +94,9 @@ _FIXED_WIDTH = re.compile(r"^(?P<where>[^\n]+?:\d+):\d+: error: "
 # the emulator's __shared__ is the keyword thread_local: the alignas goes first, the text keeping its length.
 _ALIGNED_SHARED = re.compile(r"(?P<extern>\bextern\s+)?\b__shared__(?P<space>\s+)"
                              r"(?P<align>alignas\s*\((?:[^()]|\([^()]*\))*\))")
+# nvcc's __noinline__, a keyword of its front end, where the file qualifies a function with it; not where it names
+# GNU's attribute (__attribute__((__noinline__)), [[gnu::__noinline__]], as libstdc++'s <memory> spells it) or a macro.
+_NOINLINE = re.compile(r"(?P<named>(?:[(,\[]|::|#\s*(?:define|undef|ifn?def)\b|\bdefined\b)\s*)?\b__noinline__\b")
 _NAMESPACE_ALIAS = re.compile(r"\bnamespace\s+(\w+)\s*=\s*(?:::)?\s*([\w:]+)\s*;")
 # An inline-assembly statement up to its opening parenthesis: the keyword and its qualifiers, which may be
 # apart by escaped line ends in a macro.
@@ -393,7 +396,21 @@ def _emulated(source: str) -> tuple[str, tuple[str, ...]]:
             source = source[:match.start()] + re.sub(r"[^\n\\]", " ", match.group()) + source[match.end():]
     source = _inline_asm_calls(source)
     source = _ALIGNED_SHARED.sub(lambda m: f"{m['align']}{m['space']}{m['extern'] or ''}__shared__", source)
-    return source, _extern_shared(_code(source))
+    return _noinline_attributes(source), _extern_shared(_code(source))
+
+
+def _noinline_attributes(source: str) -> str:
+    """``source`` with each ``__noinline__`` that qualifies a function (_NOINLINE) written as the attribute it is
+    to nvcc, ``__attribute__((noinline))``: shim.h cannot make it a macro, which the system headers that spell
+    GNU's attribute ``__noinline__`` would meet too."""
+    if "__noinline__" not in source:
+        return source
+    out, done = [], 0
+    for match in _NOINLINE.finditer(_code(source)):
+        if match["named"] is None:
+            out += [source[done:match.start()], "__attribute__((noinline))"]
+            done = match.end()
+    return "".join(out) + source[done:]
 
 
 def _extern_shared(code: str) -> tuple[str, ...]:
