@@ -85,6 +85,7 @@ def test_a_cache_entry_is_made_once_while_others_wait_for_it(tmp_path):
 def test_nvrtc_compiles_ahead_on_threads_into_the_cache_the_workers_read(tmp_path, monkeypatch):
     """NVRTC sets the locale of the process it compiles in: each compile runs in a child of its own, so the
     threads that compile ahead leave the caller's alone, and what they made is what a worker's compile finds."""
+    from mmcheck.backends.cubin import arch
     from mmcheck.backends.nvrtc import Nvrtc
     from mmcheck.errors import BackendUnavailable
     from mmcheck.describe.spec import load_specs
@@ -107,7 +108,7 @@ def test_nvrtc_compiles_ahead_on_threads_into_the_cache_the_workers_read(tmp_pat
     assert locale.setlocale(locale.LC_ALL) == before
     monkeypatch.setattr(Nvrtc, "_compile", lambda *args: pytest.fail("compiled again instead of read"))
     worker = Nvrtc()
-    assert all(worker.compile(b, "sm_90").cubin for b in wanted)
+    assert all(worker.compile(b, arch((9, 0))).cubin for b in wanted)  # the architecture compiled ahead for 9.0
 
 
 def test_a_cached_cubin_tells_what_the_compiler_said_as_the_compile_did(tmp_path):
