@@ -255,3 +255,29 @@ def test_a_worker_stopped_while_an_import_makes_a_class_says_nothing(tmp_path, m
     pool.close()
     assert [w.exitcode for w in workers] == [128 + 15]  # its own exit, not a kill after the grace
     assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("moment", ["the-order-is-planned", "the-checks-start"])
+def test_a_ctrl_c_anywhere_in_a_check_runs_life_stops_the_workers_it_started(tmp_path, monkeypatch, moment):
+    """A worker left running at a Ctrl-C outlives its pool's locks, which go as the pool does: one still spawning
+    then fails to start, with a traceback."""
+    from mmcheck.front import session
+
+    started: list[Pool] = []
+    start = Pool.start
+
+    def kept(pool, settings):
+        started.append(pool)
+        start(pool, settings)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Pool, "start", kept)
+    monkeypatch.setattr(session, "_order" if moment == "the-order-is-planned" else "_checks", interrupted)
+    settings = Settings(backend="tests.fake_backend:FakeBackend", budget=64)
+    pairs = [(c.spec, c.dtype) for c in _jobs(tmp_path, settings)]
+    with pytest.raises(KeyboardInterrupt):
+        session.Checking(settings, 2, pairs).run(lambda label, result: (label, False))
+    [pool] = started
+    assert pool._spawned == set() and pool._executor is None  # stopped, and waited for

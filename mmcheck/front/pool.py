@@ -94,10 +94,10 @@ class Pool(Generic[T]):
             with _spawning(self.workers):
                 for _ in range(self.workers):  # one submission spawns one worker while none is idle
                     self._executor.submit(_started)
+            self._note_spawned()
         except KeyboardInterrupt:
             self._stop(now=True)
             raise
-        self._note_spawned()
 
     def outcomes(self, jobs: Sequence[Job[T]]) -> Generator[tuple[int, T], None, None]:
         """Run the jobs (picklable); yield every job's index and outcome as it finishes.  Closed early

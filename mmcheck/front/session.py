@@ -235,27 +235,29 @@ class Checking:
     it started too; what the sandbox lacks is said first."""
 
     def __init__(self, settings: Settings, jobs: int | str, pairs: Sequence[tuple[KernelSpec, Precision]]) -> None:
-        from . import ahead
-
         declared = capabilities(settings.backend)
         _say_note(settings)
         self.pairs, self.here = pairs, Here(settings)
-        self.pool = _started_pool(jobs, settings, declared, pairs)
+        self.pool: Pool[Result] | None = None
         self.compiling: Ahead | None = None
+        try:
+            self._start(settings, jobs, declared)
+        except BaseException:  # a Ctrl-C anywhere in it too: a worker left spawning would outlive its pool's locks
+            self._stop()
+            raise
+
+    def _start(self, settings: Settings, jobs: int | str, declared: Capabilities) -> None:
+        from . import ahead
+
+        pairs = self.pairs
+        self.pool = _started_pool(jobs, settings, declared, pairs)
         # Where NVML tells the GPU's compute capability, compiling ahead starts now, on a GPU backend's plan, while
         # the backend opens (a CUDA context takes a second or two); it starts again if that guess was off.
         early: Sequence[int] | None = None
         if guess := (shared_capability(os.environ) if declared.gpu else None):
             early = _order(_costs_name(settings.backend, True), min(workers(jobs, True), len(pairs)), pairs)
             self.compiling = ahead.start(settings, [pairs[i] for i in early], guess)
-        try:
-            self._open(settings)
-        except (BackendUnavailable, KeyboardInterrupt):  # a Ctrl-C while the backend opens: said as any early one
-            if self.pool is not None:
-                self.pool.close()
-            self._stop_compiling()
-            self.here.close()
-            raise
+        self._open(settings)
         self.workers = min(workers(jobs, self.found.gpu), len(pairs))
         self.here.settings = own = _own(settings, self.backend)
         if early is not None and self.found.gpu and self.cc == guess:  # the guess held: what compiles ahead goes on
@@ -264,6 +266,13 @@ class Checking:
             self.order = _order(_costs_name(self.backend, self.found.gpu), self.workers, pairs)
             self._stop_compiling()
             self.compiling = ahead.start(own, [pairs[i] for i in self.order], self.cc) if self.cc else None
+
+    def _stop(self) -> None:
+        """Stop all it started: the pool's workers, the compiles ahead, the runner here."""
+        if self.pool is not None:
+            self.pool.close()
+        self._stop_compiling()
+        self.here.close()
 
     def _open(self, settings: Settings) -> None:
         """The backend's name, what it can do and its device's compute capability (None: there is none), as the
@@ -291,15 +300,15 @@ class Checking:
         labels = [_label(s, d) for s, d in self.pairs]
         try:
             if self.workers > 1:
-                pool = self.pool or Pool(self.workers, gpu=self.found.gpu)
+                self.pool = self.pool or Pool(self.workers, gpu=self.found.gpu)
                 # A compile error is then told in full once, for the kernel's first dtype, as one process tells it.
-                results = compile_errors_told_once(_checks(self.here.settings, self.here, pool, self.pairs, labels,
-                                                           said, self.order))
+                results = compile_errors_told_once(_checks(self.here.settings, self.here, self.pool, self.pairs,
+                                                           labels, said, self.order))
             else:
                 with self.here:
                     results = _checks(self.here.settings, self.here, None, self.pairs, labels, said)
         finally:
-            self._stop_compiling()
+            self._stop()
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         _remember_costs(_costs_name(self.backend, self.found.gpu), results)
         return results
