@@ -16,12 +16,14 @@
 // .tf32 operand is read as its top 19 bits, the float with the 13 low fraction bits dropped.  An integer D is C
 // plus the products, exactly, wrapped to 32 bits, or with .satfinite clamped to the range of int32.
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "include/mmemu_float16.h"
@@ -59,6 +61,19 @@ float fp8(uint8_t bits, Type type) {
     else magnitude = std::ldexp(float(exponent ? fraction | 1 << fraction_bits : fraction),
                                 (exponent ? exponent : 1) - bias - fraction_bits);
     return bits & 0x80 ? -magnitude : magnitude;
+}
+
+// Every 8-bit float of a type, decoded once: a tensor-core kernel decodes millions.
+const float* fp8_values(Type type) {
+    static const auto tables = [] {
+        std::array<std::array<float, 256>, 2> values{};
+        for (int bits = 0; bits < 256; ++bits) {
+            values[0][size_t(bits)] = fp8(uint8_t(bits), Type::kE4m3);
+            values[1][size_t(bits)] = fp8(uint8_t(bits), Type::kE5m2);
+        }
+        return values;
+    }();
+    return tables[type == Type::kE5m2].data();
 }
 
 }  // namespace
@@ -137,7 +152,7 @@ float real(uint32_t word, int index, Type type) {
         case Type::kF16: return mmemu::Fp16Format::widen(uint16_t(word >> 16 * index));
         case Type::kBf16: return mmemu::Bf16Format::widen(uint16_t(word >> 16 * index));
         case Type::kTf32: return as_float(word & 0xffffe000u);
-        case Type::kE4m3: case Type::kE5m2: return fp8(uint8_t(word >> 8 * index), type);
+        case Type::kE4m3: case Type::kE5m2: return fp8_values(type)[uint8_t(word >> 8 * index)];
         default: return as_float(word);
     }
 }
@@ -149,9 +164,13 @@ namespace {
 using namespace mmemu_ptx;
 
 // ---- mma.sync ----
+// A lane's operands, each element of its A and B registers also decoded (a value of the inputs' type, exactly, as
+// a float or, for integer inputs, an integer), once: every lane of the warp reads them, 16 rows or 8 columns of it.
 struct MmaLane {
     const Instruction* at;
     uint32_t a[4], b[2], c[4];
+    float real_a[16], real_b[8];
+    int32_t int_a[16], int_b[8];
 };
 
 // Element `index` of a register of `type`s as an integer.
@@ -160,42 +179,41 @@ int64_t integer(uint32_t word, int index, Type type) {
     return type == Type::kS8 ? int8_t(byte) : type == Type::kU8 ? int64_t(byte) : int32_t(word);
 }
 
-// A[i][k] and B[k][j] in the lanes' fragments, as the PTX ISA lays them out ("Matrix Fragments for mma.m16n8k8",
-// "... m16n8k16", "... m16n8k32"): lane 4 * groupID + threadID_in_group holds, of A, rows groupID and groupID + 8,
-// and of B, column groupID.  A register packs 4 / size k-neighbours, the lowest k in the low bits; registers run
-// over the row halves of A first, then over k's halves.
-struct Element {
-    uint32_t word;  // the register that holds it
-    int index;      // its place there
-};
-
-Element a_element(const MmaLane* const* lanes, Type type, int i, int k) {
-    int per = 4 / bytes_of(type), half_k = 4 * per;  // elements a register holds; the k of a register's first half
-    int lane = (i % 8) * 4 + (k % half_k) / per, reg = (i >= 8) + 2 * (k >= half_k);
-    return {lanes[lane]->a[reg], k % per};
-}
-
-Element b_element(const MmaLane* const* lanes, Type type, int k, int j) {
-    int per = 4 / bytes_of(type), half_k = 4 * per;
-    int lane = j * 4 + (k % half_k) / per, reg = k >= half_k;
-    return {lanes[lane]->b[reg], k % per};
-}
-
-// D[i][j], its bits, from C[i][j] and the lanes' A and B.
-uint32_t product(const Instruction& in, const MmaLane* const* lanes, Element c, int i, int j) {
-    if (in.acc == Type::kS32) {
-        int64_t sum = integer(c.word, c.index, in.acc);
-        for (int k = 0; k < in.k; ++k) {
-            Element a = a_element(lanes, in.a, i, k), b = b_element(lanes, in.b, k, j);
-            sum += integer(a.word, a.index, in.a) * integer(b.word, b.index, in.b);
+// The elements of `count` registers of `type`s, register after register, the low bits' first.
+template <class Number>
+void decode(const uint32_t* words, size_t count, Type type, Number* out) {
+    int per = 4 / bytes_of(type);
+    for (size_t w = 0; w < count; ++w)
+        for (int e = 0; e < per; ++e) {
+            if constexpr (std::is_same_v<Number, float>) out[w * size_t(per) + size_t(e)] = real(words[w], e, type);
+            else out[w * size_t(per) + size_t(e)] = Number(integer(words[w], e, type));
         }
+}
+
+// D[i][j], its bits, from C[i][j] and the lanes' A and B, as the PTX ISA lays out the fragments ("Matrix Fragments
+// for mma.m16n8k8", "... m16n8k16", "... m16n8k32"): lane 4 * groupID + threadID_in_group holds, of A, rows groupID
+// and groupID + 8, and of B, column groupID.  A register packs `per` k-neighbours, the lowest k in the low bits;
+// registers run over the row halves of A first, then over k's halves.  k = half * 4 per + lane's q * per + e, so the
+// loops below run over k in order.
+uint32_t product(const Instruction& in, const MmaLane* const* lanes, uint32_t c_word, int c_index, int i, int j) {
+    int per = 4 / bytes_of(in.a), halves = in.k / (4 * per), row = i % 8, upper = i >= 8;
+    if (in.acc == Type::kS32) {
+        int64_t sum = integer(c_word, c_index, in.acc);
+        for (int half = 0; half < halves; ++half)
+            for (int q = 0; q < 4; ++q) {
+                const int32_t* a = lanes[row * 4 + q]->int_a + (upper + 2 * half) * per;
+                const int32_t* b = lanes[j * 4 + q]->int_b + half * per;
+                for (int e = 0; e < per; ++e) sum += int64_t(a[e]) * b[e];
+            }
         return uint32_t(in.satfinite ? std::clamp<int64_t>(sum, INT32_MIN, INT32_MAX) : sum);
     }
-    float sum = real(c.word, c.index, in.acc);
-    for (int k = 0; k < in.k; ++k) {
-        Element a = a_element(lanes, in.a, i, k), b = b_element(lanes, in.b, k, j);
-        sum += real(a.word, a.index, in.a) * real(b.word, b.index, in.b);  // the product is exact; the sum rounds
-    }
+    float sum = real(c_word, c_index, in.acc);
+    for (int half = 0; half < halves; ++half)
+        for (int q = 0; q < 4; ++q) {
+            const float* a = lanes[row * 4 + q]->real_a + (upper + 2 * half) * per;
+            const float* b = lanes[j * 4 + q]->real_b + half * per;
+            for (int e = 0; e < per; ++e) sum += a[e] * b[e];  // the product is exact; the sum rounds
+        }
     return in.acc == Type::kF16 ? mmemu::Fp16Format::round(sum) : float_bits(sum);
 }
 
@@ -215,10 +233,18 @@ void gather(const Context& c, const Record& mine, const char* op, const Record* 
 
 void mma(const Context& c) {
     const Instruction& in = c.in;
-    MmaLane mine{&in, {}, {}, {}};
-    for (size_t i = 0; i < in.operands[1].values.size(); ++i) mine.a[i] = uint32_t(c.get(in.operands[1].values[i]));
-    for (size_t i = 0; i < in.operands[2].values.size(); ++i) mine.b[i] = uint32_t(c.get(in.operands[2].values[i]));
+    MmaLane mine{&in, {}, {}, {}, {}, {}, {}, {}};
+    size_t a_count = in.operands[1].values.size(), b_count = in.operands[2].values.size();
+    for (size_t i = 0; i < a_count; ++i) mine.a[i] = uint32_t(c.get(in.operands[1].values[i]));
+    for (size_t i = 0; i < b_count; ++i) mine.b[i] = uint32_t(c.get(in.operands[2].values[i]));
     for (size_t i = 0; i < in.operands[3].values.size(); ++i) mine.c[i] = uint32_t(c.get(in.operands[3].values[i]));
+    if (in.acc == Type::kS32) {
+        decode(mine.a, a_count, in.a, mine.int_a);
+        decode(mine.b, b_count, in.b, mine.int_b);
+    } else {
+        decode(mine.a, a_count, in.a, mine.real_a);
+        decode(mine.b, b_count, in.b, mine.real_b);
+    }
     const MmaLane* lanes[32];
     gather(c, mine, kMma, lanes);
     // Element r (0..3) of C and D is (groupID + 8 (r / 2), 2 threadID_in_group + r % 2); `per` of them a register,
@@ -226,7 +252,7 @@ void mma(const Context& c) {
     int group = int(lane()) / 4, thread = int(lane()) % 4, per = 4 / bytes_of(in.acc);
     uint32_t d[4];
     for (int r = 0; r < 4; ++r)
-        d[r] = product(in, lanes, Element{mine.c[r / per], r % per}, group + 8 * (r / 2), 2 * thread + r % 2);
+        d[r] = product(in, lanes, mine.c[r / per], r % per, group + 8 * (r / 2), 2 * thread + r % 2);
     mmemu_rv_gather(nullptr, nullptr, kMma, c.line);
     const std::vector<Value>& out = in.operands[0].values;
     for (size_t n = 0; n < out.size(); ++n) {

@@ -328,7 +328,7 @@ std::pair<int, int> d_position(unsigned t, int x) {
     return {16 * int(t / 32) + group + 8 * (x % 4 / 2), 8 * (x / 4) + 2 * thread + x % 2};
 }
 
-// Element (i, k) of an A in registers: warp i / 16's, laid out as mma.sync's A of 16 rows (ptx.cpp's a_element).
+// Element (i, k) of an A in registers: warp i / 16's, laid out as mma.sync's A of 16 rows (ptx_mma.cpp's product).
 uint32_t a_register_element(const Wgmma& op, int i, int k, int& index) {
     int size = bytes_of(op.in->a), per = 4 / size, half_k = 4 * per, row = i % 16;
     int lane = (row % 8) * 4 + (k % half_k) / per, reg = (row >= 8) + 2 * (k >= half_k);
