@@ -408,6 +408,7 @@ bool declared(uintptr_t key) { return key >> 63; }
 Registers& registers_of(const Context& c, ThreadState& me, const std::vector<uintptr_t>& keys) {
     for (Registers& set : me.sets)
         if (set.keys == keys) return set;
+    if (me.sets.empty()) return me.sets.emplace_back(Registers{keys, {}, nullptr});  // a thread's first: none to forget
     std::unordered_set<uintptr_t> mine(keys.begin(), keys.end());
     for (auto set = me.sets.begin(); set != me.sets.end();) {
         bool shared = std::any_of(set->keys.begin(), set->keys.end(), [&](uintptr_t k) { return mine.count(k); });
