@@ -1,13 +1,14 @@
 import itertools
 import os
+import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from mmcheck.toolchain.devices import blas_threads, share_cores
 
-from .run_once import shared_folder
 
 # Where PYTHONDONTWRITEBYTECODE is set (CI images often set it), each of the suite's few hundred Python processes
 # (pytest and mmcheck runs, GPU and pool workers) would compile mmcheck from its source and rewrite the asserts of
@@ -90,18 +91,51 @@ def own_session(monkeypatch):
 
 
 @pytest.fixture(scope="session")
-def runs_cache(tmp_path_factory) -> Path:
-    """A compile cache for the pytest runs the tests start, the test run's own (made before own_session hides
-    the xdist worker it belongs to)."""
-    return shared_folder(tmp_path_factory, "runs-cache")
+def cache_home() -> Path:
+    """Where mmcheck's compile cache lies for this test run (XDG_CACHE_HOME, else ~/.cache), read before a test
+    moves HOME: the suite's own backends, its runs of mmcheck and the pytest runs it starts all use that one
+    cache, the one a user's runs use, so that the emulator's runtime and each kernel are compiled once."""
+    from mmcheck.toolchain.compile import cache_root  # numpy's import waits for the cores' share (above)
+
+    return cache_root().parent
+
+
+@pytest.fixture(scope="session")
+def emu_cache(cache_home) -> Path:
+    """The emulator's compile cache, mmcheck's own (cache_home): a test that needs a cache of its own (empty,
+    or damaged on purpose) makes it under its tmp_path."""
+    return cache_home / "mmcheck" / "emu"
+
+
+@pytest.fixture(scope="session")
+def seed_cache(emu_cache) -> Callable[[Path], Path]:
+    """Seeds a cache folder of a test's own (an XDG_CACHE_HOME) with copies of the emulator's runtime, precompiled
+    shim and the sandbox's launcher as mmcheck's cache has them built (copies keep their owner and modes, so they
+    are used), rather than build them again; returns the folder."""
+
+    from mmcheck.backends.emu.toolchain import Toolchain
+    from mmcheck.toolchain import publish, sandbox
+
+    def seed(home: Path) -> Path:
+        built = Toolchain(False, str(emu_cache))
+        emu = publish.private_folder(home / "mmcheck" / "emu")
+        for folder in filter(None, (built.runtime, built.prelude)):
+            shutil.copytree(folder, emu / folder.name, copy_function=shutil.copy2)
+            shutil.copy2(folder.with_name(folder.name + ".sha256"), emu)
+        launcher = sandbox._launcher()
+        own = publish.private_folder(home / "mmcheck" / "sandbox")
+        for path in (launcher, launcher.with_name(launcher.name + ".sha256")):
+            shutil.copy2(path, own)
+        return home
+
+    return seed
 
 
 @pytest.fixture
-def pytester(runs_cache, pytester, own_session, monkeypatch):
+def pytester(cache_home, pytester, own_session, monkeypatch):
     """pytester's runs have a home of their own, and with it a compile cache of their own, where the machine
     names none: they share the test run's instead, rather than each build the emulator's runtime again."""
-    if "XDG_CACHE_HOME" not in os.environ:
-        monkeypatch.setenv("XDG_CACHE_HOME", str(runs_cache))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache_home))
     return pytester
 
 

@@ -27,7 +27,6 @@ from mmcheck.cases.shapes import Shape, shapes_for
 from mmcheck.describe.spec import Verbatim, collect, parse_specs
 
 from tests import needs
-from tests.run_once import shared_folder
 
 F16, F32 = (precision(d) for d in ("float16", "float32"))
 
@@ -40,8 +39,8 @@ needs_libclang = pytest.mark.skipif(not device_code.device_code_available(),
 
 
 @pytest.fixture(scope="module")
-def emu(tmp_path_factory):
-    backend = EmuBackend(BackendOptions(cache_dir=str(shared_folder(tmp_path_factory, "emu-cache")), timeout=10.0))
+def emu(emu_cache):
+    backend = EmuBackend(BackendOptions(cache_dir=str(emu_cache), timeout=10.0))
     yield backend
     backend.close()
 

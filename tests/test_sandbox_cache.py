@@ -48,20 +48,9 @@ class Run:
 
 
 @pytest.fixture(scope="module")
-def seeded(tmp_path_factory) -> Path:
-    """An XDG cache folder of its own, holding copies of the emulator's runtime, precompiled shim and the
-    sandbox's launcher as the usual cache has them built (copies keep their owner and modes, so they are used)."""
-    built = Toolchain(False, None)
-    home = tmp_path_factory.mktemp("xdg")
-    emu = publish.private_folder(home / "mmcheck" / "emu")
-    for folder in filter(None, (built.runtime, built.prelude)):
-        shutil.copytree(folder, emu / folder.name, copy_function=shutil.copy2)
-        shutil.copy2(folder.with_name(folder.name + ".sha256"), emu)
-    launcher = sandbox._launcher()
-    own = publish.private_folder(home / "mmcheck" / "sandbox")
-    for path in (launcher, launcher.with_name(launcher.name + ".sha256")):
-        shutil.copy2(path, own)
-    return home
+def seeded(tmp_path_factory, seed_cache) -> Path:
+    """An XDG cache folder of its own, seeded as the usual cache has it built (seed_cache)."""
+    return seed_cache(tmp_path_factory.mktemp("xdg"))
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 import re
 import time
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -65,17 +66,27 @@ def emulator(cache: Path | None, timeout: float = 10, sanitize: bool = True):
 
 
 @pytest.mark.slow(19)
-def test_the_emulator_measures_address_sanitizer_s_slowdown_once(tmp_path, monkeypatch):
+def test_the_emulator_measures_address_sanitizer_s_slowdown_once(emu_cache, monkeypatch):
     from mmcheck.backends.emu import backend as emu
 
-    first = emulator(tmp_path)
-    factor = first.slowdown
-    first.close()
-    assert factor >= 2, "every access checked, the sanitized build is slower than the plain one"
-    monkeypatch.setattr(emu, "_measure_slowdown", lambda backend: pytest.fail("measured a second time"))
-    for backend, want in ((emulator(tmp_path), factor), (emulator(tmp_path, sanitize=False), 1)):
-        assert backend.slowdown == want  # the factor kept in the cache; the plain build's own speed
-        backend.close()
+    # As on a machine that has not measured it yet, with the builds of mmcheck's cache (built once for the suite);
+    # what it keeps there is taken away after.
+    machine, kept, keep = f"test-{uuid.uuid4().hex}", [], emu.atomic_write
+    monkeypatch.setattr(emu.platform, "node", lambda: machine)
+    monkeypatch.setattr(emu, "atomic_write", lambda path, write: kept.append(path) or keep(path, write))
+    try:
+        first = emulator(emu_cache)
+        factor = first.slowdown
+        first.close()
+        assert factor >= 2, "every access checked, the sanitized build is slower than the plain one"
+        monkeypatch.setattr(emu, "_measure_slowdown", lambda backend: pytest.fail("measured a second time"))
+        for backend, want in ((emulator(emu_cache), factor), (emulator(emu_cache, sanitize=False), 1)):
+            assert backend.slowdown == want  # the factor kept in the cache; the plain build's own speed
+            backend.close()
+        assert len(kept) == 1, kept
+    finally:
+        for path in kept:
+            path.unlink(missing_ok=True)
 
 
 HANG = specs.text("hang", "k", params=("A", "B", "C"), block=(1,), grid=(1,)) + """\

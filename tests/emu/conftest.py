@@ -1,5 +1,5 @@
-"""Fixtures for the emulator's tests: backends sharing one fresh compile cache, and helpers (as fixtures,
-so that test modules import nothing from here) that turn a kernel body into a spec and run a kernel."""
+"""Fixtures for the emulator's tests: backends sharing mmcheck's own compile cache (emu_cache), and helpers (as
+fixtures, so that test modules import nothing from here) that turn a kernel body into a spec and run a kernel."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from mmcheck.cases.prepare import plan
 from mmcheck.describe.spec import KernelSpec, load_specs
 
 from tests import specs
-from tests.run_once import shared_folder
 
 KERNELS = Path(__file__).parent / "kernels"
 
@@ -46,13 +45,6 @@ def run(backend: EmuBackend, kernel: Kernel, args: Sequence[np.ndarray | np.gene
 def _dim3(d: int | tuple) -> tuple[int, int, int]:
     d = (d,) if isinstance(d, int) else tuple(d)
     return (*d, *(1,) * (3 - len(d)))  # type: ignore[return-value]
-
-
-@pytest.fixture(scope="session")
-def emu_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The emulator's cache for these tests: this run's own, which pytest-xdist's workers share, each entry
-    (the runtime, a kernel) compiled once."""
-    return shared_folder(tmp_path_factory, "emu-cache")
 
 
 def _backend(cache: Path, **options: object) -> Iterator[EmuBackend]:

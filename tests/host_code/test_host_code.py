@@ -32,7 +32,6 @@ from mmcheck.cases.shapes import shapes_for
 from mmcheck.describe.spec import KernelSpec, load_specs
 
 from tests import needs, specs
-from tests.run_once import shared_folder
 
 F32 = precision("float32")
 
@@ -88,8 +87,8 @@ def _check(path: Path, tmp_path: Path, status: int = 0) -> dict:
 
 
 @pytest.fixture(scope="module")
-def emu(tmp_path_factory):
-    backend = EmuBackend(BackendOptions(cache_dir=str(shared_folder(tmp_path_factory, "emu-cache")), timeout=10.0))
+def emu(emu_cache):
+    backend = EmuBackend(BackendOptions(cache_dir=str(emu_cache), timeout=10.0))
     yield backend
     backend.close()
 
