@@ -19,6 +19,7 @@ from mmcheck.front.cli import main
 from mmcheck.front.grade import CSV_HEADER, entries, read_assignment
 
 from . import needs, specs
+from .run_once import RunOnce
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "docs" / "examples" / "grading"
@@ -81,7 +82,12 @@ ROWS = {
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """The folder of submissions graded once, one after another: (folder, exit status, the table)."""
+    """The folder of submissions graded once per test run (this module's tests may fall to two pytest-xdist
+    workers), one after another: (folder, exit status, the table)."""
+    return RunOnce(tmp_path_factory, "grading")("graded", lambda: _grade_all(tmp_path_factory))
+
+
+def _grade_all(tmp_path_factory) -> tuple[Path, int, str]:
     folder = tmp_path_factory.mktemp("grading")
     shutil.copy(EXAMPLE / "assignment.cu", folder)
     for name, text in SUBMISSIONS.items():

@@ -26,6 +26,7 @@ from mmcheck.front.cli import main
 from mmcheck.errors import SandboxUnavailable
 
 from . import needs
+from .run_once import RunOnce
 
 HOSTILE = Path(__file__).parent / "hostile" / "allowlist"
 SANDBOX_H = Path(sandbox.__file__).parents[1] / "sandbox.h"  # beside sandbox.cpp, in mmcheck/
@@ -105,7 +106,12 @@ def _scheduling() -> tuple[int, int]:
 @pytest.fixture(scope="module")
 def allowlist_run(tmp_path_factory):
     """One run of every kernel of tests/hostile/allowlist/, those that change a file aimed at one of the run's own
-    (mode 0600, no extended attributes)."""
+    (mode 0600, no extended attributes): once per test run, as this module's tests may fall to two pytest-xdist
+    workers."""
+    return RunOnce(tmp_path_factory, "allowlist")("run", lambda: _run_all(tmp_path_factory))
+
+
+def _run_all(tmp_path_factory) -> Run:
     folder = tmp_path_factory.mktemp("allowlist")
     targets = {name: tmp_path_factory.mktemp("targets") / name for name in TARGETED}
     for target in targets.values():

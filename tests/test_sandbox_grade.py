@@ -24,6 +24,7 @@ from mmcheck.front.grade import entries, private, read_assignment
 from mmcheck.front.options import Settings
 
 from . import needs
+from .run_once import RunOnce
 
 HOSTILE = Path(__file__).parent / "hostile" / "grade"
 AIMED_AT = "/tmp/mmcheck-hostile-grade"  # where a hostile submission's paths point, until a test gives its own
@@ -70,6 +71,11 @@ def _grade(folder: Path, names: tuple[str, ...], *options: str) -> tuple[int, st
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
+    """The submissions graded once per test run: this module's tests may fall to two pytest-xdist workers."""
+    return RunOnce(tmp_path_factory, "graded")("graded", lambda: _grade_all(tmp_path_factory))
+
+
+def _grade_all(tmp_path_factory) -> Graded:
     folder = tmp_path_factory.mktemp("graded")
     submissions, secret = _submissions(folder)
     copies = folder / "tmp"

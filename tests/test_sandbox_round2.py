@@ -23,6 +23,7 @@ import pytest
 from mmcheck.front.cli import main
 
 from . import needs
+from .run_once import RunOnce
 
 HOSTILE = Path(__file__).parent / "hostile"
 ROUND2 = HOSTILE / "round2"
@@ -113,6 +114,12 @@ def _release(fifo: Path, done: threading.Event, released: list[bool]) -> None:
 
 @pytest.fixture(scope="module")
 def round2_run(tmp_path_factory):
+    """One run of the round-two kernels once per test run: this module's tests may fall to two pytest-xdist
+    workers."""
+    return RunOnce(tmp_path_factory, "round2")("run", lambda: _run_all(tmp_path_factory))
+
+
+def _run_all(tmp_path_factory) -> Run:
     folder, outside = tmp_path_factory.mktemp("round2"), tmp_path_factory.mktemp("round2-outside")
     _copy(folder, PRESENT.difference(STALE, ALONE))
     secret, fifo, link = outside / "secret.s", folder / "round2.fifo", folder / "round2_link.cuh"
