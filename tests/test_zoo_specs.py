@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 from pathlib import Path
 
 import pytest
 
 from mmcheck.backends.compilers import Nvcc
-from mmcheck.backends.cubin import arch
-from mmcheck.toolchain.compile import Build
+from mmcheck.backends.cubin import arch, common_options
+from mmcheck.toolchain.compile import INSTANCE, INSTANTIATION, Build, kernel_symbol, unit_source
 from mmcheck.errors import BackendUnavailable
 from mmcheck.cases.prepare import plan
 from mmcheck.cases.shapes import LARGE, large_shapes, largest_buffer, satisfies, shapes_for
@@ -121,22 +122,26 @@ def test_the_large_mode_has_shapes_only_for_kernels_right_past_two_to_the_31_ele
 
 @pytest.mark.parametrize("spec, dtype", KERNELS, ids=[f"{s.name}-{d}" for s, d in KERNELS])
 def test_compiles_with_nvcc(spec: KernelSpec, dtype: str, nvcc_builds):
-    """Every distinct build (template arguments and defines) among the kernel's generated shapes, by mmcheck's
-    own nvcc step.  Warnings count as errors: the zoo is what users copy.  A known-bad kernel's file may draw
-    ptxas info on what ptxas does about a rule broken on purpose (a wgmma.wait_group it injects: C7517)."""
-    for build, compiled in nvcc_builds(spec, dtype):
-        said = [line for line in compiled.log.splitlines()
-                if not (spec.expect == "fail" and line.startswith("ptxas info"))]
-        assert not said, f"nvcc warned for {build}:\n{compiled.log}"
-        assert compiled.symbol == spec.entry or compiled.symbol.startswith(f"_Z{len(spec.entry)}{spec.entry}")
+    """Every distinct build (template arguments and defines) among the kernel's generated shapes, compiled by
+    mmcheck's own nvcc command (its options, in its sandbox) and found in the cubin by mmcheck's symbol lookup.
+    Builds of one file with the same options are compiled as one unit, the file with their instances after it (at
+    most one of each kernel, so that the lookup sees what the kernel's own compile shows it), as nvcc compiles a
+    file's kernels together: nvcc's fixed cost (its headers, its passes) comes once a unit rather than once a
+    build, and every build is still compiled and looked up.  Warnings count as errors: the zoo is what users copy.
+    A known-bad kernel's file may draw ptxas info on what ptxas does about a rule broken on purpose (a
+    wgmma.wait_group it injects: C7517)."""
+    for build, (cubin, log) in nvcc_builds(spec, dtype):
+        said = [line for line in log.splitlines() if not (spec.expect == "fail" and line.startswith("ptxas info"))]
+        assert not said, f"nvcc warned for {build}:\n{log}"
+        symbol = kernel_symbol(cubin, build)
+        assert symbol == spec.entry or symbol.startswith(f"_Z{len(spec.entry)}{spec.entry}")
 
 
 @pytest.fixture(scope="module")
 def nvcc_builds(request, tmp_path_factory):
-    """Compiles every kernel x dtype this session collected, once each per test run, the xdist workers sharing
-    what they made, ahead on threads (nvcc takes about a second a unit, so one at a time would take minutes);
-    a test waits only for its own.  Into mmcheck's own cache, which a GPU backend compiling with nvcc then
-    reads rather than compile the zoo a second time (and which keeps what nvcc said)."""
+    """Compiles every kernel x dtype this session collected, a unit of builds at a time (test_compiles_with_nvcc),
+    once each per test run, the xdist workers sharing what they made, ahead on threads; a test waits only for its
+    own units.  Each unit's cubin and what nvcc said, or the CompileError of a unit that failed."""
     try:
         nvcc = Nvcc()
     except BackendUnavailable as e:
@@ -145,9 +150,32 @@ def nvcc_builds(request, tmp_path_factory):
               for item in request.session.items
               if item.originalname == "test_compiles_with_nvcc" and hasattr(item, "callspec")}
     builds = {kernel: _builds(spec, kernel[1]) for kernel, spec in wanted.items()}
-    jobs = [(repr(b.key), functools.partial(nvcc.compile, b, ARCH)) for kernel in builds for b in builds[kernel]]
+    units: dict[tuple, list[Build]] = {}
+    unit_of: dict[tuple, str] = {}
+    for build in {b.key: b for kernel in builds for b in builds[kernel]}.values():
+        # Its file and options, and as many of its kernel's builds before it there: one instance of a kernel a unit.
+        shared = (build.spec.path, tuple(common_options(build)))
+        key = next((*shared, i) for i in itertools.count()
+                   if all(b.spec.entry != build.spec.entry for b in units.get((*shared, i), ())))
+        units.setdefault(key, []).append(build)
+        unit_of[build.key] = repr(key)
+
+    def compile_unit(members: list[Build]) -> tuple[bytes, str]:
+        first = members[0]
+        cubin, said, _ = nvcc.cubin(_unit_text(members), common_options(first), ARCH, reads=[first.spec.folder])
+        return cubin, said
+
+    jobs = [(repr(key), functools.partial(compile_unit, members)) for key, members in units.items()]
     with made_ahead(RunOnce(tmp_path_factory, "zoo-nvcc"), jobs) as compiled:
-        yield lambda spec, dtype: [(b, compiled(repr(b.key))) for b in builds[spec.name, dtype]]
+        yield lambda spec, dtype: [(b, compiled(unit_of[b.key])) for b in builds[spec.name, dtype]]
+
+
+def _unit_text(members: list[Build]) -> str:
+    """The file as it is, and after it, for each build of a template, its instance (a variable of its own holding
+    the kernel's address, as unit_source's one)."""
+    text = unit_source(members[0], instantiate=False)
+    instances = [f"void* {INSTANCE}_{i} = (void*)&{b.instance};\n" for i, b in enumerate(members) if b.template]
+    return text + (f'\n#line 1 "{INSTANTIATION}"\n' + "".join(instances) if instances else "")
 
 
 def _first_shape(spec: KernelSpec, dtype: str):
