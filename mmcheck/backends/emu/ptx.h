@@ -5,10 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "include/mmemu_float16.h"
 #include "mmemu.h"
 
 namespace mmemu_ptx {
@@ -172,12 +174,35 @@ struct Context {
 
 // ---- ptx_mma.cpp: mma.sync, ldmatrix, stmatrix; the element types (wgmma's too) ----
 // A float's bits, and the float of bits.
-float as_float(uint32_t bits);
-uint32_t float_bits(float f);
+inline float as_float(uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+inline uint32_t float_bits(float f) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    return bits;
+}
+
 bool mma_type(const std::string& name, Type& type);
 int bytes_of(Type type);
-// Element `index` of a register of `type`s, exactly, as a float (a .tf32 is read as its top 19 bits).
-float real(uint32_t word, int index, Type type);
+// The 256 values of an 8-bit float type (.e4m3 or .e5m2), each exactly, by its bits.
+const float* fp8_values(Type type);
+
+// Element `index` of a register of `type`s, exactly, as a float (a .tf32 is read as its top 19 bits); inline, as
+// the tensor-core instructions read their operands' every element through it.
+inline float real(uint32_t word, int index, Type type) {
+    switch (type) {
+        case Type::kF16: return mmemu::Fp16Format::widen(uint16_t(word >> 16 * index));
+        case Type::kBf16: return mmemu::Bf16Format::widen(uint16_t(word >> 16 * index));
+        case Type::kTf32: return as_float(word & 0xffffe000u);
+        case Type::kE4m3: case Type::kE5m2: return fp8_values(type)[uint8_t(word >> 8 * index)];
+        default: return as_float(word);
+    }
+}
+
 bool decode_mma(Instruction& in, const std::vector<std::string>& q);
 bool decode_matrix(Instruction& in, const std::vector<std::string>& q);  // ldmatrix, stmatrix
 void run_mma(const Context& c);

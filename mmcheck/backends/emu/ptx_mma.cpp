@@ -63,19 +63,6 @@ float fp8(uint8_t bits, Type type) {
     return bits & 0x80 ? -magnitude : magnitude;
 }
 
-// Every 8-bit float of a type, decoded once: a tensor-core kernel decodes millions.
-const float* fp8_values(Type type) {
-    static const auto tables = [] {
-        std::array<std::array<float, 256>, 2> values{};
-        for (int bits = 0; bits < 256; ++bits) {
-            values[0][size_t(bits)] = fp8(uint8_t(bits), Type::kE4m3);
-            values[1][size_t(bits)] = fp8(uint8_t(bits), Type::kE5m2);
-        }
-        return values;
-    }();
-    return tables[type == Type::kE5m2].data();
-}
-
 }  // namespace
 
 namespace mmemu_ptx {
@@ -135,26 +122,17 @@ bool decode_matrix(Instruction& in, const std::vector<std::string>& q) {
     return load ? registers(fragments, size_t(in.count)) : fragments.values.size() == size_t(in.count);
 }
 
-float as_float(uint32_t bits) {
-    float f;
-    std::memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-uint32_t float_bits(float f) {
-    uint32_t bits;
-    std::memcpy(&bits, &f, sizeof bits);
-    return bits;
-}
-
-float real(uint32_t word, int index, Type type) {
-    switch (type) {
-        case Type::kF16: return mmemu::Fp16Format::widen(uint16_t(word >> 16 * index));
-        case Type::kBf16: return mmemu::Bf16Format::widen(uint16_t(word >> 16 * index));
-        case Type::kTf32: return as_float(word & 0xffffe000u);
-        case Type::kE4m3: case Type::kE5m2: return fp8_values(type)[uint8_t(word >> 8 * index)];
-        default: return as_float(word);
-    }
+// Every 8-bit float of a type, decoded once: a tensor-core kernel decodes millions.
+const float* fp8_values(Type type) {
+    static const auto tables = [] {
+        std::array<std::array<float, 256>, 2> values{};
+        for (int bits = 0; bits < 256; ++bits) {
+            values[0][size_t(bits)] = fp8(uint8_t(bits), Type::kE4m3);
+            values[1][size_t(bits)] = fp8(uint8_t(bits), Type::kE5m2);
+        }
+        return values;
+    }();
+    return tables[type == Type::kE5m2].data();
 }
 
 }  // namespace mmemu_ptx
