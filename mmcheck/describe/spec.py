@@ -590,7 +590,7 @@ _READERS: dict[str, Callable[[_Table], Any]] = {
     "grid": lambda t: t.exprs("grid", 1, 3),
     "requires": lambda t: t.exprs("requires", 0, 64) if "requires" in t.table else (),
     "smem": lambda t: t.expr("smem", t.table.get("smem", "0")),
-    "layout": lambda t: _layouts(t.table.get("layout", "row"), t.op, t.fail),
+    "layout": lambda t: _layouts(t.table.get("layout", Order.ROW), t.op, t.fail),
     "about": lambda t: t.string("about") if "about" in t.table else "",
     "let": lambda t: tuple((k, t.expr("let", v)) for k, v in t.lets.items()),
     "include": lambda t: _include(t.table.get("include", []), t.fail),

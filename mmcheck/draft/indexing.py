@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..cxx.front import constant, operator
+from ..describe.ops import Order
 from .cursors import bare, expressions, ident, refers
 from .groups import aliases, entry, is_table
 
@@ -46,28 +47,28 @@ class Indexing:
                     found.append(f"K % {tile} == 0")
         return found
 
-    def layouts(self, roles: list[str | None]) -> dict[str, str]:
-        """Each operand's order ("row" or "col") where its indexing shows one, and every access agrees."""
+    def layouts(self, roles: list[str | None]) -> dict[str, Order]:
+        """Each operand's order where its indexing shows one, and every access agrees."""
         along_k = set().union(*(variables for _, variables in self._loops(roles)))
         strides = {ident(p) for p, r in zip(self.parameters, roles) if r in ("M", "N", "K", "lda", "ldb", "ldc")}
         if not along_k:
             return {}
         rows = {k for index in self._accesses(roles, "A") for k, _ in self._terms(index, strides)} - along_k - strides
-        found: dict[str, str] = {}
+        found: dict[str, Order] = {}
         for operand, first in (("A", rows), ("B", along_k), ("C", rows)):
-            seen = set()
+            seen: set[Order] = set()
             for index in self._accesses(roles, operand):
                 terms = self._terms(index, strides)
                 mine = {multiplied for k, multiplied in terms if k in first}
                 others = {multiplied for k, multiplied in terms if k not in first and k not in strides}
                 if mine == {True} and False in others:
-                    seen.add("row")
+                    seen.add(Order.ROW)
                 elif mine == {False} and True in others:
-                    seen.add("col")
+                    seen.add(Order.COL)
             if len(seen) == 1:
                 found[operand] = seen.pop()
-        if "C" not in found and "col" in found.values():  # written elsewhere (a helper): cuBLAS's column-major C
-            found["C"] = "col"
+        if "C" not in found and Order.COL in found.values():  # written elsewhere (a helper): cuBLAS's column-major C
+            found["C"] = Order.COL
         return found
 
     def _loops(self, roles: list[str | None]) -> list[tuple[Any, set[tuple[str, int, str]]]]:

@@ -354,20 +354,21 @@ def _apart(encoded: Encoded) -> str | None:
 
 
 def order(operation: Op, operand: str, batched: bool, encoded: Sequence[Encoded | None], copies: Copies
-          ) -> str | None:
-    """The order ("row" or "col") of ``operand`` that its map's global dimensions show (``[K, M]``: a row-major
+          ) -> Order | None:
+    """The order of ``operand`` that its map's global dimensions show (``[K, M]``: a row-major
     A; ``[64 * (K / 64), ...]`` too, which is K at sizes of whole tiles), else the coordinate its copies step along
     K; None where neither does."""
     target = next(o for o in operation.operands if o.name == operand)
     for e in encoded:
-        orders = [o for o in ("row", "col") if e is not None and e.dims is not None
-                  and _same(e.dims, axes(target.rows, target.cols, Order(o), batched))]
+        orders = [o for o in Order if e is not None and e.dims is not None
+                  and _same(e.dims, axes(target.rows, target.cols, o, batched))]
         if len(orders) == 1:
             return orders[0]
     if copies.along_k is None or "K" not in (target.rows, target.cols):
         return None
     inner_is_k = copies.along_k == 0
-    return ("row" if inner_is_k else "col") if target.cols == "K" else ("col" if inner_is_k else "row")
+    k_columns = Order.ROW if inner_is_k else Order.COL  # the order where K indexes the operand's columns
+    return k_columns if target.cols == "K" else k_columns.other
 
 
 def _same(dims: Sequence[str], sizes: Sequence[str]) -> bool:

@@ -32,7 +32,7 @@ from ..cxx.setup import Setup
 from ..describe.dtypes import DTYPES, PRECISIONS
 from ..describe.epilogue import INDICES
 from ..describe.expr import SHAPE_NAMES
-from ..describe.ops import OPS
+from ..describe.ops import OPS, Order
 from ..describe.spec import RESERVED
 from ..describe.tensormaps import Passing
 from . import Draft
@@ -300,7 +300,7 @@ class _Drafting:
         key, role = ident(extra.parameter), self._roles[extra.place]
         operand = next((o for o in OPS[op].operands if o.leading == role), None)
         if operand is not None:
-            column_major = self.indexing.layouts(self._roles).get(operand.name) == "col"
+            column_major = self.indexing.layouts(self._roles).get(operand.name) is Order.COL
             return (operand.rows if column_major else operand.cols), True
         found = {role} if role else {{"m": "M", "n": "N"}.get(elements.names.get(text, ""))
                                      for text in compared(self.indexing.nodes, key)}
@@ -365,13 +365,13 @@ class _Drafting:
         if values["let"]:
             lines["let"] = "{" + ", ".join(f"{k} = {json.dumps(v)}" for k, v in values["let"].items()) + "}"
         read = self.indexing.layouts(roles) | orders
-        layouts = {o: read.get(o, "row") for o in OPS[op].names if o in ("A", "B", "C")}
-        tables, epilogue, varying = self._extras(op, roles, sites, layouts.get("C") == "col")
+        layouts = {o: read.get(o, Order.ROW) for o in OPS[op].names if o in ("A", "B", "C")}
+        tables, epilogue, varying = self._extras(op, roles, sites, layouts.get("C") is Order.COL)
         dropped = {e.name for e in self.extras} - {t.name for t in tables}  # no buffer or scalar after all
         lines["params"] = toml_list([p for p in params if p not in dropped])
-        if set(layouts.values()) == {"col"}:
-            lines["layout"] = '"col"'
-        elif "col" in layouts.values():
+        if set(layouts.values()) == {Order.COL}:
+            lines["layout"] = f'"{Order.COL}"'
+        elif Order.COL in layouts.values():
             lines["layout"] = "{" + ", ".join(f'{o} = "{order}"' for o, order in layouts.items()) + "}"
         lines["block"] = toml_list(values["block"])
         lines["grid"] = toml_list(values["grid"])
@@ -474,9 +474,10 @@ class _Drafting:
                                       "result (as in epilogue = \"relu(acc + bias[n])\")")
             return tables, None, varying
 
-    def _tensormaps(self, op: str, sites: list[Site], batched: bool) -> tuple[list[Table], dict[str, str]]:
+    def _tensormaps(self, op: str, sites: list[Site], batched: bool) -> tuple[list[Table], dict[str, Order]]:
         """The tables of the kernel's tensor maps, and the order of each operand they copy."""
-        tables, orders = [], {}
+        tables: list[Table] = []
+        orders: dict[str, Order] = {}
         for place, (name, operand, passed) in self.maps.items():
             encoded = [self.encodings.read(s, place) for s in sites]
             copies = self.device.copies(self.parameters[place])
@@ -488,7 +489,7 @@ class _Drafting:
             if found is None:
                 self.todo("layout", f"neither an encode of {name} nor the kernel's copies through it show which of "
                                     f"{operand}'s dimensions is innermost: row-major is a guess")
-            orders[operand] = found or "row"
+            orders[operand] = found or Order.ROW
         return tables, orders
 
     def _scalar_value(self, site: Site, extra: Extra) -> str | None:
