@@ -741,12 +741,15 @@ GROUPED_REFERENCE = """def grouped(A, B, C, problem_sizes):
 def test_a_grouped_gemm_gets_its_groups_sizes_zeroed_c_and_a_todo_for_the_reference(tmp_path):
     """The count of problems is the batch; the arrays read at the group's index are the groups' sizes: each
     leading dimension the whole operand's (the matrices lie in whole ones), the triples a guess that keeps
-    every group within M, N and K; since the groups differ, C is zeroed and the reference is the user's."""
+    every group within M, N and K; since the groups differ, C is zeroed, and the reference and the work (the
+    triples hold all three sizes, which an expression of whole arrays cannot take apart) are the user's."""
     path = tmp_path / "grouped.cu"
     path.write_text(GROUPED)
     drafted = draft(path)
-    assert [t.split(":")[0] for t in drafted.todos] == ["dtypes", "block", "reference", "buffers.problem_sizes.init"]
+    assert [t.split(":")[0] for t in drafted.todos] == ["dtypes", "block", "reference", "work",
+                                                        "buffers.problem_sizes.init"]
     assert "the groups have sizes of their own (problem_sizes): C is zeroed" in drafted.todos[2]
+    assert 'each group\'s 2 m n k summed, in the arrays of the sizes (as work = "2 * sum(' in drafted.todos[3]
     text = "\n".join(line for line in drafted.text.splitlines() if not line.startswith("# TODO"))
     assert text[text.index("template = "):] == '''template = ["T"]
 params = ["problem_sizes", "batch", "ptr_A", "ptr_B", "ptr_C", "lda_", "ldb_", "ldc_"]
@@ -782,7 +785,8 @@ def _written(folder: Path, text: str) -> Path:
 def test_what_a_tables_pointers_and_the_groups_sizes_are_is_read_from_their_use_where_names_say_nothing(tmp_path,
                                                                                                        capsys):
     """The table stored through is C, the others A and B in order; an array compared with the element's row is
-    each group's M, with its column N, one that bounds the loop over K each group's K."""
+    each group's M, with its column N, one that bounds the loop over K each group's K; a launch's work is each
+    group's own product, summed."""
     path = tmp_path / "by_use.cu"
     path.write_text("""__global__ void grouped(float **first, float **second, float **third, const int *rows,
                         const int *cols, const int *depth, int lda, int ldb, int ldc)
@@ -800,6 +804,7 @@ def test_what_a_tables_pointers_and_the_groups_sizes_are_is_read_from_their_use_
     assert out.startswith('op = "bmm"\n')
     assert [re.findall(r'points = "(\w)"', out), re.findall(r'init = "\((\w) \* \(i \+ 1\)\) // batch"', out)] \
         == [["A", "B", "C"], ["M", "N", "K"]]
+    assert 'work = "2 * sum(rows * cols * depth)"\n' in out
 
 
 @pytest.mark.parametrize("name, operand", [("ptr_A", "a"), ("A_array", "a"), ("Aarray", "a"), ("a_ptrs", "a"),

@@ -385,6 +385,8 @@ class _Drafting:
             lines["requires"] = toml_list(values["requires"])
         if varying:  # C as the launcher's cudaMemset leaves it: what a group does not cover stays zero
             lines["init"] = '{C = "zeros"}'
+            if (counted := self._work(varying)) is not None:
+                lines["work"] = json.dumps(counted)
         if epilogue is not None:
             lines["epilogue"] = json.dumps(epilogue)
         rows: list[tuple[str, str | None, str]] = [(key, f"{key} = {value}", "") for key, value in lines.items()]
@@ -404,10 +406,11 @@ class _Drafting:
         return Draft(self.kernel.spelling, "\n".join([*text, "*/"]), tuple(todos), tuple(notes))
 
     def _extras(self, op: str, roles: list[str | None], sites: list[Site], column_major: bool
-                ) -> tuple[list[Table], str | None, list[str]]:
+                ) -> tuple[list[Table], str | None, dict[str, str | None]]:
         """The tables of the parameters beyond the op's, the epilogue of the kernel's stores to C (None: it
         stores the op's result as it is, or mmcheck could not read it, which is a TODO where the kernel takes
-        such parameters), and the arrays of sizes by which the groups differ."""
+        such parameters), and the arrays of sizes by which the groups differ, each with the size (M, N or K) its
+        entry of a group is (None: not one, or several entries a group)."""
         used = self.used
         by = {ident(p): r for p, r in zip(self.parameters, roles) if r}
         operands = {k: r for k, r in by.items() if r in OPS[op].names}
@@ -417,7 +420,7 @@ class _Drafting:
         elements = Elements(self.kernel, stores, {k: r for k, r in by.items() if r in _STRIDES}, column_major,
                             output is not None and operands[output] == "y")
         element = element_of(elements, [s.index for s in stores]) if stores else None
-        tables, buffers, scalars, varying = [], {}, set(), []
+        tables, buffers, scalars, varying = [], {}, set(), {}
         for extra in self.extras:
             key = ident(extra.parameter)
             if extra.points:
@@ -426,7 +429,8 @@ class _Drafting:
                 dtype, _ = self._buffer_dtype(extra, sites, False)
                 size, whole = self._group_size(extra, elements, op)
                 table = group_sizes(extra, size, whole, dtype, self.todo)
-                varying += [] if whole else [extra.name]
+                if not whole:
+                    varying[extra.name] = size if extra.group == 1 else None
             elif extra.pointer:
                 if is_table(extra.parameter.type):
                     self.todo(f"buffers.{extra.name}.dtype", f"{extra.name} is a table of pointers into none of the "
@@ -473,6 +477,18 @@ class _Drafting:
                 self.todo("epilogue", f"{e}: write what the kernel stores to C as an expression of acc, the op's "
                                       "result (as in epilogue = \"relu(acc + bias[n])\")")
             return tables, None, varying
+
+    def _work(self, varying: dict[str, str | None]) -> str | None:
+        """A launch's operations where the groups have sizes of their own: each group's 2 m n k, summed, each of M, N
+        and K the array that holds it, else the size itself; None, said in a TODO, where an array's entries are not
+        told apart so."""
+        held = {size: name for name, size in varying.items() if size is not None}
+        if None in varying.values() or len(held) < len(varying):
+            self.todo("work", "the groups have sizes of their own: write a launch's operations, each group's 2 m n k "
+                              "summed, in the arrays of the sizes (as work = \"2 * sum(m_array * n_array * "
+                              "k_array)\"), or benchmarks count the op's 2 M N K per group, an upper bound")
+            return None
+        return f"2 * sum({' * '.join(held.get(size, size) for size in ('M', 'N', 'K'))})"
 
     def _tensormaps(self, op: str, sites: list[Site], batched: bool) -> tuple[list[Table], dict[str, Order]]:
         """The tables of the kernel's tensor maps, and the order of each operand they copy."""
