@@ -194,6 +194,28 @@ def test_the_heat_map_names_only_the_kinds_it_draws(case, legend, colour_bar):
         plt.close(fig)
 
 
+@pytest.mark.parametrize("errors, scale", [([3.0], (0.3, 30.0)), ([0.5, 2.0, 64.0], (0.5, 64.0))])
+def test_the_heat_maps_colour_bar_is_the_error_itself_on_a_log_scale(errors, scale):
+    """|C - reference| in its own units, not its logarithm's; one error alone sits a decade from either end."""
+    pytest.importorskip("matplotlib", reason="the heat map needs the plot extra (matplotlib)")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import LogNorm
+
+    from mmcheck.judging.artifacts import heat_map_figure
+
+    want = np.arange(12.0).reshape(1, 3, 4)
+    got = want.copy()
+    got.flat[:len(errors)] += errors
+    wrong = got != want
+    fig = heat_map_figure({"C": got, "reference": want, "wrong": wrong, "unwritten": np.zeros_like(wrong)}, META)
+    try:
+        image = fig.axes[0].get_images()[-1]
+        assert isinstance(image.norm, LogNorm) and (image.norm.vmin, image.norm.vmax) == pytest.approx(scale)
+        assert fig.axes[1].get_ylabel() == "|C - reference| of a wrong number"
+    finally:
+        plt.close(fig)
+
+
 @pytest.mark.parametrize("rows, cols", [(1, 1), (3, 40)])
 def test_the_heat_maps_axes_are_marked_at_whole_indices_only(rows, cols):
     pytest.importorskip("matplotlib", reason="the heat map needs the plot extra (matplotlib)")

@@ -77,12 +77,14 @@ def _heat_map(path: Path, arrays: dict[str, np.ndarray], meta: dict) -> Path | N
 def heat_map_figure(arrays: dict[str, np.ndarray], meta: dict) -> Any:
     """What the text tile map says, per element of the first batch with an error: right elements grey,
     unwritten ones and NaN/inf ones in colours of their own, named in the legend only when drawn, and wrong
-    numbers coloured by log10 |C - reference| with a colour bar only when there are some.  ``arrays``: a
-    Record's (C, reference, and the masks wrong and unwritten).  Raises ImportError without matplotlib."""
+    numbers coloured by |C - reference| on a log scale, in its own units (a decade either side of one error
+    where all are one), with a colour bar only when there are some.  ``arrays``: a Record's (C, reference, and
+    the masks wrong and unwritten).  Raises ImportError without matplotlib."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.colors import LogNorm
     from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
 
@@ -101,9 +103,14 @@ def heat_map_figure(arrays: dict[str, np.ndarray], meta: dict) -> Any:
     fig, ax = plt.subplots(figsize=(6.5, 5), layout="constrained")
     ax.imshow(base, interpolation="nearest")
     if numbers.any():
-        shown = np.ma.masked_where(~numbers, np.log10(np.where(numbers, err, 1.0)))
-        image = ax.imshow(shown, cmap="magma", interpolation="nearest")
-        fig.colorbar(image, ax=ax, label="log10 |C - reference| of a wrong number")
+        # A wrong number equal to its reference (a zero of the other sign) drawn as the least error shown.
+        least = err[numbers & (err > 0)].min(initial=np.inf)
+        least = 1.0 if np.isinf(least) else least
+        shown = np.ma.masked_where(~numbers, np.where(numbers, np.maximum(err, least), 1.0))
+        low, high = shown.min(), shown.max()
+        image = ax.imshow(shown, cmap="magma", interpolation="nearest",
+                          norm=LogNorm(low / 10, high * 10) if low == high else LogNorm(low, high))
+        fig.colorbar(image, ax=ax, label="|C - reference| of a wrong number")
     # Below the whole figure, not the axes: under a C of one row, a place relative to the axes' height lies on
     # the column numbers.
     fig.legend(handles=[Patch(color=c, label=f"{name} ({int(w.sum())})") for name, c, w in kinds if w.any()],
