@@ -137,6 +137,14 @@ def relu_then_bias(a, b, c, bias, m, n, k, schedule):
     _payload(c)[:] = (np.maximum(product, 0) + _payload(bias)).reshape(-1).astype(c.dtype)
 
 
+def bias_by_row(a, b, c, bias, m, n, k, schedule):
+    """bias[row] where the spec says bias[n]: a tutorial's slip, in range wherever M <= N."""
+    wide = np.float64
+    product = _payload(a).reshape(m, k).astype(wide) @ _payload(b).reshape(k, n).astype(wide)
+    rows = _payload(bias)[np.minimum(np.arange(m), n - 1)].astype(wide)[:, None]
+    _payload(c)[:] = np.maximum(product + rows, 0).reshape(-1).astype(c.dtype)
+
+
 def writes_bias(a, b, c, bias, m, n, k, schedule):
     bias_relu(a, b, c, bias, m, n, k, schedule)
     _payload(bias)[0] += 1
@@ -156,3 +164,21 @@ def test_an_epilogue_kernel_is_judged_through_its_epilogue(monkeypatch, entry, o
         result = runner.run(runner.case(spec, dtype, shape))
         assert result.outcome.value == outcome, result.message
         assert result.check == check
+
+
+@pytest.mark.parametrize("shape, told", [(Shape(12, 16, 8), True), (Shape(20, 16, 8), False)])
+def test_a_buffer_read_with_the_row_and_column_swapped_is_said_so(monkeypatch, shape, told):
+    """Said where the result is exactly the epilogue so read; at a shape where the other index would run past
+    the buffer (M > N for bias[m]), no such reading exists, and none is claimed."""
+    from tests import fake_backend
+
+    for function in (bias_by_row, relu_then_bias):
+        monkeypatch.setattr(fake_backend, function.__name__, function, raising=False)
+    runner = Runner(FakeBackend(), seed=3)
+    said = "the result is exactly 'relu(acc + bias[m])', where the spec says 'relu(acc + bias[n])': the kernel " \
+           "reads bias with the element's row and column swapped"
+    result = runner.run(runner.case(_spec("bias_by_row"), F32, shape))
+    assert (result.outcome.value, result.check) == ("fail", "mismatch")
+    assert (said in result.message) == told, result.message
+    other = runner.run(runner.case(_spec("relu_then_bias"), F32, shape))
+    assert other.outcome.value == "fail" and "swapped" not in other.message, other.message

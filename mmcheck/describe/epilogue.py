@@ -151,6 +151,21 @@ class Epilogue:
         rounding = k * u / (1 - k * u) * self.magnitude(xp.abs(acc) + acc_bound, values, xp, origin)
         return moved + rounding
 
+    def swapped(self) -> list[tuple[Epilogue, str]]:
+        """The readings of this epilogue with the element's row and column swapped in one buffer's subscript
+        (``bias[m]`` for ``bias[n]``), each with that buffer's name: what a kernel that indexes one of them by the
+        other index computes."""
+        found = []
+        for place, node in enumerate(ast.walk(self.tree)):
+            if isinstance(node, ast.Subscript) and {"m", "n"} & {n.id for n in ast.walk(node.slice)
+                                                                 if isinstance(n, ast.Name)}:
+                tree = _copied(self.tree)  # walked in the same order: its node at ``place`` is this one
+                mine = list(ast.walk(tree))[place]
+                assert isinstance(mine, ast.Subscript) and isinstance(mine.value, ast.Name)
+                mine.slice = _SwapRowAndColumn().visit(mine.slice)
+                found.append((type(self)(ast.unparse(tree), self._buffers, self._scalars), mine.value.id))
+        return found
+
     def reads(self, batch: int, rows: int, cols: int) -> dict[str, int]:
         """The fewest elements of each buffer the epilogue reads over a (batch, rows, cols) result, what a floor
         counts: exactly where each index of a subscript names its own ones of b, m and n (``bias[n]``,
@@ -351,6 +366,15 @@ class _Evaluation:
                                     f"dimension {axis + 1}, past its {size} elements")
         read = values[indices].astype(xp.float64)
         return xp.abs(read) if self.magnitudes else read
+
+
+class _SwapRowAndColumn(ast.NodeTransformer):
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        return ast.Name({"m": "n", "n": "m"}.get(node.id, node.id), node.ctx)
+
+
+def _copied(node: ast.expr) -> ast.expr:
+    return ast.parse(ast.unparse(node), mode="eval").body
 
 
 def _grid(shape: tuple[int, ...], origin: Origin, xp: Any) -> dict[str, Any]:

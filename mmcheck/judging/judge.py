@@ -20,6 +20,7 @@ from ..cases.data import Operands, Trial
 from .diagnose import Evidence, Exact, diagnose, tile_map
 from .freivalds import freivalds
 from ..describe.dtypes import DType
+from ..describe.epilogue import Epilogue, EpilogueError
 from ..errors import SpecError, Unsupported
 from ..describe.extras import Buffer, Role
 from ..cases.referee import ReferenceFailure, results
@@ -190,7 +191,7 @@ def judge(prepared: Prepared, got: np.ndarray, schedule: str, schedules: tuple[s
                         layouts=prepared.layouts,
                         accumulator=spec.accumulator(prepared.dtype),
                         inputs=prepared.dtype.inputs, params=frozenset(q.name for q in spec.params))
-    said = diagnose(evidence)
+    said = [*filter(None, [_swapped_index(prepared, ops, got)]), *diagnose(evidence)]
     lines += [*said, tile_map(evidence)]
     record = Record(
         stem=f"{spec.name}-{prepared.dtype.replace('->', '_to_')}-{prepared.shape}-{trial.pattern}",  # no '>' in a name
@@ -367,14 +368,14 @@ def _whole(prepared: Prepared, ops: Operands) -> bool:
     return all(np.all(np.mod(ops[name].astype(np.float64), 1) == 0) for name in read)
 
 
-def _through_epilogue(prepared: Prepared, ops: Operands, product: np.ndarray,
-                      whole: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    """The reference and bound of a kernel with an epilogue (epilogue.py): the op's product through it, compared
-    exactly where the data are whole numbers (``whole``: the buffers' too) the accumulator holds at every step,
-    else within the product's bound carried through the epilogue, the epilogue's own roundings and the
-    output's."""
+def _through_epilogue(prepared: Prepared, ops: Operands, product: np.ndarray, whole: bool,
+                      epilogue: Epilogue | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """The reference and bound of a kernel with an epilogue (epilogue.py; the spec's unless given): the op's
+    product through it, compared exactly where the data are whole numbers (``whole``: the buffers' too) the
+    accumulator holds at every step, else within the product's bound carried through the epilogue, the
+    epilogue's own roundings and the output's."""
     spec, p = prepared.spec, prepared.dtype
-    op, out, acc, epilogue = spec.operation, p.output, spec.accumulator(p), spec.epilogue
+    op, out, acc, epilogue = spec.operation, p.output, spec.accumulator(p), epilogue or spec.epilogue
     assert epilogue is not None
     values = {**{b.name: ops[b.name] for b in spec.buffers},
               **{s.name: s.at(prepared.plan.env) for s in spec.named_scalars}}
@@ -388,6 +389,25 @@ def _through_epilogue(prepared: Prepared, ops: Operands, product: np.ndarray,
     if spec.tolerance is not None:
         return want, spec.tolerance.bound(want)
     return want, bound
+
+
+def _swapped_index(prepared: Prepared, ops: Operands, got: np.ndarray) -> Exact | None:
+    """Where the result is exactly what the spec's epilogue gives with the element's row and column swapped in
+    one buffer's subscript (``bias[m]`` for ``bias[n]``), that reading, said; None where none is."""
+    spec = prepared.spec
+    if spec.epilogue is None or spec.reference is not None:
+        return None
+    whole, scaled = _whole(prepared, ops), _scaled(prepared, ops)
+    product = reference(spec.operation, scaled)
+    for reading, buffer in spec.epilogue.swapped():
+        try:
+            want, bound = _through_epilogue(prepared, scaled, product, whole, reading)
+        except EpilogueError:  # the other index runs past the buffer's end at this shape: no such reading here
+            continue
+        if compare(got, want, bound) is None:
+            return Exact(f"the result is exactly {reading.text!r}, where the spec says {spec.epilogue.text!r}: the "
+                         f"kernel reads {buffer} with the element's row and column swapped")
+    return None
 
 
 # The reference function's results of the latest operands: a case's launches (schedules, reruns) share them.
