@@ -1024,3 +1024,46 @@ passed = "pointer"
                                            ("A", None), ("tma_map", None)])
 def test_a_maps_name_says_its_operand_once_the_words_of_a_map_are_off(name, operand):
     assert named(name) == operand
+
+
+_TILED = """#define TILE 32
+__global__ void tiled(const float *A, const float *B, float *C, int M, int N, int K)
+{
+    __shared__ float a[TILE][TILE], b[TILE][TILE];
+    int row = blockIdx.y * TILE + threadIdx.y, col = blockIdx.x * TILE + threadIdx.x;
+    float sum = 0.0f;
+    for (int t = 0; t < K; t += TILE) {
+        a[threadIdx.y][threadIdx.x] = A[row * K + t + threadIdx.x];
+        b[threadIdx.y][threadIdx.x] = B[(t + threadIdx.y) * N + col];
+        __syncthreads();
+        for (int k = 0; k < TILE; ++k)
+            sum += a[threadIdx.y][k] * b[k][threadIdx.x];
+        __syncthreads();
+    }
+    %s
+}
+
+void run(const float *A, const float *B, float *C, int M, int N, int K)
+{
+    dim3 block(TILE, TILE), grid((N + TILE - 1) / TILE, (M + TILE - 1) / TILE);
+    tiled<<<grid, block>>>(A, B, C, M, N, K);
+}
+"""
+
+
+@pytest.mark.parametrize("store, told", [("C[row * N + col] = sum;", True),
+                                         ("if (row < M && col < N) C[row * N + col] = sum;", False),
+                                         ("const int rows = M; if (row < rows && col < N) C[row * N + col] = sum;",
+                                          False)])
+def test_a_kernel_that_checks_no_row_or_column_gets_a_todo_for_whole_tiles(tmp_path, store, told):
+    """A kernel written for whole tiles only (as a tutorial's are, for multiples of 32) compares no row with M
+    and no column with N: the draft says what it can be right on, and leaves the choice to its author; one that
+    checks (through a variable of its own too) gets no such TODO."""
+    path = tmp_path / "tiled.cu"
+    path.write_text(_TILED % store)
+    todos = [t for t in draft(path).todos if t.startswith("requires:")]
+    assert todos == ([
+        'requires: the kernel compares no column with N and no row with M (no bounds check): its stores cover whole '
+        'tiles, so it can be right only where N % 32 == 0 and M % 32 == 0; if it is meant for those shapes alone, '
+        'say so: requires = ["N % 32 == 0", "M % 32 == 0"] (and K\'s, where its loop over K reads whole tiles '
+        'unchecked too)'] if told else [])

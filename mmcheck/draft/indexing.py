@@ -6,10 +6,12 @@ from typing import Any
 
 from ..cxx.front import constant, operator
 from ..describe.ops import Order
-from .cursors import bare, expressions, ident, refers
+from .cursors import bare, callee, expressions, ident, refers
 from .groups import aliases, entry, is_table
 
 __all__ = ["Indexing"]
+
+_COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 
 
 class Indexing:
@@ -45,6 +47,24 @@ class Indexing:
                 if operator(side) == "/" and len(parts) == 2 and refers(parts[0], k) \
                         and parts[0].kind == self.ck.DECL_REF_EXPR and (tile := constant(parts[1]) or 0) > 1:
                     found.append(f"K % {tile} == 0")
+        return found
+
+    def unchecked(self, roles: list[str | None]) -> list[str]:
+        """Those of M and N that a kernel that indexes C never compares (nor a variable made from them, nor passes
+        to min or max): it checks no row (column) against them, so its stores cover whole tiles whatever the
+        size."""
+        found: list[str] = []
+        if not self._accesses(roles, "C"):
+            return found
+        for size in ("M", "N"):
+            keys = {ident(p) for p, r in zip(self.parameters, roles) if r == size}
+            if not keys or self.body is None:
+                continue
+            made = set().union(*(self._derived(key, self.body) for key in keys))
+            if not any(refers(n, made) for n in self.nodes
+                       if (n.kind == self.ck.BINARY_OPERATOR and operator(n) in _COMPARISONS)
+                       or (n.kind == self.ck.CALL_EXPR and callee(n)[0] in ("min", "max"))):
+                found.append(size)
         return found
 
     def layouts(self, roles: list[str | None]) -> dict[str, Order]:

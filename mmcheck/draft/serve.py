@@ -49,7 +49,8 @@ from .launches import Launches
 from .maps import Encodings, cluster, map_table, named, order, passing, required
 from .names import BATCH, GROUPS, LEADING, OUTPUTS, operand_named, size_named, stripped
 from .source import File
-from .text import choose_field, conjuncts, label, names_used, rounded_down, spec_name, tidy, toml_list, unique
+from .text import (choose_field, conjuncts, label, names_used, rounded_down, spec_name, tidy, toml_list,
+                   unchecked_tiles, unique)
 
 __all__ = ["serve"]
 
@@ -357,6 +358,9 @@ class _Drafting:
         batched = "batch" in OPS[op].free(tuple(r for r in roles if r))
         values = self._values(sites, requires, batched)
         roles = self._roles  # a table of pointers as its operand, from here on
+        unchecked = [] if self.maps else self.indexing.unchecked(roles)  # a tensor map's copies keep to its bounds
+        if said := unchecked_tiles(unchecked, values["grid"], values["requires"]):
+            self.todo("requires", said)
         maps, orders = self._tensormaps(op, sites, batched)
         lines["dtypes"] = toml_list(self._dtypes(sites, roles))
         template = values.pop("template")

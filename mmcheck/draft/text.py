@@ -13,7 +13,7 @@ from ..describe.expr import SHAPE_NAMES, Expr, ExprError
 from ..describe.spec import RESERVED
 
 __all__ = ["unique", "choose_field", "tidy", "conjuncts", "label", "rounded_down", "names_used", "spec_name",
-           "toml_list"]
+           "toml_list", "unchecked_tiles"]
 
 
 def unique(items: list[Any], key: Any) -> list[Any]:
@@ -140,6 +140,34 @@ def rounded_down(text: str) -> tuple[str, int] | None:
             and tree.left.id in SHAPE_NAMES and (tile := _value(tree.right)) is not None and tile > 1:
         return tree.left.id, tile
     return None
+
+
+def unchecked_tiles(unchecked: list[str], grid: list[str], requires: list[str]) -> str | None:
+    """The TODO of a kernel that checks no row or column against the sizes ``unchecked`` (indexing.unchecked):
+    the whole tiles its grid's ``cdiv(M, 32)`` covers are the only shapes it is right on, as its author may mean
+    (a tutorial's kernels for multiples of 32); None where the grid names no such tile for them, or ``requires``
+    has them already."""
+    tiles = {}
+    for text in grid:
+        try:
+            tree = ast.parse(text, mode="eval").body
+        except SyntaxError:
+            continue
+        if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and tree.func.id == "cdiv" \
+                and isinstance(tree.args[0], ast.Name) and tree.args[0].id in unchecked \
+                and (tile := _value(tree.args[1])) is not None and tile > 1:
+            tiles[tree.args[0].id] = tile
+    tiles = {size: tile for size, tile in tiles.items() if f"{size} % {tile} == 0" not in requires}
+    if not tiles:
+        return None
+    wanted = [f"{size} % {tile} == 0" for size, tile in tiles.items()]
+    return (f"the kernel compares no {' and no '.join(_SIDES[size] for size in tiles)} (no bounds check): its "
+            f"stores cover whole tiles, so it can be right only where {' and '.join(wanted)}; if it is meant for "
+            f"those shapes alone, say so: requires = {json.dumps(wanted)} (and K's, where its loop over K reads "
+            f"whole tiles unchecked too)")
+
+
+_SIDES = {"M": "row with M", "N": "column with N"}
 
 
 def names_used(text: str) -> set[str]:
