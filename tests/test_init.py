@@ -1033,7 +1033,7 @@ __global__ void tiled(const float *A, const float *B, float *C, int M, int N, in
     int row = blockIdx.y * TILE + threadIdx.y, col = blockIdx.x * TILE + threadIdx.x;
     float sum = 0.0f;
     for (int t = 0; t < K; t += TILE) {
-        a[threadIdx.y][threadIdx.x] = A[row * K + t + threadIdx.x];
+        a[threadIdx.y][threadIdx.x] = %s;
         b[threadIdx.y][threadIdx.x] = B[(t + threadIdx.y) * N + col];
         __syncthreads();
         for (int k = 0; k < TILE; ++k)
@@ -1049,21 +1049,28 @@ void run(const float *A, const float *B, float *C, int M, int N, int K)
     tiled<<<grid, block>>>(A, B, C, M, N, K);
 }
 """
+_LOAD, _CHECKED_LOAD = "A[row * K + t + threadIdx.x]", "t + threadIdx.x < K ? A[row * K + t + threadIdx.x] : 0.0f"
 
 
-@pytest.mark.parametrize("store, told", [("C[row * N + col] = sum;", True),
-                                         ("if (row < M && col < N) C[row * N + col] = sum;", False),
-                                         ("const int rows = M; if (row < rows && col < N) C[row * N + col] = sum;",
-                                          False)])
-def test_a_kernel_that_checks_no_row_or_column_gets_a_todo_for_whole_tiles(tmp_path, store, told):
+@pytest.mark.parametrize("load, store, told", [
+    (_LOAD, "C[row * N + col] = sum;",
+     'compares no column with N and no row with M and reads K in whole steps of 32 unchecked (no bounds check): it '
+     'can be right only where N % 32 == 0 and M % 32 == 0 and K % 32 == 0; if it is meant for those shapes alone, '
+     'say so: requires = ["N % 32 == 0", "M % 32 == 0", "K % 32 == 0"]'),
+    (_CHECKED_LOAD, "C[row * N + col] = sum;",
+     'compares no column with N and no row with M (no bounds check): it can be right only where N % 32 == 0 and '
+     'M % 32 == 0; if it is meant for those shapes alone, say so: requires = ["N % 32 == 0", "M % 32 == 0"] (and '
+     'K\'s, where its loop over K reads whole tiles unchecked too)'),
+    (_LOAD, "if (row < M && col < N) C[row * N + col] = sum;",
+     'reads K in whole steps of 32 unchecked (no bounds check): it can be right only where K % 32 == 0; if it is '
+     'meant for those shapes alone, say so: requires = ["K % 32 == 0"]'),
+    (_CHECKED_LOAD, "if (row < M && col < N) C[row * N + col] = sum;", None),
+    (_CHECKED_LOAD, "const int rows = M; if (row < rows && col < N) C[row * N + col] = sum;", None)])
+def test_a_kernel_that_checks_no_row_or_column_gets_a_todo_for_whole_tiles(tmp_path, load, store, told):
     """A kernel written for whole tiles only (as a tutorial's are, for multiples of 32) compares no row with M
-    and no column with N: the draft says what it can be right on, and leaves the choice to its author; one that
-    checks (through a variable of its own too) gets no such TODO."""
+    and no column with N, or reads K a tile at a time unchecked: the draft says what it can be right on, and
+    leaves the choice to its author; one that checks (through a variable of its own too) gets no such TODO."""
     path = tmp_path / "tiled.cu"
-    path.write_text(_TILED % store)
+    path.write_text(_TILED % (load, store))
     todos = [t for t in draft(path).todos if t.startswith("requires:")]
-    assert todos == ([
-        'requires: the kernel compares no column with N and no row with M (no bounds check): its stores cover whole '
-        'tiles, so it can be right only where N % 32 == 0 and M % 32 == 0; if it is meant for those shapes alone, '
-        'say so: requires = ["N % 32 == 0", "M % 32 == 0"] (and K\'s, where its loop over K reads whole tiles '
-        'unchecked too)'] if told else [])
+    assert todos == ([f"requires: the kernel {told}"] if told else [])

@@ -61,11 +61,32 @@ class Indexing:
             if not keys or self.body is None:
                 continue
             made = set().union(*(self._derived(key, self.body) for key in keys))
-            if not any(refers(n, made) for n in self.nodes
-                       if (n.kind == self.ck.BINARY_OPERATOR and operator(n) in _COMPARISONS)
-                       or (n.kind == self.ck.CALL_EXPR and callee(n)[0] in ("min", "max"))):
+            if not any(self._checks(n, made) for n in self.nodes):
                 found.append(size)
         return found
+
+    def k_tile(self, roles: list[str | None]) -> int | None:
+        """The constant step of the loop over K where K is compared nowhere but in that loop's bound (no load
+        checks its column of A, or row of B, against K): the kernel reads whole tiles of K, right only for K a
+        multiple of the step; None otherwise."""
+        keys = {ident(p) for p, r in zip(self.parameters, roles) if r == "K"}
+        loops = self._loops(roles)
+        if not keys or len(loops) != 1 or self.body is None:
+            return None
+        parts = expressions(loops[0][0])
+        if len(parts) < 2 or operator(parts[1]) != "+=":
+            return None
+        bound = bare(parts[0])
+        made = set().union(*(self._derived(key, self.body) for key in keys))
+        if not refers(bound, made) or any(self._checks(n, made) and n.extent != bound.extent for n in self.nodes):
+            return None
+        step = constant(bare(expressions(parts[1])[-1]))
+        return step if step is not None and step > 1 else None
+
+    def _checks(self, node: Any, made: set[tuple[str, int, str]]) -> bool:
+        """Whether ``node`` compares one of ``made``, or passes it to min or max: a bounds check."""
+        return ((node.kind == self.ck.BINARY_OPERATOR and operator(node) in _COMPARISONS)
+                or (node.kind == self.ck.CALL_EXPR and callee(node)[0] in ("min", "max"))) and refers(node, made)
 
     def layouts(self, roles: list[str | None]) -> dict[str, Order]:
         """Each operand's order where its indexing shows one, and every access agrees."""

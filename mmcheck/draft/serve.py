@@ -358,8 +358,8 @@ class _Drafting:
         batched = "batch" in OPS[op].free(tuple(r for r in roles if r))
         values = self._values(sites, requires, batched)
         roles = self._roles  # a table of pointers as its operand, from here on
-        unchecked = [] if self.maps else self.indexing.unchecked(roles)  # a tensor map's copies keep to its bounds
-        if said := unchecked_tiles(unchecked, values["grid"], values["requires"]):
+        if not self.maps and (said := unchecked_tiles(  # a tensor map's copies keep to its bounds
+                self.indexing.unchecked(roles), values["grid"], values["requires"], self.indexing.k_tile(roles))):
             self.todo("requires", said)
         maps, orders = self._tensormaps(op, sites, batched)
         lines["dtypes"] = toml_list(self._dtypes(sites, roles))

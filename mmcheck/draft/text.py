@@ -142,11 +142,11 @@ def rounded_down(text: str) -> tuple[str, int] | None:
     return None
 
 
-def unchecked_tiles(unchecked: list[str], grid: list[str], requires: list[str]) -> str | None:
-    """The TODO of a kernel that checks no row or column against the sizes ``unchecked`` (indexing.unchecked):
-    the whole tiles its grid's ``cdiv(M, 32)`` covers are the only shapes it is right on, as its author may mean
-    (a tutorial's kernels for multiples of 32); None where the grid names no such tile for them, or ``requires``
-    has them already."""
+def unchecked_tiles(unchecked: list[str], grid: list[str], requires: list[str], k_tile: int | None) -> str | None:
+    """The TODO of a kernel that checks no row or column against the sizes ``unchecked`` (indexing.unchecked),
+    or reads K in whole tiles of ``k_tile`` unchecked (indexing.k_tile): the whole tiles its grid's
+    ``cdiv(M, 32)`` covers, and K's, are the only shapes it is right on, as its author may mean (a tutorial's
+    kernels for multiples of 32); None where there are none such, or ``requires`` has them already."""
     tiles = {}
     for text in grid:
         try:
@@ -157,14 +157,17 @@ def unchecked_tiles(unchecked: list[str], grid: list[str], requires: list[str]) 
                 and isinstance(tree.args[0], ast.Name) and tree.args[0].id in unchecked \
                 and (tile := _value(tree.args[1])) is not None and tile > 1:
             tiles[tree.args[0].id] = tile
+    tiles |= {"K": k_tile} if k_tile is not None else {}
     tiles = {size: tile for size, tile in tiles.items() if f"{size} % {tile} == 0" not in requires}
     if not tiles:
         return None
     wanted = [f"{size} % {tile} == 0" for size, tile in tiles.items()]
-    return (f"the kernel compares no {' and no '.join(_SIDES[size] for size in tiles)} (no bounds check): its "
-            f"stores cover whole tiles, so it can be right only where {' and '.join(wanted)}; if it is meant for "
-            f"those shapes alone, say so: requires = {json.dumps(wanted)} (and K's, where its loop over K reads "
-            f"whole tiles unchecked too)")
+    said = [_SIDES[size] for size in tiles if size != "K"]
+    did = [f"compares no {' and no '.join(said)}"] if said else []
+    did += [f"reads K in whole steps of {tiles['K']} unchecked"] if "K" in tiles else []
+    return (f"the kernel {' and '.join(did)} (no bounds check): it can be right only where {' and '.join(wanted)}; "
+            f"if it is meant for those shapes alone, say so: requires = {json.dumps(wanted)}"
+            + ("" if "K" in tiles else " (and K's, where its loop over K reads whole tiles unchecked too)"))
 
 
 _SIDES = {"M": "row with M", "N": "column with N"}
