@@ -1074,3 +1074,13 @@ def test_a_kernel_that_checks_no_row_or_column_gets_a_todo_for_whole_tiles(tmp_p
     path.write_text(_TILED % (load, store))
     todos = [t for t in draft(path).todos if t.startswith("requires:")]
     assert todos == ([f"requires: the kernel {told}"] if told else [])
+
+
+@pytest.mark.parametrize("requires, tail", [([], True), (["K % 16 == 0"], False), (["M % 32 == 0"], True)])
+def test_the_todo_of_whole_tiles_leaves_out_what_the_requires_say_already(requires, tail):
+    from mmcheck.draft.text import unchecked_tiles
+
+    said = unchecked_tiles(["M", "N"], ["cdiv(N, 32)", "cdiv(M, 32)"], requires, None)
+    assert said is not None and ("M % 32 == 0" in said) == ("M % 32 == 0" not in requires)
+    assert said.endswith("(and K's, where its loop over K reads whole tiles unchecked too)") == tail
+    assert unchecked_tiles(["M", "N"], ["cdiv(N, 32)", "cdiv(M, 32)"], ["M % 32 == 0", "N % 32 == 0"], None) is None

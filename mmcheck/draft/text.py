@@ -167,7 +167,8 @@ def unchecked_tiles(unchecked: list[str], grid: list[str], requires: list[str], 
     did += [f"reads K in whole steps of {tiles['K']} unchecked"] if "K" in tiles else []
     return (f"the kernel {' and '.join(did)} (no bounds check): it can be right only where {' and '.join(wanted)}; "
             f"if it is meant for those shapes alone, say so: requires = {json.dumps(wanted)}"
-            + ("" if "K" in tiles else " (and K's, where its loop over K reads whole tiles unchecked too)"))
+            + ("" if "K" in tiles or any(r.startswith("K %") for r in requires)
+               else " (and K's, where its loop over K reads whole tiles unchecked too)"))
 
 
 _SIDES = {"M": "row with M", "N": "column with N"}
