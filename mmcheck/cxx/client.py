@@ -105,7 +105,9 @@ def ask(reader: str, request: dict[str, Any], path: Path, folder: Path) -> Any:
     with ``folder`` (the kernel's folder) readable; raises what went wrong, as the module's docstring says."""
     parses = setup()
     reads = [folder, *([Path(parses.pch).parent] if parses.pch else [])]
-    with sandbox.scratch() as scratch:
+    # Inside mmcheck's own scratch folder, which the process that made it removes at exit: a pool worker killed
+    # while its child reads (Ctrl-C on a loaded machine) leaves nothing behind.
+    with sandbox.scratch(children.scratch()) as scratch:
         reply = _run(reader, {**request, "setup": _json(parses)}, reads, scratch, path)
     if "refused" in reply:
         # In g++'s words, which compile_refusal reads: the refusal named as any compile's is.
