@@ -4,11 +4,14 @@ once here, and read by each."""
 
 from __future__ import annotations
 
-__all__ = ["COMPILER", "COMPILERS", "DEFAULT_BUDGET", "SRC", "TIMEOUT"]
+__all__ = ["COMPILER", "COMPILERS", "DEFAULT_BUDGET", "KEEP", "SRC", "TIMEOUT"]
 
 TIMEOUT = 10.0  # seconds a launch may run before it counts as hung
 COMPILERS = ("nvcc", "nvrtc", "auto")  # the GPU's compilers by name: auto is nvcc where it is on PATH, else NVRTC
 COMPILER = "auto"  # a machine with only the driver and the wheels (NVRTC) works as one with the toolkit
+# Seconds the mmcheck command's GPU worker, its CUDA context made, waits for the next run: an edit and a check
+# again come within minutes; the context holds some GPU memory meanwhile.
+KEEP = 300.0
 SRC = "cuda_src"  # the folder of kernels, where none is named
 # Multiply-adds per case in a default run: enough for several tiles in every dimension while the CPU
 # reference (and the emulator) stay in the milliseconds.

@@ -131,6 +131,8 @@ def _settings(config: pytest.Config) -> Settings:
         return config.stash[_SETTINGS]
     settings = Settings.read(lambda dest: config.getoption("mmcheck_" + dest),
                              kernel=tuple(config.getoption("mmcheck_kernel")))
+    if config.getoption("mmcheck_keep_worker") is None:  # a test session leaves no GPU worker behind unasked
+        settings = dataclasses.replace(settings, keep_worker=0.0)
     if missing := [p for p in settings.src if not Path(p).exists()]:
         raise pytest.UsageError(f"--mmcheck-src {missing[0]}: no such file or directory")
     if not settings.src:

@@ -11,6 +11,7 @@ import importlib.util
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import ml_dtypes
@@ -288,6 +289,33 @@ def test_a_hang_is_a_kernel_timeout_and_the_backend_goes_on(backend):
         _multiply(backend, "survival.hang", 4, 4, 4)
     got, want = _multiply(backend, "survival.good", 33, 9, 17)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["cuda-core", "pycuda"])
+def test_a_kept_worker_serves_the_next_run_and_one_a_kernel_broke_is_never_handed_on(name, monkeypatch):
+    """Each run opens the backend afresh in the worker the last one left; after an illegal address the next run
+    finds a fresh worker, whose context works."""
+    place = tempfile.mkdtemp(prefix="k")  # a socket's path is at most 107 bytes
+    monkeypatch.setattr(tempfile, "tempdir", place)
+    workers, results = [], []
+    try:
+        for kernel in ("survival.good", "survival.good", "survival.crash", "survival.good"):
+            backend = _opened(name, keep=30)
+            try:
+                workers.append(backend._workers[None].process.pid)
+                results.append(_multiply(backend, kernel, 20, 18, 7))
+            except KernelFault as e:
+                results.append(e)
+            finally:
+                backend.close()
+    finally:
+        for pid in set(workers):
+            subprocess.run(["kill", "-9", str(pid)], check=False, capture_output=True)
+        subprocess.run(["rm", "-rf", place], check=False)
+    assert workers[0] == workers[1] == workers[2] != workers[3], workers
+    assert isinstance(results[2], KernelFault)
+    for got, want in (results[0], results[1], results[3]):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
 def test_the_parameters_sizes_are_read_from_the_loaded_kernel(backend):

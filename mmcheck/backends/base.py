@@ -110,6 +110,7 @@ class BackendOptions:
     strict_barriers: bool = True    # emulator: barrier divergence is an error (False: a warning)
     cache_dir: str | None = None    # where compiled modules are kept; None: the user cache dir
     compiler: str = COMPILER        # GPU: nvcc, nvrtc, or auto (nvcc if on PATH, else nvrtc)
+    keep: float = 0.0               # GPU: seconds its worker waits for the next run once this one ends (kept.py)
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ class CudaCoreBackend(GpuBackend):
         self._pool = gpu.memory_resource
         self._pinned_pool = _PinnedPool()
 
-    def close(self) -> None:
+    def _release(self) -> None:
         self._pinned_pool.free.clear()
 
     # -- kernels: cuda.core's Kernel ----------------------------------------------------------------------

@@ -34,7 +34,7 @@ from ..toolchain.compile import Build
 from ..toolchain.devices import THREAD_COUNTS
 from ..describe.dtypes import Precision
 from ..errors import InternalError, KernelFault, KernelTimeout, LaunchError, MmcheckError, WorkerDied
-from . import channel, registry
+from . import channel, kept, registry
 from .base import (NO_CLUSTER, PRINT_CAP, Arg, BackendOptions, Device, DeviceBuffer, Dim3, DownloadsInto, Kernel,
                    Pointers, TensorMapArg, Timing, printed_words, reached)
 
@@ -112,7 +112,11 @@ class _Worker:
         self.output = os.open(tempfile.gettempdir(), os.O_TMPFILE | os.O_RDWR | os.O_APPEND, 0o600)
         # The child does no linear algebra on the CPU: its BLAS starts no threads (devices.blas_threads).
         environ = {**children.environment(), **dict.fromkeys(THREAD_COUNTS, "1")}
-        self.process = subprocess.Popen(command, pass_fds=theirs, process_group=0, stdout=self.output, env=environ)
+        # A GPU's worker under no tool may be one kept from an earlier run, or be kept for the next (kept.py).
+        self.kept = kept.claim(inner, environ, options.keep, theirs, self.output) \
+            if on_device and watch is None and options.keep > 0 else None
+        self.process: subprocess.Popen | kept.Kept = self.kept or subprocess.Popen(
+            command, pass_fds=theirs, process_group=0, stdout=self.output, env=environ)
         for fd in theirs:
             os.close(fd)
         self.channel = channel.Channel(*ours)
@@ -128,7 +132,7 @@ class _Worker:
         try:
             self._greeting = self.send("hello", options, timeout=_START_TIMEOUT)
         except BaseException:
-            self.close()
+            self.close(broken=True)
             raise
 
     def call(self, method: str, *args: object, timeout: float | None) -> Any:
@@ -160,7 +164,7 @@ class _Worker:
             self._receive(self._waiting[0])
             self._waiting.popleft()
             if self._greeting.error:  # the child has no backend (and has left): neither has this worker
-                self.close()
+                self.close(broken=True)
                 raise self._greeting.error
         if answer.error:
             raise answer.error
@@ -193,9 +197,9 @@ class _Worker:
         code = self.process.wait(timeout=10)
         if not self.on_device:
             raise KernelFault(f"the worker process died (exit status {code})") from None
-        how = f"signal {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals() else \
-            f"exit status {code}"
-        raise WorkerDied(f"the GPU backend's worker process died ({how}) in host code: mmcheck's, its binding's or "
+        how = "" if code is None else f" (signal {signal.Signals(-code).name})" \
+            if code < 0 and -code in signal.valid_signals() else f" (exit status {code})"
+        raise WorkerDied(f"the GPU backend's worker process died{how} in host code: mmcheck's, its binding's or "
                          "the CUDA driver's; a kernel's faults on the GPU come back as errors") from None
 
     def found(self, names: Sequence[str]) -> MmcheckError | None:
@@ -203,12 +207,17 @@ class _Worker:
         launch's buffers, in order."""
         return self.watch.found(dict(zip(self.addresses, names))) if self.watch else None
 
-    def close(self) -> None:
+    def close(self, broken: bool = False) -> None:
+        """Stop the child; a kept one (kept.py) is left to wait for the next run, unless it is ``broken`` (it
+        faulted, hung or died) or a request is still unanswered."""
         self.closed = True
-        # Killed, not waited for: its CUDA context's teardown takes a while, longer with many at once, and
-        # nothing waits on it (subprocess reaps it later).
-        self.process.kill()
+        if self.kept is None or broken or self._waiting or self.launched is not None:
+            # Killed, not waited for: its CUDA context's teardown takes a while, longer with many at once, and
+            # nothing waits on it (subprocess reaps a child of its own later).
+            self.process.kill()
         self.channel.close()
+        if self.kept is not None:
+            self.kept.release()
         if self.output >= 0:
             os.close(self.output)
             self.output = -1
@@ -241,7 +250,7 @@ class ProcessBackend:
     def _restart(self, tool: str | None) -> None:
         worker = self._workers.pop(tool, None)
         if worker:
-            worker.close()
+            worker.close(broken=True)
 
     def compile(self, build: Build) -> Kernel:
         symbol, schedules, params, costly, fingerprint, per_class = self._worker(self._first).call(
@@ -317,8 +326,9 @@ class ProcessBackend:
         return self.options.timeout * (self.tools.slowdown if self.tools and tool else 1)
 
     def close(self) -> None:
-        for tool in list(self._workers):
-            self._restart(tool)
+        for worker in self._workers.values():
+            worker.close()
+        self._workers.clear()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -457,6 +467,8 @@ def _serve(inner: str, link: channel.Channel) -> None:
         try:
             method, args = link.recv()
         except EOFError:
+            if backend is not None:  # what it holds goes back to the device, for a kept worker's next run
+                backend.close()
             return
         try:
             if method == "hello":
@@ -504,6 +516,23 @@ def _serve(inner: str, link: channel.Channel) -> None:
                 os._exit(0)
 
 
+def _kept(inner: str, listener: int, base: str) -> None:
+    """A kept worker (kept.py): each run that reaches it served in turn, each with a backend of its own."""
+    import socket
+    from pathlib import Path
+
+    def run(reader: int, writer: int, carried: int) -> None:
+        link = channel.Channel(reader, writer, carried)
+        try:
+            _serve(inner, link)
+        except ConnectionError:  # the run has gone (stopped early): the worker waits for the next
+            pass
+        finally:
+            link.close()
+
+    kept.serve(socket.socket(fileno=listener), Path(base), run)
+
+
 if __name__ == "__main__":
     import faulthandler
 
@@ -511,6 +540,9 @@ if __name__ == "__main__":
     faulthandler.enable()
     # The worker's own stdout stays free for the backend (and the tool it runs under); requests use the pipes.
     try:
-        _serve(sys.argv[1], channel.Channel(*map(int, sys.argv[2:5])))
+        if sys.argv[1] == "--kept":
+            _kept(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+        else:
+            _serve(sys.argv[1], channel.Channel(*map(int, sys.argv[2:5])))
     except ConnectionError:  # the parent has gone (stopped early): there is no one to answer
         pass

@@ -49,7 +49,7 @@ class PyCudaBackend(GpuBackend):
         self._pool = None if options.sanitize else DeviceMemoryPool()
         self._pinned_pool = PageLockedMemoryPool()
 
-    def close(self) -> None:
+    def _release(self) -> None:
         if self._pool:
             self._pool.stop_holding()
         if not self._driver_modules:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from ..defaults import COMPILER, COMPILERS, DEFAULT_BUDGET, SRC, TIMEOUT
+from ..defaults import COMPILER, COMPILERS, DEFAULT_BUDGET, KEEP, SRC, TIMEOUT
 
 if TYPE_CHECKING:
     from ..backends.base import BackendOptions
@@ -70,14 +70,21 @@ def _shape(text: str) -> Shape:
                                          "each a positive integer (17x33x5, 64x64x64b4)") from None
 
 
-def _seconds(text: str) -> float:
+def _seconds(text: str, none: bool = False) -> float:
+    """A number of seconds: more than 0 (a limit of none, or of no time at all, would blame every kernel), or
+    0 too where it may be ``none``."""
     try:
         seconds = float(text)
     except ValueError:
         seconds = math.nan
-    if not 0 < seconds < math.inf:  # a limit of none, or of no time at all, would blame every kernel
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (more than 0)")
+    if not (0 < seconds < math.inf or (none and seconds == 0)):
+        allowed = "0 or more" if none else "more than 0"
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds ({allowed})")
     return seconds
+
+
+def _idle_seconds(text: str) -> float:
+    return _seconds(text, none=True)
 
 
 def _multiply_adds(text: str) -> int:
@@ -185,6 +192,10 @@ class Settings:
                                  "(default: the device's limits bound its launch domain, stated beside its verdict, "
                                  "unless its requires bound the sizes past them)", type=None, default=False,
                                  commands=("check", "grade"))
+    keep_worker: float = option("GPU: seconds the backend's worker, its CUDA context made, waits for the next run once "
+                                "this one ends, which then starts at once (0: it ends with the run; default: "
+                                "%(default)s for the mmcheck command, 0 under pytest)", type=_idle_seconds,
+                                default=KEEP, commands=("check", "bench", "grade"))
     recheck_races: bool = option("GPU: run the race detector on every launch it covers, also where an earlier run "
                                  "found the very same launch (compiled code, inputs, tool) clean", type=None,
                                  default=False)
@@ -230,7 +241,7 @@ class Settings:
         from ..backends.base import BackendOptions
 
         return BackendOptions(sanitize=self.sanitize, timeout=self.timeout,
-                              strict_barriers=not self.barrier_warnings, compiler=self.compiler)
+                              strict_barriers=not self.barrier_warnings, compiler=self.compiler, keep=self.keep_worker)
 
 
 OPTIONS = tuple(Option(f.name.replace("_", "-"), **f.metadata["option"]) for f in fields(Settings)

@@ -1,0 +1,151 @@
+"""A GPU's worker kept between runs (kept.py): the next run finds it, a run that finds it busy starts another,
+a fault or hang never hands a worker on, it ends when idle, and it holds nothing of the run that started it."""
+
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+import pytest
+
+from mmcheck.backends import kept, process
+from mmcheck.backends.base import BackendOptions
+from mmcheck.backends.process import ProcessBackend
+from mmcheck.describe.dtypes import precision
+from mmcheck.run.runner import Runner
+from mmcheck.cases.shapes import Shape
+
+from .fake_backend import spec_for
+
+F32 = precision("float32")
+GPU = "tests.fake_backend:FakeGpuBackend"
+
+
+@pytest.fixture
+def workers(monkeypatch):
+    """The kept workers' folder of this test alone (a short path: a socket's is at most 107 bytes), each
+    worker started killed at the end."""
+    place = tempfile.mkdtemp(prefix="k")
+    monkeypatch.setattr(tempfile, "tempdir", place)
+    started: list[int] = []
+    yield started
+    for pid in started:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+    subprocess.run(["rm", "-rf", place], check=False)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _opened(started: list[int], keep: float = 30.0, timeout: float = 2.0) -> ProcessBackend:
+    backend = ProcessBackend(GPU, BackendOptions(timeout=timeout, keep=keep))
+    started.append(backend._workers[None].process.pid)
+    return backend
+
+
+def _checked(backend: ProcessBackend, entry: str = "good") -> str:
+    return Runner(backend, seed=5).run(Runner(backend, seed=5).case(spec_for(entry, ("float32",)), F32,
+                                                                    Shape(5, 6, 7))).outcome
+
+
+def test_the_next_run_finds_the_worker_the_last_one_left(workers):
+    first = _opened(workers)
+    assert _checked(first) == "pass"
+    first.close()
+    assert _alive(workers[0])
+    second = _opened(workers)
+    try:
+        assert workers[1] == workers[0] and _checked(second) == "pass"
+    finally:
+        second.close()
+
+
+def test_a_run_that_finds_the_worker_busy_starts_another(workers):
+    first, second = _opened(workers), _opened(workers)
+    try:
+        assert workers[0] != workers[1]
+        assert _checked(first) == _checked(second) == "pass"
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_worker_a_kernel_killed_or_hung_is_never_handed_on(workers, monkeypatch):
+    monkeypatch.setattr(process, "_GRACE", 1.0)
+    backend = _opened(workers)
+    try:
+        assert _checked(backend, "kills_its_process") == "internal"
+        assert _checked(backend, "good") == "pass"
+        second = backend._workers[None].process.pid
+        assert _checked(backend, "never_returns") == "fail"
+    finally:
+        backend.close()
+    time.sleep(0.5)
+    assert second != workers[0] and not _alive(workers[0]) and not _alive(second)
+    again = _opened(workers)
+    try:
+        assert workers[-1] not in (workers[0], second) and _checked(again) == "pass"
+    finally:
+        again.close()
+
+
+def test_a_worker_ends_once_idle_for_its_seconds(workers):
+    backend = _opened(workers, keep=1.0)
+    backend.close()
+    assert _alive(workers[0])
+    deadline = time.monotonic() + 20
+    while _alive(workers[0]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(workers[0])
+    assert not [p for p in os.listdir(kept.folder()) if not p.endswith(".lock")]  # its socket, its scratch
+
+
+def test_no_worker_is_kept_unasked_or_where_others_may_enter_its_folder(workers):
+    plain = ProcessBackend(GPU, BackendOptions(timeout=2))
+    assert plain._workers[None].kept is None
+    plain.close()
+    os.chmod(kept.folder(), 0o755)
+    shared = ProcessBackend(GPU, BackendOptions(timeout=2, keep=30))
+    try:
+        assert kept.folder() is None and shared._workers[None].kept is None and _checked(shared) == "pass"
+    finally:
+        shared.close()
+
+
+def test_another_environment_gets_a_worker_of_its_own(workers, monkeypatch):
+    first = _opened(workers)
+    first.close()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    second = _opened(workers)
+    second.close()
+    assert workers[0] != workers[1]
+
+
+def test_the_worker_holds_no_pipe_of_the_run_that_started_it(workers):
+    """A run whose output is read to its end (a CI step, subprocess with capture) ends when the run does."""
+    script = textwrap.dedent(f"""
+        import tempfile, sys
+        tempfile.tempdir = {tempfile.gettempdir()!r}
+        from mmcheck.backends.base import BackendOptions
+        from mmcheck.backends.process import ProcessBackend
+        backend = ProcessBackend({GPU!r}, BackendOptions(timeout=2, keep=30))
+        print(backend._workers[None].process.pid, flush=True)
+        backend.close()
+    """)
+    start = time.monotonic()
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    workers.append(int(ran.stdout.split()[0]))
+    assert ran.returncode == 0, ran.stderr
+    assert _alive(workers[0]) and time.monotonic() - start < 30
+    fds = os.listdir(f"/proc/{workers[0]}/fd")
+    assert len(fds) < 12, fds
