@@ -4,6 +4,7 @@ backend from the CLI and from pytest."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -205,10 +206,23 @@ def test_the_cli_option_reaches_the_backend_options(argv, compiler):
     assert Settings.read(lambda dest: getattr(args, dest, None)).backend_options().compiler == compiler
 
 
-def test_the_settings_left_alone_are_the_backends_own_defaults():
+def test_the_settings_left_alone_are_the_backends_own_defaults_but_the_kept_worker():
+    """A backend a program of one's own opens keeps no worker once closed; the mmcheck command's runs keep one."""
     from mmcheck.backends.base import BackendOptions
+    from mmcheck.defaults import KEEP
 
-    assert Settings().backend_options() == BackendOptions()  # the timeout and the compiler among them
+    options = Settings().backend_options()
+    assert dataclasses.replace(options, keep=0.0) == BackendOptions()  # the timeout and the compiler among them
+    assert options.keep == KEEP > 0
+
+
+@pytest.mark.parametrize("given, kept", [((), 0.0), (("--mmcheck-keep-worker", "5"), 5.0)])
+def test_a_test_session_keeps_no_gpu_worker_unless_asked(pytester, given, kept):
+    pytester.makepyfile(test_option=f"""
+        def test_keep(mmcheck_settings):
+            assert mmcheck_settings.backend_options().keep == {kept}
+    """)
+    pytester.runpytest_subprocess(*given, "-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
 def test_the_pytest_option_reaches_the_backend_options(pytester):
@@ -256,11 +270,18 @@ def test_the_reproduce_line_gives_the_folder_the_run_was_given_where_the_file_li
     assert f"mmcheck check {spec.name} --src {tmp_path} --dtype" in reproduce(case, "emu", capabilities("emu"))
 
 
-def test_a_host_librarys_header_found_among_the_cuda_headers_is_blamed_on_the_users_include():
+@pytest.mark.parametrize("log", [
+    '/venv/nvidia/cu13/include/cublas_api.h(68): catastrophic error: cannot open source file "stdint.h"\n'
+    '  #include <stdint.h>\n  ^\n\n1 catastrophic error detected in the compilation of "k.cu".',
+    # with a stdint.h found (mmcheck's stand-in), it fails further in, on cuBLAS's own host functions
+    "/venv/nvidia/cu13/include/cublas_api.h(246): error: A function without execution space annotations "
+    "(__host__/__device__/__global__) is considered a host function, and host functions are not allowed in JIT "
+    "mode. Consider using -default-device flag to process unannotated functions as __device__ functions in JIT "
+    "mode\n  CUBLASAPI cublasStatus_t cublasCreate_v2(cublasHandle_t* handle);\n\n1 error detected in the "
+    'compilation of "k.cu".'], ids=["c-header", "host-function"])
+def test_a_host_librarys_header_found_among_the_cuda_headers_is_blamed_on_the_users_include(log):
     """Where the CUDA headers' folder also has cuBLAS's (a pip environment), NVRTC opens cublas_v2.h and
     fails inside it; the place to change is the user's include line, not cuBLAS's."""
-    log = ('/venv/nvidia/cu13/include/cublas_api.h(68): catastrophic error: cannot open source file "stdint.h"\n'
-           '  #include <stdint.h>\n  ^\n\n1 catastrophic error detected in the compilation of "k.cu".')
     source = "// a kernel\n#include <cublas_v2.h>\n__global__ void k() {}\n"
     assert classify_failure(log, (13, 1), "H", source, "k.cu") == (
         f"k.cu:2: NVRTC compiles device code only, and <cublas_v2.h> is a host library's header; {GUARD}")

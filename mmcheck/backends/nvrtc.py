@@ -345,12 +345,16 @@ def classify_failure(log: str, version: tuple[int, int], headers: str, source: s
     where this NVRTC's CUDA headers come from; ``source`` is the user's file (named ``path``), whose line
     names a host function or variable (NVRTC 12 and later quote the line, NVRTC 11 does not)."""
     missing = _MISSING.search(log)
+    host = None if missing else _HOST.search(log)
+    failed = missing or host
+    if failed and failed["file"] != path and (library := _host_library_include(source)):
+        # Where the CUDA headers' folder has a host library's (a pip environment with cuBLAS), that header is
+        # found and fails inside, on a C library header or on its own host functions: the user's include is
+        # what to change.
+        return (f"{path}:{library[0]}: NVRTC compiles device code only, and <{library[1]}> is a host library's "
+                f"header; {_GUARD}")
     if missing:
         where, header = f"{missing['file']}:{missing['line']}", missing["header"]
-        if (library := _host_library_include(source)) and missing["file"] != path:
-            # Where the CUDA headers include a host library's (a pip environment with cuBLAS), that header
-            # is found and fails inside on a C library header: the user's include is what to change.
-            where, header = f"{path}:{library[0]}", library[1]
         if _HOST_LIBRARIES.match(header.rsplit("/", 1)[-1]):
             return (f"{where}: NVRTC compiles device code only, and <{header}> is a host library's header; "
                     f"{_GUARD}")
@@ -364,7 +368,6 @@ def classify_failure(log: str, version: tuple[int, int], headers: str, source: s
             return (f"{where}: NVRTC compiles device code only and has no C/C++ library header <{header}>; "
                     f"{_GUARD}")
         return None  # the user's own header: an error, as it is under nvcc
-    host = _HOST.search(log)
     if host:
         quoted = log[host.end():].split("\n", 2)[1:2]  # the line NVRTC 12+ quotes after its message
         lines = source.splitlines()
