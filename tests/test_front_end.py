@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mmcheck.backends import device_code
+from mmcheck.backends import compilers, device_code
 from mmcheck.backends.base import BackendOptions
 from mmcheck.backends.compilers import Nvcc
 from mmcheck.backends.emu import EmuBackend
@@ -226,13 +226,21 @@ def test_a_header_included_with_angle_brackets_from_an_include_folder_is_rewritt
     np.testing.assert_array_equal(_run_copy(emu, emu.compile(Build(spec, F32))), np.arange(32) + 1)
 
 
+def _compiled_from(monkeypatch, whole: bool) -> None:
+    """nvcc given the whole file, as where libclang is not installed, or the device code first, as where torch is
+    not (where it is, the file as it is comes first, so that a PyTorch extension compiles as written)."""
+    if whole:
+        monkeypatch.setattr(client, "available", lambda: False)
+    else:
+        monkeypatch.setattr(compilers, "torch_includes", lambda: ())
+
+
 @needs.nvcc
 @pytest.mark.parametrize("whole", [False, True], ids=["device-code", "whole-file"])
 def test_nvcc_finds_the_include_folders_and_the_instance_named_by_cpp(hgemm, whole, tmp_path, monkeypatch):
     """As the GPU backends compile: each kernel's cubin symbol is its own instance's, also where the whole file
     is compiled and its launcher instantiates both."""
-    if whole:
-        monkeypatch.setattr(client, "available", lambda: False)
+    _compiled_from(monkeypatch, whole)
     nvcc = Nvcc(str(tmp_path))
     for name, store in (("mine.hgemm", 0), ("mine.hgemm_staged", 1)):
         compiled = nvcc.compile(_build(hgemm[name], F16), "sm_90")
@@ -374,8 +382,7 @@ def test_nvcc_names_the_template_argument_that_does_not_compile(tmp_path, scale,
 @needs.nvcc
 @pytest.mark.parametrize("whole", [False, True], ids=["device-code", "whole-file"])
 def test_nvcc_finds_the_instance_named_by_cpp_among_the_launchers(tmp_path, monkeypatch, whole):
-    if whole:
-        monkeypatch.setattr(client, "available", lambda: False)
+    _compiled_from(monkeypatch, whole)
     compiled = Nvcc(str(tmp_path / "cache")).compile(_scaled(tmp_path, "Scale::kTwo"), "sm_90")
     assert len([s for s in function_symbols(compiled.cubin) if s.startswith("_Z1k")]) == (3 if whole else 1)
     assert compiled.symbol == "_Z1kIL5Scale2EN5tiles5WidthILi1EEEEvPKfS5_Pf"
