@@ -131,6 +131,22 @@ def test_another_environment_gets_a_worker_of_its_own(workers, monkeypatch):
     assert workers[0] != workers[1]
 
 
+def test_past_eight_waiting_workers_another_environment_gets_one_of_its_own_that_is_not_kept(workers, monkeypatch):
+    for n in range(kept.KEPT):
+        monkeypatch.setenv("MMCHECK_TEST_ENVIRONMENT", str(n))
+        _opened(workers).close()
+    monkeypatch.setenv("MMCHECK_TEST_ENVIRONMENT", "another")
+    plain = ProcessBackend(GPU, BackendOptions(timeout=2, keep=30))
+    try:
+        assert plain._workers[None].kept is None and _checked(plain) == "pass"
+    finally:
+        plain.close()
+    monkeypatch.setenv("MMCHECK_TEST_ENVIRONMENT", "0")  # one that waits still serves its own
+    again = _opened(workers)
+    again.close()
+    assert workers[-1] == workers[0] and len(set(workers)) == kept.KEPT
+
+
 def test_the_worker_holds_no_pipe_of_the_run_that_started_it(workers):
     """A run whose output is read to its end (a CI step, subprocess with capture) ends when the run does."""
     script = textwrap.dedent(f"""

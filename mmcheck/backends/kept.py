@@ -32,6 +32,9 @@ __all__ = ["Kept", "claim", "folder", "serve"]
 
 # Kept workers of one kind at most (check -j 8 keeps eight); a run that finds them all taken starts its own.
 SLOTS = 8
+# Kept workers of this user's at most, of every kind: runs in many environments (each test of a suite that runs
+# the command with a cache of its own) start their own once so many wait, each holding some GPU memory.
+KEPT = 8
 # Variables that differ from run to run without changing what a worker does: left out of the key, and out of
 # the worker's environment (the scratch folder is the worker's own).
 _VOLATILE = frozenset({"MMCHECK_SCRATCH", "PYTEST_CURRENT_TEST", "PWD", "OLDPWD", "SHLVL", "_", "COLUMNS",
@@ -108,6 +111,9 @@ def claim(inner: str, environ: Mapping[str, str], keep: float, theirs: Sequence[
         return None
     own = {k: v for k, v in environ.items() if k not in _VOLATILE}
     name = key(inner, own)
+    # Where none of this kind listens, one is started only while fewer than KEPT of any kind do.
+    if not any(place.glob(f"{name}.*.sock")) and len(list(place.glob("*.sock"))) >= KEPT:
+        return None
     for slot in range(SLOTS):
         base = place / f"{name}.{slot}"
         lock = os.open(f"{base}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
