@@ -160,6 +160,14 @@ SCALARS = [np.float32(1.5), np.int32(-7), np.float64(0.1), np.float16(-2.5), ml_
            np.uint64(2**63 + 5)]
 
 
+def test_both_gpu_backends_implement_every_abstract_method():
+    """Made where neither binding is installed: a class left abstract would fail only on a GPU, at its opening."""
+    from mmcheck.backends.cuda_core import CudaCoreBackend
+    from mmcheck.backends.pycuda import PyCudaBackend
+
+    assert CudaCoreBackend.__abstractmethods__ == PyCudaBackend.__abstractmethods__ == frozenset()
+
+
 @pytest.mark.parametrize("value", SCALARS, ids=lambda v: v.dtype.name)
 def test_a_scalar_travels_as_its_bytes(value):
     (packed,) = driver_arguments([value])
