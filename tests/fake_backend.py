@@ -321,6 +321,12 @@ class FakeGpuBackend(FakeBackend):
     capabilities = Capabilities(gpu=True)
 
 
+class FakeIsolatedGpuBackend(FakeBackend):
+    """The fake, declared a GPU whose backend runs in a worker process (get_backend wraps it as a GPU's)."""
+
+    capabilities = Capabilities(gpu=True, isolated=True)
+
+
 class FakeSubmittingBackend(FakeBackend):
     """A backend that runs a submitted launch beside its caller: the launch happens only when it is waited
     for.  ``events`` says in which order launches were submitted, run at once, and waited for."""

@@ -165,3 +165,23 @@ def test_the_worker_holds_no_pipe_of_the_run_that_started_it(workers):
     assert _alive(workers[0]) and time.monotonic() - start < 30
     fds = os.listdir(f"/proc/{workers[0]}/fd")
     assert len(fds) < 12, fds
+
+
+def test_a_run_that_finds_its_worker_waiting_asks_nvml_nothing(workers, monkeypatch):
+    """NVML's guess of the device lets compiles start while a worker starts; with the worker kept, the backend opens
+    at once, and the guess (its import alone a tenth of a second) is not made."""
+    from mmcheck.backends import kept_waiting
+    from mmcheck.front import session
+    from mmcheck.front.options import Settings
+
+    asked = []
+    monkeypatch.setattr(session, "shared_capability", lambda environ: asked.append(environ) and None)
+    settings = Settings(backend="tests.fake_backend:FakeIsolatedGpuBackend", keep_worker=30.0, timeout=2.0)
+    pairs = [(spec_for("good", ("float32",)), F32)]
+    assert not kept_waiting(settings.backend, settings.backend_options())
+    for _ in range(2):
+        checking = session.Checking(settings, 1, pairs)
+        workers.append(checking.here.runner.backend._workers[None].process.pid)
+        assert [r.outcome for r in checking.run(lambda label, result: (label, False))] == ["pass"]
+    assert kept_waiting(settings.backend, settings.backend_options())
+    assert len(asked) == 1 and workers[0] == workers[1]

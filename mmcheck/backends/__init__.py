@@ -23,7 +23,7 @@ from .registry import ALIASES, BACKENDS, capabilities, known, load
 if TYPE_CHECKING:
     from .base import Backend, BackendOptions
 
-__all__ = ["ALIASES", "BACKENDS", "capabilities", "get_backend", "known"]
+__all__ = ["ALIASES", "BACKENDS", "capabilities", "get_backend", "known", "kept_waiting"]
 
 
 def get_backend(name: str = "auto", options: BackendOptions | None = None, isolated: bool = True) -> Backend:
@@ -54,3 +54,26 @@ def get_backend(name: str = "auto", options: BackendOptions | None = None, isola
 
         return ProcessBackend(name, options, hosting(cls.capabilities.sanitizers, options.sanitize))
     return cls(options)
+
+
+def kept_waiting(name: str, options: BackendOptions) -> bool:
+    """Whether backend ``name`` (an alias: the first of its backends whose binding is installed) would open in a
+    worker that an earlier run kept (process.py, kept.py): it opens at once then."""
+    found = _first_bound(name)
+    if found is None or not (load(found).capabilities.isolated and load(found).capabilities.gpu):
+        return False
+    from .process import kept_waiting as waiting
+
+    return waiting(found, options)
+
+
+def _first_bound(name: str) -> str | None:
+    """Backend ``name``, or an alias's first backend, whose class loads and whose binding is installed (told
+    without importing it); None where there is none."""
+    if name in ALIASES:
+        return next((found for candidate in ALIASES[name] if (found := _first_bound(candidate))), None)
+    try:
+        binding = getattr(load(name), "binding", None)
+    except BackendUnavailable:
+        return None
+    return name if binding is None or not binding.missing() else None

@@ -16,6 +16,7 @@ that code on the host, in a child made afresh for each launch.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import os
 import select
@@ -28,7 +29,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["Kept", "claim", "folder", "serve"]
+__all__ = ["Kept", "claim", "folder", "serve", "waiting"]
 
 # Kept workers of one kind at most (check -j 8 keeps eight); a run that finds them all taken starts its own.
 SLOTS = 8
@@ -60,18 +61,31 @@ def folder() -> Path | None:
 
 
 def key(inner: str, environ: Mapping[str, str]) -> str:
-    """What a kept worker must share with a run to serve it: this mmcheck's source (each file's size and time),
-    the Python that runs it, the backend, and the environment."""
-    digest = hashlib.sha256(f"{sys.executable}\0{sys.version}\0{inner}\0".encode())
+    """What a kept worker must share with a run to serve it: this mmcheck's source, the Python that runs it, the
+    backend, and the environment."""
+    digest = hashlib.sha256(f"{_source()}\0{sys.executable}\0{sys.version}\0{inner}\0".encode())
+    for name, value in sorted(environ.items()):
+        if name not in _VOLATILE:
+            digest.update(f"{name}={value}\0".encode())
+    return digest.hexdigest()[:20]
+
+
+@functools.cache
+def _source() -> str:
+    """This mmcheck's source as a worker would run it: each file's size and time."""
+    digest = hashlib.sha256()
     package = Path(__file__).resolve().parent.parent
     for path in sorted(package.rglob("*")):
         if path.suffix in (".py", ".h", ".cpp", ".c"):
             found = path.stat()
             digest.update(f"{path.relative_to(package)}\0{found.st_size}\0{found.st_mtime_ns}\0".encode())
-    for name, value in sorted(environ.items()):
-        if name not in _VOLATILE:
-            digest.update(f"{name}={value}\0".encode())
-    return digest.hexdigest()[:20]
+    return digest.hexdigest()
+
+
+def waiting(inner: str, environ: Mapping[str, str]) -> bool:
+    """Whether a worker of backend ``inner`` for this environment was kept by an earlier run (it may be busy)."""
+    place = folder()
+    return place is not None and any(place.glob(f"{key(inner, environ)}.*.sock"))
 
 
 class Kept:

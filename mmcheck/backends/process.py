@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ..timing.timer import Measurement, Method
     from ..timing.witness import Renewal
 
-__all__ = ["ProcessBackend", "Tools", "Watch"]
+__all__ = ["ProcessBackend", "Tools", "Watch", "kept_waiting"]
 
 # Seconds a child may take to start (import the backend, create a context) or to compile.
 _START_TIMEOUT = 120.0
@@ -110,8 +110,7 @@ class _Worker:
         # standard output (a kernel's printf: the driver writes it there) goes to a file of its own, never to
         # mmcheck's; what each launch added is taken after it (printed).
         self.output = os.open(tempfile.gettempdir(), os.O_TMPFILE | os.O_RDWR | os.O_APPEND, 0o600)
-        # The child does no linear algebra on the CPU: its BLAS starts no threads (devices.blas_threads).
-        environ = {**children.environment(), **dict.fromkeys(THREAD_COUNTS, "1")}
+        environ = _environment()
         # A GPU's worker under no tool may be one kept from an earlier run, or be kept for the next (kept.py).
         self.kept = kept.claim(inner, environ, options.keep, theirs, self.output) \
             if on_device and watch is None and options.keep > 0 else None
@@ -223,6 +222,17 @@ class _Worker:
             self.output = -1
         if self.watch:
             self.watch.close()
+
+
+def _environment() -> dict[str, str]:
+    """A worker's environment: this process's, but the child does no linear algebra on the CPU, so its BLAS starts
+    no threads (devices.blas_threads)."""
+    return {**children.environment(), **dict.fromkeys(THREAD_COUNTS, "1")}
+
+
+def kept_waiting(inner: str, options: BackendOptions) -> bool:
+    """Whether the ``inner`` backend's worker would be one an earlier run kept (kept.py), already started."""
+    return options.keep > 0 and kept.waiting(inner, _environment())
 
 
 class ProcessBackend:

@@ -17,7 +17,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..toolchain import sandbox
-from ..backends import ALIASES, capabilities
+from ..backends import ALIASES, capabilities, kept_waiting
 from ..backends.base import compute_capability
 from ..toolchain.devices import shared_capability
 from ..errors import BackendUnavailable, Unsupported
@@ -252,9 +252,12 @@ class Checking:
         pairs = self.pairs
         self.pool = _started_pool(jobs, settings, declared, pairs)
         # Where NVML tells the GPU's compute capability, compiling ahead starts now, on a GPU backend's plan, while
-        # the backend opens (a CUDA context takes a second or two); it starts again if that guess was off.
+        # the backend opens (a CUDA context takes a second or two); it starts again if that guess was off.  Not
+        # where a worker kept from an earlier run waits: the backend opens at once, and NVML's import alone takes
+        # longer.
         early: Sequence[int] | None = None
-        if guess := (shared_capability(os.environ) if declared.gpu else None):
+        opens_at_once = declared.gpu and kept_waiting(settings.backend, settings.backend_options())
+        if guess := (shared_capability(os.environ) if declared.gpu and not opens_at_once else None):
             early = _order(_costs_name(settings.backend, True), min(workers(jobs, True), len(pairs)), pairs)
             self.compiling = ahead.start(settings, [pairs[i] for i in early], guess)
         self._open(settings)
