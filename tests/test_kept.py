@@ -7,6 +7,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -185,3 +186,28 @@ def test_a_run_that_finds_its_worker_waiting_asks_nvml_nothing(workers, monkeypa
         assert [r.outcome for r in checking.run(lambda label, result: (label, False))] == ["pass"]
     assert kept_waiting(settings.backend, settings.backend_options())
     assert len(asked) == 1 and workers[0] == workers[1]
+
+
+def test_the_worker_reads_a_relative_path_from_the_current_folder_of_the_run_it_serves(workers, monkeypatch, tmp_path):
+    """A kernel file named by a relative path is read from the run's folder, not from the first run's.  (A GPU
+    backend of mmcheck's, whose worker imports nothing from the folder it starts in.)"""
+    monkeypatch.setattr(kept, "key", lambda inner, environ, key=kept.key: key("cuda-core", environ))
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parent.parent))
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        monkeypatch.chdir(tmp_path / name)
+        backend = _opened(workers)
+        try:
+            assert os.readlink(f"/proc/{workers[-1]}/cwd") == str(tmp_path / name)
+        finally:
+            backend.close()
+    assert workers[0] == workers[1]
+
+
+def test_a_class_of_ones_own_is_kept_per_folder_it_is_imported_from(monkeypatch, tmp_path):
+    keys = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        monkeypatch.chdir(tmp_path / name)
+        keys.append((kept.key("mine:Backend", {}), kept.key("cuda-core", {})))
+    assert keys[0][0] != keys[1][0] and keys[0][1] == keys[1][1]

@@ -42,8 +42,9 @@ _VOLATILE = frozenset({"MMCHECK_SCRATCH", "PYTEST_CURRENT_TEST", "PWD", "OLDPWD"
                        "LINES"})
 # Seconds a worker may take to take a run: it takes it as soon as it is listening (its start is waited for later).
 _START_TIMEOUT = 60.0
-# Descriptors a run passes: its channel's three, then the worker's standard output and error.
-_PASSED = 5
+# Descriptors a run passes: its channel's three, the worker's standard output and error, and its own current
+# folder, which a kernel file's relative path is read from.
+_PASSED = 6
 
 
 def folder() -> Path | None:
@@ -63,7 +64,9 @@ def folder() -> Path | None:
 def key(inner: str, environ: Mapping[str, str]) -> str:
     """What a kept worker must share with a run to serve it: this mmcheck's source, the Python that runs it, the
     backend, and the environment."""
-    digest = hashlib.sha256(f"{_source()}\0{sys.executable}\0{sys.version}\0{inner}\0".encode())
+    # A class of one's own (module:Class) is imported from the folder the worker started in, first on its path.
+    started = os.getcwd() if ":" in inner else ""
+    digest = hashlib.sha256(f"{_source()}\0{sys.executable}\0{sys.version}\0{inner}\0{started}\0".encode())
     for name, value in sorted(environ.items()):
         if name not in _VOLATILE:
             digest.update(f"{name}={value}\0".encode())
@@ -136,13 +139,16 @@ def claim(inner: str, environ: Mapping[str, str], keep: float, theirs: Sequence[
         except BlockingIOError:
             os.close(lock)
             continue
+        here = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            return Kept(lock, _handed(base, inner, own, keep, [*theirs, output, 2]), Path(f"{base}.sock"))
+            return Kept(lock, _handed(base, inner, own, keep, [*theirs, output, 2, here]), Path(f"{base}.sock"))
         except OSError:  # a worker that died as it was reached, or a slot that cannot be used: the next one
             os.close(lock)
         except BaseException:
             os.close(lock)
             raise
+        finally:
+            os.close(here)
     return None
 
 
@@ -198,7 +204,7 @@ def _inherited() -> list[int]:
 
 def serve(listener: socket.socket, base: Path, run: Callable[[int, int, int], None]) -> None:
     """In a kept worker: each run that connects, served by ``run`` (given its channel's three descriptors), one at
-    a time, its standard output and error this process's own meanwhile; returns once ``keep`` seconds pass
+    a time, its standard output and error and its current folder this process's own meanwhile; returns once ``keep`` seconds pass
     without one, having taken the slot (so that no run is connecting) and removed its socket and scratch folder."""
     keep: float | None = None
     quiet = os.open(os.devnull, os.O_RDWR)
@@ -218,10 +224,11 @@ def serve(listener: socket.socket, base: Path, run: Callable[[int, int, int], No
                 continue
             keep = float(said.decode())
             link.sendall(f"pid {os.getpid()}".encode())
-        reader, writer, carried, output, errors = fds
+        reader, writer, carried, output, errors, here = fds
         _streams(output, errors)
-        os.close(output)
-        os.close(errors)
+        os.fchdir(here)
+        for fd in (output, errors, here):
+            os.close(fd)
         try:
             run(reader, writer, carried)
         finally:

@@ -519,11 +519,14 @@ def _serve(inner: str, link: channel.Channel) -> None:
             # rather than die and have the parent take its death for a crash of the kernel.  (Where the
             # parent has gone, this send fails too, and ends the worker.)
             where = f"in the {inner} backend's worker process (pid {os.getpid()})"
-            link.send(("err", e if isinstance(e, MmcheckError) else InternalError.of(e, where)))
-            if isinstance(e, (KernelFault, KernelTimeout)) or backend is None:
-                # The context may be unusable (or there is none): leave at once (no clean-up in a dead
-                # context) and let the parent start a fresh process.
-                os._exit(0)
+            try:
+                link.send(("err", e if isinstance(e, MmcheckError) else InternalError.of(e, where)))
+            finally:
+                if isinstance(e, (KernelFault, KernelTimeout)) or backend is None:
+                    # The context may be unusable (or there is none): leave at once (no clean-up in a dead
+                    # context), also where the parent has gone (a kept worker would serve the next run in it),
+                    # and let the parent start a fresh process.
+                    os._exit(0)
 
 
 def _kept(inner: str, listener: int, base: str) -> None:
