@@ -211,3 +211,15 @@ def test_a_class_of_ones_own_is_kept_per_folder_it_is_imported_from(monkeypatch,
         monkeypatch.chdir(tmp_path / name)
         keys.append((kept.key("mine:Backend", {}), kept.key("cuda-core", {})))
     assert keys[0][0] != keys[1][0] and keys[0][1] == keys[1][1]
+
+
+def test_a_worker_closed_twice_gives_its_slot_back_once(workers):
+    """The second close finds it closed: a descriptor given back twice could be another's by then."""
+    backend = _opened(workers)
+    worker = backend._workers[None]
+    worker.close()
+    worker.close()
+    backend.close()
+    again = _opened(workers)
+    again.close()
+    assert workers[0] == workers[1]

@@ -208,7 +208,9 @@ class _Worker:
 
     def close(self, broken: bool = False) -> None:
         """Stop the child; a kept one (kept.py) is left to wait for the next run, unless it is ``broken`` (it
-        faulted, hung or died) or a request is still unanswered."""
+        faulted, hung or died) or a request is still unanswered.  Once: a second close finds it closed."""
+        if self.closed:
+            return
         self.closed = True
         if self.kept is None or broken or self._waiting or self.launched is not None:
             # Killed, not waited for: its CUDA context's teardown takes a while, longer with many at once, and
