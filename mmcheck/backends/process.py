@@ -519,7 +519,7 @@ def _serve(inner: str, link: channel.Channel) -> None:
             # An exception mmcheck did not raise on purpose (PyCUDA's argument packing, a bug of its own) is
             # mmcheck's error, not the kernel's: it goes back with its traceback, and this worker goes on,
             # rather than die and have the parent take its death for a crash of the kernel.  (Where the
-            # parent has gone, this send fails too, and ends the worker.)
+            # parent has gone, this send fails too, and ends the worker's service of it.)
             where = f"in the {inner} backend's worker process (pid {os.getpid()})"
             try:
                 link.send(("err", e if isinstance(e, MmcheckError) else InternalError.of(e, where)))
