@@ -32,7 +32,8 @@ defines = {SPLITS = "SPLITS"}
 requires = ["M * K <= 2**31", "K * N <= 2**31", "M * N <= 2**31"]
 init = {C = "zeros"}
 expect = "fail"
-catch = ["mismatch"]
+# C starts zeroed and the slices add into it: an element whose kept terms come to 0 looks left alone.
+catch = ["mismatch", "unwritten"]
 about = "slices of K / SPLITS, rounded down: the last K % SPLITS terms are dropped"
 
 [[kernel]]
