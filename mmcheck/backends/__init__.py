@@ -60,7 +60,8 @@ def kept_waiting(name: str, options: BackendOptions) -> bool:
     """Whether backend ``name`` (an alias: the first of its backends whose binding is installed) would open in a
     worker that an earlier run kept (process.py, kept.py): it opens at once then."""
     found = _first_bound(name)
-    if found is None or not (load(found).capabilities.isolated and load(found).capabilities.gpu):
+    declared = load(found).capabilities if found else None
+    if declared is None or not (declared.isolated and declared.gpu):
         return False
     from .process import kept_waiting as waiting
 

@@ -256,8 +256,8 @@ class Checking:
         # where a worker kept from an earlier run waits: the backend opens at once, and NVML's import alone takes
         # longer.
         early: Sequence[int] | None = None
-        opens_at_once = declared.gpu and kept_waiting(settings.backend, settings.backend_options())
-        if guess := (shared_capability(os.environ) if declared.gpu and not opens_at_once else None):
+        asks_nvml = declared.gpu and not kept_waiting(settings.backend, settings.backend_options())
+        if guess := (shared_capability(os.environ) if asks_nvml else None):
             early = _order(_costs_name(settings.backend, True), min(workers(jobs, True), len(pairs)), pairs)
             self.compiling = ahead.start(settings, [pairs[i] for i in early], guess)
         self._open(settings)
