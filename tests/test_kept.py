@@ -25,9 +25,10 @@ GPU = "tests.fake_backend:FakeGpuBackend"
 
 
 @pytest.fixture
-def workers(monkeypatch):
+def workers(monkeypatch, tmp_path_factory):
     """The kept workers' folder of this test alone (a short path: a socket's is at most 107 bytes), each
     worker started killed at the end."""
+    tmp_path_factory.getbasetemp()  # pytest's own, made before the temporary folder is this test's
     place = tempfile.mkdtemp(prefix="k")
     monkeypatch.setattr(tempfile, "tempdir", place)
     started: list[int] = []

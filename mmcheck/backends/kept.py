@@ -204,9 +204,10 @@ def _inherited() -> list[int]:
 
 def serve(listener: socket.socket, base: Path, run: Callable[[int, int, int], None]) -> None:
     """In a kept worker: each run that connects, served by ``run`` (given its channel's three descriptors), one at
-    a time, its standard output and error and its current folder this process's own meanwhile; returns once ``keep`` seconds pass
-    without one, having taken the slot (so that no run is connecting) and removed its socket and scratch folder."""
-    keep: float | None = None
+    a time, its standard output and error and its current folder this process's own meanwhile; returns once
+    ``keep`` seconds pass without one, having taken the slot (so that no run is connecting) and removed its
+    socket and scratch folder."""
+    keep = _START_TIMEOUT  # the run that started it connects at once; one that died first is waited for no longer
     quiet = os.open(os.devnull, os.O_RDWR)
     while True:
         listener.settimeout(keep)
