@@ -3,6 +3,7 @@ thread and argument, and the backend keeps working afterwards."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -174,6 +175,10 @@ def test_the_hang_limit_is_the_launchs_cpu_time_so_a_busy_machine_never_makes_a_
 
 
 def _spin() -> None:
+    # A session of its own, as the emulator's worker has: where the scheduler shares a core among sessions
+    # first (autogroup), four spinners in the test's one session would leave the launch half the core, not a
+    # fifth.
+    os.setsid()
     while True:
         pass
 
