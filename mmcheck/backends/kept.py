@@ -133,7 +133,7 @@ def claim(inner: str, environ: Mapping[str, str], keep: float, theirs: Sequence[
         return None
     for slot in range(SLOTS):
         base = place / f"{name}.{slot}"
-        lock = os.open(f"{base}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        lock = _lock_file(base)
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -248,10 +248,15 @@ def _streams(output: int, errors: int) -> None:
     os.dup2(errors, 2)
 
 
+def _lock_file(base: Path) -> int:
+    """The slot's lock file, opened (made where missing, never through a link)."""
+    return os.open(f"{base}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+
+
 def _leave(base: Path) -> bool:
     """Whether this worker may end now: its slot's lock taken (no run holds it, so none is connecting), then
     its socket and scratch folder removed; it ends holding the lock."""
-    lock = os.open(f"{base}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    lock = _lock_file(base)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
