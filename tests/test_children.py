@@ -63,6 +63,29 @@ def test_an_interrupt_kills_every_command_and_waits_for_it():
             os.kill(pid, 0)
 
 
+def test_a_ctrl_c_that_comes_as_a_child_starts_kills_that_child():
+    pids = []
+    real_popen = children.subprocess.Popen
+
+    def interrupted_popen(*args, **kwargs):  # the Ctrl-C comes after the fork, as Popen waits for the exec
+        child = real_popen(*args, **kwargs)
+        pids.append(child.pid)
+        signal.raise_signal(signal.SIGINT)
+        return child
+
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(children.subprocess, "Popen", interrupted_popen)
+            with pytest.raises(KeyboardInterrupt):
+                children.run([*SLEEP, "60", "a"])
+    finally:
+        signal.signal(signal.SIGINT, handler)
+    (pid,) = pids
+    with pytest.raises(ProcessLookupError):  # killed and reaped
+        os.kill(pid, 0)
+
+
 def _stuck_after_starting_a_compile(started) -> None:
     """A pool worker that SIGTERM cannot unwind, in the middle of a compile: a child of its own process group."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)

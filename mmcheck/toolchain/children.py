@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from types import FrameType
@@ -97,11 +97,12 @@ def run_all(commands: Sequence[Sequence[str]], *, input: str | bytes | None = No
         children: list[subprocess.Popen] = []
         try:
             for argv in commands:
-                child = started.enter_context(subprocess.Popen(
-                    argv, stdin=subprocess.DEVNULL if input is None else subprocess.PIPE, stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE, text=text, env=variables, cwd=cwd, process_group=0))
-                children.append(child)
-                _RUNNING.add(child.pid)
+                with _held():
+                    child = started.enter_context(subprocess.Popen(
+                        argv, stdin=subprocess.DEVNULL if input is None else subprocess.PIPE, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=text, env=variables, cwd=cwd, process_group=0))
+                    children.append(child)
+                    _RUNNING.add(child.pid)
             done = []
             for argv, child in zip(commands, children):  # the others go on meanwhile (what a compiler says
                 output = _Output(child, input)             # waits in its pipe)
@@ -116,6 +117,31 @@ def run_all(commands: Sequence[Sequence[str]], *, input: str | bytes | None = No
             raise
         finally:
             _RUNNING.difference_update(child.pid for child in children)
+
+
+# What ends a run: held while a child starts.
+_STOPS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM held, on the main thread (the one Python's handlers run on), until the child started
+    here is known: one raised inside ``Popen`` after the fork (as it waits for the exec) would leave a child
+    that nothing kills.  Each signal held is raised again on the way out, to the handler it was held from."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed: list[int] = []
+    # A handler set outside Python (getsignal's None) cannot be put back: its signal is left as it is.
+    previous = {signum: signal.signal(signum, lambda signum, frame: pressed.append(signum))
+                for signum in _STOPS if signal.getsignal(signum) is not None}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum in pressed:
+            signal.raise_signal(signum)
 
 
 class _Output:
