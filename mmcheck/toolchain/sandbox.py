@@ -35,7 +35,6 @@ import os
 import platform
 import re
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -43,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CompileError, MmcheckError, SandboxUnavailable, SandboxViolation
+from . import children
 from .publish import intact, made_once, publish_sealed
 
 __all__ = ["Host", "host", "missing", "note", "SYSTEM_READS", "KERNEL_MEMORY", "protections", "scratch",
@@ -224,8 +224,8 @@ def _launcher() -> Path:
 
     def build(tmp: Path) -> None:
         # -ldl: sandbox.h loads libseccomp, which C libraries before glibc 2.34 need libdl for
-        proc = subprocess.run([cxx, "-std=c++17", "-O2", str(sources[0]), "-o", str(tmp), "-ldl"],
-                              capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
+        proc = children.run([cxx, "-std=c++17", "-O2", str(sources[0]), "-o", str(tmp), "-ldl"],
+                            env={**children.environment(), "LC_ALL": "C"})
         if proc.returncode != 0:
             raise SandboxUnavailable(f"cannot build the sandbox's launcher with {cxx}:\n{proc.stderr.strip()}")
 
