@@ -169,7 +169,6 @@ def test_the_heat_map_names_only_the_kinds_it_draws(case, legend, colour_bar):
     """The picture says what the text map says: a colour bar only for wrong numbers, a legend entry only
     for a kind of element that is there (an all-NaN result is not a flat square on a -0.1..0.1 scale)."""
     pytest.importorskip("matplotlib", reason="the heat map needs the plot extra (matplotlib)")
-    import matplotlib.pyplot as plt
 
     from mmcheck.judging.artifacts import heat_map_figure
 
@@ -185,20 +184,16 @@ def test_the_heat_map_names_only_the_kinds_it_draws(case, legend, colour_bar):
             got[0, 1, 1], never[0, 2, 2] = np.nan, True
     wrong = ~(got == want)
     fig = heat_map_figure({"C": got, "reference": want, "wrong": wrong, "unwritten": never}, META)
-    try:
-        (legend_drawn,) = fig.legends
-        assert [t.get_text() for t in legend_drawn.get_texts()] == legend
-        assert (len(fig.axes) == 2) == colour_bar
-        assert fig.axes[0].get_title().endswith(": C[0]")
-    finally:
-        plt.close(fig)
+    (legend_drawn,) = fig.legends
+    assert [t.get_text() for t in legend_drawn.get_texts()] == legend
+    assert (len(fig.axes) == 2) == colour_bar
+    assert fig.axes[0].get_title().endswith(": C[0]")
 
 
 @pytest.mark.parametrize("errors, scale", [([3.0], (0.3, 30.0)), ([0.5, 2.0, 64.0], (0.5, 64.0))])
 def test_the_heat_maps_colour_bar_is_the_error_itself_on_a_log_scale(errors, scale):
     """|C - reference| in its own units, not its logarithm's; one error alone sits a decade from either end."""
     pytest.importorskip("matplotlib", reason="the heat map needs the plot extra (matplotlib)")
-    import matplotlib.pyplot as plt
     from matplotlib.colors import LogNorm
 
     from mmcheck.judging.artifacts import heat_map_figure
@@ -208,32 +203,25 @@ def test_the_heat_maps_colour_bar_is_the_error_itself_on_a_log_scale(errors, sca
     got.flat[:len(errors)] += errors
     wrong = got != want
     fig = heat_map_figure({"C": got, "reference": want, "wrong": wrong, "unwritten": np.zeros_like(wrong)}, META)
-    try:
-        image = fig.axes[0].get_images()[-1]
-        assert isinstance(image.norm, LogNorm) and (image.norm.vmin, image.norm.vmax) == pytest.approx(scale)
-        assert fig.axes[1].get_ylabel() == "|C - reference| of a wrong number"
-    finally:
-        plt.close(fig)
+    image = fig.axes[0].get_images()[-1]
+    assert isinstance(image.norm, LogNorm) and (image.norm.vmin, image.norm.vmax) == pytest.approx(scale)
+    assert fig.axes[1].get_ylabel() == "|C - reference| of a wrong number"
 
 
 @pytest.mark.parametrize("rows, cols", [(1, 1), (3, 40)])
 def test_the_heat_maps_axes_are_marked_at_whole_indices_only(rows, cols):
     pytest.importorskip("matplotlib", reason="the heat map needs the plot extra (matplotlib)")
-    import matplotlib.pyplot as plt
 
     from mmcheck.judging.artifacts import heat_map_figure
 
     want = np.ones((1, rows, cols))
     got, wrong = want + 100, np.ones(want.shape, bool)
     fig = heat_map_figure({"C": got, "reference": want, "wrong": wrong, "unwritten": ~wrong}, META)
-    try:
-        fig.canvas.draw()
-        ax = fig.axes[0]
-        for ticks, size in ((ax.get_xticks(), cols), (ax.get_yticks(), rows)):
-            shown = [t for t in ticks if -0.5 <= t <= size - 0.5]
-            assert shown and all(float(t).is_integer() for t in shown), ticks
-    finally:
-        plt.close(fig)
+    fig.draw_without_rendering()
+    ax = fig.axes[0]
+    for ticks, size in ((ax.get_xticks(), cols), (ax.get_yticks(), rows)):
+        shown = [t for t in ticks if -0.5 <= t <= size - 0.5]
+        assert shown and all(float(t).is_integer() for t in shown), ticks
 
 
 def test_published_files_are_readable_as_a_plain_open_would_leave_them(tmp_path):

@@ -66,12 +66,7 @@ def _heat_map(path: Path, arrays: dict[str, np.ndarray], meta: dict) -> Path | N
         fig = heat_map_figure(arrays, meta)
     except ImportError:
         return None
-    import matplotlib.pyplot as plt
-
-    try:
-        return atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=100))
-    finally:
-        plt.close(fig)
+    return atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=100))
 
 
 def heat_map_figure(arrays: dict[str, np.ndarray], meta: dict) -> Any:
@@ -80,11 +75,11 @@ def heat_map_figure(arrays: dict[str, np.ndarray], meta: dict) -> Any:
     numbers coloured by |C - reference| on a log scale, in its own units (a decade either side of one error
     where all are one), with a colour bar only when there are some.  ``arrays``: a Record's (C, reference, and
     the masks wrong and unwritten).  Raises ImportError without matplotlib."""
+    # A Figure of its own, not pyplot's: no backend to choose, no figure to close, and pyplot's modules not loaded
+    # for the one picture of a failing check's report.
     import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.colors import LogNorm
+    from matplotlib.figure import Figure
     from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
 
@@ -100,7 +95,8 @@ def heat_map_figure(arrays: dict[str, np.ndarray], meta: dict) -> Any:
     base = np.ones((*err.shape, 4))
     for _, colour, where in kinds:
         base[where] = matplotlib.colors.to_rgba(colour)
-    fig, ax = plt.subplots(figsize=(6.5, 5), layout="constrained")
+    fig = Figure(figsize=(6.5, 5), layout="constrained")
+    ax = fig.subplots()
     ax.imshow(base, interpolation="nearest")
     if numbers.any():
         # A wrong number equal to its reference (a zero of the other sign) drawn as the least error shown.
