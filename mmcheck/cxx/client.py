@@ -18,12 +18,13 @@ import signal
 import subprocess
 import sys
 import sysconfig
-import tempfile
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ..toolchain import children, sandbox
+from ..toolchain.publish import intact, made_once, publish_sealed_folder
 from ..errors import CompileError, MmcheckError
 from .setup import Setup
 
@@ -45,6 +46,7 @@ _BOOT = ("import importlib.util, sys\n"
          "main()\n")
 _PACKAGES = ("clang", "numpy", "ml_dtypes")  # what the readers import besides mmcheck and the standard library
 _LOCK = threading.Lock()  # one precompiled prelude per process, whichever compile thread asks first
+_PCH, _INCLUSIONS = "prelude.pch", "prelude.json"  # the cache entry's files
 
 
 @functools.cache
@@ -78,26 +80,72 @@ def system_includes() -> tuple[str, ...]:
 
 
 def setup() -> Setup:
-    """The parses' setup, the prelude precompiled once per process (by a child, into a folder of the process's
-    own that every later parse may read but none may write)."""
+    """The parses' setup, the prelude precompiled (by a child, into the compile cache, where every later parse
+    may read it but none may write it), or the prelude itself where it cannot be precompiled."""
     with _LOCK:
-        return _setup()
+        found = _setup()
+        if found.pch and not os.path.exists(found.pch):  # the cache emptied since (during a long watch)
+            _setup.cache_clear()
+            found = _setup()
+        return found
 
 
 @functools.cache
 def _setup() -> Setup:
+    from ..toolchain.compile import cache_key, cache_root  # here: importing the client loads no numpy
+
     plain = Setup(str(_EMU / "parse.h"), str(_EMU / "include"), system_includes())
-    folder = Path(tempfile.mkdtemp(prefix="mmcheck-parse-", dir=children.scratch()))  # removed with it
-    pch = folder / "prelude.pch"
+    # What decides the PCH besides the files it read (checked by _read_prelude): the setup, how the child
+    # parses, and libclang's own files (a PCH is libclang's version's alone).
+    key = cache_key("prelude", _json(plain), (_PACKAGE / "cxx" / "front.py").read_bytes(),
+                    _stats(p for folder in _installations() for p in Path(folder, "clang").rglob("*.so*")))
+    entry = cache_root("cxx") / f"prelude-{key}"
     try:
-        found = _run("mmcheck.cxx.front:precompile", {"setup": _json(plain), "pch": str(pch)}, [], folder,
-                     Path(plain.prelude))
-    except MmcheckError:
+        return made_once(entry, lambda: _read_prelude(plain, entry),
+                         lambda: _read_prelude(plain, publish_sealed_folder(entry, functools.partial(
+                             _precompile, plain)))) or plain
+    except MmcheckError:  # the parses then read the prelude itself
         return plain
-    answer = found.get("answer")
-    if answer is None:
-        return plain  # the parses then read the prelude itself
-    return dataclasses.replace(plain, pch=str(pch), inclusions=tuple((a, b) for a, b in answer))
+
+
+def _precompile(plain: Setup, folder: Path) -> None:
+    """The prelude precompiled into ``folder`` (its files, and the files it read with their sizes and times, as
+    clang checks a PCH's); nothing there where it cannot be."""
+    pch = folder / _PCH
+    found = _run("mmcheck.cxx.front:precompile", {"setup": _json(plain), "pch": str(pch)}, [_EMU], folder,
+                 Path(plain.prelude))
+    if (answer := found.get("answer")) is not None:
+        read = sorted({plain.prelude, *(name for pair in answer for name in pair)})
+        (folder / _INCLUSIONS).write_text(json.dumps({"inclusions": answer, "read": _stats(map(Path, read))}))
+    else:
+        pch.unlink(missing_ok=True)
+
+
+def _read_prelude(plain: Setup, entry: Path) -> Setup | None:
+    """The setup with the precompiled prelude at ``entry``, if it is there, whole, and the files it read are as
+    they were; None otherwise."""
+    if not intact(entry):
+        return None
+    try:
+        made = json.loads((entry / _INCLUSIONS).read_text())
+    except (OSError, ValueError):  # a prelude that could not be precompiled
+        return None
+    read = made["read"]
+    if _stats(map(Path, (name for name, *_ in read))) != [tuple(r) for r in read]:
+        return None
+    return dataclasses.replace(plain, pch=str(entry / _PCH), inclusions=tuple((a, b) for a, b in made["inclusions"]))
+
+
+def _stats(paths: Iterable[Path]) -> list[tuple[str, int, int]]:
+    """Each file's name, size and modification time (-1 where it is gone), in the order given."""
+    found = []
+    for path in paths:
+        try:
+            st = path.stat()
+            found.append((str(path), st.st_size, st.st_mtime_ns))
+        except OSError:
+            found.append((str(path), -1, -1))
+    return found
 
 
 def ask(reader: str, request: dict[str, Any], path: Path, folder: Path) -> Any:
