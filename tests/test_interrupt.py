@@ -4,6 +4,7 @@ process group, as a terminal sends it, at a random moment (seeded)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -122,11 +123,13 @@ def _interrupted(command: list[str], env: dict[str, str], delay: float, tmp: Pat
         os.killpg(child.pid, signal.SIGINT)
         sent = time.monotonic()
         try:
-            child.wait(timeout=30)
-        except subprocess.TimeoutExpired:  # where it is stuck, in the failure: faulthandler prints every thread's
+            child.wait(timeout=_EXIT_WITHIN)
+        except subprocess.TimeoutExpired:  # where it is slow, in the failure: faulthandler prints every thread's
             child.send_signal(signal.SIGABRT)
             child.wait(timeout=10)
-            pytest.fail(f"still running 30 s after the signal (sent after {delay:.2f} s); where:\n"
+            with contextlib.suppress(ProcessLookupError):  # the rest of its group, which holds its stderr open
+                os.killpg(child.pid, signal.SIGKILL)
+            pytest.fail(f"still running {_EXIT_WITHIN} s after the signal (sent after {delay:.2f} s); where:\n"
                         f"{child.stderr.read() if child.stderr else ''}")
         finally:
             took = time.monotonic() - sent
