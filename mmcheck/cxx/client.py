@@ -100,10 +100,12 @@ def _setup() -> Setup:
     key = cache_key("prelude", _json(plain), (_PACKAGE / "cxx" / "front.py").read_bytes(),
                     _stats(p for folder in _installations() for p in Path(folder, "clang").rglob("*.so*")))
     entry = cache_root("cxx") / f"prelude-{key}"
+
+    def made() -> Setup | None:
+        return _read_prelude(plain, publish_sealed_folder(entry, functools.partial(_precompile, plain)))
+
     try:
-        return made_once(entry, lambda: _read_prelude(plain, entry),
-                         lambda: _read_prelude(plain, publish_sealed_folder(entry, functools.partial(
-                             _precompile, plain)))) or plain
+        return made_once(entry, lambda: _read_prelude(plain, entry), made) or plain
     except MmcheckError:  # the parses then read the prelude itself
         return plain
 
