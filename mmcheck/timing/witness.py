@@ -481,7 +481,8 @@ class Witness:
         r = self.renewal
         count = math.prod(dims)
         rms, allowed = math.sqrt(errors / count), SPREAD * math.sqrt(bounds / count)
+        acc = r.accumulator.name
         return (f"launch {launch} of the timing is not computed in the declared precision: the root mean square "
                 f"of its error over {r.output.name} is {rms:.3g}, {rms / allowed * SPREAD:.3g} times what "
-                f"rounding in {r.accumulator} gives at K = {r.k} (at most {allowed:.3g} allowed); its arithmetic "
-                f"is narrower than {r.accumulator} (TF32 tensor cores round each input to 10 bits)")
+                f"rounding in {acc} gives at K = {r.k} (at most {allowed:.3g} allowed); its arithmetic is narrower "
+                f"than {acc} (TF32 tensor cores round each input to 10 bits)")

@@ -92,6 +92,8 @@ def test_tf32_passes_the_per_element_bound_at_that_k_so_only_the_spread_sees_it(
     outcome, _ = _bench("rounds_inputs_to_tf32", shape=DEEP)
     assert "not timed: launch 1" in outcome.failure  # its first launch, judged element by element, passed
     assert "root mean square" in outcome.failure and "TF32" in outcome.failure
+    assert "what rounding in float32 gives at K = " in outcome.failure  # the type by its name
+    assert "narrower than float32 (TF32" in outcome.failure and "DType(" not in outcome.failure
 
 
 def test_the_same_tf32_kernel_declared_tf32_is_timed():
