@@ -2,6 +2,7 @@
 values, a zeroed output for kernels that add into it, and stated tolerances: judged on the fake backend (the
 zoo's kernels of these kinds run on the emulator in test_correctness.py)."""
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -245,3 +246,34 @@ def test_an_initial_value_an_integer_buffer_cannot_hold_is_a_spec_error(tmp_path
     spec = _spec(tmp_path, "gemm", ("A", "B", "C", "half", "M", "N", "K"), extra)
     with pytest.raises(SpecError, match="not a whole number for its int32 elements"):
         make_operands(spec, Shape(3, 4, 2), F32, Trial("ints"), seed=1)
+
+
+BLAS_SEEN = """
+import os
+import numpy as np
+
+def threads(A):
+    return np.array([float(os.environ.get(name, 0)) for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")])
+"""
+
+
+@pytest.mark.parametrize("chosen", [None, "2"])
+def test_a_reference_started_by_a_gpu_worker_gets_the_blas_threads_the_worker_was_denied(tmp_path, monkeypatch,
+                                                                                           chosen):
+    """A GPU backend's worker does no linear algebra, so its BLAS starts no threads; the reference functions its
+    timings verify with run products of the largest sizes, on the count its parent had (the user's, if chosen):
+    a float64 product at 4096 took seconds on the worker's one thread."""
+    from mmcheck.cases import referee
+    from mmcheck.describe.pyref import PyReference
+    from mmcheck.toolchain.devices import THREAD_COUNTS, without_blas
+
+    (tmp_path / "seen.py").write_text(BLAS_SEEN)
+    for name in THREAD_COUNTS:
+        monkeypatch.delenv(name, raising=False)
+    if chosen:
+        monkeypatch.setenv("OPENBLAS_NUM_THREADS", chosen)
+    for name, value in without_blas(dict(os.environ)).items():  # the worker's environment, as process.py makes it
+        monkeypatch.setenv(name, value)
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    chose = referee.call(PyReference(tmp_path / "seen.py", "threads"), {"A": np.zeros(1)}, {})
+    assert list(chose) == [int(chosen) if chosen else 0, 0]  # what BLAS reads at its load: its default, or the user's

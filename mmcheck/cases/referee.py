@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..toolchain import children, sandbox
+from ..toolchain.devices import blas_restored
 from ..describe.pyref import PyReference
 from .referee_child import frame, pack, unpack
 
@@ -57,7 +58,7 @@ class _Child:
         self.log = open(self.scratch / "stderr", "w+b")  # noqa: SIM115 - the child's life long
         self.process = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, process_group=0,
-            env={**children.environment(), "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(self.scratch)})
+            env={**blas_restored(children.environment()), "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(self.scratch)})
         atexit.register(self.close)
 
     def ask(self, request: bytes) -> bytes:

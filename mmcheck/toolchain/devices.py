@@ -10,11 +10,14 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-__all__ = ["across_cores", "blas_threads", "cores", "gpu_count", "pin_gpu", "quiet_blas", "share_cores",
-           "shared_capability", "visible_gpus"]
+__all__ = ["across_cores", "blas_threads", "blas_restored", "cores", "gpu_count", "pin_gpu", "quiet_blas",
+           "share_cores", "shared_capability", "visible_gpus", "without_blas"]
 
 # Where one is set, the user chose BLAS's thread count.
 THREAD_COUNTS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+# The BLAS thread counts a process without BLAS threads (without_blas) was started with, for the children it
+# starts that do linear algebra (blas_restored): name=value pairs, separated by spaces.
+_HELD_COUNTS = "MMCHECK_HELD_BLAS_THREADS"
 # Where one is set, the user chose how long OpenBLAS's idle threads spin (2**n CPU cycles) before they sleep.
 SPIN = ("OPENBLAS_THREAD_TIMEOUT", "GOTO_THREAD_TIMEOUT")
 # The processes sharing this machine's cores, as share_cores was told.
@@ -106,6 +109,22 @@ def blas_threads(workers: int, environ: Mapping[str, str] = os.environ) -> dict[
     if any(name in environ for name in THREAD_COUNTS):
         return {}
     return dict.fromkeys(THREAD_COUNTS, str(_share(workers)))
+
+
+def without_blas(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` for a process that does no linear algebra itself (a GPU backend's worker): its BLAS starts no
+    threads, and the counts ``environ`` set are held for the children it starts that do (blas_restored)."""
+    held = " ".join(f"{name}={environ[name]}" for name in THREAD_COUNTS if name in environ)
+    return {**environ, **dict.fromkeys(THREAD_COUNTS, "1"), _HELD_COUNTS: held}
+
+
+def blas_restored(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` for a child that does linear algebra (a spec's reference function, on the largest arrays),
+    started by a process without BLAS threads: the counts that process was started with, not its one thread."""
+    if _HELD_COUNTS not in environ:
+        return dict(environ)
+    held = dict(pair.split("=", 1) for pair in environ[_HELD_COUNTS].split())
+    return {**{k: v for k, v in environ.items() if k not in THREAD_COUNTS and k != _HELD_COUNTS}, **held}
 
 
 def quiet_blas(environ: MutableMapping[str, str] = os.environ) -> None:
