@@ -17,6 +17,7 @@ import pytest
 
 import mmcheck
 import mmcheck.front.ahead
+import mmcheck.front.session
 import mmcheck.backends
 from mmcheck.front import costs
 from mmcheck.backends.base import Capabilities
@@ -528,9 +529,10 @@ class NamedGpu(FakeTimingBackend):
     name = "named-gpu"
 
 
-@pytest.mark.parametrize("nvml, device", [((9, 0), (9, 0)), ((9, 0), (8, 0)), (None, (9, 0))])
+@pytest.mark.parametrize("nvml, device, kept", [((9, 0), (9, 0), False), ((9, 0), (8, 0), False),
+                                                (None, (9, 0), False), ((9, 0), (9, 0), True)])
 def test_compiling_ahead_starts_before_the_backend_opens_where_nvml_tells_the_device(
-        kernel_files, monkeypatch, nvml, device):
+        kernel_files, monkeypatch, nvml, device, kept):
     events = []
 
     class Compiling:
@@ -554,14 +556,17 @@ def test_compiling_ahead_starts_before_the_backend_opens_where_nvml_tells_the_de
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(mmcheck.backends, "get_backend", opened)
     monkeypatch.setattr(mmcheck.front.ahead, "start", start)
+    # Whether a worker kept from an earlier run waits (on a GPU machine the suite's other commands leave some):
+    # the backend then opens at once, and nothing compiles ahead of it.
+    monkeypatch.setattr(mmcheck.front.session, "kept_waiting", lambda name, options: kept)
     assert main(["check", str(kernel_files)]) == 0
-    if nvml == device:  # the guess holds: what started before the backend opened goes on to the end
+    if kept or not nvml:  # a kept worker, or no NVML: compiling waits for the backend
+        assert events == ["opened", ("compiling", "named-gpu", (9, 0)), ("stopped", (9, 0))]
+    elif nvml == device:  # the guess holds: what started before the backend opened goes on to the end
         assert events == [("compiling", "auto", (9, 0)), "opened", ("stopped", (9, 0))]
-    elif nvml:  # a wrong guess: compiling starts again for the device found, on the backend auto found
+    else:  # a wrong guess: compiling starts again for the device found, on the backend auto found
         assert events == [("compiling", "auto", (9, 0)), "opened", ("stopped", (9, 0)),
                           ("compiling", "named-gpu", (8, 0)), ("stopped", (8, 0))]
-    else:  # no NVML: compiling waits for the backend
-        assert events == ["opened", ("compiling", "named-gpu", (9, 0)), ("stopped", (9, 0))]
 
 
 @pytest.mark.parametrize("backend, cc", [(FakeTimingBackend, (9, 0)), (FakeBackend, None)])
