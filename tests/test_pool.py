@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from mmcheck.front.options import Settings
+from mmcheck.front import pool as pool_module
 from mmcheck.front.pool import Check, Pool
 from mmcheck.describe.spec import collect
 
@@ -194,7 +195,8 @@ def _waits_in_a_callback(started: str) -> str:
     compare = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
 
     def waits(a: int, b: int) -> int:
-        Path(started).touch()
+        Path(started + ".part").write_text(str(os.getpid()))
+        os.replace(started + ".part", started)
         time.sleep(30)
         return 0
 
@@ -218,10 +220,44 @@ def test_a_worker_stopped_in_a_c_librarys_callback_says_nothing_and_exits_of_its
                               functools.partial(_once_started, started)])
     assert next(outcomes) == (1, "started")
     workers = list(pool._executor._processes.values())
+    # The SIGTERM is to come in the callback's wait: one that came between its file and its sleep would be dropped
+    # there, and the sleep would go on (a loaded machine's scheduler made that gap long enough, 3 runs in 8).
+    waiting = Path(f"/proc/{Path(started).read_text()}/stat")
+    deadline = time.monotonic() + 10
+    while waiting.read_text().rsplit(")", 1)[1].split()[0] != "S" and time.monotonic() < deadline:
+        time.sleep(0.01)
     outcomes.close()  # as Ctrl-C closes it: the workers are terminated
     # Each ended of itself, within the grace, not killed after it.
     assert [w.exitcode for w in workers] and all(w.exitcode is not None and w.exitcode >= 0 for w in workers)
     assert capfd.readouterr().err == ""  # the SIGTERM, dropped in the callback, is not printed as a traceback
+
+
+def _sends_a_large_result(go: str) -> bytes:
+    while not Path(go).exists():
+        time.sleep(0.01)
+    return bytes(400 << 20)
+
+
+def _lets_go(go: str) -> str:
+    Path(go).touch()
+    return "went"
+
+
+def test_a_worker_stopped_as_it_sends_a_result_back_exits_of_itself(tmp_path):
+    """Between jobs a SIGTERM ends the worker where it comes: raised as it sent a result back, the executor's loop
+    took it for the job's exception and went on to wait for the next job, until the worker was killed."""
+    import functools
+
+    go = str(tmp_path / "go")
+    pool = Pool(2, gpu=False)
+    outcomes = pool.outcomes([functools.partial(_sends_a_large_result, go), functools.partial(_lets_go, go)])
+    assert next(outcomes) == (1, "went")
+    workers = list(pool._executor._processes.values())
+    time.sleep(0.1)  # the other worker's result on its way (400 MB, a second or so through the pipe)
+    started = time.monotonic()
+    outcomes.close()
+    assert all(w.exitcode == pool_module.TERMINATED for w in workers), [w.exitcode for w in workers]
+    assert time.monotonic() - started < pool_module._TERMINATE_GRACE
 
 
 class _WaitsAsItsClassIsMade:

@@ -308,6 +308,7 @@ class _Worker:
         if gpus:
             pin_gpu(os.environ, self.slot, gpus)
         atexit.register(self.close)
+        self.started = False  # until the backend is opened: a stop meanwhile unwinds the initializer
         signal.signal(signal.SIGTERM, self._terminated)
         if settings is not None:
             try:
@@ -321,6 +322,7 @@ class _Worker:
                 if isinstance(interrupt.wrapped_stop(e), _Stopped):
                     os._exit(TERMINATED)
                 raise
+        self.started = True
 
     def runner(self, settings: Settings) -> Runner:
         if self._unavailable is not None:
@@ -360,17 +362,22 @@ class _Worker:
             self._runner = None
 
     def _terminated(self, signum: int, frame: FrameType | None) -> NoReturn:
-        """SIGTERM (the main process stops early, or the pool broke): the slot is left idle, as whatever this
-        worker runs is not to blame, and _Stopped unwinds it (see _run)."""
+        """SIGTERM (the main process stops early, or the pool broke): in a job, the slot is left idle, as whatever
+        this worker runs is not to blame, and _Stopped unwinds it (see _run); between jobs, the worker exits here."""
         # A broken pool terminates every worker again; a second SIGTERM must not cut the first one's short.
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if self.started and self.running[self.slot] == IDLE:
+            # Raised here, the stop could meet the executor's own loop as it sends a job's result back, which takes
+            # any exception for the job's and waits for the next job: the worker would be killed after the grace.
+            atexit._run_exitfuncs()  # its backend closed, its scratch folder removed, as an exit does
+            os._exit(TERMINATED)
         self.running[self.slot] = IDLE
         raise _Stopped(TERMINATED)
 
 
 class _Stopped(SystemExit):
-    """A worker's SIGTERM.  Between jobs it ends the worker as any SystemExit does (its backend is closed at
-    exit); in a job, _run ends it."""
+    """A worker's SIGTERM in a job, which _run ends, or while the worker starts, which ends it as any SystemExit
+    does."""
 
 
 _worker: _Worker  # this process's, where it is a worker (_start)
