@@ -125,7 +125,7 @@ class Nvcc:
             return Compiled(cubin, kernel_symbol(cubin, build), said, read)
 
         def make_first() -> Compiled:
-            units = [unit_source(build, source=text) for text in sources(build, whole_first=bool(torch))]
+            units = (unit_source(build, source=text) for text in sources(build, whole_first=bool(torch)))
             return compile_first(units, make)
 
         return self.cache.fetch(key, make_first)

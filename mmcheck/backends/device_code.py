@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import importlib.metadata as metadata
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -151,29 +151,35 @@ def needed_header(code: DeviceCode) -> tuple[int, str, str] | None:
     return None
 
 
-def sources(build: Build, whole_first: bool = False) -> list[str]:
+def sources(build: Build, whole_first: bool = False) -> Iterator[str]:
     """The texts of ``build``'s file for a compiler to try, in order: its device code, where the front end
-    found it and all of it parsed, and the file as it is (first, where ``whole_first``)."""
-    code = device_code(build)
+    found it and all of it parsed, and the file as it is (first, where ``whole_first``: the front end is then
+    asked only once the file as it is has failed)."""
     whole = build.spec.source
-    if code is None or code.error is not None or code.source == whole:
-        return [whole]
-    return [whole, code.source] if whole_first else [code.source, whole]
+    if whole_first:
+        yield whole
+    code = device_code(build)
+    if code is not None and code.error is None and code.source != whole:
+        yield code.source
+    if not whole_first:
+        yield whole
 
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
-def compile_first(texts: Sequence[T], compile: Callable[[T], R]) -> R:
+def compile_first(texts: Iterable[T], compile: Callable[[T], R]) -> R:
     """``compile`` of the first of ``texts``, or where that fails with a CompileError, of the first of the
     others that compiles (what the front end kept may lack something the compiler needs, or the file as
     it is may fail in host code); where none does, the first one's error.  What the sandbox stopped in any
-    of them is raised as it is: the file's attempt is never hidden behind another text's error."""
+    of them is raised as it is: the file's attempt is never hidden behind another text's error.  ``texts`` is
+    read lazily: a later text is made only where the first fails."""
+    texts = iter(texts)
     try:
-        return compile(texts[0])
+        return compile(next(texts))
     except CompileError as failure:
-        for text in texts[1:]:
+        for text in texts:
             try:
                 return compile(text)
             except SandboxViolation:

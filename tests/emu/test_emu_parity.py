@@ -208,7 +208,7 @@ def test_nvcc_agrees(tmp_path, before, body, files, template, compiles):
     own compiles are of device code alone, ``--cubin`` or NVRTC, which declare printf and assert without an
     include: host code's compile is what rejects them.)"""
     build = _spec(tmp_path, before, body, files, template)
-    (tmp_path / "unit.cu").write_text(unit_source(build, source=device_code.sources(build)[0]))
+    (tmp_path / "unit.cu").write_text(unit_source(build, source=next(device_code.sources(build))))
     done = subprocess.run(["nvcc", "-arch=sm_90", "-c", "--std=c++17", *include_options(build.spec), "unit.cu",
                            "-o", "unit.o"], cwd=tmp_path, capture_output=True, text=True)
     assert (done.returncode == 0) == compiles, done.stdout + done.stderr

@@ -463,6 +463,20 @@ def test_with_torch_nvcc_takes_the_file_as_written_first_then_its_device_code(nv
     assert ["PYBIND11_MODULE(" in text for text in given] == [True, False]
 
 
+@needs.nvcc
+def test_with_torch_a_file_that_compiles_as_written_is_never_parsed(nvcc_calls, monkeypatch, tmp_path):
+    """The front end's parse is asked for only once the file as it is has failed: a save's recompile pays
+    nvcc's time alone."""
+    def parsed(build):
+        raise AssertionError(f"{build} was parsed")
+
+    monkeypatch.setattr(compilers, "torch_includes", lambda: (str(tmp_path),))
+    monkeypatch.setattr(device_code, "device_code", parsed)
+    nvcc, given = nvcc_calls
+    compiled = nvcc.compile(_build(_spec("matmul.cu", HERE.parents[1] / "docs" / "examples" / "mykernels")), "sm_90")
+    assert compiled.symbol in function_symbols(compiled.cubin) and len(given) == 1
+
+
 @pytest.mark.slow(25)
 @needs.nvcc
 def test_a_pytorch_extension_compiles_as_written_where_torch_is_installed(nvcc_calls):

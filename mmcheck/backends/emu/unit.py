@@ -307,7 +307,7 @@ def compile_sources(build: Build) -> list[str]:
     if code and code.rejected:  # g++ would take it, as host code: the emulator rejects it as nvcc does
         raise CompileError(f"{build.spec.path}: the kernel's device code has what nvcc rejects, so the emulator "
                            "rejects it too:\n" + "\n".join(code.rejected))
-    return sources(build)
+    return list(sources(build))
 
 
 def _not_found(header: str) -> str:
