@@ -257,7 +257,33 @@ def test_costly_launches_left_running_give_the_verdict_of_launches_run_in_turn(s
     assert beside.case.shape == found and beside.shapes_tried == first
     # the first costly launch was left running while cheap launches went on
     submitted = backend.events.index("submit reverse")
-    assert backend.events[submitted + 1].startswith("launch") and "wait reverse" in backend.events[submitted + 2:]
+    assert backend.events[submitted + 1] == "submit forward" and "wait reverse" in backend.events[submitted + 2:]
+
+
+@pytest.mark.parametrize("entry", ["good", "drops_last_k", "writes_past_end"])
+def test_where_the_backend_runs_launches_beside_it_the_reference_is_made_meanwhile_and_the_verdict_is_the_same(
+        entry, monkeypatch):
+    """Each cheap launch is submitted, its reference made while it runs, then waited for; a verdict, its
+    message among it, is that of launches run in turn."""
+    from mmcheck.judging import judge
+
+    backend = FakeSubmittingBackend()
+    made = judge.reference
+
+    def reference(op, ops):
+        backend.events.append("reference")
+        return made(op, ops)
+
+    in_turn = Runner(FakeBackend(), seed=2).sweep(spec_for(entry), F32, SHAPES)
+    monkeypatch.setattr(judge, "reference", reference)
+    beside = Runner(backend, seed=2).sweep(spec_for(entry), F32, SHAPES)
+    assert (beside.outcome, beside.check, beside.case, beside.message) == \
+        (in_turn.outcome, in_turn.check, in_turn.case, in_turn.message)
+    first = backend.events[:3]
+    assert first == ["submit forward", "reference", "wait forward"], backend.events
+    # judge takes the reference made ahead: one per launch where all pass, none made twice
+    submitted = sum(e.startswith("submit") for e in backend.events)
+    assert backend.events.count("reference") == submitted or not beside.ok
 
 
 @pytest.mark.parametrize("entry, shape", [("drops_last_k", SHAPE), ("racy", Shape(17, 17, 33)), ("good", SHAPE)])

@@ -4,24 +4,32 @@ after the checks of the buffers around it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-from ..backends.base import Backend, DeviceBuffer, Kernel, Launched, TensorMapArg
+from functools import partial
+
+from ..backends.base import Backend, DeviceBuffer, Kernel, Launched, Submits, TensorMapArg
 from ..errors import BarrierError, KernelFault, KernelTimeout, LaunchError, MmcheckError, SanitizerError, SpecError
 from ..judging.judge import check_buffers
 from ..cases.prepare import Prepared
 from ..judging.results import Caught
 from ..describe.spec import Check
 
-__all__ = ["launch", "check_parameters"]
+__all__ = ["launch", "check_parameters", "start"]
 
 
-def launch(backend: Backend, prepared: Prepared, kernel: Kernel, schedule: str,
-           started: Launched | None = None) -> np.ndarray:
+def launch(backend: Backend, prepared: Prepared, kernel: Kernel, schedule: str, started: Launched | None = None,
+           meanwhile: Callable[[], None] | None = None) -> np.ndarray:
     """Launch once (or finish the launch ``started``) and read back; the logical result, after the checks of
-    the buffers around it."""
+    the buffers around it.  ``meanwhile``: work done while the launch runs, beside this process where the
+    backend can run it so (Submits), else before it."""
     spec, plan = prepared.spec, prepared.plan
     try:
+        if meanwhile is not None:
+            started = started or start(backend, prepared, kernel, schedule)
+            meanwhile()
         if started:
             started.wait()
         else:
@@ -43,6 +51,24 @@ def launch(backend: Backend, prepared: Prepared, kernel: Kernel, schedule: str,
     after = {name: backend.download(buf) for name, buf in prepared.buffers.items()}
     check_buffers(prepared, after)
     return prepared.result(after)
+
+
+def start(backend: Backend, prepared: Prepared, kernel: Kernel, schedule: str, beside: bool = True) -> Launched:
+    """The launch, its parameters checked, started ``beside`` the caller where the backend can (Submits), else
+    made to run when waited for; ``launch`` given it finishes it."""
+    check_parameters(kernel, prepared)
+    p = prepared.plan
+    args = (kernel, prepared.args, p.grid, p.block, p.smem, schedule, p.cluster)
+    if beside and isinstance(backend, Submits):
+        return backend.submit(*args)
+    return _Now(partial(backend.launch, *args))
+
+
+class _Now:
+    """A launch on a backend that cannot run it beside its caller: it runs when waited for."""
+
+    def __init__(self, launch: Callable[[], None]) -> None:
+        self.wait = launch
 
 
 def check_parameters(kernel: Kernel, prepared: Prepared) -> None:

@@ -25,7 +25,7 @@ import numpy as np
 from ..backends.base import Backend, Kernel, Launched, Submits
 from ..cases.data import Trial
 from ..errors import MmcheckError, SanitizerError
-from .launch import check_parameters
+from .launch import start
 from ..cases.prepare import Plan, Prepared, plan
 from ..judging.results import Case, Caught, Result, outcome_of
 from ..cases.shapes import covering_shape, smallest_of_class, tile_class
@@ -180,11 +180,7 @@ class Races:
                  beside: bool) -> Launched:
         """A costly launch started: ``beside`` this process where the backend can, else run when waited for;
         what it reports kept under ``digest``."""
-        check_parameters(kernel, prepared)
-        p = prepared.plan
-        args = (kernel, prepared.args, p.grid, p.block, p.smem, schedule, p.cluster)
-        started: Launched = (self.backend.submit(*args) if beside and isinstance(self.backend, Submits)
-                             else _Now(partial(self.backend.launch, *args)))
+        started = start(self.backend, prepared, kernel, schedule, beside)
         return _Keeping(started, self.verdicts, digest, what) if digest and self.verdicts else started
 
 
@@ -193,13 +189,6 @@ def what(schedule: str, case: Case, trial: Trial, which: str = "") -> str:
     spec = case.spec
     return (f"{schedule}{f' ({which})' if which else ''}: {spec.path} {spec.name} {case.dtype} {case.shape} "
             f"({trial}, seed {case.seed})")
-
-
-class _Now:
-    """A costly launch on a backend that cannot run it beside its caller: it runs when waited for."""
-
-    def __init__(self, launch: Callable[[], None]) -> None:
-        self.wait = launch
 
 
 @dataclass

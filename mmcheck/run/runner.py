@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 
 from ..cases import data
-from ..backends.base import Backend, Kernel, Launched
+from ..backends.base import Backend, Kernel, Launched, Submits
 from ..toolchain.compile import Build, asynchronous, missing_entry
 from ..cases.data import Operands, Trial
 from ..describe.dtypes import Precision
 from ..errors import CompileError, MmcheckError, SandboxViolation, Unsupported
-from ..judging.judge import Rerun, judge
+from ..judging.judge import Rerun, expect, judge
 from .launch import launch
 from ..cases.prepare import Plan, Prepared, host_bytes, host_memory, plan, prepare
 from .races import DETECTED, Earlier, Left, Place, Races, what
@@ -373,7 +373,9 @@ class Runner:
         """Launch (or finish the launch ``started``) and judge the result; ``passed``: the schedules under
         which the same inputs passed; ``explain``: whether a cheap schedule's failure is explained."""
         try:
-            got = launch(self.backend, prepared, kernel, schedule, started)
+            # The reference is made while the kernel runs beside this process.
+            ahead = partial(expect, prepared) if started is None and isinstance(self.backend, Submits) else None
+            got = launch(self.backend, prepared, kernel, schedule, started, ahead)
             # A costly schedule's failure counts only as a race (below), which the reruns may show.
             judge(prepared, got, schedule, kernel.schedules, list(passed), rerun,
                   explain=explain or schedule in kernel.costly)
