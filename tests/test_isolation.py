@@ -1,6 +1,7 @@
 """A kernel that kills or hangs its process costs exactly one case; the next case runs normally."""
 
 import os
+import time
 
 import numpy as np
 import pytest
@@ -96,6 +97,28 @@ def test_a_gpus_hang_is_told_by_what_the_emulator_sees_of_the_same_case(tmp_path
         backend.close()
     assert hung.check == "timeout" and "no answer after 3 s" in hung.message
     assert "on the emulator, the same case: " in hung.message and "__syncthreads" in hung.message, hung.message
+
+
+SPINS = HANGS_ON_A_BARRIER.replace("""    if (threadIdx.x == 0)
+        __syncthreads();  // the other 31 threads never reach it""", """    volatile int go = 0;
+    while (!go) {}  // no barrier: nothing but its limit stops it""")
+
+
+@gxx
+def test_the_emulators_look_at_a_gpus_hang_takes_no_longer_than_the_gpus_timeout(tmp_path, monkeypatch):
+    """A kernel that spins is seen on the emulator only once its limit is reached: the --timeout the GPU was given
+    (2 s here), not the emulator's default of 30 s."""
+    monkeypatch.setattr(process, "_GRACE", 1.0)
+    (spec,) = parse_specs(SPINS, tmp_path / "k.cu")
+    backend = ProcessBackend(FAKE.replace("FakeBackend", "FakeGpuBackend"), BackendOptions(timeout=2))
+    start = time.monotonic()
+    try:
+        hung = Runner(backend, seed=5, timeout=2).run(Case(spec, F32, Shape(3, 3, 3), 5))
+    finally:
+        backend.close()
+    assert hung.check == "timeout" and "on the emulator, the same case: " in hung.message, hung.message
+    assert "2 s of CPU time" in hung.message, hung.message
+    assert time.monotonic() - start < 20
 
 
 class FakeTool:

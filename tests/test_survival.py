@@ -28,7 +28,7 @@ def runner(request):
         backend = get_backend(request.param, BackendOptions(timeout=3))
     except BackendUnavailable as e:
         pytest.skip(f"{request.param} backend: {e}")
-    return Runner(backend, seed=0)
+    return Runner(backend, seed=0, timeout=3)
 
 
 @pytest.mark.slow(7)

@@ -29,7 +29,8 @@ __all__ = ["runner", "open_runner", "unreachable", "check", "shapes"]
 def runner(settings: Settings, backend: Backend) -> Runner:
     """The runner the settings describe (guard bands off under a sanitizer: it needs exact sizes)."""
     return Runner(backend, seed=settings.seed, guards=not settings.sanitize,
-                  verdicts=None if settings.recheck_races else Verdicts(), results=Path(settings.results))
+                  verdicts=None if settings.recheck_races else Verdicts(), results=Path(settings.results),
+                  timeout=settings.timeout)
 
 
 def open_runner(settings: Settings) -> Runner:

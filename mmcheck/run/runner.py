@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from ..cases import data
-from ..backends.base import Backend, Kernel, Launched, Submits
+from ..backends.base import Backend, BackendOptions, Kernel, Launched, Submits
+from ..defaults import TIMEOUT
 from ..toolchain.compile import Build, asynchronous, missing_entry
 from ..cases.data import Operands, Trial
 from ..describe.dtypes import Precision
@@ -74,23 +75,26 @@ class Runner:
     """Runs cases on one backend, compiling each build (spec, dtype, template arguments, defines) once."""
 
     def __init__(self, backend: Backend, seed: int = 0, guards: bool = True, verdicts: Verdicts | None = None,
-                 results: Path = Path("mmcheck-results")) -> None:
+                 results: Path = Path("mmcheck-results"), timeout: float = TIMEOUT) -> None:
         """``guards``: surround buffers with guard bands (off under a sanitizer, which needs exact-size
         allocations to see an out-of-bounds access).  ``verdicts``: where a race detector's verdicts are
         kept across runs (None: the detector runs every time).  ``results``: where the traceback of an
-        error of mmcheck's own is saved."""
+        error of mmcheck's own is saved.  ``timeout``: the seconds a launch runs on ``backend`` before it counts
+        as hung, which the emulator's look at a GPU's hang takes at most too."""
         self.backend = backend
         self.results = results
         self.seed = seed
         self.guards = guards
         self.verdicts = verdicts
+        self.timeout = timeout
         self.races = Races(backend, verdicts, results)
         self._kernels: dict[tuple, Kernel | MmcheckError] = {}
         self._reported: set[tuple] = set()
         self._hung: dict[tuple, Result] = {}  # kernel x dtype -> the case that hung
         self._budget: _Budget | None = None  # the running sweep's, where it has one
         self._file_seconds: dict[Path, float] = {}  # what each kernel file's checks took in this process
-        self._emulator: Runner | None = None  # what tells a GPU's hang and holds the asynchronous rules, once asked
+        # What holds the asynchronous rules and tells a GPU's hang, by its launches' limit, each made once asked.
+        self._emulators: dict[float, Runner] = {}
         self._rules: dict[tuple, Result | None] = {}  # kernel x dtype -> the asynchronous rules' break, if any
 
     def compile(self, build: Build) -> Kernel:
@@ -293,17 +297,19 @@ class Runner:
                            f"repairs some, and a race may go unseen); on the emulator, which holds a kernel to them, "
                            f"the case {found.case.shape}: {found.finding}", check=found.check)
 
-    def _emulated(self) -> Runner | None:
-        """The emulator's runner, made on first use; None where there is no emulator here."""
-        if self._emulator is None:
+    def _emulated(self, timeout: float = TIMEOUT) -> Runner | None:
+        """The emulator's runner whose launches may take ``timeout`` seconds of CPU time, made on first use; None
+        where there is no emulator here."""
+        if timeout not in self._emulators:
             from ..backends import get_backend
             from ..errors import BackendUnavailable
 
             try:
-                self._emulator = Runner(get_backend("emu"), self.seed, self.guards, results=self.results)
+                backend = get_backend("emu", BackendOptions(timeout=timeout))
             except BackendUnavailable:
                 return None
-        return self._emulator
+            self._emulators[timeout] = Runner(backend, self.seed, self.guards, results=self.results, timeout=timeout)
+        return self._emulators[timeout]
 
     def _hang_told(self, case: Case) -> str | None:
         """Where a GPU's launch hung, what the emulator says of the same case: a GPU says only that time ran out,
@@ -311,7 +317,10 @@ class Runner:
         threads never reach).  None where there is no emulator here, the shape is too large for it, or it
         finds no hang."""
         assert case.shape is not None, "a case that hung has a shape"
-        if not self.backend.capabilities.gpu or case.shape.macs > _EMULATED_MACS or not (emulator := self._emulated()):
+        if not self.backend.capabilities.gpu or case.shape.macs > _EMULATED_MACS:
+            return None
+        # A kernel that spins is seen on the emulator only once its limit is reached: no later than on the GPU.
+        if not (emulator := self._emulated(min(self.timeout, TIMEOUT))):
             return None
         found = emulator.run(case)
         if found.ok or found.check not in (Check.TIMEOUT, Check.BARRIER, Check.FAULT):
