@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck.toolchain import sandbox
+from mmcheck.toolchain import children, sandbox
 from mmcheck.backends import device_code
 from mmcheck.backends.cubin import arch
 from mmcheck.backends.nvrtc import Nvrtc, probe
@@ -47,7 +47,7 @@ def _zoo_arch(nvrtc: Nvrtc) -> str:
 @pytest.fixture(scope="module")
 def zoo_builds(request, nvrtc, tmp_path_factory):
     """Every build of every zoo kernel this session collected, compiled once each per test run, the xdist
-    workers sharing what they made, ahead on threads (each NVRTC compile is a child process of its own); a test
+    workers sharing what they made, ahead on threads (each with an NVRTC child of its own); a test
     waits only for its own.  Into mmcheck's own cache, which a GPU backend compiling with NVRTC then reads
     rather than compile the zoo a second time (and which keeps what NVRTC said)."""
     wanted = {(item.callspec.params["spec"].name, item.callspec.params["dtype"]): item.callspec.params["spec"]
@@ -162,6 +162,19 @@ def test_nvrtc_compiles_in_the_sandbox_and_reads_no_file_outside_the_kernels_fol
         nvrtc.compile(_build('#include "/etc/passwd"\n' + DEVICE), ARCH)
     assert "the file tried to include /etc/passwd, which is outside its folder" in str(error.value)
     assert first not in str(error.value)
+
+
+def test_a_folders_compiles_share_one_nvrtc_child(nvrtc, tmp_path, monkeypatch):
+    """Loading libnvrtc is most of a small kernel's compile: the child that compiled one kernel of a folder
+    compiles the next (toolchain/serving.py)."""
+    started = []
+    start = children.start
+    monkeypatch.setattr(children, "start", lambda *args, **kwargs: started.append(args) or start(*args, **kwargs))
+    compiler = Nvrtc(str(tmp_path))  # children and a cache of its own (``nvrtc``: skipped where none is usable)
+    for n in range(3):
+        compiled = compiler.compile(_build(DEVICE + f"// save {n}\n"), ARCH)
+        assert compiled.symbol in function_symbols(compiled.cubin)
+    assert len(started) == 1
 
 
 def test_the_c_library_headers_device_code_includes_are_there(nvrtc, monkeypatch):

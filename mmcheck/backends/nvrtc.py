@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from ..toolchain import children, sandbox
+from ..toolchain.serving import Served
 from ..toolchain.compile import Build, cache_key, cache_root, unit_source, verbatim_failure
 from ..toolchain.dependencies import folder_reads
 from ..errors import BackendUnavailable, CompileError, Unsupported, visible
@@ -413,6 +414,10 @@ class Nvrtc:
         self.include, self.headers = choose_headers(self.library.version, header_wheels(), find_toolkit(),
                                                     os.environ.get("MMCHECK_NVRTC_INCLUDE"))
         self.cache = CubinCache(Path(cache_dir, "nvrtc") if cache_dir else cache_root("nvrtc"))
+        # NVRTC's children, kept from one compile to the next (serving.py): loading libnvrtc is most of a small
+        # kernel's compile.
+        self._children = Served([sys.executable, "-m", "mmcheck.backends.nvrtc_child"],
+                                {**children.environment(), "PYTHONDONTWRITEBYTECODE": "1"})
 
     def describe(self) -> str:
         lib = self.library
@@ -442,27 +447,24 @@ class Nvrtc:
         return self.cache.fetch(key, make)
 
     def _compile(self, build: Build, source: str, expression: str, options: Sequence[str]) -> Compiled:
-        """NVRTC's compile of ``source``, in a child process inside the sandbox (nvrtc_child.py)."""
+        """NVRTC's compile of ``source``, by a child process inside the sandbox (nvrtc_child.py)."""
         name = str(build.spec.path)
         request = json.dumps({"source": source, "name": name, "expression": expression, "options": list(options),
-                              "library": self.library.path})
+                              "library": self.library.path}).encode()
         # What the child reads: Python and its packages (mmcheck's own too), the NVRTC library, the headers it
         # is given, and the kernel's folder.
         reads: list[str | Path] = [sys.prefix, sys.base_prefix, *site.getsitepackages(),
                                    Path(__file__).resolve().parents[1],
                                    *([Path(self.library.path).parent] if self.library.path else []), *self.include,
                                    STAND_INS, build.spec.folder]
-        with sandbox.scratch(children.scratch()) as folder:
-            argv = sandbox.compile_command([sys.executable, "-m", "mmcheck.backends.nvrtc_child"], reads, folder)
-            done = children.run(argv, input=request, env={**children.environment(), "PYTHONDONTWRITEBYTECODE": "1"},
-                                tmpdir=folder)
+        done = self._children.ask(reads, request, build.spec.path, build.spec.folder)
         try:
-            answer = json.loads(done.stdout)
+            answer = json.loads(done.line)
         except ValueError:
-            said = done.stderr.strip()
+            said = done.said.strip()
             refusal = sandbox.compile_refusal(build.spec.path, build.spec.folder, said)
             raise refusal or CompileError(f"{name}: {self.library.label} ended without an answer "
-                                          f"(status {done.returncode}):\n{said[-2000:]}") from None
+                                          f"(status {done.status}):\n{said[-2000:]}") from None
         log = visible(answer["log"])
         if not answer["ok"]:
             if refusal := sandbox.compile_refusal(build.spec.path, build.spec.folder, log):

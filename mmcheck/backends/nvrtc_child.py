@@ -1,13 +1,13 @@
-"""NVRTC's compile of one unit, run in a process of its own inside the sandbox (``python -m
-mmcheck.backends.nvrtc_child``, started by nvrtc.py): the unit's ``#include`` directives are followed by NVRTC
-itself, so that a file cannot have it read (and quote in its errors) what lies outside the kernel's folder,
-the CUDA headers and the system's.
+"""NVRTC's compiles, run in a process of their own inside the sandbox (``python -m mmcheck.backends.nvrtc_child``,
+started by nvrtc.py): the unit's ``#include`` directives are followed by NVRTC itself, so that a file cannot have it
+read (and quote in its errors) what lies outside the kernel's folder, the CUDA headers and the system's.
 
-The request comes as JSON on standard input (``source``, ``name``, ``expression``, ``options`` and the
-``library`` nvrtc.py chose and checked, or null where cuda-bindings finds one itself); the answer goes as JSON
-to standard output: ``ok``, the compiler's ``log`` and, where it compiled, the kernel's lowered ``symbol`` and
-the ``cubin`` (base64).  A process per compile: this module imports only cuda-bindings' NVRTC, so that it starts
-in a fraction of the compile's time."""
+Each request comes as a line of JSON on standard input (``source``, ``name``, ``expression``, ``options`` and the
+``library`` nvrtc.py chose and checked, or null where cuda-bindings finds one itself); each answer goes as a line of
+JSON to standard output: ``ok``, the compiler's ``log`` and, where it compiled, the kernel's lowered ``symbol`` and
+the ``cubin`` (base64).  The process serves until its standard input ends, the library loaded once: loading
+libnvrtc is most of a small kernel's compile.  This module imports only cuda-bindings' NVRTC, so that it starts in
+a fraction of a compile's time."""
 
 from __future__ import annotations
 
@@ -93,12 +93,17 @@ def _load(library: str) -> None:
 
 
 def main() -> int:
-    request = json.load(sys.stdin)
-    if request["library"]:
-        _load(request["library"])
-    ok, log, cubin, symbol = compile_program(request["source"], request["name"], request["expression"],
-                                             request["options"])
-    json.dump({"ok": ok, "log": log, "symbol": symbol, "cubin": base64.b64encode(cubin).decode()}, sys.stdout)
+    loaded: set[str] = set()
+    for line in sys.stdin:
+        request = json.loads(line)
+        if request["library"] and request["library"] not in loaded:
+            _load(request["library"])
+            loaded.add(request["library"])
+        ok, log, cubin, symbol = compile_program(request["source"], request["name"], request["expression"],
+                                                 request["options"])
+        json.dump({"ok": ok, "log": log, "symbol": symbol, "cubin": base64.b64encode(cubin).decode()}, sys.stdout)
+        sys.stdout.write("\n")
+        sys.stdout.flush()
     return 0
 
 

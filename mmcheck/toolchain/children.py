@@ -25,8 +25,8 @@ from typing import IO, Any, NoReturn
 
 from . import interrupt
 
-__all__ = ["run", "run_all", "scratch", "SCRATCH", "end", "end_on_sigterm", "environment", "processes_where", "PARENT",
-           "SESSION"]
+__all__ = ["run", "run_all", "start", "stop", "scratch", "SCRATCH", "end", "end_on_sigterm", "environment",
+           "processes_where", "PARENT", "SESSION"]
 
 SCRATCH = "MMCHECK_SCRATCH"
 # The process groups of the compilers running now, in any thread: killed at exit, where a compiler started by a
@@ -117,6 +117,30 @@ def run_all(commands: Sequence[Sequence[str]], *, input: str | bytes | None = No
             raise
         finally:
             _RUNNING.difference_update(child.pid for child in children)
+
+
+def start(argv: Sequence[str], *, env: Mapping[str, str] | None = None, tmpdir: Path,
+          stderr: IO[Any]) -> subprocess.Popen:
+    """A child kept beyond one call (a compiler serving many compiles over its stdin and stdout, as bytes), in a
+    process group of its own with ``tmpdir`` as TMPDIR and ``stderr`` as its standard error; killed at exit as a
+    compiler running is, or by ``stop``."""
+    variables = {**(env if env is not None else environment()), "TMPDIR": str(tmpdir)}
+    with _held():
+        child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=variables,
+                                 process_group=0)
+        _RUNNING.add(child.pid)
+    return child
+
+
+def stop(child: subprocess.Popen) -> None:
+    """A child ``start`` made killed with its group, and waited for."""
+    _kill(child.pid)
+    for pipe in (child.stdin, child.stdout):
+        with contextlib.suppress(OSError):
+            if pipe:
+                pipe.close()
+    child.wait()
+    _RUNNING.discard(child.pid)
 
 
 # What ends a run: held while a child starts.

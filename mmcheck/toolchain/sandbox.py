@@ -21,9 +21,9 @@ sandboxed before it is loaded, in the worker's child, where no Python runs.
 
 Where the host lacks a protection (no Landlock, no seccomp or no libseccomp), the run goes on without it and says so once
 (``missing``); ``--require-sandbox`` makes that an error.  NVRTC, a library, compiles in a child process of
-its own in the sandbox (backends/nvrtc_child.py), and libclang reads a kernel's C++ in one (cxx/).  What is not
-covered: stat() and readlink() of any path still answer (Landlock restricts opening, not looking); docs/sandbox.md
-says what else, and why each call is allowed.
+its own in the sandbox, kept for a folder's compiles (backends/nvrtc_child.py, serving.py), and libclang reads a
+kernel's C++ in one (cxx/).  What is not covered: stat() and readlink() of any path still answer (Landlock
+restricts opening, not looking); docs/sandbox.md says what else, and why each call is allowed.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from . import children
 from .publish import intact, made_once, publish_sealed
 
 __all__ = ["Host", "host", "missing", "note", "SYSTEM_READS", "KERNEL_MEMORY", "protections", "scratch",
-           "compile_command", "compile_wall", "compile_refusal", "PRIVATE_COPY"]
+           "compile_command", "compile_wall", "compile_refusal", "overtime", "PRIVATE_COPY"]
 
 _HERE = Path(__file__).resolve().parents[1]  # mmcheck/, beside sandbox.cpp and sandbox.h
 # What any sandboxed process may read besides its toolchain and its kernel's folder: the system's libraries
@@ -151,14 +151,17 @@ def scratch(parent: Path | None = None) -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def compile_command(argv: Sequence[str], reads: Iterable[str | Path], scratch_folder: Path) -> list[str]:
+def compile_command(argv: Sequence[str], reads: Iterable[str | Path], scratch_folder: Path,
+                    wall: int | None = None) -> list[str]:
     """``argv`` (a compiler's command) run in the sandbox: reading the system, the compiler's own
     installation, ``reads`` and the folders on the compilers' include paths; writing ``scratch_folder``
-    alone (its TMPDIR too, which the caller sets)."""
+    alone (its TMPDIR too, which the caller sets).  ``wall``: the bound on its wall-clock time (None:
+    compile_wall(); 0: none, for a compiler kept for many compiles, whose caller bounds each one)."""
     compiler = Path(shutil.which(argv[0]) or argv[0]).resolve()
     allowed = [*SYSTEM_READS, str(compiler.parent.parent), *map(str, reads), *_include_path_folders()]
     command = [str(_launcher()), "--protect", protections() or "-", "--memory", str(COMPILE_MEMORY),
-               "--cpu", str(COMPILE_CPU), "--wall", str(compile_wall()), "--write", str(scratch_folder)]
+               "--cpu", str(COMPILE_CPU), "--wall", str(compile_wall() if wall is None else wall),
+               "--write", str(scratch_folder)]
     for path in allowed:
         command += ["--read", path]
     return [*command, "--", *argv]
@@ -180,13 +183,17 @@ def _overtime(path: Path, folder: Path, diagnostics: str) -> SandboxViolation | 
     the compile said, naming the bound and the likely cause: a file of ``folder`` that is no regular file (a FIFO,
     a device), whose reading never ends; None where the compile was not stopped so."""
     stopped = _OVERTIME.search(diagnostics)
-    if stopped is None:
-        return None
+    return None if stopped is None else overtime(path, folder, int(stopped.group(1)))
+
+
+def overtime(path: Path, folder: Path, seconds: int) -> SandboxViolation:
+    """The failure of kernel file ``path``'s compile stopped at the wall-clock bound of ``seconds``, naming the
+    likely cause: a file of ``folder`` that is no regular file (a FIFO, a device), whose reading never ends."""
     endless = _endless_files(folder)
     cause = (f"it likely reads what is no regular file, whose reading never ends: {', '.join(endless)}" if endless
              else "it likely reads a file whose reading never ends (a FIFO, a device), or asks the compiler for far "
                   "more work than any kernel needs")
-    return SandboxViolation(f"{path}: its compile did not end within {stopped.group(1)} s, the bound on a compile's "
+    return SandboxViolation(f"{path}: its compile did not end within {seconds} s, the bound on a compile's "
                             f"wall-clock time ({_WALL}), and was stopped (blocked): {cause}")
 
 
