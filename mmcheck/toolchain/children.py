@@ -133,8 +133,10 @@ def start(argv: Sequence[str], *, env: Mapping[str, str] | None = None, tmpdir: 
 
 
 def stop(child: subprocess.Popen) -> None:
-    """A child ``start`` made killed with its group, and waited for."""
-    _kill(child.pid)
+    """A child ``start`` made killed with its group, and waited for.  The group by its id, which stays its own
+    while any of it is left, even once the child itself has been waited for."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(child.pid, signal.SIGKILL)
     for pipe in (child.stdin, child.stdout):
         with contextlib.suppress(OSError):
             if pipe:

@@ -6,11 +6,11 @@ Each compile is bounded as a compile run alone is: past the sandbox's wall-clock
 is killed and the compile is the file's failure, naming the bound (``sandbox.overtime``).  A child's CPU and memory
 bounds hold for its whole life, so it is retired after ``SERVED`` compiles or once it has compiled for half its CPU
 bound.  Compiles in several threads (compile-ahead) each take an idle child or start one; only the children of
-the last folders asked for are kept idle, so that a run over many folders keeps no more than a run over one."""
+the last folders asked for are kept idle, so that a run over many folders, or a process that makes many
+compilers, keeps no more than a run over one."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import select
 import shutil
@@ -102,44 +102,44 @@ class _Child:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+# The idle children of this process, by command, environment and folders read: only those of the last asked
+# for are kept, whichever Served asked, so that a process that makes many compilers keeps no more than one.
+_IDLE: dict[tuple, list[_Child]] = {}
+_LOCK = threading.Lock()
+
+
 class Served:
     """The kept children of one command (``argv``, run in the sandbox with ``env``), by the folders they may
     read."""
 
     def __init__(self, argv: Sequence[str], env: Mapping[str, str]) -> None:
         self.argv, self.env = list(argv), dict(env)
-        self._idle: dict[tuple[str, ...], list[_Child]] = {}
-        self._lock = threading.Lock()
 
     def ask(self, reads: Sequence[str | Path], request: bytes, path: Path, folder: Path) -> Answer:
         """``request`` answered by a child that may read ``reads`` (an idle one, else one started now) for kernel
         file ``path``, whose headers come from ``folder``."""
-        key = tuple(map(str, reads))
-        with self._lock:
-            idle = self._idle.get(key, [])
+        folders = tuple(map(str, reads))
+        key = (tuple(self.argv), tuple(sorted(self.env.items())), folders)
+        with _LOCK:
+            idle = _IDLE.get(key, [])
             child = idle.pop() if idle else None
         if child is None or child.spent:
             if child is not None:
                 child.close()
-            child = _Child(self.argv, key, self.env)
+            child = _Child(self.argv, folders, self.env)
         answer = child.ask(request, path, folder)  # a child that ended, or was stopped, is closed there
         if answer.line and child.spent:
             child.close()
         elif answer.line:
-            self._keep(key, child)
+            _keep(key, child)
         return answer
 
-    def _keep(self, key: tuple[str, ...], child: _Child) -> None:
-        """``child`` kept idle for ``key``, and the idle children of other folders closed."""
-        with self._lock:
-            others = [c for k, kept in self._idle.items() if k != key for c in kept]
-            self._idle = {key: [*self._idle.get(key, []), child]}
-        for other in others:
-            other.close()
 
-    def close(self) -> None:
-        with self._lock:
-            idle, self._idle = [c for kept in self._idle.values() for c in kept], {}
-        for child in idle:
-            with contextlib.suppress(OSError):
-                child.close()
+def _keep(key: tuple, child: _Child) -> None:
+    """``child`` kept idle for ``key``, and the idle children of every other key closed."""
+    global _IDLE
+    with _LOCK:
+        others = [c for k, kept in _IDLE.items() if k != key for c in kept]
+        _IDLE = {key: [*_IDLE.get(key, []), child]}
+    for other in others:
+        other.close()
