@@ -5,10 +5,9 @@ after the checks of the buffers around it."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
-
-from functools import partial
 
 from ..backends.base import Backend, DeviceBuffer, Kernel, Launched, Submits, TensorMapArg
 from ..errors import BarrierError, KernelFault, KernelTimeout, LaunchError, MmcheckError, SanitizerError, SpecError
