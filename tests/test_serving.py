@@ -3,7 +3,6 @@ its pid: one child serves a folder's compiles, each compile is bounded by the sa
 that dies is told with what it said, a spent one is retired, and the idle children of other folders go."""
 
 import json
-import os
 import sys
 import time
 

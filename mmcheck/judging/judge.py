@@ -329,7 +329,7 @@ def expect(prepared: Prepared) -> None:
         return
     try:
         _AHEAD[:] = [(prepared, prepared.operands, _expected(prepared, prepared.operands))]
-    except Exception:  # noqa: BLE001 - judge asks again, and its call raises it after the launch's own checks
+    except Exception:  # judge asks again, and its call raises it after the launch's own checks
         _AHEAD.clear()
 
 
