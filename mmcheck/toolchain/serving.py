@@ -11,9 +11,9 @@ compilers, keeps no more than a run over one."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
-import shutil
 import tempfile
 import threading
 import time
@@ -42,8 +42,9 @@ class _Child:
     """One kept child: its scratch folder (the one folder it may write), its standard error in a file."""
 
     def __init__(self, argv: Sequence[str], reads: Sequence[str], env: Mapping[str, str]) -> None:
-        self.folder = Path(tempfile.mkdtemp(prefix="mmcheck-scratch-", dir=children.scratch()))
-        self.stderr = tempfile.TemporaryFile()
+        self._held = contextlib.ExitStack()  # the scratch folder, removed when the child is closed
+        self.folder = self._held.enter_context(sandbox.scratch(children.scratch()))
+        self.stderr = self._held.enter_context(tempfile.TemporaryFile())
         self.process = children.start(sandbox.compile_command(argv, reads, self.folder, wall=0), env=env,
                                       tmpdir=self.folder, stderr=self.stderr)
         self.busy = 0.0  # seconds spent compiling
@@ -98,8 +99,7 @@ class _Child:
 
     def close(self) -> None:
         children.stop(self.process)
-        self.stderr.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        self._held.close()
 
 
 # The idle children of this process, by command, environment and folders read: only those of the last asked
