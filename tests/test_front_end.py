@@ -6,6 +6,7 @@ nvcc, where it is on PATH, compiles them as the GPU backends do."""
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from mmcheck.front.cli import main
 from mmcheck.toolchain.compile import (Build, function_symbols, instance_symbol, local_includes, unit_source,
                                       verbatim_failure)
 from mmcheck.cxx import client
+from mmcheck.toolchain import children
 from mmcheck.describe.dtypes import Precision, precision
 from mmcheck.errors import CompileError, SpecError
 from mmcheck.cases.prepare import plan
@@ -207,6 +209,33 @@ def test_the_device_code_keeps_noinline_as_written_beside_a_system_header_that_n
     code = device_code.device_code(_build(spec))
     assert code.error is None and "#include <memory>" in code.source
     assert "__device__ __noinline__ float twice" in code.source
+
+
+@needs_libclang
+def test_a_folders_readings_share_one_kept_child_and_each_keeps_its_own_bounds(tmp_path, monkeypatch):
+    """Loading Python and libclang is most of a small file's reading: the child that read one file of a folder
+    reads the next (toolchain/serving.py).  A reading that does not end is still stopped at the front end's bound,
+    and the next reading gets a new child."""
+    started = []
+    start = children.start
+    monkeypatch.setattr(children, "start", lambda *args, **kwargs: started.append(args) or start(*args, **kwargs))
+    kernel = "__global__ void k{0}(float* A, float* B, float* C) {{ C[threadIdx.x] = A[threadIdx.x] * {0}; }}\n"
+
+    def read(name: str, n: int, header: str = "") -> device_code.DeviceCode:
+        text = _spec_text("", entry=f"k{n}") + header + kernel.format(n) + "int host() { return 0; }\n"
+        _write(tmp_path, {name: text})
+        (spec,) = collect([tmp_path / name]).specs
+        return device_code.device_code(_build(spec))
+
+    for n in range(3):
+        code = read(f"x{n}.cu", n)
+        assert code.error is None and "host()" not in code.source
+    assert len(started) == 1
+    os.mkfifo(tmp_path / "endless.h")
+    monkeypatch.setattr(client, "SECONDS", 2)
+    with pytest.raises(CompileError, match="did not end within 2 s"):
+        read("waits.cu", 7, '#include "endless.h"\n')
+    assert read("x3.cu", 3).error is None and len(started) == 2  # the one stopped, then its successor
 
 
 def test_a_header_included_with_angle_brackets_from_an_include_folder_is_rewritten_too(emu, tmp_path):

@@ -88,3 +88,12 @@ def test_a_compile_past_the_wall_clock_bound_is_the_files_failure_and_its_child_
         _ask(served, tmp_path, "hang")
     assert time.monotonic() - start < 5 and not _alive(pid)
     assert json.loads(_ask(served, tmp_path, "x").line)["pid"] != pid
+
+
+def test_a_commands_end_closes_the_idle_children(served, tmp_path):
+    """``close_idle``, which the command line calls as a command ends, also where a process calls it in turn."""
+    pid = json.loads(_ask(served, tmp_path, 0).line)["pid"]
+    assert _alive(pid, within=0)
+    serving.close_idle()
+    assert not _alive(pid)
+    assert json.loads(_ask(served, tmp_path, 1).line)["pid"] != pid

@@ -1,9 +1,11 @@
 """Asking the C++ front end's child (the package's docstring says why a child): a reader of child.py, named
 ``"module:function"``, given a request about one kernel file, run in the compile's sandbox (sandbox.py) with the
-kernel's folder as the only user folder it may read, bounded in wall time, CPU time and memory.  What can go wrong
-is that one file's result, naming the file and the cause: an include the sandbox refused (sandbox.compile_refusal:
-the kernel's attempt, or a header of its project outside the folder), a reading that did not end or ran out of
-memory (CompileError), the launcher's failure (SandboxUnavailable).  The run goes on."""
+kernel's folder as the only user folder it may read, each reading bounded in wall time, CPU time and memory.  The
+child is kept for the readings of one folder (toolchain/serving.py): loading Python and libclang is most of a small
+file's reading.  What can go wrong is that one file's result, naming the file and the cause: an include the sandbox
+refused (sandbox.compile_refusal: the kernel's attempt, or a header of its project outside the folder), a reading
+that did not end or ran out of memory (CompileError), the launcher's failure (SandboxUnavailable).  The run goes
+on."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..toolchain import children, sandbox
+from ..toolchain.serving import Served
 from ..toolchain.publish import intact, made_once, publish_sealed_folder
 from ..errors import CompileError, MmcheckError
 from .setup import Setup
@@ -47,6 +50,7 @@ _BOOT = ("import importlib.util, sys\n"
 _PACKAGES = ("clang", "numpy", "ml_dtypes")  # what the readers import besides mmcheck and the standard library
 _LOCK = threading.Lock()  # one precompiled prelude per process, whichever compile thread asks first
 _PCH, _INCLUSIONS = "prelude.pch", "prelude.json"  # the cache entry's files
+_ENV = {"LC_ALL": "C"}
 
 
 @functools.cache
@@ -151,14 +155,13 @@ def _stats(paths: Iterable[Path]) -> list[tuple[str, int, int]]:
 
 
 def ask(reader: str, request: dict[str, Any], path: Path, folder: Path) -> Any:
-    """The answer of ``reader`` to ``request`` (the setup added) about the kernel file ``path``, read in the child
-    with ``folder`` (the kernel's folder) readable; raises what went wrong, as the module's docstring says."""
+    """The answer of ``reader`` to ``request`` (the setup added) about the kernel file ``path``, read in a kept
+    child with ``folder`` (the kernel's folder) readable; raises what went wrong, as the module's docstring says."""
     parses = setup()
     reads = [folder, *([Path(parses.pch).parent] if parses.pch else [])]
-    # Inside mmcheck's own scratch folder, which the process that made it removes at exit: a pool worker killed
-    # while its child reads (Ctrl-C on a loaded machine) leaves nothing behind.
-    with sandbox.scratch(children.scratch()) as scratch:
-        reply = _run(reader, {**request, "setup": _json(parses)}, reads, scratch, path)
+    envelope = json.dumps(_envelope(reader, {**request, "setup": _json(parses)})).encode()
+    done = _served().ask(_allowed(reads), envelope, path, folder)
+    reply = _reply(done.line, done.said, done.status, path)
     if "refused" in reply:
         # In g++'s words, which compile_refusal reads: the refusal named as any compile's is.
         diagnostics = f"{path}: fatal error: {reply['refused']}: Permission denied"
@@ -169,30 +172,53 @@ def ask(reader: str, request: dict[str, Any], path: Path, folder: Path) -> Any:
 
 
 def _run(reader: str, request: dict[str, Any], reads: list[Path], scratch: Path, path: Path) -> dict[str, Any]:
-    """The child's reply to ``request`` about ``path``, the child writing ``scratch`` alone."""
-    envelope = {"reader": reader, "seconds": SECONDS, "memory": MEMORY, "request": request}
-    command = [sys.executable, "-I", "-S", "-c", _BOOT, str(_PACKAGE), *_installations()]
-    allowed = [*reads, _PACKAGE, *_installations(), *_standard_library(), *system_includes()]
-    proc = children.run(sandbox.compile_command(command, allowed, scratch), input=json.dumps(envelope),
-                        env={"LC_ALL": "C"}, tmpdir=scratch)
+    """The reply to ``request`` about ``path`` of a child of its own, which writes ``scratch`` alone (the
+    prelude's precompile, into the cache entry it makes)."""
+    command = sandbox.compile_command(_command(), _allowed(reads), scratch)
+    proc = children.run(command, input=json.dumps(_envelope(reader, request)) + "\n", env=_ENV, tmpdir=scratch)
+    return _reply(proc.stdout if proc.returncode == 0 else "", proc.stderr, proc.returncode, path)
+
+
+def _envelope(reader: str, request: dict[str, Any]) -> dict[str, Any]:
+    return {"reader": reader, "seconds": SECONDS, "memory": MEMORY, "request": request}
+
+
+@functools.cache
+def _served() -> Served:
+    return Served(_command(), _ENV)
+
+
+def _command() -> list[str]:
+    return [sys.executable, "-I", "-S", "-c", _BOOT, str(_PACKAGE), *_installations()]
+
+
+def _allowed(reads: list[Path]) -> list[str | Path]:
+    """What the child may read: ``reads``, mmcheck and the readers' packages, Python's standard library and the
+    host compiler's headers."""
+    return [*reads, _PACKAGE, *_installations(), *_standard_library(), *system_includes()]
+
+
+def _reply(line: bytes | str, said: str, status: int | None, path: Path) -> dict[str, Any]:
+    """The child's reply, from its answer ``line``; where it gave none, the error of its end, in words."""
     try:
-        return json.loads(proc.stdout) if proc.returncode == 0 else _failure(proc, path)
+        return json.loads(line)
     except json.JSONDecodeError:
-        return _failure(proc, path)
+        return _failure(said, status, path)
 
 
-def _failure(proc: subprocess.CompletedProcess, path: Path) -> dict[str, Any]:
-    """Raises the error of a child that gave no answer: its launcher's, or the reading's, in words."""
-    if refusal := sandbox.compile_refusal(path, path.parent, proc.stderr):
+def _failure(said: str, status: int | None, path: Path) -> dict[str, Any]:
+    """Raises the error of a child that gave no answer (``said`` on its stderr, its exit ``status``): its
+    launcher's, or the reading's, in words."""
+    if refusal := sandbox.compile_refusal(path, path.parent, said):
         raise refusal
-    status = -proc.returncode
-    if status in (signal.SIGALRM, signal.SIGXCPU, signal.SIGKILL):
+    signalled = -(status or 0)
+    if signalled in (signal.SIGALRM, signal.SIGXCPU, signal.SIGKILL):
         why = f"did not end within {SECONDS} s (does the file include a FIFO, a device or a very large file?)"
-    elif status == signal.SIGABRT or "MemoryError" in proc.stderr:
+    elif signalled == signal.SIGABRT or "MemoryError" in said:
         why = (f"was stopped: libclang ran out of its {MEMORY >> 30} GiB or aborted (does it include a file that is "
                "no source, such as /dev/zero?)")
     else:
-        why = f"failed (exit status {proc.returncode})"
+        why = f"failed (exit status {status})"
     raise CompileError(f"{path}: reading the file with the C++ front end {why}")
 
 

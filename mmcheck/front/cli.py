@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
 from . import commands
-from ..toolchain import interrupt
+from ..toolchain import interrupt, serving
 from ..defaults import SRC
 from .options import OPTIONS
 
@@ -194,6 +194,7 @@ def main(argv: Sequence[str] | None = None, held: list[int] | None = None) -> in
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         return commands.interrupted(args)
     finally:
+        serving.close_idle()  # the command's kept compilers end with it, also where it was called in a process
         signal.signal(signal.SIGINT, sigint)
 
 

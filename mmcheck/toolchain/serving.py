@@ -1,6 +1,6 @@
 """Compilers kept for many compiles: a sandboxed child that answers one line on its standard output for each line
-of request on its standard input, started once for a set of folders it may read and asked again (NVRTC's child,
-whose library's load is most of a small kernel's compile).
+of request on its standard input, started once for a set of folders it may read and asked again (NVRTC's child and
+the C++ front end's, whose start and library's load are most of a small kernel's compile or reading).
 
 Each compile is bounded as a compile run alone is: past the sandbox's wall-clock bound (``compile_wall``) the child
 is killed and the compile is the file's failure, naming the bound (``sandbox.overtime``).  A child's CPU and memory
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from . import children, interrupt, sandbox
 
-__all__ = ["Answer", "Served", "SERVED"]
+__all__ = ["Answer", "Served", "SERVED", "close_idle"]
 
 SERVED = 64  # compiles a child makes before it is retired: what a compiler leaks never builds up
 
@@ -143,3 +143,12 @@ def _keep(key: tuple, child: _Child) -> None:
         _IDLE = {key: [*_IDLE.get(key, []), child]}
     for other in others:
         other.close()
+
+
+def close_idle() -> None:
+    """Every idle child of this process closed: a command done with its compiles leaves none behind."""
+    global _IDLE
+    with _LOCK:
+        idle, _IDLE = [c for kept in _IDLE.values() for c in kept], {}
+    for child in idle:
+        child.close()
