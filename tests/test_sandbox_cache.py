@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from mmcheck.toolchain import publish, sandbox
+from mmcheck.toolchain import publish, sandbox, serving
 from mmcheck.backends.emu.toolchain import Toolchain
 from mmcheck.front.cli import main
 from mmcheck.toolchain.compile import Build
@@ -190,6 +190,7 @@ def test_a_library_planted_beside_the_worker_makes_its_folder_damaged(module_bui
 
 @needs.gxx
 def test_a_tampered_sandbox_launcher_is_rebuilt_before_a_compile_runs_it(xdg, monkeypatch):
+    serving.close_idle()  # a kept compiler's launcher is running: its file cannot be written (ETXTBSY)
     launcher = sandbox._launcher()
     original = launcher.read_bytes()
     _tamper_byte(launcher)
