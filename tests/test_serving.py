@@ -1,6 +1,6 @@
 """A compiler kept for many compiles (toolchain/serving.py), with a stand-in that answers each request line with
 its pid: one child serves a folder's compiles, each compile is bounded by the sandbox's wall-clock bound, a child
-that dies is told with what it said, a spent one is retired, and the idle children of other folders go."""
+that dies is told with what it said, a spent one is retired, and the idle children of a command's other folders go."""
 
 import json
 import sys
@@ -68,6 +68,13 @@ def test_the_idle_children_of_another_folder_are_closed_whichever_compiler_kept_
     assert json.loads(_ask(other, first, "x").line)["pid"] == one
     two = json.loads(_ask(other, second, "x").line)["pid"]
     assert one != two and not _alive(one) and _alive(two, within=0)
+
+
+def test_two_commands_taking_turns_keep_their_children(served, tmp_path):
+    """The front end's reading then NVRTC's compile, file after file: neither closes the other's idle child."""
+    other = Served([*served.argv, "--another"], served.env)
+    firsts = [json.loads(_ask(s, tmp_path, n).line)["pid"] for n in range(3) for s in (served, other)]
+    assert firsts[0::2] == [firsts[0]] * 3 and firsts[1::2] == [firsts[1]] * 3 and firsts[0] != firsts[1]
 
 
 def test_a_child_that_dies_is_told_with_what_it_said_and_the_next_compile_gets_a_new_one(served, tmp_path):

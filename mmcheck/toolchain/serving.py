@@ -5,9 +5,9 @@ the C++ front end's, whose start and library's load are most of a small kernel's
 Each compile is bounded as a compile run alone is: past the sandbox's wall-clock bound (``compile_wall``) the child
 is killed and the compile is the file's failure, naming the bound (``sandbox.overtime``).  A child's CPU and memory
 bounds hold for its whole life, so it is retired after ``SERVED`` compiles or once it has compiled for half its CPU
-bound.  Compiles in several threads (compile-ahead) each take an idle child or start one; only the children of
-the last folders asked for are kept idle, so that a run over many folders, or a process that makes many
-compilers, keeps no more than a run over one."""
+bound.  Compiles in several threads (compile-ahead) each take an idle child or start one; of each command (NVRTC's,
+the front end's), only the children of the last folders asked for are kept idle, so that a run over many folders,
+or a process that makes many compilers, keeps no more than a run over one."""
 
 from __future__ import annotations
 
@@ -102,8 +102,9 @@ class _Child:
         self._held.close()
 
 
-# The idle children of this process, by command, environment and folders read: only those of the last asked
-# for are kept, whichever Served asked, so that a process that makes many compilers keeps no more than one.
+# The idle children of this process, by command, environment and folders read: of each command and environment,
+# only those of the last folders asked for are kept, whichever Served asked, so that a process that makes many
+# compilers keeps no more than one of each.
 _IDLE: dict[tuple, list[_Child]] = {}
 _LOCK = threading.Lock()
 
@@ -136,11 +137,12 @@ class Served:
 
 
 def _keep(key: tuple, child: _Child) -> None:
-    """``child`` kept idle for ``key``, and the idle children of every other key closed."""
+    """``child`` kept idle for ``key``, and the idle children of the same command for other folders closed."""
     global _IDLE
+    command = key[:2]
     with _LOCK:
-        others = [c for k, kept in _IDLE.items() if k != key for c in kept]
-        _IDLE = {key: [*_IDLE.get(key, []), child]}
+        others = [c for k, kept in _IDLE.items() if k[:2] == command and k != key for c in kept]
+        _IDLE = {**{k: kept for k, kept in _IDLE.items() if k[:2] != command}, key: [*_IDLE.get(key, []), child]}
     for other in others:
         other.close()
 
