@@ -102,10 +102,9 @@ class _Child:
         self._held.close()
 
 
-# The idle children of this process, by command, environment and folders read: of each command and environment,
-# only those of the last folders asked for are kept, whichever Served asked, so that a process that makes many
-# compilers keeps no more than one of each.
-_IDLE: dict[tuple, list[_Child]] = {}
+# The idle children of this process, by command and environment: those of the last folders asked for alone, whichever
+# Served asked, so that a process that makes many compilers keeps no more than one of each.
+_IDLE: dict[tuple, tuple[tuple[str, ...], list[_Child]]] = {}
 _LOCK = threading.Lock()
 
 
@@ -120,10 +119,10 @@ class Served:
         """``request`` answered by a child that may read ``reads`` (an idle one, else one started now) for kernel
         file ``path``, whose headers come from ``folder``."""
         folders = tuple(map(str, reads))
-        key = (tuple(self.argv), tuple(sorted(self.env.items())), folders)
+        command = (tuple(self.argv), tuple(sorted(self.env.items())))
         with _LOCK:
-            idle = _IDLE.get(key, [])
-            child = idle.pop() if idle else None
+            kept_for, idle = _IDLE.get(command, ((), []))
+            child = idle.pop() if idle and kept_for == folders else None
         if child is None or child.spent:
             if child is not None:
                 child.close()
@@ -132,25 +131,25 @@ class Served:
         if answer.line and child.spent:
             child.close()
         elif answer.line:
-            _keep(key, child)
+            _keep(command, folders, child)
         return answer
 
 
-def _keep(key: tuple, child: _Child) -> None:
-    """``child`` kept idle for ``key``, and the idle children of the same command for other folders closed."""
-    global _IDLE
-    command = key[:2]
+def _keep(command: tuple, folders: tuple[str, ...], child: _Child) -> None:
+    """``child`` kept idle for ``command`` and ``folders``, and that command's idle children of other folders
+    closed."""
     with _LOCK:
-        others = [c for k, kept in _IDLE.items() if k[:2] == command and k != key for c in kept]
-        _IDLE = {**{k: kept for k, kept in _IDLE.items() if k[:2] != command}, key: [*_IDLE.get(key, []), child]}
+        kept_for, idle = _IDLE.get(command, (folders, []))
+        others = [] if kept_for == folders else idle
+        _IDLE[command] = (folders, [*(idle if kept_for == folders else []), child])
     for other in others:
         other.close()
 
 
 def close_idle() -> None:
     """Every idle child of this process closed: a command done with its compiles leaves none behind."""
-    global _IDLE
     with _LOCK:
-        idle, _IDLE = [c for kept in _IDLE.values() for c in kept], {}
+        idle = [c for _, kept in _IDLE.values() for c in kept]
+        _IDLE.clear()
     for child in idle:
         child.close()
