@@ -133,20 +133,37 @@ def test_another_environment_gets_a_worker_of_its_own(workers, monkeypatch):
     assert workers[0] != workers[1]
 
 
-def test_past_eight_waiting_workers_another_environment_gets_one_of_its_own_that_is_not_kept(workers, monkeypatch):
+def test_past_eight_waiting_workers_another_environment_retires_the_one_used_longest_ago(workers, monkeypatch):
     for n in range(kept.KEPT):
         monkeypatch.setenv("MMCHECK_TEST_ENVIRONMENT", str(n))
         _opened(workers).close()
+    monkeypatch.setenv("MMCHECK_TEST_ENVIRONMENT", "0")  # the first used last: the second is retired
+    _opened(workers).close()
+    busy = []
+    for n in range(2, kept.KEPT):  # the others held by runs: only the second may go
+        monkeypatch.setenv("MMCHECK_TEST_ENVIRONMENT", str(n))
+        busy.append(_opened(workers))
     monkeypatch.setenv("MMCHECK_TEST_ENVIRONMENT", "another")
-    plain = ProcessBackend(GPU, BackendOptions(timeout=2, keep=30))
+    newcomer = _opened(workers)
     try:
-        assert plain._workers[None].kept is None and _checked(plain) == "pass"
+        assert newcomer._workers[None].kept is not None and _checked(newcomer) == "pass"
+        deadline = time.monotonic() + 10
+        while _alive(workers[1]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(workers[1]) and all(_alive(workers[n]) for n in (0, *range(2, kept.KEPT)))
+        assert len(list(kept.folder().glob("*.sock"))) == kept.KEPT
+        monkeypatch.setenv("MMCHECK_TEST_ENVIRONMENT", "0")
+        busy.append(_opened(workers))
+        monkeypatch.setenv("MMCHECK_TEST_ENVIRONMENT", "one more")  # every one held: one of its own, not kept
+        plain = ProcessBackend(GPU, BackendOptions(timeout=2, keep=30))
+        try:
+            assert plain._workers[None].kept is None and _checked(plain) == "pass"
+        finally:
+            plain.close()
     finally:
-        plain.close()
-    monkeypatch.setenv("MMCHECK_TEST_ENVIRONMENT", "0")  # one that waits still serves its own
-    again = _opened(workers)
-    again.close()
-    assert workers[-1] == workers[0] and len(set(workers)) == kept.KEPT
+        newcomer.close()
+        for backend in busy:
+            backend.close()
 
 
 def test_the_worker_holds_no_pipe_of_the_run_that_started_it(workers):

@@ -6,11 +6,11 @@ Kept workers listen on Unix sockets in a folder that only their user may enter (
 as tmux checks its own).  Each serves one run at a time: a run claims a slot by its lock, and one that finds
 every slot taken starts a worker of its own, as without keeping.  The run passes the worker its channel's
 descriptors and its standard output and error over the socket; the worker serves it (process.py) until the
-run closes its channel, then waits for the next.  It ends after ``keep`` seconds without a run, and where a
-kernel faults or hangs in it: a fault ends it (process.py), a hang gets it killed by its run, so a context a
-kernel broke is never handed on.  Only workers whose kernels run on a GPU are kept: no code of a kernel's file
-runs in their process (its device code runs on the GPU, its compiles in the sandbox), whereas the emulator runs
-that code on the host, in a child made afresh for each launch.
+run closes its channel, then waits for the next.  It ends after ``keep`` seconds without a run, when a run of
+another kind needs its room (``KEPT``), and where a kernel faults or hangs in it: a fault ends it (process.py), a
+hang gets it killed by its run, so a context a kernel broke is never handed on.  Only workers whose kernels run
+on a GPU are kept: no code of a kernel's file runs in their process (its device code runs on the GPU, its compiles
+in the sandbox), whereas the emulator runs that code on the host, in a child made afresh for each launch.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ __all__ = ["Kept", "claim", "folder", "serve", "waiting"]
 
 # Kept workers of one kind at most (check -j 8 keeps eight); a run that finds them all taken starts its own.
 SLOTS = 8
-# Kept workers of this user's at most, of every kind: runs in many environments (each test of a suite that runs
-# the command with a cache of its own) start their own once so many wait, each holding some GPU memory.
+# Kept workers of this user's at most, of every kind, each holding some GPU memory: a run in yet another
+# environment retires the one used longest ago (each test of a suite that runs the command with a cache of its own
+# leaves one).
 KEPT = 8
 # Variables that differ from run to run without changing what a worker does: left out of the key, and out of
 # the worker's environment (the scratch folder is the worker's own).
@@ -45,6 +46,8 @@ _START_TIMEOUT = 60.0
 # Descriptors a run passes: its channel's three, the worker's standard output and error, and its own current
 # folder, which a kernel file's relative path is read from.
 _PASSED = 6
+# What a run that retires a waiting worker sends it, with no descriptor.
+_LEAVE = b"leave"
 
 
 def folder() -> Path | None:
@@ -113,7 +116,9 @@ class Kept:
         return None
 
     def release(self) -> None:
-        """The slot freed for the next run (the worker, where it lives on, waits for it)."""
+        """The slot freed for the next run (the worker, where it lives on, waits for it), its lock file's time
+        the time it was last used (``_retire``)."""
+        os.utime(self.lock)
         for fd in (self._process, self.lock):
             os.close(fd)
 
@@ -128,8 +133,9 @@ def claim(inner: str, environ: Mapping[str, str], keep: float, theirs: Sequence[
         return None
     own = {k: v for k, v in environ.items() if k not in _VOLATILE}
     name = key(inner, own)
-    # Where none of this kind listens, one is started only while fewer than KEPT of any kind do.
-    if not any(place.glob(f"{name}.*.sock")) and len(list(place.glob("*.sock"))) >= KEPT:
+    # Where none of this kind listens, one is started only while fewer than KEPT of any kind do: past them, the
+    # one that has waited longest is retired, as a cache drops its least recently used entry.
+    if not any(place.glob(f"{name}.*.sock")) and len(list(place.glob("*.sock"))) >= KEPT and not _retire(place):
         return None
     for slot in range(SLOTS):
         base = place / f"{name}.{slot}"
@@ -150,6 +156,38 @@ def claim(inner: str, environ: Mapping[str, str], keep: float, theirs: Sequence[
         finally:
             os.close(here)
     return None
+
+
+def _retire(place: Path) -> bool:
+    """Room for a worker of another kind: the waiting worker that was used longest ago and that no run holds told to
+    end, its socket removed; False where a run holds each."""
+    slots = sorted((Path(str(address).removesuffix(".sock")) for address in place.glob("*.sock")),
+                   key=_last_used)
+    for base in slots:
+        lock = _lock_file(base)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(lock)
+            continue
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as link:
+                link.connect(f"{base}.sock")
+                link.sendall(_LEAVE)
+        except OSError:  # one that died without removing its socket: the room is made all the same
+            pass
+        finally:
+            Path(f"{base}.sock").unlink(missing_ok=True)
+            os.close(lock)
+        return True
+    return False
+
+
+def _last_used(base: Path) -> float:
+    try:
+        return os.stat(f"{base}.lock").st_mtime
+    except FileNotFoundError:
+        return 0.0
 
 
 def _handed(base: Path, inner: str, environ: Mapping[str, str], keep: float, passed: list[int]) -> int:
@@ -206,7 +244,7 @@ def serve(listener: socket.socket, base: Path, run: Callable[[int, int, int], No
     """In a kept worker: each run that connects, served by ``run`` (given its channel's three descriptors), one at
     a time, its standard output and error and its current folder this process's own meanwhile; returns once
     ``keep`` seconds pass without one, having taken the slot (so that no run is connecting) and removed its
-    socket and scratch folder."""
+    socket and scratch folder, or once a run that holds the slot retires it."""
     keep = _START_TIMEOUT  # the run that started it connects at once; one that died first is waited for no longer
     quiet = os.open(os.devnull, os.O_RDWR)
     while True:
@@ -219,6 +257,9 @@ def serve(listener: socket.socket, base: Path, run: Callable[[int, int, int], No
             continue
         with link:
             said, fds, _, _ = socket.recv_fds(link, 64, _PASSED)
+            if said == _LEAVE and not fds:  # retired by a run of another kind, which holds the slot's lock
+                shutil.rmtree(f"{base}.scratch", ignore_errors=True)
+                return
             if len(fds) != _PASSED:
                 for fd in fds:
                     os.close(fd)
