@@ -149,7 +149,7 @@ def test_the_sandbox_holds_under_address_sanitizer(tmp_path):
 
 @needs.gxx
 @needs.whole_sandbox
-def test_a_header_a_projects_kernels_share_is_read_where_the_run_is_given_the_project(tmp_path):
+def test_a_header_a_projects_kernels_share_is_read_where_the_run_is_given_the_project(tmp_path, monkeypatch):
     kernels = tmp_path / "project" / "kernels"
     kernels.mkdir(parents=True)
     plain = (HOSTILE / "plain.cu").read_text()
@@ -163,8 +163,13 @@ def test_a_header_a_projects_kernels_share_is_read_where_the_run_is_given_the_pr
     assert _check(kernels / "plain.cu", out) == 1
     (row,) = json.loads(out.read_text())["results"]
     assert row["outcome"] == "error" and not row.get("check"), row
-    assert (f"the file includes {kernels}/../shared.cuh, outside its folder {kernels}, which its compile may not "
-            f"read unless the run is given the project: --src {tmp_path / 'project'}") in row["message"]
+    said = (f"the file includes {kernels}/../shared.cuh, outside its folder {kernels}, which its compile may not "
+            f"read unless the run is given the project: --src {tmp_path / 'project'}")
+    assert said in row["message"]
+    monkeypatch.chdir(tmp_path)  # named from the current folder, as a user types it: the same advice
+    assert _check(Path("project/kernels/plain.cu"), out) == 1
+    (row,) = json.loads(out.read_text())["results"]
+    assert row["outcome"] == "error" and said in row["message"], row
 
 
 @needs.nvcc

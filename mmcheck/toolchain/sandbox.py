@@ -318,8 +318,11 @@ def _said(path: Path, line: str) -> str | None:
 def _refusal(path: Path, folder: Path, name: str, route: _Route) -> MmcheckError | None:
     """The error for the file ``name`` (relative: to ``folder``) that a compile could not open by ``route``, if
     the sandbox is why: it is there, outside the folder or a link in it that leads out.  The message names the
-    file as the compiler did."""
+    file as the compiler did, from the current folder where it is there alone (the C++ front end reads the kernel
+    file by the path it was given, and so names the headers found beside it)."""
     shown = folder / name
+    if not os.path.lexists(shown) and os.path.lexists(Path.cwd() / name):
+        shown = Path.cwd() / name
     found = Path(os.path.normpath(shown))
     if not os.path.lexists(found):
         return None  # missing: the compiler's own error, not the sandbox's
