@@ -139,11 +139,7 @@ def claim(inner: str, environ: Mapping[str, str], keep: float, theirs: Sequence[
         return None
     for slot in range(SLOTS):
         base = place / f"{name}.{slot}"
-        lock = _lock_file(base)
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(lock)
+        if (lock := _taken(base)) is None:
             continue
         here = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
@@ -164,11 +160,7 @@ def _retire(place: Path) -> bool:
     slots = sorted((Path(str(address).removesuffix(".sock")) for address in place.glob("*.sock")),
                    key=_last_used)
     for base in slots:
-        lock = _lock_file(base)
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(lock)
+        if (lock := _taken(base)) is None:
             continue
         try:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as link:
@@ -289,6 +281,17 @@ def _streams(output: int, errors: int) -> None:
     os.dup2(errors, 2)
 
 
+def _taken(base: Path) -> int | None:
+    """The slot's lock, taken now (its descriptor); None where a run holds it."""
+    lock = _lock_file(base)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(lock)
+        return None
+    return lock
+
+
 def _lock_file(base: Path) -> int:
     """The slot's lock file, opened (made where missing, never through a link)."""
     return os.open(f"{base}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -297,11 +300,7 @@ def _lock_file(base: Path) -> int:
 def _leave(base: Path) -> bool:
     """Whether this worker may end now: its slot's lock taken (no run holds it, so none is connecting), then
     its socket and scratch folder removed; it ends holding the lock."""
-    lock = _lock_file(base)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(lock)
+    if _taken(base) is None:
         return False
     Path(f"{base}.sock").unlink(missing_ok=True)
     shutil.rmtree(f"{base}.scratch", ignore_errors=True)
