@@ -62,15 +62,15 @@ class _Child:
         started = time.monotonic()
         assert self.process.stdin is not None and self.process.stdout is not None, "started with pipes"
         out = self.process.stdout.fileno()
-        ended = False
+        ended, whole = False, b"\n" in self._pending
 
-        def ready(seconds: float) -> bool:
-            nonlocal ended
-            if b"\n" not in self._pending and select.select([out], [], [], seconds)[0]:
+        def ready(seconds: float) -> bool:  # only a new chunk is looked through: a large answer comes in many
+            nonlocal ended, whole
+            if not whole and select.select([out], [], [], seconds)[0]:
                 chunk = os.read(out, 1 << 20)
-                ended = not chunk
+                ended, whole = not chunk, b"\n" in chunk
                 self._pending += chunk
-            return ended or b"\n" in self._pending
+            return ended or whole
 
         try:
             self.process.stdin.write(request + b"\n")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ...describe import reading
 from ...toolchain import sandbox
-from ...toolchain.compile import INCLUDE, Build, c_string, find_header, unit_source, verbatim_failure
+from ...toolchain.compile import Build, c_string, find_header, includes, unit_source, verbatim_failure
 from ...errors import CompileError, MmcheckError, Unsupported
 from ...describe.spec import KernelSpec
 from ..device_code import device_code, host_library, needed_header, sources, undeclared
@@ -29,13 +29,13 @@ _NOT_CODE = re.compile(r"//[^\n]*|/\*.*?\*/|(?<!\w)(?:u8|[uUL])?R\"(?P<delim>[^(
 # Where one may begin: a match of _NOT_CODE starts at one of these, or at a raw string's prefix just before
 # its quote.  A class alone: re skips to it fast, through a large file's blanked comments too.
 _NOT_CODE_START = re.compile(r"[/\"']")
-# (pattern whose group 1 names the construct, what it is)
+# (pattern whose group 1 names the construct, what it is, the words one of which its every match holds)
 _UNSUPPORTED = (
     (re.compile(r"\b(tex1Dfetch|tex[123]D\w*|texCubemap\w*|surf[123]D\w*|cudaTextureObject_t|cudaSurfaceObject_t"
-                r"|texture\s*<)"), "textures and surfaces"),
+                r"|texture\s*<)"), "textures and surfaces", ("tex", "surf", "Object_t")),
     (re.compile(r"\b(this_grid|grid_group|this_multi_grid|multi_grid_group)\b"),
-     "cooperative-groups grid synchronization"),
-    (re.compile(r"\b(clock64|clock|__globaltimer)\s*\("), "clock-based timing"),
+     "cooperative-groups grid synchronization", ("grid",)),
+    (re.compile(r"\b(clock64|clock|__globaltimer)\s*\("), "clock-based timing", ("clock", "__globaltimer")),
 )
 # Kernel launches, and what tells host code from device code around them (see _host_bodies).
 _LAUNCH = re.compile(r"<<<.*?>>>", re.S)
@@ -116,6 +116,13 @@ _CLUSTER_DIMS = re.compile(r"\b__cluster_dims__\s*\(([^()]*)\)")
 _DECLARED = re.compile(r"\b(?!__\w+__\b)([A-Za-z_]\w*)\s*\(")
 
 
+def _mentions(code: str, *words: str) -> bool:
+    """Whether ``code`` holds one of ``words``, which every match of a pattern about to scan it holds: str's search
+    is fast, where a pattern that opens with ``\\b`` steps through a large file's blanked comments a character at a
+    time."""
+    return any(word in code for word in words)
+
+
 @functools.lru_cache(maxsize=8)
 def _code(source: str, literals: bool = False) -> str:
     """``source`` with comments and literals blanked (``literals``: comments only), newlines kept so that
@@ -187,6 +194,8 @@ def _launches(code: str) -> list[tuple[re.Match[str], list[tuple[int, str]]]]:
     (offset, construct): none for a launch in host code.  A launch written in a macro is made where the macro
     is expanded, and so on through the macros that expand that one: none where every expansion is in host code
     (or there is none), and each expansion in device code, naming the macro, otherwise."""
+    if not _mentions(code, "<<<"):
+        return []
     hosts = _host_bodies(code)
     directives = [(m.start(), m.end(), _DEFINE.match(m.group())) for m in _DIRECTIVE.finditer(code)]
 
@@ -262,6 +271,8 @@ def _inline_asm_calls(source: str) -> str:
     string, outputs' first, comma separated; outputs are passed by address, inputs by value; clobbers are
     dropped.  The text keeps its line count (in a macro, its escaped line ends), so that later lines keep
     their numbers."""
+    if not _mentions(source, "asm"):
+        return source
     code, text = _code(source), _code(source, literals=True)
     out, done = [], 0
     for match in _ASM.finditer(code):
@@ -350,7 +361,8 @@ def _unsupported(source: str) -> tuple[int, str, str] | None:
     """The first construct of ``source`` the emulator cannot run: its line, the construct and what it is.  The
     same for every dtype of a file, so found once."""
     code = _code(source)
-    found = [(m, m.group(1).strip(), what) for pattern, what in _UNSUPPORTED if (m := pattern.search(code))]
+    found = [(m, m.group(1).strip(), what) for pattern, what, words in _UNSUPPORTED
+             if _mentions(code, *words) and (m := pattern.search(code))]
     found = [(m.start(), construct, what) for m, construct, what in found]
     found += [(at, construct, "kernel launches from a kernel (dynamic parallelism)")
               for _, places in _launches(code) for at, construct in places]
@@ -364,6 +376,8 @@ def cluster_dims(build: Build) -> tuple[int, int, int] | None:
     """The cluster dims that ``__cluster_dims__`` gives the entry kernel, where the file writes them as integers;
     None where it gives none, or gives them by names, which only the compiler knows."""
     code = _code(build.spec.source)
+    if not _mentions(code, "__cluster_dims__"):
+        return None
     entry = build.spec.entry.split("::")[-1]
     for match in _CLUSTER_DIMS.finditer(code):
         name = _DECLARED.search(code, match.end())
@@ -395,7 +409,8 @@ def _emulated(source: str) -> tuple[str, tuple[str, ...]]:
         if not places:  # the line continuations of a macro's launch stay: its definition goes on
             source = source[:match.start()] + re.sub(r"[^\n\\]", " ", match.group()) + source[match.end():]
     source = _inline_asm_calls(source)
-    source = _ALIGNED_SHARED.sub(lambda m: f"{m['align']}{m['space']}{m['extern'] or ''}__shared__", source)
+    if _mentions(source, "alignas"):
+        source = _ALIGNED_SHARED.sub(lambda m: f"{m['align']}{m['space']}{m['extern'] or ''}__shared__", source)
     return _noinline_attributes(source), _extern_shared(_code(source))
 
 
@@ -417,6 +432,8 @@ def _extern_shared(code: str) -> tuple[str, ...]:
     """The symbols of the ``extern __shared__`` arrays of ``code`` (literals blanked): an array's name at global
     scope; inside namespaces, where a kernel's block-scope declaration puts it too, Itanium's nested name
     (``_ZN9deep_gemm11smem_bufferE`` for ``deep_gemm::smem_buffer``; an unnamed namespace is ``_GLOBAL__N_1``)."""
+    if not _mentions(code, "__shared__"):
+        return ()
     namespaces = [(re.split(r"\s*::\s*", m.group(1) or "_GLOBAL__N_1"), m.end() - 1,
                    _closing(code, m.end() - 1) or len(code)) for m in _NAMESPACE.finditer(code)]
     found = set()
@@ -436,7 +453,7 @@ def _with_local_headers(source: str, path: Path, spec: KernelSpec, once: set[Pat
     one outside the kernel's folder (KernelSpec.folder), which the compiler's sandbox refuses."""
     once = set() if once is None else once
     out, at = [], 0
-    for match in INCLUDE.finditer(source):
+    for match in includes(source):
         header = find_header(spec, path.resolve(), match.group(1) or match.group(2), bool(match.group(1)))
         if header is None or header in within:
             continue
