@@ -123,6 +123,12 @@ def refers(node: Any, keys: set[tuple[str, int, str]]) -> bool:
                for c in node.walk_preorder())
 
 
+def reads(node: Any) -> set[tuple[str, int, str]]:
+    """The declarations an expression reads (``refers`` of each key at once)."""
+    return {ident(c.referenced) for c in node.walk_preorder()
+            if c.kind.name == "DECL_REF_EXPR" and c.referenced is not None}
+
+
 
 
 def operation(node: Any) -> tuple[str, list[Any]] | None:

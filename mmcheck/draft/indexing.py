@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ..cxx.front import constant, operator
 from ..describe.ops import Order
-from .cursors import bare, callee, expressions, ident, refers
+from .cursors import bare, callee, expressions, ident, reads, refers
 from .groups import aliases, entry, is_table
 
 __all__ = ["Indexing"]
@@ -25,6 +26,8 @@ class Indexing:
         self.nodes = list(self.body.walk_preorder()) if self.body is not None else []
         # The local pointers loaded from a table of pointers' entries, by the table: its operand's accesses too.
         self.aliases = aliases(self.nodes, {ident(p) for p in parameters if is_table(p.type)})
+        self._assigned: dict[Any, list[tuple[tuple[str, int, str], set[tuple[str, int, str]]]]] = {}
+        self._found_loops: dict[tuple[str | None, ...], list[tuple[Any, set[tuple[str, int, str]]]]] = {}
 
     def reduction(self, sizes: list[int], roles: list[str | None]) -> int | None:
         """The size parameter (its index) that bounds the loop over K, where exactly one does."""
@@ -113,7 +116,13 @@ class Indexing:
         return found
 
     def _loops(self, roles: list[str | None]) -> list[tuple[Any, set[tuple[str, int, str]]]]:
-        """The loops over K: each with its variable and the variables made from it in its body."""
+        """The loops over K: each with its variable and the variables made from it in its body (kept by the
+        roles: each question about K asks)."""
+        if tuple(roles) not in self._found_loops:
+            self._found_loops[tuple(roles)] = self._loops_over_k(roles)
+        return self._found_loops[tuple(roles)]
+
+    def _loops_over_k(self, roles: list[str | None]) -> list[tuple[Any, set[tuple[str, int, str]]]]:
         inputs = [ident(p) for p, r in zip(self.parameters, roles) if r in ("A", "B", "x")]
         found = []
         for loop in (n for n in self.nodes if n.kind == self.ck.FOR_STMT):
@@ -135,21 +144,29 @@ class Indexing:
         """``variable`` and the variables of ``scope`` initialized or assigned from it, directly or not (a
         variable reused for another index is then both, and tells nothing)."""
         found, changed = {variable}, True
-        sources = []  # (the variable, what gives it a value)
-        for n in scope.walk_preorder():
-            parts = expressions(n)
-            if n.kind == self.ck.VAR_DECL:
-                sources += [(ident(n), c) for c in parts]
-            elif n.kind == self.ck.BINARY_OPERATOR and operator(n) == "=" and len(parts) == 2 \
-                    and parts[0].kind == self.ck.DECL_REF_EXPR and parts[0].referenced is not None:
-                sources.append((ident(parts[0].referenced), parts[1]))
+        if scope not in self._assigned:
+            self._assigned[scope] = self._assignments(scope)
+        sources = self._assigned[scope]
         while changed:
             changed = False
-            for key, value in sources:
-                if key not in found and refers(value, found):
+            for key, read in sources:
+                if key not in found and read & found:
                     found.add(key)
                     changed = True
         return found
+
+    def _assignments(self, scope: Any) -> list[tuple[tuple[str, int, str], set[tuple[str, int, str]]]]:
+        """Each variable of ``scope`` given a value (initialized or assigned), with the declarations that value
+        reads: the same for every variable ``_derived`` follows there, which keeps them by scope."""
+        sources = []
+        for n in scope.walk_preorder():
+            kind = n.kind
+            if kind == self.ck.VAR_DECL:
+                sources += [(ident(n), reads(c)) for c in expressions(n)]
+            elif kind == self.ck.BINARY_OPERATOR and operator(n) == "=" and len(parts := expressions(n)) == 2 \
+                    and parts[0].kind == self.ck.DECL_REF_EXPR and parts[0].referenced is not None:
+                sources.append((ident(parts[0].referenced), reads(parts[1])))
+        return sources
 
     def _accesses(self, roles: list[str | None], operand: str) -> list[Any]:
         keys = [ident(p) for p, r in zip(self.parameters, roles) if r == operand]
@@ -159,15 +176,21 @@ class Indexing:
         """The index expressions of a pointer parameter: a subscript's index, or a pointer sum holding it (a table's:
         those of the pointers loaded from it)."""
         keys = {key, *(k for k, source in self.aliases.items() if source == key)}
+        return [index for index, read in self._indexes if read & keys]
+
+    @functools.cached_property
+    def _indexes(self) -> list[tuple[Any, set[tuple[str, int, str]]]]:
+        """Each index expression of the body, with the declarations its pointer reads: a subscript's index (not a
+        table's entry), or a pointer sum or difference whole.  Found once, and looked through for each operand:
+        libclang's cursors cost a call into the library each."""
         found = []
         for node in self.nodes:
-            parts = expressions(node)
-            if node.kind == self.ck.ARRAY_SUBSCRIPT_EXPR and len(parts) == 2 and refers(parts[0], keys) \
-                    and not entry(node):
-                found.append(parts[1])
-            elif node.kind == self.ck.BINARY_OPERATOR and node.type.kind.name == "POINTER" \
-                    and operator(node) in ("+", "-") and refers(node, keys) and not is_table(node.type):
-                found.append(node)
+            kind = node.kind
+            if kind == self.ck.ARRAY_SUBSCRIPT_EXPR and len(parts := expressions(node)) == 2 and not entry(node):
+                found.append((parts[1], reads(parts[0])))
+            elif kind == self.ck.BINARY_OPERATOR and node.type.kind.name == "POINTER" \
+                    and operator(node) in ("+", "-") and not is_table(node.type):
+                found.append((node, reads(node)))
         return found
 
     def _terms(self, index: Any, strides: set[tuple[str, int, str]]) -> list[tuple[tuple[str, int, str], bool]]:
