@@ -116,6 +116,7 @@ class _Reduction:
         self.included = [(c.location.line, included_file(c)) for c in self.includes]  # (line, file or None)
         self.kept: set[int] = set()  # indices into units
         self.needed: set[str] = set()  # files other than the main one that kept code uses
+        self.places: dict[Any, list[int]] = {}  # by a declaration referred to: the units holding it (_places)
 
     # -- what the file holds
 
@@ -261,13 +262,21 @@ class _Reduction:
                 referenced = c.referenced
                 targets = [referenced] if referenced is not None and referenced != c else []
             for t in targets:
-                for d in {t, t.canonical, t.get_definition() or t, specialized_template(t) or t}:
-                    found += self._place(d)
+                found += self._places(t)
         if unit is not None:
             first = bisect.bisect_left(self.expansion_starts, unit.start)
             for expansion in self.expansions[first:bisect.bisect_left(self.expansion_starts, unit.end)]:
                 self._macro(expansion.referenced, set())
         return found
+
+    def _places(self, target: Any) -> list[int]:
+        """The main file's units that hold a declaration referred to, its canonical one, its definition or the
+        template it specializes; found once each (a file refers to the same few many times over, and each look
+        is a call into libclang)."""
+        if target not in self.places:
+            self.places[target] = [i for d in {target, target.canonical, target.get_definition() or target,
+                                               specialized_template(target) or target} for i in self._place(d)]
+        return self.places[target]
 
     def _place(self, decl: Any) -> list[int]:
         """The main file's units that hold ``decl``; [] for one in another file, which is marked needed."""
