@@ -41,6 +41,13 @@ def pytest_configure(config):
 # Tests made from data (a corpus kernel, a known-bad kernel, a page's example) that take 5 s or more on a busy GPU
 # machine, by node id: marked slow as the decorated ones are.
 SLOW = {
+    "tests/test_corpus.py::test_correct_kernel_passes[marlin.marlin_gm1-float16]": 20,
+    "tests/test_corpus.py::test_correct_kernel_passes[deep_gemm.gemm_fp8_fp8_bf16_nt-float8_e4m3->bfloat16]": 19,
+    "tests/test_corpus.py::test_correct_kernel_passes[marlin.marlin_g128-float16]": 17,
+    "tests/test_corpus.py::test_is_valid_cuda[collection/marlin/marlin_cuda_kernel.cu]": 9,
+    "tests/test_corpus.py::test_correct_kernel_passes[deep_gemm.m_grouped_gemm_fp8_fp8_bf16_nt_contiguous-float8_e4m3"
+    "->bfloat16]": 7,
+    "tests/test_corpus.py::test_correct_kernel_passes[leetcuda.hgemm_sliced_k_f16-float16]": 7,
     "tests/test_corpus.py::test_correct_kernel_passes[corpus.sgemm_blocktiling_1d-float32]": 8,
     "tests/test_corpus.py::test_correct_kernel_passes[corpus.tiled_bool_checked-float32]": 7,
     "tests/test_corpus.py::test_correct_kernel_passes[corpus.wmma_shared-float16->float32]": 6,

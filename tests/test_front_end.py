@@ -152,6 +152,7 @@ def test_the_include_folders_come_after_the_files_own_on_every_compilers_include
 
 # --- include: the compilers ---------------------------------------------------------------------------------
 
+@pytest.mark.slow(8)
 def test_a_project_laid_out_as_half_gemm_projects_are_passes_on_the_emulator(tmp_path):
     """src/mma/mma_naive.cu uses the ldmatrix and mma.sync macros of src/common/common.h: the emulator rewrites
     the inline PTX of a header found in an include folder as it does the file's own, and both instances (each

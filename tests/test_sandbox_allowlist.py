@@ -129,7 +129,7 @@ def _run_all(tmp_path_factory) -> Run:
     return Run(rows, targets, list(children.scratch().rglob("mmcheck-pile")), before, _scheduling())
 
 
-@pytest.mark.slow(10)
+@pytest.mark.slow(16)
 @needs.gxx
 @needs.whole_sandbox
 @x86_64

@@ -131,6 +131,7 @@ extern "C" __global__ void k(float* A, float* B, float* C, int N) {
 """
 
 
+@pytest.mark.slow(10)
 def test_the_hang_limit_is_the_launchs_cpu_time_so_a_busy_machine_never_makes_a_hang(compiled, emu_cache, spec_of,
                                                                                       run_kernel):
     """One core shared with eleven processes that spin: the launch takes twelve times its CPU time on the wall's

@@ -517,6 +517,7 @@ def test_a_wgmma_needs_a_whole_warpgroup(build, emu, run_kernel):
 
 
 # ---- GEMMs as Hopper worklogs write them -----------------------------------------------------------------------------
+@pytest.mark.slow(10)
 def test_wgmma_gemms_pass_and_a_wrong_swizzle_a_missing_wait_and_a_missing_proxy_fence_are_caught(checked, tmp_path):
     """Shapes of several blocks along M and N with partial tiles, and of several K tiles with a partial last one,
     besides the smallest: the three widths pass; the tiles read through a 64-byte swizzle are wrong, as on the GPU;
