@@ -119,12 +119,11 @@ def source_text(cursor: Any) -> str:
 
 def refers(node: Any, keys: set[tuple[str, int, str]]) -> bool:
     """Whether an expression reads any of the declarations ``keys``."""
-    return any(c.kind.name == "DECL_REF_EXPR" and c.referenced is not None and ident(c.referenced) in keys
-               for c in node.walk_preorder())
+    return not reads(node).isdisjoint(keys)
 
 
 def reads(node: Any) -> set[tuple[str, int, str]]:
-    """The declarations an expression reads (``refers`` of each key at once)."""
+    """The declarations an expression reads."""
     return {ident(c.referenced) for c in node.walk_preorder()
             if c.kind.name == "DECL_REF_EXPR" and c.referenced is not None}
 
