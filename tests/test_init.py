@@ -105,6 +105,28 @@ def test_a_file_with_a_spec_is_refused_and_left_as_it_is(corpus, capsys):
     assert path.read_bytes() == written
 
 
+@needs.gxx
+@needs.whole_sandbox
+def test_a_file_that_includes_its_projects_header_is_read_with_the_project_given(tmp_path, capsys, monkeypatch):
+    """A tutorial's project keeps its tile sizes in a header one folder up: named alone, the file's reading may not
+    read it, and init says which --src gives it the project; given that, it writes a spec that passes."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "tiles.cuh").write_text("#define TILE 16\n")
+    source = (CORPUS / "naive_launcher.cu").read_text()
+    path = tmp_path / "kernels" / "naive.cu"
+    path.write_text('#include "../tiles.cuh"\n' + source.replace("16", "TILE"))
+    assert init("kernels/naive.cu") == 2
+    assert f"unless the run is given the project: --src {tmp_path}" in capsys.readouterr().err
+    assert path.read_text().startswith("#include")  # nothing written
+    assert init(str(path), "--src", str(tmp_path / "elsewhere")) == 2  # a project that does not hold it
+    assert f"the file is not inside {tmp_path / 'elsewhere'}" in capsys.readouterr().err
+    assert init("kernels/naive.cu", "--src", ".") == 0
+    assert main(["check", "kernels/naive.cu", "--src", ".", "--backend", "emu", "--budget", str(1 << 14),
+                 "--json", "run.json"]) == 0
+    assert {r["outcome"] for r in json.loads(Path("run.json").read_text())["results"]} == {"pass"}
+
+
 def test_an_opener_written_almost_right_or_a_missing_file_is_refused(tmp_path, capsys):
     near = tmp_path / "near.cu"
     near.write_text("/** mmcheck\n[[kernel]]\n*/\n__global__ void k(float *C) {}\n")

@@ -1,7 +1,7 @@
 """``mmcheck init``: a first spec for a kernel file that has none, drafted by the C++ front end's sandboxed child
 (serve.py says how it reads the file), and written at the top of the file.  The file is read only in the child,
-whose sandbox lets it read the file's folder, the system and the toolchain alone: nothing the file includes from
-elsewhere reaches the spec.
+whose sandbox lets it read the file's folder (or the project's, given as check's ``--src`` is), the system and the
+toolchain alone: nothing the file includes from elsewhere reaches the spec.
 """
 
 from __future__ import annotations
@@ -30,15 +30,16 @@ class Draft:
     notes: tuple[str, ...] = ()
 
 
-def kernels(path: Path) -> list[str]:
+def kernels(path: Path, project: Path | None = None) -> list[str]:
     """The ``__global__`` functions defined in a kernel file, in order."""
-    return _read(path, None, drafting=False)["kernels"]
+    return _read(path, None, drafting=False, project=project)["kernels"]
 
 
-def draft(path: Path, entry: str | None = None) -> Draft:
-    """A spec for the kernel ``entry`` of the file at ``path`` (the file's only kernel where None).  Raises
+def draft(path: Path, entry: str | None = None, project: Path | None = None) -> Draft:
+    """A spec for the kernel ``entry`` of the file at ``path`` (the file's only kernel where None), read with the
+    headers of ``project`` (a folder that holds the file) readable, else those of the file's folder.  Raises
     SpecError where there is no such kernel, or several and none named (the message lists them)."""
-    found = _read(path, entry, drafting=True)
+    found = _read(path, entry, drafting=True, project=project)
     names = found["kernels"]
     if not names:
         raise SpecError(path, "no __global__ function is defined in the file")
@@ -50,9 +51,12 @@ def draft(path: Path, entry: str | None = None) -> Draft:
     return Draft(drafted["entry"], drafted["text"], tuple(drafted["todos"]), tuple(drafted["notes"]))
 
 
-def _read(path: Path, entry: str | None, drafting: bool) -> dict[str, Any]:
+def _read(path: Path, entry: str | None, drafting: bool, project: Path | None) -> dict[str, Any]:
     """What ``serve`` answers of the file at ``path``, read by the C++ front end's child, whose sandbox lets it
-    read the file's folder, the system and the toolchain alone."""
+    read the project's folder (else the file's), the system and the toolchain alone."""
+    folder = (project or path.parent).resolve()
+    if not path.resolve().is_relative_to(folder):
+        raise SpecError(path, f"the file is not inside {folder}, the project folder --src gives")
     if not client.available():
         raise MmcheckError("mmcheck init reads kernel files with libclang, which is not importable here: "
                            "pip install libclang")
@@ -61,7 +65,7 @@ def _read(path: Path, entry: str | None, drafting: bool) -> dict[str, Any]:
     except OSError as e:
         raise SpecError(path, f"cannot read: {e}") from None
     request = {"path": str(path), "source": source, "entry": entry, "drafting": drafting}
-    return client.ask("mmcheck.draft.serve:serve", request, path, path.resolve().parent)
+    return client.ask("mmcheck.draft.serve:serve", request, path, folder)
 
 
 def write(path: Path, block: str) -> None:

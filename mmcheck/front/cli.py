@@ -93,7 +93,8 @@ EXAMPLES = {
   mmcheck report --compare before.json after.json""",
     "init": """\
   mmcheck init my_sgemm.cu              write a spec, read off the kernel and its launcher, at the top of the file
-  mmcheck init kernels.cu --entry sgemm --print   show the spec of one of the file's kernels""",
+  mmcheck init kernels.cu --entry sgemm --print   show the spec of one of the file's kernels
+  mmcheck init kern/k.cu --src .        a file that includes its project's headers (#include "../common.h")""",
     "info": """\
   mmcheck info                          what mmcheck finds here and which backend it will use
   mmcheck info --compiler nvrtc""",
@@ -131,6 +132,8 @@ def _parser() -> argparse.ArgumentParser:
     init.add_argument("file", metavar="FILE.cu")
     init.add_argument("--entry", metavar="NAME", help="the kernel to write the spec of, where the file has several")
     init.add_argument("--print", dest="show", action="store_true", help="print the spec instead of writing it")
+    init.add_argument("--src", metavar="DIR", help="the project folder that holds the file, whose headers the "
+                                                   "reading may read, as check's --src (default: the file's folder)")
     for sub in (listing, check, bench):
         sub.add_argument("targets", nargs="*", metavar="NAME-GLOB|PATH.cu|DIR",
                          help=f"kernels by name glob, or files/directories to read (default: ./{SRC})")
