@@ -136,8 +136,9 @@ class _Watch:
     """``mmcheck watch`` on a folder in a session of its own, as a terminal starts it; its output read as it
     comes, a line at a time."""
 
-    def __init__(self, tmp_path: Path, kernel: str) -> None:
-        """Watching a folder of one kernel file, ``kernel`` its text, with a temporary folder of its own."""
+    def __init__(self, tmp_path: Path, kernel: str, targets: tuple[str, ...] = ("kernels",)) -> None:
+        """Watching a folder of one kernel file, ``kernel`` its text (or ``targets``, named from ``tmp_path``), with a
+        temporary folder of its own."""
         folder, tmp = tmp_path / "kernels", tmp_path / "tmp"
         folder.mkdir()
         tmp.mkdir()
@@ -151,8 +152,8 @@ class _Watch:
             signal.signal(signal.SIGINT, signal.SIG_DFL)
         try:
             self.child = subprocess.Popen(
-                [sys.executable, "-m", "mmcheck", "watch", str(folder), "--backend", "emu", "--results",
-                 str(folder.parent / "results")],
+                [sys.executable, "-m", "mmcheck", "watch", *(str(tmp_path / t) if t[0] != "-" else t for t in targets),
+                 "--backend", "emu", "--results", str(folder.parent / "results")],
                 cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 text=True)
         finally:
@@ -249,6 +250,20 @@ def test_a_fixed_kernel_passes_soon_after_the_save_and_ctrl_c_ends_the_watch(emu
     assert code == 0 and took < _EXIT_WITHIN, (code, took, said)
     assert said.count("kernel x dtype:") == 2, said  # the save in steps was checked once
     assert "Traceback" not in said and "watch ended" in said, said
+    watch.assert_nothing_left()
+
+
+def test_a_file_that_includes_its_projects_header_is_watched_with_the_project_given(emulator, tmp_path):
+    """The file alone may not read ../tiles.h, as check says; with --src, as check takes it, it passes, and a save
+    of the header rechecks it."""
+    (tmp_path / "tiles.h").write_text("#define BOUND N\n")
+    watch = _Watch(tmp_path, _kernel("w.mm", bound="BOUND", include='#include "../tiles.h"'),
+                   targets=("kernels/mm.cu", "--src", "."))
+    watch.wait_for(r"mm\.cu: 1 kernel x dtype: 1 passed")
+    _save(tmp_path / "tiles.h", "#define BOUND M\n")
+    watch.wait_for(r"mm\.cu \(.*tiles\.h saved\): 1 kernel x dtype: 1 wrong")
+    code, _ = watch.stop()
+    assert code == 0 and "Traceback" not in watch.rest()
     watch.assert_nothing_left()
 
 

@@ -140,6 +140,8 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--src", action="append", help="directory or .cu file with kernels (repeatable)")
     watch.add_argument("paths", nargs="+", metavar="FILE.cu|DIR",
                        help="kernel files, and folders whose kernel files (searched recursively) are watched")
+    watch.add_argument("--src", action="append", help="directory or .cu file with kernels, watched too (repeatable): "
+                                                      "as check's, the project whose headers the files may read")
     # Each parser with the options of the command named beside it: watch's are check's, as it is a check made again.
     for name, sub in (("check", check), ("check", watch), ("bench", bench), ("info", info), ("grade", grade)):
         for o in OPTIONS:

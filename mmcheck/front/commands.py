@@ -213,7 +213,7 @@ def watch(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     try:
-        watcher = Watcher(args.paths)
+        watcher = Watcher([*args.paths, *(args.src or [])])
         first = watcher.first()
     except SpecError as e:
         print(f"mmcheck: {e}", file=sys.stderr)
