@@ -137,11 +137,11 @@ def _parser() -> argparse.ArgumentParser:
     for sub in (listing, check, bench):
         sub.add_argument("targets", nargs="*", metavar="NAME-GLOB|PATH.cu|DIR",
                          help=f"kernels by name glob, or files/directories to read (default: ./{SRC})")
-        sub.add_argument("--src", action="append", help="directory or .cu file with kernels (repeatable)")
     watch.add_argument("paths", nargs="+", metavar="FILE.cu|DIR",
                        help="kernel files, and folders whose kernel files (searched recursively) are watched")
-    watch.add_argument("--src", action="append", help="directory or .cu file with kernels, watched too (repeatable): "
-                                                      "as check's, the project whose headers the files may read")
+    for sub in (listing, check, bench, watch):
+        sub.add_argument("--src", action="append", help="directory or .cu file with kernels (repeatable): also the "
+                                                        "project whose headers the files named may read")
     # Each parser with the options of the command named beside it: watch's are check's, as it is a check made again.
     for name, sub in (("check", check), ("check", watch), ("bench", bench), ("info", info), ("grade", grade)):
         for o in OPTIONS:

@@ -389,7 +389,7 @@ def init(args: argparse.Namespace) -> int:
     from ..draft import draft, kernels, refuse_a_second, write
 
     path, project = Path(args.file), Path(args.src) if args.src else None
-    check = f"mmcheck check {path}" + (f" --src {args.src}" if args.src else "")
+    then = f"mmcheck check {path}" + (f" --src {args.src}" if args.src else "")
     try:
         if not args.show:
             refuse_a_second(path)  # before asking which kernel
@@ -413,9 +413,9 @@ def init(args: argparse.Namespace) -> int:
               file=sys.stderr)
     if spec.todos and args.show:  # nothing was written: the spec is the user's to place
         print(f"mmcheck: put the spec at the top of {path} (or run without --print), fill in each TODO and remove "
-              f"its comment, then: {check}", file=sys.stderr)
+              f"its comment, then: {then}", file=sys.stderr)
     elif spec.todos:
-        print(f"mmcheck: fill in each TODO of the spec and remove its comment, then: {check}", file=sys.stderr)
+        print(f"mmcheck: fill in each TODO of the spec and remove its comment, then: {then}", file=sys.stderr)
     return EXIT_OK
 
 
