@@ -39,6 +39,9 @@ mmemu_dim3 threadIdx, blockIdx, blockDim, gridDim;
 namespace {
 
 constexpr size_t kStackSize = 256 * 1024;  // per fiber; reported in stack-overflow messages
+// Each fiber's stack starts a different number of cache lines below the top of its region: at one offset in their
+// pages, the tops of all a block's stacks would share a cache set, and each switch would miss.
+constexpr size_t kColors = 64, kColorStep = 64;
 // How far below the stack pointer a frame's first touch may land: frames are probed page by page (toolchain.py).
 constexpr uintptr_t kStackProbe = 1 << 20;
 constexpr uint64_t kPoisonValue = ~0ull;  // a shuffle from a lane not taking part: mmemu_shared::kPoison's bytes
@@ -202,7 +205,7 @@ struct Engine {
     void* scheduler_fake_stack;
     const void* scheduler_stack;
     size_t scheduler_stack_size;
-    char* stacks;   // nthreads * (guard page + kStackSize)
+    char* stacks;   // nthreads * (guard page + kStackSize + a page to color the stack's start in)
     size_t stack_stride, page;
     uint64_t rng;
     std::vector<Copy> tracked;               // tracked copies not yet complete, oldest first
@@ -386,7 +389,8 @@ void resume(unsigned t) {
     set_current(t);
     E.status->in_kernel = 1;
 #ifdef __SANITIZE_ADDRESS__
-    __sanitizer_start_switch_fiber(&E.scheduler_fake_stack, E.stacks + t * E.stack_stride + E.page, kStackSize);
+    __sanitizer_start_switch_fiber(&E.scheduler_fake_stack, E.stacks + t * E.stack_stride + E.page,
+                                   E.stack_stride - E.page);
 #endif
     context_switch(E.scheduler, E.threads[t].ctx);
 #ifdef __SANITIZE_ADDRESS__
@@ -796,7 +800,8 @@ void run_cluster_fibers() {
         th.state = kReady;
         th.copies.clear();
         th.committed = th.arrived = 0;
-        context_make(th.ctx, E.stacks + t * E.stack_stride + E.page, kStackSize, fiber_main);
+        context_make(th.ctx, E.stacks + t * E.stack_stride + E.page, E.stack_stride - E.page - t % kColors * kColorStep,
+                     fiber_main);
     }
     while (E.exited < E.nthreads) {
         Order order(E.nthreads, E.launch->schedule, splitmix(E.rng));  // reshuffled every phase
@@ -823,7 +828,7 @@ void run_cluster_plain() {
 }
 
 void allocate_fiber_stacks() {
-    E.stack_stride = E.page + kStackSize;
+    E.stack_stride = E.page + kStackSize + E.page;
     void* p = mmap(nullptr, E.nthreads * E.stack_stride, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
