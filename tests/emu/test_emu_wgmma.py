@@ -247,12 +247,16 @@ class Case:
     flag: int = 1  # scale-d's predicate, with scale_d "p"
     seed: int = 0
 
-    def inputs(self):
+    def matrices(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A (64 x K), B (K x N) and C (64 x N): small integers, so that every sum is exact."""
         f = self.form
         rng = np.random.default_rng(self.seed)
-        a = rng.integers(-3, 4, (64, f.k)).astype(np.float64)
-        b = rng.integers(-3, 4, (f.k, f.n)).astype(np.float64)
-        c = rng.integers(-8, 9, (64, f.n)).astype(np.float64)
+        return (rng.integers(-3, 4, (64, f.k)).astype(np.float64), rng.integers(-3, 4, (f.k, f.n)).astype(np.float64),
+                rng.integers(-8, 9, (64, f.n)).astype(np.float64))
+
+    def inputs(self):
+        f = self.form
+        a, b, c = self.matrices()
         tile = np.zeros(TILE, np.uint8)
         descs = np.zeros(8, np.uint64)
         a_words = np.zeros((WARPGROUP, 4), np.uint32)
@@ -349,6 +353,41 @@ def run_case(build, emu, run_kernel, case: Case, schedule: str = "forward") -> n
 def test_wgmma_computes_d_from_operands_laid_out_as_the_isa_says(build, emu, run_kernel, case):
     got, want = run_case(build, emu, run_kernel, case)
     np.testing.assert_array_equal(got, want)
+
+
+@dataclass
+class Thin(Case):
+    """A thin problem's tiles, as a TMA's fill past the matrices leaves them: A's row 0 and B's column 0 alone
+    nonzero; C with -0 and a NaN where only zeros are added; A and B each with an infinity where ``infinite`` (and
+    else a -0 in C's row 0)."""
+    infinite: bool = False
+
+    def matrices(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        a, b, c = super().matrices()
+        a[1:], b[:, 1:] = 0, 0
+        c[5, 7] = -0.0
+        c[6, 8] = np.nan
+        if self.infinite:
+            a[0, 2] = b[3, 0] = np.inf
+        else:
+            c[0, 9] = -0.0
+        return a, b, c
+
+
+@pytest.mark.parametrize("infinite", [False, True])
+def test_a_thin_problems_zeros_give_d_as_ieee_sums_do(build, emu, run_kernel, infinite):
+    """The products of a zero row or column are still added where they change D: -0 + 0 is +0, and 0 times an
+    infinity is a NaN (the emulator makes no products where adding them changes nothing)."""
+    case = Thin(BF16, Placement(128, offset=A_AT), Placement(128, offset=B_AT), infinite=infinite)
+    a, b, c = (m.astype(np.float32) for m in case.matrices())
+    want = c.copy()
+    for k in range(a.shape[1]):  # in k order, in float32, as wgmma's sums
+        want = want + a[:, k:k + 1] * b[k]
+    nan = np.isnan(want)
+    assert want[5, 7] == 0 and not np.signbit(want[5, 7]) and nan[1:, 0].all() == nan[0, 1:].all() == infinite
+    got = run_case(build, emu, run_kernel, case)[0].astype(np.float32)  # D's values, each a float32's
+    assert np.array_equal(np.isnan(got), nan)
+    assert np.array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32))
 
 
 # ---- asynchrony: results at the wait, wgmmas in flight, and what may not happen meanwhile --------------------------

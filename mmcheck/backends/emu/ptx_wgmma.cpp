@@ -38,6 +38,7 @@
 // Arithmetic is mma.sync's (ptx.cpp): D[i][j] starts from C[i][j] (0 with scale-d false) and adds the K exact
 // products in k order in float; a f16 D is rounded once at the end.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -296,7 +297,10 @@ void read_operands(const Context& c, Wgmma& op) {
                     window = static_cast<const unsigned char*>(p) - at;
                 }
                 uint32_t bits = 0;
-                std::memcpy(&bits, window + at, size_t(size));
+                const unsigned char* element = window + at;
+                if (size == 4) std::memcpy(&bits, element, 4);  // each size its own copy: one load, not a call
+                else if (size == 2) std::memcpy(&bits, element, 2);
+                else std::memcpy(&bits, element, 1);
                 out[of_a ? size_t(mn * in.k + k) : size_t(k * mns + mn)] = bits;
             }
     };
@@ -328,6 +332,23 @@ std::pair<int, int> d_position(unsigned t, int x) {
     return {16 * int(t / 32) + group + 8 * (x % 4 / 2), 8 * (x / 4) + 2 * thread + x % 2};
 }
 
+// Where each thread's accumulator elements (d_position's x) lie in D (64 x n, row-major), thread by thread, made
+// once for each n.
+const std::vector<uint32_t>& d_offsets(int n) {
+    static std::map<int, std::vector<uint32_t>> made;
+    std::vector<uint32_t>& offsets = made[n];
+    if (offsets.empty()) {
+        int elements = n / 2;  // a thread's
+        offsets.resize(size_t(kWarpgroup) * size_t(elements));
+        for (unsigned t = 0; t < kWarpgroup; ++t)
+            for (int x = 0; x < elements; ++x) {
+                auto [i, j] = d_position(t, x);
+                offsets[t * size_t(elements) + size_t(x)] = uint32_t(i * n + j);
+            }
+    }
+    return offsets;
+}
+
 // Element (i, k) of an A in registers: warp i / 16's, laid out as mma.sync's A of 16 rows (ptx_mma.cpp's product).
 uint32_t a_register_element(const Wgmma& op, int i, int k, int& index) {
     int size = bytes_of(op.in->a), per = 4 / size, half_k = 4 * per, row = i % 16;
@@ -336,7 +357,7 @@ uint32_t a_register_element(const Wgmma& op, int i, int k, int& index) {
     return op.a_words[size_t((i / 16 * 32 + lane) * 4 + reg)];
 }
 
-// row[j] += x y[j] for j < n, a multiple of 8: one product for each of n sums, four sums at a time.
+// row[j] += x y[j] for j < n, a multiple of 4: one product for each of n sums, four sums at a time.
 void add_products(float* row, float x, const float* y, int n) {
     typedef float Four __attribute__((vector_size(16)));
     for (int j = 0; j < n; j += 4) {
@@ -346,6 +367,22 @@ void add_products(float* row, float x, const float* y, int n) {
         sums += x * ys;
         std::memcpy(row + j, &sums, sizeof sums);
     }
+}
+
+bool finite(const std::vector<float>& values) {
+    return std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); });
+}
+
+// Whether adding a zero leaves each of D's elements [from, to) as it is: none is -0 (-0 + +0 is +0) or a NaN (a
+// signalling one is quietened).
+bool unmoved(const float* from, const float* to) {
+    bool all = true;  // every element looked at, so that the loop is vectorized
+    for (const float* d = from; d < to; ++d) {
+        uint32_t bits;
+        std::memcpy(&bits, d, sizeof bits);
+        all &= bits != 0x80000000u && (bits & 0x7fffffffu) <= 0x7f800000u;
+    }
+    return all;
 }
 
 void compute(const Context& c, Wgmma& op) {
@@ -362,33 +399,50 @@ void compute(const Context& c, Wgmma& op) {
     for (size_t e = 0; e < b.size(); ++e) b[e] = float(op.scale_b) * real(op.b_bits[e], 0, in.b);
     size_t regs = op.regs();
     int per = in.acc == Type::kF16 ? 2 : 1;
+    const std::vector<uint32_t>& offsets = d_offsets(n);
     // D (64 x N) from C, gathered from the threads' registers (a chained wgmma's result where a thread has one),
     // then the K exact products added in k order, a row at a time (each sum in its own order: a vector of them).
     std::vector<float> d(size_t(64 * n), 0.0f);
     for (unsigned t = 0; t < kWarpgroup && op.scale_d; ++t) {
         const Wgmma* from = op.chained[t].get();
         if (from && !from->computed) compute(c, *op.chained[t]);
+        const uint32_t* words = from ? &from->d[t * regs] : &op.c[t * regs];
+        const uint32_t* at = &offsets[t * regs * size_t(per)];
         for (size_t r = 0; r < regs; ++r)
-            for (int e = 0; e < per; ++e) {
-                auto [i, j] = d_position(t, int(r) * per + e);
-                d[size_t(i * n + j)] = real(from ? from->d[t * regs + r] : op.c[t * regs + r], e, in.acc);
-            }
+            for (int e = 0; e < per; ++e) d[at[r * size_t(per) + size_t(e)]] = real(words[r], e, in.acc);
     }
-    for (int i = 0; i < 64; ++i)
-        for (int kk = 0; kk < k; ++kk) {
-            add_products(&d[size_t(i * n)], a[size_t(i * k + kk)], &b[size_t(kk * n)], n);
-        }
+    // A thin problem's tiles are mostly zeros (a TMA's fill past the matrix, a guard's stores): a zero row of A, or
+    // B's columns past its last nonzero one, add only zeros to D, which leave an unmoved element where it is, so
+    // long as the other operand is finite (0 * inf is a NaN).  Such products are not made.
+    bool a_finite = finite(a), b_finite = finite(b);
+    int width = 0;  // B's columns up to its last nonzero one, in fours
+    for (int kk = 0; kk < k; ++kk)
+        for (int j = n - 1; j >= width; --j)
+            if (b[size_t(kk * n + j)] != 0.0f) {
+                width = (j + 4) / 4 * 4;
+                break;
+            }
+    for (int i = 0; i < 64; ++i) {
+        float* row = &d[size_t(i * n)];
+        const float* ai = &a[size_t(i * k)];
+        if (b_finite && std::all_of(ai, ai + k, [](float v) { return v == 0.0f; }) &&
+            (!op.scale_d || unmoved(row, row + n)))
+            continue;
+        int columns = a_finite && (!op.scale_d || unmoved(row + width, row + n)) ? width : n;
+        for (int kk = 0; kk < k; ++kk) add_products(row, ai[kk], &b[size_t(kk * n)], columns);
+    }
     op.d.assign(kWarpgroup * regs, 0);
-    for (unsigned t = 0; t < kWarpgroup; ++t)
+    for (unsigned t = 0; t < kWarpgroup; ++t) {
+        const uint32_t* at = &offsets[t * regs * size_t(per)];
         for (size_t r = 0; r < regs; ++r) {
             uint32_t word = 0;
             for (int e = 0; e < per; ++e) {
-                auto [i, j] = d_position(t, int(r) * per + e);
-                float sum = d[size_t(i * n + j)];
+                float sum = d[at[r * size_t(per) + size_t(e)]];
                 word |= per == 2 ? uint32_t(mmemu::Fp16Format::round(sum)) << (16 * e) : float_bits(sum);
             }
             op.d[t * regs + r] = word;
         }
+    }
     op.computed = true;
 }
 
