@@ -89,6 +89,16 @@ def test_one_wrong_element_is_not_said_to_lack_a_suffix_of_k_that_only_happens_t
     assert not any("lacks exactly the terms" in s for s in diagnose(e)), diagnose(e)
 
 
+@pytest.mark.parametrize("index, which, listed", [(15, "last", "15, 31"), (0, "first", "0, 16, 32")])
+def test_the_same_index_of_each_k_tile_dropped(index, which, listed):
+    def dropped(a, b, w):
+        keep = np.arange(a.shape[-1]) % 16 != index
+        return a[..., keep] @ b[:, keep]
+
+    says(evidence(Shape(5, 6, 37), dropped),
+         f"lacks exactly the terms k = {listed} (k % 16 = {index}): the {which} index of each K tile of 16 is skipped")
+
+
 def test_last_partial_k_tile_padding_holds_the_previous_tile():
     says(evidence(Shape(5, 6, 37), lambda a, b, w: w + a[..., 21:32] @ b[:, 21:32]),
          "the terms k = 21..31 added twice: the cells past K in the last partial K tile (tile 16, K % 16 = 5) still "

@@ -259,6 +259,23 @@ def _dropped_terms(e: Evidence) -> str | None:
                 tiled = _k_tiles(k0, k, e.tiles)
                 said = f"every wrong element lacks exactly the terms k >= {k0}{tiled}"
                 return Exact(said) if "partial" in tiled else said
+    return _strided_terms(e, terms, missing, bad)
+
+
+def _strided_terms(e: Evidence, terms: np.ndarray, missing: np.ndarray, bad: np.ndarray) -> str | None:
+    """The same index of each K tile dropped: its first or its last (an inner loop over the tile off by one), told
+    where several wrong elements agree on it."""
+    k = e.a.shape[2]
+    if np.count_nonzero(bad) < 2:
+        return None
+    for tile in (t for t in e.tiles if t > 1):
+        for index, which in ((tile - 1, "last"), (0, "first")):
+            dropped = range(index, k, tile)
+            if dropped and np.array_equal(missing, terms[:, :, index::tile, :].sum(axis=2)[bad]):
+                listed = ", ".join(map(str, dropped[:3])) + (", ..." if len(dropped) > 3 else "")
+                said = (f"every wrong element lacks exactly the terms k = {listed} (k % {tile} = {index}): the {which} "
+                        f"index of each K tile of {tile} is skipped (an inner loop over the tile off by one?)")
+                return Exact(said) if len(dropped) > 1 else said
     return None
 
 
@@ -604,10 +621,10 @@ def _wraps_narrower(e: Evidence) -> str | None:
     if not e.dtype.is_integer or not bad.any():
         return None
     off = e.got[bad].astype(np.int64) - e.want[bad].astype(np.int64)
-    for bits in (16, 8):
-        if np.all(off % (1 << bits) == 0):
-            return Exact(f"every wrong element is off by a multiple of 2^{bits}: a {bits}-bit integer (an accumulator "
-                         "or an intermediate) wraps")
+    for width in (16, 8):
+        if np.all(off % (1 << width) == 0):
+            return Exact(f"every wrong element is off by a multiple of 2^{width}: a {width}-bit integer (an "
+                         "accumulator or an intermediate) wraps")
     return None
 
 
