@@ -187,7 +187,27 @@ def test_the_heat_map_names_only_the_kinds_it_draws(case, legend, colour_bar):
     (legend_drawn,) = fig.legends
     assert [t.get_text() for t in legend_drawn.get_texts()] == legend
     assert (len(fig.axes) == 2) == colour_bar
-    assert fig.axes[0].get_title().endswith(": C[0]")
+    assert fig.get_suptitle().endswith(": C[0]")
+
+
+@pytest.mark.parametrize("rows, cols", [(57, 12), (1, 300), (3, 4)])
+def test_the_heat_map_of_a_thin_c_fills_its_figure_and_its_title_fits_in_it(rows, cols):
+    """A tall C's narrow axes once pushed a long title past the figure's edge, and a wide one's were a strip."""
+    pytest.importorskip("matplotlib", reason="the heat map needs the plot extra (matplotlib)")
+
+    from mmcheck.judging.artifacts import heat_map_figure
+
+    want = np.arange(rows * cols, dtype=np.float64).reshape(1, rows, cols)
+    got = want.copy()
+    got[0, ::2, ::3] += 5
+    wrong = got != want
+    meta = {**META, "kernel": "a_kernel_with_a_rather_long_name_as_kernels_have", "shape": f"{rows}x{cols}x57"}
+    fig = heat_map_figure({"C": got, "reference": want, "wrong": wrong, "unwritten": np.zeros_like(wrong)}, meta)
+    fig.draw_without_rendering()
+    drawn, page = fig.get_tightbbox(), fig.bbox_inches
+    assert page.x0 - 0.01 <= drawn.x0 and drawn.x1 <= page.x1 + 0.01, (drawn, page)
+    where = fig.axes[0].get_position()
+    assert where.width > 0.5 and where.height > 0.5, where
 
 
 @pytest.mark.parametrize("errors, scale", [([3.0], (0.3, 30.0)), ([0.5, 2.0, 64.0], (0.5, 64.0))])

@@ -97,21 +97,25 @@ def heat_map_figure(arrays: dict[str, np.ndarray], meta: dict) -> Any:
         base[where] = matplotlib.colors.to_rgba(colour)
     fig = Figure(figsize=(6.5, 5), layout="constrained")
     ax = fig.subplots()
-    ax.imshow(base, interpolation="nearest")
+    # Square cells where C is about as wide as tall; a C of a thin shape (57 x 12, 1 x 300) fills the axes instead
+    # of drawing a strip too thin to read.
+    rows, cols = err.shape
+    ax.imshow(base, interpolation="nearest", aspect="equal" if max(rows, cols) <= 3 * min(rows, cols) else "auto")
     if numbers.any():
         # A wrong number equal to its reference (a zero of the other sign) drawn as the least error shown.
         least = err[numbers & (err > 0)].min(initial=np.inf)
         least = 1.0 if np.isinf(least) else least
         shown = np.ma.masked_where(~numbers, np.where(numbers, np.maximum(err, least), 1.0))
         low, high = shown.min(), shown.max()
-        image = ax.imshow(shown, cmap="magma", interpolation="nearest",
+        image = ax.imshow(shown, cmap="magma", interpolation="nearest", aspect=ax.get_aspect(),
                           norm=LogNorm(low / 10, high * 10) if low == high else LogNorm(low, high))
         fig.colorbar(image, ax=ax, label="|C - reference| of a wrong number")
     # Below the whole figure, not the axes: under a C of one row, a place relative to the axes' height lies on
     # the column numbers.
     fig.legend(handles=[Patch(color=c, label=f"{name} ({int(w.sum())})") for name, c, w in kinds if w.any()],
                loc="outside lower left", ncol=3, fontsize=8, frameon=False)
-    ax.set_title(f"{meta['kernel']} {meta['dtype']} {meta['shape']} ({meta['trial']}): C[{batch}]", fontsize=9)
+    # Over the whole figure: over the axes of a narrow C, a long title ran past the figure's edge.
+    fig.suptitle(f"{meta['kernel']} {meta['dtype']} {meta['shape']} ({meta['trial']}): C[{batch}]", fontsize=9)
     ax.set_xlabel("column j")
     ax.set_ylabel("row i")
     for axis in (ax.xaxis, ax.yaxis):  # indices: a 1 x 1 C has no column -0.4
