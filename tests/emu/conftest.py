@@ -7,14 +7,17 @@ import json
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from mmcheck.backends.base import Backend, BackendOptions, Kernel
-from mmcheck.backends.emu import EmuBackend
+from mmcheck.backends.emu import EmuBackend, toolchain
 from mmcheck.front.cli import main
+from mmcheck.toolchain import children
 from mmcheck.toolchain.compile import Build, unit_source
 from mmcheck.describe.dtypes import precision
 from mmcheck.describe.ops import Shape
@@ -22,6 +25,7 @@ from mmcheck.cases.prepare import plan
 from mmcheck.describe.spec import KernelSpec, load_specs
 
 from tests import specs
+from tests.run_once import RunOnce, shared_folder
 
 KERNELS = Path(__file__).parent / "kernels"
 
@@ -141,3 +145,51 @@ def build(emu: EmuBackend) -> Callable[..., Kernel]:
     def build(body: str, dtype: str = "float32", **spec: object) -> Kernel:
         return compile_on(emu, make_spec(body, dtypes=[dtype], **spec), dtype)  # type: ignore[arg-type]
     return build
+
+
+# The swapcontext fibers that hosts other than x86-64 get, built here on purpose.
+PORTABLE_FIBERS = ["-DMMEMU_UCONTEXT"]
+
+
+@dataclass(frozen=True)
+class OpenedAtOnce:
+    """Backends opened at once on an empty cache with the runtime's ``flags``: the cache, the symbol each found for
+    the kernel it compiled, and the outputs of the compiles they ran, in order."""
+
+    flags: list[str]
+    cache: Path
+    symbols: list[str]
+    made: list[str]
+
+
+@pytest.fixture(scope="session")
+def portable_runtime(tmp_path_factory) -> OpenedAtOnce:
+    """The portable fibers' runtime, built by four backends opened at once on an empty cache, each compiling one
+    kernel, as check -j's workers or xdist's open theirs.  Once per test run (RunOnce): its build is most of the
+    time of both tests that use it (the build's, and the portable fibers' results)."""
+    return RunOnce(tmp_path_factory, "portable-runtime")(
+        "opened", lambda: _open_at_once(shared_folder(tmp_path_factory, "portable-runtime") / "cache"))
+
+
+def _open_at_once(cache: Path) -> OpenedAtOnce:
+    spec = make_spec('extern "C" __global__ void k(const float* A, const float* B, float* C) { C[0] = A[0]; }')
+    compiles: list[list[str]] = []
+    real_run_all = children.run_all
+
+    def counting_run_all(commands, *args, **kwargs):
+        compiles.extend(argv for argv in commands if "-o" in argv)
+        return real_run_all(commands, *args, **kwargs)
+
+    def open_and_compile(_: int) -> str:
+        backend = EmuBackend(BackendOptions(cache_dir=str(cache)))
+        try:
+            return compile_on(backend, spec, "float32").symbol
+        finally:
+            backend.close()
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(toolchain, "RUNTIME_FLAGS", PORTABLE_FIBERS)
+        patch.setattr(children, "run_all", counting_run_all)
+        with ThreadPoolExecutor(4) as pool:
+            symbols = list(pool.map(open_and_compile, range(4)))
+    return OpenedAtOnce(PORTABLE_FIBERS, cache, symbols, [Path(argv[argv.index("-o") + 1]).name for argv in compiles])

@@ -425,10 +425,10 @@ extern "C" __global__ void k(const float* A, const float* B, float* C) {
     np.testing.assert_allclose(c, want + np.sqrt(v[:, 3]), rtol=1e-6)
 
 
-def test_portable_fibers_give_the_same_results(compiled, tmp_path, monkeypatch, file_spec, spec_of, run_kernel):
-    """The swapcontext fibers that hosts other than x86-64 use, built here on purpose."""
-    monkeypatch.setattr(toolchain, "RUNTIME_FLAGS", ["-DMMEMU_UCONTEXT"])
-    backend = EmuBackend(BackendOptions(cache_dir=str(tmp_path)))
+def test_portable_fibers_give_the_same_results(compiled, portable_runtime, monkeypatch, file_spec, run_kernel):
+    """The swapcontext fibers that hosts other than x86-64 use, built here on purpose (conftest.py)."""
+    monkeypatch.setattr(toolchain, "RUNTIME_FLAGS", portable_runtime.flags)
+    backend = EmuBackend(BackendOptions(cache_dir=str(portable_runtime.cache)))
     try:
         kernel = compiled(backend, file_spec("tiled.cu"), "float32", {})
         for schedule in kernel.schedules:
