@@ -177,6 +177,20 @@ bool decode_core(Instruction& in, const std::vector<std::string>& q) {
 
 namespace {
 
+// The registers of a statement that live on its fiber's stack: a wgmma's 128 accumulators and its operands fit.
+constexpr int kStackRegisters = 256;
+
+// An operand's bytes to or from its register, copied inline for the sizes a register has.
+void copy_bytes(void* to, const void* from, size_t size) {
+    switch (size) {
+        case 8: std::memcpy(to, from, 8); return;
+        case 4: std::memcpy(to, from, 4); return;
+        case 2: std::memcpy(to, from, 2); return;
+        case 1: std::memcpy(to, from, 1); return;
+        default: std::memcpy(to, from, size);
+    }
+}
+
 // cvt.rna.tf32.f32: to the nearest value with 10 fraction bits, ties away from zero; the low 13 bits are zero.
 uint32_t round_tf32(uint32_t bits) {
     if ((bits & 0x7f800000u) == 0x7f800000u) return bits & 0x007fffffu ? 0x7fffffffu : bits;  // NaN, infinities
@@ -293,16 +307,22 @@ MMEMU_EXPORT void mmemu_rv_asm(int line, const char* text, const char* constrain
     if (!program.unsupported.empty()) mmemu_unsupported("inline assembly", program.unsupported.c_str(), line);
     const Constraints& said = constraints_of(constraints);
     if (said.kinds.size() != size_t(count) && count) mmemu_unsupported("inline assembly", text, line);
+    // The registers: on the calling fiber's stack where they fit, as a statement may wait in between (at a barrier,
+    // at a wgmma's meeting) and each fiber has a stack of its own; a heap block for every run of a statement was a
+    // tenth of a wgmma GEMM's time.
+    uint64_t on_stack[kStackRegisters];
+    std::vector<uint64_t> on_heap(program.registers > kStackRegisters ? size_t(program.registers) : 0);
+    uint64_t* regs = on_heap.empty() ? on_stack : on_heap.data();
+    std::fill_n(regs, program.registers, uint64_t(0));
     // Outputs start from the variable's value, so that "+r" reads it and an output never written keeps it;
     // an input tied to an output ("0") is that output's value.
-    std::vector<uint64_t> regs(size_t(program.registers));
     static uint64_t serial = 0;
     const Call call{operands, said, count, ++serial};
     for (int i = 0; i < count; ++i) {
         regs[size_t(i)] = operands[i].bits;
         if (call.output(i)) {
             regs[size_t(i)] = 0;
-            std::memcpy(&regs[size_t(i)], reinterpret_cast<const void*>(operands[i].bits), operands[i].pointee);
+            copy_bytes(&regs[size_t(i)], reinterpret_cast<const void*>(operands[i].bits), operands[i].pointee);
         } else if (call.is(i, Constraints::kTied)) {
             regs[size_t(said.tied[size_t(i)])] = operands[i].bits;
         }
@@ -315,5 +335,5 @@ MMEMU_EXPORT void mmemu_rv_asm(int line, const char* text, const char* constrain
     }
     for (int i = 0; i < count; ++i)
         if (call.output(i))
-            std::memcpy(reinterpret_cast<void*>(operands[i].bits), &regs[size_t(i)], operands[i].pointee);
+            copy_bytes(reinterpret_cast<void*>(operands[i].bits), &regs[size_t(i)], operands[i].pointee);
 }

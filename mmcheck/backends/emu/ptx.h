@@ -142,7 +142,7 @@ struct Call {
 // One instruction of a statement as it runs, on the statement's registers.
 struct Context {
     const Instruction& in;
-    std::vector<uint64_t>& regs;
+    uint64_t* regs;
     int line;
     const Call& call;
 

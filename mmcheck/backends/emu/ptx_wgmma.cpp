@@ -490,8 +490,11 @@ void issue(const Context& c) {
     Wgmma mine = describe(c, rank);
     // The accumulators: their values, and the wgmma in flight whose result they are, if any.
     const std::vector<Value>& acc = in.operands[0].values;
-    std::vector<uint32_t> words(acc.size());
-    std::vector<uintptr_t> keys(acc.size());
+    // Its words and keys, in buffers that every fiber of the launch shares: used up before it waits for the others.
+    static std::vector<uint32_t> words;
+    static std::vector<uintptr_t> keys;
+    words.resize(acc.size());
+    keys.resize(acc.size());
     std::vector<int> slots(acc.size());
     for (size_t r = 0; r < acc.size(); ++r) {
         int slot = slots[r] = acc[r].reg;
