@@ -136,9 +136,11 @@ extern "C" __global__ void k(float* A, float* B, float* C, int N) {
 def test_the_hang_limit_is_the_launchs_cpu_time_so_a_busy_machine_never_makes_a_hang(compiled, emu_cache, spec_of,
                                                                                       run_kernel):
     """One core shared with seven processes that spin: the launch takes eight times its CPU time on the wall's
-    clock, past the limit (four times the CPU time of the same launch measured first among the same spinners, in a
-    worker started and with the module loaded before), and still finishes.  (The worker and its launches take the
-    core the test is pinned to.)"""
+    clock, past the limit (four times the CPU time of the same launch measured first among the same spinners), and
+    still finishes.  A launch stopped fails the test at once; one that ended within the limit on the wall's clock
+    too, having taken less CPU time than its probe (on a machine whose every core is busy, a fourth of it was seen),
+    proves nothing either way and is tried again, three times at most.  (The worker and its launches take the core
+    the test is pinned to.)"""
     import multiprocessing
 
     core = {min(os.sched_getaffinity(0))}
@@ -150,31 +152,39 @@ def test_the_hang_limit_is_the_launchs_cpu_time_so_a_busy_machine_never_makes_a_
             spinner = multiprocessing.get_context("fork").Process(target=_spin, daemon=True)
             spinner.start()
             spinners.append(spinner)
-        a, turns = np.zeros(4, np.float32), np.int32(200_000_000)
-        probe = EmuBackend(BackendOptions(cache_dir=str(emu_cache), timeout=60))
-        try:
-            kernel = compiled(probe, spec_of(BUSY, params=("A", "B", "C", "N:int")), "float32", {})
-            run_kernel(probe, kernel, [a, a, a, np.int32(1)], 2, 1)  # the worker started, the module loaded
-            worker = kernel.handle.worker.pid
-            before_cpu = _cpu_seconds(worker)
-            run_kernel(probe, kernel, [a, a, a, turns], 2, 1)
-            cpu = _cpu_seconds(worker) - before_cpu
-        finally:
-            probe.close()
-        # Seven spinners on the one core leave the launch an eighth of it: eight times its CPU time on the wall.
-        backend = EmuBackend(BackendOptions(cache_dir=str(emu_cache), timeout=max(0.3, 4 * cpu)))
-        try:
-            kernel = compiled(backend, spec_of(BUSY, params=("A", "B", "C", "N:int")), "float32", {})
-            start_wall = time.monotonic()
-            c = run_kernel(backend, kernel, [a, a, a, turns], 2, 1)[2]
-            assert time.monotonic() - start_wall > backend.options.timeout  # past the limit on the wall's clock
-            assert c[0] == c[1] == 200_000_000
-        finally:
-            backend.close()
+        spec, turns = spec_of(BUSY, params=("A", "B", "C", "N:int")), np.int32(200_000_000)
+        tried: list[tuple[float, float]] = []  # each launch's seconds on the wall's clock, and its limit
+        while len(tried) < 3 and not any(wall > limit for wall, limit in tried):
+            probe = EmuBackend(BackendOptions(cache_dir=str(emu_cache), timeout=60))
+            try:
+                limit = max(0.3, 4 * _launch_cpu(probe, compiled(probe, spec, "float32", {}), turns, run_kernel))
+            finally:
+                probe.close()
+            backend = EmuBackend(BackendOptions(cache_dir=str(emu_cache), timeout=limit))
+            try:
+                kernel, a = compiled(backend, spec, "float32", {}), np.zeros(4, np.float32)
+                start_wall = time.monotonic()
+                c = run_kernel(backend, kernel, [a, a, a, turns], 2, 1)[2]  # stopped as hung: KernelTimeout
+                tried.append((time.monotonic() - start_wall, limit))
+                assert c[0] == c[1] == turns
+            finally:
+                backend.close()
+        assert any(wall > limit for wall, limit in tried), tried  # past the limit on the wall's clock, and finished
     finally:
         for p in spinners:
             p.kill()
         os.sched_setaffinity(0, before)
+
+
+def _launch_cpu(backend: EmuBackend, kernel, turns: np.int32, run_kernel) -> float:
+    """The CPU seconds of a launch of BUSY's ``kernel`` of ``turns`` turns, in a worker started, and with the module
+    loaded, by a launch of one turn before."""
+    a = np.zeros(4, np.float32)
+    run_kernel(backend, kernel, [a, a, a, np.int32(1)], 2, 1)
+    worker = kernel.handle.worker.pid
+    before = _cpu_seconds(worker)
+    run_kernel(backend, kernel, [a, a, a, turns], 2, 1)
+    return _cpu_seconds(worker) - before
 
 
 def _cpu_seconds(pid: int) -> float:
