@@ -1,7 +1,7 @@
-"""Inline PTX on the emulator: mma.sync, ldmatrix, cp.async, cvta, ld/st.shared, mov, cvt and lop3, each checked
-against numpy on fragments laid out as the PTX ISA lays them out (the layouts below are written from the ISA's text,
-not from the emulator), with the asynchronous copies' visibility under each schedule and the preconditions that the
-hardware assumes reported with their line."""
+"""Inline PTX on the emulator: mma.sync, ldmatrix, cp.async, cvta, ld/st.shared, mov, cvt, lop3 and scalar float
+arithmetic, each checked against numpy on fragments laid out as the PTX ISA lays them out (the layouts below are
+written from the ISA's text, not from the emulator), with the asynchronous copies' visibility under each schedule
+and the preconditions that the hardware assumes reported with their line."""
 
 from __future__ import annotations
 
@@ -617,6 +617,40 @@ def test_lop3_computes_the_function_its_table_names(build, emu, run_kernel):
     np.testing.assert_array_equal(got, want)
 
 
+# ---- scalar floating-point arithmetic ------------------------------------------------------------------------------
+def float_arithmetic(t: str, c: str) -> str:
+    """A kernel of ``t`` (float, double) whose thread i writes add, sub.rn, mul and fma.rn of A[i], B[i] and
+    A[32 + i] (``c``: the PTX type) to C[4 i ...]."""
+    r = "f" if c == "f32" else "d"
+    return (f'extern "C" __global__ void k(const {t}* A, const {t}* B, {t}* C) {{\n'
+            f"  const unsigned i = threadIdx.x;\n  const {t} a = A[i], b = B[i], c = A[32 + i];\n  {t} d[4];\n"
+            f'  asm("add.{c} %0, %1, %2;" : "={r}"(d[0]) : "{r}"(a), "{r}"(b));\n'
+            f'  asm("sub.rn.{c} %0, %1, %2;" : "={r}"(d[1]) : "{r}"(a), "{r}"(b));\n'
+            f'  asm("mul.{c} %0, %1, %2;" : "={r}"(d[2]) : "{r}"(a), "{r}"(b));\n'
+            f'  asm("fma.rn.{c} %0, %1, %2, %3;" : "={r}"(d[3]) : "{r}"(a), "{r}"(b), "{r}"(c));\n'
+            "  for (int j = 0; j < 4; ++j) C[4 * i + j] = d[j];\n}")
+
+
+# a = b = 1 + 2**-e: a b = 1 + 2**(1 - e) + 2**-2e, which the type's rounding cuts to 1 + 2**(1 - e); with c = -1,
+# fma.rn gives 2**(1 - e) + 2**-2e, one rounding of the exact sum, where mul then add would give 2**(1 - e).
+@pytest.mark.parametrize("t, ptx, dtype, e", [("float", "f32", np.float32, 13), ("double", "f64", np.float64, 30)])
+def test_add_sub_mul_and_fma_round_once_to_nearest(build, emu, run_kernel, t, ptx, dtype, e):
+    kernel = build(float_arithmetic(t, ptx))
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal(64).astype(dtype)
+    b = rng.standard_normal(32).astype(dtype)
+    a[0] = b[0] = 1 + dtype(2.0) ** -e
+    a[32] = -1
+    got = run_kernel(emu, kernel, [a, b, np.zeros(128, dtype)], 1, 32)[2].reshape(32, 4)
+    np.testing.assert_array_equal(got[:, 0], a[:32] + b)
+    np.testing.assert_array_equal(got[:, 1], a[:32] - b)
+    np.testing.assert_array_equal(got[:, 2], a[:32] * b)
+    assert got[0, 3] == dtype(2.0) ** (1 - e) + dtype(2.0) ** (-2 * e) != got[0, 2] + a[32]
+    if dtype is np.float32:  # the exact product and sum of float32s fit in a double: one rounding, then
+        want = (a[:32].astype(np.float64) * b + a[32:]).astype(np.float32)
+        np.testing.assert_array_equal(got[1:, 3], want[1:])
+
+
 # ---- whole kernels, as mmcheck checks them --------------------------------------------------------------------------
 # Shapes of several blocks along M and N, and of several K tiles with a partial last one, besides the smallest.
 def test_an_mma_ldmatrix_gemm_passes_and_its_b_loaded_without_trans_is_caught(checked, tmp_path):
@@ -640,7 +674,9 @@ SOURCES = {**{opcode.split("aligned.")[1]: mma_body(opcode) for opcode in MMAS_1
            "ldmatrix generic": LDMATRIX % ldmatrix_statement(4, True, shared=False), "cp.async": CP_ASYNC,
            "cp.async misaligned": CP_ASYNC_MISALIGNED, "cp.async groups": GROUPS,
            "pipeline primitives": PIPELINE_PRIMITIVES, "shared": SHARED, "cvta of global": CVTA_GLOBAL,
-           "ld.shared past": LD_SHARED_PAST, "cvt.rna": CVT_RNA, "lop3": LOP3}
+           "ld.shared past": LD_SHARED_PAST, "cvt.rna": CVT_RNA, "lop3": LOP3,
+           "float arithmetic f32": float_arithmetic("float", "f32"),
+           "float arithmetic f64": float_arithmetic("double", "f64")}
 
 
 # 8-bit floats need sm_89: these kernels are compiled for the H200's sm_90.

@@ -22,6 +22,7 @@
 #include "mmemu.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -134,6 +135,9 @@ bool decode_select(Instruction& in, const std::vector<std::string>& q) {
 
 namespace mmemu_ptx {
 
+// The floating-point arithmetic that inline PTX may do, as Instruction::code numbers it.
+const std::map<std::string, int> kFloatOps = {{"add", 0}, {"sub", 1}, {"mul", 2}, {"fma", 3}};
+
 bool decode_core(Instruction& in, const std::vector<std::string>& q) {
     const std::string& name = q[0];
     if (name == "mma") return decode_mma(in, q);
@@ -155,6 +159,15 @@ bool decode_core(Instruction& in, const std::vector<std::string>& q) {
         in.bytes = 1;
         return (in.predicates || scalar_type(q[1], in.bytes, in.sign)) && shaped(in, "ss") &&
                registers(in.operands[0], 1);
+    }
+    if (kFloatOps.count(name) && (q.back() == "f32" || q.back() == "f64")) {
+        // IEEE's arithmetic rounded to nearest: .rn said, or for add, sub and mul left to the default; .ftz, .sat and
+        // the other roundings are not emulated.
+        in.op = Op::kFloat;
+        in.code = kFloatOps.at(name);
+        in.bytes = q.back() == "f32" ? 4 : 8;
+        bool rounding = q.size() == 3 ? q[1] == "rn" : q.size() == 2 && name != "fma";
+        return rounding && shaped(in, name == "fma" ? "ssss" : "sss") && registers(in.operands[0], 1);
     }
     if (name == "lop3" && q.size() == 2 && q[1] == "b32") {  // d, a, b, c, the table of f(0xF0, 0xCC, 0xAA)
         in.op = Op::kLop3;
@@ -189,6 +202,37 @@ void copy_bytes(void* to, const void* from, size_t size) {
         case 1: std::memcpy(to, from, 1); return;
         default: std::memcpy(to, from, size);
     }
+}
+
+// add, sub, mul or fma (Instruction::code) of T, each rounded once to nearest, as IEEE's are.
+template <class T>
+T arithmetic(const Context& c) {
+    auto value = [&](size_t operand) {
+        uint64_t bits = c.get(operand);
+        T x;
+        std::memcpy(&x, &bits, sizeof x);
+        return x;
+    };
+    T a = value(1), b = value(2);
+    switch (c.in.code) {
+        case 0: return a + b;
+        case 1: return a - b;
+        case 2: return a * b;
+        default: return std::fma(a, b, value(3));
+    }
+}
+
+// The bits of arithmetic()'s result, in the low bytes of a register.
+uint64_t float_result(const Context& c) {
+    uint64_t bits = 0;
+    if (c.in.bytes == 4) {
+        float r = arithmetic<float>(c);
+        std::memcpy(&bits, &r, sizeof r);
+    } else {
+        double r = arithmetic<double>(c);
+        std::memcpy(&bits, &r, sizeof r);
+    }
+    return bits;
 }
 
 // cvt.rna.tf32.f32: to the nearest value with 10 fraction bits, ties away from zero; the low 13 bits are zero.
@@ -273,6 +317,7 @@ void run(const Context& c) {
         case Op::kMov: return c.set(0, c.get(1) & mask(in.bytes));
         case Op::kCvt: return c.set(0, extend(c.get(1), in.from_bytes, in.from_sign) & mask(in.bytes));
         case Op::kCvtTf32: return c.set(0, round_tf32(uint32_t(c.get(1))));
+        case Op::kFloat: return c.set(0, float_result(c));
         case Op::kLop3:
             return c.set(0, lop3(uint32_t(c.get(1)), uint32_t(c.get(2)), uint32_t(c.get(3)), uint32_t(c.get(4))));
         case Op::kBarrierCluster: case Op::kFence: case Op::kMapa: case Op::kGetctarank: case Op::kAtom:

@@ -35,6 +35,7 @@ struct Operand {
 enum class Op {
     kMma, kLdmatrix, kStmatrix, kCpAsync, kCommit, kWaitGroup, kWaitAll, kCvtaToShared, kCvtaToGeneric, kLoad,
     kStore, kMov, kCvt, kCvtTf32, kLop3, kSetp, kSelp, kBranch,
+    kFloat,  // add, sub, mul, fma of f32 or f64; Instruction::code says which
     kBarrierCluster, kFence, kMapa, kGetctarank, kAtom,  // ptx_cluster.cpp's
     kAsync,  // an instruction of ptx_async.cpp's families; Instruction::code says which
     kWgmma, kWgmmaFence, kWgmmaCommit, kWgmmaWait,  // ptx_wgmma.cpp's
