@@ -3,10 +3,13 @@ thread and argument, and the backend keeps working afterwards."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -132,48 +135,52 @@ extern "C" __global__ void k(float* A, float* B, float* C, int N) {
 """
 
 
-@pytest.mark.slow(10)
+@pytest.mark.slow(5)
 def test_the_hang_limit_is_the_launchs_cpu_time_so_a_busy_machine_never_makes_a_hang(compiled, emu_cache, spec_of,
                                                                                       run_kernel):
-    """One core shared with seven processes that spin: the launch takes eight times its CPU time on the wall's
-    clock, past the limit (four times the CPU time of the same launch measured first among the same spinners), and
-    still finishes.  A launch stopped fails the test at once; one that ended within the limit on the wall's clock
-    too, having taken less CPU time than its probe (on a machine whose every core is busy, a fourth of it was seen),
-    proves nothing either way and is tried again, three times at most.  (The worker and its launches take the core
-    the test is pinned to.)"""
-    import multiprocessing
+    """A launch kept from the CPU (stopped, as a machine too busy to run it would keep it) for twice its limit on
+    the wall's clock still finishes: the limit, ten times the CPU time of the same launch measured first, counts
+    the launch's CPU time.  A launch that ended before it could be stopped proves nothing and is tried again,
+    three times at most."""
+    spec, turns = spec_of(BUSY, params=("A", "B", "C", "N:int")), np.int32(50_000_000)
+    tried: list[tuple[float, float]] = []  # each launch's seconds on the wall's clock, and its limit
+    while len(tried) < 3 and not any(wall > limit for wall, limit in tried):
+        probe = EmuBackend(BackendOptions(cache_dir=str(emu_cache), timeout=60))
+        try:
+            limit = max(0.5, 10 * _launch_cpu(probe, compiled(probe, spec, "float32", {}), turns, run_kernel))
+        finally:
+            probe.close()
+        backend = EmuBackend(BackendOptions(cache_dir=str(emu_cache), timeout=limit))
+        try:
+            kernel, a = compiled(backend, spec, "float32", {}), np.zeros(4, np.float32)
+            run_kernel(backend, kernel, [a, a, a, np.int32(1)], 2, 1)  # the worker started, the module loaded
+            start_wall = time.monotonic()
+            with ThreadPoolExecutor(1) as pool:
+                launch = pool.submit(run_kernel, backend, kernel, [a, a, a, turns], 2, 1)
+                _keep_from_the_cpu(kernel.handle.worker.pid, launch, 2 * limit)
+                c = launch.result()[2]  # stopped as hung: KernelTimeout
+            tried.append((time.monotonic() - start_wall, limit))
+            assert c[0] == c[1] == turns
+        finally:
+            backend.close()
+    assert any(wall > limit for wall, limit in tried), tried  # past the limit on the wall's clock, and finished
 
-    core = {min(os.sched_getaffinity(0))}
-    before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, core)
-    spinners = []
-    try:
-        for _ in range(7):
-            spinner = multiprocessing.get_context("fork").Process(target=_spin, daemon=True)
-            spinner.start()
-            spinners.append(spinner)
-        spec, turns = spec_of(BUSY, params=("A", "B", "C", "N:int")), np.int32(200_000_000)
-        tried: list[tuple[float, float]] = []  # each launch's seconds on the wall's clock, and its limit
-        while len(tried) < 3 and not any(wall > limit for wall, limit in tried):
-            probe = EmuBackend(BackendOptions(cache_dir=str(emu_cache), timeout=60))
+
+def _keep_from_the_cpu(worker: int, launch: Future, seconds: float) -> None:
+    """Stop the process that ``worker`` forks for the launch, as soon as it is seen, for ``seconds``; nothing if
+    the launch ends first."""
+    while not launch.done():
+        children = Path(f"/proc/{worker}/task/{worker}/children").read_text().split()
+        if children:
             try:
-                limit = max(0.3, 4 * _launch_cpu(probe, compiled(probe, spec, "float32", {}), turns, run_kernel))
-            finally:
-                probe.close()
-            backend = EmuBackend(BackendOptions(cache_dir=str(emu_cache), timeout=limit))
-            try:
-                kernel, a = compiled(backend, spec, "float32", {}), np.zeros(4, np.float32)
-                start_wall = time.monotonic()
-                c = run_kernel(backend, kernel, [a, a, a, turns], 2, 1)[2]  # stopped as hung: KernelTimeout
-                tried.append((time.monotonic() - start_wall, limit))
-                assert c[0] == c[1] == turns
-            finally:
-                backend.close()
-        assert any(wall > limit for wall, limit in tried), tried  # past the limit on the wall's clock, and finished
-    finally:
-        for p in spinners:
-            p.kill()
-        os.sched_setaffinity(0, before)
+                os.kill(int(children[0]), signal.SIGSTOP)
+            except ProcessLookupError:
+                return
+            time.sleep(seconds)
+            with contextlib.suppress(ProcessLookupError):  # ended meanwhile, as hung
+                os.kill(int(children[0]), signal.SIGCONT)
+            return
+        time.sleep(0.0005)
 
 
 def _launch_cpu(backend: EmuBackend, kernel, turns: np.int32, run_kernel) -> float:
@@ -193,15 +200,6 @@ def _cpu_seconds(pid: int) -> float:
     thread of this process reaps meanwhile, or after it."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime, stime, cutime, cstime
-
-
-def _spin() -> None:
-    # A session of its own, as the emulator's worker has: where the scheduler shares a core among sessions
-    # first (autogroup), spinners in the test's one session would leave the launch half the core, not an
-    # eighth.
-    os.setsid()
-    while True:
-        pass
 
 
 def test_a_hang_is_stopped_by_the_timeout(compiled, emu_cache, spec_of, run_kernel):
